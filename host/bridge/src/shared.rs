@@ -1,0 +1,277 @@
+//! State shared by the bridge handle, its tasks and its session links.
+
+use std::collections::HashMap;
+use std::process::ExitStatus;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use tokio::sync::{mpsc, watch};
+use zcode_contract::{MapperConnection, NativeReply, ReplyBody, RoutedEvent};
+
+use crate::group::ProcessGroup;
+use crate::options::BridgeOptions;
+use crate::session::SessionInbound;
+
+/// Locks a mutex even if a panicking thread poisoned it: every critical section here leaves
+/// the data consistent, and the bridge must still be able to fail closed and kill its child.
+pub(crate) fn lock<T: ?Sized>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Identifies a session link inside one bridge.
+pub(crate) type LinkId = u64;
+
+pub(crate) struct Shared {
+    pub(crate) options: BridgeOptions,
+    pub(crate) pid: u32,
+    pub(crate) group: ProcessGroup,
+    /// Framing and connection ops. Locked by the reader for `push`/`finish` and by connection
+    /// ops under the dispatch lock; never held across an await.
+    pub(crate) connection: Mutex<Box<dyn MapperConnection>>,
+    /// The next free request id. Held across "allocate ids, call the mapper, register, queue
+    /// the writes" so that ids never collide and writes leave in allocation order.
+    pub(crate) next_request_id: Mutex<u64>,
+    pub(crate) next_op_id: AtomicU64,
+    pub(crate) next_link_id: AtomicU64,
+    state: Mutex<State>,
+    /// Bumped whenever `ready` or `closed` changes; waiters re-check the state.
+    changed: watch::Sender<()>,
+    /// The child's exit status once the reaper has collected it.
+    pub(crate) exit: watch::Sender<Option<ExitStatus>>,
+    /// Set once stdout reached EOF and its last frames were handled.
+    pub(crate) stdout_done: watch::Sender<bool>,
+    /// Set once the termination sequence has finished.
+    pub(crate) terminated: watch::Sender<bool>,
+}
+
+struct State {
+    /// Why the transport closed; `Some` is final.
+    closed: Option<String>,
+    ready: bool,
+    /// Queue of the writer task; dropped on close, which closes the child's stdin once the
+    /// queued bytes are written.
+    writer: Option<mpsc::UnboundedSender<Vec<u8>>>,
+    pending: HashMap<u64, Pending>,
+    /// Event route → the link that owns it.
+    routes: HashMap<String, LinkId>,
+    sessions: HashMap<LinkId, mpsc::UnboundedSender<SessionInbound>>,
+}
+
+struct Pending {
+    reply_to: mpsc::UnboundedSender<NativeReply>,
+    label: String,
+}
+
+/// Who an operation runs for: route ownership follows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Owner {
+    Connection,
+    Session(LinkId),
+}
+
+/// What an operation asks to write, already validated against its allocated ids.
+pub(crate) struct Submission<'a> {
+    pub(crate) owner: Owner,
+    pub(crate) routes_added: &'a [String],
+    pub(crate) routes_removed: &'a [String],
+    /// (id, label, bytes) in write order.
+    pub(crate) requests: Vec<(u64, &'a str, &'a [u8])>,
+    pub(crate) reply_to: &'a mpsc::UnboundedSender<NativeReply>,
+}
+
+/// Why a submission was refused.
+pub(crate) enum SubmitError {
+    Closed(String),
+    RouteTaken(String),
+}
+
+impl Shared {
+    pub(crate) fn new(
+        options: BridgeOptions,
+        pid: u32,
+        group: ProcessGroup,
+        connection: Box<dyn MapperConnection>,
+        writer: mpsc::UnboundedSender<Vec<u8>>,
+    ) -> Self {
+        Self {
+            options,
+            pid,
+            group,
+            connection: Mutex::new(connection),
+            next_request_id: Mutex::new(1),
+            next_op_id: AtomicU64::new(1),
+            next_link_id: AtomicU64::new(1),
+            state: Mutex::new(State {
+                closed: None,
+                ready: false,
+                writer: Some(writer),
+                pending: HashMap::new(),
+                routes: HashMap::new(),
+                sessions: HashMap::new(),
+            }),
+            changed: watch::Sender::new(()),
+            exit: watch::Sender::new(None),
+            stdout_done: watch::Sender::new(false),
+            terminated: watch::Sender::new(false),
+        }
+    }
+
+    pub(crate) fn next_op_id(&self) -> u64 {
+        self.next_op_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    pub(crate) fn closed_reason(&self) -> Option<String> {
+        lock(&self.state).closed.clone()
+    }
+
+    pub(crate) fn is_ready(&self) -> bool {
+        lock(&self.state).ready
+    }
+
+    /// A receiver that wakes on the next change of `ready`/`closed`; subscribe before checking.
+    pub(crate) fn subscribe_changes(&self) -> watch::Receiver<()> {
+        self.changed.subscribe()
+    }
+
+    /// Fails the transport closed (idempotent; the first reason wins): every pending request is
+    /// answered `Lost`, every linked session is told, the writer queue is dropped so stdin
+    /// closes, and the supervisor starts terminating the child.
+    pub(crate) fn fail_closed(&self, reason: String) {
+        let mut state = lock(&self.state);
+        if state.closed.is_some() {
+            return;
+        }
+        tracing::info!(reason = %reason, "ZCode host transport closed");
+        for (id, pending) in state.pending.drain() {
+            let lost = NativeReply { id, body: ReplyBody::Lost(reason.clone()) };
+            let _ = pending.reply_to.send(lost);
+        }
+        for session in state.sessions.values() {
+            let _ = session.send(SessionInbound::TransportClosed(reason.clone()));
+        }
+        state.routes.clear();
+        state.writer = None;
+        state.closed = Some(reason);
+        drop(state);
+        self.changed.send_replace(());
+    }
+
+    pub(crate) fn mark_ready(&self) {
+        lock(&self.state).ready = true;
+        self.changed.send_replace(());
+    }
+
+    /// Applies an operation's route changes, registers its requests and queues their bytes,
+    /// all under one lock so the transport cannot close halfway.
+    pub(crate) fn submit(&self, submission: Submission<'_>) -> Result<(), SubmitError> {
+        let mut state = lock(&self.state);
+        if let Some(reason) = &state.closed {
+            return Err(SubmitError::Closed(reason.clone()));
+        }
+        let link = match submission.owner {
+            Owner::Session(link) => Some(link),
+            Owner::Connection => None,
+        };
+        for route in submission.routes_added {
+            match state.routes.get(route) {
+                Some(&owner) if Some(owner) != link => {
+                    return Err(SubmitError::RouteTaken(route.clone()));
+                }
+                _ => {}
+            }
+        }
+        if let Some(link) = link {
+            for route in submission.routes_removed {
+                if state.routes.get(route) == Some(&link) {
+                    state.routes.remove(route);
+                }
+            }
+            for route in submission.routes_added {
+                state.routes.insert(route.clone(), link);
+            }
+        }
+        let Some(writer) = state.writer.clone() else {
+            return Err(SubmitError::Closed("host stdin is closed".into()));
+        };
+        for (id, label, bytes) in submission.requests {
+            let pending =
+                Pending { reply_to: submission.reply_to.clone(), label: label.to_owned() };
+            state.pending.insert(id, pending);
+            // The receiver lives as long as the writer task; if it is gone the task failed the
+            // transport, and this request will be answered `Lost` with the rest.
+            let _ = writer.send(bytes.to_vec());
+        }
+        Ok(())
+    }
+
+    /// Removes a pending request; false if it was already answered or lost.
+    pub(crate) fn take_pending(&self, id: u64) -> bool {
+        lock(&self.state).pending.remove(&id).is_some()
+    }
+
+    /// The label a pending request was registered with, for logs.
+    pub(crate) fn pending_label(&self, id: u64) -> Option<String> {
+        lock(&self.state).pending.get(&id).map(|p| p.label.clone())
+    }
+
+    pub(crate) fn forget_pending(&self, ids: impl IntoIterator<Item = u64>) {
+        let mut state = lock(&self.state);
+        for id in ids {
+            state.pending.remove(&id);
+        }
+    }
+
+    /// Hands a reply to the operation waiting for it. A reply nobody waits for (timed out,
+    /// answered twice, never asked) is dropped: it is never matched to another request.
+    pub(crate) fn resolve(&self, reply: NativeReply) {
+        let pending = lock(&self.state).pending.remove(&reply.id);
+        match pending {
+            Some(pending) => {
+                let _ = pending.reply_to.send(reply);
+            }
+            None => tracing::warn!(id = reply.id, "late or unknown native response dropped"),
+        }
+    }
+
+    /// Delivers an event to the session that owns its route, in arrival order.
+    pub(crate) fn route_event(&self, event: RoutedEvent) {
+        let state = lock(&self.state);
+        let session = state.routes.get(&event.route).and_then(|link| state.sessions.get(link));
+        match session {
+            Some(session) => {
+                let _ = session.send(SessionInbound::Event(event.payload));
+            }
+            None => {
+                tracing::debug!(route = %event.route, "native event for an unknown route dropped")
+            }
+        }
+    }
+
+    /// Queues bytes the connection must write back now (handshake acknowledgements).
+    pub(crate) fn write_now(&self, bytes: Vec<u8>) {
+        if let Some(writer) = &lock(&self.state).writer {
+            let _ = writer.send(bytes);
+        }
+    }
+
+    /// Registers a new session's inbound channel; a session linked after the close is told at
+    /// once.
+    pub(crate) fn add_session(&self, link: LinkId, inbound: mpsc::UnboundedSender<SessionInbound>) {
+        let mut state = lock(&self.state);
+        match &state.closed {
+            Some(reason) => {
+                let _ = inbound.send(SessionInbound::TransportClosed(reason.clone()));
+            }
+            None => {
+                state.sessions.insert(link, inbound);
+            }
+        }
+    }
+
+    /// Forgets a session and every route it owns.
+    pub(crate) fn remove_session(&self, link: LinkId) {
+        let mut state = lock(&self.state);
+        state.sessions.remove(&link);
+        state.routes.retain(|_, owner| *owner != link);
+    }
+}

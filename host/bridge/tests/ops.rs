@@ -1,0 +1,322 @@
+//! Operation driving: request ids, reply correlation, timeouts, late and duplicate replies,
+//! event routing, and mapper faults.
+
+// The fake host relies on unix signals.
+#![cfg(unix)]
+
+mod support;
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::*;
+use zcode_bridge::{BridgeOptions, OpFailure, SessionInbound};
+use zcode_contract::{Action, ConnectionOp, ErrorKind, SessionOp};
+
+fn create(script: Script) -> SessionOp {
+    SessionOp::Create(script.text())
+}
+
+fn event(inbound: Option<SessionInbound>) -> Value {
+    match inbound {
+        Some(SessionInbound::Event(payload)) => serde_json::from_str(&payload).unwrap(),
+        other => panic!("expected an event, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn concurrent_ops_of_two_sessions_get_unique_ids_and_their_own_replies() {
+    let bridge = start(&[]).await;
+    let (a, _a_events) = bridge.link_session(Box::new(TestSession::default()));
+    let (b, _b_events) = bridge.link_session(Box::new(TestSession::default()));
+
+    // The host holds all three requests and answers them in reverse order of arrival.
+    let hold = || Script::request("hold", "3");
+    let (ra, rb, rc) = guard(async {
+        tokio::join!(
+            bridge.session_op(&a, create(hold())),
+            bridge.session_op(&b, create(hold())),
+            bridge.connection_op(ConnectionOp::Probe(hold().text())),
+        )
+    })
+    .await;
+
+    let mut ids = BTreeSet::new();
+    for result in [&ra, &rb, &rc] {
+        let replies = replies(result);
+        assert_eq!(replies.len(), 1);
+        let id = reply_id(&replies[0]);
+        // The host echoes the id it was asked with: the reply reached the op that sent it.
+        assert_eq!(replies[0]["ok"], json!({"held": id}));
+        ids.insert(id);
+    }
+    assert_eq!(ids.len(), 3, "request ids collide: {ids:?}");
+    // Setup used id 1; nothing else was sent.
+    assert_eq!(ids, BTreeSet::from([2, 3, 4]));
+    bridge.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_op_with_several_rounds_gets_fresh_ids_each_round() {
+    let bridge = start(&[]).await;
+    let script =
+        Script::request("echo", "one").and("echo", "two").then(Script::request("echo", "three"));
+    let result = guard(bridge.connection_op(ConnectionOp::Probe(script.text()))).await;
+    let replies = replies(&result);
+    let got: Vec<(u64, Value)> =
+        replies.iter().map(|r| (reply_id(r), r["ok"]["echo"].clone())).collect();
+    assert_eq!(got, vec![(2, json!("one")), (3, json!("two")), (4, json!("three"))]);
+    bridge.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_timed_out_request_is_lost_and_its_late_reply_is_dropped() {
+    let (logs, _guard) = Logs::capture();
+    let bridge = start(&[]).await;
+    let parked = Script::request("park", "").timeout_ms(50);
+    let result = guard(bridge.connection_op(ConnectionOp::Probe(parked.text()))).await;
+    assert_eq!(replies(&result), vec![json!({"id": 2, "lost": "timed out after 50 ms"})]);
+
+    // The host now answers the parked request (late), then this one.
+    let result =
+        guard(bridge.connection_op(ConnectionOp::Probe(Script::request("unpark", "").text())))
+            .await;
+    assert_eq!(replies(&result), vec![json!({"id": 3, "ok": "unparked"})]);
+    assert!(
+        logs.text().contains("late or unknown native response dropped id=2"),
+        "{}",
+        logs.text()
+    );
+    assert_eq!(bridge.closed_reason(), None);
+    bridge.shutdown().await;
+}
+
+#[tokio::test]
+async fn timeouts_of_zero_use_the_default_and_large_ones_are_capped() {
+    let options = BridgeOptions {
+        default_timeout: Duration::from_millis(40),
+        max_timeout: Duration::from_millis(60),
+        ..options()
+    };
+    let bridge = start_with(plan(&[]), TestConnection::default(), options).await;
+    let script = Script::request("park", "").and("park", "").timeout_ms(u32::MAX);
+    let result = guard(bridge.connection_op(ConnectionOp::Probe(script.text()))).await;
+    let mut replies = replies(&result);
+    replies.sort_by_key(reply_id);
+    assert_eq!(
+        replies,
+        vec![
+            json!({"id": 2, "lost": "timed out after 40 ms"}),
+            json!({"id": 3, "lost": "timed out after 60 ms"}),
+        ]
+    );
+    bridge.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_duplicate_reply_is_dropped_and_never_matched_to_another_request() {
+    let (logs, _guard) = Logs::capture();
+    let bridge = start(&[]).await;
+    let result =
+        guard(bridge.connection_op(ConnectionOp::Probe(Script::request("twice", "").text()))).await;
+    assert_eq!(replies(&result), vec![json!({"id": 2, "ok": "first"})]);
+    // The duplicate was written before this request's reply, so it has been handled by now.
+    let result =
+        guard(bridge.connection_op(ConnectionOp::Probe(Script::request("echo", "x").text()))).await;
+    assert_eq!(replies(&result), vec![json!({"id": 3, "ok": {"echo": "x"}})]);
+    assert!(
+        logs.text().contains("late or unknown native response dropped id=2"),
+        "{}",
+        logs.text()
+    );
+    bridge.shutdown().await;
+}
+
+#[tokio::test]
+async fn routes_are_registered_before_the_request_is_written() {
+    let bridge = start(&[]).await;
+    let (link, mut events) = bridge.link_session(Box::new(TestSession::default()));
+    // The host emits three events on the new route before it replies.
+    let script = Script::request("emit", "r1,r1,r1").add_routes(&["r1"]);
+    let result = guard(bridge.session_op(&link, create(script))).await;
+    assert_eq!(replies(&result), vec![json!({"id": 2, "ok": "emitted"})]);
+    for seq in 1..=3 {
+        assert_eq!(event(events.try_recv().ok()), json!({"seq": seq}));
+    }
+    assert!(events.try_recv().is_err());
+    // The link maps what it receives with its own mapper session.
+    assert_eq!(link.map_event("{\"seq\":1}").unwrap(), vec![Action::Update("{\"seq\":1}".into())]);
+    bridge.shutdown().await;
+}
+
+#[tokio::test]
+async fn events_go_to_the_session_that_owns_the_route_in_order() {
+    let bridge = start(&[]).await;
+    let (a, mut a_events) = bridge.link_session(Box::new(TestSession::default()));
+    let (b, mut b_events) = bridge.link_session(Box::new(TestSession::default()));
+    guard(bridge.session_op(&a, create(Script::request("echo", "").add_routes(&["a"]))))
+        .await
+        .unwrap();
+    guard(bridge.session_op(&b, create(Script::request("echo", "").add_routes(&["b"]))))
+        .await
+        .unwrap();
+
+    // seq 1..=5 on routes a, b, a, nobody, a.
+    let script = Script::request("emit", "a,b,a,nobody,a");
+    guard(bridge.connection_op(ConnectionOp::Probe(script.text()))).await.unwrap();
+    let a_seqs: Vec<Value> =
+        (0..3).map(|_| event(a_events.try_recv().ok())["seq"].clone()).collect();
+    assert_eq!(a_seqs, vec![json!(1), json!(3), json!(5)]);
+    assert_eq!(event(b_events.try_recv().ok()), json!({"seq": 2}));
+    assert!(a_events.try_recv().is_err() && b_events.try_recv().is_err());
+    bridge.shutdown().await;
+}
+
+#[tokio::test]
+async fn events_for_a_removed_route_are_dropped() {
+    let bridge = start(&[]).await;
+    let (link, mut events) = bridge.link_session(Box::new(TestSession::default()));
+    let (other, mut other_events) = bridge.link_session(Box::new(TestSession::default()));
+    guard(bridge.session_op(&link, create(Script::request("echo", "").add_routes(&["r1", "r2"]))))
+        .await
+        .unwrap();
+    guard(bridge.session_op(&other, create(Script::request("echo", "").add_routes(&["o"]))))
+        .await
+        .unwrap();
+
+    // The route is removed before the request is written; its event (seq 1) goes nowhere.
+    let script = Script::request("emit", "r1,r2").remove_routes(&["r1"]);
+    guard(bridge.session_op(&link, create(script))).await.unwrap();
+    assert_eq!(event(events.try_recv().ok()), json!({"seq": 2}));
+    assert!(events.try_recv().is_err());
+
+    // Dropping the other link removes its routes too.
+    drop(other);
+    guard(bridge.connection_op(ConnectionOp::Probe(Script::request("emit", "o,r2").text())))
+        .await
+        .unwrap();
+    assert_eq!(event(events.try_recv().ok()), json!({"seq": 2}));
+    assert!(other_events.try_recv().is_err());
+    bridge.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_mapper_error_fails_only_that_op() {
+    let bridge = start(&[]).await;
+    let (link, _events) = bridge.link_session(Box::new(TestSession::default()));
+    let result = guard(bridge.session_op(&link, create(Script::fail("no such session")))).await;
+    match result {
+        Err(OpFailure::Mapper(error)) => {
+            assert_eq!(
+                (error.kind, error.message.as_str()),
+                (ErrorKind::Native, "no such session")
+            );
+        }
+        other => panic!("expected a mapper error, got {other:?}"),
+    }
+    let result = guard(bridge.session_op(&link, create(Script::request("echo", "ok")))).await;
+    assert_eq!(replies(&result), vec![json!({"id": 2, "ok": {"echo": "ok"}})]);
+    bridge.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_session_fault_makes_only_that_session_unusable() {
+    let bridge = start(&[]).await;
+    let (broken, _broken_events) = bridge.link_session(Box::new(TestSession::default()));
+    let (healthy, _healthy_events) = bridge.link_session(Box::new(TestSession::default()));
+
+    for (script, cause) in [
+        (Script::fault("trap"), "trap"),
+        (Script::request("echo", "").with_wrong_ids(), "has id 7, but the id handed out was 2"),
+        (Script::empty_wait(), "no request is outstanding"),
+    ] {
+        let (link, _events) = bridge.link_session(Box::new(TestSession::default()));
+        match guard(bridge.session_op(&link, create(script))).await {
+            Err(OpFailure::Fault(fault)) => assert!(fault.0.contains(cause), "{fault}"),
+            other => panic!("expected a fault for `{cause}`, got {other:?}"),
+        }
+        assert!(link.fault().is_some());
+    }
+
+    guard(bridge.session_op(&broken, create(Script::fault("trap")))).await.unwrap_err();
+    // The broken session refuses everything from now on, without calling its mapper.
+    let again = guard(bridge.session_op(&broken, create(Script::request("echo", "")))).await;
+    assert!(matches!(again, Err(OpFailure::Fault(_))), "{again:?}");
+    assert!(broken.map_event("{}").is_err());
+
+    // Everything else is untouched. The wrong-id op consumed id 2; the healthy op gets 3.
+    let result = guard(bridge.session_op(&healthy, create(Script::request("echo", "fine")))).await;
+    assert_eq!(replies(&result), vec![json!({"id": 3, "ok": {"echo": "fine"}})]);
+    assert_eq!(bridge.closed_reason(), None);
+    bridge.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_route_owned_by_another_session_is_refused() {
+    let bridge = start(&[]).await;
+    let (a, _a_events) = bridge.link_session(Box::new(TestSession::default()));
+    let (b, _b_events) = bridge.link_session(Box::new(TestSession::default()));
+    guard(bridge.session_op(&a, create(Script::request("echo", "").add_routes(&["shared"]))))
+        .await
+        .unwrap();
+    let taken =
+        guard(bridge.session_op(&b, create(Script::request("echo", "").add_routes(&["shared"]))))
+            .await;
+    match taken {
+        Err(OpFailure::Fault(fault)) => assert!(fault.0.contains("already belongs"), "{fault}"),
+        other => panic!("expected a fault, got {other:?}"),
+    }
+    bridge.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_map_event_fault_poisons_the_session() {
+    let bridge = start(&[]).await;
+    let (link, _events) = bridge.link_session(Box::new(TestSession::default()));
+    assert!(link.map_event("{\"mapper-fault\":1}").is_err());
+    let result = guard(bridge.session_op(&link, create(Script::request("echo", "")))).await;
+    assert!(matches!(result, Err(OpFailure::Fault(_))), "{result:?}");
+    bridge.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_connection_op_fault_fails_the_transport_closed() {
+    let bridge = start(&[]).await;
+    let (_link, mut events) = bridge.link_session(Box::new(TestSession::default()));
+    let script = Script::request("echo", "").add_routes(&["mine"]);
+    match guard(bridge.connection_op(ConnectionOp::Probe(script.text()))).await {
+        Err(OpFailure::Fault(fault)) => {
+            assert!(fault.0.contains("cannot own event routes"), "{fault}")
+        }
+        other => panic!("expected a fault, got {other:?}"),
+    }
+    let reason = bridge.closed_reason().expect("the transport is closed");
+    assert!(reason.contains("cannot own event routes"), "{reason}");
+    assert_eq!(events.try_recv().ok(), Some(SessionInbound::TransportClosed(reason.clone())));
+    let later =
+        guard(bridge.connection_op(ConnectionOp::Probe(Script::request("echo", "").text()))).await;
+    assert_eq!(later, Err(OpFailure::Transport(reason)));
+    bridge.shutdown().await;
+}
+
+#[tokio::test]
+async fn stderr_is_drained_and_never_logged() {
+    let (logs, _guard) = Logs::capture();
+    let bridge = start(&[]).await;
+    // 4 MiB on stderr: far more than a pipe holds, so the host would block if nobody read it.
+    let result = guard(
+        bridge.connection_op(ConnectionOp::Probe(Script::request("stderr_flood", "64").text())),
+    )
+    .await;
+    assert_eq!(replies(&result), vec![json!({"id": 2, "ok": "flooded"})]);
+    bridge.shutdown().await;
+    // The drain logs its byte count once the pipe closes; wait for that line.
+    guard(async {
+        while !logs.text().contains("host stderr closed") {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    assert!(!logs.text().contains("secret-stderr-content"), "stderr content reached the logs");
+}

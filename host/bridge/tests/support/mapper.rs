@@ -1,0 +1,299 @@
+//! A hand-written NDJSON mapper for the fake host.
+//!
+//! Framing: one JSON object per line. `{"id":N,"result":R}` is a reply, `{"id":N,"error":{..}}`
+//! an error reply, `{"route":R,"event":E}` an event, `{"hello":1}` asks for a `{"hello_ack":1}`
+//! write-back, `{"ready":true}` completes the handshake. Anything else fails the transport.
+//!
+//! Operations are scripted: the op's parameter string is a [`Script`] saying which requests to
+//! send (round by round), which routes to add or remove, or how to misbehave. The response lists
+//! every reply the op received: `{"replies":[{"id":N,"ok":R}|{"id":N,"error":M}|{"id":N,"lost":W}]}`.
+
+use std::collections::{BTreeSet, HashMap};
+
+use serde_json::{Value, json};
+use zcode_contract::{
+    Action, ConnectionOp, ErrorKind, Inbound, MapperConnection, MapperError, MapperFault,
+    MapperSession, NativeReply, NativeRequest, OpResult, Outgoing, ReplyBody, RoutedEvent,
+    SessionOp, Step,
+};
+
+/// Builder of an operation script.
+#[derive(Clone, Debug, Default)]
+pub struct Script(serde_json::Map<String, Value>);
+
+impl Script {
+    /// A round with one request.
+    pub fn request(method: &str, arg: &str) -> Self {
+        Self::default().and(method, arg)
+    }
+
+    /// Adds a request to the script's (only) round.
+    pub fn and(mut self, method: &str, arg: &str) -> Self {
+        let requests = self.0.entry("requests").or_insert_with(|| json!([]));
+        requests
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"method": method, "arg": arg, "timeout_ms": 0}));
+        self
+    }
+
+    /// Sets the mapper-given timeout of the last request added.
+    pub fn timeout_ms(mut self, timeout_ms: u32) -> Self {
+        let requests = self.0.get_mut("requests").unwrap().as_array_mut().unwrap();
+        requests.last_mut().unwrap()["timeout_ms"] = json!(timeout_ms);
+        self
+    }
+
+    pub fn add_routes(mut self, routes: &[&str]) -> Self {
+        self.0.insert("routes_added".into(), json!(routes));
+        self
+    }
+
+    pub fn remove_routes(mut self, routes: &[&str]) -> Self {
+        self.0.insert("routes_removed".into(), json!(routes));
+        self
+    }
+
+    /// A further round, sent once every reply of this round arrived.
+    pub fn then(mut self, next: Script) -> Self {
+        self.0.insert("then".into(), Value::Object(next.0));
+        self
+    }
+
+    /// The op finishes at once with a native mapper error.
+    pub fn fail(message: &str) -> Self {
+        Self(json!({"fail": message}).as_object().unwrap().clone())
+    }
+
+    /// The mapper itself breaks on `start`.
+    pub fn fault(message: &str) -> Self {
+        Self(json!({"fault": message}).as_object().unwrap().clone())
+    }
+
+    /// The requests use ids other than the ones handed out.
+    pub fn with_wrong_ids(mut self) -> Self {
+        self.0.insert("wrong_ids".into(), json!(true));
+        self
+    }
+
+    /// `Wait` with no request at all.
+    pub fn empty_wait() -> Self {
+        Self(json!({"empty_wait": true}).as_object().unwrap().clone())
+    }
+
+    pub fn text(&self) -> String {
+        Value::Object(self.0.clone()).to_string()
+    }
+}
+
+/// Operation state shared by the connection and session halves.
+#[derive(Default)]
+struct Ops {
+    running: HashMap<u64, RunningOp>,
+}
+
+struct RunningOp {
+    waiting: BTreeSet<u64>,
+    replies: Vec<Value>,
+    then: Option<Value>,
+}
+
+impl Ops {
+    fn start(&mut self, op_id: u64, script: &str, first: u64) -> Result<Step, MapperFault> {
+        let script: Value = serde_json::from_str(script).expect("test scripts are JSON");
+        if let Some(message) = script["fault"].as_str() {
+            return Err(MapperFault(message.into()));
+        }
+        if let Some(message) = script["fail"].as_str() {
+            return Ok(Step::Done(Err(MapperError::new(ErrorKind::Native, message))));
+        }
+        let op = RunningOp { waiting: BTreeSet::new(), replies: Vec::new(), then: None };
+        self.running.insert(op_id, op);
+        Ok(self.round(op_id, &script, first))
+    }
+
+    fn round(&mut self, op_id: u64, script: &Value, first: u64) -> Step {
+        if script["empty_wait"] == json!(true) {
+            return Step::Wait(Outgoing::default());
+        }
+        let id_offset = if script["wrong_ids"] == json!(true) { 5 } else { 0 };
+        let op = self.running.get_mut(&op_id).unwrap();
+        let mut requests = Vec::new();
+        for (index, request) in script["requests"].as_array().into_iter().flatten().enumerate() {
+            let id = first + index as u64 + id_offset;
+            let method = request["method"].as_str().unwrap();
+            let frame = json!({"id": id, "method": method, "arg": request["arg"]});
+            requests.push(NativeRequest {
+                id,
+                bytes: format!("{frame}\n").into_bytes(),
+                label: method.to_owned(),
+                timeout_ms: request["timeout_ms"].as_u64().unwrap() as u32,
+            });
+            op.waiting.insert(id);
+        }
+        op.then = script.get("then").cloned();
+        Step::Wait(Outgoing {
+            routes_added: strings(&script["routes_added"]),
+            routes_removed: strings(&script["routes_removed"]),
+            requests,
+        })
+    }
+
+    fn resume(&mut self, op_id: u64, reply: &NativeReply, first: u64) -> Result<Step, MapperFault> {
+        let op = self.running.get_mut(&op_id).expect("resume of a running op");
+        assert!(op.waiting.remove(&reply.id), "reply {} was not asked for by op {op_id}", reply.id);
+        op.replies.push(match &reply.body {
+            ReplyBody::Ok(result) => {
+                json!({"id": reply.id, "ok": serde_json::from_str::<Value>(result).unwrap()})
+            }
+            ReplyBody::Error(error) => json!({"id": reply.id, "error": error.message}),
+            ReplyBody::Lost(reason) => json!({"id": reply.id, "lost": reason}),
+        });
+        if !op.waiting.is_empty() {
+            return Ok(Step::Wait(Outgoing::default()));
+        }
+        if let Some(next) = op.then.take() {
+            return Ok(self.round(op_id, &next, first));
+        }
+        let op = self.running.remove(&op_id).unwrap();
+        let response = json!({"replies": op.replies}).to_string();
+        Ok(Step::Done(Ok(OpResult { response, updates: vec![] })))
+    }
+}
+
+fn strings(value: &Value) -> Vec<String> {
+    value.as_array().into_iter().flatten().map(|v| v.as_str().unwrap().to_owned()).collect()
+}
+
+pub struct TestConnection {
+    buffer: Vec<u8>,
+    /// Longest accepted line; `None` never refuses (for the bridge's own buffer cap).
+    max_frame: Option<usize>,
+    setup: Script,
+    ops: Ops,
+}
+
+impl Default for TestConnection {
+    fn default() -> Self {
+        Self {
+            buffer: Vec::new(),
+            max_frame: Some(16 * 1024),
+            setup: Script::request("setup", ""),
+            ops: Ops::default(),
+        }
+    }
+}
+
+impl TestConnection {
+    pub fn with_setup(mut self, setup: Script) -> Self {
+        self.setup = setup;
+        self
+    }
+
+    pub fn without_frame_limit(mut self) -> Self {
+        self.max_frame = None;
+        self
+    }
+
+    fn frame(&self, line: &[u8]) -> Result<Inbound, MapperError> {
+        let protocol = |message: &str| MapperError::new(ErrorKind::Protocol, message);
+        let text = std::str::from_utf8(line).map_err(|_| protocol("invalid UTF-8"))?;
+        let value: Value = serde_json::from_str(text).map_err(|_| protocol("non-JSON frame"))?;
+        if value.get("hello").is_some() {
+            return Ok(Inbound::Write(b"{\"hello_ack\":1}\n".to_vec()));
+        }
+        if value.get("ready").is_some() {
+            return Ok(Inbound::Ready);
+        }
+        if let (Some(route), Some(event)) = (value["route"].as_str(), value.get("event")) {
+            let event = RoutedEvent { route: route.to_owned(), payload: event.to_string() };
+            return Ok(Inbound::Event(event));
+        }
+        let id = value["id"].as_u64().ok_or_else(|| protocol("frame without an id"))?;
+        let body = match (value.get("result"), value.get("error")) {
+            (Some(result), None) => ReplyBody::Ok(result.to_string()),
+            (None, Some(error)) => ReplyBody::Error(MapperError::new(
+                ErrorKind::Native,
+                error["message"].as_str().unwrap_or("native error"),
+            )),
+            _ => return Err(protocol("unknown frame")),
+        };
+        Ok(Inbound::Reply(NativeReply { id, body }))
+    }
+
+    fn too_long(&self, length: usize) -> bool {
+        self.max_frame.is_some_and(|max| length > max)
+    }
+}
+
+impl MapperConnection for TestConnection {
+    fn push(&mut self, bytes: &[u8]) -> Result<Vec<Inbound>, MapperError> {
+        self.buffer.extend_from_slice(bytes);
+        let mut inbound = Vec::new();
+        while let Some(end) = self.buffer.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = self.buffer.drain(..=end).collect();
+            let line = &line[..line.len() - 1];
+            if self.too_long(line.len()) {
+                return Err(MapperError::new(ErrorKind::Protocol, "frame too long"));
+            }
+            if !line.iter().all(u8::is_ascii_whitespace) {
+                inbound.push(self.frame(line)?);
+            }
+        }
+        if self.too_long(self.buffer.len()) {
+            return Err(MapperError::new(ErrorKind::Protocol, "frame too long"));
+        }
+        Ok(inbound)
+    }
+
+    fn finish(&mut self) -> Result<Vec<Inbound>, MapperError> {
+        if self.buffer.iter().all(u8::is_ascii_whitespace) {
+            return Ok(Vec::new());
+        }
+        let line = std::mem::take(&mut self.buffer);
+        Ok(vec![self.frame(&line)?])
+    }
+
+    fn start(&mut self, op_id: u64, op: &ConnectionOp, first: u64) -> Result<Step, MapperFault> {
+        let script = match op {
+            ConnectionOp::Setup => self.setup.text(),
+            ConnectionOp::Probe(script) | ConnectionOp::ListSessions(script) => script.clone(),
+        };
+        self.ops.start(op_id, &script, first)
+    }
+
+    fn resume(&mut self, op_id: u64, reply: &NativeReply, first: u64) -> Result<Step, MapperFault> {
+        self.ops.resume(op_id, reply, first)
+    }
+}
+
+#[derive(Default)]
+pub struct TestSession {
+    ops: Ops,
+}
+
+impl MapperSession for TestSession {
+    fn start(&mut self, op_id: u64, op: &SessionOp, first: u64) -> Result<Step, MapperFault> {
+        let script = match op {
+            SessionOp::Create(script)
+            | SessionOp::Load(script)
+            | SessionOp::Resume(script)
+            | SessionOp::Prompt(script)
+            | SessionOp::SetMode(script)
+            | SessionOp::SetConfigOption(script) => script.clone(),
+            other => Script::request("echo", other.name()).text(),
+        };
+        self.ops.start(op_id, &script, first)
+    }
+
+    fn resume(&mut self, op_id: u64, reply: &NativeReply, first: u64) -> Result<Step, MapperFault> {
+        self.ops.resume(op_id, reply, first)
+    }
+
+    fn map_event(&mut self, payload: &str) -> Result<Vec<Action>, MapperFault> {
+        if payload.contains("mapper-fault") {
+            return Err(MapperFault("cannot map this event".into()));
+        }
+        Ok(vec![Action::Update(payload.to_owned())])
+    }
+}
