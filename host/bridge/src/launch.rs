@@ -11,7 +11,7 @@ use crate::error::BridgeError;
 /// The executable to run: `plan.program` joined to the install root must resolve (after
 /// following symlinks) to exactly the verified executable. The verified path is what gets
 /// spawned, so a later change of what `program` points at cannot swap the binary.
-pub(crate) fn verified_program(
+pub fn verified_program(
     plan: &LaunchPlan,
     install: &VerifiedInstall,
 ) -> Result<PathBuf, BridgeError> {

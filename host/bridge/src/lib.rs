@@ -29,5 +29,6 @@ mod shared;
 pub use bridge::HostBridge;
 pub use error::{BridgeError, OpFailure};
 pub use exit_cleanup::{install_signal_cleanup, kill_all_host_groups};
+pub use launch::verified_program;
 pub use options::BridgeOptions;
 pub use session::{SessionInbound, SessionLink};

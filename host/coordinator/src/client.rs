@@ -1,0 +1,30 @@
+//! What the coordinator needs from the ACP client: send updates and ask questions.
+//!
+//! The ACP server implements this over the SDK connection; tests implement it with a script.
+
+use agent_client_protocol::BoxFuture;
+use agent_client_protocol::v1::schema::{
+    CreateElicitationRequest, CreateElicitationResponse, RequestPermissionRequest,
+    RequestPermissionResponse, SessionNotification,
+};
+
+/// Why the client gave no usable answer to a request.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{0}")]
+pub struct ClientError(pub String);
+
+pub trait ClientPort: Send + Sync + 'static {
+    /// Queue a `session/update` notification (ordered with every other message we send).
+    fn update(&self, notification: SessionNotification) -> Result<(), ClientError>;
+    /// `session/request_permission`. Dropping the future abandons the request (the SDK then
+    /// sends `$/cancel_request`).
+    fn request_permission(
+        &self,
+        request: RequestPermissionRequest,
+    ) -> BoxFuture<'static, Result<RequestPermissionResponse, ClientError>>;
+    /// `elicitation/create` (form mode).
+    fn elicit(
+        &self,
+        request: CreateElicitationRequest,
+    ) -> BoxFuture<'static, Result<CreateElicitationResponse, ClientError>>;
+}

@@ -1,0 +1,71 @@
+//! The ZCode host of one ACP connection: started lazily by the first operation that needs it,
+//! shared by every workspace and session of the connection, never silently restarted under
+//! sessions that were using it.
+
+use std::sync::Arc;
+
+use agent_client_protocol::BoxFuture;
+use tokio::sync::Mutex;
+use zcode_bridge::HostBridge;
+use zcode_contract::Mapper;
+
+use crate::error::CoordinatorError;
+
+/// A running host child and the mapper that speaks its protocol.
+#[derive(Clone)]
+pub struct Host {
+    pub bridge: HostBridge,
+    pub mapper: Arc<dyn Mapper>,
+}
+
+/// Starts the host: discovery, the compatibility gate, mapper selection and the bridge.
+/// Implemented by the CLI (real installs, `--simulate`) and by tests.
+pub trait HostLauncher: Send + Sync + 'static {
+    fn launch(&self) -> BoxFuture<'static, Result<Host, CoordinatorError>>;
+}
+
+/// absent → starting → ready → (failed | stopping) → absent.
+///
+/// `starting` is the time `get` holds the lock while launching; a concurrent caller waits for
+/// the same launch instead of starting a second child. A failed host stays failed for the
+/// sessions bound to it (they were told through their event streams); the next *new*
+/// operation launches a fresh host.
+pub struct HostSlot {
+    launcher: Arc<dyn HostLauncher>,
+    current: Mutex<Option<Host>>,
+}
+
+impl HostSlot {
+    pub fn new(launcher: Arc<dyn HostLauncher>) -> Self {
+        Self { launcher, current: Mutex::new(None) }
+    }
+
+    pub async fn get(&self) -> Result<Host, CoordinatorError> {
+        let mut current = self.current.lock().await;
+        if let Some(host) = current.as_ref() {
+            match host.bridge.closed_reason() {
+                None => return Ok(host.clone()),
+                Some(reason) => {
+                    tracing::warn!(target: "zcode_acp::host", %reason, "host failed earlier; starting a new one");
+                }
+            }
+        }
+        tracing::info!(target: "zcode_acp::host", "starting the ZCode host");
+        let host = self.launcher.launch().await?;
+        tracing::info!(target: "zcode_acp::host", pid = host.bridge.pid(), "ZCode host ready");
+        *current = Some(host.clone());
+        Ok(host)
+    }
+
+    /// The running host, if any, without starting one.
+    pub async fn running(&self) -> Option<Host> {
+        self.current.lock().await.clone()
+    }
+
+    pub async fn shutdown(&self) {
+        let host = self.current.lock().await.take();
+        if let Some(host) = host {
+            host.bridge.shutdown().await;
+        }
+    }
+}

@@ -1,0 +1,281 @@
+//! The protocol-neutral session coordinator.
+//!
+//! It binds ACP session ids (the native ids, opaque) to a workspace and a mapper session, runs
+//! one actor per session (prompt state machine, interactions, cancel), and owns the lazily
+//! started host. It speaks ACP only through the schema types it emits and the `ClientPort`;
+//! everything native goes through the mapper via the host bridge.
+
+mod acp_json;
+mod client;
+mod config;
+mod error;
+mod host;
+mod session;
+mod workspace;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use agent_client_protocol::v1::schema::{
+    CloseSessionRequest, CloseSessionResponse, ListSessionsRequest, ListSessionsResponse,
+    LoadSessionRequest, LoadSessionResponse, NewSessionRequest, NewSessionResponse, PromptRequest,
+    PromptResponse, ResumeSessionRequest, ResumeSessionResponse, SessionId, SessionNotification,
+    SessionUpdate, SetSessionConfigOptionRequest, SetSessionConfigOptionResponse,
+    SetSessionModeRequest, SetSessionModeResponse,
+};
+use zcode_contract::{ConnectionOp, SessionInit, SessionOp};
+
+pub use client::{ClientError, ClientPort};
+pub use config::CoordinatorConfig;
+pub use error::CoordinatorError;
+pub use host::{Host, HostLauncher, HostSlot};
+pub use session::BoundSession;
+pub use workspace::canonical_workspace;
+
+use session::{Binding, SessionHandle};
+
+#[derive(Clone)]
+pub struct Coordinator {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    host: HostSlot,
+    client: Arc<dyn ClientPort>,
+    config: CoordinatorConfig,
+    sessions: Mutex<HashMap<SessionId, SessionHandle>>,
+}
+
+impl Coordinator {
+    pub fn new(
+        launcher: Arc<dyn HostLauncher>,
+        client: Arc<dyn ClientPort>,
+        config: CoordinatorConfig,
+    ) -> Self {
+        let inner = Inner {
+            host: HostSlot::new(launcher),
+            client,
+            config,
+            sessions: Mutex::new(HashMap::new()),
+        };
+        Self { inner: Arc::new(inner) }
+    }
+
+    /// `session/new`: creates and subscribes the native session. The returned session starts
+    /// processing events when `BoundSession::start` is called, after the response is sent.
+    pub async fn new_session(
+        &self,
+        mut request: NewSessionRequest,
+    ) -> Result<(NewSessionResponse, BoundSession), CoordinatorError> {
+        request.cwd = canonical_workspace(&request.cwd)?;
+        let workspace = request.cwd.clone();
+        let binding = self.bind(&workspace).await?;
+        let op = SessionOp::Create(acp_json::to_json(&request));
+        let result = binding.bridge.session_op(&binding.link, op).await?;
+        let response: NewSessionResponse =
+            acp_json::parse("session/new response", &result.response)?;
+        let after = acp_json::updates(&result.updates)?;
+        let bound = self.register(response.session_id.clone(), workspace, binding, after)?;
+        Ok((response, bound))
+    }
+
+    /// `session/load`: replays the history (sent before this returns), then binds.
+    pub async fn load_session(
+        &self,
+        mut request: LoadSessionRequest,
+    ) -> Result<(LoadSessionResponse, BoundSession), CoordinatorError> {
+        request.cwd = canonical_workspace(&request.cwd)?;
+        self.unbind_for_rebinding(&request.session_id, &request.cwd).await?;
+        let binding = self.bind(&request.cwd).await?;
+        let op = SessionOp::Load(acp_json::to_json(&request));
+        let result = binding.bridge.session_op(&binding.link, op).await?;
+        let response: LoadSessionResponse =
+            acp_json::parse("session/load response", &result.response)?;
+        let replay = acp_json::updates(&result.updates)?;
+        for update in replay {
+            let notification = SessionNotification::new(request.session_id.clone(), update);
+            if let Err(error) = self.inner.client.update(notification) {
+                tracing::debug!(target: "zcode_acp::session", %error, "replayed update not delivered");
+            }
+        }
+        let bound = self.register(request.session_id, request.cwd, binding, vec![])?;
+        Ok((response, bound))
+    }
+
+    /// `session/resume`: binds without replaying history.
+    pub async fn resume_session(
+        &self,
+        mut request: ResumeSessionRequest,
+    ) -> Result<(ResumeSessionResponse, BoundSession), CoordinatorError> {
+        request.cwd = canonical_workspace(&request.cwd)?;
+        self.unbind_for_rebinding(&request.session_id, &request.cwd).await?;
+        let binding = self.bind(&request.cwd).await?;
+        let op = SessionOp::Resume(acp_json::to_json(&request));
+        let result = binding.bridge.session_op(&binding.link, op).await?;
+        let response: ResumeSessionResponse =
+            acp_json::parse("session/resume response", &result.response)?;
+        let after = acp_json::updates(&result.updates)?;
+        let bound = self.register(request.session_id, request.cwd, binding, after)?;
+        Ok((response, bound))
+    }
+
+    pub async fn list_sessions(
+        &self,
+        mut request: ListSessionsRequest,
+    ) -> Result<ListSessionsResponse, CoordinatorError> {
+        let Some(cwd) = request.cwd.as_deref() else {
+            return Err(CoordinatorError::InvalidParams(
+                "ZCode keeps sessions per workspace: session/list needs a cwd".into(),
+            ));
+        };
+        request.cwd = Some(canonical_workspace(cwd)?);
+        let host = self.inner.host.get().await?;
+        let op = ConnectionOp::ListSessions(acp_json::to_json(&request));
+        let result = host.bridge.connection_op(op).await?;
+        Ok(acp_json::parse("session/list response", &result.response)?)
+    }
+
+    pub async fn close_session(
+        &self,
+        request: CloseSessionRequest,
+    ) -> Result<CloseSessionResponse, CoordinatorError> {
+        let handle = self.inner.sessions.lock().unwrap().remove(&request.session_id);
+        match handle {
+            Some(handle) => handle.close().await?,
+            None => {
+                return Err(CoordinatorError::SessionNotFound(request.session_id.0.to_string()));
+            }
+        }
+        Ok(CloseSessionResponse::new())
+    }
+
+    pub async fn set_mode(
+        &self,
+        request: SetSessionModeRequest,
+    ) -> Result<SetSessionModeResponse, CoordinatorError> {
+        let handle = self.session(&request.session_id)?;
+        let result = handle.op(SessionOp::SetMode(acp_json::to_json(&request))).await?;
+        Ok(acp_json::parse("session/set_mode response", &result.response)?)
+    }
+
+    pub async fn set_config_option(
+        &self,
+        request: SetSessionConfigOptionRequest,
+    ) -> Result<SetSessionConfigOptionResponse, CoordinatorError> {
+        let handle = self.session(&request.session_id)?;
+        let result = handle.op(SessionOp::SetConfigOption(acp_json::to_json(&request))).await?;
+        Ok(acp_json::parse("session/set_config_option response", &result.response)?)
+    }
+
+    /// `session/prompt`: resolves when the turn has ended natively and every interaction it
+    /// raised was answered.
+    pub async fn prompt(&self, request: PromptRequest) -> Result<PromptResponse, CoordinatorError> {
+        let handle = self.session(&request.session_id)?;
+        let json = acp_json::to_json(&request);
+        if json.len() > self.inner.config.max_prompt_bytes {
+            return Err(CoordinatorError::InvalidParams(format!(
+                "the prompt is too large: {} bytes (limit {} bytes)",
+                json.len(),
+                self.inner.config.max_prompt_bytes
+            )));
+        }
+        handle.prompt(json).await
+    }
+
+    /// `session/cancel` (and `$/cancel_request` for a prompt): idempotent.
+    pub fn cancel(&self, session_id: &SessionId) {
+        if let Ok(handle) = self.session(session_id) {
+            handle.cancel();
+        }
+    }
+
+    /// Connection closing: cancel every turn (their prompts answer `cancelled`), then stop the
+    /// host without leaving a process behind.
+    pub async fn shutdown(&self) {
+        let handles: Vec<SessionHandle> =
+            self.inner.sessions.lock().unwrap().drain().map(|(_, h)| h).collect();
+        for handle in handles {
+            let _ = handle.close().await;
+        }
+        self.inner.host.shutdown().await;
+    }
+
+    /// Runs a health probe against the host (for `doctor`): starts it if needed.
+    pub async fn probe(&self, workspace: &Path) -> Result<String, CoordinatorError> {
+        let host = self.inner.host.get().await?;
+        let op = ConnectionOp::Probe(workspace.display().to_string());
+        Ok(host.bridge.connection_op(op).await?.response)
+    }
+
+    // ----- helpers -----------------------------------------------------------------------
+
+    fn session(&self, id: &SessionId) -> Result<SessionHandle, CoordinatorError> {
+        self.inner
+            .sessions
+            .lock()
+            .unwrap()
+            .get(id)
+            .cloned()
+            .ok_or_else(|| CoordinatorError::SessionNotFound(id.0.to_string()))
+    }
+
+    /// A fresh mapper session for `workspace`, linked to the (possibly just started) host.
+    async fn bind(&self, workspace: &Path) -> Result<Binding, CoordinatorError> {
+        let host = self.inner.host.get().await?;
+        let init = SessionInit {
+            workspace: workspace.display().to_string(),
+            client: self.inner.config.client,
+        };
+        let mapper_session = host.mapper.session(&init)?;
+        let (link, inbound) = host.bridge.link_session(mapper_session);
+        Ok(Binding { bridge: host.bridge, link, inbound })
+    }
+
+    fn register(
+        &self,
+        id: SessionId,
+        workspace: PathBuf,
+        binding: Binding,
+        after: Vec<SessionUpdate>,
+    ) -> Result<BoundSession, CoordinatorError> {
+        let bound = BoundSession::new(
+            id.clone(),
+            workspace,
+            binding,
+            self.inner.client.clone(),
+            self.inner.config.clone(),
+            after,
+        );
+        let mut sessions = self.inner.sessions.lock().unwrap();
+        if sessions.contains_key(&id) {
+            return Err(CoordinatorError::failed(
+                "native-protocol",
+                format!("ZCode returned a session id that is already bound: {}", id.0),
+            ));
+        }
+        sessions.insert(id, bound.handle.clone());
+        Ok(bound)
+    }
+
+    /// A session is bound to one workspace: using it from another cwd is refused. Loading or
+    /// resuming it again from the same cwd replaces the old binding.
+    async fn unbind_for_rebinding(
+        &self,
+        id: &SessionId,
+        cwd: &Path,
+    ) -> Result<(), CoordinatorError> {
+        let existing = self.inner.sessions.lock().unwrap().get(id).cloned();
+        let Some(existing) = existing else { return Ok(()) };
+        if existing.workspace != cwd {
+            return Err(CoordinatorError::InvalidParams(format!(
+                "session {} belongs to workspace {}, not {}",
+                id.0,
+                existing.workspace.display(),
+                cwd.display()
+            )));
+        }
+        self.inner.sessions.lock().unwrap().remove(id);
+        existing.close().await
+    }
+}

@@ -1,0 +1,524 @@
+//! The session actor: the only place a session's state changes. Commands from the ACP side,
+//! native events and client answers arrive on channels and are handled one at a time, so the
+//! invariants (one turn at a time, exactly-once native answers, ordered updates, a response
+//! only after the native end) are plain sequential code.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use agent_client_protocol::v1::schema::{
+    PromptResponse, SessionId, SessionNotification, SessionUpdate, StopReason as AcpStopReason,
+    Usage,
+};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use zcode_bridge::{HostBridge, SessionInbound, SessionLink};
+use zcode_contract::{
+    Action, Interaction, InteractionAnswer, InteractionOutcome, InteractionRequest, MapperFault,
+    OpResult, SessionOp, StopReason, Terminal,
+};
+
+use super::interaction::{ask_elicitation, ask_permission, refusal};
+use super::turn::{Ending, Pending, Phase, PromptReply, Turn};
+use super::{BoundSession, Command};
+use crate::acp_json;
+use crate::client::ClientPort;
+use crate::config::CoordinatorConfig;
+use crate::error::CoordinatorError;
+
+const LOG: &str = "zcode_acp::session";
+
+pub(crate) struct SessionActor {
+    id: SessionId,
+    bridge: HostBridge,
+    link: SessionLink,
+    client: Arc<dyn ClientPort>,
+    config: CoordinatorConfig,
+    /// For the tasks that ask the client: they report back as commands.
+    commands: mpsc::UnboundedSender<Command>,
+    turn: Option<Turn>,
+    /// After a broken or timed-out turn the native generation may still be ending: the next
+    /// native terminal belongs to it, and no new prompt starts until then (or the deadline).
+    draining_until: Option<Instant>,
+    /// Interaction keys answered natively: each is answered exactly once.
+    answered: HashSet<String>,
+    /// Set when the session can no longer work (host gone, mapper fault).
+    failed: Option<String>,
+    closed: bool,
+}
+
+impl BoundSession {
+    /// Sends the post-response updates and starts processing events. Call after the ACP
+    /// response that names the session has been sent.
+    pub fn start(self) {
+        let BoundSession { actor, inbound, commands, after, .. } = self;
+        tokio::spawn(actor.run(after, inbound, commands));
+    }
+}
+
+impl SessionActor {
+    pub fn new(
+        id: SessionId,
+        bridge: HostBridge,
+        link: SessionLink,
+        client: Arc<dyn ClientPort>,
+        config: CoordinatorConfig,
+        commands: mpsc::UnboundedSender<Command>,
+    ) -> Self {
+        Self {
+            id,
+            bridge,
+            link,
+            client,
+            config,
+            commands,
+            turn: None,
+            draining_until: None,
+            answered: HashSet::new(),
+            failed: None,
+            closed: false,
+        }
+    }
+
+    async fn run(
+        mut self,
+        first_updates: Vec<SessionUpdate>,
+        mut inbound: mpsc::UnboundedReceiver<SessionInbound>,
+        mut commands: mpsc::UnboundedReceiver<Command>,
+    ) {
+        self.send_updates(first_updates);
+        let mut inbound_open = true;
+        while !self.closed {
+            let deadline = self.turn.as_ref().and_then(|t| t.cancel_deadline);
+            tokio::select! {
+                // Commands first: a cancel must not wait behind a long event backlog.
+                biased;
+                command = commands.recv() => match command {
+                    Some(command) => self.on_command(command).await,
+                    None => break,
+                },
+                item = inbound.recv(), if inbound_open => match item {
+                    Some(SessionInbound::Event(payload)) => self.on_event(&payload).await,
+                    Some(SessionInbound::TransportClosed(reason)) => self.on_transport_closed(reason),
+                    None => inbound_open = false,
+                },
+                _ = sleep_until(deadline) => self.on_cancel_deadline(),
+            }
+        }
+        tracing::debug!(target: LOG, session = %self.id, "session actor ended");
+    }
+
+    // ----- commands ----------------------------------------------------------------------
+
+    async fn on_command(&mut self, command: Command) {
+        match command {
+            Command::Prompt { request, reply } => self.on_prompt(request, reply).await,
+            Command::Cancel => self.on_cancel().await,
+            Command::Op { op, reply } => {
+                let result = self.run_op(op).await;
+                let _ = reply.send(result);
+            }
+            Command::Answered { key, outcome, failure } => {
+                self.answer(key, outcome).await;
+                if let Some(why) = failure {
+                    self.break_turn(CoordinatorError::failed("client", why)).await;
+                }
+                self.complete_if_ready().await;
+            }
+            Command::Close { reply } => {
+                let _ = reply.send(self.on_close().await);
+            }
+        }
+    }
+
+    async fn on_prompt(&mut self, request: String, reply: PromptReply) {
+        if let Some(reason) = &self.failed {
+            let _ = reply.send(Err(session_failed(reason)));
+            return;
+        }
+        if self.turn.is_some() {
+            let _ = reply.send(Err(CoordinatorError::Busy(
+                "A prompt is already active for this session; cancel it or wait for it to end"
+                    .into(),
+            )));
+            return;
+        }
+        if self.draining_until.is_some_and(|until| Instant::now() < until) {
+            let _ = reply.send(Err(CoordinatorError::Busy(
+                "The previous turn of this session is still stopping; retry shortly".into(),
+            )));
+            return;
+        }
+        self.draining_until = None;
+        self.turn = Some(Turn::new(reply));
+        tracing::info!(target: LOG, session = %self.id, "prompt started");
+        match self.bridge.session_op(&self.link, SessionOp::Prompt(request)).await {
+            Ok(result) => {
+                if let Err(fault) = self.send_update_json(&result.updates) {
+                    return self.fail_session(fault.to_string());
+                }
+                let turn = self.turn.as_mut().expect("turn set above");
+                if turn.phase == Phase::Sending {
+                    turn.phase = Phase::Running;
+                }
+                self.complete_if_ready().await;
+            }
+            Err(failure) => {
+                let error = CoordinatorError::from(failure);
+                if matches!(error, CoordinatorError::Failed { kind: "mapper-fault", .. }) {
+                    return self.fail_session(error.to_string());
+                }
+                if let Some(mut turn) = self.turn.take()
+                    && let Some(reply) = turn.reply.take()
+                {
+                    let _ = reply.send(Err(error));
+                }
+            }
+        }
+    }
+
+    async fn on_cancel(&mut self) {
+        let Some(turn) = self.turn.as_mut() else { return };
+        if turn.cancelled() {
+            return; // idempotent: the native stop is sent at most once
+        }
+        turn.phase = Phase::Cancelling;
+        turn.cancel_deadline = Some(Instant::now() + self.config.cancel_grace);
+        tracing::info!(target: LOG, session = %self.id, "cancelling the turn");
+        self.refuse_pending("the prompt was cancelled").await;
+        self.stop_native().await;
+        self.complete_if_ready().await;
+    }
+
+    fn on_cancel_deadline(&mut self) {
+        tracing::warn!(target: LOG, session = %self.id, "ZCode did not end the turn after cancellation");
+        if let Some(mut turn) = self.turn.take() {
+            turn.end(Ending::Stopped(StopReason::Cancelled));
+            self.respond(turn, Ok(PromptResponse::new(AcpStopReason::Cancelled)));
+        }
+        self.draining_until = Some(Instant::now() + self.config.cancel_grace);
+    }
+
+    async fn on_close(&mut self) -> Result<(), CoordinatorError> {
+        if self.turn.is_some() {
+            // Closing cancels running work; the prompt is told `cancelled` right away.
+            self.on_cancel().await;
+            if let Some(turn) = self.turn.take() {
+                self.respond(turn, Ok(PromptResponse::new(AcpStopReason::Cancelled)));
+            }
+        }
+        self.closed = true;
+        if self.failed.is_some() {
+            return Ok(());
+        }
+        self.bridge.session_op(&self.link, SessionOp::Close).await.map(|_| ()).map_err(Into::into)
+    }
+
+    async fn run_op(&mut self, op: SessionOp) -> Result<OpResult, CoordinatorError> {
+        if let Some(reason) = &self.failed {
+            return Err(session_failed(reason));
+        }
+        let result = self.bridge.session_op(&self.link, op).await?;
+        if let Err(fault) = self.send_update_json(&result.updates) {
+            self.fail_session(fault.to_string());
+            return Err(fault.into());
+        }
+        Ok(result)
+    }
+
+    // ----- native events -----------------------------------------------------------------
+
+    async fn on_event(&mut self, payload: &str) {
+        if self.failed.is_some() {
+            return;
+        }
+        let actions = match self.link.map_event(payload) {
+            Ok(actions) => actions,
+            Err(fault) => return self.fail_session(fault.to_string()),
+        };
+        for action in actions {
+            match action {
+                Action::Update(json) => {
+                    if let Err(fault) = self.send_update_json(std::slice::from_ref(&json)) {
+                        return self.fail_session(fault.to_string());
+                    }
+                }
+                Action::Interaction(interaction) => self.on_interaction(interaction).await,
+                Action::Terminal(terminal) => self.on_terminal(terminal).await,
+                Action::Ignore(name) => {
+                    tracing::trace!(target: LOG, session = %self.id, event = %name, "ignored native event");
+                }
+            }
+            if self.failed.is_some() {
+                return;
+            }
+        }
+    }
+
+    async fn on_interaction(&mut self, Interaction { key, request }: Interaction) {
+        if self.answered.contains(&key)
+            || self.turn.as_ref().is_some_and(|t| t.pending.contains_key(&key))
+        {
+            tracing::warn!(target: LOG, session = %self.id, "duplicate native interaction ignored");
+            return;
+        }
+        let deny_option = match &request {
+            InteractionRequest::Permission(p) => Some(p.deny_option.clone()),
+            _ => None,
+        };
+        let active = self.turn.as_ref().is_some_and(|t| t.phase != Phase::Cancelling);
+        if !active {
+            let why = "no prompt is active to ask the user";
+            return self.answer(key, refusal(deny_option.as_deref(), why)).await;
+        }
+        let timeout = self.config.interaction_timeout;
+        let asking = match request {
+            InteractionRequest::Permission(permission) => {
+                match acp_json::permission_request(&self.id, &permission.request) {
+                    Ok(request) => Some(ask_permission(
+                        &self.client,
+                        &self.commands,
+                        key.clone(),
+                        request,
+                        permission.deny_option,
+                        timeout,
+                    )),
+                    Err(fault) => {
+                        self.answer(key, refusal(deny_option.as_deref(), "invalid request")).await;
+                        return self.fail_session(fault.to_string());
+                    }
+                }
+            }
+            InteractionRequest::Elicitation(json) if self.config.client.form_elicitation => {
+                match acp_json::elicitation_request(&self.id, &json) {
+                    Ok(request) => Some(ask_elicitation(
+                        &self.client,
+                        &self.commands,
+                        key.clone(),
+                        request,
+                        timeout,
+                    )),
+                    Err(fault) => {
+                        self.answer(key, refusal(None, "invalid request")).await;
+                        return self.fail_session(fault.to_string());
+                    }
+                }
+            }
+            InteractionRequest::Elicitation(_) => {
+                let why = "ZCode asked for structured input, but the ACP client cannot render \
+                           form elicitation";
+                self.answer(key, InteractionOutcome::Unavailable(why.into())).await;
+                return self
+                    .break_turn(CoordinatorError::failed("interaction-unsupported", why))
+                    .await;
+            }
+            InteractionRequest::Headless(why) => {
+                return self.answer(key, InteractionOutcome::Unavailable(why)).await;
+            }
+        };
+        let turn = self.turn.as_mut().expect("active turn checked above");
+        turn.pending.insert(key, Pending { deny_option, asking });
+    }
+
+    async fn on_terminal(&mut self, terminal: Terminal) {
+        let Some(turn) = self.turn.as_mut() else {
+            if self.draining_until.take().is_some() {
+                tracing::debug!(target: LOG, session = %self.id, "the stopped turn has ended");
+            } else {
+                tracing::warn!(target: LOG, session = %self.id, "native turn end outside a prompt ignored");
+            }
+            return;
+        };
+        match terminal {
+            Terminal::Stop(reason) => turn.end(Ending::Stopped(reason)),
+            Terminal::Failed(error) => turn.end(Ending::Failed(error)),
+            Terminal::Broken(error) => {
+                return self.break_turn(error.into()).await;
+            }
+        }
+        self.complete_if_ready().await;
+    }
+
+    fn on_transport_closed(&mut self, reason: String) {
+        tracing::warn!(target: LOG, session = %self.id, %reason, "ZCode host connection closed");
+        self.fail_session(format!("the ZCode host exited or broke the protocol: {reason}"));
+    }
+
+    // ----- turn endings ------------------------------------------------------------------
+
+    /// Ends the turn with an error now: the host is asked to stop, its interactions are
+    /// refused, and its own end is awaited in the background (draining).
+    async fn break_turn(&mut self, error: CoordinatorError) {
+        let Some(turn) = self.turn.as_mut() else { return };
+        tracing::warn!(target: LOG, session = %self.id, %error, "turn broken");
+        turn.end(Ending::Broken(error));
+        self.refuse_pending("the turn failed").await;
+        self.stop_native().await;
+        if let Some(mut turn) = self.turn.take() {
+            let outcome = turn.outcome().map(|reason| PromptResponse::new(acp_stop(reason)));
+            if let Some(reply) = turn.reply.take() {
+                let _ = reply.send(outcome);
+            }
+            self.draining_until = Some(Instant::now() + self.config.cancel_grace);
+        }
+    }
+
+    async fn complete_if_ready(&mut self) {
+        if !self.turn.as_ref().is_some_and(Turn::ready_to_complete) {
+            return;
+        }
+        let turn = self.turn.take().expect("checked above");
+        let usage = match self.bridge.session_op(&self.link, SessionOp::FinishTurn).await {
+            Ok(result) => {
+                if let Err(fault) = self.send_update_json(&result.updates) {
+                    self.respond(turn, Err(fault.clone().into()));
+                    return self.fail_session(fault.to_string());
+                }
+                usage_from(&result.response)
+            }
+            Err(failure) => {
+                // The turn itself ended; only its final metadata is missing.
+                tracing::warn!(target: LOG, session = %self.id, error = %CoordinatorError::from(failure), "could not collect the turn's final state");
+                None
+            }
+        };
+        let outcome = turn.outcome().map(|reason| {
+            let mut response = PromptResponse::new(acp_stop(reason));
+            response.usage = usage;
+            response
+        });
+        self.respond(turn, outcome);
+    }
+
+    fn respond(&self, mut turn: Turn, outcome: Result<PromptResponse, CoordinatorError>) {
+        match &outcome {
+            Ok(r) => {
+                tracing::info!(target: LOG, session = %self.id, stop_reason = ?r.stop_reason, "prompt completed")
+            }
+            Err(e) => tracing::warn!(target: LOG, session = %self.id, error = %e, "prompt failed"),
+        }
+        if let Some(reply) = turn.reply.take() {
+            let _ = reply.send(outcome);
+        }
+    }
+
+    // ----- native answers ----------------------------------------------------------------
+
+    /// Answers one native interaction, exactly once.
+    async fn answer(&mut self, key: String, outcome: InteractionOutcome) {
+        if let Some(turn) = self.turn.as_mut()
+            && let Some(pending) = turn.pending.remove(&key)
+            && let Some(asking) = pending.asking
+        {
+            asking.abort();
+        }
+        if !self.answered.insert(key.clone()) || self.failed.is_some() {
+            return;
+        }
+        let op = SessionOp::Answer(InteractionAnswer { key, outcome });
+        match self.bridge.session_op(&self.link, op).await {
+            Ok(result) => {
+                if let Err(fault) = self.send_update_json(&result.updates) {
+                    self.fail_session(fault.to_string());
+                }
+            }
+            Err(failure) => {
+                let error = CoordinatorError::from(failure);
+                tracing::warn!(target: LOG, session = %self.id, %error, "answering ZCode failed");
+            }
+        }
+    }
+
+    /// Refuses every interaction the turn still waits on (deny / unavailable), abandoning the
+    /// questions still open at the client.
+    async fn refuse_pending(&mut self, why: &str) {
+        let Some(turn) = self.turn.as_mut() else { return };
+        let pending: Vec<(String, Option<String>)> =
+            turn.pending.iter().map(|(k, p)| (k.clone(), p.deny_option.clone())).collect();
+        for (key, deny_option) in pending {
+            self.answer(key, refusal(deny_option.as_deref(), why)).await;
+        }
+    }
+
+    async fn stop_native(&mut self) {
+        let Some(turn) = self.turn.as_mut() else { return };
+        if std::mem::replace(&mut turn.stop_sent, true) {
+            return;
+        }
+        if let Err(failure) = self.bridge.session_op(&self.link, SessionOp::Cancel).await {
+            let error = CoordinatorError::from(failure);
+            tracing::warn!(target: LOG, session = %self.id, %error, "asking ZCode to stop failed");
+        }
+    }
+
+    // ----- plumbing ----------------------------------------------------------------------
+
+    fn send_update_json(&self, updates: &[String]) -> Result<(), MapperFault> {
+        let updates = acp_json::updates(updates)?;
+        self.send_updates(updates);
+        Ok(())
+    }
+
+    fn send_updates(&self, updates: Vec<SessionUpdate>) {
+        for update in updates {
+            if let Err(error) =
+                self.client.update(SessionNotification::new(self.id.clone(), update))
+            {
+                tracing::debug!(target: LOG, session = %self.id, %error, "update not delivered");
+            }
+        }
+    }
+
+    /// The session can no longer work: fail the active prompt, stop asking the client.
+    fn fail_session(&mut self, reason: String) {
+        tracing::error!(target: LOG, session = %self.id, %reason, "session failed");
+        if let Some(mut turn) = self.turn.take() {
+            for pending in turn.pending.values_mut() {
+                if let Some(asking) = pending.asking.take() {
+                    asking.abort();
+                }
+            }
+            let outcome = if turn.cancelled() {
+                Ok(PromptResponse::new(AcpStopReason::Cancelled))
+            } else {
+                Err(session_failed(&reason))
+            };
+            self.respond(turn, outcome);
+        }
+        self.failed.get_or_insert(reason);
+    }
+}
+
+fn session_failed(reason: &str) -> CoordinatorError {
+    CoordinatorError::failed(
+        "session-failed",
+        format!("The session can no longer be used: {reason}"),
+    )
+}
+
+fn acp_stop(reason: StopReason) -> AcpStopReason {
+    match reason {
+        StopReason::EndTurn => AcpStopReason::EndTurn,
+        StopReason::MaxTokens => AcpStopReason::MaxTokens,
+        StopReason::MaxTurnRequests => AcpStopReason::MaxTurnRequests,
+        StopReason::Refusal => AcpStopReason::Refusal,
+        StopReason::Cancelled => AcpStopReason::Cancelled,
+    }
+}
+
+fn usage_from(json: &str) -> Option<Usage> {
+    match acp_json::parse::<Option<Usage>>("usage", json) {
+        Ok(usage) => usage,
+        Err(fault) => {
+            tracing::warn!(target: LOG, %fault, "ignoring invalid usage");
+            None
+        }
+    }
+}
+
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline).await,
+        None => std::future::pending().await,
+    }
+}

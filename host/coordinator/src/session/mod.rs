@@ -1,0 +1,118 @@
+//! One bound session: a handle the coordinator keeps, and an actor task that owns the
+//! session's state and processes commands and native events strictly one at a time.
+
+mod actor;
+mod interaction;
+mod turn;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use agent_client_protocol::v1::schema::{PromptResponse, SessionId, SessionUpdate};
+use tokio::sync::{mpsc, oneshot};
+use zcode_bridge::{HostBridge, SessionInbound, SessionLink};
+use zcode_contract::{InteractionOutcome, OpResult, SessionOp};
+
+use crate::client::ClientPort;
+use crate::config::CoordinatorConfig;
+use crate::error::CoordinatorError;
+
+pub(crate) use actor::SessionActor;
+
+pub(crate) enum Command {
+    Prompt {
+        request: String,
+        reply: turn::PromptReply,
+    },
+    Cancel,
+    /// A session operation outside a turn (mode, config option).
+    Op {
+        op: SessionOp,
+        reply: oneshot::Sender<Result<OpResult, CoordinatorError>>,
+    },
+    /// A client answer (or the lack of one) for an interaction; `failure` also ends the turn.
+    Answered {
+        key: String,
+        outcome: InteractionOutcome,
+        failure: Option<String>,
+    },
+    Close {
+        reply: oneshot::Sender<Result<(), CoordinatorError>>,
+    },
+}
+
+/// What the coordinator keeps for a bound session.
+#[derive(Clone)]
+pub(crate) struct SessionHandle {
+    pub workspace: PathBuf,
+    commands: mpsc::UnboundedSender<Command>,
+}
+
+impl SessionHandle {
+    fn send(&self, command: Command) -> Result<(), CoordinatorError> {
+        self.commands
+            .send(command)
+            .map_err(|_| CoordinatorError::failed("session-closed", "the session has been closed"))
+    }
+
+    pub async fn prompt(&self, request: String) -> Result<PromptResponse, CoordinatorError> {
+        let (reply, answer) = oneshot::channel();
+        self.send(Command::Prompt { request, reply })?;
+        answer.await.unwrap_or_else(|_| {
+            Err(CoordinatorError::failed("session-closed", "the session ended during the prompt"))
+        })
+    }
+
+    pub fn cancel(&self) {
+        let _ = self.send(Command::Cancel);
+    }
+
+    pub async fn op(&self, op: SessionOp) -> Result<OpResult, CoordinatorError> {
+        let (reply, answer) = oneshot::channel();
+        self.send(Command::Op { op, reply })?;
+        answer.await.unwrap_or_else(|_| {
+            Err(CoordinatorError::failed("session-closed", "the session ended"))
+        })
+    }
+
+    pub async fn close(&self) -> Result<(), CoordinatorError> {
+        let (reply, answer) = oneshot::channel();
+        self.send(Command::Close { reply })?;
+        answer.await.unwrap_or(Ok(()))
+    }
+}
+
+/// A session whose native side is bound and subscribed, but which has not started
+/// processing events yet: the ACP response naming it must reach the client first.
+pub struct BoundSession {
+    pub(crate) actor: SessionActor,
+    pub(crate) inbound: mpsc::UnboundedReceiver<SessionInbound>,
+    pub(crate) commands: mpsc::UnboundedReceiver<Command>,
+    pub(crate) handle: SessionHandle,
+    /// Updates to send once the response is out (session metadata).
+    pub(crate) after: Vec<SessionUpdate>,
+}
+
+/// A mapper session linked to the host: what a bound session is built from.
+pub(crate) struct Binding {
+    pub bridge: HostBridge,
+    pub link: SessionLink,
+    pub inbound: mpsc::UnboundedReceiver<SessionInbound>,
+}
+
+impl BoundSession {
+    pub(crate) fn new(
+        id: SessionId,
+        workspace: PathBuf,
+        binding: Binding,
+        client: Arc<dyn ClientPort>,
+        config: CoordinatorConfig,
+        after: Vec<SessionUpdate>,
+    ) -> Self {
+        let Binding { bridge, link, inbound } = binding;
+        let (tx, commands) = mpsc::unbounded_channel();
+        let handle = SessionHandle { workspace, commands: tx.clone() };
+        let actor = SessionActor::new(id, bridge, link, client, config, tx);
+        Self { actor, inbound, commands, handle, after }
+    }
+}
