@@ -7,6 +7,10 @@
 
 mod platform;
 
+/// The golden-trace replayer (`docs/golden-traces.md`).
+#[cfg(feature = "golden")]
+pub mod golden;
+
 pub use platform::{Os, Platform};
 
 use serde::{Deserialize, Serialize};

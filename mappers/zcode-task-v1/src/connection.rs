@@ -1,0 +1,317 @@
+//! One host process: framing of its stdout and the connection-level operations (setup, the
+//! doctor probe, session listing).
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+use zcode_contract::{
+    ConnectionOp, ErrorKind, Inbound, MapperError, NativeReply, OpResult, Outgoing, Step,
+};
+
+use crate::envelope::Framer;
+use crate::json::{Fields, internal, invalid_params, parse, text};
+use crate::ops::{self, Outbound};
+
+/// Sessions per `session/list` page.
+pub const PAGE_SIZE: usize = 50;
+const CURSOR_PREFIX: &str = "zcode-sessions-from-";
+
+enum Stage {
+    Probe,
+    ListInitialize { workspace: String, offset: usize },
+    ListWorkspaceState { workspace: String, offset: usize },
+    List { offset: usize },
+}
+
+struct PendingOp {
+    request_id: u64,
+    label: String,
+    stage: Stage,
+}
+
+#[derive(Default)]
+pub struct TaskV1Connection {
+    framer: Framer,
+    ops: BTreeMap<u64, PendingOp>,
+}
+
+fn done(response: Value) -> Step {
+    Step::Done(Ok(OpResult { response: text(&response), updates: Vec::new() }))
+}
+
+impl TaskV1Connection {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn push(&mut self, bytes: &[u8]) -> Result<Vec<Inbound>, MapperError> {
+        self.framer.push(bytes)
+    }
+
+    pub fn finish(&mut self) -> Result<Vec<Inbound>, MapperError> {
+        self.framer.finish()
+    }
+
+    pub fn start(&mut self, op_id: u64, op: &ConnectionOp, first_request_id: u64) -> Step {
+        if self.ops.contains_key(&op_id) {
+            return Step::Done(Err(internal(format!("Operation {op_id} is already running"))));
+        }
+        match op {
+            ConnectionOp::Setup => done(json!({})),
+            ConnectionOp::Probe(workspace) => {
+                self.send(op_id, first_request_id, Stage::Probe, ops::initialize(workspace))
+            }
+            ConnectionOp::ListSessions(params) => match list_params(params) {
+                Ok((workspace, offset)) => {
+                    let outbound = ops::initialize(&workspace);
+                    self.send(
+                        op_id,
+                        first_request_id,
+                        Stage::ListInitialize { workspace, offset },
+                        outbound,
+                    )
+                }
+                Err(problem) => Step::Done(Err(problem)),
+            },
+        }
+    }
+
+    pub fn resume(&mut self, op_id: u64, reply: &NativeReply, first_request_id: u64) -> Step {
+        let Some(op) = self.ops.remove(&op_id) else {
+            return Step::Done(Err(internal(format!(
+                "Operation {op_id} is not waiting for a reply"
+            ))));
+        };
+        if reply.id != op.request_id {
+            return Step::Done(Err(internal(format!(
+                "Reply {} does not answer request {} of operation {op_id}",
+                reply.id, op.request_id
+            ))));
+        }
+        let result = match ops::reply_value(reply, &op.label) {
+            Ok(result) => result,
+            Err(problem) => return Step::Done(Err(problem)),
+        };
+        let next = match op.stage {
+            Stage::Probe => ops::check_initialized(&result).map(|()| done(result)),
+            Stage::ListInitialize { workspace, offset } => {
+                ops::check_initialized(&result).map(|()| {
+                    let outbound = ops::read_workspace_state(&workspace);
+                    self.send(
+                        op_id,
+                        first_request_id,
+                        Stage::ListWorkspaceState { workspace, offset },
+                        outbound,
+                    )
+                })
+            }
+            Stage::ListWorkspaceState { workspace, offset } => ops::check_workspace_state(&result)
+                .map(|()| {
+                    self.send(
+                        op_id,
+                        first_request_id,
+                        Stage::List { offset },
+                        ops::list_sessions(&workspace),
+                    )
+                }),
+            Stage::List { offset } => {
+                ops::session_infos(&result).map(|sessions| done(page(sessions, offset)))
+            }
+        };
+        next.unwrap_or_else(|problem| Step::Done(Err(problem)))
+    }
+
+    fn send(&mut self, op_id: u64, request_id: u64, stage: Stage, outbound: Outbound) -> Step {
+        let request = outbound.into_request(request_id);
+        self.ops.insert(op_id, PendingOp { request_id, label: request.label.clone(), stage });
+        Step::Wait(Outgoing {
+            routes_added: Vec::new(),
+            routes_removed: Vec::new(),
+            requests: vec![request],
+        })
+    }
+}
+
+/// `session/list` params: the (canonical) workspace and the page offset from the cursor.
+fn list_params(params: &str) -> Result<(String, usize), MapperError> {
+    let params = parse(params, ErrorKind::InvalidParams, "session/list params")?;
+    let fields = Fields::acp(&params, "session/list params")?;
+    let workspace = match fields.opt_str("cwd")? {
+        Some(cwd) if !cwd.is_empty() => cwd.to_string(),
+        _ => return Err(invalid_params("ZCode requires cwd when listing sessions")),
+    };
+    let offset = match fields.opt_str("cursor")? {
+        None => 0,
+        Some(cursor) => cursor
+            .strip_prefix(CURSOR_PREFIX)
+            .and_then(|offset| offset.parse::<usize>().ok())
+            .filter(|offset| *offset > 0 && offset.is_multiple_of(PAGE_SIZE))
+            .ok_or_else(|| invalid_params(format!("Unknown session list cursor: {cursor}")))?,
+    };
+    Ok((workspace, offset))
+}
+
+/// One page of sessions, with a cursor when more follow.
+fn page(sessions: Vec<Value>, offset: usize) -> Value {
+    let total = sessions.len();
+    let page: Vec<Value> = sessions.into_iter().skip(offset).take(PAGE_SIZE).collect();
+    let mut response = json!({"sessions": page});
+    if offset + PAGE_SIZE < total {
+        response["nextCursor"] = json!(format!("{CURSOR_PREFIX}{}", offset + PAGE_SIZE));
+    }
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use zcode_contract::ReplyBody;
+
+    use super::*;
+    use crate::acp_check;
+
+    fn ok(id: u64, value: Value) -> NativeReply {
+        NativeReply { id, body: ReplyBody::Ok(value.to_string()) }
+    }
+
+    fn request_json(step: &Step) -> Value {
+        match step {
+            Step::Wait(outgoing) => serde_json::from_slice(&outgoing.requests[0].bytes).unwrap(),
+            other => panic!("expected a request, got {other:?}"),
+        }
+    }
+
+    fn response(step: Step) -> Value {
+        match step {
+            Step::Done(Ok(result)) => serde_json::from_str(&result.response).unwrap(),
+            other => panic!("expected a response, got {other:?}"),
+        }
+    }
+
+    fn failure(step: Step) -> MapperError {
+        match step {
+            Step::Done(Err(problem)) => problem,
+            other => panic!("expected an error, got {other:?}"),
+        }
+    }
+
+    fn sessions(count: usize) -> Value {
+        Value::Array(
+            (0..count)
+                .map(
+                    |i| json!({"sessionId": format!("s{i}"), "workspace": {"workspacePath": "/w"}}),
+                )
+                .collect(),
+        )
+    }
+
+    fn list(connection: &mut TaskV1Connection, params: Value, count: usize) -> Value {
+        let step = connection.start(1, &ConnectionOp::ListSessions(params.to_string()), 10);
+        assert_eq!(request_json(&step)["params"]["method"], "initialize");
+        let step = connection.resume(1, &ok(10, json!({"available": true})), 11);
+        assert_eq!(request_json(&step)["params"]["method"], "readWorkspaceState");
+        let step = connection.resume(1, &ok(11, json!({"modelCatalog": {"providers": [{}]}})), 12);
+        assert_eq!(
+            request_json(&step)["params"]["params"],
+            json!({"workspacePath": "/w", "includeArchived": false})
+        );
+        response(connection.resume(1, &ok(12, sessions(count)), 13))
+    }
+
+    #[test]
+    fn sets_up_immediately() {
+        assert_eq!(response(TaskV1Connection::new().start(1, &ConnectionOp::Setup, 1)), json!({}));
+    }
+
+    #[test]
+    fn probes_with_initialize() {
+        let mut connection = TaskV1Connection::new();
+        let step = connection.start(3, &ConnectionOp::Probe("/w".into()), 7);
+        assert_eq!(
+            request_json(&step)["params"],
+            json!({"service": "agent", "method": "initialize", "params": {"workspacePath": "/w"}})
+        );
+        let result = json!({"available": true, "protocolVersion": 1});
+        assert_eq!(response(connection.resume(3, &ok(7, result.clone()), 8)), result);
+        connection.start(4, &ConnectionOp::Probe("/w".into()), 9);
+        let problem = failure(connection.resume(
+            4,
+            &ok(9, json!({"available": false, "reasonCode": "provider_not_ready"})),
+            10,
+        ));
+        assert_eq!(problem.kind, ErrorKind::AuthRequired);
+    }
+
+    #[test]
+    fn pages_session_lists() {
+        let mut connection = TaskV1Connection::new();
+        let first = list(&mut connection, json!({"cwd": "/w"}), 120);
+        assert_eq!(first["sessions"].as_array().unwrap().len(), 50);
+        assert_eq!(first["sessions"][0], json!({"sessionId": "s0", "cwd": "/w"}));
+        assert_eq!(first["nextCursor"], "zcode-sessions-from-50");
+        acp_check::list_sessions_response(&first);
+        let second =
+            list(&mut connection, json!({"cwd": "/w", "cursor": "zcode-sessions-from-100"}), 120);
+        assert_eq!(second["sessions"].as_array().unwrap().len(), 20);
+        assert_eq!(second["sessions"][0]["sessionId"], "s100");
+        assert!(second.get("nextCursor").is_none());
+        let exact = list(&mut connection, json!({"cwd": "/w"}), 50);
+        assert!(exact.get("nextCursor").is_none());
+        let shrunk =
+            list(&mut connection, json!({"cwd": "/w", "cursor": "zcode-sessions-from-50"}), 3);
+        assert_eq!(shrunk, json!({"sessions": []}));
+    }
+
+    #[test]
+    fn refuses_bad_list_params_before_any_request() {
+        let mut connection = TaskV1Connection::new();
+        for (params, message) in [
+            (json!({}), "ZCode requires cwd when listing sessions"),
+            (json!({"cwd": "/w", "cursor": "abc"}), "Unknown session list cursor: abc"),
+            (
+                json!({"cwd": "/w", "cursor": "zcode-sessions-from-7"}),
+                "Unknown session list cursor: zcode-sessions-from-7",
+            ),
+            (
+                json!({"cwd": "/w", "cursor": "zcode-sessions-from-0"}),
+                "Unknown session list cursor: zcode-sessions-from-0",
+            ),
+        ] {
+            let problem =
+                failure(connection.start(1, &ConnectionOp::ListSessions(params.to_string()), 1));
+            assert_eq!(
+                (problem.kind, problem.message.as_str()),
+                (ErrorKind::InvalidParams, message)
+            );
+        }
+        let problem = failure(connection.start(1, &ConnectionOp::ListSessions("{".into()), 1));
+        assert_eq!(problem.message, "session/list params is not valid JSON");
+    }
+
+    #[test]
+    fn requires_a_provider_before_listing() {
+        let mut connection = TaskV1Connection::new();
+        connection.start(1, &ConnectionOp::ListSessions(json!({"cwd": "/w"}).to_string()), 1);
+        connection.resume(1, &ok(1, json!({"available": true})), 2);
+        let problem =
+            failure(connection.resume(1, &ok(2, json!({"modelCatalog": {"providers": []}})), 3));
+        assert_eq!(problem.kind, ErrorKind::AuthRequired);
+    }
+
+    #[test]
+    fn reports_native_errors_and_unknown_replies() {
+        let mut connection = TaskV1Connection::new();
+        connection.start(1, &ConnectionOp::Probe("/w".into()), 1);
+        let native = MapperError::new(ErrorKind::Native, "host exploded");
+        let problem = failure(connection.resume(
+            1,
+            &NativeReply { id: 1, body: ReplyBody::Error(native.clone()) },
+            2,
+        ));
+        assert_eq!(problem, native);
+        let problem = failure(connection.resume(1, &ok(1, json!({})), 2));
+        assert_eq!(problem.message, "Operation 1 is not waiting for a reply");
+        connection.start(2, &ConnectionOp::Probe("/w".into()), 5);
+        let problem = failure(connection.resume(2, &ok(6, json!({})), 7));
+        assert_eq!(problem.message, "Reply 6 does not answer request 5 of operation 2");
+    }
+}

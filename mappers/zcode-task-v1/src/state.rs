@@ -1,0 +1,118 @@
+//! The mapping state of one session, shared by its operations and its event mapping.
+
+use zcode_contract::{Action, ClientFeatures, MapperError, Terminal};
+
+use crate::interactions::Interactions;
+use crate::json::{internal, text};
+use crate::plan::PlanView;
+use crate::settings::Settings;
+use crate::tools::Tools;
+
+/// The native session this resource is bound to, and its event subscription (the route).
+#[derive(Clone, Debug)]
+pub struct Bound {
+    pub session_id: String,
+    pub subscription_id: String,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TurnPhase {
+    /// No prompt since the last `finish-turn`.
+    #[default]
+    Idle,
+    /// A prompt was started and its terminal event has not arrived.
+    Running,
+    /// The terminal action was emitted; `finish-turn` is next.
+    Ended,
+}
+
+pub struct State {
+    pub workspace: String,
+    pub client: ClientFeatures,
+    pub bound: Option<Bound>,
+    pub settings: Settings,
+    pub phase: TurnPhase,
+    /// The client cancelled the running turn: whatever ends it ends it `cancelled`.
+    pub cancelled: bool,
+    pub tools: Tools,
+    pub plan: PlanView,
+    pub interactions: Interactions,
+    subscriptions: u64,
+    prompts: u64,
+}
+
+impl State {
+    pub fn new(workspace: String, client: ClientFeatures) -> Self {
+        Self {
+            workspace,
+            client,
+            bound: None,
+            settings: Settings::default(),
+            phase: TurnPhase::Idle,
+            cancelled: false,
+            tools: Tools::default(),
+            plan: PlanView::default(),
+            interactions: Interactions::default(),
+            subscriptions: 0,
+            prompts: 0,
+        }
+    }
+
+    pub fn running(&self) -> bool {
+        self.phase == TurnPhase::Running
+    }
+
+    pub fn plan_operations(&self) -> bool {
+        self.client.plan_operations
+    }
+
+    pub fn bound(&self) -> Result<&Bound, MapperError> {
+        self.bound.as_ref().ok_or_else(|| internal("The native session is not open"))
+    }
+
+    pub fn session_id(&self) -> Result<&str, MapperError> {
+        self.bound().map(|bound| bound.session_id.as_str())
+    }
+
+    /// A fresh subscription id; unique per session resource.
+    pub fn next_subscription_id(&mut self, session_id: &str) -> String {
+        self.subscriptions += 1;
+        format!("zcode-acp-{session_id}-{}", self.subscriptions)
+    }
+
+    /// A fresh prompt counter value.
+    pub fn next_prompt_number(&mut self) -> u64 {
+        self.prompts += 1;
+        self.prompts
+    }
+
+    pub fn start_turn(&mut self) {
+        self.phase = TurnPhase::Running;
+        self.cancelled = false;
+        self.tools.clear();
+    }
+
+    /// Ends the running turn with `terminal`, taking down a proposal the turn no longer needs
+    /// (an accepted one survives a normal end until `finish-turn`).
+    pub fn end_turn(&mut self, terminal: Terminal) -> Vec<Action> {
+        self.phase = TurnPhase::Ended;
+        let keep_proposal = matches!(terminal, Terminal::Stop(_)) && !self.cancelled;
+        let mut actions: Vec<Action> = Vec::new();
+        if !keep_proposal {
+            let plan_operations = self.plan_operations();
+            actions.extend(self.plan.remove(plan_operations).into_iter().map(Action::Update));
+        }
+        actions.push(Action::Terminal(terminal));
+        actions
+    }
+
+    /// A protocol break inside the running turn: the turn ends broken.
+    pub fn break_turn(&mut self, error: MapperError) -> Vec<Action> {
+        self.end_turn(Terminal::Broken(error))
+    }
+}
+
+/// `Action::Update` from an ACP JSON value.
+pub fn update(value: &serde_json::Value) -> Action {
+    Action::Update(text(value))
+}

@@ -1,0 +1,475 @@
+//! Tool-call lifecycle: ACP `tool_call` / `tool_call_update` objects from the native tool
+//! stream, with kinds, locations and content (text, and diffs when a result carries file text).
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+use zcode_contract::MapperError;
+
+use crate::json::protocol;
+use crate::text::{is_absolute_path, join_path};
+
+/// ACP tool kind from a native tool name (case-insensitive substring rules, first match wins).
+pub fn tool_kind(name: &str) -> &'static str {
+    const RULES: [(&[&str], &str); 8] = [
+        (&["read"], "read"),
+        (&["write", "edit"], "edit"),
+        (&["delete", "remove"], "delete"),
+        (&["move", "rename"], "move"),
+        (&["search", "grep", "glob"], "search"),
+        (&["bash", "shell", "command"], "execute"),
+        (&["fetch", "web"], "fetch"),
+        (&["think", "plan"], "think"),
+    ];
+    let name = name.to_ascii_lowercase();
+    RULES
+        .iter()
+        .find(|(needles, _)| needles.iter().any(|needle| name.contains(needle)))
+        .map_or("other", |(_, kind)| kind)
+}
+
+/// Input keys that name the file a tool works on.
+const PATH_KEYS: [&str; 5] = ["file_path", "filePath", "path", "notebook_path", "notebookPath"];
+
+/// Files a tool input names, made absolute against the workspace.
+pub fn locations(input: Option<&Value>, workspace: &str) -> Vec<Value> {
+    let Some(Value::Object(input)) = input else {
+        return Vec::new();
+    };
+    let mut paths: Vec<String> = Vec::new();
+    for key in PATH_KEYS {
+        if let Some(Value::String(path)) = input.get(key)
+            && !path.is_empty()
+        {
+            let path =
+                if is_absolute_path(path) { path.clone() } else { join_path(workspace, path) };
+            if !paths.contains(&path) {
+                paths.push(path);
+            }
+        }
+    }
+    paths.into_iter().map(|path| json!({"path": path})).collect()
+}
+
+fn text_content(text: &str) -> Value {
+    json!({"type": "content", "content": {"type": "text", "text": text}})
+}
+
+/// JSON text with keys sorted at every level, so the text does not depend on how serde_json
+/// happens to order maps in a given build.
+fn canonical_json(value: &Value) -> String {
+    fn sorted(value: &Value) -> Value {
+        match value {
+            Value::Object(map) => {
+                let mut keys: Vec<&String> = map.keys().collect();
+                keys.sort();
+                Value::Object(
+                    keys.into_iter().map(|key| (key.clone(), sorted(&map[key]))).collect(),
+                )
+            }
+            Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
+            other => other.clone(),
+        }
+    }
+    sorted(value).to_string()
+}
+
+/// The readable text of a tool result: `result.content` if it is a string, the result itself
+/// if it is a string, else its JSON (unless a diff already shows it).
+fn result_text(result: &Value, has_diff: bool) -> String {
+    match result {
+        Value::Null => String::new(),
+        Value::String(text) => text.clone(),
+        Value::Object(map) if map.get("content").is_some_and(Value::is_string) => {
+            map["content"].as_str().unwrap_or_default().to_string()
+        }
+        _ if has_diff => String::new(),
+        other => canonical_json(other),
+    }
+}
+
+fn first_string<'a>(map: &'a serde_json::Map<String, Value>, keys: &[&str]) -> Option<&'a str> {
+    keys.iter().find_map(|key| map.get(*key).and_then(Value::as_str))
+}
+
+/// A diff when the result carries the file's new text (and optionally its old text):
+/// `newText`/`new_string`/`newContent`, `oldText`/`old_string`/`oldContent`/`originalContent`,
+/// with the path from the result or else the tool input. No path, no diff.
+fn diff(result: &Value, input: Option<&Value>, workspace: &str) -> Option<Value> {
+    let Value::Object(map) = result else {
+        return None;
+    };
+    let new_text = first_string(map, &["newText", "new_string", "newContent"])?;
+    let path = first_string(map, &PATH_KEYS)
+        .map(
+            |path| {
+                if is_absolute_path(path) { path.to_string() } else { join_path(workspace, path) }
+            },
+        )
+        .or_else(|| {
+            locations(input, workspace).first().and_then(|l| l["path"].as_str().map(str::to_string))
+        })?;
+    let mut diff = json!({"type": "diff", "path": path, "newText": new_text});
+    if let Some(old_text) =
+        first_string(map, &["oldText", "old_string", "oldContent", "originalContent"])
+    {
+        diff["oldText"] = json!(old_text);
+    }
+    Some(diff)
+}
+
+/// ACP content of a completed tool: its diff first (if any), then its text (if any).
+pub fn result_content(result: &Value, input: Option<&Value>, workspace: &str) -> Vec<Value> {
+    let mut content: Vec<Value> = diff(result, input, workspace).into_iter().collect();
+    let text = result_text(result, !content.is_empty());
+    if !text.is_empty() {
+        content.push(text_content(&text));
+    }
+    content
+}
+
+/// ACP content of a failed tool: the error message.
+pub fn error_content(error: Option<&Value>) -> Vec<Value> {
+    let message = match error {
+        Some(Value::Object(map)) => map.get("message").and_then(Value::as_str),
+        Some(Value::String(text)) => Some(text.as_str()),
+        _ => None,
+    }
+    .filter(|message| !message.is_empty())
+    .unwrap_or("Tool execution failed");
+    vec![text_content(message)]
+}
+
+/// ACP tool-call status names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    Pending,
+    InProgress,
+    Completed,
+    Failed,
+}
+
+impl Status {
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Pending => "pending",
+            Status::InProgress => "in_progress",
+            Status::Completed => "completed",
+            Status::Failed => "failed",
+        }
+    }
+
+    fn is_final(self) -> bool {
+        matches!(self, Status::Completed | Status::Failed)
+    }
+}
+
+/// One complete `tool_call` (announcement or history replay).
+pub struct ToolCallView<'a> {
+    pub id: &'a str,
+    pub name: &'a str,
+    pub title: Option<&'a str>,
+    pub status: Status,
+    pub raw_input: Option<&'a Value>,
+    pub raw_output: Option<&'a Value>,
+    pub content: Vec<Value>,
+}
+
+impl ToolCallView<'_> {
+    pub fn to_update(&self, workspace: &str) -> Value {
+        let mut update = json!({
+            "sessionUpdate": "tool_call",
+            "toolCallId": self.id,
+            "title": self.title.filter(|t| !t.is_empty()).unwrap_or(self.name),
+            "kind": tool_kind(self.name),
+            "status": self.status.name(),
+        });
+        if let Some(input) = self.raw_input {
+            update["rawInput"] = input.clone();
+        }
+        if let Some(output) = self.raw_output {
+            update["rawOutput"] = output.clone();
+        }
+        if !self.content.is_empty() {
+            update["content"] = json!(self.content);
+        }
+        let locations = locations(self.raw_input, workspace);
+        if !locations.is_empty() {
+            update["locations"] = json!(locations);
+        }
+        update
+    }
+}
+
+#[derive(Default)]
+struct ToolState {
+    name: Option<String>,
+    /// Streamed input text (`tool_input_delta`), parsed when the call is announced.
+    input_text: String,
+    raw_input: Option<Value>,
+    announced: bool,
+    status: Option<Status>,
+}
+
+/// Tool calls of the current turn, keyed by native tool-call id.
+#[derive(Default)]
+pub struct Tools {
+    calls: BTreeMap<String, ToolState>,
+}
+
+impl Tools {
+    pub fn clear(&mut self) {
+        self.calls.clear();
+    }
+
+    fn state(&mut self, id: &str) -> &mut ToolState {
+        self.calls.entry(id.to_string()).or_default()
+    }
+
+    /// `tool_input_start`: the tool's name is known; its input starts over.
+    pub fn input_started(&mut self, id: &str, name: Option<&str>) {
+        let state = self.state(id);
+        if let Some(name) = name {
+            state.name = Some(name.to_string());
+        }
+        state.input_text.clear();
+    }
+
+    pub fn input_delta(&mut self, id: &str, delta: &str) {
+        self.state(id).input_text.push_str(delta);
+    }
+
+    /// The native input is known (from the stream's `tool_call` or a permission request).
+    pub fn set_input(&mut self, id: &str, name: Option<&str>, input: Option<&Value>) {
+        let state = self.state(id);
+        if let Some(name) = name {
+            state.name = Some(name.to_string());
+        }
+        if let Some(input) = input {
+            state.raw_input = Some(input.clone());
+        }
+    }
+
+    /// The `tool_call` announcement, once per tool.
+    pub fn announce(&mut self, id: &str, name: Option<&str>, workspace: &str) -> Option<Value> {
+        let state = self.state(id);
+        if let Some(name) = name
+            && state.name.is_none()
+        {
+            state.name = Some(name.to_string());
+        }
+        if state.announced {
+            return None;
+        }
+        state.announced = true;
+        state.status.get_or_insert(Status::Pending);
+        if state.raw_input.is_none() && !state.input_text.is_empty() {
+            let parsed =
+                serde_json::from_str(&state.input_text).unwrap_or_else(|_| json!(state.input_text));
+            state.raw_input = Some(parsed);
+        }
+        let name = state.name.as_deref().unwrap_or("tool");
+        let view = ToolCallView {
+            id,
+            name,
+            title: None,
+            status: Status::Pending,
+            raw_input: state.raw_input.as_ref(),
+            raw_output: None,
+            content: Vec::new(),
+        };
+        Some(view.to_update(workspace))
+    }
+
+    pub fn raw_input(&self, id: &str) -> Option<&Value> {
+        self.calls.get(id).and_then(|state| state.raw_input.as_ref())
+    }
+
+    /// `started`/`progress`: `in_progress` once; never after the tool finished.
+    pub fn progressed(&mut self, id: &str, kind: &str) -> Result<Option<Value>, MapperError> {
+        let state = self.state(id);
+        match state.status {
+            Some(status) if status.is_final() => {
+                Err(protocol(format!("Invalid tool transition: {kind} after {}", status.name())))
+            }
+            Some(Status::InProgress) => Ok(None),
+            _ => {
+                state.status = Some(Status::InProgress);
+                Ok(Some(
+                    json!({"sessionUpdate": "tool_call_update", "toolCallId": id, "status": "in_progress"}),
+                ))
+            }
+        }
+    }
+
+    /// `result`: completed with the raw output and its content.
+    pub fn completed(&mut self, id: &str, result: &Value, workspace: &str) -> Value {
+        let content = result_content(result, self.raw_input(id), workspace);
+        self.state(id).status = Some(Status::Completed);
+        json!({
+            "sessionUpdate": "tool_call_update",
+            "toolCallId": id,
+            "status": "completed",
+            "rawOutput": result,
+            "content": content,
+        })
+    }
+
+    /// `error`: failed with the native error as raw output.
+    pub fn failed(&mut self, id: &str, error: Option<&Value>) -> Value {
+        self.state(id).status = Some(Status::Failed);
+        let mut update = json!({
+            "sessionUpdate": "tool_call_update",
+            "toolCallId": id,
+            "status": "failed",
+            "content": error_content(error),
+        });
+        if let Some(error) = error {
+            update["rawOutput"] = error.clone();
+        }
+        update
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::acp_check;
+
+    #[test]
+    fn classifies_tool_names() {
+        let cases = [
+            ("Read", "read"),
+            ("Write", "edit"),
+            ("MultiEdit", "edit"),
+            ("TodoWrite", "edit"),
+            ("DeleteFile", "delete"),
+            ("Rename", "move"),
+            ("Grep", "search"),
+            ("WebSearch", "search"),
+            ("Bash", "execute"),
+            ("WebFetch", "fetch"),
+            ("ExitPlanMode", "think"),
+            ("AskUserQuestion", "other"),
+        ];
+        for (name, kind) in cases {
+            assert_eq!(tool_kind(name), kind, "{name}");
+        }
+    }
+
+    #[test]
+    fn locates_files_named_by_the_input() {
+        let input = json!({"file_path": "/w/a.rs", "path": "src/b.rs", "notebook_path": "/w/a.rs", "command": "ls"});
+        assert_eq!(
+            locations(Some(&input), "/w"),
+            [json!({"path": "/w/a.rs"}), json!({"path": "/w/src/b.rs"})]
+        );
+        assert!(locations(Some(&json!("text")), "/w").is_empty());
+        assert!(locations(None, "/w").is_empty());
+    }
+
+    #[test]
+    fn announces_once_with_streamed_input() {
+        let mut tools = Tools::default();
+        tools.input_started("t1", Some("Read"));
+        tools.input_delta("t1", "{\"file_path\":");
+        tools.input_delta("t1", "\"/w/a.rs\"}");
+        let update = tools.announce("t1", None, "/w").unwrap();
+        assert_eq!(
+            update,
+            json!({
+                "sessionUpdate": "tool_call", "toolCallId": "t1", "title": "Read", "kind": "read",
+                "status": "pending", "rawInput": {"file_path": "/w/a.rs"}, "locations": [{"path": "/w/a.rs"}]
+            })
+        );
+        acp_check::session_update(&update);
+        assert_eq!(tools.announce("t1", Some("Read"), "/w"), None);
+        tools.input_delta("t2", "not json");
+        assert_eq!(tools.announce("t2", None, "/w").unwrap()["rawInput"], "not json");
+        assert_eq!(
+            tools.announce("t3", None, "/w").unwrap(),
+            json!({"sessionUpdate": "tool_call", "toolCallId": "t3", "title": "tool", "kind": "other", "status": "pending"})
+        );
+    }
+
+    #[test]
+    fn reports_progress_once_and_refuses_it_after_the_end() {
+        let mut tools = Tools::default();
+        assert!(tools.progressed("t", "started").unwrap().is_some());
+        assert_eq!(tools.progressed("t", "progress").unwrap(), None);
+        tools.completed("t", &json!("ok"), "/w");
+        assert_eq!(
+            tools.progressed("t", "progress").unwrap_err().message,
+            "Invalid tool transition: progress after completed"
+        );
+        tools.failed("u", None);
+        assert_eq!(
+            tools.progressed("u", "started").unwrap_err().message,
+            "Invalid tool transition: started after failed"
+        );
+    }
+
+    #[test]
+    fn renders_results_errors_and_diffs() {
+        let mut tools = Tools::default();
+        let update = tools.completed("t", &json!({"content": "3 files", "exitCode": 0}), "/w");
+        assert_eq!(
+            update["content"],
+            json!([{"type": "content", "content": {"type": "text", "text": "3 files"}}])
+        );
+        assert_eq!(update["rawOutput"], json!({"content": "3 files", "exitCode": 0}));
+        acp_check::session_update(&update);
+        assert_eq!(
+            tools.completed("t", &json!({"n": 1}), "/w")["content"][0]["content"]["text"],
+            "{\"n\":1}"
+        );
+        let unordered: Value = serde_json::from_str(r#"{"z":1,"a":{"y":2,"b":3}}"#).unwrap();
+        assert_eq!(
+            result_text(&unordered, false),
+            r#"{"a":{"b":3,"y":2},"z":1}"#,
+            "keys sorted in every build"
+        );
+        assert_eq!(tools.completed("t", &json!(""), "/w")["content"], json!([]));
+        assert_eq!(tools.completed("t", &Value::Null, "/w")["content"], json!([]));
+
+        tools.set_input("e", Some("Edit"), Some(&json!({"file_path": "src/a.rs"})));
+        let edit = tools.completed("e", &json!({"oldText": "a", "newText": "b"}), "/w");
+        assert_eq!(
+            edit["content"],
+            json!([{"type": "diff", "path": "/w/src/a.rs", "oldText": "a", "newText": "b"}])
+        );
+        let described = tools.completed(
+            "e",
+            &json!({"oldText": "a", "newText": "b", "content": "Edited"}),
+            "/w",
+        );
+        assert_eq!(described["content"][1]["content"]["text"], "Edited");
+        acp_check::session_update(&edit);
+        let created = result_content(
+            &json!({"filePath": "/w/new.rs", "newContent": "fn x() {}"}),
+            None,
+            "/w",
+        );
+        assert_eq!(
+            created[0],
+            json!({"type": "diff", "path": "/w/new.rs", "newText": "fn x() {}"})
+        );
+        assert!(
+            result_content(&json!({"newText": "x"}), None, "/w")
+                .iter()
+                .all(|c| c["type"] == "content")
+        );
+
+        let failed = tools.failed("f", Some(&json!({"message": "denied", "code": 1})));
+        assert_eq!(
+            failed["content"],
+            json!([{"type": "content", "content": {"type": "text", "text": "denied"}}])
+        );
+        assert_eq!(failed["rawOutput"], json!({"message": "denied", "code": 1}));
+        acp_check::session_update(&failed);
+        assert_eq!(
+            tools.failed("g", None)["content"][0]["content"]["text"],
+            "Tool execution failed"
+        );
+    }
+}

@@ -1,0 +1,67 @@
+//! The golden traces in `traces/` replayed through the native mapper (the same replayer
+//! `zcode-acp mapper test` runs through the WebAssembly component).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use zcode_contract::golden::{self, BlessScope};
+use zcode_task_v1::TaskV1Mapper;
+
+fn traces() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("traces");
+    let mut paths: Vec<PathBuf> = fs::read_dir(&dir)
+        .expect("traces directory")
+        .map(|entry| entry.expect("directory entry").path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "jsonl"))
+        .collect();
+    paths.sort();
+    paths
+}
+
+#[test]
+fn every_trace_replays() {
+    let paths = traces();
+    assert!(paths.len() >= 12, "expected the full trace set, found {}", paths.len());
+    for path in paths {
+        let text = fs::read_to_string(&path).expect("trace text");
+        let report = golden::replay(&TaskV1Mapper, &text);
+        assert!(report.passed(), "{}:\n{}", path.display(), report.render());
+        assert!(report.matched > 0, "{} checks nothing", path.display());
+    }
+}
+
+#[test]
+fn a_changed_expectation_shows_a_diff() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("traces/turn-text.jsonl");
+    let text = fs::read_to_string(path).expect("trace text");
+    // Only the expectation spells the chunk this way (the event carries it as `delta`).
+    let original = r#""text":"parse() reads ""#;
+    assert_eq!(text.matches(original).count(), 1);
+    let at = text.find(original).expect("expectation");
+    let edited =
+        format!("{}\"text\":\"parse() writes \"{}", &text[..at], &text[at + original.len()..]);
+    let report = golden::replay(&TaskV1Mapper, &edited);
+    assert_eq!(report.mismatches.len(), 1, "{}", report.render());
+    let diff = &report.mismatches[0].diff;
+    assert!(diff.contains("-         \"text\": \"parse() writes \""), "{diff}");
+    assert!(diff.contains("+         \"text\": \"parse() reads \""), "{diff}");
+    assert_eq!(report.exit_code(), 1);
+}
+
+/// Rewrites the expectations of marked lines from the native mapper:
+/// `ZCODE_BLESS=1 cargo test --test golden -- --ignored bless`. Review the diff afterwards.
+#[test]
+#[ignore = "rewrites traces/; run explicitly with ZCODE_BLESS=1"]
+fn bless() {
+    assert_eq!(
+        std::env::var("ZCODE_BLESS").as_deref(),
+        Ok("1"),
+        "set ZCODE_BLESS=1 to rewrite traces"
+    );
+    for path in traces() {
+        let text = fs::read_to_string(&path).expect("trace text");
+        let blessed = golden::bless(&TaskV1Mapper, &text, BlessScope::Existing)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        fs::write(&path, blessed).expect("write trace");
+    }
+}
