@@ -1,0 +1,246 @@
+//! Persistent simulator state: one JSON file per session plus per-workspace preferences, so a
+//! later host process can list, read and resume what an earlier one created.
+//!
+//! Layout under the state directory: `sessions/<sessionId>.json`, `workspaces.json`.
+//! Files are replaced atomically (write to a temporary file, then rename).
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// How many recent session events a session keeps for `readSessionEvents`.
+pub const RECENT_EVENTS: usize = 500;
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct TokenUsage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub reasoning_tokens: u64,
+    pub cache_creation_tokens: u64,
+    pub cache_read_tokens: u64,
+}
+
+impl TokenUsage {
+    pub fn total(&self) -> u64 {
+        self.input_tokens + self.output_tokens + self.reasoning_tokens
+    }
+
+    pub fn add(&mut self, other: &TokenUsage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.reasoning_tokens += other.reasoning_tokens;
+        self.cache_creation_tokens += other.cache_creation_tokens;
+        self.cache_read_tokens += other.cache_read_tokens;
+    }
+}
+
+/// Everything the host remembers about one session.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StoredSession {
+    pub session_id: String,
+    pub workspace_path: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    pub created_at: u64,
+    pub updated_at: u64,
+    pub mode: String,
+    pub model: Value,
+    pub thought_level: String,
+    #[serde(default)]
+    pub messages: Vec<Value>,
+    #[serde(default)]
+    pub todos: Vec<Value>,
+    #[serde(default)]
+    pub usage: TokenUsage,
+    /// Tokens currently in the context window (`runtime.contextUsage.used`).
+    #[serde(default)]
+    pub context_used: u64,
+    /// Last `seq` handed out, so sequence numbers keep growing across host processes.
+    #[serde(default)]
+    pub last_seq: u64,
+    /// Tools the user allowed for the rest of the session ("always allow").
+    #[serde(default)]
+    pub always_allowed: BTreeSet<String>,
+    #[serde(default)]
+    pub mcp_servers: Value,
+    #[serde(default)]
+    pub recent_events: VecDeque<Value>,
+}
+
+/// Last-used choices per workspace (`persistAsWorkspaceLastUsed`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkspacePrefs {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thought_level: Option<String>,
+}
+
+pub struct Store {
+    root: PathBuf,
+}
+
+impl Store {
+    /// `$ZCODE_SIM_STATE` if set, else `<install-root>/.sim-state`.
+    pub fn for_install(install_root: &Path) -> Store {
+        let root = std::env::var_os("ZCODE_SIM_STATE")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| install_root.join(".sim-state"));
+        Store { root }
+    }
+
+    #[cfg(test)]
+    pub fn at(root: PathBuf) -> Store {
+        Store { root }
+    }
+
+    fn sessions_dir(&self) -> PathBuf {
+        self.root.join("sessions")
+    }
+
+    fn session_file(&self, session_id: &str) -> Option<PathBuf> {
+        // Session ids come from clients; only our own id alphabet may reach the filesystem.
+        let safe = !session_id.is_empty()
+            && session_id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+        safe.then(|| self.sessions_dir().join(format!("{session_id}.json")))
+    }
+
+    pub fn load_session(&self, session_id: &str) -> Result<Option<StoredSession>, String> {
+        let Some(path) = self.session_file(session_id) else { return Ok(None) };
+        match std::fs::read_to_string(&path) {
+            Ok(text) => serde_json::from_str(&text)
+                .map(Some)
+                .map_err(|error| format!("corrupt session file {}: {error}", path.display())),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(error) => Err(format!("cannot read {}: {error}", path.display())),
+        }
+    }
+
+    pub fn save_session(&self, session: &StoredSession) -> Result<(), String> {
+        let path = self
+            .session_file(&session.session_id)
+            .ok_or_else(|| format!("invalid session id {}", session.session_id))?;
+        write_atomically(&path, &serde_json::to_vec(session).map_err(|e| e.to_string())?)
+    }
+
+    /// Every stored session of `workspace_path`, newest first.
+    pub fn list_sessions(&self, workspace_path: &str) -> Result<Vec<StoredSession>, String> {
+        let entries = match std::fs::read_dir(self.sessions_dir()) {
+            Ok(entries) => entries,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(error) => return Err(format!("cannot list sessions: {error}")),
+        };
+        let mut sessions = Vec::new();
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(id) = name.to_str().and_then(|name| name.strip_suffix(".json")) else {
+                continue;
+            };
+            if let Some(session) = self.load_session(id)?
+                && session.workspace_path == workspace_path
+            {
+                sessions.push(session);
+            }
+        }
+        sessions.sort_by(|a, b| {
+            b.updated_at.cmp(&a.updated_at).then_with(|| a.session_id.cmp(&b.session_id))
+        });
+        Ok(sessions)
+    }
+
+    pub fn workspace_prefs(&self, workspace_path: &str) -> WorkspacePrefs {
+        self.all_prefs().remove(workspace_path).unwrap_or_default()
+    }
+
+    pub fn save_workspace_prefs(
+        &self,
+        workspace_path: &str,
+        prefs: WorkspacePrefs,
+    ) -> Result<(), String> {
+        let mut all = self.all_prefs();
+        all.insert(workspace_path.to_owned(), prefs);
+        let bytes = serde_json::to_vec_pretty(&all).map_err(|error| error.to_string())?;
+        write_atomically(&self.root.join("workspaces.json"), &bytes)
+    }
+
+    fn all_prefs(&self) -> BTreeMap<String, WorkspacePrefs> {
+        std::fs::read_to_string(self.root.join("workspaces.json"))
+            .ok()
+            .and_then(|text| serde_json::from_str(&text).ok())
+            .unwrap_or_default()
+    }
+}
+
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    let parent = path.parent().expect("state files live in a directory");
+    std::fs::create_dir_all(parent)
+        .map_err(|error| format!("cannot create {}: {error}", parent.display()))?;
+    let temporary = path.with_extension(format!("tmp-{}", std::process::id()));
+    std::fs::write(&temporary, bytes)
+        .and_then(|()| std::fs::rename(&temporary, path))
+        .map_err(|error| format!("cannot write {}: {error}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn session(id: &str, workspace: &str, updated_at: u64) -> StoredSession {
+        StoredSession {
+            session_id: id.into(),
+            workspace_path: workspace.into(),
+            title: None,
+            created_at: 1,
+            updated_at,
+            mode: "build".into(),
+            model: json!({}),
+            thought_level: "low".into(),
+            messages: vec![],
+            todos: vec![],
+            usage: TokenUsage::default(),
+            context_used: 0,
+            last_seq: 0,
+            always_allowed: BTreeSet::new(),
+            mcp_servers: Value::Null,
+            recent_events: VecDeque::new(),
+        }
+    }
+
+    #[test]
+    fn saves_lists_and_reloads_sessions_per_workspace() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::at(dir.path().to_path_buf());
+        store.save_session(&session("a", "/w1", 5)).unwrap();
+        store.save_session(&session("b", "/w1", 9)).unwrap();
+        store.save_session(&session("c", "/w2", 7)).unwrap();
+        let listed: Vec<String> =
+            store.list_sessions("/w1").unwrap().into_iter().map(|s| s.session_id).collect();
+        assert_eq!(listed, ["b", "a"]);
+        assert_eq!(store.load_session("c").unwrap().unwrap().workspace_path, "/w2");
+        assert!(store.load_session("missing").unwrap().is_none());
+    }
+
+    #[test]
+    fn never_turns_a_foreign_id_into_a_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::at(dir.path().to_path_buf());
+        assert!(store.load_session("../../etc/passwd").unwrap().is_none());
+        assert!(store.save_session(&session("../x", "/w", 1)).is_err());
+    }
+
+    #[test]
+    fn remembers_workspace_preferences() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::at(dir.path().to_path_buf());
+        assert_eq!(store.workspace_prefs("/w"), WorkspacePrefs::default());
+        let prefs = WorkspacePrefs { model: Some(json!({"m": 1})), thought_level: None };
+        store.save_workspace_prefs("/w", prefs.clone()).unwrap();
+        assert_eq!(store.workspace_prefs("/w"), prefs);
+    }
+}

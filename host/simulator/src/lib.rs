@@ -1,0 +1,19 @@
+//! A faithful simulator of the ZCode 3.11.2 host service as seen through its bridge script.
+//!
+//! The simulator plays the runtime child a ZCode install's executable starts: bundled CLI
+//! commands (`version`, `doctor`, `login`, `logout`) and the host bridge (`-e <script>`), which
+//! speaks the bridge's NDJSON envelope with real, persisted session state, a scripted model
+//! (scenarios) and fault injection. See `docs/simulator.md`.
+
+mod auth;
+pub(crate) mod bridge;
+mod clock;
+pub mod fault;
+mod host;
+mod output;
+pub mod profile;
+mod runtime;
+pub mod scenario;
+mod turn;
+
+pub use runtime::{platform, run_runner, run_runtime};
