@@ -1,6 +1,8 @@
 //! Session snapshots: their validation, the mode catalog, config options (model, thought
 //! level), and the session metadata updates built from them (§5.5 of the protocol notes).
 
+use std::collections::BTreeMap;
+
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use zcode_contract::MapperError;
@@ -278,6 +280,9 @@ pub struct Settings {
     advertised_thought_levels: Vec<String>,
     /// A todo list is currently shown, so an empty one must clear it.
     todos_shown: bool,
+    /// The last metadata update of each kind sent to the client: snapshots repeat most of
+    /// their content, and the client only needs to hear what changed.
+    last_sent: BTreeMap<String, String>,
 }
 
 impl Settings {
@@ -410,7 +415,16 @@ impl Settings {
         updates.extend(
             self.todo_update(snapshot.todos.as_deref().unwrap_or_default(), plan_operations),
         );
-        updates.iter().map(text).collect()
+        updates.iter().map(text).filter(|update| self.changed(update)).collect()
+    }
+
+    /// Records `update` as sent, unless it repeats the last update of its kind.
+    fn changed(&mut self, update: &String) -> bool {
+        let kind = serde_json::from_str::<Value>(update)
+            .ok()
+            .and_then(|v| v.get("sessionUpdate").and_then(Value::as_str).map(str::to_owned))
+            .unwrap_or_default();
+        self.last_sent.insert(kind, update.clone()).as_ref() != Some(update)
     }
 
     fn todo_update(&mut self, todos: &[Todo], plan_operations: bool) -> Option<Value> {
