@@ -1,0 +1,190 @@
+//! Builds a mapper guest crate into a WebAssembly component with a nested `cargo build
+//! --target wasm32-wasip2 --release`.
+//!
+//! Shared by this crate's build script and by the mapper runtime's tests (both include this
+//! file with `#[path]`), so it uses only `std`. Its unit tests are in `src/lib.rs`.
+
+use std::ffi::OsString;
+use std::fs::{self, File};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+pub const GUEST_TARGET: &str = "wasm32-wasip2";
+
+/// Environment variables of an outer cargo build (or a build script) that would change how the
+/// nested build runs: its target, target dir, flags, profile, wrappers (clippy sets
+/// `RUSTC_WORKSPACE_WRAPPER`), and the per-package values cargo gives build scripts.
+const LEAKING_VARS: &[&str] = &[
+    "CARGO_TARGET_DIR",
+    "RUSTFLAGS",
+    "RUSTDOCFLAGS",
+    "RUSTC_WORKSPACE_WRAPPER",
+    "OUT_DIR",
+    "TARGET",
+    "HOST",
+    "PROFILE",
+    "OPT_LEVEL",
+    "DEBUG",
+];
+const LEAKING_PREFIXES: &[&str] = &[
+    "CARGO_BUILD_",
+    "CARGO_ENCODED_",
+    "CARGO_PROFILE_",
+    "CARGO_TARGET_",
+    "CARGO_CFG_",
+    "CARGO_FEATURE_",
+    "__CARGO",
+];
+
+/// One guest build.
+pub struct GuestBuild<'a> {
+    /// The cargo to run (a build script gets it in `CARGO`).
+    pub cargo: OsString,
+    /// The guest's `Cargo.toml`.
+    pub manifest: &'a Path,
+    /// Target dir of the nested build; it must not be the outer build's (that one is locked).
+    pub target_dir: &'a Path,
+    /// Cargo features to enable.
+    pub features: &'a [&'a str],
+}
+
+impl GuestBuild<'_> {
+    /// Builds the guest and returns a copy of its component, named after the crate and the
+    /// features, under `<target dir>/components/`. Builds that share a target dir (for example
+    /// one crate with different features) are serialized with a lock file, so each copy is the
+    /// output of its own build.
+    pub fn run(&self) -> Result<PathBuf, String> {
+        ensure_target_installed()?;
+        let lib_name = lib_name(self.manifest)?;
+        fs::create_dir_all(self.target_dir)
+            .map_err(|e| format!("cannot create {}: {e}", self.target_dir.display()))?;
+        let lock_path = self.target_dir.join(".guest-build.lock");
+        let lock = File::create(&lock_path)
+            .and_then(|file| file.lock().map(|()| file))
+            .map_err(|e| format!("cannot lock {}: {e}", lock_path.display()))?;
+
+        let mut command = Command::new(&self.cargo);
+        command
+            .arg("build")
+            .arg("--manifest-path")
+            .arg(self.manifest)
+            .args(["--target", GUEST_TARGET, "--release"])
+            .arg("--target-dir")
+            .arg(self.target_dir);
+        if !self.features.is_empty() {
+            command.arg("--features").arg(self.features.join(","));
+        }
+        for (name, _) in std::env::vars_os() {
+            let name = name.to_string_lossy();
+            if leaks_into_nested_build(&name) {
+                command.env_remove(name.as_ref());
+            }
+        }
+        // A build script's stdout is read by cargo as directives: keep cargo's output on stderr.
+        command.stdout(Stdio::from(std::io::stderr()));
+        let status = command
+            .status()
+            .map_err(|e| format!("cannot run {}: {e}", self.cargo.to_string_lossy()))?;
+        if !status.success() {
+            return Err(format!(
+                "building the mapper guest {} for {GUEST_TARGET} failed ({status}); see the \
+                 cargo output above",
+                self.manifest.display()
+            ));
+        }
+
+        let built =
+            self.target_dir.join(GUEST_TARGET).join("release").join(format!("{lib_name}.wasm"));
+        let mut copy_name = lib_name.clone();
+        for feature in self.features {
+            copy_name.push('+');
+            copy_name.push_str(feature);
+        }
+        let components = self.target_dir.join("components");
+        let copy = components.join(format!("{copy_name}.wasm"));
+        fs::create_dir_all(&components)
+            .and_then(|()| fs::copy(&built, &copy))
+            .map_err(|e| format!("cannot copy {} to {}: {e}", built.display(), copy.display()))?;
+        drop(lock);
+        Ok(copy)
+    }
+}
+
+pub fn leaks_into_nested_build(name: &str) -> bool {
+    LEAKING_VARS.contains(&name) || LEAKING_PREFIXES.iter().any(|prefix| name.starts_with(prefix))
+}
+
+/// Makes sure the toolchain has the guest target: when it is missing and the toolchain is
+/// managed by rustup, installs it (so `cargo build` alone works on a fresh machine), else fails
+/// with the fix.
+fn ensure_target_installed() -> Result<(), String> {
+    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let output = Command::new(&rustc)
+        .args(["--print", "sysroot"])
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", rustc.to_string_lossy()))?;
+    let sysroot = PathBuf::from(String::from_utf8_lossy(&output.stdout).trim());
+    if check_sysroot_has_target(&sysroot).is_ok() {
+        return Ok(());
+    }
+    // rustup sets RUSTUP_TOOLCHAIN for the cargo it runs: add the target to that toolchain.
+    let installed = Command::new("rustup")
+        .args(["target", "add", GUEST_TARGET])
+        .status()
+        .is_ok_and(|status| status.success());
+    if installed {
+        println!(
+            "cargo:warning=installed the Rust target {GUEST_TARGET} with rustup (mappers are built for it)"
+        );
+    }
+    check_sysroot_has_target(&sysroot)
+}
+
+pub fn check_sysroot_has_target(sysroot: &Path) -> Result<(), String> {
+    let target_lib = sysroot.join("lib/rustlib").join(GUEST_TARGET).join("lib");
+    if target_lib.is_dir() {
+        Ok(())
+    } else {
+        Err(format!(
+            "the Rust target {GUEST_TARGET} is not installed (no {}); mappers are built for it: \
+             run `rustup target add {GUEST_TARGET}`",
+            target_lib.display()
+        ))
+    }
+}
+
+/// `<outer target dir>/mappers` for a build script's `OUT_DIR`
+/// (`<target>[/<triple>]/<profile>/build/<pkg>-<hash>/out`): beside the outer build's profile
+/// directories, whose lock the outer cargo holds while the script runs, and shared by every
+/// outer profile.
+pub fn nested_target_dir(out_dir: &Path) -> PathBuf {
+    let build_dir = out_dir.ancestors().find(|dir| dir.file_name().is_some_and(|n| n == "build"));
+    match build_dir.and_then(Path::parent).and_then(Path::parent) {
+        Some(target) => target.join("mappers"),
+        None => out_dir.join("mappers-target"),
+    }
+}
+
+/// The library name cargo gives the crate's output: `[lib] name`, or the package name with
+/// `-` as `_`. (A line-based read is enough for the guest manifests this builds.)
+pub fn lib_name(manifest: &Path) -> Result<String, String> {
+    let text = fs::read_to_string(manifest).map_err(|e| {
+        format!("cannot read the mapper guest manifest {}: {e}", manifest.display())
+    })?;
+    let (mut section, mut package_name, mut lib_name) = ("", None, None);
+    for line in text.lines().map(str::trim) {
+        if line.starts_with('[') {
+            section = line;
+        } else if let Some(value) = line.strip_prefix("name")
+            && let Some(value) = value.trim_start().strip_prefix('=')
+        {
+            let value = value.trim().trim_matches('"').replace('-', "_");
+            match section {
+                "[package]" => package_name = Some(value),
+                "[lib]" => lib_name = Some(value),
+                _ => {}
+            }
+        }
+    }
+    lib_name.or(package_name).ok_or_else(|| format!("no [package] name in {}", manifest.display()))
+}

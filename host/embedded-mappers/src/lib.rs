@@ -1,0 +1,68 @@
+//! The mapper components built into the `zcode-acp` binary, built from `mappers/` by this
+//! crate's build script (see `build.rs`).
+
+/// The mapper for ZCode's task protocol generation 1 (ZCode 3.11.2).
+pub const ZCODE_TASK_V1: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/zcode-task-v1.wasm"));
+
+/// Every embedded mapper as (name, component bytes), newest generation first.
+pub const EMBEDDED: &[(&str, &[u8])] = &[("zcode-task-v1", ZCODE_TASK_V1)];
+
+#[cfg(test)]
+#[path = "../guest_build.rs"]
+#[allow(dead_code)] // the build script uses the rest
+mod guest_build;
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::guest_build::*;
+
+    #[test]
+    fn a_missing_target_names_the_fix() {
+        let err = check_sysroot_has_target(Path::new("/nonexistent-sysroot")).unwrap_err();
+        assert!(err.contains("run `rustup target add wasm32-wasip2`"), "{err}");
+    }
+
+    #[test]
+    fn outer_build_settings_do_not_reach_the_nested_build() {
+        for name in [
+            "CARGO_TARGET_DIR",
+            "RUSTFLAGS",
+            "CARGO_ENCODED_RUSTFLAGS",
+            "CARGO_BUILD_TARGET",
+            "CARGO_BUILD_RUSTFLAGS",
+            "RUSTC_WORKSPACE_WRAPPER",
+            "CARGO_PROFILE_RELEASE_OPT_LEVEL",
+            "CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER",
+            "CARGO_FEATURE_STD",
+            "CARGO_CFG_TARGET_OS",
+            "OUT_DIR",
+        ] {
+            assert!(leaks_into_nested_build(name), "{name}");
+        }
+        for name in ["PATH", "HOME", "CARGO_HOME", "RUSTUP_HOME", "RUSTC", "CARGO_MAKEFLAGS"] {
+            assert!(!leaks_into_nested_build(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn the_nested_target_dir_is_beside_the_outer_profiles() {
+        let out = Path::new("/t/debug/build/zcode-embedded-mappers-0123/out");
+        assert_eq!(nested_target_dir(out), Path::new("/t/mappers"));
+        let cross = Path::new("/t/x86_64-unknown-linux-gnu/release/build/p-1/out");
+        assert_eq!(nested_target_dir(cross), Path::new("/t/x86_64-unknown-linux-gnu/mappers"));
+    }
+
+    #[test]
+    fn the_component_is_named_after_the_library() {
+        let dir = std::env::temp_dir().join(format!("guest-build-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let manifest = dir.join("Cargo.toml");
+        std::fs::write(&manifest, "[package]\nname = \"zcode-task-v1\"\n[lib]\n").unwrap();
+        assert_eq!(lib_name(&manifest).unwrap(), "zcode_task_v1");
+        std::fs::write(&manifest, "[package]\nname = \"a-b\"\n[lib]\nname = \"c_d\"\n").unwrap();
+        assert_eq!(lib_name(&manifest).unwrap(), "c_d");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,335 @@
+//! Conversions between the WIT values of `zcode:mapper` and the plain `zcode_contract` types.
+//! Values going into a mapper are converted from references (the core keeps its own copy);
+//! values coming out are moved.
+
+use zcode_contract as core;
+
+use crate::bindings::zcode::mapper::types as wit;
+
+// ----- out of the mapper ----------------------------------------------------------------------
+
+impl From<wit::Os> for core::Os {
+    fn from(os: wit::Os) -> Self {
+        match os {
+            wit::Os::Macos => core::Os::Macos,
+            wit::Os::Linux => core::Os::Linux,
+            wit::Os::Windows => core::Os::Windows,
+        }
+    }
+}
+
+impl From<wit::Layout> for core::Layout {
+    fn from(l: wit::Layout) -> Self {
+        core::Layout {
+            os: l.os.into(),
+            executable: l.executable,
+            cli_entry: l.cli_entry,
+            metadata: l.metadata,
+            host_archive: l.host_archive,
+        }
+    }
+}
+
+impl From<wit::FileCheck> for core::FileCheck {
+    fn from(f: wit::FileCheck) -> Self {
+        core::FileCheck {
+            role: f.role,
+            path: f.path,
+            sha256: f.sha256,
+            required_exports: f.required_exports,
+        }
+    }
+}
+
+impl From<wit::Artifact> for core::Artifact {
+    fn from(a: wit::Artifact) -> Self {
+        core::Artifact {
+            id: a.id,
+            app_version: a.app_version,
+            cli_version: a.cli_version,
+            cli_sha256: a.cli_sha256,
+            files: convert_all(a.files),
+            simulated: a.simulated,
+        }
+    }
+}
+
+impl From<wit::VersionProbe> for core::VersionProbe {
+    fn from(p: wit::VersionProbe) -> Self {
+        core::VersionProbe { args: p.args, env: p.env }
+    }
+}
+
+impl From<wit::Contract> for core::Contract {
+    fn from(c: wit::Contract) -> Self {
+        core::Contract {
+            protocol_id: c.protocol_id,
+            description: c.description,
+            layouts: convert_all(c.layouts),
+            metadata: c.metadata,
+            metadata_platform_key: c.metadata_platform_key,
+            metadata_entry_key: c.metadata_entry_key,
+            artifacts: convert_all(c.artifacts),
+            cli_version_probe: c.cli_version_probe.into(),
+            credentials_file: c.credentials_file,
+        }
+    }
+}
+
+impl From<wit::LaunchPlan> for core::LaunchPlan {
+    fn from(p: wit::LaunchPlan) -> Self {
+        core::LaunchPlan {
+            program: p.program,
+            args: p.args,
+            env: p.env,
+            cwd: p.cwd,
+            stdin_preamble: p.stdin_preamble,
+            needs_handshake: p.needs_handshake,
+        }
+    }
+}
+
+impl From<wit::ErrorKind> for core::ErrorKind {
+    fn from(kind: wit::ErrorKind) -> Self {
+        match kind {
+            wit::ErrorKind::InvalidParams => core::ErrorKind::InvalidParams,
+            wit::ErrorKind::AuthRequired => core::ErrorKind::AuthRequired,
+            wit::ErrorKind::NotFound => core::ErrorKind::NotFound,
+            wit::ErrorKind::Unsupported => core::ErrorKind::Unsupported,
+            wit::ErrorKind::Protocol => core::ErrorKind::Protocol,
+            wit::ErrorKind::Native => core::ErrorKind::Native,
+            wit::ErrorKind::Internal => core::ErrorKind::Internal,
+        }
+    }
+}
+
+impl From<wit::MapperError> for core::MapperError {
+    fn from(e: wit::MapperError) -> Self {
+        core::MapperError { kind: e.kind.into(), message: e.message, data: e.data }
+    }
+}
+
+impl From<wit::NativeRequest> for core::NativeRequest {
+    fn from(r: wit::NativeRequest) -> Self {
+        core::NativeRequest { id: r.id, bytes: r.bytes, label: r.label, timeout_ms: r.timeout_ms }
+    }
+}
+
+impl From<wit::ReplyBody> for core::ReplyBody {
+    fn from(body: wit::ReplyBody) -> Self {
+        match body {
+            wit::ReplyBody::Ok(text) => core::ReplyBody::Ok(text),
+            wit::ReplyBody::Error(e) => core::ReplyBody::Error(e.into()),
+            wit::ReplyBody::Lost(why) => core::ReplyBody::Lost(why),
+        }
+    }
+}
+
+impl From<wit::NativeReply> for core::NativeReply {
+    fn from(r: wit::NativeReply) -> Self {
+        core::NativeReply { id: r.id, body: r.body.into() }
+    }
+}
+
+impl From<wit::Inbound> for core::Inbound {
+    fn from(inbound: wit::Inbound) -> Self {
+        match inbound {
+            wit::Inbound::Reply(reply) => core::Inbound::Reply(reply.into()),
+            wit::Inbound::Event(e) => {
+                core::Inbound::Event(core::RoutedEvent { route: e.route, payload: e.payload })
+            }
+            wit::Inbound::Write(bytes) => core::Inbound::Write(bytes),
+            wit::Inbound::Ready => core::Inbound::Ready,
+            wit::Inbound::Ignored(reason) => core::Inbound::Ignored(reason),
+        }
+    }
+}
+
+impl From<wit::Step> for core::Step {
+    fn from(step: wit::Step) -> Self {
+        match step {
+            wit::Step::Wait(o) => core::Step::Wait(core::Outgoing {
+                routes_added: o.routes_added,
+                routes_removed: o.routes_removed,
+                requests: convert_all(o.requests),
+            }),
+            wit::Step::Done(outcome) => core::Step::Done(
+                outcome
+                    .map(|r| core::OpResult { response: r.response, updates: r.updates })
+                    .map_err(Into::into),
+            ),
+        }
+    }
+}
+
+impl From<wit::StopReason> for core::StopReason {
+    fn from(reason: wit::StopReason) -> Self {
+        match reason {
+            wit::StopReason::EndTurn => core::StopReason::EndTurn,
+            wit::StopReason::MaxTokens => core::StopReason::MaxTokens,
+            wit::StopReason::MaxTurnRequests => core::StopReason::MaxTurnRequests,
+            wit::StopReason::Refusal => core::StopReason::Refusal,
+            wit::StopReason::Cancelled => core::StopReason::Cancelled,
+        }
+    }
+}
+
+impl From<wit::Terminal> for core::Terminal {
+    fn from(terminal: wit::Terminal) -> Self {
+        match terminal {
+            wit::Terminal::Stop(reason) => core::Terminal::Stop(reason.into()),
+            wit::Terminal::Failed(e) => core::Terminal::Failed(e.into()),
+            wit::Terminal::Broken(e) => core::Terminal::Broken(e.into()),
+        }
+    }
+}
+
+impl From<wit::InteractionRequest> for core::InteractionRequest {
+    fn from(request: wit::InteractionRequest) -> Self {
+        match request {
+            wit::InteractionRequest::Permission(p) => {
+                core::InteractionRequest::Permission(core::PermissionRequest {
+                    request: p.request,
+                    deny_option: p.deny_option,
+                })
+            }
+            wit::InteractionRequest::Elicitation(form) => {
+                core::InteractionRequest::Elicitation(form)
+            }
+            wit::InteractionRequest::Headless(what) => core::InteractionRequest::Headless(what),
+        }
+    }
+}
+
+impl From<wit::Action> for core::Action {
+    fn from(action: wit::Action) -> Self {
+        match action {
+            wit::Action::Update(update) => core::Action::Update(update),
+            wit::Action::Interaction(i) => core::Action::Interaction(core::Interaction {
+                key: i.key,
+                request: i.request.into(),
+            }),
+            wit::Action::Terminal(t) => core::Action::Terminal(t.into()),
+            wit::Action::Ignore(name) => core::Action::Ignore(name),
+        }
+    }
+}
+
+pub(crate) fn convert_all<W, C: From<W>>(values: Vec<W>) -> Vec<C> {
+    values.into_iter().map(C::from).collect()
+}
+
+// ----- into the mapper ------------------------------------------------------------------------
+
+impl From<&core::VerifiedInstall> for wit::VerifiedInstall {
+    fn from(i: &core::VerifiedInstall) -> Self {
+        wit::VerifiedInstall {
+            install_root: i.install_root.clone(),
+            executable: i.executable.clone(),
+            cli_entry: i.cli_entry.clone(),
+            host_archive: i.host_archive.clone(),
+            artifact_id: i.artifact_id.clone(),
+            app_version: i.app_version.clone(),
+            cli_version: i.cli_version.clone(),
+            files: i.files.clone(),
+        }
+    }
+}
+
+impl From<core::AuthCommand> for wit::AuthCommand {
+    fn from(command: core::AuthCommand) -> Self {
+        match command {
+            core::AuthCommand::Login => wit::AuthCommand::Login,
+            core::AuthCommand::Logout => wit::AuthCommand::Logout,
+        }
+    }
+}
+
+impl From<core::ErrorKind> for wit::ErrorKind {
+    fn from(kind: core::ErrorKind) -> Self {
+        match kind {
+            core::ErrorKind::InvalidParams => wit::ErrorKind::InvalidParams,
+            core::ErrorKind::AuthRequired => wit::ErrorKind::AuthRequired,
+            core::ErrorKind::NotFound => wit::ErrorKind::NotFound,
+            core::ErrorKind::Unsupported => wit::ErrorKind::Unsupported,
+            core::ErrorKind::Protocol => wit::ErrorKind::Protocol,
+            core::ErrorKind::Native => wit::ErrorKind::Native,
+            core::ErrorKind::Internal => wit::ErrorKind::Internal,
+        }
+    }
+}
+
+impl From<&core::MapperError> for wit::MapperError {
+    fn from(e: &core::MapperError) -> Self {
+        wit::MapperError { kind: e.kind.into(), message: e.message.clone(), data: e.data.clone() }
+    }
+}
+
+impl From<&core::NativeReply> for wit::NativeReply {
+    fn from(r: &core::NativeReply) -> Self {
+        let body = match &r.body {
+            core::ReplyBody::Ok(text) => wit::ReplyBody::Ok(text.clone()),
+            core::ReplyBody::Error(e) => wit::ReplyBody::Error(e.into()),
+            core::ReplyBody::Lost(why) => wit::ReplyBody::Lost(why.clone()),
+        };
+        wit::NativeReply { id: r.id, body }
+    }
+}
+
+impl From<&core::SessionInit> for wit::SessionInit {
+    fn from(init: &core::SessionInit) -> Self {
+        wit::SessionInit {
+            workspace: init.workspace.clone(),
+            client: wit::ClientFeatures {
+                plan_operations: init.client.plan_operations,
+                form_elicitation: init.client.form_elicitation,
+            },
+        }
+    }
+}
+
+impl From<&core::ConnectionOp> for wit::ConnectionOp {
+    fn from(op: &core::ConnectionOp) -> Self {
+        match op {
+            core::ConnectionOp::Setup => wit::ConnectionOp::Setup,
+            core::ConnectionOp::Probe(workspace) => wit::ConnectionOp::Probe(workspace.clone()),
+            core::ConnectionOp::ListSessions(params) => {
+                wit::ConnectionOp::ListSessions(params.clone())
+            }
+        }
+    }
+}
+
+impl From<&core::SessionOp> for wit::SessionOp {
+    fn from(op: &core::SessionOp) -> Self {
+        match op {
+            core::SessionOp::Create(p) => wit::SessionOp::Create(p.clone()),
+            core::SessionOp::Load(p) => wit::SessionOp::Load(p.clone()),
+            core::SessionOp::Resume(p) => wit::SessionOp::Resume(p.clone()),
+            core::SessionOp::Prompt(p) => wit::SessionOp::Prompt(p.clone()),
+            core::SessionOp::Cancel => wit::SessionOp::Cancel,
+            core::SessionOp::FinishTurn => wit::SessionOp::FinishTurn,
+            core::SessionOp::SetMode(p) => wit::SessionOp::SetMode(p.clone()),
+            core::SessionOp::SetConfigOption(p) => wit::SessionOp::SetConfigOption(p.clone()),
+            core::SessionOp::Answer(answer) => wit::SessionOp::Answer(answer.into()),
+            core::SessionOp::Close => wit::SessionOp::Close,
+        }
+    }
+}
+
+impl From<&core::InteractionAnswer> for wit::InteractionAnswer {
+    fn from(answer: &core::InteractionAnswer) -> Self {
+        let outcome = match &answer.outcome {
+            core::InteractionOutcome::Selected(option) => {
+                wit::InteractionOutcome::Selected(option.clone())
+            }
+            core::InteractionOutcome::Elicited(response) => {
+                wit::InteractionOutcome::Elicited(response.clone())
+            }
+            core::InteractionOutcome::Unavailable(why) => {
+                wit::InteractionOutcome::Unavailable(why.clone())
+            }
+        };
+        wit::InteractionAnswer { key: answer.key.clone(), outcome }
+    }
+}
