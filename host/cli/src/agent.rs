@@ -1,0 +1,49 @@
+//! The default command: serve ACP v1 on stdin/stdout.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use agent_client_protocol::Stdio;
+use zcode_acp_server::{ServerConfig, serve};
+use zcode_coordinator::CoordinatorConfig;
+
+use crate::Target;
+use crate::account::ZcodeAccount;
+use crate::launcher::{Launcher, SessionHosts};
+
+pub fn run(target: Target) -> ExitCode {
+    let launcher = match Launcher::new(target) {
+        Ok(launcher) => launcher,
+        Err(error) => {
+            eprintln!("zcode-acp: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("zcode-acp: cannot start: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async {
+        // SIGTERM/SIGINT/SIGHUP: take the host's process group down with us.
+        if let Err(error) = zcode_bridge::install_signal_cleanup() {
+            tracing::warn!(target: "zcode_acp", %error, "signal cleanup not installed");
+        }
+        let config = ServerConfig {
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            coordinator: CoordinatorConfig::default(),
+        };
+        let hosts = Arc::new(SessionHosts(launcher.clone()));
+        let account = Arc::new(ZcodeAccount(launcher));
+        serve(Stdio::new(), hosts, account, config).await
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            tracing::error!(target: "zcode_acp", code = error.code.value(), message = %error.message, "connection failed");
+            ExitCode::FAILURE
+        }
+    }
+}

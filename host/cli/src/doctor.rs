@@ -1,0 +1,108 @@
+//! `doctor` and `version`: what is installed, whether it is verified, and whether a session
+//! could start (a smoke start of the host, then a clean shutdown).
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Instant;
+
+use zcode_contract::ConnectionOp;
+use zcode_discovery::{Discovery, DoctorReport, SmokeResult};
+
+use crate::Target;
+use crate::launcher::Launcher;
+
+pub fn run(target: &Target, json: bool) -> ExitCode {
+    let (discovery, smoke) = match inspect(target) {
+        Ok(found) => found,
+        Err(error) => {
+            eprintln!("zcode-acp: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let home = dirs::home_dir();
+    let report = DoctorReport::new(&discovery, home.as_deref(), smoke);
+    if json {
+        println!("{}", report.to_json());
+    } else {
+        print!("{}", report.to_text());
+    }
+    if report.ok { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+}
+
+/// Discovery, then a smoke start of the selected install's host.
+fn inspect(target: &Target) -> Result<(Discovery, Option<SmokeResult>), String> {
+    let launcher = Launcher::new(target.clone())?;
+    let discovery = launcher.discover()?;
+    let smoke = discovery.selected().map(|selected| smoke_start(&launcher, selected));
+    Ok((discovery, smoke))
+}
+
+fn smoke_start(launcher: &Arc<Launcher>, selected: &zcode_discovery::Selected) -> SmokeResult {
+    let started = Instant::now();
+    let outcome = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())
+        .and_then(|rt| {
+            rt.block_on(async {
+                let host = launcher.start(selected).await.map_err(|e| e.to_string())?;
+                let workspace = std::env::temp_dir();
+                let probe = host
+                    .bridge
+                    .connection_op(ConnectionOp::Probe(workspace.display().to_string()))
+                    .await;
+                host.bridge.shutdown().await;
+                probe
+                    .map(|_| ())
+                    .map_err(|e| zcode_coordinator::CoordinatorError::from(e).to_string())
+            })
+        });
+    let duration_ms = started.elapsed().as_millis() as u64;
+    match outcome {
+        Ok(()) => SmokeResult {
+            passed: true,
+            duration_ms,
+            detail: "the host started, answered initialize and shut down cleanly".into(),
+        },
+        Err(detail) => SmokeResult { passed: false, duration_ms, detail },
+    }
+}
+
+pub fn version(target: &Target) -> ExitCode {
+    println!("zcode-acp {}", env!("CARGO_PKG_VERSION"));
+    println!("ACP 1");
+    println!("WIT zcode:mapper@0.1.0");
+    let Ok(launcher) = Launcher::new(target.clone()) else { return ExitCode::FAILURE };
+    match launcher.prepared() {
+        Ok(prepared) => {
+            for mapper in &prepared.mappers.mappers {
+                use zcode_contract::Mapper;
+                let contract = mapper.contract();
+                let artifacts: Vec<String> = contract
+                    .artifacts
+                    .iter()
+                    .map(|a| format!("{} (ZCode {}, CLI {})", a.id, a.app_version, a.cli_version))
+                    .collect();
+                println!(
+                    "mapper {} {}: {}",
+                    mapper.source(),
+                    contract.protocol_id,
+                    artifacts.join(", ")
+                );
+            }
+        }
+        Err(error) => println!("mappers: {error}"),
+    }
+    if let Ok(discovery) = launcher.discover()
+        && let Some(inspection) = &discovery.inspection
+        && let Some(verdict) = inspection.verdicts.iter().find(|v| v.findings.files.is_some())
+    {
+        let found = &verdict.findings;
+        let app = found.app_version.as_deref().unwrap_or("unknown");
+        let cli = found.cli_version.as_deref().unwrap_or("unknown");
+        println!("ZCode {app} (CLI {cli}) at {}", inspection.install_root.display());
+    } else {
+        println!("ZCode not found (see `zcode-acp doctor`)");
+    }
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,37 @@
+//! `--simulate`: a fake ZCode install whose runtime is this binary's simulator, so a simulated
+//! session goes through the same discovery, gate, bridge and mapper path as a real one.
+
+use std::path::PathBuf;
+
+use zcode_fake_install::{FakeInstall, Runner};
+
+use crate::paths;
+
+/// The ZCode release the simulator plays by default.
+pub const DEFAULT_SIMULATED_VERSION: &str = "3.11.2";
+
+/// A simulated install that lives as long as this value (a temporary folder).
+pub struct SimulatedInstall {
+    _dir: tempfile::TempDir,
+    pub root: PathBuf,
+}
+
+/// Lays out a fresh simulated install. Its sessions persist in the cache folder, so they can
+/// be listed and loaded by later processes like those of a real install.
+pub fn prepare(app_version: &str) -> Result<SimulatedInstall, String> {
+    let dir = tempfile::Builder::new()
+        .prefix("zcode-acp-sim-")
+        .tempdir()
+        .map_err(|e| format!("cannot create the simulated install: {e}"))?;
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find this executable: {e}"))?;
+    let mut args = vec!["simulator".to_string(), "runtime".to_string()];
+    if let Some(state) = paths::cache_dir().map(|dir| dir.join("simulator-state")) {
+        args.extend(["--state".to_string(), state.display().to_string()]);
+    }
+    let root = FakeInstall::builder(dir.path().join("ZCode"))
+        .app_version(app_version)
+        .runner(Runner { program: exe, args })
+        .build()
+        .map_err(|e| format!("cannot create the simulated install: {e}"))?;
+    Ok(SimulatedInstall { _dir: dir, root })
+}

@@ -1,0 +1,151 @@
+//! Starting the host for a session: discovery and the gate pick the install and the mapper,
+//! the mapper's launch plan says how to start it, the bridge starts it.
+//!
+//! Everything expensive (loading mappers, laying out a simulated install, hashing the
+//! install) happens on first use, never at `initialize`.
+
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+
+use agent_client_protocol::BoxFuture;
+use serde_json::json;
+use zcode_bridge::{BridgeOptions, HostBridge};
+use zcode_contract::{Mapper, Platform};
+use zcode_coordinator::{CoordinatorError, Host, HostLauncher};
+use zcode_discovery::{Discovery, Inspector, Selected, process_env};
+
+use crate::Target;
+use crate::install::{self, SimulatedInstall};
+use crate::mappers::MapperSet;
+
+pub struct Launcher {
+    target: Target,
+    prepared: OnceLock<Result<Prepared, String>>,
+}
+
+/// The mappers, and for `--simulate` the simulated install they are pointed at.
+pub struct Prepared {
+    pub mappers: MapperSet,
+    pub simulated: Option<SimulatedInstall>,
+}
+
+impl Prepared {
+    fn install_flag<'a>(&'a self, target: &'a Target) -> Option<&'a std::path::Path> {
+        match &self.simulated {
+            Some(simulated) => Some(&simulated.root),
+            None => target.zcode_install.as_deref(),
+        }
+    }
+}
+
+impl Launcher {
+    pub fn new(target: Target) -> Result<Arc<Self>, String> {
+        if target.simulate && target.zcode_install.is_some() {
+            return Err("--simulate and --zcode-install exclude each other".into());
+        }
+        Ok(Arc::new(Self { target, prepared: OnceLock::new() }))
+    }
+
+    /// Loads the mappers (and lays out the simulated install) once. Blocking.
+    pub fn prepared(&self) -> Result<&Prepared, String> {
+        self.prepared
+            .get_or_init(|| {
+                let mappers = MapperSet::load(&self.target)?;
+                let simulated = match self.target.simulate {
+                    true => Some(install::prepare(install::DEFAULT_SIMULATED_VERSION)?),
+                    false => None,
+                };
+                Ok(Prepared { mappers, simulated })
+            })
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    /// Discovery and the gate (blocking: it hashes files and runs the version probe).
+    pub fn discover(&self) -> Result<Discovery, String> {
+        let prepared = self.prepared()?;
+        let platform = Platform::current();
+        let inspector = Inspector::new(&platform);
+        let flag = prepared.install_flag(&self.target);
+        Ok(Discovery::run(flag, &process_env, &inspector, &prepared.mappers.contracts()))
+    }
+
+    pub fn mapper(&self, selected: &Selected) -> Result<Arc<dyn Mapper>, String> {
+        Ok(self.prepared()?.mappers.mappers[selected.mapper_index].clone())
+    }
+
+    /// Starts the host for the install discovery selected.
+    pub async fn start(&self, selected: &Selected) -> Result<Host, CoordinatorError> {
+        let mapper = self.mapper(selected).map_err(|e| CoordinatorError::failed("mappers", e))?;
+        let plan = mapper.launch_plan(&selected.install)?;
+        let connection = mapper.connection()?;
+        let started = Instant::now();
+        let options = BridgeOptions::default();
+        let bridge = HostBridge::spawn(&plan, &selected.install, connection, options)
+            .await
+            .map_err(|e| {
+                CoordinatorError::failed("host-start", format!("cannot start the ZCode host: {e}"))
+            })?;
+        tracing::info!(
+            target: "zcode_acp::host",
+            mapper = %selected.source,
+            artifact = %selected.install.artifact_id,
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "host started"
+        );
+        Ok(Host { bridge, mapper })
+    }
+
+    /// Discovery for starting something: the selected install or a clear error.
+    pub async fn select(self: &Arc<Self>) -> Result<Selected, CoordinatorError> {
+        let launcher = self.clone();
+        let discovery = tokio::task::spawn_blocking(move || launcher.discover())
+            .await
+            .map_err(|e| CoordinatorError::failed("discovery", e.to_string()))?
+            .map_err(|e| CoordinatorError::failed("mappers", e))?;
+        selected_or_error(discovery)
+    }
+}
+
+/// The coordinator starts hosts through this.
+pub struct SessionHosts(pub Arc<Launcher>);
+
+impl HostLauncher for SessionHosts {
+    fn launch(&self) -> BoxFuture<'static, Result<Host, CoordinatorError>> {
+        let launcher = self.0.clone();
+        Box::pin(async move {
+            let selected = launcher.select().await?;
+            launcher.start(&selected).await
+        })
+    }
+}
+
+/// The selected install, or a compatibility error that says what was found and expected.
+pub fn selected_or_error(discovery: Discovery) -> Result<Selected, CoordinatorError> {
+    let expected: Vec<_> = discovery
+        .mappers
+        .iter()
+        .map(|m| {
+            let artifacts: Vec<_> = m
+                .expects
+                .iter()
+                .map(|a| json!({ "id": a.id, "appVersion": a.app_version, "cliVersion": a.cli_version }))
+                .collect();
+            json!({ "mapper": m.source, "protocol": m.protocol_id, "artifacts": artifacts })
+        })
+        .collect();
+    let detected = discovery.inspection.as_ref().and_then(|inspection| {
+        let findings = &inspection.verdicts.iter().find(|v| v.findings.files.is_some())?.findings;
+        Some(json!({
+            "installRoot": inspection.install_root,
+            "appVersion": findings.app_version,
+            "cliVersion": findings.cli_version,
+            "platform": findings.metadata_platform,
+        }))
+    });
+    let platform = discovery.platform.tag();
+    discovery.into_selected().map_err(|error| CoordinatorError::Compatibility {
+        message: format!("No usable ZCode install: {error}"),
+        data: json!({ "platform": platform, "detected": detected, "expected": expected }),
+    })
+}

@@ -1,0 +1,95 @@
+//! `zcode-acp`: an ACP v1 agent that drives ZCode.
+//!
+//! With no subcommand it serves ACP on stdin/stdout. Everything else is a tool around that:
+//! checking an install (`doctor`), signing in, inspecting and testing mappers, and the
+//! embedded simulator.
+
+mod account;
+mod agent;
+mod demo;
+mod doctor;
+mod install;
+mod launcher;
+mod logging;
+mod mapper_cmd;
+mod mappers;
+mod paths;
+mod simulator;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "zcode-acp", version, about = "Drive ZCode from any Agent Client Protocol client")]
+struct Cli {
+    #[command(flatten)]
+    target: Target,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+/// Which ZCode to drive and which mappers may drive it.
+#[derive(Args, Clone, Debug, Default)]
+pub struct Target {
+    /// Absolute path of the ZCode install (default: $ZCODE_ACP_ZCODE_INSTALL, then the OS
+    /// default location).
+    #[arg(long, global = true, value_name = "PATH")]
+    pub zcode_install: Option<PathBuf>,
+    /// Folder of drop-in mapper components (*.wasm) (default: $ZCODE_ACP_MAPPERS, then the
+    /// OS data folder).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub mappers_dir: Option<PathBuf>,
+    /// Use the built-in ZCode host simulator instead of an installed ZCode.
+    #[arg(long, global = true)]
+    pub simulate: bool,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Check the ZCode install and whether a session could start.
+    Doctor {
+        /// Print the report as JSON (stable field names, see docs/doctor.md).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print versions: zcode-acp, ACP, the WIT contract, mappers and the detected ZCode.
+    Version,
+    /// Sign in with ZCode's own login (prints a URL to open in a browser).
+    Login,
+    /// Sign out with ZCode's own logout.
+    Logout,
+    /// Inspect or test mapper components.
+    #[command(subcommand)]
+    Mapper(mapper_cmd::MapperCommand),
+    /// Run a session against the embedded simulator and show it in the terminal.
+    Demo(demo::DemoArgs),
+    /// The ZCode host simulator (used by `--simulate` and tests).
+    #[command(subcommand, hide = true)]
+    Simulator(simulator::SimulatorCommand),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    // The agent logs its lifecycle; one-shot commands only problems.
+    let level = if cli.command.is_none() { "info" } else { "warn" };
+    if let Err(error) = logging::init(level) {
+        eprintln!("zcode-acp: {error}");
+        return ExitCode::from(2);
+    }
+    match cli.command {
+        None => agent::run(cli.target),
+        Some(Command::Doctor { json }) => doctor::run(&cli.target, json),
+        Some(Command::Version) => doctor::version(&cli.target),
+        Some(Command::Login) => {
+            account::run_command(&cli.target, zcode_contract::AuthCommand::Login)
+        }
+        Some(Command::Logout) => {
+            account::run_command(&cli.target, zcode_contract::AuthCommand::Logout)
+        }
+        Some(Command::Mapper(command)) => mapper_cmd::run(&cli.target, command),
+        Some(Command::Demo(args)) => demo::run(&cli.target, args),
+        Some(Command::Simulator(command)) => simulator::run(command),
+    }
+}
