@@ -52,7 +52,12 @@ impl Launcher {
             .get_or_init(|| {
                 let mappers = MapperSet::load(&self.target)?;
                 let simulated = match self.target.simulate {
-                    true => Some(install::prepare(install::DEFAULT_SIMULATED_VERSION)?),
+                    true => Some(install::prepare(
+                        self.target
+                            .simulate_version
+                            .as_deref()
+                            .unwrap_or(install::DEFAULT_SIMULATED_VERSION),
+                    )?),
                     false => None,
                 };
                 Ok(Prepared { mappers, simulated })

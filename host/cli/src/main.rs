@@ -44,6 +44,9 @@ pub struct Target {
     /// Use the built-in ZCode host simulator instead of an installed ZCode.
     #[arg(long, global = true)]
     pub simulate: bool,
+    /// The ZCode release the simulator plays (default 3.11.2).
+    #[arg(long, global = true, value_name = "VERSION", requires = "simulate")]
+    pub simulate_version: Option<String>,
 }
 
 #[derive(Subcommand)]
