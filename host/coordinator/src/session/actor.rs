@@ -273,14 +273,14 @@ impl SessionActor {
         }
         let timeout = self.config.interaction_timeout;
         let asking = match request {
-            InteractionRequest::Permission(permission) => {
-                match acp_json::permission_request(&self.id, &permission.request) {
+            InteractionRequest::Permission(asked) => {
+                match acp_json::permission_request(&self.id, &asked.request) {
                     Ok(request) => Some(ask_permission(
                         &self.client,
                         &self.commands,
                         key.clone(),
                         request,
-                        permission.deny_option,
+                        asked.deny_option,
                         timeout,
                     )),
                     Err(fault) => {

@@ -74,7 +74,7 @@ impl Turn {
         self.phase == Phase::Cancelling
     }
 
-    /// The first ending wins: a later one (say a `turn.failed` after we broke the stream) does
+    /// The first ending wins: a later one (say the native failure that follows a stream we broke) does
     /// not overwrite what the client will be told.
     pub fn end(&mut self, ending: Ending) {
         if self.ending.is_none() {
