@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 use tokio::time::Instant;
-use zcode_contract::{MapperFault, NativeReply, OpResult, Outgoing, ReplyBody, Step};
+use zcode_contract::{
+    MapperFault, NativeReply, NativeRequest, OpResult, Outgoing, ReplyBody, Step,
+};
 
 use crate::error::OpFailure;
 use crate::shared::{Owner, Shared, Submission, SubmitError, lock};
@@ -86,7 +88,7 @@ impl RunningOp {
             requests: outgoing
                 .requests
                 .iter()
-                .map(|r| (r.id, r.label.as_str(), r.bytes.as_slice()))
+                .map(|r| (r.id, r.label.as_str(), r.bytes.as_slice(), awaits_reply(r)))
                 .collect(),
             reply_to: &self.reply_tx,
         };
@@ -102,7 +104,7 @@ impl RunningOp {
         drop(next_request_id);
 
         let now = Instant::now();
-        for request in &outgoing.requests {
+        for request in outgoing.requests.iter().filter(|r| awaits_reply(r)) {
             let timeout = self.shared.options.request_timeout(request.timeout_ms);
             tracing::debug!(id = request.id, label = %request.label, "native request sent");
             self.outstanding.push(Outstanding {
@@ -125,7 +127,7 @@ impl RunningOp {
                 )));
             }
         }
-        if outgoing.requests.is_empty() && self.outstanding.is_empty() {
+        if !outgoing.requests.iter().any(awaits_reply) && self.outstanding.is_empty() {
             return Err(MapperFault("the operation waits, but no request is outstanding".into()));
         }
         let changes_routes =
@@ -188,4 +190,10 @@ impl Drop for RunningOp {
             self.shared.forget_pending(self.outstanding.iter().map(|o| o.id));
         }
     }
+}
+
+/// A request with a zero timeout expects no reply (a notification, a cancel, an event listen):
+/// it is written but not tracked, and the operation does not wait for it.
+fn awaits_reply(request: &NativeRequest) -> bool {
+    request.timeout_ms != 0
 }

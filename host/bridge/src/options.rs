@@ -5,8 +5,6 @@ use std::time::Duration;
 /// Limits and grace periods of one host bridge. `Default` gives the production values.
 #[derive(Clone, Debug)]
 pub struct BridgeOptions {
-    /// Timeout of a native request whose mapper-given timeout is 0.
-    pub default_timeout: Duration,
     /// Upper bound on any mapper-given request timeout.
     pub max_timeout: Duration,
     /// Bytes of host stdout handed to the mapper without any frame completing before the
@@ -27,7 +25,6 @@ const DEFAULT_STDOUT_BUFFER_CAP: usize = 16 * 1024 * 1024 + 256 * 1024;
 impl Default for BridgeOptions {
     fn default() -> Self {
         Self {
-            default_timeout: Duration::from_secs(30),
             max_timeout: Duration::from_secs(10 * 60),
             stdout_buffer_cap: DEFAULT_STDOUT_BUFFER_CAP,
             exit_grace: Duration::from_secs(4),
@@ -38,14 +35,10 @@ impl Default for BridgeOptions {
 }
 
 impl BridgeOptions {
-    /// The timeout the bridge enforces for a request: 0 means the default, anything else is
-    /// capped at `max_timeout`.
+    /// The timeout the bridge enforces for an awaited request: the mapper's, capped at
+    /// `max_timeout`. (A zero timeout means no reply is awaited; see the driver.)
     pub(crate) fn request_timeout(&self, timeout_ms: u32) -> Duration {
-        if timeout_ms == 0 {
-            self.default_timeout
-        } else {
-            Duration::from_millis(u64::from(timeout_ms)).min(self.max_timeout)
-        }
+        Duration::from_millis(u64::from(timeout_ms)).min(self.max_timeout)
     }
 }
 
@@ -54,13 +47,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn zero_means_default_and_large_values_are_capped() {
-        let options = BridgeOptions {
-            default_timeout: Duration::from_secs(7),
-            max_timeout: Duration::from_secs(60),
-            ..BridgeOptions::default()
-        };
-        assert_eq!(options.request_timeout(0), Duration::from_secs(7));
+    fn large_values_are_capped() {
+        let options =
+            BridgeOptions { max_timeout: Duration::from_secs(60), ..BridgeOptions::default() };
         assert_eq!(options.request_timeout(1500), Duration::from_millis(1500));
         assert_eq!(options.request_timeout(u32::MAX), Duration::from_secs(60));
     }

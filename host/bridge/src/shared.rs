@@ -74,8 +74,8 @@ pub(crate) struct Submission<'a> {
     pub(crate) owner: Owner,
     pub(crate) routes_added: &'a [String],
     pub(crate) routes_removed: &'a [String],
-    /// (id, label, bytes) in write order.
-    pub(crate) requests: Vec<(u64, &'a str, &'a [u8])>,
+    /// (id, label, bytes, whether a reply is awaited) in write order.
+    pub(crate) requests: Vec<(u64, &'a str, &'a [u8], bool)>,
     pub(crate) reply_to: &'a mpsc::UnboundedSender<NativeReply>,
 }
 
@@ -193,10 +193,12 @@ impl Shared {
         let Some(writer) = state.writer.clone() else {
             return Err(SubmitError::Closed("host stdin is closed".into()));
         };
-        for (id, label, bytes) in submission.requests {
-            let pending =
-                Pending { reply_to: submission.reply_to.clone(), label: label.to_owned() };
-            state.pending.insert(id, pending);
+        for (id, label, bytes, awaits_reply) in submission.requests {
+            if awaits_reply {
+                let pending =
+                    Pending { reply_to: submission.reply_to.clone(), label: label.to_owned() };
+                state.pending.insert(id, pending);
+            }
             // The receiver lives as long as the writer task; if it is gone the task failed the
             // transport, and this request will be answered `Lost` with the rest.
             let _ = writer.send(bytes.to_vec());

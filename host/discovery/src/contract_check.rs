@@ -56,7 +56,8 @@ fn validate_layout(layout: &Layout) -> Result<(), String> {
 }
 
 fn validate_metadata(contract: &Contract) -> Result<(), String> {
-    non_empty("metadata-platform-key", &contract.metadata_platform_key)?;
+    // An empty platform key declares a platform-independent bundle (e.g. pure JavaScript run
+    // by a separately verified runtime): there is no platform value to check.
     let mut keys = HashSet::new();
     for (key, value) in &contract.metadata {
         non_empty("metadata key", key)?;

@@ -63,7 +63,7 @@ pub fn check_metadata(
         if !seen.insert(key.as_str()) {
             return Err(refuse(format!("bundle metadata holds key `{key}` twice")));
         }
-        if key == platform_key {
+        if !platform_key.is_empty() && key == platform_key {
             continue;
         }
         match contract.metadata.iter().find(|(k, _)| k == key) {
@@ -76,7 +76,8 @@ pub fn check_metadata(
             Some(_) => {}
         }
     }
-    let expected_keys = contract.metadata.iter().map(|(k, _)| k.as_str()).chain([platform_key]);
+    let platform_keys = Some(platform_key).filter(|k| !k.is_empty());
+    let expected_keys = contract.metadata.iter().map(|(k, _)| k.as_str()).chain(platform_keys);
     for key in expected_keys {
         if !seen.contains(key) {
             return Err(refuse(format!("bundle metadata lacks key `{key}`")));
@@ -84,7 +85,7 @@ pub fn check_metadata(
     }
 
     let bundle_platform = value_of(entries, platform_key).unwrap_or_default();
-    if bundle_platform != platform_tag {
+    if !platform_key.is_empty() && bundle_platform != platform_tag {
         return Err(Refusal::new(
             GateRule::Platform,
             format!(

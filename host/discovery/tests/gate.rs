@@ -143,6 +143,27 @@ fn metadata_must_hold_every_key_once_with_the_exact_values() {
 }
 
 #[test]
+fn a_platform_independent_bundle_declares_no_platform_key() {
+    // A contract with an empty platform key (a bundle any platform runs, its runtime verified
+    // separately) checks no platform value, and then a platform key is just an unexpected key.
+    let fixture = Fixture::new(Variant::Good);
+    let mut contract = contract();
+    contract.metadata_platform_key = String::new();
+    let metadata = fixture.path(layout_paths(fixture.platform.os.unwrap()).metadata);
+    let with_platform = std::fs::read_to_string(&metadata).unwrap();
+    let (rule, reason) = refusal(&fixture.inspect(&[("test:a", &contract)]));
+    assert_eq!(rule, GateRule::Metadata);
+    assert!(reason.contains("unexpected key `platform`"), "{reason}");
+
+    let mut entries: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(&with_platform).unwrap();
+    entries.remove("platform");
+    std::fs::write(&metadata, serde_json::to_string(&entries).unwrap()).unwrap();
+    let inspection = fixture.inspect(&[("test:a", &contract)]);
+    assert!(zcode_discovery::select(&inspection).is_ok(), "{:?}", inspection.verdicts[0].outcome);
+}
+
+#[test]
 fn the_metadata_entry_must_name_the_cli_entry() {
     let fixture = Fixture::new(Variant::Good);
     let mut contract = contract();

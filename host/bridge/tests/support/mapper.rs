@@ -33,7 +33,7 @@ impl Script {
         requests
             .as_array_mut()
             .unwrap()
-            .push(json!({"method": method, "arg": arg, "timeout_ms": 0}));
+            .push(json!({"method": method, "arg": arg, "timeout_ms": 30_000}));
         self
     }
 
@@ -123,13 +123,17 @@ impl Ops {
             let id = first + index as u64 + id_offset;
             let method = request["method"].as_str().unwrap();
             let frame = json!({"id": id, "method": method, "arg": request["arg"]});
+            let timeout_ms = request["timeout_ms"].as_u64().unwrap() as u32;
             requests.push(NativeRequest {
                 id,
                 bytes: format!("{frame}\n").into_bytes(),
                 label: method.to_owned(),
-                timeout_ms: request["timeout_ms"].as_u64().unwrap() as u32,
+                timeout_ms,
             });
-            op.waiting.insert(id);
+            // A zero timeout expects no reply.
+            if timeout_ms != 0 {
+                op.waiting.insert(id);
+            }
         }
         op.then = script.get("then").cloned();
         Step::Wait(Outgoing {
