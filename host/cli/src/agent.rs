@@ -39,6 +39,8 @@ pub fn run(target: Target) -> ExitCode {
         let account = Arc::new(ZcodeAccount(launcher));
         serve(Stdio::new(), hosts, account, config).await
     });
+    // Blocking work still running (a first mapper compile) must not hold the exit.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(500));
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {

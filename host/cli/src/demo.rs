@@ -103,11 +103,21 @@ fn demo(target: &Target, args: DemoArgs) -> Result<Ending, Failure> {
     // `workspace` is dropped here, after the agent has shut down.
 }
 
-/// `zcode-acp --simulate [--mappers-dir DIR]`: this executable serving ACP on stdio.
+/// `zcode-acp --simulate [--simulate-version V] [--mappers-dir DIR]`: this executable
+/// serving ACP on stdio.
 fn agent_command(target: &Target) -> Result<AcpAgentConfig, String> {
+    if let Some(install) = &target.zcode_install {
+        return Err(format!(
+            "the demo drives the built-in simulator; --zcode-install {} does not apply",
+            install.display()
+        ));
+    }
     let exe = std::env::current_exe()
         .map_err(|e| format!("cannot find this executable to start the agent: {e}"))?;
     let mut agent = AcpAgentConfig::new(exe).arg("--simulate");
+    if let Some(version) = &target.simulate_version {
+        agent = agent.arg("--simulate-version").arg(version);
+    }
     if let Some(dir) = &target.mappers_dir {
         let dir = dir
             .to_str()

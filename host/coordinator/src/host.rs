@@ -62,8 +62,17 @@ impl HostSlot {
         self.current.lock().await.clone()
     }
 
+    /// Stops the running host. A host still starting is not waited for (a first start may
+    /// compile the mapper): the process is exiting, and the bridge's exit hooks and the closed
+    /// stdin pipe stop whatever it spawns.
     pub async fn shutdown(&self) {
-        let host = self.current.lock().await.take();
+        let host = match self.current.try_lock() {
+            Ok(mut current) => current.take(),
+            Err(_) => {
+                tracing::info!(target: "zcode_acp::host", "host still starting at shutdown; not waiting");
+                None
+            }
+        };
         if let Some(host) = host {
             host.bridge.shutdown().await;
         }

@@ -67,10 +67,11 @@ impl fmt::Display for Failure {
         match self {
             Failure::Agent { during, error } => {
                 write!(f, "{during} failed: {}", error.message)?;
+                // Text detail (such as the agent's stderr tail) helps; structured data is
+                // for programs, and this is read by a person.
                 match &error.data {
-                    Some(serde_json::Value::String(data)) => write!(f, ": {data}"),
-                    Some(data) => write!(f, ": {data}"),
-                    None => Ok(()),
+                    Some(serde_json::Value::String(detail)) => write!(f, ": {detail}"),
+                    _ => Ok(()),
                 }
             }
             Failure::Setup(problem) => f.write_str(problem),
@@ -107,6 +108,8 @@ pub async fn run<W: Write>(setup: Setup, renderer: &mut Renderer<W>) -> Result<E
             Ok(driver.run(&cx, &cwd, &steps).await)
         })
         .await;
+    // A failure can cut a streamed line short; the error goes to stderr after it.
+    driver.renderer.finish()?;
     match outcome {
         Ok(result) => result,
         Err(error) => Err(Failure::Agent { during: "the agent process", error }),

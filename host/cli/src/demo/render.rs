@@ -12,8 +12,9 @@ use std::path::{Path, PathBuf};
 use agent_client_protocol::v1::schema::{
     AvailableCommand, ContentBlock, Diff, NewSessionResponse, PermissionOption, PlanEntry,
     PlanEntryStatus, PlanUpdateContent, PromptResponse, RequestPermissionRequest,
-    SessionConfigKind, SessionConfigOption, SessionConfigSelectOptions, SessionUpdate, ToolCall,
-    ToolCallContent, ToolCallId, ToolCallStatus, ToolCallUpdate, ToolKind,
+    SessionConfigKind, SessionConfigOption, SessionConfigOptionCategory,
+    SessionConfigSelectOptions, SessionUpdate, ToolCall, ToolCallContent, ToolCallId,
+    ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
 };
 use serde::Serialize;
 
@@ -62,7 +63,53 @@ struct ToolCard {
     title: String,
     kind: ToolKind,
     status: ToolCallStatus,
+    /// The first location, shown when the title does not name it.
+    location: Option<PathBuf>,
     content: Vec<ToolCallContent>,
+}
+
+impl ToolCard {
+    fn new(title: String) -> Self {
+        ToolCard {
+            title,
+            kind: ToolKind::Other,
+            status: ToolCallStatus::Pending,
+            location: None,
+            content: Vec::new(),
+        }
+    }
+
+    /// Takes the fields an update carries. Returns whether the card line would read
+    /// differently apart from its status, and whether the status changed.
+    fn apply(&mut self, fields: &ToolCallUpdateFields) -> (bool, bool) {
+        let mut looks_changed = false;
+        if let Some(title) = &fields.title
+            && *title != self.title
+        {
+            self.title = title.clone();
+            looks_changed = true;
+        }
+        if let Some(kind) = fields.kind
+            && kind != self.kind
+        {
+            self.kind = kind;
+            looks_changed = true;
+        }
+        if let Some(locations) = &fields.locations {
+            let location = first_path(locations);
+            looks_changed |= location != self.location;
+            self.location = location;
+        }
+        let status_changed = fields.status.is_some_and(|status| status != self.status);
+        if let Some(status) = fields.status {
+            self.status = status;
+        }
+        (looks_changed, status_changed)
+    }
+}
+
+fn first_path(locations: &[ToolCallLocation]) -> Option<PathBuf> {
+    locations.first().map(|location| location.path.clone())
 }
 
 pub struct Renderer<W: Write> {
@@ -78,6 +125,10 @@ pub struct Renderer<W: Write> {
     last_card: Option<ToolCallId>,
     /// The latest `usage_update` of the current turn: tokens used and context size.
     context: Option<(u64, u64)>,
+    /// The last value shown per status marker (`mode`, `config`, …): agents resend them.
+    shown: HashMap<&'static str, String>,
+    /// Mode names by id, from the session's setup.
+    mode_names: HashMap<String, String>,
 }
 
 impl<W: Write> Renderer<W> {
@@ -91,6 +142,8 @@ impl<W: Write> Renderer<W> {
             tools: HashMap::new(),
             last_card: None,
             context: None,
+            shown: HashMap::new(),
+            mode_names: HashMap::new(),
         }
     }
 
@@ -121,14 +174,34 @@ impl<W: Write> Renderer<W> {
         self.line(&text)
     }
 
+    /// The session's id, mode and configuration, which later updates repeat only on change.
     pub fn session_started(&mut self, response: &NewSessionResponse) -> io::Result<()> {
-        let mut text = format!("[session] {}", response.session_id);
-        if let Some(options) = &response.config_options {
-            text.push_str(&format!(" · {}", config_summary(options)));
-        } else if let Some(modes) = &response.modes {
-            text.push_str(&format!(" · mode: {}", modes.current_mode_id));
+        let mut parts = vec![response.session_id.to_string()];
+        let options = response.config_options.as_deref().unwrap_or_default();
+        let mode_is_an_option =
+            options.iter().any(|o| o.category == Some(SessionConfigOptionCategory::Mode));
+        if let Some(modes) = &response.modes {
+            for mode in &modes.available_modes {
+                self.mode_names.insert(mode.id.to_string(), mode.name.clone());
+            }
+            let current = self.mode_name(&modes.current_mode_id.to_string());
+            self.shown.insert("mode", current.clone());
+            if !mode_is_an_option {
+                parts.push(format!("mode: {current}"));
+            }
         }
-        self.marked_line(Paint::Cyan, &text)
+        if !options.is_empty() {
+            let summary = config_summary(options);
+            parts.push(summary.clone());
+            self.shown.insert("config", summary);
+        }
+        self.marked_line(Paint::Cyan, &format!("[session] {}", parts.join(" · ")))
+    }
+
+    /// Ends a line cut short (by an error, for instance).
+    pub fn finish(&mut self) -> io::Result<()> {
+        self.end_block()?;
+        self.out.flush()
     }
 
     /// A remark of the demo itself (not the agent).
@@ -179,14 +252,14 @@ impl<W: Write> Renderer<W> {
             },
             SessionUpdate::PlanRemoved(_) => self.marked_line(Paint::Cyan, "[plan] removed"),
             SessionUpdate::CurrentModeUpdate(mode) => {
-                self.marked_line(Paint::Cyan, &format!("[mode] {}", mode.current_mode_id))
+                let name = self.mode_name(&mode.current_mode_id.to_string());
+                self.status("mode", name)
             }
-            SessionUpdate::ConfigOptionUpdate(update) => self.marked_line(
-                Paint::Cyan,
-                &format!("[config] {}", config_summary(&update.config_options)),
-            ),
+            SessionUpdate::ConfigOptionUpdate(update) => {
+                self.status("config", config_summary(&update.config_options))
+            }
             SessionUpdate::SessionInfoUpdate(info) => match info.title.clone().take() {
-                Some(title) => self.marked_line(Paint::Cyan, &format!("[title] {title}")),
+                Some(title) => self.status("title", one_line(&title)),
                 None => Ok(()),
             },
             SessionUpdate::UsageUpdate(usage) => {
@@ -194,10 +267,9 @@ impl<W: Write> Renderer<W> {
                 self.context = Some((usage.used, usage.size));
                 Ok(())
             }
-            SessionUpdate::AvailableCommandsUpdate(update) => self.marked_line(
-                Paint::Cyan,
-                &format!("[commands] {}", commands(&update.available_commands)),
-            ),
+            SessionUpdate::AvailableCommandsUpdate(update) => {
+                self.status("commands", commands(&update.available_commands))
+            }
             SessionUpdate::Notice(notice) => {
                 let mut text = format!("[notice] {}", notice.title);
                 if let Some(description) = &notice.description {
@@ -245,10 +317,10 @@ impl<W: Write> Renderer<W> {
 
     fn tool_call(&mut self, call: &ToolCall) -> io::Result<()> {
         let card = ToolCard {
-            title: call.title.clone(),
             kind: call.kind,
             status: call.status,
-            content: Vec::new(),
+            location: first_path(&call.locations),
+            ..ToolCard::new(call.title.clone())
         };
         self.tools.insert(call.tool_call_id.clone(), card);
         self.card_line(&call.tool_call_id)?;
@@ -256,40 +328,15 @@ impl<W: Write> Renderer<W> {
     }
 
     fn tool_update(&mut self, update: &ToolCallUpdate) -> io::Result<()> {
-        let fields = &update.fields;
         let id = &update.tool_call_id;
         let known = self.tools.contains_key(id);
-        let card = self.tools.entry(id.clone()).or_insert_with(|| ToolCard {
-            title: id.to_string(),
-            kind: ToolKind::Other,
-            status: ToolCallStatus::Pending,
-            content: Vec::new(),
-        });
-        let mut looks_changed = !known;
-        if let Some(title) = &fields.title
-            && *title != card.title
-        {
-            card.title = title.clone();
-            looks_changed = true;
-        }
-        if let Some(kind) = fields.kind
-            && kind != card.kind
-        {
-            card.kind = kind;
-            looks_changed = true;
-        }
-        let mut status_changed = false;
-        if let Some(status) = fields.status
-            && status != card.status
-        {
-            card.status = status;
-            status_changed = true;
-        }
+        let card = self.tools.entry(id.clone()).or_insert_with(|| ToolCard::new(id.to_string()));
+        let (looks_changed, status_changed) = card.apply(&update.fields);
         let running = card.status == ToolCallStatus::InProgress;
-        if looks_changed || (status_changed && (self.ansi || !running)) {
+        if !known || looks_changed || (status_changed && (self.ansi || !running)) {
             self.card_line(id)?;
         }
-        match &fields.content {
+        match &update.fields.content {
             Some(content) => self.tool_content(id, content),
             None => Ok(()),
         }
@@ -306,7 +353,7 @@ impl<W: Write> Renderer<W> {
         let text = format!(
             "{} {} ({}) … {}",
             self.paint(Paint::Cyan, "[tool]"),
-            cut(&one_line(&self.shorten_paths(&card.title)), MAX_TITLE_CHARS),
+            cut(&self.tool_label(card), MAX_TITLE_CHARS),
             wire_name(&card.kind),
             self.paint(paint, &status.replace('_', " ")),
         );
@@ -389,20 +436,15 @@ impl<W: Write> Renderer<W> {
 
     // ----- interactions -----------------------------------------------------------------
 
+    /// The tool and the options. The request's tool fields (often a better title) also
+    /// update the tool's card, silently: the prompt shows them.
     pub fn permission(&mut self, request: &RequestPermissionRequest) -> io::Result<()> {
-        let fields = &request.tool_call.fields;
-        let known = self.tools.get(&request.tool_call.tool_call_id);
-        let title = fields
-            .title
-            .clone()
-            .or_else(|| known.map(|card| card.title.clone()))
-            .unwrap_or_else(|| request.tool_call.tool_call_id.to_string());
-        let kind = fields.kind.or_else(|| known.map(|card| card.kind)).unwrap_or(ToolKind::Other);
-        let title = self.shorten_paths(&title);
-        self.marked_line(
-            Paint::Yellow,
-            &format!("[permission] {} ({})", one_line(&title), wire_name(&kind)),
-        )?;
+        let id = &request.tool_call.tool_call_id;
+        let card = self.tools.entry(id.clone()).or_insert_with(|| ToolCard::new(id.to_string()));
+        card.apply(&request.tool_call.fields);
+        let card = &self.tools[id];
+        let text = format!("[permission] {} ({})", self.tool_label(card), wire_name(&card.kind));
+        self.marked_line(Paint::Yellow, &text)?;
         self.numbered(request.options.iter().map(|o: &PermissionOption| (o.name.clone(), None)))
     }
 
@@ -546,6 +588,29 @@ impl<W: Write> Renderer<W> {
 
     fn paint(&self, paint: Paint, text: &str) -> String {
         if self.ansi { format!("\x1b[{}m{text}\x1b[0m", paint.code()) } else { text.to_string() }
+    }
+
+    /// `[marker] value`, unless that value is already the one shown.
+    fn status(&mut self, marker: &'static str, value: String) -> io::Result<()> {
+        if self.shown.get(marker) == Some(&value) {
+            return Ok(());
+        }
+        let text = format!("[{marker}] {value}");
+        self.shown.insert(marker, value);
+        self.marked_line(Paint::Cyan, &text)
+    }
+
+    fn mode_name(&self, id: &str) -> String {
+        self.mode_names.get(id).cloned().unwrap_or_else(|| id.to_string())
+    }
+
+    /// The title, plus the tool's location when the title does not name it.
+    fn tool_label(&self, card: &ToolCard) -> String {
+        let title = one_line(&self.shorten_paths(&card.title));
+        match card.location.as_deref().map(|path| self.display_path(path)) {
+            Some(location) if !title.contains(&location) => format!("{title} {location}"),
+            _ => title,
+        }
     }
 
     fn display_path(&self, path: &Path) -> String {
@@ -890,6 +955,68 @@ mod tests {
         r.ask("1-2").unwrap();
         r.typed("2").unwrap();
         assert!(!text(r).contains("2\n"), "the terminal already echoed the reply");
+    }
+
+    #[test]
+    fn repeated_status_updates_are_shown_once() {
+        let response: NewSessionResponse = serde_json::from_value(json!({
+            "sessionId": "s1",
+            "modes": {"currentModeId": "build", "availableModes": [
+                {"id": "build", "name": "Ask before changes"}, {"id": "plan", "name": "Plan mode"}]},
+            "configOptions": [{"id": "model", "name": "Model", "type": "select", "currentValue": "m",
+                               "options": [{"value": "m", "name": "GLM-5.2"}]}]
+        }))
+        .unwrap();
+        let mut r = plain();
+        r.session_started(&response).unwrap();
+        let title = json!({"sessionUpdate": "session_info_update", "title": "Hello"});
+        feed(
+            &mut r,
+            &[
+                json!({"sessionUpdate": "current_mode_update", "currentModeId": "build"}),
+                json!({"sessionUpdate": "config_option_update", "configOptions": [
+                    {"id": "model", "name": "Model", "type": "select", "currentValue": "m",
+                     "options": [{"value": "m", "name": "GLM-5.2"}]}]}),
+                title.clone(),
+                json!({"sessionUpdate": "session_info_update", "updatedAt": "2026-01-01T00:00:00Z"}),
+                title,
+                json!({"sessionUpdate": "current_mode_update", "currentModeId": "plan"}),
+            ],
+        );
+        assert_eq!(
+            text(r),
+            "[session] s1 · mode: Ask before changes · model: GLM-5.2\n[title] Hello\n\
+             [mode] Plan mode\n"
+        );
+    }
+
+    #[test]
+    fn a_card_names_its_location_and_takes_the_permission_title() {
+        let mut r = plain();
+        feed(
+            &mut r,
+            &[
+                json!({"sessionUpdate": "tool_call", "toolCallId": "t", "title": "Write", "kind": "edit",
+                     "locations": [{"path": "/w/notes.txt"}]}),
+            ],
+        );
+        let request: RequestPermissionRequest = serde_json::from_value(json!({
+            "sessionId": "s", "toolCall": {"toolCallId": "t", "title": "Write notes.txt"},
+            "options": [{"optionId": "a", "name": "Allow", "kind": "allow_once"}]
+        }))
+        .unwrap();
+        r.permission(&request).unwrap();
+        feed(
+            &mut r,
+            &[
+                json!({"sessionUpdate": "tool_call_update", "toolCallId": "t", "status": "completed"}),
+            ],
+        );
+        assert_eq!(
+            text(r),
+            "[tool] Write notes.txt (edit) … pending\n[permission] Write notes.txt (edit)\n      \
+             1. Allow\n[tool] Write notes.txt (edit) … completed\n"
+        );
     }
 
     #[test]
