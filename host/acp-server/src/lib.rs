@@ -255,18 +255,27 @@ async fn run(
     let builder = builder.on_receive_request(
         async move |request: PromptRequest, responder, _cx| {
             let coordinator = s.coordinator()?;
+            // Queued here, in the dispatch loop: a `session/cancel` that follows the prompt on
+            // the wire is then handled after it, never lost before it.
+            let session_id = request.session_id.clone();
+            let pending = match coordinator.prompt(request) {
+                Ok(pending) => pending,
+                Err(error) => {
+                    report("session/prompt", responder, error);
+                    return Ok(());
+                }
+            };
             // `$/cancel_request` naming this prompt cancels the turn like `session/cancel`;
             // the prompt still gets its one answer (`cancelled`).
             let cancellation = responder.cancellation();
-            let session_id = request.session_id.clone();
             answer("session/prompt", responder, async move {
-                let prompt = coordinator.prompt(request);
-                tokio::pin!(prompt);
+                let answer = pending.answer();
+                tokio::pin!(answer);
                 let result = tokio::select! {
-                    result = &mut prompt => result,
+                    result = &mut answer => result,
                     () = cancellation.cancelled() => {
                         coordinator.cancel(&session_id);
-                        prompt.await
+                        answer.await
                     }
                 };
                 result.map_err(Into::into)

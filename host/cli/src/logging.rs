@@ -12,11 +12,18 @@ use tracing_subscriber::util::SubscriberInitExt;
 
 pub const LOG_ENV: &str = "ZCODE_ACP_LOG";
 pub const LOG_FILE_ENV: &str = "ZCODE_ACP_LOG_FILE";
+const SDK_FRAME_TRACES: &str = "agent_client_protocol=debug";
 
 /// Installs the global subscriber. `default` applies when `ZCODE_ACP_LOG` is unset
 /// (e.g. `warn` for one-shot commands, `info` for the agent).
 pub fn init(default: &str) -> Result<(), String> {
-    let filter = || EnvFilter::try_from_env(LOG_ENV).unwrap_or_else(|_| EnvFilter::new(default));
+    let filter = || {
+        EnvFilter::try_from_env(LOG_ENV)
+            .unwrap_or_else(|_| EnvFilter::new(default))
+            // The SDK traces whole JSON-RPC frames (prompt text, tool input, file contents) at
+            // trace level: never, whatever the user asks for.
+            .add_directive(SDK_FRAME_TRACES.parse().expect("a valid directive"))
+    };
     let stderr = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr.with_max_level(tracing::Level::TRACE))
         .with_ansi(false)

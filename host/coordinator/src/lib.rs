@@ -20,9 +20,9 @@ use std::sync::{Arc, Mutex};
 use agent_client_protocol::v1::schema::{
     CloseSessionRequest, CloseSessionResponse, ListSessionsRequest, ListSessionsResponse,
     LoadSessionRequest, LoadSessionResponse, NewSessionRequest, NewSessionResponse, PromptRequest,
-    PromptResponse, ResumeSessionRequest, ResumeSessionResponse, SessionId, SessionNotification,
-    SessionUpdate, SetSessionConfigOptionRequest, SetSessionConfigOptionResponse,
-    SetSessionModeRequest, SetSessionModeResponse,
+    ResumeSessionRequest, ResumeSessionResponse, SessionId, SessionNotification, SessionUpdate,
+    SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest,
+    SetSessionModeResponse,
 };
 use zcode_contract::{ConnectionOp, SessionInit, SessionOp};
 
@@ -30,7 +30,7 @@ pub use client::{ClientError, ClientPort};
 pub use config::CoordinatorConfig;
 pub use error::CoordinatorError;
 pub use host::{Host, HostLauncher, HostSlot};
-pub use session::BoundSession;
+pub use session::{BoundSession, PendingPrompt};
 pub use workspace::canonical_workspace;
 
 use session::{Binding, SessionHandle};
@@ -68,6 +68,7 @@ impl Coordinator {
         &self,
         mut request: NewSessionRequest,
     ) -> Result<(NewSessionResponse, BoundSession), CoordinatorError> {
+        refuse_additional_directories(&request.additional_directories)?;
         request.cwd = canonical_workspace(&request.cwd)?;
         let workspace = request.cwd.clone();
         let binding = self.bind(&workspace).await?;
@@ -85,6 +86,7 @@ impl Coordinator {
         &self,
         mut request: LoadSessionRequest,
     ) -> Result<(LoadSessionResponse, BoundSession), CoordinatorError> {
+        refuse_additional_directories(&request.additional_directories)?;
         request.cwd = canonical_workspace(&request.cwd)?;
         self.unbind_for_rebinding(&request.session_id, &request.cwd).await?;
         let binding = self.bind(&request.cwd).await?;
@@ -108,6 +110,7 @@ impl Coordinator {
         &self,
         mut request: ResumeSessionRequest,
     ) -> Result<(ResumeSessionResponse, BoundSession), CoordinatorError> {
+        refuse_additional_directories(&request.additional_directories)?;
         request.cwd = canonical_workspace(&request.cwd)?;
         self.unbind_for_rebinding(&request.session_id, &request.cwd).await?;
         let binding = self.bind(&request.cwd).await?;
@@ -168,9 +171,10 @@ impl Coordinator {
         Ok(acp_json::parse("session/set_config_option response", &result.response)?)
     }
 
-    /// `session/prompt`: resolves when the turn has ended natively and every interaction it
-    /// raised was answered.
-    pub async fn prompt(&self, request: PromptRequest) -> Result<PromptResponse, CoordinatorError> {
+    /// `session/prompt`: queues the prompt at once — call it in message order, so that a
+    /// `session/cancel` received after it applies to it. The returned answer resolves when the
+    /// turn has ended natively and every interaction it raised was answered.
+    pub fn prompt(&self, request: PromptRequest) -> Result<PendingPrompt, CoordinatorError> {
         let handle = self.session(&request.session_id)?;
         let json = acp_json::to_json(&request);
         if json.len() > self.inner.config.max_prompt_bytes {
@@ -180,7 +184,7 @@ impl Coordinator {
                 self.inner.config.max_prompt_bytes
             )));
         }
-        handle.prompt(json).await
+        handle.start_prompt(json)
     }
 
     /// `session/cancel` (and `$/cancel_request` for a prompt): idempotent.
@@ -278,4 +282,15 @@ impl Coordinator {
         self.inner.sessions.lock().unwrap().remove(id);
         existing.close().await
     }
+}
+
+/// The capability is not advertised (ZCode's host works in one directory): refuse it before
+/// anything starts.
+fn refuse_additional_directories(directories: &[PathBuf]) -> Result<(), CoordinatorError> {
+    if directories.is_empty() {
+        return Ok(());
+    }
+    Err(CoordinatorError::InvalidParams(
+        "additionalDirectories is not supported: ZCode works in the session's cwd only".into(),
+    ))
 }

@@ -41,6 +41,17 @@ pub(crate) enum Command {
     },
 }
 
+/// The answer of a queued prompt.
+pub struct PendingPrompt(oneshot::Receiver<Result<PromptResponse, CoordinatorError>>);
+
+impl PendingPrompt {
+    pub async fn answer(self) -> Result<PromptResponse, CoordinatorError> {
+        self.0.await.unwrap_or_else(|_| {
+            Err(CoordinatorError::failed("session-closed", "the session ended during the prompt"))
+        })
+    }
+}
+
 /// What the coordinator keeps for a bound session.
 #[derive(Clone)]
 pub(crate) struct SessionHandle {
@@ -55,12 +66,12 @@ impl SessionHandle {
             .map_err(|_| CoordinatorError::failed("session-closed", "the session has been closed"))
     }
 
-    pub async fn prompt(&self, request: String) -> Result<PromptResponse, CoordinatorError> {
+    /// Queues the prompt now (so a cancel sent after it is handled after it) and returns its
+    /// answer to await.
+    pub fn start_prompt(&self, request: String) -> Result<PendingPrompt, CoordinatorError> {
         let (reply, answer) = oneshot::channel();
         self.send(Command::Prompt { request, reply })?;
-        answer.await.unwrap_or_else(|_| {
-            Err(CoordinatorError::failed("session-closed", "the session ended during the prompt"))
-        })
+        Ok(PendingPrompt(answer))
     }
 
     pub fn cancel(&self) {

@@ -1,0 +1,149 @@
+//! `initialize`: version, the exact capability set, auth methods, and the connection state
+//! machine (nothing before it, nothing twice, no ZCode process started by it).
+
+mod support;
+
+use serde_json::{Value, json};
+use support::*;
+
+fn sorted_keys(value: &Value) -> Vec<String> {
+    let mut keys: Vec<String> =
+        value.as_object().map(|o| o.keys().cloned().collect()).unwrap_or_default();
+    keys.sort();
+    keys
+}
+
+#[test]
+fn initialize_advertises_exactly_the_implemented_capabilities() {
+    let env = TestEnv::new();
+    let mut agent = Agent::start(&env);
+    let result = agent.initialize(plain_client());
+
+    assert_eq!(result["protocolVersion"], 1, "{result}");
+    let caps = &result["agentCapabilities"];
+    assert_eq!(caps["loadSession"], true, "{caps}");
+    assert_eq!(
+        caps["promptCapabilities"],
+        json!({"image": true, "audio": true, "embeddedContext": true}),
+        "{caps}"
+    );
+    assert_eq!(caps["mcpCapabilities"], json!({"http": true, "sse": true}), "{caps}");
+    // Exactly list, resume and close: no fork, delete or additionalDirectories.
+    assert_eq!(sorted_keys(&caps["sessionCapabilities"]), ["close", "list", "resume"], "{caps}");
+    assert_eq!(caps["auth"], json!({"logout": {}}), "{caps}");
+    assert_eq!(
+        sorted_keys(caps),
+        ["auth", "loadSession", "mcpCapabilities", "promptCapabilities", "sessionCapabilities"],
+        "no capability beyond the implemented ones: {caps}"
+    );
+    // A client without terminal auth is offered no auth method.
+    let methods = result.get("authMethods").cloned().unwrap_or(json!([]));
+    assert_eq!(methods, json!([]), "{result}");
+    assert_eq!(result["agentInfo"]["name"], "zcode-acp", "{result}");
+
+    // `initialize` starts nothing: a mismatched connection must never start ZCode.
+    assert_eq!(agent.live_descendants(), Vec::<u32>::new());
+    assert!(agent.seen_processes().is_empty(), "{:?}", agent.seen_processes());
+    assert!(agent.finish().success());
+}
+
+#[test]
+fn auth_methods_are_offered_only_to_clients_that_run_terminal_auth() {
+    let env = TestEnv::new();
+    let mut agent = Agent::start(&env);
+    let mut capabilities = plain_client();
+    capabilities["auth"] = json!({"terminal": true});
+    let result = agent.initialize(capabilities);
+
+    let methods = result["authMethods"].as_array().expect("authMethods is an array");
+    assert_eq!(methods.len(), 1, "{result}");
+    let login = &methods[0];
+    assert_eq!(login["type"], "terminal", "{login}");
+    assert_eq!(login["id"], "zcode-login", "{login}");
+    assert_eq!(login["args"], json!(["login"]), "{login}");
+    assert!(login["name"].as_str().is_some_and(|n| !n.is_empty()), "{login}");
+    assert!(agent.seen_processes().is_empty(), "initialize started a process");
+    assert!(agent.finish().success());
+}
+
+#[test]
+fn a_second_initialize_is_refused_and_the_first_one_stands() {
+    let env = TestEnv::new();
+    let mut agent = Agent::start(&env);
+    agent.initialize(plain_client());
+
+    let again = agent.request("initialize", initialize_params(form_client()));
+    let (code, message) = agent.error_of(&again, "second initialize");
+    assert_eq!(code, INVALID_REQUEST, "{message}");
+    assert!(message.contains("already initialized"), "{message}");
+
+    // The connection still serves session methods ...
+    let relative = agent.request("session/new", json!({"cwd": "relative/dir", "mcpServers": []}));
+    let (code, message) = agent.error_of(&relative, "session/new with a relative cwd");
+    assert_eq!(code, INVALID_PARAMS, "{message}");
+    // ... with the first client's capabilities: no form elicitation.
+    let workspace = env.workspace("ws");
+    let session = agent.new_session(&workspace);
+    let response = agent.prompt(&session, "sim:question");
+    let (_, message) = agent.error_of(&response, "a question for a client without forms");
+    assert!(message.contains("elicitation"), "{message}");
+    assert!(agent.agent_requests().is_empty(), "{:#?}", agent.agent_requests());
+    assert!(agent.finish().success());
+}
+
+#[test]
+fn session_methods_before_initialize_are_refused() {
+    let env = TestEnv::new();
+    let workspace = env.workspace("early");
+    let mut agent = Agent::start(&env);
+
+    let early = [
+        ("session/new", json!({"cwd": workspace, "mcpServers": []})),
+        ("session/list", json!({"cwd": workspace})),
+        ("session/prompt", text_prompt("no-such-session", "hello")),
+        ("session/load", json!({"sessionId": "s", "cwd": workspace, "mcpServers": []})),
+    ];
+    for (method, params) in early {
+        let response = agent.request(method, params);
+        let (code, message) = agent.error_of(&response, method);
+        assert_eq!(code, INVALID_REQUEST, "{method}: {message}");
+    }
+    assert!(agent.seen_processes().is_empty(), "a refused request started a process");
+
+    // The refusals did not poison the connection.
+    agent.initialize(plain_client());
+    let session = agent.new_session(&workspace);
+    assert!(!session.is_empty());
+    assert!(agent.finish().success());
+}
+
+#[test]
+fn the_host_starts_with_the_first_session_and_is_gone_after_the_client_leaves() {
+    let env = TestEnv::new();
+    let workspace = env.workspace("host");
+    let mut agent = Agent::start(&env);
+    agent.initialize(plain_client());
+    assert!(agent.live_descendants().is_empty(), "a child exists right after initialize");
+
+    agent.new_session(&workspace);
+    // The host child serves the session, so it is alive now.
+    let live = agent.live_descendants();
+    assert!(!live.is_empty(), "no host process while a session is open");
+    assert!(!agent.seen_processes().is_empty());
+
+    assert!(agent.finish().success(), "the agent exits cleanly when stdin closes");
+}
+
+#[test]
+fn a_client_asking_for_a_newer_protocol_is_offered_version_1() {
+    for requested in [2, 99] {
+        let env = TestEnv::new();
+        let mut agent = Agent::start(&env);
+        let mut params = initialize_params(plain_client());
+        params["protocolVersion"] = json!(requested);
+        let result = agent.call("initialize", params);
+        assert_eq!(result["protocolVersion"], 1, "asked for {requested}: {result}");
+        assert!(agent.seen_processes().is_empty());
+        assert!(agent.finish().success());
+    }
+}

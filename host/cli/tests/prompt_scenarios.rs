@@ -1,0 +1,489 @@
+//! `session/prompt` against every built-in simulator scenario: what the client sees (update
+//! kinds and content, their order, interactions, stop reasons, errors) and what happens in
+//! the workspace.
+
+mod support;
+
+use serde_json::{Value, json};
+use support::*;
+
+/// The updates of one turn: everything the session received after `before` updates.
+fn turn_updates(agent: &Agent, session: &str, before: usize) -> Vec<Value> {
+    agent.updates(session)[before..].to_vec()
+}
+
+/// Runs one prompt and returns (response frame, the turn's updates, the response's seq, the
+/// seqs of the turn's updates).
+fn run_turn(
+    agent: &mut Agent,
+    session: &str,
+    text: &str,
+) -> (Value, Vec<Value>, usize, Vec<usize>) {
+    let before = agent.updates(session).len();
+    let id = agent.send_request("session/prompt", text_prompt(session, text));
+    let response = agent.wait_response(id);
+    let response_seq = agent.response_seq(id);
+    let all = agent.transcript().updates(session);
+    let seqs = all[before..].iter().map(|(seq, _)| *seq).collect();
+    (response, turn_updates(agent, session, before), response_seq, seqs)
+}
+
+/// The single tool call of a turn: its id and its updates.
+fn only_tool(updates: &[Value]) -> (String, Vec<&Value>) {
+    let announced: Vec<&Value> = updates.iter().filter(|u| kind(u) == "tool_call").collect();
+    assert_eq!(announced.len(), 1, "exactly one tool call: {updates:#?}");
+    let id = announced[0]["toolCallId"].as_str().expect("toolCallId").to_string();
+    let all = tool_updates(updates, &id);
+    (id, all)
+}
+
+#[test]
+fn a_plain_prompt_streams_the_reply_in_order_and_ends_the_turn_with_usage() {
+    let env = TestEnv::new();
+    let workspace = env.workspace("ws");
+    let (mut agent, session) =
+        Agent::with_session(&env, policy::refuse_all(), plain_client(), &workspace);
+
+    let (response, updates, response_seq, seqs) = run_turn(&mut agent, &session, "hello e2e world");
+    let result = agent.result_of(&response, "plain prompt");
+    assert_eq!(result["stopReason"], "end_turn", "{result}");
+    let usage = &result["usage"];
+    assert!(usage["totalTokens"].as_u64().is_some_and(|n| n > 0), "usage present: {result}");
+    assert!(usage["inputTokens"].as_u64().is_some() && usage["outputTokens"].as_u64().is_some());
+
+    assert!(count(&updates, "agent_message_chunk") > 1, "the reply is streamed: {updates:#?}");
+    assert_eq!(
+        chunk_text(&updates, "agent_message_chunk"),
+        "Hello from the ZCode simulator. You said: hello e2e world"
+    );
+    assert!(seqs.iter().all(|seq| *seq < response_seq), "an update came after the response");
+    let usage_updates: Vec<&Value> = updates.iter().filter(|u| kind(u) == "usage_update").collect();
+    assert!(!usage_updates.is_empty(), "usage_update during the turn");
+    assert!(agent.agent_requests().is_empty(), "a plain reply asks nothing");
+    assert!(agent.finish().success());
+}
+
+#[test]
+fn reasoning_arrives_as_thought_chunks_before_the_answer() {
+    let env = TestEnv::new();
+    let workspace = env.workspace("ws");
+    let (mut agent, session) =
+        Agent::with_session(&env, policy::refuse_all(), plain_client(), &workspace);
+
+    let (response, updates, _, _) = run_turn(&mut agent, &session, "sim:reason");
+    assert_eq!(agent.result_of(&response, "sim:reason")["stopReason"], "end_turn");
+    assert!(count(&updates, "agent_thought_chunk") > 1, "{updates:#?}");
+    assert_eq!(
+        chunk_text(&updates, "agent_thought_chunk"),
+        "The user wants an answer. Let me think it through briefly before replying."
+    );
+    assert_eq!(
+        chunk_text(&updates, "agent_message_chunk"),
+        "Here is my answer, after thinking it through."
+    );
+    let last_thought = updates.iter().rposition(|u| kind(u) == "agent_thought_chunk").unwrap();
+    let first_message = updates.iter().position(|u| kind(u) == "agent_message_chunk").unwrap();
+    assert!(last_thought < first_message, "thoughts come before the answer");
+    assert!(agent.finish().success());
+}
+
+#[test]
+fn the_read_tool_reports_the_real_file_content() {
+    let env = TestEnv::new();
+    let workspace = env.workspace("ws");
+    std::fs::write(workspace.join("README.md"), "# e2e readme\nline two\n").unwrap();
+    let (mut agent, session) =
+        Agent::with_session(&env, policy::refuse_all(), plain_client(), &workspace);
+
+    let (response, updates, _, _) = run_turn(&mut agent, &session, "sim:read");
+    assert_eq!(agent.result_of(&response, "sim:read")["stopReason"], "end_turn");
+    let (_, tool) = only_tool(&updates);
+    assert_eq!(tool[0]["sessionUpdate"], "tool_call");
+    assert_eq!(tool[0]["kind"], "read", "{}", tool[0]);
+    let path = workspace.join("README.md");
+    assert_eq!(tool[0]["locations"], json!([{"path": path}]), "{}", tool[0]);
+    assert_eq!(final_status(&tool), "completed", "{tool:#?}");
+    assert_eq!(tool_content_text(&tool), "# e2e readme\nline two\n");
+    // The tool call sits between "Let me read" and "That was".
+    let tool_at = updates.iter().position(|u| kind(u) == "tool_call").unwrap();
+    assert_eq!(chunk_text(&updates[..tool_at], "agent_message_chunk"), "Let me read README.md.");
+    assert_eq!(chunk_text(&updates[tool_at..], "agent_message_chunk"), "That was README.md.");
+    assert!(agent.agent_requests().is_empty(), "reading asks no permission");
+    assert!(agent.finish().success());
+}
+
+#[test]
+fn an_allowed_edit_writes_the_file() {
+    let env = TestEnv::new();
+    let workspace = env.workspace("ws");
+    let (mut agent, session) = Agent::with_session(
+        &env,
+        policy::permission_kind("allow_once"),
+        plain_client(),
+        &workspace,
+    );
+
+    let (response, updates, _, _) =
+        run_turn(&mut agent, &session, "sim:edit notes/allowed.txt written by e2e");
+    assert_eq!(agent.result_of(&response, "allowed edit")["stopReason"], "end_turn");
+
+    let requests = agent.agent_requests();
+    assert_eq!(requests.len(), 1, "{requests:#?}");
+    let permission = &requests[0];
+    assert_eq!(permission.method, "session/request_permission");
+    assert_eq!(permission.params["sessionId"], session.as_str());
+    assert_eq!(permission.params["toolCall"]["kind"], "edit", "{:?}", permission.params);
+    let kinds: Vec<&str> = permission.params["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["kind"].as_str().unwrap())
+        .collect();
+    assert!(kinds.contains(&"allow_once") && kinds.contains(&"reject_once"), "{kinds:?}");
+
+    let written = workspace.join("notes/allowed.txt");
+    assert_eq!(std::fs::read_to_string(&written).unwrap(), "written by e2e\n");
+    let (id, tool) = only_tool(&updates);
+    assert_eq!(permission.params["toolCall"]["toolCallId"], id.as_str(), "same tool call");
+    assert_eq!(tool[0]["kind"], "edit");
+    assert_eq!(final_status(&tool), "completed", "{tool:#?}");
+    assert!(chunk_text(&updates, "agent_message_chunk").contains("Wrote notes/allowed.txt."));
+    assert!(agent.finish().success());
+}
+
+#[test]
+fn a_denied_edit_leaves_the_workspace_alone() {
+    let env = TestEnv::new();
+    let workspace = env.workspace("ws");
+    let (mut agent, session) = Agent::with_session(
+        &env,
+        policy::permission_kind("reject_once"),
+        plain_client(),
+        &workspace,
+    );
+
+    let (response, updates, _, _) = run_turn(&mut agent, &session, "sim:edit denied.txt nope");
+    assert_eq!(agent.result_of(&response, "denied edit")["stopReason"], "end_turn");
+
+    let requests = agent.agent_requests();
+    assert_eq!(requests.len(), 1, "{requests:#?}");
+    let deny = requests[0].params["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["kind"] == "reject_once")
+        .unwrap()["optionId"]
+        .clone();
+    let reply = requests[0].reply.as_ref().expect("answered");
+    assert_eq!(reply["result"]["outcome"]["optionId"], deny, "the deny option was sent");
+
+    assert!(!workspace.join("denied.txt").exists(), "a denied edit wrote the file");
+    let (_, tool) = only_tool(&updates);
+    assert_eq!(final_status(&tool), "failed", "{tool:#?}");
+    assert!(
+        chunk_text(&updates, "agent_message_chunk").contains("Permission denied"),
+        "{updates:#?}"
+    );
+    assert!(agent.finish().success());
+}
+
+#[test]
+fn a_shell_tool_asks_and_reports_its_output() {
+    let env = TestEnv::new();
+    let workspace = env.workspace("ws");
+    let (mut agent, session) = Agent::with_session(
+        &env,
+        policy::permission_kind("allow_once"),
+        plain_client(),
+        &workspace,
+    );
+
+    let (response, updates, _, _) = run_turn(&mut agent, &session, "sim:shell echo e2e");
+    assert_eq!(agent.result_of(&response, "shell")["stopReason"], "end_turn");
+    let requests = agent.agent_requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].params["toolCall"]["kind"], "execute");
+    assert_eq!(requests[0].params["toolCall"]["rawInput"]["command"], "echo e2e");
+
+    let (_, tool) = only_tool(&updates);
+    assert_eq!(tool[0]["kind"], "execute");
+    assert_eq!(final_status(&tool), "completed", "{tool:#?}");
+    assert!(tool_content_text(&tool).contains("$ echo e2e\n(simulated output)\n"), "{tool:#?}");
+    assert!(chunk_text(&updates, "agent_message_chunk").contains("The command finished."));
+    assert!(agent.finish().success());
+}
+
+/// Accepts a structured question: the second choice of the first question, all choices of
+/// the second.
+fn answer_questions(params: &Value) -> Value {
+    let properties = &params["requestedSchema"]["properties"];
+    let first = properties["answer_0"]["oneOf"][1]["const"].clone();
+    let all: Vec<Value> = properties["answer_1"]["items"]["anyOf"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["const"].clone())
+        .collect();
+    json!({"action": "accept", "content": {"answer_0": first, "answer_1": all}})
+}
+
+#[test]
+fn a_structured_question_is_asked_through_form_elicitation() {
+    let env = TestEnv::new();
+    let workspace = env.workspace("ws");
+    let (mut agent, session) =
+        Agent::with_session(&env, policy::elicitation(answer_questions), form_client(), &workspace);
+
+    let (response, updates, _, _) = run_turn(&mut agent, &session, "sim:question");
+    assert_eq!(agent.result_of(&response, "question")["stopReason"], "end_turn");
+
+    let requests = agent.agent_requests();
+    assert_eq!(requests.len(), 1, "{requests:#?}");
+    let form = &requests[0];
+    assert_eq!(form.method, "elicitation/create");
+    assert_eq!(form.params["mode"], "form");
+    assert_eq!(form.params["sessionId"], session.as_str());
+    let schema = &form.params["requestedSchema"];
+    assert_eq!(schema["properties"]["answer_0"]["type"], "string", "{schema}");
+    assert_eq!(schema["properties"]["answer_0"]["description"], "Which approach should I take?");
+    assert_eq!(schema["properties"]["answer_1"]["type"], "array", "{schema}");
+    assert_eq!(schema["required"], json!(["answer_0", "answer_1"]));
+
+    let (_, tool) = only_tool(&updates);
+    assert_eq!(final_status(&tool), "completed", "{tool:#?}");
+    let answers = tool_content_text(&tool);
+    assert!(answers.contains("thorough") && answers.contains("tests") && answers.contains("lint"));
+    assert!(chunk_text(&updates, "agent_message_chunk").contains("Thanks, I will proceed"));
+    assert!(agent.finish().success());
+}
+
+#[test]
+fn a_declined_structured_question_lets_the_turn_go_on_without_answers() {
+    let env = TestEnv::new();
+    let workspace = env.workspace("ws");
+    let (mut agent, session) = Agent::with_session(
+        &env,
+        policy::elicitation(|_| json!({"action": "decline"})),
+        form_client(),
+        &workspace,
+    );
+
+    let (response, updates, _, _) = run_turn(&mut agent, &session, "sim:question");
+    assert_eq!(agent.result_of(&response, "declined question")["stopReason"], "end_turn");
+    assert_eq!(agent.agent_requests().len(), 1);
+    let (_, tool) = only_tool(&updates);
+    assert_eq!(final_status(&tool), "failed", "{tool:#?}");
+    assert!(
+        chunk_text(&updates, "agent_message_chunk").contains("No answers; I will not proceed.")
+    );
+    assert!(agent.finish().success());
+}
+
+#[test]
+fn a_structured_question_fails_the_turn_for_a_client_without_forms() {
+    let env = TestEnv::new();
+    let workspace = env.workspace("ws");
+    let (mut agent, session) =
+        Agent::with_session(&env, policy::refuse_all(), plain_client(), &workspace);
+
+    let response = agent.prompt(&session, "sim:question");
+    let (code, message) = agent.error_of(&response, "question without form support");
+    assert_eq!(code, INTERNAL_ERROR, "{message}");
+    assert!(message.contains("elicitation"), "the error says why: {message}");
+    assert!(agent.agent_requests().is_empty(), "nothing was asked: {:#?}", agent.agent_requests());
+
+    // The session survives the failed turn.
+    let result = agent.prompt_when_idle(&session, "still there?");
+    assert_eq!(result["stopReason"], "end_turn");
+    assert!(agent.finish().success());
+}
+
+fn plan_choice(answer: &'static str) -> Policy {
+    policy::elicitation(move |params| {
+        let choices = params["requestedSchema"]["properties"]["optionId"]["oneOf"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        assert!(choices.iter().any(|c| c["const"] == answer), "{answer} offered: {params}");
+        json!({"action": "accept", "content": {"optionId": answer}})
+    })
+}
+
+#[test]
+fn plan_approval_through_a_permission_shows_the_plan_then_asks() {
+    let env = TestEnv::new();
+    let workspace = env.workspace("ws");
+    let (mut agent, session) =
+        Agent::with_session(&env, plan_choice("allow-plan"), form_client(), &workspace);
+    agent.call("session/set_mode", json!({"sessionId": session, "modeId": "plan"}));
+
+    let before = agent.updates(&session).len();
+    let response = agent.prompt(&session, "sim:plan");
+    assert_eq!(agent.result_of(&response, "plan")["stopReason"], "end_turn");
+    let requests = agent.agent_requests();
+    assert_eq!(requests.len(), 1, "{requests:#?}");
+    assert_eq!(requests[0].method, "elicitation/create");
+
+    let transcript = agent.transcript().updates(&session)[before..].to_vec();
+    let plan_at = transcript
+        .iter()
+        .find(|(_, u)| kind(u) == "plan" || kind(u) == "plan_update")
+        .expect("the plan is shown");
+    assert!(plan_at.1.to_string().contains("Proposed plan"), "{}", plan_at.1);
+    assert!(plan_at.0 < requests[0].seq, "the plan is shown before the question");
+    let updates: Vec<Value> = transcript.iter().map(|(_, u)| u.clone()).collect();
+    assert!(chunk_text(&updates, "agent_message_chunk").contains("Plan approved"), "{updates:#?}");
+    // Approving the plan leaves plan mode.
+    let switched =
+        transcript.iter().any(|(seq, u)| *seq > requests[0].seq && u["currentModeId"] == "build");
+    assert!(switched, "no switch back to build after approval: {updates:#?}");
+    assert!(agent.finish().success());
+}
+
+#[test]
+fn a_rejected_plan_is_taken_down() {
+    let env = TestEnv::new();
+    let workspace = env.workspace("ws");
+    let (mut agent, session) =
+        Agent::with_session(&env, plan_choice("deny-plan"), form_client(), &workspace);
+
+    let before = agent.updates(&session).len();
+    let response = agent.prompt(&session, "sim:plan");
+    assert_eq!(agent.result_of(&response, "rejected plan")["stopReason"], "end_turn");
+    let updates = turn_updates(&agent, &session, before);
+    let plans: Vec<&Value> = updates.iter().filter(|u| kind(u) == "plan").collect();
+    assert!(plans.len() >= 2, "shown, then removed: {plans:#?}");
+    assert_eq!(plans.last().unwrap()["entries"], json!([]), "the plan is cleared");
+    assert!(chunk_text(&updates, "agent_message_chunk").contains("Plan rejected"));
+    assert!(agent.finish().success());
+}
+
+#[test]
+fn plan_approval_through_structured_input_is_a_form_too() {
+    let env = TestEnv::new();
+    let workspace = env.workspace("ws");
+    let (mut agent, session) =
+        Agent::with_session(&env, plan_choice("approve"), form_client(), &workspace);
+
+    let before = agent.updates(&session).len();
+    let response = agent.prompt(&session, "sim:plan-input");
+    assert_eq!(agent.result_of(&response, "plan-input")["stopReason"], "end_turn");
+    assert_eq!(agent.agent_requests().len(), 1);
+    let updates = turn_updates(&agent, &session, before);
+    assert!(updates.iter().any(|u| kind(u) == "plan"), "{updates:#?}");
+    assert!(chunk_text(&updates, "agent_message_chunk").contains("Plan approved"));
+    assert!(agent.finish().success());
+}
+
+#[test]
+fn a_failing_turn_is_a_json_rpc_error_never_end_turn() {
+    let env = TestEnv::new();
+    let workspace = env.workspace("ws");
+    let (mut agent, session) =
+        Agent::with_session(&env, policy::refuse_all(), plain_client(), &workspace);
+
+    let (response, updates, _, _) = run_turn(&mut agent, &session, "sim:fail the model fell over");
+    let (code, message) = agent.error_of(&response, "sim:fail");
+    assert_eq!(code, INTERNAL_ERROR);
+    assert!(message.contains("the model fell over"), "{message}");
+    assert_eq!(chunk_text(&updates, "agent_message_chunk"), "Starting.", "streamed before failing");
+
+    let result = agent.prompt_when_idle(&session, "and now?");
+    assert_eq!(result["stopReason"], "end_turn", "the session survives a failed turn");
+    assert!(agent.finish().success());
+}
+
+#[test]
+fn native_result_types_map_to_their_stop_reasons() {
+    let env = TestEnv::new();
+    let workspace = env.workspace("ws");
+    let (mut agent, session) =
+        Agent::with_session(&env, policy::refuse_all(), plain_client(), &workspace);
+
+    for (result_type, stop_reason) in [
+        ("max_tokens", "max_tokens"),
+        ("refusal", "refusal"),
+        ("max_turn_requests", "max_turn_requests"),
+        ("success", "end_turn"),
+    ] {
+        agent.prompt_ok(&session, &format!("sim:end {result_type}"), stop_reason);
+    }
+
+    // An unknown result is an error, never rounded to a stop reason.
+    let response = agent.prompt(&session, "sim:end exploded");
+    let (_, message) = agent.error_of(&response, "sim:end exploded");
+    assert!(message.contains("exploded"), "{message}");
+    assert!(agent.finish().success());
+}
+
+#[test]
+fn todos_become_a_plan() {
+    let env = TestEnv::new();
+    let workspace = env.workspace("ws");
+    let (mut agent, session) =
+        Agent::with_session(&env, policy::refuse_all(), plain_client(), &workspace);
+
+    let (response, updates, _, _) = run_turn(&mut agent, &session, "sim:todos");
+    assert_eq!(agent.result_of(&response, "todos")["stopReason"], "end_turn");
+    let plans: Vec<&Value> = updates.iter().filter(|u| kind(u) == "plan").collect();
+    assert!(plans.len() >= 2, "{updates:#?}");
+    let last = &plans.last().unwrap()["entries"];
+    assert_eq!(last[0]["content"], "Read the code");
+    assert_eq!(last[0]["status"], "completed");
+    assert_eq!(last[2]["status"], "in_progress");
+    assert!(agent.finish().success());
+}
+
+/// A 1×1 PNG.
+const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+
+#[test]
+fn rich_prompt_content_is_accepted_and_kept_in_the_history() {
+    let env = TestEnv::new();
+    let workspace = env.workspace("ws");
+    std::fs::write(workspace.join("notes.md"), "# notes\n").unwrap();
+    let (mut agent, session) =
+        Agent::with_session(&env, policy::refuse_all(), plain_client(), &workspace);
+    let notes_uri = format!("file://{}", workspace.join("notes.md").display());
+    let prompt = json!([
+        {"type": "text", "text": "look at these"},
+        {"type": "image", "data": PNG, "mimeType": "image/png"},
+        {"type": "audio", "data": "UklGRgAAAABXQVZF", "mimeType": "audio/wav"},
+        {"type": "resource", "resource": {"uri": "file:///virtual/context.txt",
+            "text": "embedded context", "mimeType": "text/plain"}},
+        {"type": "resource_link", "uri": notes_uri, "name": "notes.md"},
+    ]);
+    let result = agent.call("session/prompt", json!({"sessionId": session, "prompt": prompt}));
+    assert_eq!(result["stopReason"], "end_turn", "{result}");
+    let text = chunk_text(&agent.updates(&session), "agent_message_chunk");
+    assert!(text.contains("look at these"), "{text:?}");
+
+    // Content that cannot be represented is refused, not dropped.
+    for (prompt, why) in [
+        (json!([]), "an empty prompt"),
+        (
+            json!([{"type": "resource_link", "uri": "file:relative.txt", "name": "r"}]),
+            "a relative file",
+        ),
+        (json!([{"type": "image", "data": "%%%", "mimeType": "image/png"}]), "bad base64"),
+    ] {
+        let response =
+            agent.request("session/prompt", json!({"sessionId": session, "prompt": prompt}));
+        let (code, message) = agent.error_of(&response, why);
+        assert_eq!(code, INVALID_PARAMS, "{why}: {message}");
+    }
+    assert!(agent.finish().success());
+
+    // The attachments are part of the persisted user message.
+    let mut agent = Agent::start(&env);
+    agent.initialize(plain_client());
+    agent.call("session/load", json!({"sessionId": session, "cwd": workspace, "mcpServers": []}));
+    let user: Vec<Value> =
+        agent.updates(&session).into_iter().filter(|u| kind(u) == "user_message_chunk").collect();
+    assert!(user.iter().any(|u| u["content"]["text"] == "look at these"), "{user:#?}");
+    let links: Vec<&Value> =
+        user.iter().filter(|u| u["content"]["type"] == "resource_link").collect();
+    assert!(links.iter().any(|u| u["content"]["name"] == "notes.md"), "{links:#?}");
+    assert_eq!(links.len(), 4, "image, audio, resource and link: {user:#?}");
+    assert!(agent.finish().success());
+}
