@@ -314,7 +314,11 @@ pub trait Mapper: Send + Sync {
     fn source(&self) -> &str;
     fn contract(&self) -> &Contract;
     fn launch_plan(&self, install: &VerifiedInstall) -> Result<LaunchPlan, MapperError>;
-    fn auth_plan(&self, install: &VerifiedInstall, command: AuthCommand) -> Result<LaunchPlan, MapperError>;
+    fn auth_plan(
+        &self,
+        install: &VerifiedInstall,
+        command: AuthCommand,
+    ) -> Result<LaunchPlan, MapperError>;
     fn connection(&self) -> Result<Box<dyn MapperConnection>, MapperFault>;
     fn session(&self, init: &SessionInit) -> Result<Box<dyn MapperSession>, MapperFault>;
 }
@@ -324,15 +328,35 @@ pub trait Mapper: Send + Sync {
 pub trait MapperConnection: Send {
     fn push(&mut self, bytes: &[u8]) -> Result<Vec<Inbound>, MapperError>;
     fn finish(&mut self) -> Result<Vec<Inbound>, MapperError>;
-    fn start(&mut self, op_id: u64, op: &ConnectionOp, first_request_id: u64) -> Result<Step, MapperFault>;
-    fn resume(&mut self, op_id: u64, reply: &NativeReply, first_request_id: u64) -> Result<Step, MapperFault>;
+    fn start(
+        &mut self,
+        op_id: u64,
+        op: &ConnectionOp,
+        first_request_id: u64,
+    ) -> Result<Step, MapperFault>;
+    fn resume(
+        &mut self,
+        op_id: u64,
+        reply: &NativeReply,
+        first_request_id: u64,
+    ) -> Result<Step, MapperFault>;
 }
 
 /// Mapping state of one native session. A `MapperFault` means the mapper itself failed (trap,
 /// resource cap, invalid output): the session is unusable afterwards.
 pub trait MapperSession: Send {
-    fn start(&mut self, op_id: u64, op: &SessionOp, first_request_id: u64) -> Result<Step, MapperFault>;
-    fn resume(&mut self, op_id: u64, reply: &NativeReply, first_request_id: u64) -> Result<Step, MapperFault>;
+    fn start(
+        &mut self,
+        op_id: u64,
+        op: &SessionOp,
+        first_request_id: u64,
+    ) -> Result<Step, MapperFault>;
+    fn resume(
+        &mut self,
+        op_id: u64,
+        reply: &NativeReply,
+        first_request_id: u64,
+    ) -> Result<Step, MapperFault>;
     /// A mapper-error returned by the guest arrives here as a `Terminal::Broken` action: for
     /// the coordinator an event the mapper cannot translate is a broken stream.
     fn map_event(&mut self, payload: &str) -> Result<Vec<Action>, MapperFault>;
