@@ -11,8 +11,10 @@ use std::path::{Path, PathBuf};
 const MAPPERS: &[(&str, &str)] = &[("zcode-task-v1", "mappers/zcode-task-v1")];
 
 /// Inputs outside the mapper crates that they read at build time: the WIT contract, the
-/// contract crate they depend on, and the simulator fixture whose hashes a contract pins.
-const SHARED_INPUTS: &[&str] = &["wit", "host/contract", "tests/fixtures/fake-zcode-host"];
+/// contract crate they depend on, the library the desktop-host generations share, and the
+/// simulator fixture whose hashes a contract pins.
+const SHARED_INPUTS: &[&str] =
+    &["wit", "host/contract", "mappers/zcode-host-common", "tests/fixtures/fake-zcode-host"];
 
 fn main() {
     if let Err(message) = run() {

@@ -9,7 +9,8 @@ use zcode_contract::{Os, Platform};
 use crate::launcher::{Runner, launcher_script};
 use crate::layout::{
     CLI_ENTRY, HOST_INDEX, HOST_INDEX_PATH, HOST_RPC_CHUNK, HOST_RPC_CHUNK_PATH, LayoutPaths,
-    METADATA_FIELDS, METADATA_PLATFORM_KEY, layout_paths,
+    METADATA_FIELDS, METADATA_PLATFORM_KEY, PROVIDER_CONFIG, PROVIDER_CONFIG_PATH,
+    bundles_provider_config, layout_paths,
 };
 use crate::variant::{Variant, WRONG_APP_VERSION, WRONG_CLI_VERSION};
 
@@ -41,7 +42,8 @@ impl FakeInstall {
 }
 
 /// Settings of one fake install. Defaults: this process's OS and platform tag, app 3.11.2,
-/// [`Variant::Good`]. A runner is required.
+/// [`Variant::Good`]. A runner is required. A 3.12 release also gets the built-in provider
+/// config beside its host archive.
 #[derive(Clone, Debug)]
 pub struct FakeInstallBuilder {
     root: PathBuf,
@@ -99,6 +101,10 @@ impl FakeInstallBuilder {
         write(&root, paths.cli_entry, &cli)?;
         write(&root, paths.metadata, &self.metadata(variant))?;
         self.write_host_archive(&root, &paths, variant)?;
+        if bundles_provider_config(&self.app_version) {
+            let config = format!("{}/{PROVIDER_CONFIG_PATH}", paths.resources());
+            write(&root, &config, PROVIDER_CONFIG)?;
+        }
         if let Some(plist) = paths.info_plist {
             write(&root, plist, info_plist(&self.app_version).as_bytes())?;
         }

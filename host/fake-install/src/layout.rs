@@ -16,6 +16,20 @@ pub const HOST_RPC_CHUNK: &[u8] =
 /// The simulator's CLI entry (`zcode.cjs`).
 pub const CLI_ENTRY: &[u8] = include_bytes!("../../../tests/fixtures/fake-zcode-host/zcode.cjs");
 
+/// Where ZCode 3.12 bundles its built-in provider config, relative to the directory that holds
+/// the host archive (`resources`, or `Contents/Resources` on macOS).
+pub const PROVIDER_CONFIG_PATH: &str = "config/provider/zcode-builtin.json";
+/// The simulator's stand-in for that file.
+pub const PROVIDER_CONFIG: &[u8] = include_bytes!(
+    "../../../tests/fixtures/fake-zcode-host-3.12/config/provider/zcode-builtin.json"
+);
+
+/// Whether a release bundles the built-in provider config its host needs at start-up (ZCode
+/// 3.12: the host reads it in `init-local`).
+pub fn bundles_provider_config(app_version: &str) -> bool {
+    app_version.starts_with("3.12.")
+}
+
 /// Bundle metadata a ZCode 3.11 install holds, besides the platform key.
 pub const METADATA_FIELDS: [(&str, &str); 3] = [
     ("runtime", "electron-node"),
@@ -34,6 +48,13 @@ pub struct LayoutPaths {
     pub host_archive: &'static str,
     /// macOS bundles carry `Contents/Info.plist` (app build, diagnostic only).
     pub info_plist: Option<&'static str>,
+}
+
+impl LayoutPaths {
+    /// The directory that holds the host archive.
+    pub fn resources(&self) -> &'static str {
+        self.host_archive.rsplit_once('/').map_or("", |(resources, _)| resources)
+    }
 }
 
 /// The ZCode install layout of `os`.

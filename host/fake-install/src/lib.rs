@@ -12,8 +12,10 @@
 //! runner must report as its CLI version when asked `<cli-entry> version`.
 //!
 //! Broken [`Variant`]s produce the install defects the gate must refuse (or, for a modified
-//! CLI, accept with a diagnostic). Files come from `tests/fixtures/fake-zcode-host/`, embedded
-//! at build time; nothing here depends on their content.
+//! CLI, accept with a diagnostic). Files come from `tests/fixtures/fake-zcode-host/` (and, for
+//! the provider config a 3.12 release bundles beside its host archive,
+//! `tests/fixtures/fake-zcode-host-3.12/`), embedded at build time; nothing here depends on
+//! their content.
 
 mod builder;
 mod cli;
@@ -26,6 +28,7 @@ pub use cli::main_with_args;
 pub use launcher::{Runner, SIM_CLI_VERSION_ENV};
 pub use layout::{
     CLI_ENTRY, HOST_INDEX, HOST_INDEX_PATH, HOST_RPC_CHUNK, HOST_RPC_CHUNK_PATH, LayoutPaths,
-    METADATA_FIELDS, METADATA_PLATFORM_KEY, layout_paths,
+    METADATA_FIELDS, METADATA_PLATFORM_KEY, PROVIDER_CONFIG, PROVIDER_CONFIG_PATH,
+    bundles_provider_config, layout_paths,
 };
 pub use variant::{Variant, WRONG_APP_VERSION, WRONG_CLI_VERSION};

@@ -1,4 +1,5 @@
-//! A faithful simulator of the ZCode 3.11.2 host service as seen through its bridge script.
+//! A faithful simulator of the ZCode 3.11.2 and 3.12.3 host services as seen through their
+//! bridge scripts (one profile per release, `profile.rs`).
 //!
 //! The simulator plays the runtime child a ZCode install's executable starts: bundled CLI
 //! commands (`version`, `doctor`, `login`, `logout`) and the host bridge (`-e <script>`), which

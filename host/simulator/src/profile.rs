@@ -2,8 +2,9 @@
 //!
 //! The profile is chosen by the app version in the install's `app.asar/package.json`, exactly
 //! like discovery reads it. Everything that differs between releases (CLI version, which host
-//! methods exist, which modes are published) lives in the profile so a later release is a new
-//! table, not a new code path.
+//! methods exist, which modes are published, how models and plan are represented, what the
+//! bridge needs to start) lives in the profile, so the host and the turn runner branch on a
+//! profile's features, never on a version string.
 
 use std::path::{Path, PathBuf};
 
@@ -18,8 +19,39 @@ pub struct Profile {
     pub agent_channel: &'static [&'static str],
     /// Methods the host serves on its `zcode-task` channel.
     pub task_channel: &'static [&'static str],
-    /// Modes the host accepts and reports.
+    /// Modes the host accepts in `setMode`.
     pub modes: &'static [&'static str],
+    /// Methods the bridge forwards on service `modelSelection` (reference: services-v4 §3.2).
+    pub bridge_model_selection_methods: &'static [&'static str],
+    /// Methods the host serves on its `model-selection` channel.
+    pub model_selection_channel: &'static [&'static str],
+    pub plan: PlanState,
+    pub models: ModelShape,
+    /// The bridge needs `ZCODE_ACP_HOST_PROVIDER_CONFIG` (the bundled
+    /// `config/provider/zcode-builtin.json`), which it hands to the host in `init-local`.
+    pub needs_provider_config: bool,
+}
+
+/// How a release represents planning.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlanState {
+    /// `plan` is one of the modes (3.11.2).
+    Mode,
+    /// A flag beside the editing mode: `setMode("plan")` sets it and keeps the mode, any other
+    /// mode clears it; approving a plan or resuming a session clears it (3.12.3).
+    IndependentFlag,
+}
+
+/// How a release represents models.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModelShape {
+    /// Refs `{providerId, modelId, variant?}`, one thought-level list for every model, the
+    /// catalogue in `readWorkspaceState` (3.11.2).
+    Refs,
+    /// `ModelSelection {providerId, modelId, options: {reasoningLevel}}`, reasoning levels per
+    /// model, the catalogue from `model-selection.getView`; a session snapshot lists only its
+    /// current model (3.12.3).
+    Selection,
 }
 
 /// ZCode 3.11.2 (CLI 0.16.5), host protocol `zcode-task-v1`.
@@ -28,9 +60,34 @@ pub const ZCODE_3_11_2: Profile = Profile {
     cli_version: "0.16.5",
     bridge_agent_methods: &AGENT_METHODS_3_11,
     agent_channel: &AGENT_METHODS_3_11,
-    task_channel: &["stopGeneration", "respondPermission", "respondElicitation"],
-    modes: &["build", "edit", "plan", "yolo"],
+    task_channel: &TASK_METHODS,
+    modes: &MODES,
+    bridge_model_selection_methods: &[],
+    model_selection_channel: &[],
+    plan: PlanState::Mode,
+    models: ModelShape::Refs,
+    needs_provider_config: false,
 };
+
+/// ZCode 3.12.3 (CLI 0.16.5, build 3.12.3.7463), host protocol `zcode-host-3.12`:
+/// `readWorkspaceState` removed, `readWorkspacePresentation` and the `model-selection` channel
+/// added, plan independent of the editing mode, the bridge needs the built-in provider config.
+pub const ZCODE_3_12_3: Profile = Profile {
+    app_version: "3.12.3",
+    cli_version: "0.16.5",
+    bridge_agent_methods: &AGENT_METHODS_3_12,
+    agent_channel: &AGENT_METHODS_3_12,
+    task_channel: &TASK_METHODS,
+    modes: &MODES,
+    bridge_model_selection_methods: &["getView"],
+    model_selection_channel: &["getView"],
+    plan: PlanState::IndependentFlag,
+    models: ModelShape::Selection,
+    needs_provider_config: true,
+};
+
+const TASK_METHODS: [&str; 3] = ["stopGeneration", "respondPermission", "respondElicitation"];
+const MODES: [&str; 4] = ["build", "edit", "plan", "yolo"];
 
 const AGENT_METHODS_3_11: [&str; 16] = [
     "initialize",
@@ -51,9 +108,27 @@ const AGENT_METHODS_3_11: [&str; 16] = [
     "disposeWorkspace",
 ];
 
-/// Every release the simulator can play. A 3.12.3 profile (no `readWorkspaceState`, models via
-/// `model-selection`, plan as an independent flag) would be added here.
-pub const PROFILES: &[&Profile] = &[&ZCODE_3_11_2];
+const AGENT_METHODS_3_12: [&str; 16] = [
+    "initialize",
+    "readWorkspacePresentation",
+    "createSession",
+    "resumeSession",
+    "listSessions",
+    "readSession",
+    "readSessionMessages",
+    "readSessionEvents",
+    "sendPrompt",
+    "closeSession",
+    "setModel",
+    "setThoughtLevel",
+    "setMode",
+    "getTaskTokenUsage",
+    "respondProviderRuntimeHeaders",
+    "disposeWorkspace",
+];
+
+/// Every release the simulator can play.
+pub const PROFILES: &[&Profile] = &[&ZCODE_3_11_2, &ZCODE_3_12_3];
 
 /// Where `package.json` may live inside an install root (Linux/Windows, then macOS layout).
 const PACKAGE_JSON_CANDIDATES: &[&str] =
@@ -76,6 +151,7 @@ impl Profile {
         let table = match channel {
             Channel::Agent => self.agent_channel,
             Channel::Task => self.task_channel,
+            Channel::ModelSelection => self.model_selection_channel,
         };
         table.contains(&method)
     }
@@ -86,6 +162,7 @@ impl Profile {
 pub enum Channel {
     Agent,
     Task,
+    ModelSelection,
 }
 
 impl Channel {
@@ -93,6 +170,7 @@ impl Channel {
         match name {
             "zcode-agent" => Some(Channel::Agent),
             "zcode-task" => Some(Channel::Task),
+            "model-selection" => Some(Channel::ModelSelection),
             _ => None,
         }
     }
@@ -147,9 +225,10 @@ mod tests {
 
     #[test]
     fn refuses_unknown_versions_and_missing_packages() {
-        let future = install_with("resources/app.asar/package.json", r#"{"version":"3.12.3"}"#);
+        let future = install_with("resources/app.asar/package.json", r#"{"version":"3.14.3"}"#);
         let error = Profile::detect(future.path()).unwrap_err();
-        assert!(error.contains("no simulator profile for ZCode 3.12.3"), "{error}");
+        assert!(error.contains("no simulator profile for ZCode 3.14.3"), "{error}");
+        assert!(error.contains("(supported: 3.11.2, 3.12.3)"), "{error}");
         let empty = tempfile::tempdir().unwrap();
         assert!(Profile::detect(empty.path()).unwrap_err().contains("no app.asar/package.json"));
     }
@@ -159,5 +238,25 @@ mod tests {
         assert!(ZCODE_3_11_2.serves(Channel::Agent, "readWorkspaceState"));
         assert!(!ZCODE_3_11_2.serves(Channel::Agent, "stopGeneration"));
         assert!(ZCODE_3_11_2.serves(Channel::Task, "stopGeneration"));
+        assert!(!ZCODE_3_11_2.serves(Channel::ModelSelection, "getView"));
+    }
+
+    #[test]
+    fn the_3_12_3_profile_replaces_the_workspace_state() {
+        let linux = install_with("resources/app.asar/package.json", r#"{"version":"3.12.3"}"#);
+        let profile = Profile::detect(linux.path()).unwrap();
+        assert_eq!((profile.app_version, profile.cli_version), ("3.12.3", "0.16.5"));
+        assert!(!profile.serves(Channel::Agent, "readWorkspaceState"));
+        assert!(!profile.bridge_agent_methods.contains(&"readWorkspaceState"));
+        assert!(profile.serves(Channel::Agent, "readWorkspacePresentation"));
+        assert!(profile.serves(Channel::ModelSelection, "getView"));
+        assert_eq!(
+            (profile.plan, profile.models, profile.needs_provider_config),
+            (PlanState::IndependentFlag, ModelShape::Selection, true)
+        );
+        assert_eq!(
+            (ZCODE_3_11_2.plan, ZCODE_3_11_2.models, ZCODE_3_11_2.needs_provider_config),
+            (PlanState::Mode, ModelShape::Refs, false)
+        );
     }
 }

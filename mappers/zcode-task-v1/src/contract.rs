@@ -3,11 +3,14 @@
 
 use serde_json::{Value, json};
 use zcode_contract::{
-    Artifact, AuthCommand, Contract, FileCheck, LaunchPlan, Layout, MapperError, Os,
-    VerifiedInstall, VersionProbe,
+    Artifact, AuthCommand, Contract, FileCheck, LaunchPlan, MapperError, VerifiedInstall,
 };
-
-use crate::json::internal;
+use zcode_host_common::install::{
+    self, CREDENTIALS_FILE, HOST_INDEX_PATH, HOST_INDEX_ROLE, HOST_RPC_ROLE, METADATA,
+    METADATA_ENTRY_KEY, METADATA_PLATFORM_KEY, cli_version_probe, file_for_role, pairs,
+    relative_executable,
+};
+use zcode_host_common::json::internal;
 
 mod simulator {
     include!(concat!(env!("OUT_DIR"), "/simulator_hashes.rs"));
@@ -19,9 +22,6 @@ pub const SIMULATED_ARTIFACT_ID: &str = "zcode-sim-3.11.2";
 
 const APP_VERSION: &str = "3.11.2";
 const CLI_VERSION: &str = "0.16.5";
-const HOST_INDEX_ROLE: &str = "host-index";
-const HOST_RPC_ROLE: &str = "host-rpc-module";
-const HOST_INDEX_PATH: &str = "out/host/index.js";
 const HOST_RPC_PATH: &str = "out/host/chunk-KGXW6KHC.js";
 /// Export names of the RPC module: message-port protocol, channel client, service factory.
 const RPC_EXPORTS: [(&str, &str); 3] = [("protocol", "g"), ("client", "i"), ("service", "j")];
@@ -82,28 +82,6 @@ fn artifact(hashes: &ArtifactHashes) -> Artifact {
     }
 }
 
-fn layout(os: Os) -> Layout {
-    let (executable, resources) = match os {
-        Os::Macos => (
-            "Contents/Frameworks/ZCode Helper.app/Contents/MacOS/ZCode Helper",
-            "Contents/Resources",
-        ),
-        Os::Linux => ("zcode", "resources"),
-        Os::Windows => ("ZCode.exe", "resources"),
-    };
-    Layout {
-        os,
-        executable: executable.to_string(),
-        cli_entry: format!("{resources}/glm/zcode.cjs"),
-        metadata: format!("{resources}/glm/.node-bundle-meta.json"),
-        host_archive: format!("{resources}/app.asar"),
-    }
-}
-
-fn pairs(items: &[(&str, &str)]) -> Vec<(String, String)> {
-    items.iter().map(|(key, value)| (key.to_string(), value.to_string())).collect()
-}
-
 pub fn contract() -> Contract {
     Contract {
         protocol_id: PROTOCOL_ID.to_string(),
@@ -111,20 +89,13 @@ pub fn contract() -> Contract {
             "ZCode 3.11.2 (CLI 0.16.5) host service: Electron run as Node, NDJSON bridge, \
                       zcode-agent and zcode-task channels"
                 .to_string(),
-        layouts: [Os::Macos, Os::Linux, Os::Windows].into_iter().map(layout).collect(),
-        metadata: pairs(&[
-            ("runtime", "electron-node"),
-            ("entry", "zcode.cjs"),
-            ("source", "apps/zcode-cli/packages/cli/dist/zcode.cjs"),
-        ]),
-        metadata_platform_key: "platform".to_string(),
-        metadata_entry_key: "entry".to_string(),
+        layouts: install::layouts(),
+        metadata: pairs(&METADATA),
+        metadata_platform_key: METADATA_PLATFORM_KEY.to_string(),
+        metadata_entry_key: METADATA_ENTRY_KEY.to_string(),
         artifacts: vec![artifact(&REAL), artifact(&SIMULATED)],
-        cli_version_probe: VersionProbe {
-            args: vec!["{cli-entry}".to_string(), "version".to_string()],
-            env: pairs(&[("ELECTRON_RUN_AS_NODE", "1")]),
-        },
-        credentials_file: ".zcode/v2/credentials.json".to_string(),
+        cli_version_probe: cli_version_probe(),
+        credentials_file: CREDENTIALS_FILE.to_string(),
     }
 }
 
@@ -161,27 +132,6 @@ fn protocol_descriptor() -> Value {
     })
 }
 
-/// The executable relative to the install root (the core refuses any other program).
-fn relative_executable(install: &VerifiedInstall) -> Result<String, MapperError> {
-    let root = install.install_root.trim_end_matches(['/', '\\']);
-    install
-        .executable
-        .strip_prefix(root)
-        .and_then(|rest| rest.strip_prefix(['/', '\\']))
-        .filter(|rest| !rest.is_empty())
-        .map(str::to_string)
-        .ok_or_else(|| internal("The verified executable is not inside the install root"))
-}
-
-fn file_for_role<'a>(install: &'a VerifiedInstall, role: &str) -> Result<&'a str, MapperError> {
-    install
-        .files
-        .iter()
-        .find(|(name, _)| name == role)
-        .map(|(_, path)| path.as_str())
-        .ok_or_else(|| internal(format!("The verified install has no `{role}` file")))
-}
-
 pub fn launch_plan(install: &VerifiedInstall) -> Result<LaunchPlan, MapperError> {
     let hashes = artifact_hashes(&install.artifact_id).ok_or_else(|| {
         internal(format!("Artifact {} is not part of this mapper's contract", install.artifact_id))
@@ -210,24 +160,14 @@ pub fn auth_plan(
     install: &VerifiedInstall,
     command: AuthCommand,
 ) -> Result<LaunchPlan, MapperError> {
-    let mut args = vec![install.cli_entry.clone()];
-    match command {
-        AuthCommand::Login => args.extend(["login".to_string(), "--no-browser".to_string()]),
-        AuthCommand::Logout => args.push("logout".to_string()),
-    }
-    Ok(LaunchPlan {
-        program: relative_executable(install)?,
-        args,
-        env: pairs(&[("ELECTRON_RUN_AS_NODE", "1")]),
-        cwd: install.install_root.clone(),
-        stdin_preamble: Vec::new(),
-        needs_handshake: false,
-    })
+    install::auth_plan(install, command)
 }
 
 #[cfg(test)]
 mod tests {
     use std::path::Path;
+
+    use zcode_contract::Os;
 
     use super::*;
 

@@ -1,46 +1,51 @@
 //! The `zcode-task-v1` mapper: ZCode 3.11.2 (CLI 0.16.5) host service ↔ ACP v1.
 //!
 //! The mapping is plain Rust, tested natively and exposed natively as [`TaskV1Mapper`] (a
-//! `zcode_contract::Mapper`), so it can be replayed and benchmarked without WebAssembly. Built
-//! for `wasm32`, the thin `guest` module exports the same logic as a `zcode:mapper` component.
+//! `zcode_contract::Mapper`), so it can be replayed and benchmarked without WebAssembly. What
+//! every generation of the desktop host shares is in `zcode-host-common`; this crate holds
+//! what is particular to 3.11.2: its contract and launch plan, `readWorkspaceState`, the
+//! four-mode catalog and the model / thought-level options. Built for `wasm32`, it exports the
+//! same logic as a `zcode:mapper` component.
 //! The mapper has no clock, randomness, filesystem or environment: everything it knows comes
 //! through the contract. (Hence `BTreeMap` throughout: std's `HashMap` seeds its hasher from
 //! `wasi:random`, which the sandbox does not provide; `tests/wasm_imports.rs` checks this.)
 
-pub mod connection;
 pub mod contract;
-pub mod envelope;
-mod events;
-mod history;
-mod interactions;
-mod json;
-pub mod ops;
-mod plan;
-pub mod prompt;
-pub mod session;
-mod settings;
-mod state;
-mod text;
-mod tools;
+pub mod generation;
+pub mod workspace_state;
+
+// The shared modules keep their former paths in this crate.
+pub use zcode_host_common::{connection, envelope, ops, prompt, session};
 
 #[cfg(test)]
-mod acp_check;
+mod connection_tests;
+#[cfg(test)]
+mod settings_tests;
 #[cfg(test)]
 mod tests;
 
 #[cfg(target_arch = "wasm32")]
-mod guest;
+zcode_host_common::export_guest! {
+    name: "zcode-task-v1",
+    contract: crate::contract::contract,
+    launch_plan: crate::contract::launch_plan,
+    auth_plan: crate::contract::auth_plan,
+    connection: crate::TaskV1Connection = crate::TaskV1Connection::new(),
+    session: crate::TaskV1Session = |init| crate::TaskV1Session::new(init),
+}
 
 use std::sync::OnceLock;
 
 use zcode_contract::{
-    Action, AuthCommand, ConnectionOp, Contract, Inbound, LaunchPlan, Mapper, MapperConnection,
-    MapperError, MapperFault, MapperSession, NativeReply, SessionInit, SessionOp, Step, Terminal,
-    VerifiedInstall,
+    AuthCommand, Contract, LaunchPlan, Mapper, MapperConnection, MapperError, MapperFault,
+    MapperSession, SessionInit, VerifiedInstall,
 };
 
-pub use connection::TaskV1Connection;
-pub use session::TaskV1Session;
+/// One host process of ZCode 3.11.2.
+pub type TaskV1Connection =
+    zcode_host_common::connection::Connection<workspace_state::WorkspaceState>;
+/// The mapping state of one ZCode 3.11.2 session.
+pub type TaskV1Session = zcode_host_common::session::Session<generation::TaskV1>;
 
 /// The mapper, natively.
 #[derive(Clone, Copy, Debug, Default)]
@@ -74,59 +79,5 @@ impl Mapper for TaskV1Mapper {
 
     fn session(&self, init: &SessionInit) -> Result<Box<dyn MapperSession>, MapperFault> {
         Ok(Box::new(TaskV1Session::new(init)))
-    }
-}
-
-impl MapperConnection for TaskV1Connection {
-    fn push(&mut self, bytes: &[u8]) -> Result<Vec<Inbound>, MapperError> {
-        TaskV1Connection::push(self, bytes)
-    }
-
-    fn finish(&mut self) -> Result<Vec<Inbound>, MapperError> {
-        TaskV1Connection::finish(self)
-    }
-
-    fn start(
-        &mut self,
-        op_id: u64,
-        op: &ConnectionOp,
-        first_request_id: u64,
-    ) -> Result<Step, MapperFault> {
-        Ok(TaskV1Connection::start(self, op_id, op, first_request_id))
-    }
-
-    fn resume(
-        &mut self,
-        op_id: u64,
-        reply: &NativeReply,
-        first_request_id: u64,
-    ) -> Result<Step, MapperFault> {
-        Ok(TaskV1Connection::resume(self, op_id, reply, first_request_id))
-    }
-}
-
-impl MapperSession for TaskV1Session {
-    fn start(
-        &mut self,
-        op_id: u64,
-        op: &SessionOp,
-        first_request_id: u64,
-    ) -> Result<Step, MapperFault> {
-        Ok(TaskV1Session::start(self, op_id, op, first_request_id))
-    }
-
-    fn resume(
-        &mut self,
-        op_id: u64,
-        reply: &NativeReply,
-        first_request_id: u64,
-    ) -> Result<Step, MapperFault> {
-        Ok(TaskV1Session::resume(self, op_id, reply, first_request_id))
-    }
-
-    /// Like the WebAssembly runtime: a mapper error is a broken stream.
-    fn map_event(&mut self, payload: &str) -> Result<Vec<Action>, MapperFault> {
-        Ok(TaskV1Session::map_event(self, payload)
-            .unwrap_or_else(|problem| vec![Action::Terminal(Terminal::Broken(problem))]))
     }
 }

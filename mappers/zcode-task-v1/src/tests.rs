@@ -8,9 +8,9 @@ use zcode_contract::{
     Terminal,
 };
 
-use crate::acp_check;
-use crate::session::TaskV1Session;
-use crate::settings::tests::snapshot_json;
+use crate::TaskV1Session;
+use crate::settings_tests::snapshot_json;
+use zcode_host_common::acp_check;
 
 /// A session plus a scripted host.
 struct Driver {

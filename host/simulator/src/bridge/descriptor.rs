@@ -1,11 +1,17 @@
 //! The bridge's launch environment: the four `ZCODE_ACP_HOST_*` variables the bridge script
-//! reads before doing anything (reference §2.2).
+//! reads before doing anything (reference §2.2), and for 3.12.3 the built-in provider config
+//! (`ZCODE_ACP_HOST_PROVIDER_CONFIG`) the host needs in `init-local`.
 
 use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use crate::profile::Profile;
+
 pub const MISSING: &str = "Missing ZCode host artifact or protocol";
+pub const MISSING_PROVIDER_CONFIG: &str =
+    "Missing ZCode built-in provider config (ZCODE_ACP_HOST_PROVIDER_CONFIG)";
+const MODEL_SELECTION_SERVICE: &str = "modelSelection";
 
 /// What the bridge needs from its environment.
 #[derive(Debug)]
@@ -17,9 +23,10 @@ pub struct BridgeEnv {
 }
 
 impl BridgeEnv {
-    /// Reads the environment like the bridge script: every variable must be present, the
-    /// descriptors must be JSON, and the host files must exist to be imported.
-    pub fn from_env() -> Result<BridgeEnv, String> {
+    /// Reads the environment like the bridge script of `profile`'s release: every variable
+    /// must be present, the descriptors must be JSON, and the host files must exist to be
+    /// imported.
+    pub fn from_env(profile: &Profile) -> Result<BridgeEnv, String> {
         let read = |name: &str| std::env::var(name).ok().filter(|value| !value.is_empty());
         let (Some(index), Some(rpc), Some(artifact), Some(protocol)) = (
             read("ZCODE_ACP_HOST_INDEX"),
@@ -34,12 +41,38 @@ impl BridgeEnv {
         let protocol: Value = serde_json::from_str(&protocol)
             .map_err(|error| format!("ZCODE_ACP_HOST_PROTOCOL is not JSON: {error}"))?;
         let (service_channels, operations) = parse_protocol(&protocol)?;
+        let needs_model_selection = !profile.bridge_model_selection_methods.is_empty();
+        if needs_model_selection && !service_channels.contains_key(MODEL_SELECTION_SERVICE) {
+            return Err("Invalid ZCode host protocol: serviceChannels must map service names \
+                        (including agent and modelSelection) to channels"
+                .to_owned());
+        }
+        if profile.needs_provider_config {
+            check_provider_config(read("ZCODE_ACP_HOST_PROVIDER_CONFIG"))?;
+        }
         for path in [&index, &rpc] {
             if !std::path::Path::new(path).is_file() {
                 return Err(format!("Cannot find module '{path}'"));
             }
         }
         Ok(BridgeEnv { service_channels, operations })
+    }
+}
+
+/// The bridge checks that the provider config is a file; the host, which reads it at
+/// `init-local`, cannot start without a JSON object in it.
+fn check_provider_config(path: Option<String>) -> Result<(), String> {
+    let path = path.ok_or(MISSING_PROVIDER_CONFIG)?;
+    if !std::path::Path::new(&path).is_file() {
+        return Err(format!("ZCode built-in provider config is not a file: {path}"));
+    }
+    let text = std::fs::read_to_string(&path).map_err(|error| {
+        format!("ZCode host worker failed: cannot read the built-in provider config: {error}")
+    })?;
+    match serde_json::from_str::<Value>(&text) {
+        Ok(Value::Object(_)) => Ok(()),
+        _ => Err("ZCode host worker failed: the built-in provider config is not a JSON object"
+            .to_owned()),
     }
 }
 

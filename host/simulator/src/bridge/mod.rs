@@ -7,6 +7,7 @@
 
 mod descriptor;
 pub mod envelope;
+mod projection;
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -40,7 +41,7 @@ pub fn run(install_root: &std::path::Path, profile: &'static Profile) -> ExitCod
         );
         return ExitCode::from(1);
     }
-    let env = match BridgeEnv::from_env() {
+    let env = match BridgeEnv::from_env(profile) {
         Ok(env) => env,
         Err(message) => {
             eprintln!("{message}");
@@ -56,6 +57,7 @@ pub fn run(install_root: &std::path::Path, profile: &'static Profile) -> ExitCod
     };
     let mut method_points: Vec<&str> = profile.agent_channel.to_vec();
     method_points.extend_from_slice(profile.task_channel);
+    method_points.extend_from_slice(profile.model_selection_channel);
     let faults = match Faults::from_env(&method_points) {
         Ok(faults) => faults,
         Err(message) => {
@@ -257,16 +259,26 @@ impl Bridge {
             return Err(format!("Unsupported bridge service: {}", js_text(service)));
         };
         let method_name = js_text(method);
-        let agent_method = service == "agent"
-            && self.host.profile.bridge_agent_methods.contains(&method_name.as_str());
+        let profile = self.host.profile;
+        let agent_method =
+            service == "agent" && profile.bridge_agent_methods.contains(&method_name.as_str());
+        let model_selection_method = service == projection::SERVICE
+            && profile.bridge_model_selection_methods.contains(&method_name.as_str());
         let operation = self.env.operations.iter().any(|(s, m)| s == service && *m == method_name);
-        if method.and_then(Value::as_str).is_none() || !(agent_method || operation) {
+        let allowed = agent_method || model_selection_method || operation;
+        if method.and_then(Value::as_str).is_none() || !allowed {
             return Err(format!("Unsupported native bridge method: {service}:{method_name}"));
         }
         let channel = Channel::from_name(channel_name)
             .ok_or_else(|| format!("Unknown channel: {channel_name}"))?;
         let native_params = params.get("params").cloned().unwrap_or(Value::Null);
-        self.host.call(channel, &method_name, &native_params)
+        let handled = self.host.call(channel, &method_name, &native_params)?;
+        if model_selection_method && method_name == "getView" {
+            // The raw view carries credentials: only its projection leaves the bridge.
+            let result = projection::model_selection_view(&handled.result)?;
+            return Ok(Handled { result, turn: handled.turn });
+        }
+        Ok(handled)
     }
 
     fn subscribe(&self, params: &Value) -> Result<(), String> {

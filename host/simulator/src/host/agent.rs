@@ -12,6 +12,7 @@ use super::session::{LiveSession, PendingKind, TurnControl};
 use super::store::{StoredSession, TokenUsage, WorkspacePrefs};
 use super::{Handled, Host, catalog};
 use crate::clock::now_ms;
+use crate::profile::{ModelShape, PlanState};
 use crate::scenario;
 use crate::turn::{self, TurnStart};
 
@@ -21,6 +22,7 @@ pub fn call(host: &Arc<Host>, method: &str, params: &Params) -> Result<Handled, 
     let result = match method {
         "initialize" => initialize(host, params)?,
         "readWorkspaceState" => read_workspace_state(host, params)?,
+        "readWorkspacePresentation" => read_workspace_presentation(params)?,
         "createSession" => create_session(host, params)?,
         "resumeSession" => resume_session(host, params)?,
         "listSessions" => list_sessions(host, params)?,
@@ -69,8 +71,18 @@ fn read_workspace_state(host: &Host, params: &Params) -> Result<Value, String> {
     }))
 }
 
+/// `readWorkspacePresentation` (3.12.3): the workspace and the editing mode new sessions get.
+fn read_workspace_presentation(params: &Params) -> Result<Value, String> {
+    let workspace = params.workspace()?;
+    Ok(json!({"workspace": {"workspacePath": workspace}, "mode": catalog::DEFAULT_MODE}))
+}
+
 /// The model and thought level a new session of `workspace` starts with.
-fn workspace_defaults(host: &Host, workspace: &str) -> (Value, String) {
+pub(super) fn workspace_defaults(host: &Host, workspace: &str) -> (Value, String) {
+    if host.profile.models == ModelShape::Selection {
+        let (model, level) = selected_defaults(host, workspace);
+        return (model.reference(), level);
+    }
     let prefs = host.store().workspace_prefs(workspace);
     let model = prefs.model.filter(|model| catalog::find_model(model).is_some());
     let level = prefs.thought_level.filter(|level| catalog::is_thought_level(level));
@@ -78,6 +90,36 @@ fn workspace_defaults(host: &Host, workspace: &str) -> (Value, String) {
         model.unwrap_or_else(catalog::default_model),
         level.unwrap_or_else(|| catalog::DEFAULT_THOUGHT_LEVEL.to_owned()),
     )
+}
+
+/// The workspace's last-used model and level where levels are per model: a level the model
+/// does not offer falls back to the model's default.
+pub(super) fn selected_defaults(host: &Host, workspace: &str) -> (&'static catalog::Model, String) {
+    let prefs = host.store().workspace_prefs(workspace);
+    let model = prefs
+        .model
+        .as_ref()
+        .and_then(catalog::find_selected_model)
+        .unwrap_or_else(catalog::default_selected_model);
+    let level = prefs.thought_level.filter(|level| model.offers(level));
+    (model, level.unwrap_or_else(|| model.default_level().to_owned()))
+}
+
+/// `createSession`'s `model` and `thoughtLevel` (3.12.3). Creation hands only provider and
+/// model on to the session, so a level inside `model` is dropped: only `thoughtLevel` sets it,
+/// else the model's default applies.
+fn requested_selection(params: &Params) -> Result<Option<(Value, String)>, String> {
+    let Some(requested) = params.get("model") else {
+        return Ok(None);
+    };
+    let model = catalog::find_selected_model(requested)
+        .ok_or_else(|| format!("Unknown model: {requested}"))?;
+    let level = match params.optional_string("thoughtLevel")? {
+        Some(level) if model.offers(level) => level.to_owned(),
+        Some(level) => return Err(format!("Unknown thought level: {level}")),
+        None => model.default_level().to_owned(),
+    };
+    Ok(Some((model.reference(), level)))
 }
 
 fn create_session(host: &Host, params: &Params) -> Result<Value, String> {
@@ -91,7 +133,11 @@ fn create_session(host: &Host, params: &Params) -> Result<Value, String> {
         Some(other) => return Err(format!("createSession: unknown persistence {other:?}")),
     };
     let mcp_servers = mcp_servers(params)?;
-    let (model, thought_level) = workspace_defaults(host, workspace);
+    let requested = match host.profile.models {
+        ModelShape::Selection => requested_selection(params)?,
+        ModelShape::Refs => None,
+    };
+    let (model, thought_level) = requested.unwrap_or_else(|| workspace_defaults(host, workspace));
     let now = now_ms();
     let record = StoredSession {
         session_id: uuid::Uuid::new_v4().to_string(),
@@ -110,8 +156,9 @@ fn create_session(host: &Host, params: &Params) -> Result<Value, String> {
         always_allowed: BTreeSet::new(),
         mcp_servers,
         recent_events: VecDeque::new(),
+        plan_enabled: false,
     };
-    let mut live = LiveSession::new(record, !deferred, host.out.clone());
+    let mut live = LiveSession::new(record, !deferred, host.profile, host.out.clone());
     host.persist(&mut live)?;
     let snapshot = live.snapshot(host.options.signed_out, None);
     host.insert(live);
@@ -134,6 +181,8 @@ fn resume_session(host: &Host, params: &Params) -> Result<Value, String> {
         live.record.mcp_servers = mcp_servers(params)?;
     }
     live.closed = false;
+    // A native resume does not keep the independent plan flag.
+    live.record.plan_enabled = false;
     host.persist(&mut live)?;
     // The snapshot names the session's own workspace; callers check it against theirs.
     Ok(live.snapshot(host.options.signed_out, None))
@@ -291,15 +340,25 @@ fn set_mode(host: &Host, params: &Params) -> Result<Value, String> {
     if !host.profile.modes.contains(&mode) {
         return Err(format!("Unsupported mode: {mode}"));
     }
+    let independent_plan = host.profile.plan == PlanState::IndependentFlag;
     change_setting(host, params, |record| {
-        let changed = record.mode != mode;
-        record.mode = mode.to_owned();
-        changed
+        let before = (record.mode.clone(), record.plan_enabled);
+        if independent_plan && mode == "plan" {
+            // Planning starts; the editing mode stays for afterwards.
+            record.plan_enabled = true;
+        } else {
+            record.mode = mode.to_owned();
+            record.plan_enabled = false;
+        }
+        before != (record.mode.clone(), record.plan_enabled)
     })
 }
 
 fn set_model(host: &Host, params: &Params) -> Result<Value, String> {
     let requested = params.get("model").ok_or("setModel: `model` is required")?;
+    if host.profile.models == ModelShape::Selection {
+        return set_selected_model(host, params, requested);
+    }
     let model =
         catalog::find_model(requested).ok_or_else(|| format!("Unknown model: {requested}"))?;
     if persist_as_last_used(params) {
@@ -315,9 +374,42 @@ fn set_model(host: &Host, params: &Params) -> Result<Value, String> {
     })
 }
 
+/// `setModel` with a `ModelSelection` (3.12.3): the model changes; the session keeps its
+/// level when the new model offers it, else takes the model's default — the level itself is
+/// set with `setThoughtLevel`.
+fn set_selected_model(host: &Host, params: &Params, requested: &Value) -> Result<Value, String> {
+    let model = catalog::find_selected_model(requested)
+        .ok_or_else(|| format!("Unknown model: {requested}"))?;
+    if persist_as_last_used(params) {
+        let workspace = params.workspace()?;
+        let mut prefs = host.store().workspace_prefs(workspace);
+        prefs.model = Some(model.reference());
+        host.store().save_workspace_prefs(workspace, prefs)?;
+    }
+    change_setting(host, params, |record| {
+        let before = (record.model.clone(), record.thought_level.clone());
+        record.model = model.reference();
+        if !model.offers(&record.thought_level) {
+            record.thought_level = model.default_level().to_owned();
+        }
+        before != (record.model.clone(), record.thought_level.clone())
+    })
+}
+
+/// Whether `level` is a level the session's model offers.
+fn offered_level(host: &Host, params: &Params, level: &str) -> Result<bool, String> {
+    if host.profile.models == ModelShape::Refs {
+        return Ok(catalog::is_thought_level(level));
+    }
+    with_session(host, params, |live| {
+        Ok(catalog::find_selected_model(&live.record.model)
+            .is_some_and(|model| model.offers(level)))
+    })
+}
+
 fn set_thought_level(host: &Host, params: &Params) -> Result<Value, String> {
     let level = params.string("thoughtLevel")?;
-    if !catalog::is_thought_level(level) {
+    if !offered_level(host, params, level)? {
         return Err(format!("Unknown thought level: {level}"));
     }
     if persist_as_last_used(params) {

@@ -4,6 +4,7 @@
 mod agent;
 pub mod catalog;
 mod inject;
+mod model_selection;
 mod params;
 pub mod session;
 pub mod store;
@@ -91,6 +92,9 @@ impl Host {
         match channel {
             Channel::Agent => agent::call(self, method, &params),
             Channel::Task => task::call(self, method, &params).map(Handled::from),
+            Channel::ModelSelection => {
+                model_selection::call(self, method, &params).map(Handled::from)
+            }
         }
     }
 
@@ -178,7 +182,8 @@ impl Host {
             .store
             .load_session(session_id)?
             .ok_or_else(|| format!("Session not found: {session_id}"))?;
-        let shared = Arc::new(Mutex::new(LiveSession::new(record, true, self.out.clone())));
+        let live = LiveSession::new(record, true, self.profile, self.out.clone());
+        let shared = Arc::new(Mutex::new(live));
         sessions.insert(session_id.to_owned(), shared.clone());
         Ok(shared)
     }

@@ -11,6 +11,7 @@ use super::catalog;
 use super::store::{RECENT_EVENTS, StoredSession};
 use crate::clock::now_ms;
 use crate::output::Output;
+use crate::profile::{ModelShape, Profile};
 
 /// The running turn of a session.
 pub struct TurnControl {
@@ -43,11 +44,18 @@ pub struct LiveSession {
     pub closed: bool,
     /// Whether the record exists on disk (`persistence: "deferred"` waits for the first prompt).
     pub persisted: bool,
+    /// The release whose snapshot shape this session reports.
+    pub profile: &'static Profile,
     out: Arc<Output>,
 }
 
 impl LiveSession {
-    pub fn new(record: StoredSession, persisted: bool, out: Arc<Output>) -> LiveSession {
+    pub fn new(
+        record: StoredSession,
+        persisted: bool,
+        profile: &'static Profile,
+        out: Arc<Output>,
+    ) -> LiveSession {
         LiveSession {
             record,
             subscribers: Vec::new(),
@@ -55,8 +63,14 @@ impl LiveSession {
             pending: HashMap::new(),
             closed: false,
             persisted,
+            profile,
             out,
         }
+    }
+
+    /// Planning is on: the `plan` mode, or the independent flag.
+    pub fn planning(&self) -> bool {
+        self.record.mode == "plan" || self.record.plan_enabled
     }
 
     pub fn id(&self) -> &str {
@@ -84,8 +98,16 @@ impl LiveSession {
             session["title"] = json!(title);
         }
         let cost = (record.usage.total() as f64 * catalog::USD_PER_TOKEN * 1e6).round() / 1e6;
-        let settings =
-            catalog::settings(&record.model, &record.thought_level, &record.mode, signed_out);
+        let settings = match self.profile.models {
+            ModelShape::Refs => {
+                catalog::settings(&record.model, &record.thought_level, &record.mode, signed_out)
+            }
+            ModelShape::Selection => {
+                let model = catalog::find_selected_model(&record.model)
+                    .unwrap_or_else(catalog::default_selected_model);
+                catalog::selection_settings(model, &record.thought_level, &record.mode, signed_out)
+            }
+        };
         json!({
             "session": session,
             "settings": settings,

@@ -69,6 +69,13 @@ pub struct StoredSession {
     pub mcp_servers: Value,
     #[serde(default)]
     pub recent_events: VecDeque<Value>,
+    /// Planning is on beside the editing mode (releases with an independent plan flag).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub plan_enabled: bool,
+}
+
+fn is_false(flag: &bool) -> bool {
+    !*flag
 }
 
 /// Last-used choices per workspace (`persistAsWorkspaceLastUsed`).
@@ -209,6 +216,7 @@ mod tests {
             always_allowed: BTreeSet::new(),
             mcp_servers: Value::Null,
             recent_events: VecDeque::new(),
+            plan_enabled: false,
         }
     }
 

@@ -119,14 +119,16 @@ impl Turn {
     }
 
     /// Edits are automatic in `edit` mode, everything in `yolo` mode, and a tool the user
-    /// "always allowed" for the rest of the session.
+    /// "always allowed" for the rest of the session. While planning (the `plan` mode, or the
+    /// independent plan flag over any editing mode) only "always allowed" tools skip the question.
     fn auto_allowed(&self, tool: &str) -> bool {
         let live = self.session();
         let lowered = tool.to_lowercase();
         let is_edit = lowered.contains("write") || lowered.contains("edit");
-        live.record.always_allowed.contains(tool)
-            || live.record.mode == "yolo"
-            || (live.record.mode == "edit" && is_edit)
+        if live.record.always_allowed.contains(tool) {
+            return true;
+        }
+        !live.planning() && (live.record.mode == "yolo" || (live.record.mode == "edit" && is_edit))
     }
 
     async fn ask_permission(
@@ -333,10 +335,15 @@ impl Turn {
                 "tool.updated",
                 with(&ids, json!({"kind": "result", "result": value})),
             );
-            // Approving the plan leaves plan mode, as the desktop app does.
-            let leaves_plan_mode = self.session().record.mode == "plan";
-            if leaves_plan_mode {
-                self.update_session(|live| live.record.mode = "build".into());
+            // Approving the plan ends planning, as the desktop app does: the `plan` mode gives
+            // way to `build`; the independent flag is cleared and the editing mode stays.
+            if self.session().planning() {
+                self.update_session(|live| {
+                    if live.record.mode == "plan" {
+                        live.record.mode = "build".into();
+                    }
+                    live.record.plan_enabled = false;
+                });
             }
             Ok(value)
         } else {

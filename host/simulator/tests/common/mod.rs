@@ -15,6 +15,9 @@ const HANG_GUARD: Duration = Duration::from_secs(30);
 
 pub const PROTOCOL: &str = r#"{"id":"zcode-task-v1","serviceChannels":{"agent":"zcode-agent","task":"zcode-task"},"operations":{"cancelGeneration":{"method":"stopGeneration","service":"task","sessionParameter":"taskId"},"respondStructuredInput":{"method":"respondElicitation","service":"task","sessionParameter":"taskId"},"respondPermission":{"method":"respondPermission","service":"task","sessionParameter":"taskId"}}}"#;
 pub const ARTIFACT: &str = r#"{"id":"zcode-host-3.11.2","appVersion":"3.11.2","cliVersion":"0.16.5","protocolId":"zcode-task-v1"}"#;
+/// The descriptors the `zcode-host-3.12` mapper launches its bridge with.
+pub const PROTOCOL_3_12: &str = r#"{"id":"zcode-host-3.12","serviceChannels":{"agent":"zcode-agent","task":"zcode-task","modelSelection":"model-selection"},"operations":{"cancelGeneration":{"method":"stopGeneration","service":"task","sessionParameter":"taskId"},"respondStructuredInput":{"method":"respondElicitation","service":"task","sessionParameter":"taskId"},"respondPermission":{"method":"respondPermission","service":"task","sessionParameter":"taskId"}}}"#;
+pub const ARTIFACT_3_12: &str = r#"{"id":"zcode-sim-3.12.3","appVersion":"3.12.3","cliVersion":"0.16.5","protocolId":"zcode-host-3.12"}"#;
 
 /// A fake install root (Linux layout), a workspace, a state directory and a home.
 pub struct Install {
@@ -23,6 +26,8 @@ pub struct Install {
     pub workspace: PathBuf,
     pub state: PathBuf,
     pub home: PathBuf,
+    /// Bridge variables beyond the 3.11.2 ones (see [`Install::zcode_3_12_3`]).
+    bridge_env: Vec<(String, String)>,
 }
 
 impl Install {
@@ -51,7 +56,22 @@ impl Install {
         for dir in [&workspace, &state, &home] {
             std::fs::create_dir_all(dir).unwrap();
         }
-        Install { _dir: dir, root, workspace, state, home }
+        Install { _dir: dir, root, workspace, state, home, bridge_env: Vec::new() }
+    }
+
+    /// A ZCode 3.12.3 install with its bundled provider config, launched the way the
+    /// `zcode-host-3.12` mapper launches it.
+    pub fn zcode_3_12_3() -> Install {
+        let mut install = Install::with_version("3.12.3");
+        let config = install.root.join("resources/config/provider/zcode-builtin.json");
+        std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+        std::fs::write(&config, r#"{"revision": 1}"#).unwrap();
+        install.bridge_env = vec![
+            ("ZCODE_ACP_HOST_PROTOCOL".into(), PROTOCOL_3_12.into()),
+            ("ZCODE_ACP_HOST_ARTIFACT".into(), ARTIFACT_3_12.into()),
+            ("ZCODE_ACP_HOST_PROVIDER_CONFIG".into(), config.to_str().unwrap().into()),
+        ];
+        install
     }
 
     pub fn ws(&self) -> String {
@@ -83,6 +103,9 @@ impl Install {
             )
             .env("ZCODE_ACP_HOST_ARTIFACT", ARTIFACT)
             .env("ZCODE_ACP_HOST_PROTOCOL", PROTOCOL);
+        for (key, value) in &self.bridge_env {
+            command.env(key, value);
+        }
         command
     }
 

@@ -671,12 +671,32 @@ fn selected_plan_option(outcome: &InteractionOutcome) -> Result<Option<String>, 
     }
 }
 
+/// The native reply to an interaction answer, and what the client hears about it.
+pub struct Answered {
+    /// Plan view updates to send once the host took the reply.
+    pub updates: Vec<String>,
+    pub outbound: Outbound,
+    /// The reply approves a plan: the host leaves planning once it takes it.
+    pub plan_approved: bool,
+}
+
+impl Answered {
+    fn plain(outbound: Outbound) -> Self {
+        Self { updates: Vec::new(), outbound, plan_approved: false }
+    }
+
+    fn with_updates(updates: Vec<String>, outbound: Outbound) -> Self {
+        Self { updates, outbound, plan_approved: false }
+    }
+
+    fn approving(updates: Vec<String>, outbound: Outbound) -> Self {
+        Self { updates, outbound, plan_approved: true }
+    }
+}
+
 /// Turns the core's answer into the native reply (and plan view updates). An unknown or
 /// already-answered key is an error without any native request.
-pub fn answer(
-    state: &mut State,
-    answer: &InteractionAnswer,
-) -> Result<(Vec<String>, Outbound), MapperError> {
+pub fn answer(state: &mut State, answer: &InteractionAnswer) -> Result<Answered, MapperError> {
     let pending = state.interactions.pending.remove(&answer.key).ok_or_else(|| {
         internal(format!("Unknown or already answered interaction: {}", answer.key))
     })?;
@@ -692,16 +712,16 @@ pub fn answer(
                 InteractionOutcome::Selected(id) if options.contains(id) => id.clone(),
                 _ => deny,
             };
-            (Vec::new(), ops::respond_permission(ws, sid, &request_id, &option))
+            Answered::plain(ops::respond_permission(ws, sid, &request_id, &option))
         }
         Pending::Deny { request_id, option } => {
-            (Vec::new(), ops::respond_permission(ws, sid, &request_id, &option))
+            Answered::plain(ops::respond_permission(ws, sid, &request_id, &option))
         }
         Pending::Decline { request_id, reason } => {
-            (Vec::new(), reply(&request_id, ElicitationReply::Decline(Some(reason))))
+            Answered::plain(reply(&request_id, ElicitationReply::Decline(Some(reason))))
         }
         Pending::ProviderHeaders { request_id } => {
-            (Vec::new(), ops::refuse_provider_headers(ws, sid, &request_id))
+            Answered::plain(ops::refuse_provider_headers(ws, sid, &request_id))
         }
         Pending::Questions { request_id, questions } => {
             let native = match elicited(outcome) {
@@ -713,7 +733,7 @@ pub fn answer(
                 Ok(Elicited::Cancel) => ElicitationReply::Cancel,
                 Err(reason) => ElicitationReply::Decline(Some(reason)),
             };
-            (Vec::new(), reply(&request_id, native))
+            Answered::plain(reply(&request_id, native))
         }
         Pending::PlanPermission { request_id, options, deny } => {
             let chosen = selected_plan_option(outcome)
@@ -721,15 +741,15 @@ pub fn answer(
                 .flatten()
                 .and_then(|id| options.into_iter().find(|(option, _)| *option == id));
             match chosen {
-                Some((id, Decision::Allow)) => (
+                Some((id, Decision::Allow)) => Answered::approving(
                     state.plan.accept(plan_operations),
                     ops::respond_permission(ws, sid, &request_id, &id),
                 ),
-                Some((id, Decision::Deny)) => (
+                Some((id, Decision::Deny)) => Answered::with_updates(
                     state.plan.remove(plan_operations),
                     ops::respond_permission(ws, sid, &request_id, &id),
                 ),
-                None => (
+                None => Answered::with_updates(
                     state.plan.remove(plan_operations),
                     ops::respond_permission(ws, sid, &request_id, &deny),
                 ),
@@ -740,7 +760,7 @@ pub fn answer(
                 Ok(Some(id)) if values.contains(&id) => {
                     let content =
                         json!({"answer_0": id, "answers": {question: [id]}, "answer": id});
-                    (
+                    Answered::approving(
                         state.plan.accept(plan_operations),
                         reply(&request_id, ElicitationReply::Accept(content)),
                     )
@@ -750,16 +770,16 @@ pub fn answer(
                         InteractionOutcome::Unavailable(reason) => reason.clone(),
                         _ => PLAN_FAILED.to_string(),
                     };
-                    (
+                    Answered::with_updates(
                         state.plan.remove(plan_operations),
                         reply(&request_id, ElicitationReply::Decline(Some(reason))),
                     )
                 }
-                Err(Elicited::Cancel) => (
+                Err(Elicited::Cancel) => Answered::with_updates(
                     state.plan.remove(plan_operations),
                     reply(&request_id, ElicitationReply::Cancel),
                 ),
-                Err(_) => (
+                Err(_) => Answered::with_updates(
                     state.plan.remove(plan_operations),
                     reply(&request_id, ElicitationReply::Decline(None)),
                 ),

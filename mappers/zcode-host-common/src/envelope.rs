@@ -171,21 +171,24 @@ fn native_error(error: Fields<'_>) -> Result<MapperError, MapperError> {
     })
 }
 
-/// The two services of this generation, named as the bridge's protocol descriptor names them.
+/// A bridge service, named as the bridge's protocol descriptor names it (the bridge maps it to
+/// a host channel).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Service {
-    /// Channel `zcode-agent`.
-    Agent,
-    /// Channel `zcode-task`.
-    Task,
-}
+pub struct Service(&'static str);
 
 impl Service {
+    /// Channel `zcode-agent`.
+    pub const AGENT: Service = Service("agent");
+    /// Channel `zcode-task`.
+    pub const TASK: Service = Service("task");
+
+    /// A service a generation adds (its bridge must allowlist it).
+    pub const fn named(name: &'static str) -> Service {
+        Service(name)
+    }
+
     pub fn name(self) -> &'static str {
-        match self {
-            Service::Agent => "agent",
-            Service::Task => "task",
-        }
+        self.0
     }
 }
 
@@ -397,7 +400,7 @@ mod tests {
 
     #[test]
     fn builds_bridge_requests() {
-        let bytes = call_bytes(5, Service::Task, "stopGeneration", &json!({"taskId": "s"}));
+        let bytes = call_bytes(5, Service::TASK, "stopGeneration", &json!({"taskId": "s"}));
         assert!(bytes.ends_with(b"\n"));
         let value: Value = serde_json::from_slice(&bytes).unwrap();
         assert_eq!(

@@ -6,7 +6,7 @@ use zcode_contract::{Action, ErrorKind, MapperError, StopReason, Terminal};
 
 use crate::interactions;
 use crate::json::{Fields, error, parse, protocol};
-use crate::settings::{Snapshot, session_info_update};
+use crate::settings::{Publisher, Snapshot, SnapshotRules, session_info_update};
 use crate::state::{State, update};
 
 /// Session event types that mean nothing for ACP.
@@ -23,16 +23,30 @@ const IGNORED_SESSION_EVENTS: [&str; 6] = [
 /// after a resume, or stragglers after the terminal event) and are dropped.
 const TURN_EVENTS: [&str; 4] = ["model.streaming", "tool.updated", "turn.completed", "turn.failed"];
 
+/// How a generation reads snapshots and publishes what they say.
+pub struct Reader<'a> {
+    pub rules: &'a SnapshotRules,
+    pub publisher: &'a mut dyn Publisher,
+}
+
 /// Maps one event. A protocol break inside a running turn ends the turn broken; outside a turn
 /// it is returned as an error.
-pub fn map_event(state: &mut State, payload: &str) -> Result<Vec<Action>, MapperError> {
-    match dynamic_event(state, payload) {
+pub fn map_event(
+    state: &mut State,
+    reader: Reader<'_>,
+    payload: &str,
+) -> Result<Vec<Action>, MapperError> {
+    match dynamic_event(state, reader, payload) {
         Err(problem) if state.running() => Ok(state.break_turn(problem)),
         other => other,
     }
 }
 
-fn dynamic_event(state: &mut State, payload: &str) -> Result<Vec<Action>, MapperError> {
+fn dynamic_event(
+    state: &mut State,
+    reader: Reader<'_>,
+    payload: &str,
+) -> Result<Vec<Action>, MapperError> {
     let event = parse(payload, ErrorKind::Protocol, "Native event")?;
     let fields = Fields::native(&event, "Native event")?;
     let event_type = fields.str("type")?;
@@ -41,7 +55,7 @@ fn dynamic_event(state: &mut State, payload: &str) -> Result<Vec<Action>, Mapper
         fields.value(key)
     };
     match event_type {
-        "snapshot" => snapshot(state, body("snapshot")?),
+        "snapshot" => snapshot(state, reader, body("snapshot")?),
         "state.updated" => {
             body("notification")?;
             Ok(vec![Action::Ignore("state.updated".to_string())])
@@ -63,13 +77,18 @@ fn dynamic_event(state: &mut State, payload: &str) -> Result<Vec<Action>, Mapper
 }
 
 /// A new snapshot replaces the cached one; during a turn the client hears about it.
-fn snapshot(state: &mut State, snapshot: &Value) -> Result<Vec<Action>, MapperError> {
-    state.settings.replace(Snapshot::parse(snapshot, "snapshot event")?);
+fn snapshot(
+    state: &mut State,
+    reader: Reader<'_>,
+    snapshot: &Value,
+) -> Result<Vec<Action>, MapperError> {
+    state.settings.replace(Snapshot::parse(snapshot, "snapshot event", reader.rules)?);
     if !state.running() {
         return Ok(vec![Action::Ignore("snapshot (cached outside a turn)".to_string())]);
     }
     let plan_operations = state.plan_operations();
-    Ok(state.settings.metadata_updates(plan_operations).into_iter().map(Action::Update).collect())
+    let updates = state.settings.metadata_updates(plan_operations, reader.publisher);
+    Ok(updates.into_iter().map(Action::Update).collect())
 }
 
 fn session_event(state: &mut State, event: &Value) -> Result<Vec<Action>, MapperError> {

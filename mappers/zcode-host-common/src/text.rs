@@ -4,7 +4,7 @@
 //! derived from what the mapper knows.
 
 /// ISO 8601 (UTC, millisecond precision) of a Unix epoch time in milliseconds.
-pub(crate) fn iso8601_from_epoch_ms(epoch_ms: f64) -> Option<String> {
+pub fn iso8601_from_epoch_ms(epoch_ms: f64) -> Option<String> {
     if !epoch_ms.is_finite() || epoch_ms.abs() > 8.64e15 {
         return None;
     }
@@ -35,7 +35,7 @@ fn civil_from_days(days: i64) -> (i64, i64, i64) {
 
 /// Decoded length of standard base64 (`+/`, optional `=` padding), or `None` if it is not
 /// valid base64.
-pub(crate) fn base64_decoded_len(data: &str) -> Option<u64> {
+pub fn base64_decoded_len(data: &str) -> Option<u64> {
     let bytes = data.as_bytes();
     let padding = bytes.iter().rev().take_while(|&&b| b == b'=').count();
     if padding > 2 {
@@ -58,7 +58,7 @@ pub(crate) fn base64_decoded_len(data: &str) -> Option<u64> {
 }
 
 /// Percent-decodes a URI component; `None` for bad escapes or a result that is not UTF-8.
-pub(crate) fn percent_decode(text: &str) -> Option<String> {
+pub fn percent_decode(text: &str) -> Option<String> {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut index = 0;
@@ -90,14 +90,14 @@ fn uri_path(uri: &str) -> &str {
 }
 
 /// The last non-empty path segment of a URI, percent-decoded.
-pub(crate) fn uri_basename(uri: &str) -> Option<String> {
+pub fn uri_basename(uri: &str) -> Option<String> {
     let last = uri_path(uri).rsplit('/').find(|segment| !segment.is_empty())?;
     percent_decode(last).filter(|name| !name.is_empty())
 }
 
 /// The local path named by a `file:` URI, percent-decoded (`None` if the URI is not a usable
 /// `file:` URI). Windows drive paths (`file:///C:/x`) lose the leading slash.
-pub(crate) fn file_uri_path(uri: &str) -> Option<String> {
+pub fn file_uri_path(uri: &str) -> Option<String> {
     let rest = uri.strip_prefix("file:")?;
     let path = match rest.strip_prefix("//") {
         // `file:///p` or `file://localhost/p`; another host is not a local file.
@@ -121,7 +121,7 @@ pub(crate) fn file_uri_path(uri: &str) -> Option<String> {
 }
 
 /// Whether a path is absolute on a POSIX or Windows host.
-pub(crate) fn is_absolute_path(path: &str) -> bool {
+pub fn is_absolute_path(path: &str) -> bool {
     let bytes = path.as_bytes();
     path.starts_with('/')
         || path.starts_with("\\\\")
@@ -132,7 +132,7 @@ pub(crate) fn is_absolute_path(path: &str) -> bool {
 }
 
 /// Joins a relative path onto an absolute directory, using the directory's separator style.
-pub(crate) fn join_path(directory: &str, relative: &str) -> String {
+pub fn join_path(directory: &str, relative: &str) -> String {
     let separator = if directory.contains('\\') && !directory.contains('/') { '\\' } else { '/' };
     let relative = relative.strip_prefix("./").unwrap_or(relative);
     if directory.ends_with(separator) {
@@ -143,7 +143,7 @@ pub(crate) fn join_path(directory: &str, relative: &str) -> String {
 }
 
 /// The subtype of a MIME type without a structured-syntax suffix (`image/svg+xml` → `svg`).
-pub(crate) fn mime_subtype(mime: &str) -> Option<&str> {
+pub fn mime_subtype(mime: &str) -> Option<&str> {
     let subtype = mime.split_once('/')?.1;
     let subtype = subtype.split(';').next().unwrap_or(subtype).trim();
     let subtype = subtype.split('+').next().unwrap_or(subtype);
@@ -153,7 +153,7 @@ pub(crate) fn mime_subtype(mime: &str) -> Option<&str> {
 /// A UUID-shaped id (version 8, RFC 9562 variant) derived from `parts`. Deterministic by
 /// design: the sandbox has no randomness, and the caller mixes in native data so ids differ
 /// between runs.
-pub(crate) fn derived_uuid(parts: &[&str]) -> String {
+pub fn derived_uuid(parts: &[&str]) -> String {
     // Two FNV-1a lanes with different offsets give 128 bits; uniqueness, not secrecy, matters.
     let mut lanes = [0xcbf2_9ce4_8422_2325_u64, 0x6c62_272e_07bb_0142_u64];
     for part in parts {

@@ -1,5 +1,10 @@
 //! Session operations as small state machines: each step sends one native request and the
 //! reply decides the next step or the outcome.
+//!
+//! Prompts, cancel, finish-turn, interaction answers, close and the event stream are the same
+//! in every generation of the desktop host and live here. Opening a session, modes and config
+//! options differ: a [`Generation`] drives those steps with stages of its own, and hands the
+//! opened native session back ([`GenStep::Opened`]) to be bound and subscribed here.
 
 use std::collections::BTreeMap;
 
@@ -8,18 +13,19 @@ use zcode_contract::{
     Action, ErrorKind, MapperError, NativeReply, OpResult, Outgoing, SessionInit, SessionOp, Step,
 };
 
-use crate::events;
+use crate::events::{self, Reader};
 use crate::history;
 use crate::interactions;
 use crate::json::{Fields, error, internal, invalid_params, parse, text};
 use crate::ops::{self, Outbound};
 use crate::prompt;
-use crate::settings::{MODEL_OPTION, Snapshot, THOUGHT_LEVEL_OPTION, is_known_mode};
+use crate::settings::{Publisher, Snapshot, SnapshotRules};
 use crate::state::{Bound, State, TurnPhase};
 use crate::text::derived_uuid;
 
+/// Which ACP request opens the native session.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum OpenKind {
+pub enum OpenKind {
     Create,
     Load,
     Resume,
@@ -33,33 +39,99 @@ impl OpenKind {
             OpenKind::Resume => "session/resume params",
         }
     }
+
+    /// The native method whose snapshot opens the session.
+    pub fn source(self) -> &'static str {
+        if self == OpenKind::Create { "createSession" } else { "resumeSession" }
+    }
 }
 
-enum OpenStep {
-    Initialize,
-    WorkspaceState,
-    Session,
-    Subscribe { replay: Vec<String> },
+/// A checked `session/new`, `session/load` or `session/resume` request.
+#[derive(Clone, Debug)]
+pub struct OpenRequest {
+    pub kind: OpenKind,
+    /// The session to load or resume (`None` for create).
+    pub session_id: Option<String>,
+    /// The client's MCP servers in the host's shapes.
+    pub mcp_servers: Value,
 }
 
-enum Stage {
-    Open { kind: OpenKind, step: OpenStep, session_id: Option<String>, mcp_servers: Value },
+/// A generation's answer to a step it drives.
+#[allow(clippy::large_enum_variant)] // short-lived return value
+pub enum GenStep<S> {
+    /// Send one request; its reply comes back to [`Generation::advance`] with `stage`.
+    Send { stage: S, outbound: Outbound },
+    /// The operation is done.
+    Done(OpResult),
+    /// The native session is open with `snapshot` (from create or resume): the shared code
+    /// checks it against the request, replays history for load, binds and subscribes.
+    Opened { request: OpenRequest, snapshot: Snapshot },
+}
+
+/// What differs between generations of the desktop host protocol.
+pub trait Generation: Publisher {
+    /// The steps of the generation's own operations.
+    type Stage;
+
+    /// What a snapshot of this generation may hold.
+    fn snapshot_rules(&self) -> &'static SnapshotRules;
+
+    /// The first step of opening a native session (checked request, nothing bound yet).
+    fn open(
+        &mut self,
+        state: &State,
+        request: OpenRequest,
+    ) -> Result<GenStep<Self::Stage>, MapperError>;
+
+    /// `session/set_mode` with the requested mode id.
+    fn set_mode(&mut self, state: &State, mode: &str) -> Result<GenStep<Self::Stage>, MapperError>;
+
+    /// `session/set_config_option` with its parsed params.
+    fn set_config_option(
+        &mut self,
+        state: &State,
+        params: &Value,
+    ) -> Result<GenStep<Self::Stage>, MapperError>;
+
+    /// Continues one of the generation's steps with the reply to its request.
+    fn advance(
+        &mut self,
+        state: &mut State,
+        stage: Self::Stage,
+        result: Result<Value, MapperError>,
+    ) -> Result<GenStep<Self::Stage>, MapperError>;
+
+    /// ACP `SessionModeState` for the cached snapshot.
+    fn mode_state(&self, state: &State) -> Value;
+
+    /// A prompt may be sent (the generation's preconditions hold).
+    fn check_prompt(&self, _state: &State) -> Result<(), MapperError> {
+        Ok(())
+    }
+
+    /// The host took a reply that approves a plan; returns the updates that follow from it.
+    fn plan_approved(&mut self, _state: &mut State) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+enum Stage<S> {
+    Generation(S),
+    Subscribe { kind: OpenKind, replay: Vec<String> },
     Prompt { updates: Vec<String> },
     Cancel,
     FinishUsage,
     FinishSnapshot { usage: Value },
-    SetMode,
-    SetConfig { method: &'static str },
-    Answer { updates: Vec<String> },
+    Answer { updates: Vec<String>, plan_approved: bool },
     CloseSession,
     Unsubscribe { close_error: Option<MapperError> },
 }
 
 /// What an operation does next (a short-lived return value, so its size does not matter).
 #[allow(clippy::large_enum_variant)]
-enum Next {
+enum Next<S> {
     Send {
-        stage: Stage,
+        stage: Stage<S>,
         outbound: Outbound,
         routes_added: Vec<String>,
         routes_removed: Vec<String>,
@@ -67,31 +139,39 @@ enum Next {
     Done(OpResult),
 }
 
-fn send(stage: Stage, outbound: Outbound) -> Next {
+fn send<S>(stage: Stage<S>, outbound: Outbound) -> Next<S> {
     Next::Send { stage, outbound, routes_added: Vec::new(), routes_removed: Vec::new() }
 }
 
-fn done(response: Value, updates: Vec<String>) -> Next {
-    Next::Done(OpResult { response: text(&response), updates })
+/// A finished operation: the ACP response and the updates to send before it.
+pub fn done(response: Value, updates: Vec<String>) -> OpResult {
+    OpResult { response: text(&response), updates }
 }
 
-struct PendingOp {
+struct PendingOp<S> {
     request_id: u64,
     label: String,
-    stage: Stage,
+    stage: Stage<S>,
 }
 
-/// The mapping state of one native session.
-pub struct TaskV1Session {
+/// The mapping state of one native session, driven by generation `G`.
+pub struct Session<G: Generation> {
     state: State,
-    ops: BTreeMap<u64, PendingOp>,
+    generation: G,
+    ops: BTreeMap<u64, PendingOp<G::Stage>>,
 }
 
-impl TaskV1Session {
+impl<G: Generation + Default> Session<G> {
     pub fn new(init: &SessionInit) -> Self {
-        Self { state: State::new(init.workspace.clone(), init.client), ops: BTreeMap::new() }
+        Self {
+            state: State::new(init.workspace.clone(), init.client),
+            generation: G::default(),
+            ops: BTreeMap::new(),
+        }
     }
+}
 
+impl<G: Generation> Session<G> {
     pub fn start(&mut self, op_id: u64, op: &SessionOp, first_request_id: u64) -> Step {
         if self.ops.contains_key(&op_id) {
             return Step::Done(Err(internal(format!("Operation {op_id} is already running"))));
@@ -105,8 +185,15 @@ impl TaskV1Session {
             SessionOp::FinishTurn => self.finish_turn(),
             SessionOp::SetMode(params) => self.set_mode(params),
             SessionOp::SetConfigOption(params) => self.set_config_option(params),
-            SessionOp::Answer(answer) => interactions::answer(&mut self.state, answer)
-                .map(|(updates, outbound)| send(Stage::Answer { updates }, outbound)),
+            SessionOp::Answer(answer) => {
+                interactions::answer(&mut self.state, answer).map(|answered| {
+                    let stage = Stage::Answer {
+                        updates: answered.updates,
+                        plan_approved: answered.plan_approved,
+                    };
+                    send(stage, answered.outbound)
+                })
+            }
             SessionOp::Close => self.close(),
         };
         self.step(op_id, first_request_id, next)
@@ -131,10 +218,17 @@ impl TaskV1Session {
 
     /// Maps one routed native event (errors outside a turn are returned, not swallowed).
     pub fn map_event(&mut self, payload: &str) -> Result<Vec<Action>, MapperError> {
-        events::map_event(&mut self.state, payload)
+        let rules = self.generation.snapshot_rules();
+        let reader = Reader { rules, publisher: &mut self.generation };
+        events::map_event(&mut self.state, reader, payload)
     }
 
-    fn step(&mut self, op_id: u64, request_id: u64, next: Result<Next, MapperError>) -> Step {
+    fn step(
+        &mut self,
+        op_id: u64,
+        request_id: u64,
+        next: Result<Next<G::Stage>, MapperError>,
+    ) -> Step {
         match next {
             Ok(Next::Send { stage, outbound, routes_added, routes_removed }) => {
                 let request = outbound.into_request(request_id);
@@ -151,9 +245,18 @@ impl TaskV1Session {
         &self.state.workspace
     }
 
+    /// A generation step as a step of this session.
+    fn generation_step(&mut self, step: GenStep<G::Stage>) -> Result<Next<G::Stage>, MapperError> {
+        match step {
+            GenStep::Send { stage, outbound } => Ok(send(Stage::Generation(stage), outbound)),
+            GenStep::Done(result) => Ok(Next::Done(result)),
+            GenStep::Opened { request, snapshot } => self.opened(request, snapshot),
+        }
+    }
+
     // ----- create / load / resume ------------------------------------------------------------
 
-    fn open(&mut self, kind: OpenKind, params: &str) -> Result<Next, MapperError> {
+    fn open(&mut self, kind: OpenKind, params: &str) -> Result<Next<G::Stage>, MapperError> {
         let params = parse(params, ErrorKind::InvalidParams, kind.what())?;
         let fields = Fields::acp(&params, kind.what())?;
         if fields.opt_array("additionalDirectories")?.is_some_and(|dirs| !dirs.is_empty()) {
@@ -179,110 +282,91 @@ impl TaskV1Session {
         if self.state.bound.is_some() {
             return Err(internal("This session resource is already bound to a native session"));
         }
-        let stage = Stage::Open { kind, step: OpenStep::Initialize, session_id, mcp_servers };
-        Ok(send(stage, ops::initialize(self.workspace())))
+        let request = OpenRequest { kind, session_id, mcp_servers };
+        let step = self.generation.open(&self.state, request)?;
+        self.generation_step(step)
     }
 
-    fn advance_open(
+    /// The native session is open: check it is the one asked for, then subscribe.
+    fn opened(
         &mut self,
-        kind: OpenKind,
-        step: OpenStep,
-        session_id: Option<String>,
-        mcp_servers: Value,
-        result: Value,
-    ) -> Result<Next, MapperError> {
+        request: OpenRequest,
+        snapshot: Snapshot,
+    ) -> Result<Next<G::Stage>, MapperError> {
         let workspace = self.workspace().to_string();
-        let stage = |step| Stage::Open {
-            kind,
-            step,
-            session_id: session_id.clone(),
-            mcp_servers: mcp_servers.clone(),
-        };
-        match step {
-            OpenStep::Initialize => {
-                ops::check_initialized(&result)?;
-                Ok(send(stage(OpenStep::WorkspaceState), ops::read_workspace_state(&workspace)))
+        if let Some(requested) = &request.session_id {
+            if snapshot.workspace() != workspace {
+                return Err(invalid_params("Session belongs to a different workspace"));
             }
-            OpenStep::WorkspaceState => {
-                ops::check_workspace_state(&result)?;
-                let outbound = match &session_id {
-                    None => ops::create_session(&workspace, &mcp_servers),
-                    Some(id) => ops::resume_session(&workspace, id, &mcp_servers),
-                };
-                Ok(send(stage(OpenStep::Session), outbound))
-            }
-            OpenStep::Session => {
-                let source =
-                    if kind == OpenKind::Create { "createSession" } else { "resumeSession" };
-                let snapshot = Snapshot::parse(&result, source)?;
-                if let Some(requested) = &session_id {
-                    if snapshot.workspace() != workspace {
-                        return Err(invalid_params("Session belongs to a different workspace"));
-                    }
-                    if snapshot.session.session_id != *requested {
-                        return Err(error(
-                            ErrorKind::Protocol,
-                            "ZCode resumed a different session than requested",
-                        ));
-                    }
-                }
-                let replay = match kind {
-                    OpenKind::Load => history::replay(&snapshot.messages, &workspace)?,
-                    _ => Vec::new(),
-                };
-                let native_id = snapshot.session.session_id.clone();
-                self.state.settings.replace(snapshot);
-                let subscription_id = self.state.next_subscription_id(&native_id);
-                self.state.bound = Some(Bound {
-                    session_id: native_id.clone(),
-                    subscription_id: subscription_id.clone(),
-                });
-                let outbound = Outbound::Subscribe {
-                    subscription_id: subscription_id.clone(),
-                    workspace,
-                    session_id: native_id,
-                };
-                Ok(Next::Send {
-                    stage: stage(OpenStep::Subscribe { replay }),
-                    outbound,
-                    routes_added: vec![subscription_id],
-                    routes_removed: Vec::new(),
-                })
-            }
-            OpenStep::Subscribe { replay } => {
-                if let Err(problem) = ops::check_acknowledged(&result, "subscribed", "__subscribe")
-                {
-                    self.state.bound = None;
-                    return Err(problem);
-                }
-                let session_id = self.state.session_id()?.to_string();
-                let modes = self.state.settings.mode_state();
-                let config_options = self.state.settings.publish_config_options();
-                let plan_operations = self.state.plan_operations();
-                Ok(match kind {
-                    OpenKind::Create => {
-                        let updates = self.state.settings.metadata_updates(plan_operations);
-                        done(
-                            json!({"sessionId": session_id, "modes": modes, "configOptions": config_options}),
-                            updates,
-                        )
-                    }
-                    OpenKind::Load => {
-                        let mut updates = replay;
-                        updates.extend(self.state.settings.metadata_updates(plan_operations));
-                        done(json!({"modes": modes, "configOptions": config_options}), updates)
-                    }
-                    OpenKind::Resume => {
-                        done(json!({"modes": modes, "configOptions": config_options}), Vec::new())
-                    }
-                })
+            if snapshot.session.session_id != *requested {
+                return Err(error(
+                    ErrorKind::Protocol,
+                    "ZCode resumed a different session than requested",
+                ));
             }
         }
+        let replay = match request.kind {
+            OpenKind::Load => history::replay(&snapshot.messages, &workspace)?,
+            _ => Vec::new(),
+        };
+        let native_id = snapshot.session.session_id.clone();
+        self.state.settings.replace(snapshot);
+        let subscription_id = self.state.next_subscription_id(&native_id);
+        self.state.bound =
+            Some(Bound { session_id: native_id.clone(), subscription_id: subscription_id.clone() });
+        let outbound = Outbound::Subscribe {
+            subscription_id: subscription_id.clone(),
+            workspace,
+            session_id: native_id,
+        };
+        Ok(Next::Send {
+            stage: Stage::Subscribe { kind: request.kind, replay },
+            outbound,
+            routes_added: vec![subscription_id],
+            routes_removed: Vec::new(),
+        })
+    }
+
+    fn subscribed(
+        &mut self,
+        kind: OpenKind,
+        replay: Vec<String>,
+        result: Value,
+    ) -> Result<Next<G::Stage>, MapperError> {
+        if let Err(problem) = ops::check_acknowledged(&result, "subscribed", "__subscribe") {
+            self.state.bound = None;
+            return Err(problem);
+        }
+        let session_id = self.state.session_id()?.to_string();
+        let modes = self.generation.mode_state(&self.state);
+        let config_options = self.state.settings.config_options(&mut self.generation);
+        let plan_operations = self.state.plan_operations();
+        Ok(Next::Done(match kind {
+            OpenKind::Create => {
+                let updates = self.metadata_updates(plan_operations);
+                done(
+                    json!({"sessionId": session_id, "modes": modes, "configOptions": config_options}),
+                    updates,
+                )
+            }
+            OpenKind::Load => {
+                let mut updates = replay;
+                updates.extend(self.metadata_updates(plan_operations));
+                done(json!({"modes": modes, "configOptions": config_options}), updates)
+            }
+            OpenKind::Resume => {
+                done(json!({"modes": modes, "configOptions": config_options}), Vec::new())
+            }
+        }))
+    }
+
+    fn metadata_updates(&mut self, plan_operations: bool) -> Vec<String> {
+        self.state.settings.metadata_updates(plan_operations, &mut self.generation)
     }
 
     // ----- prompt turns --------------------------------------------------------------------
 
-    fn prompt(&mut self, params: &str) -> Result<Next, MapperError> {
+    fn prompt(&mut self, params: &str) -> Result<Next<G::Stage>, MapperError> {
         let session_id = self.state.session_id()?.to_string();
         let params = parse(params, ErrorKind::InvalidParams, "session/prompt params")?;
         let fields = Fields::acp(&params, "session/prompt params")?;
@@ -290,10 +374,11 @@ impl TaskV1Session {
         if self.state.running() {
             return Err(internal("A prompt turn is already running in this session"));
         }
+        self.generation.check_prompt(&self.state)?;
         let plan_operations = self.state.plan_operations();
         // A proposal left from an unfinished turn must not outlive it.
         let mut updates = self.state.plan.remove(plan_operations);
-        updates.extend(self.state.settings.metadata_updates(plan_operations));
+        updates.extend(self.metadata_updates(plan_operations));
         let input_id = self.input_id(&session_id);
         self.state.start_turn();
         let outbound = ops::send_prompt(
@@ -320,7 +405,7 @@ impl TaskV1Session {
         derived_uuid(&["zcode-acp-input", session_id, &number, &updated, &last_message])
     }
 
-    fn cancel(&mut self) -> Result<Next, MapperError> {
+    fn cancel(&mut self) -> Result<Next<G::Stage>, MapperError> {
         let session_id = self.state.session_id()?.to_string();
         if self.state.running() {
             self.state.cancelled = true;
@@ -328,64 +413,32 @@ impl TaskV1Session {
         Ok(send(Stage::Cancel, ops::stop_generation(self.workspace(), &session_id)))
     }
 
-    fn finish_turn(&mut self) -> Result<Next, MapperError> {
+    fn finish_turn(&mut self) -> Result<Next<G::Stage>, MapperError> {
         let session_id = self.state.session_id()?.to_string();
         Ok(send(Stage::FinishUsage, ops::get_task_token_usage(self.workspace(), &session_id)))
     }
 
-    // ----- settings --------------------------------------------------------------------------
+    // ----- settings ----------------------------------------------------------------------------
 
-    fn set_mode(&mut self, params: &str) -> Result<Next, MapperError> {
+    fn set_mode(&mut self, params: &str) -> Result<Next<G::Stage>, MapperError> {
         let params = parse(params, ErrorKind::InvalidParams, "session/set_mode params")?;
         let mode = Fields::acp(&params, "session/set_mode params")?.str("modeId")?;
-        if !is_known_mode(mode) {
-            return Err(invalid_params(format!("Unknown ZCode mode: {mode}")));
-        }
-        let session_id = self.state.session_id()?;
-        Ok(send(Stage::SetMode, ops::set_mode(self.workspace(), session_id, mode)))
+        let step = self.generation.set_mode(&self.state, mode)?;
+        self.generation_step(step)
     }
 
-    fn set_config_option(&mut self, params: &str) -> Result<Next, MapperError> {
+    fn set_config_option(&mut self, params: &str) -> Result<Next<G::Stage>, MapperError> {
         let params = parse(params, ErrorKind::InvalidParams, "session/set_config_option params")?;
-        let fields = Fields::acp(&params, "session/set_config_option params")?;
-        let config_id = fields.str("configId")?;
-        let known = config_id == MODEL_OPTION || config_id == THOUGHT_LEVEL_OPTION;
-        if !known || fields.opt_str("type")?.is_some_and(|kind| kind != "value_id") {
-            return Err(invalid_params(format!("Unknown config option: {config_id}")));
-        }
-        let value = match fields.get("value") {
-            Some(Value::String(value)) => value.as_str(),
-            other => {
-                let shown = other.map_or_else(|| "<missing>".to_string(), Value::to_string);
-                return Err(invalid_params(if config_id == MODEL_OPTION {
-                    format!("Unknown ZCode model: {shown}")
-                } else {
-                    format!("Unknown thought level: {shown}")
-                }));
-            }
-        };
-        let session_id = self.state.session_id()?;
-        let workspace = self.workspace();
-        if config_id == MODEL_OPTION {
-            let model_ref = Value::Object(self.state.settings.advertised_model(value)?.clone());
-            Ok(send(
-                Stage::SetConfig { method: "setModel" },
-                ops::set_model(workspace, session_id, &model_ref),
-            ))
-        } else {
-            self.state.settings.check_advertised_thought_level(value)?;
-            Ok(send(
-                Stage::SetConfig { method: "setThoughtLevel" },
-                ops::set_thought_level(workspace, session_id, value),
-            ))
-        }
+        Fields::acp(&params, "session/set_config_option params")?;
+        let step = self.generation.set_config_option(&self.state, &params)?;
+        self.generation_step(step)
     }
 
     // ----- close -------------------------------------------------------------------------------
 
-    fn close(&mut self) -> Result<Next, MapperError> {
+    fn close(&mut self) -> Result<Next<G::Stage>, MapperError> {
         let Some(bound) = &self.state.bound else {
-            return Ok(done(json!({}), Vec::new()));
+            return Ok(Next::Done(done(json!({}), Vec::new())));
         };
         Ok(send(Stage::CloseSession, ops::close_session(self.workspace(), &bound.session_id)))
     }
@@ -394,17 +447,19 @@ impl TaskV1Session {
 
     fn advance(
         &mut self,
-        stage: Stage,
+        stage: Stage<G::Stage>,
         result: Result<Value, MapperError>,
-    ) -> Result<Next, MapperError> {
+    ) -> Result<Next<G::Stage>, MapperError> {
         let plan_operations = self.state.plan_operations();
         match stage {
-            Stage::Open { kind, step, session_id, mcp_servers } => {
-                self.advance_open(kind, step, session_id, mcp_servers, result?)
+            Stage::Generation(stage) => {
+                let step = self.generation.advance(&mut self.state, stage, result)?;
+                self.generation_step(step)
             }
+            Stage::Subscribe { kind, replay } => self.subscribed(kind, replay, result?),
             Stage::Prompt { updates } => {
                 match result.and_then(|value| ops::check_prompt_accepted(&value)) {
-                    Ok(()) => Ok(done(json!({}), updates)),
+                    Ok(()) => Ok(Next::Done(done(json!({}), updates))),
                     Err(problem) => {
                         self.state.phase = TurnPhase::Idle;
                         Err(problem)
@@ -414,7 +469,7 @@ impl TaskV1Session {
             Stage::Cancel => {
                 result?;
                 // Taken down only once the stop was accepted; otherwise the turn's end does it.
-                Ok(done(json!({}), self.state.plan.remove(plan_operations)))
+                Ok(Next::Done(done(json!({}), self.state.plan.remove(plan_operations))))
             }
             Stage::FinishUsage => {
                 let usage = ops::usage(&result?)?;
@@ -425,31 +480,21 @@ impl TaskV1Session {
                 ))
             }
             Stage::FinishSnapshot { usage } => {
-                let snapshot = Snapshot::parse(&result?, "readSession")?;
+                let rules = self.generation.snapshot_rules();
+                let snapshot = Snapshot::parse(&result?, "readSession", rules)?;
                 self.state.settings.replace(snapshot);
-                let mut updates = self.state.settings.metadata_updates(plan_operations);
+                let mut updates = self.metadata_updates(plan_operations);
                 updates.extend(self.state.plan.finish_turn(plan_operations));
                 self.state.phase = TurnPhase::Idle;
                 self.state.tools.clear();
-                Ok(done(usage, updates))
+                Ok(Next::Done(done(usage, updates)))
             }
-            Stage::SetMode => {
-                let snapshot = Snapshot::parse(&result?, "setMode")?;
-                let update = json!({"sessionUpdate": "current_mode_update", "currentModeId": snapshot.mode()});
-                self.state.settings.replace(snapshot);
-                Ok(done(json!({}), vec![text(&update)]))
-            }
-            Stage::SetConfig { method } => {
-                let snapshot = Snapshot::parse(&result?, method)?;
-                self.state.settings.replace(snapshot);
-                let options = self.state.settings.publish_config_options();
-                let update =
-                    json!({"sessionUpdate": "config_option_update", "configOptions": options});
-                Ok(done(json!({"configOptions": options}), vec![text(&update)]))
-            }
-            Stage::Answer { updates } => {
+            Stage::Answer { mut updates, plan_approved } => {
                 result?;
-                Ok(done(json!({}), updates))
+                if plan_approved {
+                    updates.extend(self.generation.plan_approved(&mut self.state));
+                }
+                Ok(Next::Done(done(json!({}), updates)))
             }
             Stage::CloseSession => {
                 // Unsubscribe even if the host failed to close, then report the failure.
@@ -467,7 +512,7 @@ impl TaskV1Session {
                 ops::check_acknowledged(&result?, "unsubscribed", "__unsubscribe")?;
                 match close_error {
                     Some(problem) => Err(problem),
-                    None => Ok(done(json!({}), Vec::new())),
+                    None => Ok(Next::Done(done(json!({}), Vec::new()))),
                 }
             }
         }

@@ -7,46 +7,42 @@
 use serde_json::{Map, Value};
 use zcode_contract::{ErrorKind, MapperError};
 
-pub(crate) fn error(kind: ErrorKind, message: impl Into<String>) -> MapperError {
+pub fn error(kind: ErrorKind, message: impl Into<String>) -> MapperError {
     MapperError::new(kind, message)
 }
 
-pub(crate) fn protocol(message: impl Into<String>) -> MapperError {
+pub fn protocol(message: impl Into<String>) -> MapperError {
     MapperError::new(ErrorKind::Protocol, message)
 }
 
-pub(crate) fn invalid_params(message: impl Into<String>) -> MapperError {
+pub fn invalid_params(message: impl Into<String>) -> MapperError {
     MapperError::new(ErrorKind::InvalidParams, message)
 }
 
-pub(crate) fn internal(message: impl Into<String>) -> MapperError {
+pub fn internal(message: impl Into<String>) -> MapperError {
     MapperError::new(ErrorKind::Internal, message)
 }
 
 /// Parses JSON text, reporting failures with `kind`.
-pub(crate) fn parse(text: &str, kind: ErrorKind, what: &str) -> Result<Value, MapperError> {
+pub fn parse(text: &str, kind: ErrorKind, what: &str) -> Result<Value, MapperError> {
     serde_json::from_str(text).map_err(|_| error(kind, format!("{what} is not valid JSON")))
 }
 
 /// JSON text of a value built by the mapper (serialising a `Value` cannot fail).
-pub(crate) fn text(value: &Value) -> String {
+pub fn text(value: &Value) -> String {
     value.to_string()
 }
 
 /// A JSON object being read, named `what` in error messages.
 #[derive(Clone, Copy)]
-pub(crate) struct Fields<'a> {
+pub struct Fields<'a> {
     what: &'a str,
     kind: ErrorKind,
     map: &'a Map<String, Value>,
 }
 
 impl<'a> Fields<'a> {
-    pub(crate) fn new(
-        value: &'a Value,
-        kind: ErrorKind,
-        what: &'a str,
-    ) -> Result<Self, MapperError> {
+    pub fn new(value: &'a Value, kind: ErrorKind, what: &'a str) -> Result<Self, MapperError> {
         match value {
             Value::Object(map) => Ok(Self { what, kind, map }),
             _ => Err(error(kind, format!("{what} must be a JSON object"))),
@@ -54,12 +50,12 @@ impl<'a> Fields<'a> {
     }
 
     /// Native data: a violation is a protocol error.
-    pub(crate) fn native(value: &'a Value, what: &'a str) -> Result<Self, MapperError> {
+    pub fn native(value: &'a Value, what: &'a str) -> Result<Self, MapperError> {
         Self::new(value, ErrorKind::Protocol, what)
     }
 
     /// ACP request parameters: a violation is an invalid-params error.
-    pub(crate) fn acp(value: &'a Value, what: &'a str) -> Result<Self, MapperError> {
+    pub fn acp(value: &'a Value, what: &'a str) -> Result<Self, MapperError> {
         Self::new(value, ErrorKind::InvalidParams, what)
     }
 
@@ -69,7 +65,7 @@ impl<'a> Fields<'a> {
 
     /// Strict objects: any key outside `allowed` is an error. The alphabetically first one is
     /// named, so the message does not depend on how a build orders maps.
-    pub(crate) fn only(&self, allowed: &[&str]) -> Result<(), MapperError> {
+    pub fn only(&self, allowed: &[&str]) -> Result<(), MapperError> {
         match self.map.keys().filter(|key| !allowed.contains(&key.as_str())).min() {
             Some(key) => Err(self.fail(format!("unexpected field `{key}`"))),
             None => Ok(()),
@@ -77,15 +73,15 @@ impl<'a> Fields<'a> {
     }
 
     /// The value of `key`, treating `null` as absent.
-    pub(crate) fn get(&self, key: &str) -> Option<&'a Value> {
+    pub fn get(&self, key: &str) -> Option<&'a Value> {
         self.map.get(key).filter(|value| !value.is_null())
     }
 
-    pub(crate) fn value(&self, key: &str) -> Result<&'a Value, MapperError> {
+    pub fn value(&self, key: &str) -> Result<&'a Value, MapperError> {
         self.map.get(key).ok_or_else(|| self.fail(format!("missing field `{key}`")))
     }
 
-    pub(crate) fn str(&self, key: &str) -> Result<&'a str, MapperError> {
+    pub fn str(&self, key: &str) -> Result<&'a str, MapperError> {
         match self.get(key) {
             Some(Value::String(text)) => Ok(text),
             Some(_) => Err(self.fail(format!("field `{key}` must be a string"))),
@@ -93,7 +89,7 @@ impl<'a> Fields<'a> {
         }
     }
 
-    pub(crate) fn non_empty_str(&self, key: &str) -> Result<&'a str, MapperError> {
+    pub fn non_empty_str(&self, key: &str) -> Result<&'a str, MapperError> {
         let text = self.str(key)?;
         if text.is_empty() {
             return Err(self.fail(format!("field `{key}` must not be empty")));
@@ -101,7 +97,7 @@ impl<'a> Fields<'a> {
         Ok(text)
     }
 
-    pub(crate) fn opt_str(&self, key: &str) -> Result<Option<&'a str>, MapperError> {
+    pub fn opt_str(&self, key: &str) -> Result<Option<&'a str>, MapperError> {
         match self.get(key) {
             Some(Value::String(text)) => Ok(Some(text)),
             Some(_) => Err(self.fail(format!("field `{key}` must be a string"))),
@@ -109,7 +105,7 @@ impl<'a> Fields<'a> {
         }
     }
 
-    pub(crate) fn opt_bool(&self, key: &str) -> Result<Option<bool>, MapperError> {
+    pub fn opt_bool(&self, key: &str) -> Result<Option<bool>, MapperError> {
         match self.get(key) {
             Some(Value::Bool(flag)) => Ok(Some(*flag)),
             Some(_) => Err(self.fail(format!("field `{key}` must be a boolean"))),
@@ -117,11 +113,11 @@ impl<'a> Fields<'a> {
         }
     }
 
-    pub(crate) fn bool(&self, key: &str) -> Result<bool, MapperError> {
+    pub fn bool(&self, key: &str) -> Result<bool, MapperError> {
         self.opt_bool(key)?.ok_or_else(|| self.fail(format!("missing field `{key}`")))
     }
 
-    pub(crate) fn opt_u64(&self, key: &str) -> Result<Option<u64>, MapperError> {
+    pub fn opt_u64(&self, key: &str) -> Result<Option<u64>, MapperError> {
         match self.get(key) {
             Some(value) => value
                 .as_u64()
@@ -131,11 +127,11 @@ impl<'a> Fields<'a> {
         }
     }
 
-    pub(crate) fn u64(&self, key: &str) -> Result<u64, MapperError> {
+    pub fn u64(&self, key: &str) -> Result<u64, MapperError> {
         self.opt_u64(key)?.ok_or_else(|| self.fail(format!("missing field `{key}`")))
     }
 
-    pub(crate) fn opt_f64(&self, key: &str) -> Result<Option<f64>, MapperError> {
+    pub fn opt_f64(&self, key: &str) -> Result<Option<f64>, MapperError> {
         match self.get(key) {
             Some(value) => value
                 .as_f64()
@@ -145,7 +141,7 @@ impl<'a> Fields<'a> {
         }
     }
 
-    pub(crate) fn opt_array(&self, key: &str) -> Result<Option<&'a Vec<Value>>, MapperError> {
+    pub fn opt_array(&self, key: &str) -> Result<Option<&'a Vec<Value>>, MapperError> {
         match self.get(key) {
             Some(Value::Array(items)) => Ok(Some(items)),
             Some(_) => Err(self.fail(format!("field `{key}` must be an array"))),
@@ -153,18 +149,18 @@ impl<'a> Fields<'a> {
         }
     }
 
-    pub(crate) fn array(&self, key: &str) -> Result<&'a Vec<Value>, MapperError> {
+    pub fn array(&self, key: &str) -> Result<&'a Vec<Value>, MapperError> {
         self.opt_array(key)?.ok_or_else(|| self.fail(format!("missing field `{key}`")))
     }
 
-    pub(crate) fn opt_object(&self, key: &str, what: &'a str) -> Result<Option<Self>, MapperError> {
+    pub fn opt_object(&self, key: &str, what: &'a str) -> Result<Option<Self>, MapperError> {
         match self.get(key) {
             Some(value) => Self::new(value, self.kind, what).map(Some),
             None => Ok(None),
         }
     }
 
-    pub(crate) fn object(&self, key: &str, what: &'a str) -> Result<Self, MapperError> {
+    pub fn object(&self, key: &str, what: &'a str) -> Result<Self, MapperError> {
         self.opt_object(key, what)?.ok_or_else(|| self.fail(format!("missing field `{key}`")))
     }
 }

@@ -1,5 +1,6 @@
-//! Native requests of this generation (method names, parameter shapes, timeouts) and the
-//! checks on their results.
+//! Native requests both generations of the desktop host share (method names, parameter
+//! shapes, timeouts) and the checks on their results. A generation adds its own requests with
+//! [`Outbound::call`].
 
 use serde_json::{Value, json};
 use zcode_contract::{ErrorKind, MapperError, NativeReply, NativeRequest, ReplyBody};
@@ -11,9 +12,8 @@ use crate::text::iso8601_from_epoch_ms;
 const DEFAULT_TIMEOUT_MS: u32 = 30_000;
 /// Methods that may start workers, load models or touch disk get longer.
 const LONG_TIMEOUT_MS: u32 = 60_000;
-const LONG_METHODS: [&str; 9] = [
+const LONG_METHODS: [&str; 8] = [
     "initialize",
-    "readWorkspaceState",
     "createSession",
     "resumeSession",
     "listSessions",
@@ -30,9 +30,21 @@ const HEADERS_UNAVAILABLE: &str =
 /// One request to the bridge, before the core hands out its id.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Outbound {
-    Call { service: Service, method: &'static str, params: Value },
-    Subscribe { subscription_id: String, workspace: String, session_id: String },
-    Unsubscribe { subscription_id: String },
+    /// `long`: the call may start workers, load models or touch disk (60 s instead of 30 s).
+    Call {
+        service: Service,
+        method: &'static str,
+        params: Value,
+        long: bool,
+    },
+    Subscribe {
+        subscription_id: String,
+        workspace: String,
+        session_id: String,
+    },
+    Unsubscribe {
+        subscription_id: String,
+    },
 }
 
 impl Outbound {
@@ -45,9 +57,19 @@ impl Outbound {
         }
     }
 
+    /// A call on `service`; methods known to be slow get the long timeout.
+    pub fn call(service: Service, method: &'static str, params: Value) -> Outbound {
+        Outbound::Call { service, method, params, long: LONG_METHODS.contains(&method) }
+    }
+
+    /// A call a generation knows to be slow (it starts workers, loads models or reads disk).
+    pub fn long_call(service: Service, method: &'static str, params: Value) -> Outbound {
+        Outbound::Call { service, method, params, long: true }
+    }
+
     fn timeout_ms(&self) -> u32 {
         match self {
-            Outbound::Call { method, .. } if LONG_METHODS.contains(method) => LONG_TIMEOUT_MS,
+            Outbound::Call { long: true, .. } => LONG_TIMEOUT_MS,
             _ => DEFAULT_TIMEOUT_MS,
         }
     }
@@ -55,7 +77,9 @@ impl Outbound {
     pub fn into_request(self, id: u64) -> NativeRequest {
         let (label, timeout_ms) = (self.label(), self.timeout_ms());
         let bytes = match &self {
-            Outbound::Call { service, method, params } => call_bytes(id, *service, method, params),
+            Outbound::Call { service, method, params, .. } => {
+                call_bytes(id, *service, method, params)
+            }
             Outbound::Subscribe { subscription_id, workspace, session_id } => {
                 subscribe_bytes(id, subscription_id, workspace, session_id)
             }
@@ -65,20 +89,17 @@ impl Outbound {
     }
 }
 
-fn agent(method: &'static str, params: Value) -> Outbound {
-    Outbound::Call { service: Service::Agent, method, params }
+/// A call on the agent service (channel `zcode-agent`).
+pub fn agent(method: &'static str, params: Value) -> Outbound {
+    Outbound::call(Service::AGENT, method, params)
 }
 
 fn task(method: &'static str, params: Value) -> Outbound {
-    Outbound::Call { service: Service::Task, method, params }
+    Outbound::call(Service::TASK, method, params)
 }
 
 pub fn initialize(workspace: &str) -> Outbound {
     agent("initialize", json!({"workspacePath": workspace}))
-}
-
-pub fn read_workspace_state(workspace: &str) -> Outbound {
-    agent("readWorkspaceState", json!({"workspacePath": workspace}))
 }
 
 pub fn create_session(workspace: &str, mcp_servers: &Value) -> Outbound {
@@ -250,7 +271,8 @@ pub fn reply_value(reply: &NativeReply, label: &str) -> Result<Value, MapperErro
     }
 }
 
-fn validation_failed(label: &str, problem: &MapperError) -> MapperError {
+/// A native result that does not have the expected shape.
+pub fn validation_failed(label: &str, problem: &MapperError) -> MapperError {
     protocol(format!("Native result validation failed: {label}: {}", problem.message))
 }
 
@@ -268,24 +290,6 @@ pub fn check_initialized(result: &Value) -> Result<(), MapperError> {
         _ => ErrorKind::Native,
     };
     Err(error(kind, reason))
-}
-
-/// `readWorkspaceState`: at least one model provider must be configured.
-pub fn check_workspace_state(result: &Value) -> Result<(), MapperError> {
-    let fields = Fields::native(result, "readWorkspaceState result")
-        .map_err(|e| validation_failed("readWorkspaceState", &e))?;
-    let providers = fields
-        .opt_object("modelCatalog", "modelCatalog")
-        .and_then(|catalog| catalog.map(|c| c.opt_array("providers")).transpose())
-        .map_err(|e| validation_failed("readWorkspaceState", &e))?
-        .flatten();
-    match providers {
-        Some(providers) if !providers.is_empty() => Ok(()),
-        _ => Err(error(
-            ErrorKind::AuthRequired,
-            "No usable ZCode model provider is configured. Run zcode-acp login, then retry.",
-        )),
-    }
 }
 
 /// `sendPrompt`: an acknowledgement that the host took the input.
@@ -431,21 +435,6 @@ mod tests {
             bad.message,
             "Native result validation failed: initialize: initialize result: missing field `available`"
         );
-    }
-
-    #[test]
-    fn requires_a_model_provider() {
-        assert!(check_workspace_state(&json!({"modelCatalog": {"providers": [{}]}})).is_ok());
-        for state in
-            [json!({}), json!({"modelCatalog": {"providers": []}}), json!({"modelCatalog": {}})]
-        {
-            let error = check_workspace_state(&state).unwrap_err();
-            assert_eq!(error.kind, ErrorKind::AuthRequired);
-            assert_eq!(
-                error.message,
-                "No usable ZCode model provider is configured. Run zcode-acp login, then retry."
-            );
-        }
     }
 
     #[test]

@@ -1,0 +1,49 @@
+//! The golden traces in `traces/` replayed through the native mapper (the same replayer
+//! `zcode-acp mapper test` runs through the WebAssembly component).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use zcode_contract::golden::{self, BlessScope};
+use zcode_host_3_12::HostV312Mapper;
+
+fn traces() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("traces");
+    let mut paths: Vec<PathBuf> = fs::read_dir(&dir)
+        .expect("traces directory")
+        .map(|entry| entry.expect("directory entry").path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "jsonl"))
+        .collect();
+    paths.sort();
+    paths
+}
+
+#[test]
+fn every_trace_replays() {
+    let paths = traces();
+    assert!(paths.len() >= 9, "expected the full trace set, found {}", paths.len());
+    for path in paths {
+        let text = fs::read_to_string(&path).expect("trace text");
+        let report = golden::replay(&HostV312Mapper, &text);
+        assert!(report.passed(), "{}:\n{}", path.display(), report.render());
+        assert!(report.matched > 0, "{} checks nothing", path.display());
+    }
+}
+
+/// Rewrites the expectations of marked lines from the native mapper:
+/// `ZCODE_BLESS=1 cargo test --test golden -- --ignored bless`. Review the diff afterwards.
+#[test]
+#[ignore = "rewrites traces/; run explicitly with ZCODE_BLESS=1"]
+fn bless() {
+    assert_eq!(
+        std::env::var("ZCODE_BLESS").as_deref(),
+        Ok("1"),
+        "set ZCODE_BLESS=1 to rewrite traces"
+    );
+    for path in traces() {
+        let text = fs::read_to_string(&path).expect("trace text");
+        let blessed = golden::bless(&HostV312Mapper, &text, BlessScope::Existing)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        fs::write(&path, blessed).expect("write trace");
+    }
+}
