@@ -108,7 +108,7 @@ fn session_event(state: &mut State, event: &Value) -> Result<Vec<Action>, Mapper
     fields.str("sessionId")?;
     fields.opt_str("turnId")?;
     fields.opt_str("traceId")?;
-    fields.u64("seq")?;
+    let seq = fields.u64("seq")?;
     let timestamp = fields
         .opt_f64("timestamp")?
         .ok_or_else(|| protocol("session.event: missing field `timestamp`"))?;
@@ -116,6 +116,21 @@ fn session_event(state: &mut State, event: &Value) -> Result<Vec<Action>, Mapper
     let event_type = fields.non_empty_str("type")?;
     let payload = fields.object("payload", "session.event payload")?;
 
+    match state.last_seq {
+        // Delivered twice (a backlog replayed after a resubscribe): already handled.
+        Some(last) if seq <= last => {
+            return Ok(vec![Action::Ignore(format!("{event_type} (seq {seq} already seen)"))]);
+        }
+        // A lost event mid-turn would silently drop text or a tool step: fail closed.
+        Some(last) if seq > last + 1 && state.running() => {
+            state.last_seq = Some(seq);
+            return Err(protocol(format!(
+                "ZCode session events out of sequence: expected seq {}, got {seq}",
+                last + 1
+            )));
+        }
+        _ => state.last_seq = Some(seq),
+    }
     if IGNORED_SESSION_EVENTS.contains(&event_type) {
         return Ok(vec![Action::Ignore(event_type.to_string())]);
     }

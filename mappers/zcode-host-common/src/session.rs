@@ -117,14 +117,31 @@ pub trait Generation: Publisher {
 
 enum Stage<S> {
     Generation(S),
-    Subscribe { kind: OpenKind, replay: Vec<String> },
-    Prompt { updates: Vec<String> },
+    Subscribe {
+        kind: OpenKind,
+        replay: Vec<String>,
+    },
+    Prompt {
+        updates: Vec<String>,
+    },
     Cancel,
     FinishUsage,
-    FinishSnapshot { usage: Value },
-    Answer { updates: Vec<String>, plan_approved: bool },
+    FinishSnapshot {
+        usage: Value,
+    },
+    Answer {
+        updates: Vec<String>,
+        plan_approved: bool,
+    },
     CloseSession,
-    Unsubscribe { close_error: Option<MapperError> },
+    Unsubscribe {
+        close_error: Option<MapperError>,
+    },
+    /// Reopening failed natively: is the session unknown (not found) or did it fail otherwise?
+    ConfirmMissing {
+        session_id: String,
+        failure: MapperError,
+    },
 }
 
 /// What an operation does next (a short-lived return value, so its size does not matter).
@@ -159,6 +176,8 @@ pub struct Session<G: Generation> {
     state: State,
     generation: G,
     ops: BTreeMap<u64, PendingOp<G::Stage>>,
+    /// The session a load or resume asked for, while it is being reopened.
+    opening: Option<String>,
 }
 
 impl<G: Generation + Default> Session<G> {
@@ -167,6 +186,7 @@ impl<G: Generation + Default> Session<G> {
             state: State::new(init.workspace.clone(), init.client),
             generation: G::default(),
             ops: BTreeMap::new(),
+            opening: None,
         }
     }
 }
@@ -212,7 +232,16 @@ impl<G: Generation> Session<G> {
             ))));
         }
         let result = ops::reply_value(reply, &op.label);
-        let next = self.advance(op.stage, result);
+        let next = match (result, &self.opening) {
+            // The host's error for an unknown session is free text: ask for its sessions instead.
+            (Err(failure), Some(session_id))
+                if op.label == "agent.resumeSession" && failure.kind == ErrorKind::Native =>
+            {
+                let stage = Stage::ConfirmMissing { session_id: session_id.clone(), failure };
+                Ok(send(stage, ops::list_sessions(self.workspace())))
+            }
+            (result, _) => self.advance(op.stage, result),
+        };
         self.step(op_id, first_request_id, next)
     }
 
@@ -260,8 +289,7 @@ impl<G: Generation> Session<G> {
         let params = parse(params, ErrorKind::InvalidParams, kind.what())?;
         let fields = Fields::acp(&params, kind.what())?;
         if fields.opt_array("additionalDirectories")?.is_some_and(|dirs| !dirs.is_empty()) {
-            return Err(error(
-                ErrorKind::Unsupported,
+            return Err(invalid_params(
                 "Installed ZCode host does not support ACP additionalDirectories",
             ));
         }
@@ -282,6 +310,7 @@ impl<G: Generation> Session<G> {
         if self.state.bound.is_some() {
             return Err(internal("This session resource is already bound to a native session"));
         }
+        self.opening = session_id.clone();
         let request = OpenRequest { kind, session_id, mcp_servers };
         let step = self.generation.open(&self.state, request)?;
         self.generation_step(step)
@@ -457,6 +486,16 @@ impl<G: Generation> Session<G> {
                 self.generation_step(step)
             }
             Stage::Subscribe { kind, replay } => self.subscribed(kind, replay, result?),
+            Stage::ConfirmMissing { session_id, failure } => {
+                let known = result?.as_array().is_some_and(|sessions| {
+                    sessions.iter().any(|s| s["sessionId"] == session_id.as_str())
+                });
+                if known {
+                    Err(failure)
+                } else {
+                    Err(error(ErrorKind::NotFound, format!("Unknown session: {session_id}")))
+                }
+            }
             Stage::Prompt { updates } => {
                 match result.and_then(|value| ops::check_prompt_accepted(&value)) {
                     Ok(()) => Ok(Next::Done(done(json!({}), updates))),

@@ -37,6 +37,8 @@ pub struct State {
     pub tools: Tools,
     pub plan: PlanView,
     pub interactions: Interactions,
+    /// The `seq` of the last session event: ZCode numbers a session's events without gaps.
+    pub last_seq: Option<u64>,
     subscriptions: u64,
     prompts: u64,
 }
@@ -53,6 +55,7 @@ impl State {
             tools: Tools::default(),
             plan: PlanView::default(),
             interactions: Interactions::default(),
+            last_seq: None,
             subscriptions: 0,
             prompts: 0,
         }

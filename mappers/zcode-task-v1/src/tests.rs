@@ -308,7 +308,7 @@ fn refuses_unsupported_session_parameters_before_any_request() {
     let cases = [
         (
             json!({"cwd": "/w", "mcpServers": [], "additionalDirectories": ["/x"]}),
-            ErrorKind::Unsupported,
+            ErrorKind::InvalidParams,
             "Installed ZCode host does not support ACP additionalDirectories",
         ),
         (
@@ -1577,4 +1577,23 @@ fn rejects_operations_in_the_wrong_state() {
     let mut driver = running(true, true);
     let run = driver.run(SessionOp::Prompt(prompt), vec![]);
     assert_eq!(run.error().message, "A prompt turn is already running in this session");
+}
+
+#[test]
+fn session_events_must_come_in_sequence_during_a_turn() {
+    let mut driver = running(true, true);
+    let first = driver.session_event("model.streaming", json!({"kind": "text_delta", "delta": "a"}));
+    assert_eq!(update_kinds(&updates_of(&first)), ["agent_message_chunk"]);
+    // The same event delivered again (a replayed backlog) is ignored, not shown twice.
+    let seq = driver.seq;
+    driver.seq -= 1;
+    let again = driver.session_event("model.streaming", json!({"kind": "text_delta", "delta": "a"}));
+    assert!(matches!(again.as_slice(), [Action::Ignore(why)] if why.contains("already seen")));
+    // A lost event mid-turn breaks the turn instead of silently dropping content.
+    driver.seq = seq + 1;
+    let gap = driver.session_event("model.streaming", json!({"kind": "text_delta", "delta": "c"}));
+    assert_eq!(
+        broken_message(&gap),
+        format!("ZCode session events out of sequence: expected seq {}, got {}", seq + 1, seq + 2)
+    );
 }
