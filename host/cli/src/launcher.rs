@@ -82,6 +82,9 @@ impl Launcher {
     /// Starts the host for the install discovery selected.
     pub async fn start(&self, selected: &Selected) -> Result<Host, CoordinatorError> {
         let mapper = self.mapper(selected).map_err(|e| CoordinatorError::failed("mappers", e))?;
+        // ZCODE_ACP_RECORD: every mapper call of this host's connection and sessions is recorded.
+        let mapper = zcode_recorder::record_from_env(mapper)
+            .map_err(|e| CoordinatorError::failed("recording", e.to_string()))?;
         let plan = mapper.launch_plan(&selected.install)?;
         let connection = mapper.connection()?;
         let started = Instant::now();

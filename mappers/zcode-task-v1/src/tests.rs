@@ -1582,12 +1582,14 @@ fn rejects_operations_in_the_wrong_state() {
 #[test]
 fn session_events_must_come_in_sequence_during_a_turn() {
     let mut driver = running(true, true);
-    let first = driver.session_event("model.streaming", json!({"kind": "text_delta", "delta": "a"}));
+    let first =
+        driver.session_event("model.streaming", json!({"kind": "text_delta", "delta": "a"}));
     assert_eq!(update_kinds(&updates_of(&first)), ["agent_message_chunk"]);
     // The same event delivered again (a replayed backlog) is ignored, not shown twice.
     let seq = driver.seq;
     driver.seq -= 1;
-    let again = driver.session_event("model.streaming", json!({"kind": "text_delta", "delta": "a"}));
+    let again =
+        driver.session_event("model.streaming", json!({"kind": "text_delta", "delta": "a"}));
     assert!(matches!(again.as_slice(), [Action::Ignore(why)] if why.contains("already seen")));
     // A lost event mid-turn breaks the turn instead of silently dropping content.
     driver.seq = seq + 1;

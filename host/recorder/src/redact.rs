@@ -1,0 +1,470 @@
+//! Redaction of recorded inputs.
+//!
+//! Free text is replaced by numbered placeholders (`redacted-7`). The same text always gets the
+//! same placeholder within one recording, so equality survives (a tool-call id, a workspace path
+//! repeated across calls) while the text does not. Paths are replaced component by component,
+//! so `/home/me/proj/src/a.rs` stays below `/home/me/proj` after redaction — mappers join and
+//! compare paths. Only values that steer a mapper and carry no user data are kept: JSON keys
+//! that look like identifiers, numbers, booleans, and short single-token strings under the
+//! keys listed in [`KEPT_VALUE_KEYS`] or named like an id.
+//!
+//! What stays visible is listed in `docs/recording.md`.
+
+use std::collections::{HashMap, HashSet};
+use std::hash::{BuildHasher, RandomState};
+
+use serde_json::{Map, Value};
+
+use crate::encode;
+
+/// Keys whose string values are structural (enums, names of methods and kinds, model refs) and
+/// kept when they are a short single token. Everything else is redacted.
+const KEPT_VALUE_KEYS: &[&str] = &[
+    "action",
+    "category",
+    "const",
+    "currency",
+    "cursor",
+    "current",
+    "currentValue",
+    "decision",
+    "encoding",
+    "enum",
+    "format",
+    "interaction",
+    "jsonrpc",
+    "kind",
+    "level",
+    "method",
+    "mime",
+    "mimeType",
+    "mode",
+    "nextCursor",
+    "outcome",
+    "priority",
+    "reason",
+    "reasonCode",
+    "resultType",
+    "risk",
+    "riskLevel",
+    "role",
+    "service",
+    "sessionUpdate",
+    "source",
+    "status",
+    "stopReason",
+    "thoughtLevel",
+    "toolName",
+    "type",
+    "value",
+    "variant",
+    "version",
+];
+
+/// Longest string kept under a kept key; longer ones are content, not a token.
+const MAX_KEPT_LEN: usize = 128;
+
+/// Keys whose values are binary data as base64 (attachments, embedded blobs).
+const BASE64_KEYS: &[&str] = &["data", "blob"];
+
+/// Base64 at least this long is treated as binary data under any key.
+const MIN_BASE64_LEN: usize = 64;
+
+/// Replaces free text by consistent placeholders for one recording.
+pub struct Redactor {
+    /// Keyed per recording, so placeholders cannot be correlated across recordings and the
+    /// table holds hashes, not the secrets themselves.
+    hasher: RandomState,
+    placeholders: HashMap<u64, u64>,
+    /// Hashes of the values kept under structural keys so far. The same token elsewhere (an
+    /// option the user picked, echoed in an answer) is kept too, so the mapper still
+    /// recognises it.
+    vocabulary: HashSet<u64>,
+}
+
+impl Default for Redactor {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Redactor {
+    pub fn new() -> Self {
+        Self {
+            hasher: RandomState::new(),
+            placeholders: HashMap::new(),
+            vocabulary: HashSet::new(),
+        }
+    }
+
+    /// A free-text string: empty stays empty, a path is redacted per component, anything
+    /// else becomes one placeholder.
+    pub fn text(&mut self, text: &str) -> String {
+        if text.is_empty() {
+            return String::new();
+        }
+        if is_path_like(text) {
+            return self.path(text);
+        }
+        self.placeholder(text)
+    }
+
+    /// JSON text (an operation's parameters, a native reply): the redacted JSON, compact; text
+    /// that is not JSON is redacted whole.
+    pub fn json_text(&mut self, text: &str) -> String {
+        match serde_json::from_str::<Value>(text) {
+            Ok(value) => self.json(&value).to_string(),
+            Err(_) => self.text(text),
+        }
+    }
+
+    /// A JSON value with every string redacted except kept structural values.
+    pub fn json(&mut self, value: &Value) -> Value {
+        self.value(value, Place { key: None, secret: false })
+    }
+
+    fn value(&mut self, value: &Value, place: Place<'_>) -> Value {
+        match value {
+            Value::String(text) => Value::String(self.string_at(text, place)),
+            Value::Array(items) => {
+                Value::Array(items.iter().map(|item| self.value(item, place)).collect())
+            }
+            Value::Object(map) => {
+                // `{name, value}` pairs are how environments and headers are passed around.
+                let pair = map.contains_key("name") && map.contains_key("value");
+                let mut redacted = Map::new();
+                for (name, item) in map {
+                    let secret = place.secret || is_secret_key(name) || (pair && name == "value");
+                    let value = self.value(item, Place { key: Some(name), secret });
+                    let name = if is_identifier(name) { name.clone() } else { self.text(name) };
+                    redacted.insert(name, value);
+                }
+                Value::Object(redacted)
+            }
+            Value::Number(_) | Value::Bool(_) | Value::Null => value.clone(),
+        }
+    }
+
+    fn string_at(&mut self, text: &str, place: Place<'_>) -> String {
+        let key = place.key;
+        if is_token(text) && !place.secret {
+            let hash = self.hasher.hash_one(text);
+            if key.is_some_and(keeps_value) {
+                self.vocabulary.insert(hash);
+                return text.to_string();
+            }
+            if self.vocabulary.contains(&hash) {
+                return text.to_string();
+            }
+        }
+        // JSON carried as text (streamed tool input, serialized arguments): redact inside, so
+        // the structure a mapper may parse stays intact.
+        if text.starts_with(['{', '['])
+            && let Ok(inner @ (Value::Object(_) | Value::Array(_))) =
+                serde_json::from_str::<Value>(text)
+        {
+            let inner = self.value(&inner, Place { key: None, secret: place.secret });
+            return inner.to_string();
+        }
+        // Binary data stays valid base64 (mappers decode attachments).
+        if is_base64(text)
+            && (key.is_some_and(|k| BASE64_KEYS.contains(&k)) || text.len() >= MIN_BASE64_LEN)
+        {
+            return encode::base64(self.placeholder(text).as_bytes());
+        }
+        self.text(text)
+    }
+
+    fn path(&mut self, path: &str) -> String {
+        let mut out = String::with_capacity(path.len());
+        let mut component = String::new();
+        for ch in path.chars() {
+            if ch == '/' || ch == '\\' {
+                out.push_str(&self.path_component(&component));
+                out.push(ch);
+                component.clear();
+            } else {
+                component.push(ch);
+            }
+        }
+        out.push_str(&self.path_component(&component));
+        out
+    }
+
+    fn path_component(&mut self, component: &str) -> String {
+        if matches!(component, "" | "." | ".." | "~") || is_scheme_or_drive(component) {
+            component.to_string()
+        } else {
+            self.placeholder(component)
+        }
+    }
+
+    fn placeholder(&mut self, text: &str) -> String {
+        let next = self.placeholders.len() as u64 + 1;
+        let number = *self.placeholders.entry(self.hasher.hash_one(text)).or_insert(next);
+        format!("redacted-{number}")
+    }
+}
+
+/// Where a JSON value sits: under which key, and whether inside credentials.
+#[derive(Clone, Copy)]
+struct Place<'a> {
+    key: Option<&'a str>,
+    /// Inside an environment, headers or anything named like a credential: nothing is kept.
+    secret: bool,
+}
+
+/// Splits a byte stream into lines and redacts each complete one as JSON (the framing every
+/// current mapper uses: one JSON value per line). The unterminated tail waits for the next push.
+#[derive(Default)]
+pub struct LineRedactor {
+    partial: Vec<u8>,
+}
+
+impl LineRedactor {
+    /// The complete lines of the stream so far, redacted; may be empty.
+    pub fn push(&mut self, redactor: &mut Redactor, bytes: &[u8]) -> Vec<u8> {
+        let Some(last_newline) = bytes.iter().rposition(|&b| b == b'\n') else {
+            self.partial.extend_from_slice(bytes);
+            return Vec::new();
+        };
+        self.partial.extend_from_slice(&bytes[..=last_newline]);
+        let complete = std::mem::replace(&mut self.partial, bytes[last_newline + 1..].to_vec());
+        let mut out = Vec::with_capacity(complete.len());
+        for line in complete.split_inclusive(|&b| b == b'\n') {
+            let body = line.strip_suffix(b"\n").unwrap_or(line);
+            out.extend(redact_line(redactor, body));
+            out.push(b'\n');
+        }
+        out
+    }
+
+    /// The unterminated tail at the end of the stream, redacted (empty if there is none).
+    pub fn finish(&mut self, redactor: &mut Redactor) -> Vec<u8> {
+        let tail = std::mem::take(&mut self.partial);
+        if tail.is_empty() { tail } else { redact_line(redactor, &tail) }
+    }
+}
+
+/// One line without its `\n`: JSON is redacted and re-serialized (a trailing `\r` is kept),
+/// blank lines stay, anything else becomes a placeholder that is still not JSON (and still not
+/// UTF-8 when the original was not), so a mapper rejects it the same way.
+fn redact_line(redactor: &mut Redactor, line: &[u8]) -> Vec<u8> {
+    let (body, cr) = match line.strip_suffix(b"\r") {
+        Some(body) => (body, &b"\r"[..]),
+        None => (line, &b""[..]),
+    };
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return line.to_vec();
+    }
+    let mut out = match serde_json::from_slice::<Value>(body) {
+        Ok(value) => redactor.json(&value).to_string().into_bytes(),
+        Err(_) => match std::str::from_utf8(body) {
+            Ok(text) => redactor.placeholder(text).into_bytes(),
+            Err(_) => {
+                let mut bytes = redactor.placeholder(&String::from_utf8_lossy(body)).into_bytes();
+                bytes.push(0xff);
+                bytes
+            }
+        },
+    };
+    out.extend_from_slice(cr);
+    out
+}
+
+/// Keys whose whole value is credentials, whatever the keys inside say.
+fn is_secret_key(key: &str) -> bool {
+    const PARTS: &[&str] = &[
+        "auth",
+        "token",
+        "secret",
+        "password",
+        "passwd",
+        "credential",
+        "cookie",
+        "header",
+        "apikey",
+        "api_key",
+        "api-key",
+        "accesskey",
+        "access_key",
+        "private",
+    ];
+    let key = key.to_ascii_lowercase();
+    key == "env" || PARTS.iter().any(|part| key.contains(part))
+}
+
+fn keeps_value(key: &str) -> bool {
+    KEPT_VALUE_KEYS.contains(&key) || is_id_key(key)
+}
+
+/// `id`, `sessionId`, `tool_call_id`, `requestIds`, ...
+fn is_id_key(key: &str) -> bool {
+    key == "id" || ["Id", "_id", "Ids", "_ids"].iter().any(|suffix| key.ends_with(suffix))
+}
+
+/// A short string without whitespace or control characters.
+fn is_token(text: &str) -> bool {
+    !text.is_empty()
+        && text.len() <= MAX_KEPT_LEN
+        && !text.chars().any(|c| c.is_whitespace() || c.is_control())
+}
+
+/// A JSON key that names a field rather than carrying content (`file_path`, `$schema`,
+/// `API_KEY`); keys with spaces, dots or slashes (questions, file names) are redacted.
+fn is_identifier(key: &str) -> bool {
+    let mut chars = key.chars();
+    key.len() <= 64
+        && chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_' || c == '$')
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '$' | '-'))
+}
+
+fn is_base64(text: &str) -> bool {
+    let data = text.trim_end_matches('=');
+    text.len().is_multiple_of(4)
+        && text.len() - data.len() <= 2
+        && !data.is_empty()
+        && data.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'+' || b == b'/')
+}
+
+/// Absolute or relative paths and URLs: one token with a separator in it.
+fn is_path_like(text: &str) -> bool {
+    text.contains(['/', '\\']) && !text.chars().any(char::is_whitespace)
+}
+
+/// `file:`, `https:`, `C:`: kept so a redacted path or URL keeps its form.
+fn is_scheme_or_drive(component: &str) -> bool {
+    let Some(name) = component.strip_suffix(':') else { return false };
+    let mut chars = name.chars();
+    name.len() <= 16
+        && chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '.' | '-'))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn the_same_text_gets_the_same_placeholder() {
+        let mut r = Redactor::new();
+        let a = r.text("my secret prompt");
+        let b = r.text("another secret");
+        assert_eq!(a, "redacted-1");
+        assert_eq!(b, "redacted-2");
+        assert_eq!(r.text("my secret prompt"), a);
+        assert_eq!(r.text(""), "");
+    }
+
+    #[test]
+    fn paths_are_redacted_per_component() {
+        let mut r = Redactor::new();
+        let workspace = r.text("/home/alice/project");
+        let file = r.text("/home/alice/project/src/main.rs");
+        assert_eq!(workspace, "/redacted-1/redacted-2/redacted-3");
+        assert!(file.starts_with(&format!("{workspace}/")), "{file}");
+        assert!(!file.contains("main") && !file.contains("alice"), "{file}");
+        assert_eq!(r.text("file:///home/alice"), "file:///redacted-1/redacted-2");
+        // (`project`, `src` and `main.rs` took 3 to 5.)
+        assert_eq!(r.text(r"C:\Users\alice\..\x"), r"C:\redacted-6\redacted-2\..\redacted-7");
+        // Prose with a slash is one placeholder.
+        assert_eq!(r.text("read and/or write"), "redacted-8");
+    }
+
+    #[test]
+    fn structure_is_kept_and_content_is_not() {
+        let mut r = Redactor::new();
+        let event = json!({
+            "type": "stream.event",
+            "event": {
+                "sessionId": "ses-1", "seq": 7, "type": "message.delta", "final": true,
+                "payload": {"kind": "text_delta", "delta": "SECRET", "assistantMessageId": "m-1"},
+                "tool": {"toolName": "Bash", "input": {"command": "cat ~/.ssh/id_rsa"}},
+                "kind": "not a token because it has spaces",
+                "Which file should I read?": "x"
+            }
+        });
+        let redacted = r.json(&event);
+        let text = redacted.to_string();
+        for kept in ["stream.event", "ses-1", "message.delta", "text_delta", "m-1", "Bash"] {
+            assert!(text.contains(kept), "{kept} missing in {text}");
+        }
+        for gone in ["SECRET", "id_rsa", "not a token", "Which file"] {
+            assert!(!text.contains(gone), "{gone} leaked in {text}");
+        }
+        assert_eq!(redacted["event"]["seq"], 7);
+        assert_eq!(redacted["event"]["final"], true);
+    }
+
+    #[test]
+    fn json_inside_strings_stays_json() {
+        let mut r = Redactor::new();
+        let delta = json!({"delta": "{\"file_path\": \"/a/b\", \"content\": \"SECRET\"}"});
+        let redacted = r.json(&delta);
+        let inner: Value = serde_json::from_str(redacted["delta"].as_str().unwrap()).unwrap();
+        // Keys in order: `content` first.
+        assert_eq!(inner, json!({"content": "redacted-1", "file_path": "/redacted-2/redacted-3"}));
+    }
+
+    #[test]
+    fn offered_tokens_are_recognised_when_they_come_back() {
+        let mut r = Redactor::new();
+        let offered = r.json(&json!({"options": [{"value": "fast", "label": "Go fast"}]}));
+        assert_eq!(offered["options"][0]["value"], "fast");
+        let answer = r.json(&json!({"answer_0": "fast", "answer_1": "my own words"}));
+        assert_eq!(answer, json!({"answer_0": "fast", "answer_1": "redacted-2"}));
+    }
+
+    #[test]
+    fn binary_data_stays_base64() {
+        let mut r = Redactor::new();
+        let image = r.json(&json!({"type": "image", "data": "aGVsbG8gd29ybGQ="}));
+        assert_eq!(image["data"], "cmVkYWN0ZWQtMQ==", "base64 of redacted-1");
+        assert_eq!(r.json(&json!({"data": "not base64!"}))["data"], "redacted-2");
+    }
+
+    #[test]
+    fn credentials_are_redacted_whatever_their_form() {
+        let mut r = Redactor::new();
+        let create = json!({
+            "cwd": "/w",
+            "mcpServers": [{"type": "http", "name": "srv", "url": "https://h.example/mcp?k=SECRET",
+                "headers": [{"name": "Authorization", "value": "Bearer SECRET"}],
+                "env": {"API_KEY": "SECRET"}}]
+        });
+        let text = r.json(&create).to_string();
+        assert!(!text.contains("SECRET"), "{text}");
+        assert!(text.contains("API_KEY") && text.contains("\"http\""), "{text}");
+        // Token-like secrets too, although `value` and ids are kept elsewhere.
+        let tokens = json!({
+            "env": [{"name": "API_TOKEN", "value": "tok3n"}],
+            "settings": {"apiKey": {"id": "k3y", "type": "b3arer"}},
+            "vars": [{"name": "X", "value": "v4lue"}]
+        });
+        let text = r.json(&tokens).to_string();
+        for secret in ["tok3n", "k3y", "b3arer", "v4lue"] {
+            assert!(!text.contains(secret), "{secret} leaked: {text}");
+        }
+        assert!(text.starts_with(r#"{"env":[{"name":"redacted-"#), "{text}");
+    }
+
+    #[test]
+    fn lines_are_redacted_whole_and_the_tail_waits() {
+        let mut r = Redactor::new();
+        let mut lines = LineRedactor::default();
+        assert_eq!(lines.push(&mut r, b"{\"id\":1,\"result\":\"SEC"), b"");
+        let out = lines.push(&mut r, b"RET\"}\r\n\n{\"id\":2}\nnot json\n{\"id\"");
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "{\"id\":1,\"result\":\"redacted-1\"}\r\n\n{\"id\":2}\nredacted-2\n"
+        );
+        assert_eq!(lines.push(&mut r, b":3}"), b"");
+        assert_eq!(lines.finish(&mut r), b"{\"id\":3}");
+        assert_eq!(lines.finish(&mut r), b"");
+        let invalid = lines.push(&mut r, b"\xff\xfe\n");
+        assert_eq!(invalid.last_chunk::<2>(), Some(&[0xff, b'\n']));
+        assert!(std::str::from_utf8(&invalid).is_err());
+    }
+}
