@@ -18,11 +18,15 @@ const SDK_FRAME_TRACES: &str = "agent_client_protocol=debug";
 /// (e.g. `warn` for one-shot commands, `info` for the agent).
 pub fn init(default: &str) -> Result<(), String> {
     let filter = || {
-        EnvFilter::try_from_env(LOG_ENV)
-            .unwrap_or_else(|_| EnvFilter::new(default))
-            // The SDK traces whole JSON-RPC frames (prompt text, tool input, file contents) at
-            // trace level: never, whatever the user asks for.
-            .add_directive(SDK_FRAME_TRACES.parse().expect("a valid directive"))
+        let filter = EnvFilter::try_from_env(LOG_ENV).unwrap_or_else(|_| EnvFilter::new(default));
+        // The SDK traces whole JSON-RPC frames (prompt text, tool input, file contents) at
+        // trace level: never, whatever the user asks for. A directive also enables its level,
+        // so the cap is added only when the filter lets trace through at all.
+        if filter.max_level_hint() == Some(tracing_subscriber::filter::LevelFilter::TRACE) {
+            filter.add_directive(SDK_FRAME_TRACES.parse().expect("a valid directive"))
+        } else {
+            filter
+        }
     };
     let stderr = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr.with_max_level(tracing::Level::TRACE))
