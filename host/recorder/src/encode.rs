@@ -186,9 +186,9 @@ fn action(action: &Action) -> Value {
         Action::Update(update) => json!({ "update": parsed(update) }),
         Action::Interaction(interaction) => {
             let request = match &interaction.request {
-                InteractionRequest::Permission(permission) => json!({ "permission": {
-                    "request": parsed(&permission.request),
-                    "deny_option": permission.deny_option,
+                InteractionRequest::Permission(asked) => json!({ "permission": {
+                    "request": parsed(&asked.request),
+                    "deny_option": asked.deny_option,
                 }}),
                 InteractionRequest::Elicitation(schema) => json!({ "elicitation": parsed(schema) }),
                 InteractionRequest::Headless(why) => json!({ "headless": why }),

@@ -95,7 +95,9 @@ mod tests {
                    "providerLabel": "Z.ai - Coding Plan", "reasoningLevels": ["low", "high"]})
         );
         assert_eq!(projected["effectiveSelection"], projected["preferredSelection"]);
-        let keys: Vec<&String> = projected.as_object().unwrap().keys().collect();
+        // Sorted: key order depends on serde_json's `preserve_order`, which the ACP SDK turns on.
+        let mut keys: Vec<&String> = projected.as_object().unwrap().keys().collect();
+        keys.sort();
         assert_eq!(keys, ["effectiveSelection", "models", "preferredSelection", "revision"]);
     }
 
