@@ -7,7 +7,7 @@ use zcode_contract::{Action, ErrorKind, MapperError, StopReason, Terminal};
 use crate::interactions;
 use crate::json::{Fields, error, parse, protocol};
 use crate::settings::{Publisher, Snapshot, SnapshotRules, session_info_update};
-use crate::state::{State, update};
+use crate::state::{State, TurnPhase, update};
 
 /// Session event types that mean nothing for ACP.
 const IGNORED_SESSION_EVENTS: [&str; 6] = [
@@ -22,6 +22,8 @@ const IGNORED_SESSION_EVENTS: [&str; 6] = [
 /// Session event types that belong to a turn; outside one they are stale (backlog replayed
 /// after a resume, or stragglers after the terminal event) and are dropped.
 const TURN_EVENTS: [&str; 4] = ["model.streaming", "tool.updated", "turn.completed", "turn.failed"];
+/// The events that end a native turn.
+const TURN_ENDS: [&str; 2] = ["turn.completed", "turn.failed"];
 
 /// How a generation reads snapshots and publishes what they say.
 pub struct Reader<'a> {
@@ -135,6 +137,9 @@ fn session_event(state: &mut State, event: &Value) -> Result<Vec<Action>, Mapper
         return Ok(vec![Action::Ignore(event_type.to_string())]);
     }
     if TURN_EVENTS.contains(&event_type) && !state.running() {
+        if state.phase == TurnPhase::Broken && TURN_ENDS.contains(&event_type) {
+            return Ok(state.end_broken_turn());
+        }
         return Ok(vec![Action::Ignore(format!("{event_type} outside a turn"))]);
     }
     match event_type {

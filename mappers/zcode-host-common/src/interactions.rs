@@ -144,7 +144,22 @@ fn native_options(options: &[Value]) -> Result<Vec<NativeOption>, MapperError> {
                 remembers,
             })
         })
-        .collect()
+        .collect::<Result<Vec<NativeOption>, MapperError>>()
+        .and_then(unique_ids)
+}
+
+/// ZCode resolves an answer by option id, first match: with two options under one id, a deny
+/// (or the core's refusal) could select an allowing option. No answer is safe then, so the
+/// request is a protocol break. (A `BTreeSet`: a `HashSet` would seed itself from
+/// `wasi:random`, which the sandbox does not grant.)
+fn unique_ids(options: Vec<NativeOption>) -> Result<Vec<NativeOption>, MapperError> {
+    let mut seen = std::collections::BTreeSet::new();
+    match options.iter().find(|option| !seen.insert(option.id.as_str())) {
+        Some(twice) => {
+            Err(protocol(format!("permission.request: option id `{}` is not unique", twice.id)))
+        }
+        None => Ok(options),
+    }
 }
 
 fn plan_text(input: Option<&Value>) -> Result<&str, MapperError> {

@@ -1,6 +1,6 @@
 //! The mapping state of one session, shared by its operations and its event mapping.
 
-use zcode_contract::{Action, ClientFeatures, MapperError, Terminal};
+use zcode_contract::{Action, ClientFeatures, MapperError, StopReason, Terminal};
 
 use crate::interactions::Interactions;
 use crate::json::{internal, text};
@@ -24,6 +24,9 @@ pub enum TurnPhase {
     Running,
     /// The terminal action was emitted; `finish-turn` is next.
     Ended,
+    /// The mapper ended the turn broken and the core asked ZCode to stop; ZCode's own end of
+    /// that turn is still to come, and the core waits for it before the next prompt.
+    Broken,
 }
 
 pub struct State {
@@ -111,7 +114,16 @@ impl State {
 
     /// A protocol break inside the running turn: the turn ends broken.
     pub fn break_turn(&mut self, error: MapperError) -> Vec<Action> {
-        self.end_turn(Terminal::Broken(error))
+        let actions = self.end_turn(Terminal::Broken(error));
+        self.phase = TurnPhase::Broken;
+        actions
+    }
+
+    /// ZCode's own end of a turn the mapper broke: the core only needs to know it came (a
+    /// `cancelled` stop, since the core stopped it), so the session is free again.
+    pub fn end_broken_turn(&mut self) -> Vec<Action> {
+        self.phase = TurnPhase::Ended;
+        vec![Action::Terminal(Terminal::Stop(StopReason::Cancelled))]
     }
 }
 

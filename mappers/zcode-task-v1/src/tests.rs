@@ -795,6 +795,26 @@ fn cancels_and_ends_cancelled() {
 }
 
 #[test]
+fn zcodes_own_end_of_a_broken_turn_frees_the_session() {
+    for end in [("turn.completed", json!({"resultType": "success"})), ("turn.failed", json!({}))] {
+        let mut driver = running(true, true);
+        let actions = driver.session_event("model.streaming", json!({"kind": "text_start"}));
+        assert_eq!(broken_message(&actions), "Unsupported model stream kind: text_start");
+        // Stragglers of the broken turn are dropped; its end reaches the core exactly once.
+        assert_eq!(
+            driver.session_event("model.streaming", json!({"kind": "text_delta", "delta": "x"})),
+            [Action::Ignore("model.streaming outside a turn".into())]
+        );
+        let actions = driver.session_event(end.0, end.1.clone());
+        assert_eq!(actions, [Action::Terminal(Terminal::Stop(StopReason::Cancelled))], "{}", end.0);
+        assert_eq!(
+            driver.session_event(end.0, end.1),
+            [Action::Ignore(format!("{} outside a turn", end.0))]
+        );
+    }
+}
+
+#[test]
 fn drops_turn_events_outside_a_turn() {
     let mut driver = Driver::new(true, true);
     driver.create();
@@ -852,10 +872,15 @@ fn fails_closed_on_unknown_or_malformed_events() {
     let mut driver = running(true, true);
     let actions = driver.session_event("message.upserted", json!({}));
     assert_eq!(broken_message(&actions), "Unsupported ZCode event: message.upserted");
-    // The broken turn is over: its stragglers are ignored.
+    // The broken turn is over: its stragglers are ignored, and ZCode's own end of it only
+    // tells the core that the stopped turn has ended.
+    assert_eq!(
+        driver.session_event("model.streaming", json!({"kind": "text_delta", "delta": "x"})),
+        [Action::Ignore("model.streaming outside a turn".into())]
+    );
     assert_eq!(
         driver.session_event("turn.failed", json!({})),
-        [Action::Ignore("turn.failed outside a turn".into())]
+        [Action::Terminal(Terminal::Stop(StopReason::Cancelled))]
     );
 
     let mut driver = running(true, true);
@@ -1151,6 +1176,17 @@ fn fails_closed_on_permissions_acp_cannot_show() {
         broken_message(&actions),
         "ZCode permission request does not provide a native deny option"
     );
+    assert!(actions.iter().all(|a| !matches!(a, Action::Interaction(_))));
+
+    // One id on an allowing and a denying option: ZCode would resolve any answer under that
+    // id to the first, allowing, option, so nothing may be answered at all.
+    let mut driver = running(true, true);
+    let options = json!([
+        {"optionId": "x", "kind": "allow_once", "name": "Allow", "response": {"decision": "allow"}},
+        {"optionId": "x", "kind": "reject_once", "name": "Deny", "response": {"decision": "deny"}},
+    ]);
+    let actions = driver.event(permission_event("p", "Bash", options));
+    assert_eq!(broken_message(&actions), "permission.request: option id `x` is not unique");
     assert!(actions.iter().all(|a| !matches!(a, Action::Interaction(_))));
 
     let mut driver = running(true, true);
