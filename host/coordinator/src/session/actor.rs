@@ -44,7 +44,17 @@ pub(crate) struct SessionActor {
     answered: HashSet<String>,
     /// Set when the session can no longer work (host gone, mapper fault).
     failed: Option<String>,
+    /// A failure met while answering ZCode, acted on once the current step is done: answers
+    /// are also sent from inside turn endings, which must not recurse.
+    answer_failure: Option<AnswerFailure>,
     closed: bool,
+}
+
+enum AnswerFailure {
+    /// ZCode did not take the answer (timeout, error): it may never resume the turn.
+    Turn(CoordinatorError),
+    /// The mapper's reply to the answer was invalid.
+    Session(String),
 }
 
 impl BoundSession {
@@ -76,6 +86,7 @@ impl SessionActor {
             draining_until: None,
             answered: HashSet::new(),
             failed: None,
+            answer_failure: None,
             closed: false,
         }
     }
@@ -103,6 +114,11 @@ impl SessionActor {
                     None => inbound_open = false,
                 },
                 _ = sleep_until(deadline) => self.on_cancel_deadline(),
+            }
+            match self.answer_failure.take() {
+                Some(AnswerFailure::Turn(error)) => self.break_turn(error).await,
+                Some(AnswerFailure::Session(reason)) => self.fail_session(reason).await,
+                None => {}
             }
         }
         tracing::debug!(target: LOG, session = %self.id, "session actor ended");
@@ -155,7 +171,7 @@ impl SessionActor {
         match self.bridge.session_op(&self.link, SessionOp::Prompt(request)).await {
             Ok(result) => {
                 if let Err(fault) = self.send_update_json(&result.updates) {
-                    return self.fail_session(fault.to_string());
+                    return self.fail_session(fault.to_string()).await;
                 }
                 let turn = self.turn.as_mut().expect("turn set above");
                 if turn.phase == Phase::Sending {
@@ -166,7 +182,7 @@ impl SessionActor {
             Err(failure) => {
                 let error = CoordinatorError::from(failure);
                 if matches!(error, CoordinatorError::Failed { kind: "mapper-fault", .. }) {
-                    return self.fail_session(error.to_string());
+                    return self.fail_session(error.to_string()).await;
                 }
                 if let Some(mut turn) = self.turn.take()
                     && let Some(reply) = turn.reply.take()
@@ -220,7 +236,7 @@ impl SessionActor {
         }
         let result = self.bridge.session_op(&self.link, op).await?;
         if let Err(fault) = self.send_update_json(&result.updates) {
-            self.fail_session(fault.to_string());
+            self.fail_session(fault.to_string()).await;
             return Err(fault.into());
         }
         Ok(result)
@@ -234,13 +250,13 @@ impl SessionActor {
         }
         let actions = match self.link.map_event(payload) {
             Ok(actions) => actions,
-            Err(fault) => return self.fail_session(fault.to_string()),
+            Err(fault) => return self.fail_session(fault.to_string()).await,
         };
         for action in actions {
             match action {
                 Action::Update(json) => {
                     if let Err(fault) = self.send_update_json(std::slice::from_ref(&json)) {
-                        return self.fail_session(fault.to_string());
+                        return self.fail_session(fault.to_string()).await;
                     }
                 }
                 Action::Interaction(interaction) => self.on_interaction(interaction).await,
@@ -285,7 +301,7 @@ impl SessionActor {
                     )),
                     Err(fault) => {
                         self.answer(key, refusal(deny_option.as_deref(), "invalid request")).await;
-                        return self.fail_session(fault.to_string());
+                        return self.fail_session(fault.to_string()).await;
                     }
                 }
             }
@@ -300,7 +316,7 @@ impl SessionActor {
                     )),
                     Err(fault) => {
                         self.answer(key, refusal(None, "invalid request")).await;
-                        return self.fail_session(fault.to_string());
+                        return self.fail_session(fault.to_string()).await;
                     }
                 }
             }
@@ -341,7 +357,8 @@ impl SessionActor {
 
     fn on_transport_closed(&mut self, reason: String) {
         tracing::warn!(target: LOG, session = %self.id, %reason, "ZCode host connection closed");
-        self.fail_session(format!("the ZCode host exited or broke the protocol: {reason}"));
+        // Nothing can reach ZCode any more: no refusals, no stop.
+        self.abandon(format!("the ZCode host exited or broke the protocol: {reason}"));
     }
 
     // ----- turn endings ------------------------------------------------------------------
@@ -372,7 +389,7 @@ impl SessionActor {
             Ok(result) => {
                 if let Err(fault) = self.send_update_json(&result.updates) {
                     self.respond(turn, Err(fault.clone().into()));
-                    return self.fail_session(fault.to_string());
+                    return self.fail_session(fault.to_string()).await;
                 }
                 usage_from(&result.response)
             }
@@ -419,12 +436,13 @@ impl SessionActor {
         match self.bridge.session_op(&self.link, op).await {
             Ok(result) => {
                 if let Err(fault) = self.send_update_json(&result.updates) {
-                    self.fail_session(fault.to_string());
+                    self.answer_failure.get_or_insert(AnswerFailure::Session(fault.to_string()));
                 }
             }
             Err(failure) => {
                 let error = CoordinatorError::from(failure);
                 tracing::warn!(target: LOG, session = %self.id, %error, "answering ZCode failed");
+                self.answer_failure.get_or_insert(AnswerFailure::Turn(error));
             }
         }
     }
@@ -442,7 +460,7 @@ impl SessionActor {
 
     async fn stop_native(&mut self) {
         let Some(turn) = self.turn.as_mut() else { return };
-        if std::mem::replace(&mut turn.stop_sent, true) {
+        if turn.ended_natively() || std::mem::replace(&mut turn.stop_sent, true) {
             return;
         }
         if let Err(failure) = self.bridge.session_op(&self.link, SessionOp::Cancel).await {
@@ -469,8 +487,19 @@ impl SessionActor {
         }
     }
 
-    /// The session can no longer work: fail the active prompt, stop asking the client.
-    fn fail_session(&mut self, reason: String) {
+    /// The session can no longer work. What ZCode still waits on is refused and its turn
+    /// stopped — best effort, since the mapper or the host may be what failed — then the
+    /// session is abandoned.
+    async fn fail_session(&mut self, reason: String) {
+        if self.failed.is_none() {
+            self.refuse_pending("the session failed").await;
+            self.stop_native().await;
+        }
+        self.abandon(reason);
+    }
+
+    /// Fails the active prompt and stops asking the client; the session refuses all work.
+    fn abandon(&mut self, reason: String) {
         tracing::error!(target: LOG, session = %self.id, %reason, "session failed");
         if let Some(mut turn) = self.turn.take() {
             for pending in turn.pending.values_mut() {

@@ -74,6 +74,11 @@ impl Turn {
         self.phase == Phase::Cancelling
     }
 
+    /// ZCode itself ended the turn: there is nothing left to stop.
+    pub fn ended_natively(&self) -> bool {
+        matches!(self.ending, Some(Ending::Stopped(_) | Ending::Failed(_)))
+    }
+
     /// The first ending wins: a later one (say the native failure that follows a stream we broke) does
     /// not overwrite what the client will be told.
     pub fn end(&mut self, ending: Ending) {
