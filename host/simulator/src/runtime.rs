@@ -12,6 +12,8 @@ use crate::{auth, bridge};
 const CLI_ENTRY: &str = "zcode.cjs";
 /// Node version the bundled runtime reports in `doctor`.
 const NODE_VERSION: &str = "24.14.0";
+/// Set by the launcher of a fake install that must report another CLI version.
+const CLI_VERSION_ENV: &str = "ZCODE_SIM_CLI_VERSION";
 
 /// Runs the simulated runtime for `argv` (the arguments after the executable's name).
 pub fn run_runtime(install_root: &Path, argv: Vec<OsString>) -> ExitCode {
@@ -60,7 +62,7 @@ fn cli(profile: &Profile, args: &[String]) -> ExitCode {
     let flags_are = |allowed: &[&str]| flags.iter().all(|flag| allowed.contains(&flag.as_str()));
     match command {
         Some("version") if flags.is_empty() => {
-            println!("{}", profile.cli_version);
+            println!("{}", cli_version(profile));
             ExitCode::SUCCESS
         }
         Some("doctor") if flags_are(&["--json"]) => doctor(profile, !flags.is_empty()),
@@ -87,9 +89,15 @@ fn cli(profile: &Profile, args: &[String]) -> ExitCode {
     }
 }
 
+/// The version the CLI reports: the profile's, unless a fake install's launcher asks for another
+/// (the wrong-CLI-version variant, which the compatibility gate must refuse).
+fn cli_version(profile: &Profile) -> String {
+    std::env::var(CLI_VERSION_ENV).unwrap_or_else(|_| profile.cli_version.to_string())
+}
+
 fn doctor(profile: &Profile, json: bool) -> ExitCode {
     let report = serde_json::json!({
-        "version": profile.cli_version,
+        "version": cli_version(profile),
         "appVersion": profile.app_version,
         "runtime": "electron-node",
         "node": NODE_VERSION,
