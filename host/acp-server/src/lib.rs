@@ -7,6 +7,7 @@
 
 mod capabilities;
 mod client_port;
+pub mod stdio;
 
 use std::sync::{Arc, OnceLock};
 

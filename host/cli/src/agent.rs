@@ -3,8 +3,7 @@
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use agent_client_protocol::Stdio;
-use zcode_acp_server::{ServerConfig, serve};
+use zcode_acp_server::{ServerConfig, serve, stdio};
 use zcode_coordinator::CoordinatorConfig;
 
 use crate::Target;
@@ -26,6 +25,7 @@ pub fn run(target: Target) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let (transport, stdout) = stdio::transport();
     let result = runtime.block_on(async {
         // SIGTERM/SIGINT/SIGHUP: take the host's process group down with us.
         if let Err(error) = zcode_bridge::install_signal_cleanup() {
@@ -37,8 +37,10 @@ pub fn run(target: Target) -> ExitCode {
         };
         let hosts = Arc::new(SessionHosts(launcher.clone()));
         let account = Arc::new(ZcodeAccount(launcher));
-        serve(Stdio::new(), hosts, account, config).await
+        serve(transport, hosts, account, config).await
     });
+    // The last frames (the answers to shutdown) must reach stdout before the process exits.
+    stdout.finish(std::time::Duration::from_secs(5));
     // Blocking work still running (a first mapper compile) must not hold the exit.
     runtime.shutdown_timeout(std::time::Duration::from_millis(500));
     match result {
