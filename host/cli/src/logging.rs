@@ -5,33 +5,23 @@
 use std::fs::OpenOptions;
 use std::path::PathBuf;
 
+use tracing::{Metadata, Subscriber};
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::filter::{FilterExt, filter_fn};
 use tracing_subscriber::fmt::writer::MakeWriterExt;
-use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::layer::{Filter, SubscriberExt};
 use tracing_subscriber::util::SubscriberInitExt;
 
 pub const LOG_ENV: &str = "ZCODE_ACP_LOG";
 pub const LOG_FILE_ENV: &str = "ZCODE_ACP_LOG_FILE";
-const SDK_FRAME_TRACES: &str = "agent_client_protocol=debug";
 
 /// Installs the global subscriber. `default` applies when `ZCODE_ACP_LOG` is unset
 /// (e.g. `warn` for one-shot commands, `info` for the agent).
 pub fn init(default: &str) -> Result<(), String> {
-    let filter = || {
-        let filter = EnvFilter::try_from_env(LOG_ENV).unwrap_or_else(|_| EnvFilter::new(default));
-        // The SDK traces whole JSON-RPC frames (prompt text, tool input, file contents) at
-        // trace level: never, whatever the user asks for. A directive also enables its level,
-        // so the cap is added only when the filter lets trace through at all.
-        if filter.max_level_hint() == Some(tracing_subscriber::filter::LevelFilter::TRACE) {
-            filter.add_directive(SDK_FRAME_TRACES.parse().expect("a valid directive"))
-        } else {
-            filter
-        }
-    };
     let stderr = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr.with_max_level(tracing::Level::TRACE))
         .with_ansi(false)
-        .with_filter(filter());
+        .with_filter(filter(default));
     let file = match std::env::var_os(LOG_FILE_ENV) {
         Some(path) => Some(open_log_file(PathBuf::from(path))?),
         None => None,
@@ -40,13 +30,26 @@ pub fn init(default: &str) -> Result<(), String> {
         tracing_subscriber::fmt::layer()
             .json()
             .with_writer(std::sync::Mutex::new(file))
-            .with_filter(filter())
+            .with_filter(filter(default))
     });
     tracing_subscriber::registry()
         .with(stderr)
         .with(file_layer)
         .try_init()
         .map_err(|e| format!("cannot install the logger: {e}"))
+}
+
+/// The user's filter (`ZCODE_ACP_LOG`, else `default`), capped: combined as AND, so no
+/// directive of the user's (span-scoped ones included) can lift the cap.
+fn filter<S: Subscriber>(default: &str) -> impl Filter<S> + use<S> {
+    let user = EnvFilter::try_from_env(LOG_ENV).unwrap_or_else(|_| EnvFilter::new(default));
+    user.and(filter_fn(|event| !is_sdk_frame_trace(event)))
+}
+
+/// The SDK traces whole JSON-RPC frames (prompt text, tool input, file contents) at trace
+/// level: never logged, whatever the user asks for.
+fn is_sdk_frame_trace(event: &Metadata<'_>) -> bool {
+    event.target().starts_with("agent_client_protocol") && *event.level() == tracing::Level::TRACE
 }
 
 /// The log file is created private (0600) and only ever appended to.
