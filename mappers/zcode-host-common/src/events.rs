@@ -126,10 +126,14 @@ fn session_event(state: &mut State, event: &Value) -> Result<Vec<Action>, Mapper
         // A lost event mid-turn would silently drop text or a tool step: fail closed.
         Some(last) if seq > last + 1 && state.running() => {
             state.last_seq = Some(seq);
-            return Err(protocol(format!(
+            let gap = protocol(format!(
                 "ZCode session events out of sequence: expected seq {}, got {seq}",
                 last + 1
-            )));
+            ));
+            if TURN_ENDS.contains(&event_type) {
+                return Ok(state.break_ended_turn(gap));
+            }
+            return Err(gap);
         }
         _ => state.last_seq = Some(seq),
     }
@@ -245,7 +249,7 @@ fn turn_completed(state: &mut State, payload: Fields<'_>) -> Vec<Action> {
         other => {
             let shown = other.map_or_else(|| "<missing>".to_string(), str::to_string);
             return state
-                .break_turn(protocol(format!("Unsupported ZCode terminal result: {shown}")));
+                .break_ended_turn(protocol(format!("Unsupported ZCode terminal result: {shown}")));
         }
     };
     state.end_turn(Terminal::Stop(reason))

@@ -119,6 +119,14 @@ impl State {
         actions
     }
 
+    /// The event that ended the native turn cannot be mapped: the turn breaks, and its native
+    /// end has come with it.
+    pub fn break_ended_turn(&mut self, error: MapperError) -> Vec<Action> {
+        let mut actions = self.break_turn(error);
+        actions.extend(self.end_broken_turn());
+        actions
+    }
+
     /// ZCode's own end of a turn the mapper broke: the core only needs to know it came (a
     /// `cancelled` stop, since the core stopped it), so the session is free again.
     pub fn end_broken_turn(&mut self) -> Vec<Action> {

@@ -750,9 +750,11 @@ fn maps_terminal_results_to_stop_reasons() {
         let actions = driver.session_event("turn.completed", json!({"resultType": result_type}));
         assert_eq!(actions, [Action::Terminal(Terminal::Stop(reason))], "{result_type}");
     }
+    // The unmappable end breaks the turn, and is also the native end the core waits for.
     let mut driver = running(true, true);
     let actions = driver.session_event("turn.completed", json!({"resultType": "overloaded"}));
     assert_eq!(broken_message(&actions), "Unsupported ZCode terminal result: overloaded");
+    assert_eq!(actions.last(), Some(&Action::Terminal(Terminal::Stop(StopReason::Cancelled))));
     let mut driver = running(true, true);
     assert_eq!(
         broken_message(&driver.session_event("turn.completed", json!({}))),
@@ -1634,4 +1636,11 @@ fn session_events_must_come_in_sequence_during_a_turn() {
         broken_message(&gap),
         format!("ZCode session events out of sequence: expected seq {}, got {}", seq + 1, seq + 2)
     );
+    // A gap before the native end: the turn breaks, and that end is reported with it.
+    let mut driver = running(true, true);
+    driver.session_event("model.streaming", json!({"kind": "text_delta", "delta": "a"}));
+    driver.seq += 1;
+    let actions = driver.session_event("turn.completed", json!({"resultType": "success"}));
+    assert!(broken_message(&actions).contains("out of sequence"));
+    assert_eq!(actions.last(), Some(&Action::Terminal(Terminal::Stop(StopReason::Cancelled))));
 }
