@@ -17,6 +17,7 @@
 mod acp;
 pub mod policy;
 mod processes;
+pub mod reliability;
 mod wire;
 
 use std::collections::BTreeMap;
