@@ -157,9 +157,11 @@ mod tests {
         let input: &[u8] = b"{\"a\":1}\r\n{\"b\":\"\xff\"}\n\xc3\x28\n\
             {\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"\xfe\"}\nlast";
         let (replies, replied) = mpsc::channel();
-        let lines: Vec<String> =
-            stdin_lines(input, replies).map(Result::unwrap).collect().await;
-        assert_eq!(lines, ["{\"a\":1}", "\u{FFFD}{\"b\":\"\u{FFFD}\"}", "\u{FFFD}\u{FFFD}(", "last"]);
+        let lines: Vec<String> = stdin_lines(input, replies).map(Result::unwrap).collect().await;
+        assert_eq!(
+            lines,
+            ["{\"a\":1}", "\u{FFFD}{\"b\":\"\u{FFFD}\"}", "\u{FFFD}\u{FFFD}(", "last"]
+        );
         for line in &lines[1..3] {
             assert!(serde_json::from_str::<Value>(line).is_err(), "{line}");
         }

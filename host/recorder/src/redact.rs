@@ -414,7 +414,11 @@ mod tests {
         assert_eq!(keys.len(), 2);
         assert!(inner["content"].as_str().unwrap().starts_with("redacted-"));
         let path = inner["file_path"].as_str().unwrap();
-        assert_eq!(path.split('/').filter(|part| part.starts_with("redacted-")).count(), 2, "{path}");
+        assert_eq!(
+            path.split('/').filter(|part| part.starts_with("redacted-")).count(),
+            2,
+            "{path}"
+        );
         assert!(!redacted.to_string().contains("SECRET"));
     }
 
