@@ -130,10 +130,21 @@ impl Agent {
 
     /// Starts the agent with extra environment variables (simulator faults, sign-out, ...).
     pub fn start_with_env(env: &TestEnv, policy: Policy, extra: &[(&str, &str)]) -> Self {
+        Self::start_with_args(env, policy, &["--simulate"], extra)
+    }
+
+    /// Starts `zcode-acp <args>` (no `--simulate` unless `args` has it) in `env`'s isolated
+    /// environment, with stdout checking, the client `policy` and process watching.
+    pub fn start_with_args(
+        env: &TestEnv,
+        policy: Policy,
+        args: &[&str],
+        extra: &[(&str, &str)],
+    ) -> Self {
         let root = env.path();
         let mut command = Command::new(env!("CARGO_BIN_EXE_zcode-acp"));
         command
-            .arg("--simulate")
+            .args(args)
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into()))
             .env("HOME", root.join("home"))

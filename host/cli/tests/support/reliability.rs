@@ -262,59 +262,6 @@ impl Bystander {
     }
 }
 
-// ----- agents on other targets ------------------------------------------------------------------
-
-impl Agent {
-    /// Starts `zcode-acp <args>` (no `--simulate` unless `args` has it) in `env`'s isolated
-    /// environment, with the same stdout checking, policy and process watching as `start`.
-    pub fn start_with_args(
-        env: &TestEnv,
-        policy: super::Policy,
-        args: &[&str],
-        extra: &[(&str, &str)],
-    ) -> Self {
-        use std::sync::atomic::AtomicBool;
-        use std::sync::{Arc, Mutex};
-
-        let root = env.path();
-        let mut command = Command::new(env!("CARGO_BIN_EXE_zcode-acp"));
-        command
-            .args(args)
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into()))
-            .env("HOME", root.join("home"))
-            .env("XDG_CACHE_HOME", super::shared_cache_dir())
-            .env("XDG_DATA_HOME", root.join("data"))
-            .env("XDG_CONFIG_HOME", root.join("home").join(".config"))
-            .env("TMPDIR", root.join("tmp"))
-            .env("ZCODE_SIM_STATE", env.sim_state())
-            .env("ZCODE_ACP_LOG", "debug")
-            .env("RUST_BACKTRACE", "1")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .envs(extra.iter().copied());
-        let mut child = command.spawn().expect("spawn zcode-acp");
-        let shared = Arc::new(super::Shared {
-            transcript: Mutex::new(super::Transcript::default()),
-            changed: std::sync::Condvar::new(),
-            stdin: Mutex::new(child.stdin.take()),
-            policy: Mutex::new(policy),
-        });
-        let stderr = Arc::new(Mutex::new(Vec::new()));
-        let watching = Arc::new(AtomicBool::new(true));
-        let seen = Arc::new(Mutex::new(BTreeMap::new()));
-        let stdout = child.stdout.take().expect("stdout piped");
-        let stderr_pipe = child.stderr.take().expect("stderr piped");
-        let threads = vec![
-            super::spawn_reader(stdout, shared.clone()),
-            super::spawn_stderr(stderr_pipe, stderr.clone()),
-            super::processes::spawn_watcher(child.id(), watching.clone(), seen.clone()),
-        ];
-        Agent { child, shared, stderr, next_id: 1, threads, watching, seen, exit: None }
-    }
-}
-
 /// Loads (and so compiles and caches) the mappers `target_args` name, with the cache every
 /// agent of the tests uses: a cold compile of a drop-in mapper must not eat a hang guard.
 pub fn warm_mapper_cache(target_args: &[&str]) {
