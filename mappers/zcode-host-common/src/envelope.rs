@@ -5,6 +5,8 @@
 //! `{id, error}`, or the one notification the bridge sends, `{"method":"event", ...}`. Anything
 //! else fails the transport: the bridge never sends it, so it can only mean a broken host.
 
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use zcode_contract::{ErrorKind, Inbound, MapperError, NativeReply, ReplyBody, RoutedEvent};
 
@@ -93,9 +95,43 @@ fn frame(line: &[u8]) -> Result<Option<Inbound>, MapperError> {
     if text.trim().is_empty() {
         return Ok(None);
     }
+    if let Some(event) = event_as_is(text) {
+        return Ok(Some(event));
+    }
     let value: Value = serde_json::from_str(text)
         .map_err(|_| protocol("Native stdout contained a non-JSON frame"))?;
     classify(&value).map(Some)
+}
+
+/// The frame that comes by the thousand during a turn, `{"method": "event", "params":
+/// {"subscriptionId", "event"}}`, read without building a tree of the event: its text is
+/// routed as it came (`map-event` parses it anyway). Only a frame [`classify`] would accept as
+/// an event is taken; anything else goes the general way, which has the errors.
+fn event_as_is(text: &str) -> Option<Inbound> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Frame<'a> {
+        method: &'a str,
+        #[serde(borrow)]
+        params: Params<'a>,
+        #[serde(default, borrow)]
+        #[allow(dead_code)] // accepted, not used
+        trace: Option<&'a RawValue>,
+    }
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Params<'a> {
+        #[serde(rename = "subscriptionId")]
+        subscription_id: String,
+        #[serde(borrow)]
+        event: &'a RawValue,
+    }
+    let frame: Frame<'_> = serde_json::from_str(text).ok()?;
+    let Params { subscription_id, event } = frame.params;
+    let usable = frame.method == "event" && !subscription_id.is_empty();
+    (usable && event.get().starts_with('{')).then(|| {
+        Inbound::Event(RoutedEvent { route: subscription_id, payload: event.get().to_string() })
+    })
 }
 
 /// What a parsed frame means.
@@ -395,7 +431,32 @@ mod tests {
             let error = classify(&frame).unwrap_err();
             assert_eq!(error.message, expected, "{frame}");
             assert_eq!(error.kind, ErrorKind::Protocol);
+            // The same line through the framer: the event fast path takes none of them.
+            let error = Framer::default().push(format!("{frame}\n").as_bytes()).unwrap_err();
+            assert_eq!(error.message, expected, "{frame}");
         }
+        for line in [
+            r#"{"method":"event","params":{"subscriptionId":"s","event":{}},"id":1}"#,
+            r#"{"method":"event","params":{"subscriptionId":"s","event":[]}}"#,
+            r#"{"method":"events","params":{"subscriptionId":"s","event":{}}}"#,
+        ] {
+            assert!(Framer::default().push(format!("{line}\n").as_bytes()).is_err(), "{line}");
+        }
+    }
+
+    #[test]
+    fn routes_event_text_as_it_came() {
+        let line = br#"{"params": {"event": {"type": "x", "a": [1, 2]}, "subscriptionId": "s"}, "trace": {"t": 1}, "method": "event"}"#;
+        let inbound = Framer::default().push(&[&line[..], b"\n"].concat()).unwrap();
+        let event =
+            RoutedEvent { route: "s".into(), payload: r#"{"type": "x", "a": [1, 2]}"#.into() };
+        assert_eq!(inbound, [Inbound::Event(event)]);
+        // An escaped method name is still an event, read the general way.
+        let line =
+            br#"{"method":"\u0065vent","params":{"subscriptionId":"s","event":{"type":"x"}}}"#;
+        let inbound = Framer::default().push(&[&line[..], b"\n"].concat()).unwrap();
+        let event = RoutedEvent { route: "s".into(), payload: r#"{"type":"x"}"#.into() };
+        assert_eq!(inbound, [Inbound::Event(event)]);
     }
 
     #[test]
