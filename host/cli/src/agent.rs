@@ -37,7 +37,12 @@ pub fn run(target: Target) -> ExitCode {
         };
         let hosts = Arc::new(SessionHosts(launcher.clone()));
         let account = Arc::new(ZcodeAccount(launcher));
-        serve(transport, hosts, account, config).await
+        // On a worker, not on this thread's `block_on`: the connection's tasks then wake one
+        // another inside the runtime instead of through a futex each time.
+        let connection = tokio::spawn(serve(transport, hosts, account, config));
+        connection
+            .await
+            .unwrap_or_else(|panic| Err(agent_client_protocol::Error::into_internal_error(panic)))
     });
     // The last frames (the answers to shutdown) must reach stdout before the process exits.
     stdout.finish(std::time::Duration::from_secs(5));
