@@ -51,6 +51,43 @@ pub fn locations(input: Option<&Value>, workspace: &str) -> Vec<Value> {
     paths.into_iter().map(|path| json!({"path": path})).collect()
 }
 
+/// Input keys that say what a tool that names no file acts on, most telling first.
+const SUBJECT_KEYS: [&str; 5] = ["command", "pattern", "query", "url", "description"];
+/// A title shows at most this many characters of its subject.
+const TITLE_SUBJECT_CHARS: usize = 80;
+
+/// A title for a tool call ZCode gave none: the tool and what it acts on, as an editor shows it
+/// on the tool's card (`Read src/main.rs`, `Bash: cargo test`), else the tool's name.
+pub fn default_title(name: &str, input: Option<&Value>, workspace: &str) -> String {
+    let Some(Value::Object(input)) = input else {
+        return name.to_string();
+    };
+    let text =
+        |key: &&str| input.get(*key).and_then(Value::as_str).filter(|t| !t.trim().is_empty());
+    if let Some(path) = PATH_KEYS.iter().find_map(text) {
+        let shown = path
+            .strip_prefix(workspace)
+            .and_then(|rest| rest.strip_prefix(['/', '\\']))
+            .filter(|rest| !rest.is_empty())
+            .unwrap_or(path);
+        return format!("{name} {}", shorten(shown));
+    }
+    match SUBJECT_KEYS.iter().find_map(text) {
+        Some(subject) => format!("{name}: {}", shorten(subject)),
+        None => name.to_string(),
+    }
+}
+
+/// The first line of `text`, cut to [`TITLE_SUBJECT_CHARS`] characters.
+fn shorten(text: &str) -> String {
+    let line = text.trim().lines().next().unwrap_or_default();
+    let mut shown: String = line.chars().take(TITLE_SUBJECT_CHARS).collect();
+    if shown.len() < line.len() || line.len() < text.trim().len() {
+        shown.push('…');
+    }
+    shown
+}
+
 fn text_content(text: &str) -> Value {
     json!({"type": "content", "content": {"type": "text", "text": text}})
 }
@@ -180,7 +217,10 @@ impl ToolCallView<'_> {
         let mut update = json!({
             "sessionUpdate": "tool_call",
             "toolCallId": self.id,
-            "title": self.title.filter(|t| !t.is_empty()).unwrap_or(self.name),
+            "title": match self.title.filter(|t| !t.is_empty()) {
+                Some(title) => title.to_string(),
+                None => default_title(self.name, self.raw_input, workspace),
+            },
             "kind": tool_kind(self.name),
             "status": self.status.name(),
         });
@@ -369,6 +409,25 @@ mod tests {
     }
 
     #[test]
+    fn titles_name_what_the_tool_acts_on() {
+        let title = |name, input: Value| default_title(name, Some(&input), "/w");
+        assert_eq!(
+            title("Write", json!({"file_path": "/w/src/a.rs", "content": "x"})),
+            "Write src/a.rs"
+        );
+        assert_eq!(title("Read", json!({"file_path": "/etc/hosts"})), "Read /etc/hosts");
+        assert_eq!(title("Read", json!({"file_path": "/wx/a.rs"})), "Read /wx/a.rs");
+        assert_eq!(title("Edit", json!({"path": "b.rs", "command": "x"})), "Edit b.rs");
+        assert_eq!(title("Bash", json!({"command": "cargo test\nrm -rf /"})), "Bash: cargo test…");
+        assert_eq!(title("Grep", json!({"pattern": "fn main", "path": ""})), "Grep: fn main");
+        let long = "x".repeat(200);
+        assert_eq!(title("Bash", json!({"command": long})), format!("Bash: {}…", "x".repeat(80)));
+        assert_eq!(title("Task", json!({"other": 1})), "Task");
+        assert_eq!(default_title("Task", Some(&json!("text")), "/w"), "Task");
+        assert_eq!(default_title("Task", None, "/w"), "Task");
+    }
+
+    #[test]
     fn announces_once_with_streamed_input() {
         let mut tools = Tools::default();
         tools.input_started("t1", Some("Read"));
@@ -378,7 +437,7 @@ mod tests {
         assert_eq!(
             update,
             json!({
-                "sessionUpdate": "tool_call", "toolCallId": "t1", "title": "Read", "kind": "read",
+                "sessionUpdate": "tool_call", "toolCallId": "t1", "title": "Read a.rs", "kind": "read",
                 "status": "pending", "rawInput": {"file_path": "/w/a.rs"}, "locations": [{"path": "/w/a.rs"}]
             })
         );

@@ -430,7 +430,7 @@ fn loads_a_session_with_its_history() {
     );
     assert_eq!(
         updates[4],
-        json!({"sessionUpdate": "tool_call", "toolCallId": "c2", "title": "Bash", "kind": "execute", "status": "failed",
+        json!({"sessionUpdate": "tool_call", "toolCallId": "c2", "title": "Bash: false", "kind": "execute", "status": "failed",
         "rawInput": {"command": "false"}, "rawOutput": "exit 1",
         "content": [{"type": "content", "content": {"type": "text", "text": "exit 1"}}]})
     );
@@ -647,7 +647,7 @@ fn follows_the_tool_lifecycle() {
     assert_eq!(
         updates_of(&actions),
         [
-            json!({"sessionUpdate": "tool_call", "toolCallId": "t1", "title": "Bash", "kind": "execute", "status": "pending", "rawInput": {"command": "ls"}})
+            json!({"sessionUpdate": "tool_call", "toolCallId": "t1", "title": "Bash: ls", "kind": "execute", "status": "pending", "rawInput": {"command": "ls"}})
         ]
     );
     assert!(
