@@ -338,7 +338,11 @@ fn ordinary_permission(state: &mut State, permission: NativePermission<'_>) -> V
         .collect();
     let mut tool_call = json!({
         "toolCallId": tool_call_id,
-        "title": if reason.is_empty() { tool_name } else { reason },
+        "title": if reason.is_empty() {
+            crate::tools::default_title(tool_name, Some(input), &state.workspace)
+        } else {
+            reason.to_string()
+        },
         "kind": tool_kind(tool_name),
         "rawInput": input,
     });
