@@ -6,7 +6,7 @@ use zcode_contract::MapperError;
 use crate::json::{Fields, protocol, text};
 use crate::settings::{Message, Role};
 use crate::text::uri_basename;
-use crate::tools::{Status, ToolCallView, error_content, result_content};
+use crate::tools::{Status, ToolCallView, completed_content, error_content};
 
 pub fn replay(messages: &[Message], workspace: &str) -> Result<Vec<String>, MapperError> {
     let mut updates = Vec::new();
@@ -93,7 +93,7 @@ fn tool_part(part: &Value, workspace: &str) -> Result<Value, MapperError> {
     let (raw_output, content) = match status {
         Status::Completed => {
             let output = state.get("output");
-            (output, result_content(output.unwrap_or(&Value::Null), input, workspace))
+            (output, completed_content(name, output.unwrap_or(&Value::Null), input, workspace))
         }
         Status::Failed => (state.get("error"), error_content(state.get("error"))),
         _ => (None, Vec::new()),

@@ -350,6 +350,10 @@ fn ordinary_permission(state: &mut State, permission: NativePermission<'_>) -> V
     if !locations.is_empty() {
         tool_call["locations"] = json!(locations);
     }
+    // The change itself, so the user sees what they allow.
+    if let Some(diff) = crate::tools::input_diff(tool_name, Some(input), &state.workspace) {
+        tool_call["content"] = json!([diff]);
+    }
     let acp_request = json!({"toolCall": tool_call, "options": acp_options});
     state.interactions.register(
         key,

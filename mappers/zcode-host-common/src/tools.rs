@@ -155,6 +155,46 @@ fn diff(result: &Value, input: Option<&Value>, workspace: &str) -> Option<Value>
     Some(diff)
 }
 
+/// The change an editing tool's input describes, as ACP `diff` content, so the client can
+/// show it before the tool runs (with the permission question) and after: `Edit`'s replaced
+/// text (`old_string` → `new_string`), or a written file's whole text (`content`; its old text
+/// is not in the input, so none is claimed). Only for tools of kind `edit` that name a file.
+pub fn input_diff(name: &str, input: Option<&Value>, workspace: &str) -> Option<Value> {
+    let Some(Value::Object(map)) = input else {
+        return None;
+    };
+    if tool_kind(name) != "edit" {
+        return None;
+    }
+    let path = locations(input, workspace).first()?["path"].as_str()?.to_string();
+    match (first_string(map, &["old_string"]), first_string(map, &["new_string", "content"])) {
+        (Some(old), Some(new)) if map.contains_key("new_string") => {
+            Some(json!({"type": "diff", "path": path, "oldText": old, "newText": new}))
+        }
+        (None, Some(new)) if map.contains_key("content") => {
+            Some(json!({"type": "diff", "path": path, "newText": new}))
+        }
+        _ => None,
+    }
+}
+
+/// ACP content of a completed tool `name`: the result's diff, else the input's, then the
+/// result's text (if any).
+pub fn completed_content(
+    name: &str,
+    result: &Value,
+    input: Option<&Value>,
+    workspace: &str,
+) -> Vec<Value> {
+    let mut content = result_content(result, input, workspace);
+    if !content.iter().any(|c| c["type"] == "diff")
+        && let Some(diff) = input_diff(name, input, workspace)
+    {
+        content.insert(0, diff);
+    }
+    content
+}
+
 /// ACP content of a completed tool: its diff first (if any), then its text (if any).
 pub fn result_content(result: &Value, input: Option<&Value>, workspace: &str) -> Vec<Value> {
     let mut content: Vec<Value> = diff(result, input, workspace).into_iter().collect();
@@ -316,7 +356,7 @@ impl Tools {
             status: Status::Pending,
             raw_input: state.raw_input.as_ref(),
             raw_output: None,
-            content: Vec::new(),
+            content: input_diff(name, state.raw_input.as_ref(), workspace).into_iter().collect(),
         };
         Some(view.to_update(workspace))
     }
@@ -344,7 +384,8 @@ impl Tools {
 
     /// `result`: completed with the raw output and its content.
     pub fn completed(&mut self, id: &str, result: &Value, workspace: &str) -> Value {
-        let content = result_content(result, self.raw_input(id), workspace);
+        let name = self.calls.get(id).and_then(|state| state.name.as_deref()).unwrap_or("tool");
+        let content = completed_content(name, result, self.raw_input(id), workspace);
         self.state(id).status = Some(Status::Completed);
         json!({
             "sessionUpdate": "tool_call_update",
@@ -425,6 +466,38 @@ mod tests {
         assert_eq!(title("Task", json!({"other": 1})), "Task");
         assert_eq!(default_title("Task", Some(&json!("text")), "/w"), "Task");
         assert_eq!(default_title("Task", None, "/w"), "Task");
+    }
+
+    #[test]
+    fn editing_inputs_become_diffs() {
+        let diff = |name, input: Value| input_diff(name, Some(&input), "/w");
+        assert_eq!(
+            diff("Edit", json!({"file_path": "src/a.rs", "old_string": "a", "new_string": "b"})),
+            Some(json!({"type": "diff", "path": "/w/src/a.rs", "oldText": "a", "newText": "b"}))
+        );
+        assert_eq!(
+            diff("Write", json!({"file_path": "/w/n.md", "content": "hi"})),
+            Some(json!({"type": "diff", "path": "/w/n.md", "newText": "hi"}))
+        );
+        assert_eq!(diff("Read", json!({"file_path": "/w/n.md", "content": "hi"})), None);
+        assert_eq!(diff("Write", json!({"content": "no file"})), None);
+        assert_eq!(diff("Edit", json!({"file_path": "/w/a", "old_string": "a"})), None);
+        assert_eq!(input_diff("Write", None, "/w"), None);
+
+        let mut tools = Tools::default();
+        let input = json!({"file_path": "/w/n.md", "content": "hi"});
+        tools.set_input("t", Some("Write"), Some(&input));
+        let announced = tools.announce("t", None, "/w").unwrap();
+        assert_eq!(
+            announced["content"],
+            json!([{"type": "diff", "path": "/w/n.md", "newText": "hi"}])
+        );
+        acp_check::session_update(&announced);
+        // The diff stays on the card after the tool ran, before the result's text.
+        let done = tools.completed("t", &json!("Wrote 2 bytes"), "/w");
+        assert_eq!(done["content"][0]["type"], "diff");
+        assert_eq!(done["content"][1]["content"]["text"], "Wrote 2 bytes");
+        acp_check::session_update(&done);
     }
 
     #[test]
