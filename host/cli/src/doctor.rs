@@ -6,13 +6,13 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use zcode_contract::ConnectionOp;
-use zcode_discovery::{Discovery, DoctorReport, SmokeResult};
+use zcode_discovery::{Discovery, DoctorReport, SmokeResult, UnloadedMapper};
 
 use crate::Target;
 use crate::launcher::Launcher;
 
 pub fn run(target: &Target, json: bool) -> ExitCode {
-    let (discovery, smoke) = match inspect(target) {
+    let (discovery, smoke, unloaded) = match inspect(target) {
         Ok(found) => found,
         Err(error) => {
             eprintln!("zcode-acp: {error}");
@@ -20,7 +20,8 @@ pub fn run(target: &Target, json: bool) -> ExitCode {
         }
     };
     let home = dirs::home_dir();
-    let report = DoctorReport::new(&discovery, home.as_deref(), smoke);
+    let report =
+        DoctorReport::new(&discovery, home.as_deref(), smoke).with_unloaded_mappers(unloaded);
     if json {
         println!("{}", report.to_json());
     } else {
@@ -29,12 +30,25 @@ pub fn run(target: &Target, json: bool) -> ExitCode {
     if report.ok { ExitCode::SUCCESS } else { ExitCode::FAILURE }
 }
 
-/// Discovery, then a smoke start of the selected install's host.
-fn inspect(target: &Target) -> Result<(Discovery, Option<SmokeResult>), String> {
+/// Discovery, then a smoke start of the selected install's host; and the drop-in mappers
+/// that did not load.
+fn inspect(
+    target: &Target,
+) -> Result<(Discovery, Option<SmokeResult>, Vec<UnloadedMapper>), String> {
     let launcher = Launcher::new(target.clone())?;
     let discovery = launcher.discover()?;
     let smoke = discovery.selected().map(|selected| smoke_start(&launcher, selected));
-    Ok((discovery, smoke))
+    let unloaded = launcher
+        .prepared()?
+        .mappers
+        .rejected
+        .iter()
+        .map(|(path, error)| UnloadedMapper {
+            source: path.display().to_string(),
+            error: error.clone(),
+        })
+        .collect();
+    Ok((discovery, smoke, unloaded))
 }
 
 fn smoke_start(launcher: &Arc<Launcher>, selected: &zcode_discovery::Selected) -> SmokeResult {

@@ -205,7 +205,7 @@ fn a_connection_fault_fails_that_host_and_a_new_session_gets_a_fresh_one() {
 fn a_mapper_that_imports_files_or_sockets_never_loads() {
     let env = TestEnv::new();
     let dir = mappers_dir(&env, &["capabilities"]);
-    // `mapper list` says which drop-in was refused and why (doctor lists loaded mappers only).
+    // `mapper list` and `doctor` say which drop-in was refused and why.
     let listed = Command::new(env!("CARGO_BIN_EXE_zcode-acp"))
         .arg("--mappers-dir")
         .arg(&dir)
@@ -223,6 +223,10 @@ fn a_mapper_that_imports_files_or_sockets_never_loads() {
     }
     let report = doctor(&env, &dir);
     assert_ne!(report["ok"], true, "{report:#}");
+    let unloaded = &report["unloadedMappers"];
+    assert_eq!(unloaded.as_array().map(Vec::len), Some(1), "{report:#}");
+    assert!(unloaded[0]["source"].as_str().unwrap().ends_with("hostile.wasm"), "{unloaded}");
+    assert!(unloaded[0]["error"].as_str().unwrap().contains("wasi:sockets/tcp"), "{unloaded}");
 
     // Over ACP: the only mapper that could drive 3.12.3 was refused, so nothing starts.
     let workspace = env.workspace("ws");

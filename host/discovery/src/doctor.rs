@@ -59,6 +59,8 @@ pub struct DoctorReport {
     pub metadata_sha256: Option<String>,
     pub metadata_platform: Option<String>,
     pub mappers: Vec<MapperReport>,
+    /// Drop-in mapper files that could not be loaded (so they accept nothing), with why.
+    pub unloaded_mappers: Vec<UnloadedMapper>,
     pub selected_mapper: Option<SelectedMapperReport>,
     pub selection_error: Option<String>,
     pub authentication: Authentication,
@@ -99,6 +101,13 @@ pub struct HostFileReport {
     pub location: Option<String>,
     pub sha256: Option<String>,
     pub error: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UnloadedMapper {
+    pub source: String,
+    pub error: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -162,6 +171,7 @@ impl DoctorReport {
             metadata_sha256: findings.and_then(|f| f.metadata_sha256.clone()),
             metadata_platform: findings.and_then(|f| f.metadata_platform.clone()),
             mappers: mapper_reports(discovery),
+            unloaded_mappers: Vec::new(),
             selected_mapper: selected.map(|s| SelectedMapperReport {
                 source: s.source.clone(),
                 protocol_id: s.protocol_id.clone(),
@@ -186,6 +196,12 @@ impl DoctorReport {
         };
         report.hint = hint(&report, discovery);
         report
+    }
+
+    /// Adds the drop-in mappers that did not load (discovery only sees the loaded ones).
+    pub fn with_unloaded_mappers(mut self, unloaded: Vec<UnloadedMapper>) -> Self {
+        self.unloaded_mappers = unloaded;
+        self
     }
 
     pub fn to_json(&self) -> String {

@@ -104,6 +104,11 @@ pub(crate) fn render(report: &DoctorReport) -> String {
             );
         }
     }
+    for unloaded in &report.unloaded_mappers {
+        // One line per key: a loader error can carry a multi-line dump (the JSON has it all).
+        let first_line = unloaded.error.lines().next().unwrap_or_default();
+        out.field(&format!("unloaded {}", unloaded.source), first_line);
+    }
     match &report.selected_mapper {
         Some(s) => out.field(
             "selectedMapper",

@@ -29,7 +29,7 @@ pub use contract_check::validate_contract;
 pub use discover::{Discovery, DiscoveryError, MapperSummary, discover};
 pub use doctor::{
     Authentication, DoctorReport, FilesReport, HostFileReport, InstallReport, MapperReport,
-    MapperVerdict, SelectedMapperReport, SmokeResult, authentication_presence,
+    MapperVerdict, SelectedMapperReport, SmokeResult, UnloadedMapper, authentication_presence,
 };
 pub use exports::exported_names;
 pub use hashing::{CacheStats, FileFacts, FileSource, HashCache};

@@ -95,6 +95,7 @@ fn the_json_field_names_are_stable() {
         "metadataSha256",
         "metadataPlatform",
         "mappers",
+        "unloadedMappers",
         "selectedMapper",
         "selectionError",
         "authentication",
