@@ -8,6 +8,7 @@
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
@@ -91,6 +92,30 @@ impl Report {
         }
         out
     }
+}
+
+/// The traces (`*.jsonl`) in `dir`, sorted: a mapper crate's `traces/` folder.
+pub fn trace_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut paths = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.extension().is_some_and(|ext| ext == "jsonl") {
+            paths.push(path);
+        }
+    }
+    paths.sort();
+    Ok(paths)
+}
+
+/// [`bless`]es every trace in `dir` in place, for the lines that already have an `expect`.
+pub fn bless_files(mapper: &dyn Mapper, dir: &Path) -> Result<(), String> {
+    for path in trace_files(dir).map_err(|e| format!("{}: {e}", dir.display()))? {
+        let failed = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
+        let text = std::fs::read_to_string(&path).map_err(|e| failed(&e))?;
+        let blessed = bless(mapper, &text, BlessScope::Existing).map_err(|e| failed(&e))?;
+        std::fs::write(&path, blessed).map_err(|e| failed(&e))?;
+    }
+    Ok(())
 }
 
 /// Replays `trace_text` through `mapper` and compares every `expect`.

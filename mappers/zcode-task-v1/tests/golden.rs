@@ -4,18 +4,15 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use zcode_contract::golden::{self, BlessScope};
+use zcode_contract::golden;
 use zcode_task_v1::TaskV1Mapper;
 
+fn traces_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("traces")
+}
+
 fn traces() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("traces");
-    let mut paths: Vec<PathBuf> = fs::read_dir(&dir)
-        .expect("traces directory")
-        .map(|entry| entry.expect("directory entry").path())
-        .filter(|path| path.extension().is_some_and(|ext| ext == "jsonl"))
-        .collect();
-    paths.sort();
-    paths
+    golden::trace_files(&traces_dir()).expect("traces directory")
 }
 
 #[test]
@@ -58,10 +55,5 @@ fn bless() {
         Ok("1"),
         "set ZCODE_BLESS=1 to rewrite traces"
     );
-    for path in traces() {
-        let text = fs::read_to_string(&path).expect("trace text");
-        let blessed = golden::bless(&TaskV1Mapper, &text, BlessScope::Existing)
-            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        fs::write(&path, blessed).expect("write trace");
-    }
+    golden::bless_files(&TaskV1Mapper, &traces_dir()).unwrap_or_else(|e| panic!("{e}"));
 }
