@@ -12,6 +12,7 @@
 //! hence `BTreeMap` throughout (std's `HashMap` seeds its hasher from `wasi:random`, which the
 //! sandbox does not provide).
 
+pub mod component_check;
 pub mod connection;
 pub mod envelope;
 pub mod events;
