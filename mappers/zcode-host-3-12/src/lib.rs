@@ -26,49 +26,19 @@ zcode_host_common::export_guest! {
     session: crate::HostV312Session = |init| crate::HostV312Session::new(init),
 }
 
-use std::sync::OnceLock;
-
-use zcode_contract::{
-    AuthCommand, Contract, LaunchPlan, Mapper, MapperConnection, MapperError, MapperFault,
-    MapperSession, SessionInit, VerifiedInstall,
-};
-
 /// One host process of ZCode 3.12.3.
 pub type HostV312Connection = zcode_host_common::connection::Connection<providers::Catalogue>;
 /// The mapping state of one ZCode 3.12.3 session.
 pub type HostV312Session = zcode_host_common::session::Session<generation::HostV312>;
 
-/// The mapper, natively.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct HostV312Mapper;
-
-impl Mapper for HostV312Mapper {
-    fn source(&self) -> &str {
-        "native:zcode-host-3.12"
-    }
-
-    fn contract(&self) -> &Contract {
-        static CONTRACT: OnceLock<Contract> = OnceLock::new();
-        CONTRACT.get_or_init(contract::contract)
-    }
-
-    fn launch_plan(&self, install: &VerifiedInstall) -> Result<LaunchPlan, MapperError> {
-        contract::launch_plan(install)
-    }
-
-    fn auth_plan(
-        &self,
-        install: &VerifiedInstall,
-        command: AuthCommand,
-    ) -> Result<LaunchPlan, MapperError> {
-        contract::auth_plan(install, command)
-    }
-
-    fn connection(&self) -> Result<Box<dyn MapperConnection>, MapperFault> {
-        Ok(Box::new(HostV312Connection::new()))
-    }
-
-    fn session(&self, init: &SessionInit) -> Result<Box<dyn MapperSession>, MapperFault> {
-        Ok(Box::new(HostV312Session::new(init)))
+zcode_host_common::native_mapper! {
+    /// The mapper, natively.
+    pub struct HostV312Mapper {
+        source: "native:zcode-host-3.12",
+        contract: contract::contract,
+        launch_plan: contract::launch_plan,
+        auth_plan: contract::auth_plan,
+        connection: HostV312Connection,
+        session: HostV312Session,
     }
 }

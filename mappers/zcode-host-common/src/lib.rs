@@ -21,6 +21,7 @@ pub mod history;
 pub mod install;
 pub mod interactions;
 pub mod json;
+mod native;
 pub mod ops;
 pub mod plan;
 pub mod prompt;

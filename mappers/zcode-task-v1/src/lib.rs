@@ -34,50 +34,20 @@ zcode_host_common::export_guest! {
     session: crate::TaskV1Session = |init| crate::TaskV1Session::new(init),
 }
 
-use std::sync::OnceLock;
-
-use zcode_contract::{
-    AuthCommand, Contract, LaunchPlan, Mapper, MapperConnection, MapperError, MapperFault,
-    MapperSession, SessionInit, VerifiedInstall,
-};
-
 /// One host process of ZCode 3.11.2.
 pub type TaskV1Connection =
     zcode_host_common::connection::Connection<workspace_state::WorkspaceState>;
 /// The mapping state of one ZCode 3.11.2 session.
 pub type TaskV1Session = zcode_host_common::session::Session<generation::TaskV1>;
 
-/// The mapper, natively.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct TaskV1Mapper;
-
-impl Mapper for TaskV1Mapper {
-    fn source(&self) -> &str {
-        "native:zcode-task-v1"
-    }
-
-    fn contract(&self) -> &Contract {
-        static CONTRACT: OnceLock<Contract> = OnceLock::new();
-        CONTRACT.get_or_init(contract::contract)
-    }
-
-    fn launch_plan(&self, install: &VerifiedInstall) -> Result<LaunchPlan, MapperError> {
-        contract::launch_plan(install)
-    }
-
-    fn auth_plan(
-        &self,
-        install: &VerifiedInstall,
-        command: AuthCommand,
-    ) -> Result<LaunchPlan, MapperError> {
-        contract::auth_plan(install, command)
-    }
-
-    fn connection(&self) -> Result<Box<dyn MapperConnection>, MapperFault> {
-        Ok(Box::new(TaskV1Connection::new()))
-    }
-
-    fn session(&self, init: &SessionInit) -> Result<Box<dyn MapperSession>, MapperFault> {
-        Ok(Box::new(TaskV1Session::new(init)))
+zcode_host_common::native_mapper! {
+    /// The mapper, natively.
+    pub struct TaskV1Mapper {
+        source: "native:zcode-task-v1",
+        contract: contract::contract,
+        launch_plan: contract::launch_plan,
+        auth_plan: contract::auth_plan,
+        connection: TaskV1Connection,
+        session: TaskV1Session,
     }
 }
