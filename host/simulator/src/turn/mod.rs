@@ -241,6 +241,9 @@ impl Turn {
         self.fault_point(point).await?;
         let mut stop = self.start.stop.clone();
         tokio::select! {
+            // An answer that arrived before the stop is taken first, as the host handles its
+            // requests in order: the user's "deny" is recorded, not turned into "interrupted".
+            biased;
             answer = answer => answer.map_err(|_| Halt::Cancelled),
             _ = stop.wait_for(|stopped| *stopped) => {
                 self.session().pending.remove(request_id);
