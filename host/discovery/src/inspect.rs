@@ -211,8 +211,11 @@ fn choose_layout<'c>(
     let desktop = contract.desktop_layout(os);
     let runtime = contract.runtime_layout();
     let present = |relative: &str| join_relative(root, relative).symlink_metadata().is_ok();
-    let looks_desktop =
-        |layout: &DesktopLayout| present(&layout.executable) || present(&layout.host_archive);
+    // The executable must be a file: a runtime folder's `zcode/` directory is not Linux's
+    // `zcode` executable.
+    let looks_desktop = |layout: &DesktopLayout| {
+        present(&layout.host_archive) || join_relative(root, &layout.executable).is_file()
+    };
     let looks_runtime = |layout: &RuntimeLayout| {
         let dir = if layout.runtime_dir == "." {
             layout.package_file.clone()
@@ -260,9 +263,9 @@ pub(crate) fn utf8(path: &Path) -> Result<&str, String> {
 }
 
 /// The releases of `kind` (the ones compared with an install of that layout).
-pub(crate) fn releases_of<'c>(
-    contract: &'c Contract,
+pub(crate) fn releases_of(
+    contract: &Contract,
     kind: zcode_contract::LayoutKind,
-) -> impl Iterator<Item = &'c zcode_contract::Release> {
+) -> impl Iterator<Item = &zcode_contract::Release> {
     contract.releases.iter().filter(move |release| release.kind == kind)
 }

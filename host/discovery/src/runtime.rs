@@ -170,20 +170,21 @@ impl ContractRun<'_, '_> {
 /// `<root>/<runtime-dir>` when it holds the package file, else the root itself when it does
 /// (the user pointed at the runtime directory).
 fn runtime_dir(root: &Path, layout: &RuntimeLayout) -> Result<PathBuf, String> {
-    let nested = (layout.runtime_dir != ".").then(|| join_relative(root, &layout.runtime_dir));
-    for dir in nested.iter().chain(std::iter::once(&root.to_path_buf())) {
+    let mut tried = Vec::new();
+    if layout.runtime_dir != "." {
+        tried.push(join_relative(root, &layout.runtime_dir));
+    }
+    tried.push(root.to_path_buf());
+    for dir in &tried {
         if join_relative(dir, &layout.package_file).is_file() {
-            let dir = contain(root, dir, "the runtime directory")?;
-            return Ok(dir);
+            return contain(root, dir, "the runtime directory");
         }
     }
-    let nested = nested.map(|dir| format!("{}/{} nor ", dir.display(), layout.package_file));
-    Err(format!(
-        "no runtime directory: neither {}{}/{} exists",
-        nested.unwrap_or_default(),
-        root.display(),
-        layout.package_file
-    ))
+    let missing: Vec<String> = tried
+        .iter()
+        .map(|dir| join_relative(dir, &layout.package_file).display().to_string())
+        .collect();
+    Err(format!("no runtime directory: {} does not exist", missing.join(" nor ")))
 }
 
 /// The package file is a JSON object whose pairs equal the layout's (besides `version`).

@@ -148,7 +148,7 @@ fn with_nothing_installed_an_appimage_in_the_usual_places_gets_the_extraction_hi
         // /opt/ZCode exists on this machine: then it is the root, and no hint is needed.
         Ok(root) => assert_eq!(root.path, Path::new("/opt/ZCode").canonicalize().unwrap()),
         Err(error) => {
-            assert_eq!(error.appimages(), [appimage.clone()]);
+            assert_eq!(error.appimages(), std::slice::from_ref(&appimage));
             let message = error.to_string();
             assert!(message.contains("/opt/ZCode"), "{message}");
             assert!(message.contains(&format!("Found a ZCode AppImage at {}", appimage.display())));
