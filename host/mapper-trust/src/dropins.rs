@@ -7,7 +7,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use crate::sha256_hex;
-use crate::store::{TrustError, TrustState, TrustStore};
+use crate::store::{TrustState, TrustStore};
 
 /// Largest mapper file read (real mappers are a few MiB).
 pub const MAX_MAPPER_FILE: u64 = 256 * 1024 * 1024;
@@ -60,8 +60,9 @@ impl fmt::Display for Admission {
     }
 }
 
-/// Every `*.wasm` regular file in `dir` (sorted), judged by `store`.
-pub fn scan(dir: &Path, store: &Result<TrustStore, TrustError>) -> Result<Vec<DropIn>, String> {
+/// Every `*.wasm` regular file in `dir` (sorted), judged by `store` (or, when the trust file
+/// cannot be used, by nothing: the error says why).
+pub fn scan(dir: &Path, store: Result<&TrustStore, &str>) -> Result<Vec<DropIn>, String> {
     let entries = std::fs::read_dir(dir)
         .map_err(|e| format!("cannot read the mappers folder {}: {e}", dir.display()))?;
     let mut files: Vec<PathBuf> = entries
@@ -73,7 +74,7 @@ pub fn scan(dir: &Path, store: &Result<TrustStore, TrustError>) -> Result<Vec<Dr
     Ok(files.into_iter().map(|path| judge(path, store)).collect())
 }
 
-fn judge(path: PathBuf, store: &Result<TrustStore, TrustError>) -> DropIn {
+fn judge(path: PathBuf, store: Result<&TrustStore, &str>) -> DropIn {
     let path = std::fs::canonicalize(&path).unwrap_or(path);
     let bytes = match read_capped(&path) {
         Ok(bytes) => bytes,

@@ -28,8 +28,8 @@ fn mode(path: &Path) -> u32 {
 }
 
 fn admissions(setup: &Setup) -> Vec<(String, Admission)> {
-    let store = TrustStore::open(&setup.store);
-    scan(&setup.mappers, &store)
+    let store = TrustStore::open(&setup.store).map_err(|e| e.to_string());
+    scan(&setup.mappers, store.as_ref().map_err(String::as_str))
         .unwrap()
         .into_iter()
         .map(|d| (d.path.file_name().unwrap().to_string_lossy().into_owned(), d.admission))
@@ -50,7 +50,7 @@ fn only_a_trusted_drop_in_is_admitted_with_the_bytes_that_were_hashed() {
         [("next.wasm".to_string(), Admission::Trusted(b"component v1".to_vec()))]
     );
     let store = TrustStore::open(&setup.store).unwrap();
-    let drop_ins = scan(&setup.mappers, &Ok(store)).unwrap();
+    let drop_ins = scan(&setup.mappers, Ok(&store)).unwrap();
     assert_eq!(drop_ins[0].trusted_bytes(), Some(&b"component v1"[..]));
     assert_eq!(drop_ins[0].sha256.as_deref(), Some(sha256_hex(b"component v1").as_str()));
 }
@@ -162,6 +162,6 @@ fn an_unreadable_folder_is_an_error_and_an_absent_trust_file_trusts_nothing() {
     let setup = setup();
     let store = TrustStore::open(&setup.store).unwrap();
     assert_eq!(store.entries().count(), 0);
-    let error = scan(&setup.mappers.join("absent"), &Ok(store)).unwrap_err();
+    let error = scan(&setup.mappers.join("absent"), Ok(&store)).unwrap_err();
     assert!(error.contains("cannot read the mappers folder"), "{error}");
 }
