@@ -13,7 +13,11 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
-use zcode_contract::{CredentialEncoding, CredentialSource, NativeWrite, SecretFill};
+use zcode_contract::{CredentialSource, NativeWrite, SecretFill};
+
+mod protected;
+
+use protected::{Machine, decode};
 
 const LOG: &str = "zcode_acp::credentials";
 
@@ -72,13 +76,14 @@ impl CredentialStore {
     /// The credential's value, or why it cannot be had (without the value or the key).
     fn read(&self, source: &CredentialSource, fill: &SecretFill) -> Result<String, Unavailable> {
         let entries = self.entries(&source.file)?;
+        let machine = Machine::current(&self.home.to_string_lossy());
         let mut args: Vec<(String, String)> = fill.args.clone();
         for lookup in &source.lookups {
             if args.iter().any(|(name, _)| *name == lookup.name) {
                 continue;
             }
             let key = expand(&lookup.key, &args)?;
-            let text = decode(entry(&entries, &key)?, &source.encodings)?;
+            let text = decode(entry(&entries, &key)?, &source.encodings, &machine)?;
             let object: Map<String, Value> =
                 serde_json::from_str(&text).map_err(|_| Unavailable::Malformed)?;
             let value =
@@ -86,7 +91,7 @@ impl CredentialStore {
             args.push((lookup.name.clone(), value.to_string()));
         }
         let key = expand(&source.key, &args)?;
-        let value = decode(entry(&entries, &key)?, &source.encodings)?;
+        let value = decode(entry(&entries, &key)?, &source.encodings, &machine)?;
         if value.is_empty() {
             return Err(Unavailable::Missing);
         }
@@ -112,8 +117,12 @@ enum Unavailable {
     Missing,
     #[error("the credentials file or entry is malformed")]
     Malformed,
-    #[error("the credential is stored in a form the contract does not allow")]
+    #[error(
+        "the credential is stored in a form the contract does not allow or the core cannot read"
+    )]
     Encoding,
+    #[error("the credential does not decrypt with this machine's key")]
+    Undecryptable,
     #[error("the credential key names an unknown placeholder")]
     Placeholder,
 }
@@ -123,19 +132,6 @@ fn entry<'e>(entries: &'e Map<String, Value>, key: &str) -> Result<&'e str, Unav
         .get(key)
         .map(|v| v.as_str().ok_or(Unavailable::Malformed))
         .ok_or(Unavailable::Missing)?
-}
-
-/// A stored value in the clear. Stored forms other than those the contract lists are refused:
-/// a value that looks protected (`enc:…`) is never passed on as if it were the secret.
-fn decode(stored: &str, encodings: &[CredentialEncoding]) -> Result<String, Unavailable> {
-    let protected = stored.starts_with("enc:");
-    for encoding in encodings {
-        match encoding {
-            CredentialEncoding::Plain if !protected => return Ok(stored.to_string()),
-            CredentialEncoding::Plain => {}
-        }
-    }
-    Err(Unavailable::Encoding)
 }
 
 /// `{name}` placeholders of a key template, from `args`.
