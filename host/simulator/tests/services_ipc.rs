@@ -170,7 +170,7 @@ fn client_hello_is_strict_and_binds_the_client() {
     assert_eq!(client.agent("initializeConversationV4", &[extra]).err()["name"], "ZodError");
     let hello =
         json!({"kind": "clientHello", "protocolVersion": 3, "clientId": "a", "appVersion": "1"});
-    client.agent("initializeConversationV4", &[hello.clone()]).ok();
+    client.agent("initializeConversationV4", std::slice::from_ref(&hello)).ok();
     client.agent("initializeConversationV4", &[hello]).ok();
     let other =
         json!({"kind": "clientHello", "protocolVersion": 3, "clientId": "b", "appVersion": "1"});

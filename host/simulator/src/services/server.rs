@@ -342,7 +342,7 @@ fn check_ack(line: &[u8]) -> Result<(), String> {
     if !ack.get("version").is_some_and(Value::is_string) {
         problems.push("version: expected string");
     }
-    if !ack.get("clientId").and_then(Value::as_str).is_some_and(|id| !id.trim().is_empty()) {
+    if ack.get("clientId").and_then(Value::as_str).is_none_or(|id| id.trim().is_empty()) {
         problems.push("clientId: expected a non-empty string");
     }
     if problems.is_empty() {

@@ -83,3 +83,55 @@ impl ConversationStore {
         Ok(sessions)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::services::v4::conversation::{Config, Cumulative};
+
+    fn record(id: &str, workspace: &str, updated_at: u64) -> StoredConversation {
+        StoredConversation {
+            session_id: id.into(),
+            workspace_path: workspace.into(),
+            created_at: 1,
+            updated_at,
+            title: String::new(),
+            title_source: "default".into(),
+            log_epoch: "epoch".into(),
+            seq: 0,
+            revision: 0,
+            next_row_id: 1,
+            rows: Vec::new(),
+            config: Config {
+                provider_id: "p".into(),
+                model_id: "m".into(),
+                thought: "high".into(),
+                mode: "build".into(),
+                plan_enabled: false,
+                followup_mode: "queue".into(),
+            },
+            usage: Cumulative::default(),
+            context_used: 0,
+            phase: "draft".into(),
+            last_error: serde_json::Value::Null,
+            plan: serde_json::Value::Null,
+            always_allowed: Default::default(),
+            mcp_servers: serde_json::Value::Null,
+        }
+    }
+
+    #[test]
+    fn lists_a_workspace_newest_first_and_never_escapes_its_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = ConversationStore::at(dir.path().join("sessions"));
+        store.save(&record("sess_a", "/w", 5)).unwrap();
+        store.save(&record("sess_b", "/w", 9)).unwrap();
+        store.save(&record("sess_c", "/other", 7)).unwrap();
+        let listed: Vec<String> =
+            store.list("/w").unwrap().into_iter().map(|r| r.session_id).collect();
+        assert_eq!(listed, ["sess_b", "sess_a"]);
+        assert!(store.load("../../etc/passwd").unwrap().is_none());
+        assert!(store.save(&record("../x", "/w", 1)).is_err());
+        assert_eq!(store.settings_path(), dir.path().join("setting.json"));
+    }
+}

@@ -34,6 +34,8 @@ pub struct Mirror {
     pub seq: u64,
     /// Delivery kinds of the logical frames applied, in order.
     pub deliveries: Vec<String>,
+    /// After a fault: everything but the next snapshot is ignored.
+    recovering: bool,
     assembler: Assembler,
 }
 
@@ -45,6 +47,7 @@ impl Mirror {
             state: Value::Null,
             seq: 0,
             deliveries: Vec::new(),
+            recovering: false,
             assembler: Assembler::default(),
         }
     }
@@ -59,6 +62,9 @@ impl Mirror {
             return Ok(Applied::Partial);
         };
         let delivery = wire["deliveryKind"].as_str().unwrap_or_default().to_owned();
+        if self.recovering && logical["payload"]["kind"] != "snapshot" {
+            return Ok(Applied::Ignored);
+        }
         let from = logical["fromSeq"].as_u64().unwrap_or(u64::MAX);
         let to = logical["toSeq"].as_u64().unwrap_or(0);
         match logical["payload"]["kind"].as_str() {
@@ -67,6 +73,7 @@ impl Mirror {
                 self.state = logical["payload"]["snapshot"].clone();
                 assert_eq!(self.state["seq"], to, "snapshot seq equals the frame's toSeq");
                 self.seq = to;
+                self.recovering = false;
                 self.deliveries.push(delivery);
                 Ok(Applied::Snapshot)
             }
@@ -89,6 +96,7 @@ impl Mirror {
 
     /// Forgets everything: the next frame must be a snapshot (what a resync waits for).
     pub fn reset(&mut self) {
+        self.recovering = true;
         self.state = Value::Null;
         self.seq = 0;
         self.assembler = Assembler::default();

@@ -309,6 +309,8 @@ pub struct Client {
     reader: Reader,
     next_id: i64,
     replies: HashMap<i64, Reply>,
+    /// How many replies each id got (a reply must come once).
+    pub reply_counts: HashMap<i64, usize>,
     events: HashMap<i64, VecDeque<Value>>,
     initialized: bool,
     /// A framing fault seen on the output; nothing after it can be read.
@@ -324,6 +326,7 @@ impl Client {
             reader,
             next_id: 0,
             replies: HashMap::new(),
+            reply_counts: HashMap::new(),
             events: HashMap::new(),
             initialized: false,
             broken: None,
@@ -356,9 +359,11 @@ impl Client {
         match (incoming.kind, incoming.id) {
             (200, _) => self.initialized = true,
             (201, Some(id)) => {
+                *self.reply_counts.entry(id).or_default() += 1;
                 self.replies.insert(id, Reply::Ok(incoming.body));
             }
             (202 | 203, Some(id)) => {
+                *self.reply_counts.entry(id).or_default() += 1;
                 self.replies.insert(id, Reply::Err(incoming.body.json()));
             }
             (204, Some(id)) => self.events.entry(id).or_default().push_back(incoming.body.json()),
@@ -448,6 +453,17 @@ impl Client {
     /// Events already received for a listen.
     pub fn received(&mut self, listen: i64) -> Vec<Value> {
         self.events.get_mut(&listen).map(|events| events.drain(..).collect()).unwrap_or_default()
+    }
+
+    /// Whether a reply for `id` has arrived (without waiting).
+    pub fn has_reply(&self, id: i64) -> bool {
+        self.reply_counts.contains_key(&id)
+    }
+
+    /// Ends the input, then reads to the end of the output; returns the framing fault seen.
+    pub fn drain_to_end_after_close(&mut self) -> Option<String> {
+        self.server.close_stdin();
+        self.drain_to_end()
     }
 
     /// Reads until the output ends; returns whether it broke on the way.
@@ -540,6 +556,23 @@ impl Session {
         self.envelope(client, envelope)
     }
 
+    /// A control command under the CAS rule: on `stale`, retry with `revisionAtDecision`
+    /// (at most four attempts).
+    pub fn control(&mut self, client: &mut Client, kind: &str, payload: Value) -> Value {
+        let id = self.next_command_id();
+        let mut revision = self.mirror.state["revision"].clone();
+        for _ in 0..4 {
+            let envelope = json!({"commandId": id, "clientId": "sim-tests", "sessionId": self.id, "type": kind,
+                                  "payload": payload, "issuedAt": 1, "baseRevision": revision});
+            let ack = self.envelope(client, envelope);
+            if ack["status"] != "stale" {
+                return ack;
+            }
+            revision = ack["revisionAtDecision"].clone();
+        }
+        panic!("{kind} stayed stale");
+    }
+
     pub fn envelope(&mut self, client: &mut Client, envelope: Value) -> Value {
         client
             .agent(
@@ -575,6 +608,19 @@ impl Session {
                 "output ended while waiting for the conversation: {:?}",
                 client.broken
             );
+        }
+    }
+
+    /// Applies every frame until the output ends.
+    pub fn drain(&mut self, client: &mut Client) {
+        loop {
+            while let Some(wire) = client.events.get_mut(&self.listen).and_then(VecDeque::pop_front)
+            {
+                self.mirror.accept(&wire).expect("a clean stream");
+            }
+            if !client.pump() {
+                return;
+            }
         }
     }
 

@@ -702,7 +702,7 @@ mod tests {
             accepted_content(&json!({"optionId": "approve"})),
             (true, json!({"answer": "approve"}))
         );
-        assert_eq!(accepted_content(&json!({"action": "decline"})).0, false);
-        assert_eq!(accepted_content(&json!({})).0, false);
+        assert!(!accepted_content(&json!({"action": "decline"})).0);
+        assert!(!accepted_content(&json!({})).0);
     }
 }
