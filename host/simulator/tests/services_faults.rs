@@ -102,7 +102,7 @@ fn a_sequence_gap_is_recovered_without_loss() {
             let id = id.clone();
             let done = move |m: &services_support::mirror::Mirror| {
                 m.idle()
-                    && m.rows("turnHeader").iter().any(|row| {
+                    && m.any_row("turnHeader", |row| {
                         row["sourceCommandId"] == id.as_str() && row["state"] != "running"
                     })
             };

@@ -163,6 +163,13 @@ impl Mirror {
             .unwrap_or_default()
     }
 
+    /// Whether a row of `kind` satisfies `test` (without copying the rows).
+    pub fn any_row(&self, kind: &str, test: impl Fn(&Value) -> bool) -> bool {
+        self.state["rows"]["window"]
+            .as_array()
+            .is_some_and(|rows| rows.iter().any(|row| row["kind"] == kind && test(row)))
+    }
+
     /// Idle: nothing runs, nothing can be stopped.
     pub fn idle(&self) -> bool {
         let control = &self.state["control"];

@@ -641,7 +641,7 @@ impl Session {
         let command_id = command_id.to_owned();
         self.pump_until(client, move |mirror| {
             mirror.idle()
-                && mirror.rows("turnHeader").iter().any(|row| {
+                && mirror.any_row("turnHeader", |row| {
                     row["sourceCommandId"] == command_id.as_str() && row["state"] != "running"
                 })
         })

@@ -373,27 +373,15 @@ fn unsubscribe(server: &Server, args: &[Option<Value>]) -> CallResult {
     let path = workspace("unsubscribeConversationV4", params)?;
     let subscription_id = string_field("unsubscribeConversationV4", params, "subscriptionId")?;
     // Unknown or foreign subscriptions are not an error.
-    if let Some((shared, session_id)) = owned_subscription(server, subscription_id, path) {
-        let mut conversation = shared.lock().expect("conversation lock");
-        if conversation
-            .subscription
-            .as_ref()
-            .is_some_and(|subscription| subscription.id == subscription_id)
-        {
-            conversation.subscription = None;
-        }
-        drop(conversation);
+    if let Some(shared) = owned_subscription(server, subscription_id, path) {
+        shared.lock().expect("conversation lock").subscription = None;
         server.unbind_subscription(subscription_id);
-        let _ = session_id;
     }
     Ok(None)
 }
 
-fn owned_subscription(
-    server: &Server,
-    subscription_id: &str,
-    path: &str,
-) -> Option<(Shared, String)> {
+/// The session of a subscription this connection owns in `path`.
+fn owned_subscription(server: &Server, subscription_id: &str, path: &str) -> Option<Shared> {
     let session_id = server.subscription_session(subscription_id)?;
     let shared = server.conversation(&session_id)?;
     let owned = {
@@ -404,7 +392,7 @@ fn owned_subscription(
                 .as_ref()
                 .is_some_and(|subscription| subscription.id == subscription_id)
     };
-    owned.then_some((shared, session_id))
+    owned.then_some(shared)
 }
 
 /// `{subscriptionId, base: {logEpoch, seq} | null, forceSnapshot?}` on an owned subscription.
@@ -421,7 +409,7 @@ fn resync(server: &Server, args: &[Option<Value>]) -> CallResult {
         Some(Value::Bool(force)) => *force,
         Some(_) => return Err(RpcError::schema("forceSnapshot: expected boolean")),
     };
-    let (shared, _) = owned_subscription(server, subscription_id, path)
+    let shared = owned_subscription(server, subscription_id, path)
         .ok_or_else(|| RpcError::new("fault.subscription.notOwned"))?;
     let mut conversation = shared.lock().expect("conversation lock");
     let mode = open_stream(&mut conversation, params.get("base"), force, DeliveryKind::Recovery)?;

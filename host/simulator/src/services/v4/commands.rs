@@ -556,13 +556,16 @@ fn send_text(
         conversation.persisted = true;
         server.persist(conversation);
     }
-    if conversation.is_running() {
+    // Between two turns of a draining queue (or before a preempting input runs) the session is
+    // still busy: a new input must not overtake what is about to run.
+    let draining = conversation.auto_drain && !conversation.queue.is_empty();
+    if conversation.is_running() || !conversation.next_inputs.is_empty() || draining {
         if requested == Some("startNow") {
             conversation.next_inputs.push_back(input);
             conversation.interrupt(Interrupt::Preempt);
             return accepted("startNow");
         }
-        let routing_guide = conversation.input_routing() == "guide";
+        let routing_guide = conversation.record.config.followup_mode == "guide";
         let guide = requested == Some("guide") || (requested.is_none() && routing_guide);
         let (admitted, fallback) = if guide && requested.is_none() && !input.attachments.is_empty()
         {

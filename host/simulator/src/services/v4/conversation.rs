@@ -655,6 +655,90 @@ mod tests {
         Conversation::draft("sess_1".into(), "/w".into(), config, router)
     }
 
+    /// The shape of a draft as the paseo plugin's fixture `test/fixtures/v4-draft.json`
+    /// (supermomonga/paseo-plugin-zcode-provider@fc66078d) shows it: the same top-level keys,
+    /// control and availability of a draft.
+    #[test]
+    fn drafts_have_the_keys_and_guards_of_the_published_draft() {
+        let snapshot = conversation().snapshot();
+        let keys: Vec<&str> = snapshot.as_object().unwrap().keys().map(String::as_str).collect();
+        let mut expected = vec![
+            "protocolVersion",
+            "sessionId",
+            "logEpoch",
+            "seq",
+            "revision",
+            "control",
+            "availability",
+            "inputRouting",
+            "meta",
+            "config",
+            "modelTransition",
+            "usage",
+            "queue",
+            "pendingInteractions",
+            "pendingCommands",
+            "backgroundWorks",
+            "subagents",
+            "goal",
+            "plan",
+            "workspaceHookAdmission",
+            "rows",
+        ];
+        expected.sort_unstable();
+        assert_eq!(keys, expected);
+        assert_eq!(
+            snapshot["control"],
+            json!({"phase": "draft", "sessionEnded": false, "canStop": false, "stopState": "idle",
+                   "stopTargetKind": "unknown", "activeWorks": [], "lastError": null, "apiRetry": null})
+        );
+        let reasons: Vec<(String, Value)> = snapshot["availability"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(action, availability)| {
+                (action.clone(), availability.get("reasonCode").cloned().unwrap_or(json!(true)))
+            })
+            .collect();
+        assert_eq!(
+            reasons,
+            [
+                ("compact".to_owned(), json!("idleCannotCompact")),
+                ("fork".to_owned(), json!("forkTargetNotStable")),
+                ("pauseGoal".to_owned(), json!("noGoalToPause")),
+                ("queueEdit".to_owned(), json!(true)),
+                ("resumeGoal".to_owned(), json!("noGoalToResume")),
+                ("sendQueuedNow".to_owned(), json!("sendQueuedNowRequiresRunning")),
+                ("setFollowupMode".to_owned(), json!(true)),
+                ("switchModelConfig".to_owned(), json!(true)),
+            ]
+        );
+        let mut config: Vec<&str> =
+            snapshot["config"].as_object().unwrap().keys().map(String::as_str).collect();
+        config.sort_unstable();
+        assert_eq!(
+            config,
+            [
+                "followupMode",
+                "mode",
+                "model",
+                "modelSelection",
+                "planEnabled",
+                "provider",
+                "thought",
+                "thoughtLevels"
+            ]
+        );
+        assert_eq!(
+            snapshot["subagents"],
+            json!({"revision": 0, "childSessionIds": [], "running": [], "endedTotal": 0})
+        );
+        assert_eq!(
+            snapshot["usage"]["cumulative"],
+            json!({"inputTokens": 0, "outputTokens": 0, "cacheReadTokens": 0, "cacheWriteTokens": 0})
+        );
+    }
+
     #[test]
     fn drafts_match_the_documented_shape() {
         let snapshot = conversation().snapshot();
