@@ -1,5 +1,6 @@
 //! A faithful simulator of the ZCode 3.11.2 and 3.12.3 host services as seen through their
-//! bridge scripts (one profile per release, `profile.rs`).
+//! bridge scripts (one profile per release, `profile.rs`), and of the stdio Services Server of
+//! the zcode-runtime archives 3.14.3 – 4.0.0 (`services/`).
 //!
 //! The simulator plays the runtime child a ZCode install's executable starts: bundled CLI
 //! commands (`version`, `doctor`, `login`, `logout`) and the host bridge (`-e <script>`), which
@@ -15,6 +16,8 @@ mod output;
 pub mod profile;
 mod runtime;
 pub mod scenario;
+pub mod services;
 mod turn;
 
 pub use runtime::{platform, run_runner, run_runtime};
+pub use services::profile::{RUNTIME_PROFILES, RuntimeProfile};

@@ -17,6 +17,10 @@ const CLI_VERSION_ENV: &str = "ZCODE_SIM_CLI_VERSION";
 
 /// Runs the simulated runtime for `argv` (the arguments after the executable's name).
 pub fn run_runtime(install_root: &Path, argv: Vec<OsString>) -> ExitCode {
+    // A zcode-runtime root (plain Node, Services Server) rather than a Desktop install.
+    if let Some(code) = crate::services::run_if_runtime(install_root, &argv) {
+        return code;
+    }
     let profile = match Profile::detect(install_root) {
         Ok(profile) => profile,
         Err(message) => return fail(1, &format!("zcode-sim: {message}")),
