@@ -94,7 +94,9 @@ impl AppServerConnection {
 
     fn start_op(&mut self, op_id: u64, op: &ConnectionOp, first: u64) -> Result<Step, MapperError> {
         let (pending, method, params, timeout) = match op {
-            ConnectionOp::Setup => (PendingOp::Setup, "runtime/capabilities", json!({}), SETUP_TIMEOUT_MS),
+            ConnectionOp::Setup => {
+                (PendingOp::Setup, "runtime/capabilities", json!({}), SETUP_TIMEOUT_MS)
+            }
             ConnectionOp::Probe(workspace) => (
                 PendingOp::Probe,
                 "session/list",
@@ -137,23 +139,34 @@ impl AppServerConnection {
             }
             PendingOp::List { cwd } => {
                 let result = ok_body(&reply.body, "session/list")?;
-                Ok(OpResult { response: sessions(&result, cwd.as_deref())?.to_string(), updates: Vec::new() })
+                Ok(OpResult {
+                    response: sessions(&result, cwd.as_deref())?.to_string(),
+                    updates: Vec::new(),
+                })
             }
         }
     }
 }
 
 fn notification(text: String, method: &str, params: &Value) -> Result<Inbound, MapperError> {
-    let routed = |session: &str| Inbound::Event(RoutedEvent { route: session_route(session), payload: text.clone().into() });
+    let routed = |session: &str| {
+        Inbound::Event(RoutedEvent { route: session_route(session), payload: text.clone().into() })
+    };
     Ok(match method {
         "session/event" => match params.get("sessionId").and_then(Value::as_str) {
             Some(session) => routed(session),
             None => return Err(protocol("ZCode sent a session/event without a sessionId")),
         },
         "v4/conversation/frame" => {
-            match params.get("topic").and_then(Value::as_str).and_then(|t| t.strip_prefix("conversation/")) {
+            match params
+                .get("topic")
+                .and_then(Value::as_str)
+                .and_then(|t| t.strip_prefix("conversation/"))
+            {
                 Some(session) if !session.is_empty() => routed(session),
-                _ => Inbound::Ignored("v4 frame of a topic zcode-acp does not subscribe".to_string()),
+                _ => {
+                    Inbound::Ignored("v4 frame of a topic zcode-acp does not subscribe".to_string())
+                }
             }
         }
         "startup/storageState" => {
@@ -189,15 +202,24 @@ fn identity(body: &ReplyBody) -> Result<String, MapperError> {
             let caps = native_value(data.as_text().unwrap_or(""), "runtime/capabilities")?;
             let mut names: Vec<&str> = caps
                 .as_object()
-                .map(|m| m.iter().filter(|(_, v)| v.as_bool() == Some(true)).map(|(k, _)| k.as_str()).collect())
+                .map(|m| {
+                    m.iter()
+                        .filter(|(_, v)| v.as_bool() == Some(true))
+                        .map(|(k, _)| k.as_str())
+                        .collect()
+                })
                 .unwrap_or_default();
             names.sort_unstable();
             Ok(format!("zcode-protocol/1 capabilities:{}", names.join(",")))
         }
         // Before 3.15.1 the method does not exist: the Agent is still the ZCode Protocol.
-        ReplyBody::Error(error) if error.kind == ErrorKind::Unsupported => Ok("zcode-protocol/1".to_string()),
+        ReplyBody::Error(error) if error.kind == ErrorKind::Unsupported => {
+            Ok("zcode-protocol/1".to_string())
+        }
         ReplyBody::Error(error) => Err(error.clone()),
-        ReplyBody::Lost(why) => Err(native(format!("ZCode did not answer runtime/capabilities: {why}"))),
+        ReplyBody::Lost(why) => {
+            Err(native(format!("ZCode did not answer runtime/capabilities: {why}")))
+        }
     }
 }
 
@@ -222,7 +244,8 @@ fn sessions(result: &Value, cwd: Option<&str>) -> Result<Value, MapperError> {
         .ok_or_else(|| protocol("session/list result has no `sessions` list"))?;
     let mut out = Vec::new();
     for info in list {
-        let Some(id) = info.get("sessionId").or_else(|| info.get("id")).and_then(Value::as_str) else {
+        let Some(id) = info.get("sessionId").or_else(|| info.get("id")).and_then(Value::as_str)
+        else {
             return Err(protocol("session/list entry has no session id"));
         };
         let path = info
@@ -235,7 +258,9 @@ fn sessions(result: &Value, cwd: Option<&str>) -> Result<Value, MapperError> {
             entry["title"] = json!(title);
         }
         match info.get("updatedAt") {
-            Some(Value::Number(n)) if n.as_u64().is_some() => entry["updatedAt"] = json!(iso8601(n.as_u64().unwrap_or(0))),
+            Some(Value::Number(n)) if n.as_u64().is_some() => {
+                entry["updatedAt"] = json!(iso8601(n.as_u64().unwrap_or(0)))
+            }
             Some(Value::String(s)) => entry["updatedAt"] = json!(s),
             _ => {}
         }
@@ -249,9 +274,18 @@ impl Operations<ConnectionOp> for AppServerConnection {
         Ok(self.start_op(op_id, op, first).unwrap_or_else(|e| Step::Done(Err(e))))
     }
 
-    fn resume(&mut self, op_id: u64, reply: Option<&NativeReply>, _first: u64) -> Result<Step, MapperFault> {
-        let op = self.ops.remove(&op_id).ok_or_else(|| MapperFault(format!("no connection op {op_id}")))?;
-        let reply = reply.ok_or_else(|| MapperFault("connection op resumed without its reply".to_string()))?;
+    fn resume(
+        &mut self,
+        op_id: u64,
+        reply: Option<&NativeReply>,
+        _first: u64,
+    ) -> Result<Step, MapperFault> {
+        let op = self
+            .ops
+            .remove(&op_id)
+            .ok_or_else(|| MapperFault(format!("no connection op {op_id}")))?;
+        let reply = reply
+            .ok_or_else(|| MapperFault("connection op resumed without its reply".to_string()))?;
         Ok(Step::Done(self.finish_op(op, reply)))
     }
 }

@@ -1,5 +1,7 @@
 use serde_json::{Value, json};
-use zcode_contract::{ConnectionOp, Inbound, MapperConnection, NativeReply, Operations, ReplyBody, Step};
+use zcode_contract::{
+    ConnectionOp, Inbound, MapperConnection, NativeReply, Operations, ReplyBody, Step,
+};
 
 use crate::connection::AppServerConnection;
 
@@ -25,13 +27,16 @@ fn frames_lines_across_pushes_and_routes_by_session() {
     let inbound = conn.push(b"ult\":{\"a\":1}}\n{\"method\":\"session/event\",\"params\":{\"sessionId\":\"s1\",\"seq\":1}}\n").unwrap();
     assert!(matches!(&inbound[0], Inbound::Reply(NativeReply { id: 3, body: ReplyBody::Ok(_) })));
     assert!(matches!(&inbound[1], Inbound::Event(e) if e.route == "session/s1"));
-    let frames = push(&mut conn, &[
-        json!({"method": "v4/conversation/frame", "params": {"topic": "conversation/s1"}}),
-        json!({"method": "v4/conversation/frame", "params": {"topic": "workspace-config/w"}}),
-        json!({"method": "process/resourceSample", "params": {}}),
-        json!({"method": "startup/storageState", "params": {"phase": "ready"}}),
-        json!({"id": "server-4", "method": "interaction/requestPermission", "params": {"sessionId": "s1"}}),
-    ]);
+    let frames = push(
+        &mut conn,
+        &[
+            json!({"method": "v4/conversation/frame", "params": {"topic": "conversation/s1"}}),
+            json!({"method": "v4/conversation/frame", "params": {"topic": "workspace-config/w"}}),
+            json!({"method": "process/resourceSample", "params": {}}),
+            json!({"method": "startup/storageState", "params": {"phase": "ready"}}),
+            json!({"id": "server-4", "method": "interaction/requestPermission", "params": {"sessionId": "s1"}}),
+        ],
+    );
     assert!(matches!(&frames[0], Inbound::Event(e) if e.route == "session/s1"));
     assert!(matches!(&frames[1], Inbound::Ignored(_)));
     assert!(matches!(&frames[2], Inbound::Ignored(m) if m == "process/resourceSample"));
@@ -45,17 +50,29 @@ fn frames_lines_across_pushes_and_routes_by_session() {
 #[test]
 fn answers_what_needs_no_client_itself() {
     let mut conn = AppServerConnection::new();
-    let inbound = push(&mut conn, &[
-        json!({"id": "server-1", "method": "session/requestRuntimePreferences", "params": {"sessionId": "s1", "scope": "runtime-materialization"}}),
-        json!({"id": "server-2", "method": "interaction/requestOfficialMcpAuthHeaders", "params": {"requestId": "r"}}),
-        json!({"id": "server-3", "method": "interaction/browserList", "params": {"sessionId": "s1"}}),
-        json!({"id": "server-4", "method": "automation/create", "params": {}}),
-        json!({"id": "server-5", "method": "mystery/thing", "params": {}}),
-    ]);
-    assert_eq!(written(&inbound[0]), json!({"id": "server-1", "result": {"nativeSearchEnhancementsEnabled": false, "memoryEnabled": false, "askUserQuestionAutoResolutionEnabled": false}}));
-    assert_eq!(written(&inbound[1]), json!({"id": "server-2", "result": {"ok": false, "reason": "official_auth_unavailable"}}));
+    let inbound = push(
+        &mut conn,
+        &[
+            json!({"id": "server-1", "method": "session/requestRuntimePreferences", "params": {"sessionId": "s1", "scope": "runtime-materialization"}}),
+            json!({"id": "server-2", "method": "interaction/requestOfficialMcpAuthHeaders", "params": {"requestId": "r"}}),
+            json!({"id": "server-3", "method": "interaction/browserList", "params": {"sessionId": "s1"}}),
+            json!({"id": "server-4", "method": "automation/create", "params": {}}),
+            json!({"id": "server-5", "method": "mystery/thing", "params": {}}),
+        ],
+    );
+    assert_eq!(
+        written(&inbound[0]),
+        json!({"id": "server-1", "result": {"nativeSearchEnhancementsEnabled": false, "memoryEnabled": false, "askUserQuestionAutoResolutionEnabled": false}})
+    );
+    assert_eq!(
+        written(&inbound[1]),
+        json!({"id": "server-2", "result": {"ok": false, "reason": "official_auth_unavailable"}})
+    );
     assert_eq!(written(&inbound[2])["error"]["code"], -32601);
-    assert_eq!(written(&inbound[3])["error"]["message"], "zcode-acp does not run ZCode automations");
+    assert_eq!(
+        written(&inbound[3])["error"]["message"],
+        "zcode-acp does not run ZCode automations"
+    );
     assert_eq!(written(&inbound[4])["error"]["message"], "zcode-acp does not serve mystery/thing");
 }
 
@@ -70,7 +87,11 @@ fn fails_closed_on_frames_it_cannot_trust() {
         vec![0xff, b'\n'],
     ];
     for bytes in bad {
-        assert!(AppServerConnection::new().push(&bytes).is_err(), "{}", String::from_utf8_lossy(&bytes));
+        assert!(
+            AppServerConnection::new().push(&bytes).is_err(),
+            "{}",
+            String::from_utf8_lossy(&bytes)
+        );
     }
 }
 
@@ -95,7 +116,11 @@ fn setup_reads_what_the_agent_reports_about_itself() {
     assert_eq!(conn.identity().unwrap().as_deref(), Some(crate::contract::CURRENT_IDENTITY));
 
     let mut old = AppServerConnection::new();
-    run(&mut old, ConnectionOp::Setup, json!({"error": {"code": -32601, "message": "Method not found: runtime/capabilities"}}));
+    run(
+        &mut old,
+        ConnectionOp::Setup,
+        json!({"error": {"code": -32601, "message": "Method not found: runtime/capabilities"}}),
+    );
     assert_eq!(old.identity().unwrap().as_deref(), Some("zcode-protocol/1"));
 }
 
@@ -106,15 +131,28 @@ fn lists_sessions_without_parameters_a_release_refuses() {
         {"sessionId": "sess_1", "title": "Fix it", "updatedAt": 1_764_500_000_000_u64, "workspace": {"workspacePath": "/w", "workspaceKey": "/w"}},
         {"id": "sess_2", "title": "", "updatedAt": "2026-10-01T00:00:00Z"},
     ]});
-    let (sent, step) = run(&mut conn, ConnectionOp::ListSessions(json!({"cwd": "/w"}).to_string()), reply);
-    assert_eq!(sent["params"], json!({"limit": 100, "workspace": {"workspacePath": "/w", "workspaceKey": "/w"}}));
+    let (sent, step) =
+        run(&mut conn, ConnectionOp::ListSessions(json!({"cwd": "/w"}).to_string()), reply);
+    assert_eq!(
+        sent["params"],
+        json!({"limit": 100, "workspace": {"workspacePath": "/w", "workspaceKey": "/w"}})
+    );
     assert!(sent["params"].get("includeArchived").is_none());
     let Step::Done(Ok(result)) = step else { panic!() };
     let response: Value = serde_json::from_str(&result.response).unwrap();
-    assert_eq!(response, json!({"sessions": [
-        {"sessionId": "sess_1", "cwd": "/w", "title": "Fix it", "updatedAt": "2025-11-30T10:53:20.000Z"},
-        {"sessionId": "sess_2", "cwd": "/w", "updatedAt": "2026-10-01T00:00:00Z"},
-    ]}));
-    let (_, failed) = run(&mut conn, ConnectionOp::Probe("/w".into()), json!({"error": {"code": -32602, "message": "Unrecognized key"}}));
-    assert!(matches!(failed, Step::Done(Err(e)) if e.kind == zcode_contract::ErrorKind::InvalidParams));
+    assert_eq!(
+        response,
+        json!({"sessions": [
+            {"sessionId": "sess_1", "cwd": "/w", "title": "Fix it", "updatedAt": "2025-11-30T10:53:20.000Z"},
+            {"sessionId": "sess_2", "cwd": "/w", "updatedAt": "2026-10-01T00:00:00Z"},
+        ]})
+    );
+    let (_, failed) = run(
+        &mut conn,
+        ConnectionOp::Probe("/w".into()),
+        json!({"error": {"code": -32602, "message": "Unrecognized key"}}),
+    );
+    assert!(
+        matches!(failed, Step::Done(Err(e)) if e.kind == zcode_contract::ErrorKind::InvalidParams)
+    );
 }

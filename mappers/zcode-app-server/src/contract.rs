@@ -121,9 +121,9 @@ fn join(path: &str, tail: &[&str]) -> String {
 fn resources_dir(cli_entry: &str) -> Result<&str, MapperError> {
     let mut rest = cli_entry;
     for _ in 0..2 {
-        let cut = rest.rfind(['/', '\\']).ok_or_else(|| {
-            internal("The verified CLI entry does not lie in <resources>/glm/")
-        })?;
+        let cut = rest
+            .rfind(['/', '\\'])
+            .ok_or_else(|| internal("The verified CLI entry does not lie in <resources>/glm/"))?;
         rest = &rest[..cut];
     }
     Ok(rest)

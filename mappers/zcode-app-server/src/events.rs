@@ -27,7 +27,10 @@ fn chunk(kind: &str, delta: &str) -> Action {
 
 /// One `session/event` params object.
 pub fn map(turn: &mut Turn<'_>, event: &Value) -> Result<Vec<Action>, MapperError> {
-    let kind = event.get("type").and_then(Value::as_str).ok_or_else(|| protocol("session/event without type"))?;
+    let kind = event
+        .get("type")
+        .and_then(Value::as_str)
+        .ok_or_else(|| protocol("session/event without type"))?;
     let empty = Value::Null;
     let payload = event.get("payload").unwrap_or(&empty);
     Ok(match kind {
@@ -52,7 +55,10 @@ pub fn map(turn: &mut Turn<'_>, event: &Value) -> Result<Vec<Action>, MapperErro
 }
 
 fn streaming(turn: &mut Turn<'_>, payload: &Value) -> Result<Vec<Action>, MapperError> {
-    let kind = payload.get("kind").and_then(Value::as_str).ok_or_else(|| protocol("model.streaming without kind"))?;
+    let kind = payload
+        .get("kind")
+        .and_then(Value::as_str)
+        .ok_or_else(|| protocol("model.streaming without kind"))?;
     let delta = payload.get("delta").and_then(Value::as_str).unwrap_or("");
     let tool = payload.get("toolCallId").and_then(Value::as_str);
     let name = payload.get("toolName").and_then(Value::as_str);
@@ -75,21 +81,33 @@ fn streaming(turn: &mut Turn<'_>, payload: &Value) -> Result<Vec<Action>, Mapper
             turn.tools.set(id, name, payload.get("input"));
             turn.tools.announce(id, turn.workspace).map(update).into_iter().collect()
         }
-        ("start" | "finish" | "error" | "text_start" | "text_end" | "text_delta" | "reasoning_start"
-        | "reasoning_end" | "reasoning_delta", _) => vec![Action::Ignore(format!("model.streaming {kind}"))],
-        (other, _) => return Err(protocol(format!("model.streaming {other} without what it needs"))),
+        (
+            "start" | "finish" | "error" | "text_start" | "text_end" | "text_delta"
+            | "reasoning_start" | "reasoning_end" | "reasoning_delta",
+            _,
+        ) => vec![Action::Ignore(format!("model.streaming {kind}"))],
+        (other, _) => {
+            return Err(protocol(format!("model.streaming {other} without what it needs")));
+        }
     })
 }
 
 fn tool(turn: &mut Turn<'_>, payload: &Value) -> Result<Vec<Action>, MapperError> {
-    let kind = payload.get("kind").and_then(Value::as_str).ok_or_else(|| protocol("tool.updated without kind"))?;
+    let kind = payload
+        .get("kind")
+        .and_then(Value::as_str)
+        .ok_or_else(|| protocol("tool.updated without kind"))?;
     if matches!(kind, "batch" | "raw") {
         return Ok(vec![Action::Ignore(format!("tool.updated {kind}"))]);
     }
-    let id = payload.get("toolCallId").and_then(Value::as_str).ok_or_else(|| protocol("tool.updated without toolCallId"))?;
+    let id = payload
+        .get("toolCallId")
+        .and_then(Value::as_str)
+        .ok_or_else(|| protocol("tool.updated without toolCallId"))?;
     let name = payload.get("toolName").and_then(Value::as_str);
     turn.tools.set(id, name, payload.get("input"));
-    let mut actions: Vec<Action> = turn.tools.announce(id, turn.workspace).map(update).into_iter().collect();
+    let mut actions: Vec<Action> =
+        turn.tools.announce(id, turn.workspace).map(update).into_iter().collect();
     match kind {
         "scheduled" => {}
         "started" => actions.push(update(turn.tools.started(id))),
@@ -101,12 +119,20 @@ fn tool(turn: &mut Turn<'_>, payload: &Value) -> Result<Vec<Action>, MapperError
                 .filter(|t| !t.is_empty())
                 .collect::<Vec<_>>()
                 .join("\n");
-            actions.push(update(if tail.is_empty() { turn.tools.started(id) } else { turn.tools.progress(id, &tail) }));
+            actions.push(update(if tail.is_empty() {
+                turn.tools.started(id)
+            } else {
+                turn.tools.progress(id, &tail)
+            }));
         }
         "result" => {
             let result = payload.get("result").unwrap_or(&Value::Null);
             let failed = result.get("success").and_then(Value::as_bool) == Some(false);
-            let message = result.pointer("/error/message").or_else(|| result.get("error")).and_then(Value::as_str).unwrap_or("");
+            let message = result
+                .pointer("/error/message")
+                .or_else(|| result.get("error"))
+                .and_then(Value::as_str)
+                .unwrap_or("");
             let outcome = if failed { Err(message) } else { Ok(result) };
             actions.extend(turn.tools.finished(id, outcome, turn.workspace).map(update));
         }
@@ -126,24 +152,35 @@ fn session_updated(payload: &Value) -> Vec<Action> {
     let used = payload.pointer("/usage/inputTokens").and_then(Value::as_u64);
     let size = payload.get("contextWindow").and_then(Value::as_u64);
     match (used, size) {
-        (Some(used), Some(size)) => vec![update(json!({"sessionUpdate": "usage_update", "used": used, "size": size}))],
+        (Some(used), Some(size)) => {
+            vec![update(json!({"sessionUpdate": "usage_update", "used": used, "size": size}))]
+        }
         _ => vec![Action::Ignore("session.updated".to_string())],
     }
 }
 
 fn completed(turn: &mut Turn<'_>, payload: &Value) -> Vec<Action> {
     if !turn.running {
-        return vec![Action::Ignore("turn.completed of a turn zcode-acp did not start".to_string())];
+        return vec![Action::Ignore(
+            "turn.completed of a turn zcode-acp did not start".to_string(),
+        )];
     }
     *turn.usage = payload.get("usage").cloned();
     let reason = match payload.get("resultType").and_then(Value::as_str) {
         Some("success") => Terminal::Stop(StopReason::EndTurn),
         Some("cancelled") => Terminal::Stop(StopReason::Cancelled),
-        Some("error_max_turns" | "error_max_tool_calls") => Terminal::Stop(StopReason::MaxTurnRequests),
+        Some("error_max_turns" | "error_max_tool_calls") => {
+            Terminal::Stop(StopReason::MaxTurnRequests)
+        }
         Some("error_max_budget") => Terminal::Stop(StopReason::MaxTokens),
-        Some("error_during_execution") => Terminal::Failed(native("ZCode stopped the turn after an error during execution")),
+        Some("error_during_execution") => {
+            Terminal::Failed(native("ZCode stopped the turn after an error during execution"))
+        }
         // 0.16 turns may lack a result type; a completion without one is no success.
-        other => Terminal::Failed(native(format!("ZCode ended the turn with result {}", other.unwrap_or("(none)")))),
+        other => Terminal::Failed(native(format!(
+            "ZCode ended the turn with result {}",
+            other.unwrap_or("(none)")
+        ))),
     };
     vec![Action::Terminal(reason)]
 }
@@ -152,10 +189,14 @@ fn failed(turn: &mut Turn<'_>, payload: &Value) -> Vec<Action> {
     if !turn.running {
         return vec![Action::Ignore("turn.failed of a turn zcode-acp did not start".to_string())];
     }
-    let message = payload.pointer("/error/message").and_then(Value::as_str).unwrap_or("ZCode failed the turn");
+    let message = payload
+        .pointer("/error/message")
+        .and_then(Value::as_str)
+        .unwrap_or("ZCode failed the turn");
     let mut error = native(message.to_string());
     let code = payload.pointer("/error/code").and_then(Value::as_str);
-    error.data = Some(json!({"nativeReason": code, "turnPhase": payload.get("turnPhase")}).to_string());
+    error.data =
+        Some(json!({"nativeReason": code, "turnPhase": payload.get("turnPhase")}).to_string());
     vec![Action::Terminal(Terminal::Failed(error))]
 }
 
@@ -166,7 +207,11 @@ pub fn acp_usage(usage: Option<&Value>) -> Value {
     match (n("inputTokens"), n("outputTokens")) {
         (Some(input), Some(output)) => {
             let mut out = json!({"inputTokens": input, "outputTokens": output, "totalTokens": n("totalTokens").unwrap_or(input + output)});
-            for (from, to) in [("reasoningTokens", "thoughtTokens"), ("cacheReadTokens", "cachedReadTokens"), ("cacheWriteTokens", "cachedWriteTokens")] {
+            for (from, to) in [
+                ("reasoningTokens", "thoughtTokens"),
+                ("cacheReadTokens", "cachedReadTokens"),
+                ("cacheWriteTokens", "cachedWriteTokens"),
+            ] {
                 if let Some(value) = n(from) {
                     out[to] = json!(value);
                 }

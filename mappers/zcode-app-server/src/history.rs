@@ -13,7 +13,10 @@ fn chunk(kind: &str, text_: &str) -> String {
 /// The visible history in order: user and assistant text, thinking, and each tool once with
 /// its final state. Hidden messages (reminders, summaries the transcript hides) are left out.
 pub fn replay(result: &Value, workspace: &str) -> Result<Vec<String>, MapperError> {
-    let messages = result.get("messages").and_then(Value::as_array).ok_or_else(|| protocol("session/messages result has no `messages`"))?;
+    let messages = result
+        .get("messages")
+        .and_then(Value::as_array)
+        .ok_or_else(|| protocol("session/messages result has no `messages`"))?;
     let mut out = Vec::new();
     let mut seen = std::collections::BTreeSet::new();
     for message in messages {
@@ -24,24 +27,39 @@ pub fn replay(result: &Value, workspace: &str) -> Result<Vec<String>, MapperErro
         {
             continue;
         }
-        if info.pointer("/semantics/transcriptVisibility").and_then(Value::as_str) == Some("hidden") {
+        if info.pointer("/semantics/transcriptVisibility").and_then(Value::as_str) == Some("hidden")
+        {
             continue;
         }
         let user = info.get("role").and_then(Value::as_str) == Some("user");
         for part in message.get("parts").and_then(Value::as_array).into_iter().flatten() {
             match part.get("type").and_then(Value::as_str) {
                 Some("text") => {
-                    if let Some(t) = part.get("text").and_then(Value::as_str).filter(|t| !t.is_empty()) {
-                        out.push(chunk(if user { "user_message_chunk" } else { "agent_message_chunk" }, t));
+                    if let Some(t) =
+                        part.get("text").and_then(Value::as_str).filter(|t| !t.is_empty())
+                    {
+                        out.push(chunk(
+                            if user { "user_message_chunk" } else { "agent_message_chunk" },
+                            t,
+                        ));
                     }
                 }
                 Some("reasoning") if part.get("ignored").and_then(Value::as_bool) != Some(true) => {
-                    if let Some(t) = part.get("text").or_else(|| part.get("content")).and_then(Value::as_str).filter(|t| !t.is_empty()) {
+                    if let Some(t) = part
+                        .get("text")
+                        .or_else(|| part.get("content"))
+                        .and_then(Value::as_str)
+                        .filter(|t| !t.is_empty())
+                    {
                         out.push(chunk("agent_thought_chunk", t));
                     }
                 }
                 Some("tool") => {
-                    let Some(id) = part.get("callID").or_else(|| part.get("callId")).and_then(Value::as_str) else { continue };
+                    let Some(id) =
+                        part.get("callID").or_else(|| part.get("callId")).and_then(Value::as_str)
+                    else {
+                        continue;
+                    };
                     let name = part.get("tool").and_then(Value::as_str).unwrap_or("Tool");
                     let state = part.get("state").unwrap_or(&Value::Null);
                     let mut calls = tools::Tools::default();

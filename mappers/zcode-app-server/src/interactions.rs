@@ -21,9 +21,13 @@ const FREE_TEXT: &str = "__zcode_free_text__";
 #[derive(Clone, Debug, PartialEq)]
 pub enum Kind {
     /// ZCode's options, each with the response object ZCode wants back when it is chosen.
-    Permission { options: Vec<(String, Value)> },
+    Permission {
+        options: Vec<(String, Value)>,
+    },
     /// AskUserQuestion and MCP elicitation: question texts, in form-field order.
-    Questions { questions: Vec<String> },
+    Questions {
+        questions: Vec<String>,
+    },
     Plan,
 }
 
@@ -73,7 +77,10 @@ pub fn permission(
     let mut deny = None;
     for option in native {
         let option_id = required_str(option, "optionId", what)?;
-        let response = option.get("response").cloned().ok_or_else(|| protocol(format!("{what}: option {option_id} has no response")))?;
+        let response = option
+            .get("response")
+            .cloned()
+            .ok_or_else(|| protocol(format!("{what}: option {option_id} has no response")))?;
         let kind = acp_kind(option.get("kind").and_then(Value::as_str).unwrap_or(""), &response);
         if deny.is_none() && response.get("decision").and_then(Value::as_str) == Some("deny") {
             deny = Some(option_id.to_string());
@@ -85,7 +92,8 @@ pub fn permission(
     let deny = match deny {
         Some(deny) => deny,
         None => {
-            acp_options.push(json!({"optionId": SYNTHETIC_DENY, "name": "Deny", "kind": "reject_once"}));
+            acp_options
+                .push(json!({"optionId": SYNTHETIC_DENY, "name": "Deny", "kind": "reject_once"}));
             options.push((SYNTHETIC_DENY.to_string(), json!({"decision": "deny"})));
             SYNTHETIC_DENY.to_string()
         }
@@ -127,10 +135,19 @@ pub fn user_input(id: &Value, params: &Value) -> Result<(Pending, Value), Mapper
     let request_id = required_str(params, "requestId", what)?;
     let interaction = params.pointer("/schema/interaction").and_then(Value::as_str);
     let prompt = params.get("prompt").and_then(Value::as_str).filter(|p| !p.is_empty());
-    let pending = |kind| Pending { request_id: request_id.to_string(), reverse_id: id.clone(), kind, answered: false };
+    let pending = |kind| Pending {
+        request_id: request_id.to_string(),
+        reverse_id: id.clone(),
+        kind,
+        answered: false,
+    };
     if interaction == Some("plan_approval") {
         let plan = params.pointer("/input/plan").and_then(Value::as_str).unwrap_or("");
-        let message = if plan.is_empty() { PLAN_QUESTION.to_string() } else { format!("{PLAN_QUESTION}\n\n{plan}") };
+        let message = if plan.is_empty() {
+            PLAN_QUESTION.to_string()
+        } else {
+            format!("{PLAN_QUESTION}\n\n{plan}")
+        };
         let form = json!({
             "mode": "form",
             "message": message,
@@ -171,7 +188,8 @@ pub fn user_input(id: &Value, params: &Value) -> Result<(Pending, Value), Mapper
             })
             .collect();
         let free = options.iter().any(|(value, _)| *value == FREE_TEXT) || options.is_empty();
-        let choices: Vec<Value> = options.iter().filter(|(v, _)| *v != FREE_TEXT).map(|(v, l)| choice(v, l)).collect();
+        let choices: Vec<Value> =
+            options.iter().filter(|(v, _)| *v != FREE_TEXT).map(|(v, l)| choice(v, l)).collect();
         let field = if free {
             json!({"type": "string", "title": header, "description": text})
         } else if question.get("multiSelect").and_then(Value::as_bool) == Some(true) {
@@ -210,7 +228,10 @@ fn decline(reason: Option<&str>) -> Answer {
 }
 
 fn accept(content: Value) -> Answer {
-    Answer { reply: json!({"action": "accept", "content": content}), v4: json!({"action": "accept", "content": content}) }
+    Answer {
+        reply: json!({"action": "accept", "content": content}),
+        v4: json!({"action": "accept", "content": content}),
+    }
 }
 
 /// An answer as ZCode takes it. Anything but a clear allow or accept becomes a deny or a
@@ -218,12 +239,20 @@ fn accept(content: Value) -> Answer {
 pub fn answer(kind: &Kind, outcome: &InteractionOutcome) -> Result<Answer, MapperError> {
     match kind {
         Kind::Permission { options } => {
-            let deny = || options.iter().find(|(_, r)| r.get("decision").and_then(Value::as_str) == Some("deny"));
+            let deny = || {
+                options
+                    .iter()
+                    .find(|(_, r)| r.get("decision").and_then(Value::as_str) == Some("deny"))
+            };
             let chosen = match outcome {
-                InteractionOutcome::Selected(id) => options.iter().find(|(o, _)| o == id).or_else(deny),
+                InteractionOutcome::Selected(id) => {
+                    options.iter().find(|(o, _)| o == id).or_else(deny)
+                }
                 _ => deny(),
             };
-            let (option_id, response) = chosen.cloned().unwrap_or_else(|| (SYNTHETIC_DENY.to_string(), json!({"decision": "deny"})));
+            let (option_id, response) = chosen
+                .cloned()
+                .unwrap_or_else(|| (SYNTHETIC_DENY.to_string(), json!({"decision": "deny"})));
             Ok(Answer { reply: response, v4: json!({"optionId": option_id}) })
         }
         Kind::Plan => {
@@ -233,9 +262,15 @@ pub fn answer(kind: &Kind, outcome: &InteractionOutcome) -> Result<Answer, Mappe
                 return Ok(decline(None));
             }
             let content = result.get("content").cloned().unwrap_or(Value::Null);
-            let feedback = content.get("feedback").and_then(Value::as_str).map(str::trim).filter(|f| !f.is_empty());
+            let feedback = content
+                .get("feedback")
+                .and_then(Value::as_str)
+                .map(str::trim)
+                .filter(|f| !f.is_empty());
             Ok(match (content.get("decision").and_then(Value::as_str), feedback) {
-                (Some(PLAN_APPROVE), _) => accept(json!({"answers": {PLAN_QUESTION: PLAN_APPROVE}})),
+                (Some(PLAN_APPROVE), _) => {
+                    accept(json!({"answers": {PLAN_QUESTION: PLAN_APPROVE}}))
+                }
                 // Feedback goes back as the plan's answer: ZCode keeps planning with it.
                 (_, Some(feedback)) => accept(json!({"answers": {PLAN_QUESTION: feedback}})),
                 _ => decline(Some("The plan was not approved")),
@@ -246,7 +281,12 @@ pub fn answer(kind: &Kind, outcome: &InteractionOutcome) -> Result<Answer, Mappe
             let result = acp_params(result)?;
             match result.get("action").and_then(Value::as_str) {
                 Some("accept") => {}
-                Some("cancel") => return Ok(Answer { reply: json!({"action": "cancel"}), v4: json!({"action": "cancel"}) }),
+                Some("cancel") => {
+                    return Ok(Answer {
+                        reply: json!({"action": "cancel"}),
+                        v4: json!({"action": "cancel"}),
+                    });
+                }
                 _ => return Ok(decline(None)),
             }
             let mut answers = Map::new();
@@ -289,22 +329,33 @@ pub fn provider_headers(id: &Value, params: &Value) -> Result<NativeWrite, Mappe
     let access = params.get("accountAccess");
     let mode = access.and_then(|a| a.get("mode")).and_then(Value::as_str);
     let family = access.and_then(|a| a.get("accountType")).and_then(Value::as_str);
-    let refusal = |message: &str| wire::result(id, json!({"headersApplied": false, "errorMessage": message}));
+    let refusal =
+        |message: &str| wire::result(id, json!({"headersApplied": false, "errorMessage": message}));
     match (mode, family) {
         (Some("individual-coding-plan"), Some(family @ ("zai" | "bigmodel"))) => {
             let placeholder = "@@zcode-acp:coding-plan-api-key@@";
             Ok(NativeWrite {
-                bytes: wire::result(id, json!({"headersApplied": true, "requestAuth": {"apiKey": placeholder}})),
+                bytes: wire::result(
+                    id,
+                    json!({"headersApplied": true, "requestAuth": {"apiKey": placeholder}}),
+                ),
                 label: "provider runtime headers".to_string(),
                 secret: Some(SecretFill {
                     placeholder: placeholder.to_string(),
                     source: CODING_PLAN_KEY_SOURCE.to_string(),
-                    args: vec![("provider".to_string(), provider.to_string()), ("family".to_string(), family.to_string())],
-                    fallback: refusal("zcode-acp found no Coding Plan API key for the signed-in ZCode account; open ZCode once to sign in"),
+                    args: vec![
+                        ("provider".to_string(), provider.to_string()),
+                        ("family".to_string(), family.to_string()),
+                    ],
+                    fallback: refusal(
+                        "zcode-acp found no Coding Plan API key for the signed-in ZCode account; open ZCode once to sign in",
+                    ),
                 }),
             })
         }
-        _ => Ok(NativeWrite::new("provider runtime headers refused", refusal(&header_refusal(mode)))),
+        _ => {
+            Ok(NativeWrite::new("provider runtime headers refused", refusal(&header_refusal(mode))))
+        }
     }
 }
 

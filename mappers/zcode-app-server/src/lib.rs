@@ -53,7 +53,11 @@ impl Mapper for AppServerMapper {
         contract::launch_plan(install)
     }
 
-    fn auth_plan(&self, install: &VerifiedInstall, command: AuthCommand) -> Result<LaunchPlan, MapperError> {
+    fn auth_plan(
+        &self,
+        install: &VerifiedInstall,
+        command: AuthCommand,
+    ) -> Result<LaunchPlan, MapperError> {
         contract::auth_plan(install, command)
     }
 
@@ -67,6 +71,6 @@ impl Mapper for AppServerMapper {
 }
 
 #[cfg(test)]
-mod contract_tests;
-#[cfg(test)]
 mod connection_tests;
+#[cfg(test)]
+mod contract_tests;

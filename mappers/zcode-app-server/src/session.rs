@@ -37,12 +37,30 @@ enum Stage {
 }
 
 enum Op {
-    Opening { stage: Stage, replay: bool, resume: Option<String>, mcp: Value, pending_updates: Vec<String> },
+    Opening {
+        stage: Stage,
+        replay: bool,
+        resume: Option<String>,
+        mcp: Value,
+        pending_updates: Vec<String>,
+    },
     Prompt,
     Cancel,
-    Mode { mode: String, legacy: bool },
-    Model { provider: String, model: String, thought: Option<String>, legacy_step: u8 },
-    Answer { key: String, answer: interactions::Answer, v4: bool },
+    Mode {
+        mode: String,
+        legacy: bool,
+    },
+    Model {
+        provider: String,
+        model: String,
+        thought: Option<String>,
+        legacy_step: u8,
+    },
+    Answer {
+        key: String,
+        answer: interactions::Answer,
+        v4: bool,
+    },
     Close,
 }
 
@@ -67,10 +85,17 @@ pub struct AppServerSession {
     thought: Option<String>,
     models: Vec<Value>,
     thoughts: Vec<Value>,
+    /// A plan with entries is on the client's screen (so a removed plan must be cleared).
+    plan_shown: bool,
 }
 
 fn request(id: u64, method: &str, params: Value) -> NativeRequest {
-    NativeRequest { id, bytes: wire::request(id, method, params), label: method.to_string(), timeout_ms: TIMEOUT_MS }
+    NativeRequest {
+        id,
+        bytes: wire::request(id, method, params),
+        label: method.to_string(),
+        timeout_ms: TIMEOUT_MS,
+    }
 }
 
 fn wait(requests: Vec<NativeRequest>) -> Step {
@@ -86,7 +111,10 @@ fn done(response: Value, updates: Vec<String>) -> Step {
 fn mcp_servers(servers: Option<&Value>) -> Result<Value, MapperError> {
     let mut out = Vec::new();
     for server in servers.and_then(Value::as_array).into_iter().flatten() {
-        let name = server.get("name").and_then(Value::as_str).ok_or_else(|| invalid_params("MCP server without a name"))?;
+        let name = server
+            .get("name")
+            .and_then(Value::as_str)
+            .ok_or_else(|| invalid_params("MCP server without a name"))?;
         let entries = |key: &str| -> Value {
             json!(server.get(key).and_then(Value::as_array).into_iter().flatten()
                 .filter_map(|e| Some(json!({"name": e.get("name")?.as_str()?, "value": e.get("value")?.as_str()?})))
@@ -94,15 +122,35 @@ fn mcp_servers(servers: Option<&Value>) -> Result<Value, MapperError> {
         };
         match server.get("type").and_then(Value::as_str) {
             Some(kind @ ("http" | "sse")) => {
-                let url = server.get("url").and_then(Value::as_str).ok_or_else(|| invalid_params("MCP server without a url"))?;
-                out.push(json!({"name": name, "type": kind, "url": url, "headers": entries("headers")}));
+                let url = server
+                    .get("url")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| invalid_params("MCP server without a url"))?;
+                out.push(
+                    json!({"name": name, "type": kind, "url": url, "headers": entries("headers")}),
+                );
             }
             None | Some("stdio") => {
-                let command = server.get("command").and_then(Value::as_str).ok_or_else(|| invalid_params("MCP server without a command"))?;
-                let args: Vec<&str> = server.get("args").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
-                out.push(json!({"name": name, "command": command, "args": args, "env": entries("env")}));
+                let command = server
+                    .get("command")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| invalid_params("MCP server without a command"))?;
+                let args: Vec<&str> = server
+                    .get("args")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .collect();
+                out.push(
+                    json!({"name": name, "command": command, "args": args, "env": entries("env")}),
+                );
             }
-            Some(other) => return Err(invalid_params(format!("MCP transport {other} is not supported by ZCode"))),
+            Some(other) => {
+                return Err(invalid_params(format!(
+                    "MCP transport {other} is not supported by ZCode"
+                )));
+            }
         }
     }
     Ok(json!(out))
@@ -110,11 +158,16 @@ fn mcp_servers(servers: Option<&Value>) -> Result<Value, MapperError> {
 
 /// The prompt as the one text ZCode takes.
 fn prompt_text(params: &Value) -> Result<String, MapperError> {
-    let blocks = params.get("prompt").and_then(Value::as_array).ok_or_else(|| invalid_params("prompt is missing"))?;
+    let blocks = params
+        .get("prompt")
+        .and_then(Value::as_array)
+        .ok_or_else(|| invalid_params("prompt is missing"))?;
     let mut parts = Vec::new();
     for block in blocks {
         match block.get("type").and_then(Value::as_str) {
-            Some("text") => parts.push(block.get("text").and_then(Value::as_str).unwrap_or("").to_string()),
+            Some("text") => {
+                parts.push(block.get("text").and_then(Value::as_str).unwrap_or("").to_string())
+            }
             Some("resource_link") => {
                 let uri = block.get("uri").and_then(Value::as_str).unwrap_or("");
                 let name = block.get("name").and_then(Value::as_str).unwrap_or(uri);
@@ -125,9 +178,18 @@ fn prompt_text(params: &Value) -> Result<String, MapperError> {
                     let uri = block.pointer("/resource/uri").and_then(Value::as_str).unwrap_or("");
                     parts.push(format!("<resource uri=\"{uri}\">\n{text}\n</resource>"));
                 }
-                None => return Err(invalid_params("binary embedded resources are not supported by ZCode's Agent")),
+                None => {
+                    return Err(invalid_params(
+                        "binary embedded resources are not supported by ZCode's Agent",
+                    ));
+                }
             },
-            other => return Err(invalid_params(format!("{} prompt content is not supported by ZCode's Agent", other.unwrap_or("untyped")))),
+            other => {
+                return Err(invalid_params(format!(
+                    "{} prompt content is not supported by ZCode's Agent",
+                    other.unwrap_or("untyped")
+                )));
+            }
         }
     }
     let text = parts.join("\n\n");
@@ -158,11 +220,14 @@ impl AppServerSession {
             thought: None,
             models: Vec::new(),
             thoughts: Vec::new(),
+            plan_shown: false,
         }
     }
 
     fn sid(&self) -> Result<&str, MapperError> {
-        self.id.as_deref().ok_or_else(|| MapperError::new(ErrorKind::NotFound, "The session is not open"))
+        self.id
+            .as_deref()
+            .ok_or_else(|| MapperError::new(ErrorKind::NotFound, "The session is not open"))
     }
 
     // ----- settings as ACP shows them ------------------------------------------------------
@@ -171,19 +236,27 @@ impl AppServerSession {
         if let Some(mode) = state.pointer("/settings/mode/current").and_then(Value::as_str) {
             self.mode = Some(mode.to_string());
         }
-        if let Some(current) = state.pointer("/settings/model/current") {
-            if let (Some(p), Some(m)) = (current.get("providerId").and_then(Value::as_str), current.get("modelId").and_then(Value::as_str)) {
-                self.model = Some((p.to_string(), m.to_string()));
-            }
+        if let Some(current) = state.pointer("/settings/model/current")
+            && let (Some(p), Some(m)) = (
+                current.get("providerId").and_then(Value::as_str),
+                current.get("modelId").and_then(Value::as_str),
+            )
+        {
+            self.model = Some((p.to_string(), m.to_string()));
         }
-        if let Some(available) = state.pointer("/settings/model/available").and_then(Value::as_array) {
+        if let Some(available) =
+            state.pointer("/settings/model/available").and_then(Value::as_array)
+        {
             self.models = available.clone();
         }
         let thought = state.pointer("/settings/thoughtLevel");
         if let Some(levels) = thought.and_then(|t| t.get("available")).and_then(Value::as_array) {
             self.thoughts = levels.clone();
         }
-        if let Some(level) = thought.and_then(|t| t.get("current").or_else(|| t.get("defaultLevel"))).and_then(Value::as_str) {
+        if let Some(level) = thought
+            .and_then(|t| t.get("current").or_else(|| t.get("defaultLevel")))
+            .and_then(Value::as_str)
+        {
             self.thought = Some(level.to_string());
         }
     }
@@ -242,10 +315,25 @@ impl AppServerSession {
                 let params = acp_params(params)?;
                 let resume = match op {
                     SessionOp::Create(_) => None,
-                    _ => Some(params.get("sessionId").and_then(Value::as_str).ok_or_else(|| invalid_params("sessionId is missing"))?.to_string()),
+                    _ => Some(
+                        params
+                            .get("sessionId")
+                            .and_then(Value::as_str)
+                            .ok_or_else(|| invalid_params("sessionId is missing"))?
+                            .to_string(),
+                    ),
                 };
                 let mcp = mcp_servers(params.get("mcpServers"))?;
-                self.ops.insert(op_id, Op::Opening { stage: Stage::Capabilities, replay: matches!(op, SessionOp::Load(_)), resume, mcp, pending_updates: Vec::new() });
+                self.ops.insert(
+                    op_id,
+                    Op::Opening {
+                        stage: Stage::Capabilities,
+                        replay: matches!(op, SessionOp::Load(_)),
+                        resume,
+                        mcp,
+                        pending_updates: Vec::new(),
+                    },
+                );
                 Ok(wait(vec![request(first, "runtime/capabilities", json!({}))]))
             }
             SessionOp::Prompt(params) => {
@@ -257,7 +345,12 @@ impl AppServerSession {
                 self.tools.clear();
                 self.ops.insert(op_id, Op::Prompt);
                 Ok(wait(vec![if self.v4.active() {
-                    let command = self.v4.command(&sid, "sendText", json!({"text": text, "requestedDelivery": "startNow"}), false);
+                    let command = self.v4.command(
+                        &sid,
+                        "sendText",
+                        json!({"text": text, "requestedDelivery": "startNow"}),
+                        false,
+                    );
                     request(first, "v4/command", command)
                 } else {
                     request(first, "session/send", json!({"sessionId": sid, "content": text}))
@@ -282,30 +375,57 @@ impl AppServerSession {
             }
             SessionOp::SetMode(params) => {
                 let params = acp_params(params)?;
-                let mode = params.get("modeId").and_then(Value::as_str).ok_or_else(|| invalid_params("modeId is missing"))?;
+                let mode = params
+                    .get("modeId")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| invalid_params("modeId is missing"))?;
                 self.set_mode(op_id, mode, first)
             }
             SessionOp::SetConfigOption(params) => {
                 let params = acp_params(params)?;
-                let value = params.get("value").and_then(Value::as_str).ok_or_else(|| invalid_params("value is missing"))?;
+                let value = params
+                    .get("value")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| invalid_params("value is missing"))?;
                 match params.get("configId").and_then(Value::as_str) {
                     Some("mode") => self.set_mode(op_id, value, first),
                     Some("model") => {
-                        let (provider, model) = value.split_once('/').ok_or_else(|| invalid_params(format!("Unknown model {value}")))?;
-                        if !self.models.iter().any(|m| m.pointer("/ref/providerId").and_then(Value::as_str) == Some(provider) && m.pointer("/ref/modelId").and_then(Value::as_str) == Some(model)) {
+                        let (provider, model) = value
+                            .split_once('/')
+                            .ok_or_else(|| invalid_params(format!("Unknown model {value}")))?;
+                        if !self.models.iter().any(|m| {
+                            m.pointer("/ref/providerId").and_then(Value::as_str) == Some(provider)
+                                && m.pointer("/ref/modelId").and_then(Value::as_str) == Some(model)
+                        }) {
                             return Err(invalid_params(format!("Unknown model {value}")));
                         }
                         let thought = self.thought.clone();
-                        self.set_model(op_id, provider.to_string(), model.to_string(), thought, first)
+                        self.set_model(
+                            op_id,
+                            provider.to_string(),
+                            model.to_string(),
+                            thought,
+                            first,
+                        )
                     }
                     Some("thought_level") => {
-                        let (provider, model) = self.model.clone().ok_or_else(|| invalid_params("The session has no model"))?;
-                        if !self.thoughts.iter().any(|t| t.get("value").and_then(Value::as_str) == Some(value)) {
+                        let (provider, model) = self
+                            .model
+                            .clone()
+                            .ok_or_else(|| invalid_params("The session has no model"))?;
+                        if !self
+                            .thoughts
+                            .iter()
+                            .any(|t| t.get("value").and_then(Value::as_str) == Some(value))
+                        {
                             return Err(invalid_params(format!("Unknown thinking level {value}")));
                         }
                         self.set_model(op_id, provider, model, Some(value.to_string()), first)
                     }
-                    other => Err(invalid_params(format!("Unknown config option {}", other.unwrap_or("(none)")))),
+                    other => Err(invalid_params(format!(
+                        "Unknown config option {}",
+                        other.unwrap_or("(none)")
+                    ))),
                 }
             }
             SessionOp::Answer(answer) => self.answer(op_id, answer, first),
@@ -313,7 +433,8 @@ impl AppServerSession {
                 let sid = self.sid()?.to_string();
                 // ACP close frees resources and never deletes; the Agent's `session/close` deletes
                 // the product session (3.15.1 server.ts), so it is never sent.
-                let mut outgoing = Outgoing { routes_removed: vec![session_route(&sid)], ..Outgoing::default() };
+                let mut outgoing =
+                    Outgoing { routes_removed: vec![session_route(&sid)], ..Outgoing::default() };
                 if let Some(subscription) = self.v4.subscription_id.clone() {
                     outgoing.requests.push(request(first, "v4/conversation/unsubscribe", json!({
                         "topic": format!("conversation/{sid}"), "subscriptionId": subscription, "connectionId": self.v4.connection_id,
@@ -334,27 +455,53 @@ impl AppServerSession {
         let v4 = self.v4.active() && self.v4.revision.is_some();
         self.ops.insert(op_id, Op::Mode { mode: mode.to_string(), legacy: !v4 });
         Ok(wait(vec![if v4 {
-            request(first, "v4/command", self.v4.command(&sid, "switchCollaborationMode", json!({"mode": mode}), true))
+            request(
+                first,
+                "v4/command",
+                self.v4.command(&sid, "switchCollaborationMode", json!({"mode": mode}), true),
+            )
         } else {
             request(first, "session/setMode", json!({"sessionId": sid, "mode": mode}))
         }]))
     }
 
-    fn set_model(&mut self, op_id: u64, provider: String, model: String, thought: Option<String>, first: u64) -> Result<Step, MapperError> {
+    fn set_model(
+        &mut self,
+        op_id: u64,
+        provider: String,
+        model: String,
+        thought: Option<String>,
+        first: u64,
+    ) -> Result<Step, MapperError> {
         let sid = self.sid()?.to_string();
         let v4 = self.v4.active() && self.v4.revision.is_some() && thought.is_some();
         let step = if v4 {
             let payload = json!({"provider": provider, "model": model, "thought": thought});
             request(first, "v4/command", self.v4.command(&sid, "switchModelConfig", payload, true))
         } else {
-            request(first, "session/setModel", json!({"sessionId": sid, "model": {"providerId": provider, "modelId": model}}))
+            request(
+                first,
+                "session/setModel",
+                json!({"sessionId": sid, "model": {"providerId": provider, "modelId": model}}),
+            )
         };
-        self.ops.insert(op_id, Op::Model { provider, model, thought, legacy_step: if v4 { 0 } else { 1 } });
+        self.ops.insert(
+            op_id,
+            Op::Model { provider, model, thought, legacy_step: if v4 { 0 } else { 1 } },
+        );
         Ok(wait(vec![step]))
     }
 
-    fn answer(&mut self, op_id: u64, answer: &InteractionAnswer, first: u64) -> Result<Step, MapperError> {
-        let pending = self.interactions.get_mut(&answer.key).ok_or_else(|| protocol(format!("No ZCode interaction {}", answer.key)))?;
+    fn answer(
+        &mut self,
+        op_id: u64,
+        answer: &InteractionAnswer,
+        first: u64,
+    ) -> Result<Step, MapperError> {
+        let pending = self
+            .interactions
+            .get_mut(&answer.key)
+            .ok_or_else(|| protocol(format!("No ZCode interaction {}", answer.key)))?;
         if pending.answered {
             return Err(protocol(format!("ZCode interaction {} was answered already", answer.key)));
         }
@@ -366,18 +513,32 @@ impl AppServerSession {
         if self.profile.v4_resolve_interaction && self.v4.active() {
             let payload = json!({"interactionId": pending.request_id, "answer": native_answer.v4});
             let command = self.v4.command(&sid, "resolveInteraction", payload, false);
-            self.ops.insert(op_id, Op::Answer { key: answer.key.clone(), answer: native_answer, v4: true });
+            self.ops.insert(
+                op_id,
+                Op::Answer { key: answer.key.clone(), answer: native_answer, v4: true },
+            );
             return Ok(wait(vec![request(first, "v4/command", command)]));
         }
         let write = interactions::reply_write(&pending, &native_answer);
-        self.ops.insert(op_id, Op::Answer { key: answer.key.clone(), answer: native_answer, v4: false });
+        self.ops.insert(
+            op_id,
+            Op::Answer { key: answer.key.clone(), answer: native_answer, v4: false },
+        );
         Ok(Step::Wait(Outgoing { writes: vec![write], ..Outgoing::default() }))
     }
 
-    fn resume_op(&mut self, op_id: u64, reply: Option<&NativeReply>, first: u64) -> Result<Step, MapperError> {
-        let op = self.ops.remove(&op_id).ok_or_else(|| protocol(format!("no session op {op_id}")))?;
+    fn resume_op(
+        &mut self,
+        op_id: u64,
+        reply: Option<&NativeReply>,
+        first: u64,
+    ) -> Result<Step, MapperError> {
+        let op =
+            self.ops.remove(&op_id).ok_or_else(|| protocol(format!("no session op {op_id}")))?;
         match op {
-            Op::Opening { stage, replay, resume, mcp, pending_updates } => self.opening(op_id, stage, replay, resume, mcp, pending_updates, reply, first),
+            Op::Opening { stage, replay, resume, mcp, pending_updates } => {
+                self.opening(op_id, stage, replay, resume, mcp, pending_updates, reply, first)
+            }
             Op::Prompt => {
                 let result = reply.ok_or_else(|| protocol("prompt resumed without a reply"));
                 let outcome = result.and_then(|r| ok_body(&r.body, "prompt")).and_then(|body| {
@@ -395,11 +556,13 @@ impl AppServerSession {
             Op::Cancel => Ok(done(json!({}), Vec::new())),
             Op::Mode { mode, legacy } => {
                 let reply = reply.ok_or_else(|| protocol("set-mode resumed without a reply"))?;
-                let outcome = ok_body(&reply.body, "mode").and_then(|body| if legacy { Ok(()) } else { v4::ack(&body).map(|_| ()) });
+                let outcome = ok_body(&reply.body, "mode")
+                    .and_then(|body| if legacy { Ok(()) } else { v4::ack(&body).map(|_| ()) });
                 match outcome {
                     Ok(()) => {
                         self.mode = Some(mode.clone());
-                        let update = json!({"sessionUpdate": "current_mode_update", "currentModeId": mode});
+                        let update =
+                            json!({"sessionUpdate": "current_mode_update", "currentModeId": mode});
                         Ok(done(json!({}), vec![text(&update)]))
                     }
                     // A V4 switch that lost a race with another change: the legacy call has no
@@ -407,21 +570,35 @@ impl AppServerSession {
                     Err(_) if !legacy => {
                         let sid = self.sid()?.to_string();
                         self.ops.insert(op_id, Op::Mode { mode: mode.clone(), legacy: true });
-                        Ok(wait(vec![request(first, "session/setMode", json!({"sessionId": sid, "mode": mode}))]))
+                        Ok(wait(vec![request(
+                            first,
+                            "session/setMode",
+                            json!({"sessionId": sid, "mode": mode}),
+                        )]))
                     }
                     Err(error) => Err(error),
                 }
             }
             Op::Model { provider, model, thought, legacy_step } => {
-                let reply = reply.ok_or_else(|| protocol("set-config-option resumed without a reply"))?;
+                let reply =
+                    reply.ok_or_else(|| protocol("set-config-option resumed without a reply"))?;
                 let body = ok_body(&reply.body, "model switch")?;
                 if legacy_step == 0 {
                     v4::ack(&body)?;
-                } else if legacy_step == 1 {
-                    if let Some(level) = &thought {
+                } else if legacy_step == 1
+                    && let Some(level) = &thought
+                {
+                    {
                         let sid = self.sid()?.to_string();
-                        self.ops.insert(op_id, Op::Model { provider, model, thought: thought.clone(), legacy_step: 2 });
-                        return Ok(wait(vec![request(first, "session/setThoughtLevel", json!({"sessionId": sid, "thoughtLevel": level}))]));
+                        self.ops.insert(
+                            op_id,
+                            Op::Model { provider, model, thought: thought.clone(), legacy_step: 2 },
+                        );
+                        return Ok(wait(vec![request(
+                            first,
+                            "session/setThoughtLevel",
+                            json!({"sessionId": sid, "thoughtLevel": level}),
+                        )]));
                     }
                 }
                 if let Some(state) = body.get("settings").map(|_| &body) {
@@ -433,7 +610,8 @@ impl AppServerSession {
                     }
                 }
                 let options = self.config_options();
-                let update = json!({"sessionUpdate": "config_option_update", "configOptions": options});
+                let update =
+                    json!({"sessionUpdate": "config_option_update", "configOptions": options});
                 Ok(done(json!({"configOptions": options}), vec![text(&update)]))
             }
             Op::Answer { key, answer, v4 } => {
@@ -441,16 +619,22 @@ impl AppServerSession {
                     return Ok(done(json!({}), Vec::new()));
                 }
                 let accepted = reply.and_then(|r| match &r.body {
-                    ReplyBody::Ok(data) => native_value(data.as_text().unwrap_or(""), "v4/command").ok(),
+                    ReplyBody::Ok(data) => {
+                        native_value(data.as_text().unwrap_or(""), "v4/command").ok()
+                    }
                     _ => None,
                 });
-                let status = accepted.as_ref().and_then(|a| a.get("status")).and_then(Value::as_str);
+                let status =
+                    accepted.as_ref().and_then(|a| a.get("status")).and_then(Value::as_str);
                 // Accepted, or `noop` (already resolved): ZCode has its answer. Anything else
                 // and the reverse request is still waiting: answer it there, once.
                 if matches!(status, Some("accepted" | "noop" | "duplicate")) {
                     return Ok(done(json!({}), Vec::new()));
                 }
-                let pending = self.interactions.get(&key).ok_or_else(|| protocol("answered interaction vanished"))?;
+                let pending = self
+                    .interactions
+                    .get(&key)
+                    .ok_or_else(|| protocol("answered interaction vanished"))?;
                 let write = interactions::reply_write(pending, &answer);
                 self.ops.insert(op_id, Op::Answer { key, answer, v4: false });
                 Ok(Step::Wait(Outgoing { writes: vec![write], ..Outgoing::default() }))
@@ -463,28 +647,63 @@ impl AppServerSession {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn opening(&mut self, op_id: u64, stage: Stage, replay: bool, resume: Option<String>, mcp: Value, mut pending_updates: Vec<String>, reply: Option<&NativeReply>, first: u64) -> Result<Step, MapperError> {
+    fn opening(
+        &mut self,
+        op_id: u64,
+        stage: Stage,
+        replay: bool,
+        resume: Option<String>,
+        mcp: Value,
+        mut pending_updates: Vec<String>,
+        reply: Option<&NativeReply>,
+        first: u64,
+    ) -> Result<Step, MapperError> {
         let next = |this: &mut Self, stage: Stage, pending_updates: Vec<String>| {
-            this.ops.insert(op_id, Op::Opening { stage, replay, resume: resume.clone(), mcp: mcp.clone(), pending_updates });
+            this.ops.insert(
+                op_id,
+                Op::Opening {
+                    stage,
+                    replay,
+                    resume: resume.clone(),
+                    mcp: mcp.clone(),
+                    pending_updates,
+                },
+            );
         };
         match stage {
             Stage::Capabilities => {
                 let reply = reply.ok_or_else(|| protocol("open resumed without a reply"))?;
-                self.profile = Profile::detect(ok_body(&reply.body, "runtime/capabilities").ok().as_ref());
+                self.profile =
+                    Profile::detect(ok_body(&reply.body, "runtime/capabilities").ok().as_ref());
                 let workspace = workspace_ref(&self.workspace);
                 let req = match &resume {
-                    None => request(first, "session/create", json!({"workspace": workspace, "mcpServers": mcp})),
-                    Some(id) => request(first, "session/resume", json!({"sessionId": id, "workspace": workspace, "mcpServers": mcp})),
+                    None => request(
+                        first,
+                        "session/create",
+                        json!({"workspace": workspace, "mcpServers": mcp}),
+                    ),
+                    Some(id) => request(
+                        first,
+                        "session/resume",
+                        json!({"sessionId": id, "workspace": workspace, "mcpServers": mcp}),
+                    ),
                 };
                 next(self, Stage::Open, Vec::new());
                 Ok(wait(vec![req]))
             }
             Stage::Open => {
                 let reply = reply.ok_or_else(|| protocol("open resumed without a reply"))?;
-                let state = ok_body(&reply.body, if resume.is_some() { "session/resume" } else { "session/create" })?;
+                let state = ok_body(
+                    &reply.body,
+                    if resume.is_some() { "session/resume" } else { "session/create" },
+                )?;
                 let sid = match &resume {
                     Some(id) => id.clone(),
-                    None => state.pointer("/session/sessionId").and_then(Value::as_str).ok_or_else(|| protocol("session/create result has no session id"))?.to_string(),
+                    None => state
+                        .pointer("/session/sessionId")
+                        .and_then(Value::as_str)
+                        .ok_or_else(|| protocol("session/create result has no session id"))?
+                        .to_string(),
                 };
                 self.settings(&state);
                 self.v4 = Subscription::new(&sid);
@@ -494,14 +713,22 @@ impl AppServerSession {
                     next(self, Stage::Messages, Vec::new());
                     return Ok(Step::Wait(Outgoing {
                         routes_added: vec![route],
-                        requests: vec![request(first, "session/messages", json!({"sessionId": sid}))],
+                        requests: vec![request(
+                            first,
+                            "session/messages",
+                            json!({"sessionId": sid}),
+                        )],
                         ..Outgoing::default()
                     }));
                 }
                 next(self, Stage::Subscribe, Vec::new());
                 Ok(Step::Wait(Outgoing {
                     routes_added: vec![route],
-                    requests: vec![request(first, "session/subscribe", json!({"sessionId": sid, "deliveryKind": "desktop-continuous", "includeSnapshot": false}))],
+                    requests: vec![request(
+                        first,
+                        "session/subscribe",
+                        json!({"sessionId": sid, "deliveryKind": "desktop-continuous", "includeSnapshot": false}),
+                    )],
                     ..Outgoing::default()
                 }))
             }
@@ -522,13 +749,21 @@ impl AppServerSession {
             Stage::Replay => {
                 let sid = self.sid()?.to_string();
                 next(self, Stage::Subscribe, Vec::new());
-                Ok(wait(vec![request(first, "session/subscribe", json!({"sessionId": sid, "deliveryKind": "desktop-continuous", "includeSnapshot": false}))]))
+                Ok(wait(vec![request(
+                    first,
+                    "session/subscribe",
+                    json!({"sessionId": sid, "deliveryKind": "desktop-continuous", "includeSnapshot": false}),
+                )]))
             }
             Stage::Subscribe => {
                 let reply = reply.ok_or_else(|| protocol("subscribe resumed without a reply"))?;
                 let result = ok_body(&reply.body, "session/subscribe")?;
                 self.event_seq = result.get("eventSeq").and_then(Value::as_u64);
-                let flow = request(first, "v4/connection/flow", json!({"connectionId": self.v4.connection_id, "state": "drained"}));
+                let flow = request(
+                    first,
+                    "v4/connection/flow",
+                    json!({"connectionId": self.v4.connection_id, "state": "drained"}),
+                );
                 next(self, Stage::Flow, pending_updates);
                 Ok(wait(vec![flow]))
             }
@@ -539,19 +774,26 @@ impl AppServerSession {
                     return self.opened(resume.is_none(), pending_updates);
                 }
                 let sid = self.sid()?.to_string();
-                let subscribe = request(first, "v4/conversation/subscribe", json!({
-                    "topic": format!("conversation/{sid}"), "connectionId": self.v4.connection_id, "clientMode": "desktop-continuous",
-                }));
+                let subscribe = request(
+                    first,
+                    "v4/conversation/subscribe",
+                    json!({
+                        "topic": format!("conversation/{sid}"), "connectionId": self.v4.connection_id, "clientMode": "desktop-continuous",
+                    }),
+                );
                 next(self, Stage::V4Subscribe, pending_updates);
                 Ok(wait(vec![subscribe]))
             }
             Stage::V4Subscribe => {
-                let reply = reply.ok_or_else(|| protocol("v4 subscribe resumed without a reply"))?;
+                let reply =
+                    reply.ok_or_else(|| protocol("v4 subscribe resumed without a reply"))?;
                 if let Ok(result) = ok_body(&reply.body, "v4/conversation/subscribe")
                     && let Some(ack) = result.get("ack")
                 {
-                    self.v4.subscription_id = ack.get("subscriptionId").and_then(Value::as_str).map(str::to_string);
-                    self.v4.log_epoch = ack.get("logEpoch").and_then(Value::as_str).map(str::to_string);
+                    self.v4.subscription_id =
+                        ack.get("subscriptionId").and_then(Value::as_str).map(str::to_string);
+                    self.v4.log_epoch =
+                        ack.get("logEpoch").and_then(Value::as_str).map(str::to_string);
                 }
                 self.opened(resume.is_none(), pending_updates)
             }
@@ -569,20 +811,31 @@ impl AppServerSession {
             SessionInput::Reply(reply) => {
                 // The reply to a resync: its recovery frames follow as events.
                 if let ReplyBody::Error(error) = &reply.body.clone().into_error() {
-                    effects.actions.push(Action::Terminal(Terminal::Broken(native(format!("ZCode could not resync the conversation: {}", error.message)))));
+                    effects.actions.push(Action::Terminal(Terminal::Broken(native(format!(
+                        "ZCode could not resync the conversation: {}",
+                        error.message
+                    )))));
                 } else {
                     effects.actions.push(Action::Ignore("resync acknowledged".to_string()));
                 }
             }
             SessionInput::Event(data) => {
                 let Some(line) = data.as_text() else {
-                    effects.actions.push(Action::Terminal(Terminal::Broken(protocol("ZCode sent binary data on its NDJSON pipe"))));
+                    effects.actions.push(Action::Terminal(Terminal::Broken(protocol(
+                        "ZCode sent binary data on its NDJSON pipe",
+                    ))));
                     return;
                 };
                 match wire::classify(line) {
-                    Ok(Frame::Notification { method, params }) => self.notification(&method, &params, effects),
-                    Ok(Frame::Request { id, method, params }) => self.reverse_request(id, &method, &params, effects),
-                    Ok(Frame::Reply(_)) => effects.actions.push(Action::Ignore("reply routed as an event".to_string())),
+                    Ok(Frame::Notification { method, params }) => {
+                        self.notification(&method, &params, effects)
+                    }
+                    Ok(Frame::Request { id, method, params }) => {
+                        self.reverse_request(id, &method, &params, effects)
+                    }
+                    Ok(Frame::Reply(_)) => {
+                        effects.actions.push(Action::Ignore("reply routed as an event".to_string()))
+                    }
                     Err(error) => effects.actions.push(Action::Terminal(Terminal::Broken(error))),
                 }
             }
@@ -592,7 +845,8 @@ impl AppServerSession {
     fn notification(&mut self, method: &str, params: &Value, effects: &mut Effects) {
         match method {
             "session/event" => {
-                if let (Some(seq), Some(last)) = (params.get("seq").and_then(Value::as_u64), self.event_seq)
+                if let (Some(seq), Some(last)) =
+                    (params.get("seq").and_then(Value::as_u64), self.event_seq)
                     && seq <= last
                     && seq != 0
                 {
@@ -602,7 +856,12 @@ impl AppServerSession {
                 if let Some(seq) = params.get("seq").and_then(Value::as_u64).filter(|s| *s != 0) {
                     self.event_seq = Some(seq);
                 }
-                let mut turn = Turn { tools: &mut self.tools, workspace: &self.workspace, running: self.running, usage: &mut self.usage };
+                let mut turn = Turn {
+                    tools: &mut self.tools,
+                    workspace: &self.workspace,
+                    running: self.running,
+                    usage: &mut self.usage,
+                };
                 match events::map(&mut turn, params) {
                     Ok(actions) => effects.actions.extend(actions),
                     Err(error) => effects.actions.push(Action::Terminal(Terminal::Broken(error))),
@@ -612,21 +871,31 @@ impl AppServerSession {
                 Ok(FrameOutcome::Applied(changes)) => {
                     let mut any = false;
                     if let Some(plan) = changes.plan {
-                        effects.actions.push(Action::Update(text(&plan)));
-                        any = true;
+                        let entries = plan["entries"].as_array().is_some_and(|e| !e.is_empty());
+                        // No plan, and none shown: nothing to clear.
+                        if entries || self.plan_shown {
+                            effects.actions.push(Action::Update(text(&plan)));
+                            any = true;
+                        }
+                        self.plan_shown = entries;
                     }
                     if let Some((used, size)) = changes.usage {
-                        effects.actions.push(Action::Update(text(&json!({"sessionUpdate": "usage_update", "used": used, "size": size}))));
+                        effects.actions.push(Action::Update(text(
+                            &json!({"sessionUpdate": "usage_update", "used": used, "size": size}),
+                        )));
                         any = true;
                     }
                     if !any {
                         effects.actions.push(Action::Ignore("v4 frame applied".to_string()));
                     }
                 }
-                Ok(FrameOutcome::Skipped(why)) => effects.actions.push(Action::Ignore(why.to_string())),
+                Ok(FrameOutcome::Skipped(why)) => {
+                    effects.actions.push(Action::Ignore(why.to_string()))
+                }
                 Ok(FrameOutcome::Gap) => {
                     let Some(sid) = self.id.clone() else { return };
-                    self.announced.push(("v4/conversation/resync".to_string(), self.v4.resync_params(&sid)));
+                    self.announced
+                        .push(("v4/conversation/resync".to_string(), self.v4.resync_params(&sid)));
                     effects.requests += 1;
                     effects.actions.push(Action::Ignore("v4 sequence gap: resync".to_string()));
                 }
@@ -640,19 +909,32 @@ impl AppServerSession {
         let outcome = match method {
             "interaction/requestPermission" => self.permission(id.clone(), params, effects),
             "interaction/requestUserInput" => self.user_input(id.clone(), params, effects),
-            "interaction/requestProviderRuntimeHeaders" => interactions::provider_headers(&id, params).map(|write| {
-                effects.writes.push(write);
-                effects.actions.push(Action::Ignore("provider runtime headers answered".to_string()));
-            }),
+            "interaction/requestProviderRuntimeHeaders" => {
+                interactions::provider_headers(&id, params).map(|write| {
+                    effects.writes.push(write);
+                    effects
+                        .actions
+                        .push(Action::Ignore("provider runtime headers answered".to_string()));
+                })
+            }
             other => {
                 // Never silence: ZCode gets an error, and the turn fails saying what was asked.
-                effects.writes.push(NativeWrite::new("unknown request", wire::error_reply(&id, -32601, &format!("zcode-acp does not serve {other}"))));
-                effects.actions.push(Action::Terminal(Terminal::Broken(MapperError::new(ErrorKind::Unsupported, format!("ZCode asked zcode-acp for {other}, which it does not know")))));
+                effects.writes.push(NativeWrite::new(
+                    "unknown request",
+                    wire::error_reply(&id, -32601, &format!("zcode-acp does not serve {other}")),
+                ));
+                effects.actions.push(Action::Terminal(Terminal::Broken(MapperError::new(
+                    ErrorKind::Unsupported,
+                    format!("ZCode asked zcode-acp for {other}, which it does not know"),
+                ))));
                 Ok(())
             }
         };
         if let Err(error) = outcome {
-            effects.writes.push(NativeWrite::new("malformed request", wire::error_reply(&id, -32602, &error.message)));
+            effects.writes.push(NativeWrite::new(
+                "malformed request",
+                wire::error_reply(&id, -32602, &error.message),
+            ));
             effects.actions.push(Action::Terminal(Terminal::Broken(error)));
         }
     }
@@ -669,36 +951,60 @@ impl AppServerSession {
         }
     }
 
-    fn permission(&mut self, id: Value, params: &Value, effects: &mut Effects) -> Result<(), MapperError> {
+    fn permission(
+        &mut self,
+        id: Value,
+        params: &Value,
+        effects: &mut Effects,
+    ) -> Result<(), MapperError> {
         let request_id = params.get("requestId").and_then(Value::as_str).unwrap_or_default();
         let key = format!("permission:{request_id}");
         if self.reannounce(&key, &id, effects) {
             return Ok(());
         }
-        let tool_call = params.get("toolCallId").and_then(Value::as_str).unwrap_or_default().to_string();
+        let tool_call =
+            params.get("toolCallId").and_then(Value::as_str).unwrap_or_default().to_string();
         let input = self.tools.input(&tool_call).cloned();
-        let (pending, request, deny) = interactions::permission(&id, params, &self.workspace, input.as_ref())?;
+        let (pending, request, deny) =
+            interactions::permission(&id, params, &self.workspace, input.as_ref())?;
         if !self.running || self.cancelled {
             // After a stop ZCode may keep asking while it winds down: deny, never ask.
-            let answer = interactions::answer(&pending.kind, &zcode_contract::InteractionOutcome::Unavailable("no running turn".into()))?;
+            let answer = interactions::answer(
+                &pending.kind,
+                &zcode_contract::InteractionOutcome::Unavailable("no running turn".into()),
+            )?;
             effects.writes.push(interactions::reply_write(&pending, &answer));
-            effects.actions.push(Action::Ignore("permission outside a running turn denied".to_string()));
+            effects
+                .actions
+                .push(Action::Ignore("permission outside a running turn denied".to_string()));
             self.interactions.insert(key, Pending { answered: true, ..pending });
             return Ok(());
         }
-        self.tools.set(&tool_call, params.get("toolName").and_then(Value::as_str), params.get("input"));
+        self.tools.set(
+            &tool_call,
+            params.get("toolName").and_then(Value::as_str),
+            params.get("input"),
+        );
         if let Some(announce) = self.tools.announce(&tool_call, &self.workspace) {
             effects.actions.push(Action::Update(text(&announce)));
         }
         self.interactions.insert(key.clone(), pending);
         effects.actions.push(Action::Interaction(Interaction {
             key,
-            request: InteractionRequest::Permission(PermissionRequest { request: interactions::request_text(&request), deny_option: deny }),
+            request: InteractionRequest::Permission(PermissionRequest {
+                request: interactions::request_text(&request),
+                deny_option: deny,
+            }),
         }));
         Ok(())
     }
 
-    fn user_input(&mut self, id: Value, params: &Value, effects: &mut Effects) -> Result<(), MapperError> {
+    fn user_input(
+        &mut self,
+        id: Value,
+        params: &Value,
+        effects: &mut Effects,
+    ) -> Result<(), MapperError> {
         let request_id = params.get("requestId").and_then(Value::as_str).unwrap_or_default();
         let key = format!("input:{request_id}");
         if self.reannounce(&key, &id, effects) {
@@ -706,12 +1012,17 @@ impl AppServerSession {
         }
         let (pending, form) = interactions::user_input(&id, params)?;
         let request = if !self.running || self.cancelled {
-            InteractionRequest::Headless("ZCode asked a question outside a running turn".to_string())
+            InteractionRequest::Headless(
+                "ZCode asked a question outside a running turn".to_string(),
+            )
         } else if !self.client.form_elicitation {
-            InteractionRequest::Headless(format!("The client cannot show ZCode's question ({})", match pending.kind {
-                Kind::Plan => "plan approval",
-                _ => "a form",
-            }))
+            InteractionRequest::Headless(format!(
+                "The client cannot show ZCode's question ({})",
+                match pending.kind {
+                    Kind::Plan => "plan approval",
+                    _ => "a form",
+                }
+            ))
         } else {
             InteractionRequest::Elicitation(text(&form))
         };
@@ -740,7 +1051,12 @@ impl Operations<SessionOp> for AppServerSession {
         Ok(self.start_op(op_id, op, first).unwrap_or_else(|e| Step::Done(Err(e))))
     }
 
-    fn resume(&mut self, op_id: u64, reply: Option<&NativeReply>, first: u64) -> Result<Step, MapperFault> {
+    fn resume(
+        &mut self,
+        op_id: u64,
+        reply: Option<&NativeReply>,
+        first: u64,
+    ) -> Result<Step, MapperFault> {
         Ok(self.resume_op(op_id, reply, first).unwrap_or_else(|e| Step::Done(Err(e))))
     }
 }

@@ -29,7 +29,10 @@ const SUBJECT_KEYS: [&str; 5] = ["command", "pattern", "query", "url", "descript
 const TITLE_CHARS: usize = 80;
 
 fn is_absolute(path: &str) -> bool {
-    path.starts_with('/') || path.starts_with('\\') || path.get(1..3) == Some(":\\") || path.get(1..3) == Some(":/")
+    path.starts_with('/')
+        || path.starts_with('\\')
+        || path.get(1..3) == Some(":\\")
+        || path.get(1..3) == Some(":/")
 }
 
 fn absolute(path: &str, workspace: &str) -> String {
@@ -97,7 +100,9 @@ pub fn input_diff(name: &str, input: Option<&Value>, workspace: &str) -> Option<
     let path = locations(input, workspace).first()?["path"].as_str()?.to_string();
     let s = |key: &str| map.get(key).and_then(Value::as_str);
     match (s("old_string"), s("new_string"), s("content")) {
-        (Some(old), Some(new), _) => Some(json!({"type": "diff", "path": path, "oldText": old, "newText": new})),
+        (Some(old), Some(new), _) => {
+            Some(json!({"type": "diff", "path": path, "oldText": old, "newText": new}))
+        }
         (None, None, Some(new)) => Some(json!({"type": "diff", "path": path, "newText": new})),
         _ => None,
     }
@@ -115,7 +120,11 @@ fn result_text(result: &Value) -> String {
                 .filter_map(|p| p.get("text").and_then(Value::as_str))
                 .collect::<Vec<_>>()
                 .join("\n"),
-            _ => map.get("output").and_then(Value::as_str).map(str::to_string).unwrap_or_else(|| result.to_string()),
+            _ => map
+                .get("output")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .unwrap_or_else(|| result.to_string()),
         },
         other => other.to_string(),
     }
@@ -218,7 +227,12 @@ impl Tools {
     }
 
     /// The final update, once (None for a repeated end).
-    pub fn finished(&mut self, id: &str, result: Result<&Value, &str>, workspace: &str) -> Option<Value> {
+    pub fn finished(
+        &mut self,
+        id: &str,
+        result: Result<&Value, &str>,
+        workspace: &str,
+    ) -> Option<Value> {
         let call = self.call(id);
         if call.done {
             return None;
@@ -228,7 +242,8 @@ impl Tools {
         let input = call.input.clone();
         Some(match result {
             Ok(result) => {
-                let mut content: Vec<Value> = input_diff(&name, input.as_ref(), workspace).into_iter().collect();
+                let mut content: Vec<Value> =
+                    input_diff(&name, input.as_ref(), workspace).into_iter().collect();
                 let text = result_text(result);
                 if !text.is_empty() {
                     content.push(text_content(&text));
@@ -262,13 +277,19 @@ mod tests {
         assert_eq!(kind("Agent"), "other");
         let input = json!({"file_path": "/w/src/a.rs", "old_string": "a", "new_string": "b"});
         assert_eq!(title("Edit", Some(&input), "/w"), "Edit src/a.rs");
-        assert_eq!(title("Bash", Some(&json!({"command": "cargo test\nmore"})), "/w"), "Bash: cargo test…");
+        assert_eq!(
+            title("Bash", Some(&json!({"command": "cargo test\nmore"})), "/w"),
+            "Bash: cargo test…"
+        );
         assert_eq!(
             input_diff("Edit", Some(&input), "/w"),
             Some(json!({"type": "diff", "path": "/w/src/a.rs", "oldText": "a", "newText": "b"}))
         );
         assert_eq!(input_diff("Read", Some(&input), "/w"), None);
-        assert_eq!(locations(Some(&json!({"path": "b.txt"})), "/w"), vec![json!({"path": "/w/b.txt"})]);
+        assert_eq!(
+            locations(Some(&json!({"path": "b.txt"})), "/w"),
+            vec![json!({"path": "/w/b.txt"})]
+        );
     }
 
     #[test]

@@ -56,13 +56,19 @@ impl Subscription {
     /// A frame notification's params.
     pub fn frame(&mut self, wire: &Value) -> Result<FrameOutcome, MapperError> {
         if wire.get("wireVersion").and_then(Value::as_u64) != Some(WIRE_VERSION) {
-            return Err(protocol(format!("V4 frame of an unknown wire version: {}", wire.get("wireVersion").unwrap_or(&Value::Null))));
+            return Err(protocol(format!(
+                "V4 frame of an unknown wire version: {}",
+                wire.get("wireVersion").unwrap_or(&Value::Null)
+            )));
         }
         if wire.get("subscriptionId").and_then(Value::as_str) != self.subscription_id.as_deref() {
             return Ok(FrameOutcome::Skipped("frame of another subscription"));
         }
         let frame = match wire.get("kind").and_then(Value::as_str) {
-            Some("complete") => wire.get("frame").cloned().ok_or_else(|| protocol("V4 complete frame without `frame`"))?,
+            Some("complete") => wire
+                .get("frame")
+                .cloned()
+                .ok_or_else(|| protocol("V4 complete frame without `frame`"))?,
             Some("fragment") => match self.fragment(wire)? {
                 Some(frame) => frame,
                 None => return Ok(FrameOutcome::Skipped("fragment of an incomplete frame")),
@@ -75,15 +81,28 @@ impl Subscription {
 
     /// Fragments of one logical frame, reassembled in index order once all have come.
     fn fragment(&mut self, wire: &Value) -> Result<Option<Value>, MapperError> {
-        let id = wire.get("logicalFrameId").and_then(Value::as_str).ok_or_else(|| protocol("V4 fragment without id"))?;
-        let index = wire.get("fragmentIndex").and_then(Value::as_u64).ok_or_else(|| protocol("V4 fragment without index"))? as usize;
-        let count = wire.get("fragmentCount").and_then(Value::as_u64).ok_or_else(|| protocol("V4 fragment without count"))? as usize;
-        let bytes = wire.get("logicalBytes").and_then(Value::as_u64).ok_or_else(|| protocol("V4 fragment without size"))? as usize;
+        let id = wire
+            .get("logicalFrameId")
+            .and_then(Value::as_str)
+            .ok_or_else(|| protocol("V4 fragment without id"))?;
+        let index = wire
+            .get("fragmentIndex")
+            .and_then(Value::as_u64)
+            .ok_or_else(|| protocol("V4 fragment without index"))? as usize;
+        let count = wire
+            .get("fragmentCount")
+            .and_then(Value::as_u64)
+            .ok_or_else(|| protocol("V4 fragment without count"))? as usize;
+        let bytes = wire
+            .get("logicalBytes")
+            .and_then(Value::as_u64)
+            .ok_or_else(|| protocol("V4 fragment without size"))? as usize;
         if count == 0 || index >= count || count > 4096 {
             return Err(protocol("V4 fragment index out of range"));
         }
-        let data = crate::base64::decode(wire.get("dataBase64").and_then(Value::as_str).unwrap_or(""))
-            .ok_or_else(|| protocol("V4 fragment data is not base64"))?;
+        let data =
+            crate::base64::decode(wire.get("dataBase64").and_then(Value::as_str).unwrap_or(""))
+                .ok_or_else(|| protocol("V4 fragment data is not base64"))?;
         let parts = self.fragments.entry(id.to_string()).or_insert_with(|| vec![None; count]);
         if parts.len() != count {
             return Err(protocol("V4 fragments of one frame disagree on their count"));
@@ -97,16 +116,26 @@ impl Subscription {
         if whole.len() != bytes {
             return Err(protocol("V4 frame reassembled to the wrong size"));
         }
-        serde_json::from_slice(&whole).map(Some).map_err(|e| protocol(format!("V4 frame is not JSON: {e}")))
+        serde_json::from_slice(&whole)
+            .map(Some)
+            .map_err(|e| protocol(format!("V4 frame is not JSON: {e}")))
     }
 
     fn logical(&mut self, frame: &Value, recovery: bool) -> Result<FrameOutcome, MapperError> {
-        let from = frame.get("fromSeq").and_then(Value::as_u64).ok_or_else(|| protocol("V4 frame without fromSeq"))?;
-        let to = frame.get("toSeq").and_then(Value::as_u64).ok_or_else(|| protocol("V4 frame without toSeq"))?;
+        let from = frame
+            .get("fromSeq")
+            .and_then(Value::as_u64)
+            .ok_or_else(|| protocol("V4 frame without fromSeq"))?;
+        let to = frame
+            .get("toSeq")
+            .and_then(Value::as_u64)
+            .ok_or_else(|| protocol("V4 frame without toSeq"))?;
         let payload = frame.get("payload").ok_or_else(|| protocol("V4 frame without payload"))?;
         match payload.get("kind").and_then(Value::as_str) {
             Some("snapshot") => {
-                let snapshot = payload.get("snapshot").ok_or_else(|| protocol("V4 snapshot frame without snapshot"))?;
+                let snapshot = payload
+                    .get("snapshot")
+                    .ok_or_else(|| protocol("V4 snapshot frame without snapshot"))?;
                 self.seq = Some(to);
                 self.resyncing = false;
                 if let Some(epoch) = snapshot.get("logEpoch").and_then(Value::as_str) {
@@ -116,7 +145,9 @@ impl Subscription {
                 Ok(FrameOutcome::Applied(changes(snapshot)))
             }
             Some("deltas") => {
-                let Some(last) = self.seq else { return Ok(FrameOutcome::Skipped("deltas before the snapshot")) };
+                let Some(last) = self.seq else {
+                    return Ok(FrameOutcome::Skipped("deltas before the snapshot"));
+                };
                 if to <= last {
                     return Ok(FrameOutcome::Skipped("duplicate frame"));
                 }
@@ -210,7 +241,11 @@ fn changes(state: &Value) -> Changes {
             .collect();
         json!({"sessionUpdate": "plan", "entries": entries})
     });
-    let title = state.pointer("/meta/title").and_then(Value::as_str).filter(|t| !t.is_empty()).map(str::to_string);
+    let title = state
+        .pointer("/meta/title")
+        .and_then(Value::as_str)
+        .filter(|t| !t.is_empty())
+        .map(str::to_string);
     let usage = state.pointer("/usage/contextWindow").and_then(|w| {
         Some((w.get("usedTokens")?.as_f64()? as u64, w.get("maxTokens")?.as_f64()? as u64))
     });
@@ -224,7 +259,11 @@ pub fn ack(result: &Value) -> Result<&Value, MapperError> {
         Some(status) => {
             let reason = result.get("reasonCode").and_then(Value::as_str).unwrap_or("no reason");
             let message = result.get("message").and_then(Value::as_str).unwrap_or("");
-            Err(crate::json::native(format!("ZCode did not accept the command ({status}: {reason}) {message}").trim_end().to_string()))
+            Err(crate::json::native(
+                format!("ZCode did not accept the command ({status}: {reason}) {message}")
+                    .trim_end()
+                    .to_string(),
+            ))
         }
         None => Err(protocol("v4/command reply has no status")),
     }
@@ -245,31 +284,56 @@ mod tests {
     }
 
     fn snapshot(to: u64) -> Value {
-        complete(json!({"topic": "conversation/s1", "subscriptionId": "sub-1", "fromSeq": 0, "toSeq": to, "sentAt": 1,
-            "payload": {"kind": "snapshot", "snapshot": {"logEpoch": "e1", "seq": to, "revision": 7, "meta": {"title": "T", "titleSource": "generated"}, "plan": null}}}), "initial")
+        complete(
+            json!({"topic": "conversation/s1", "subscriptionId": "sub-1", "fromSeq": 0, "toSeq": to, "sentAt": 1,
+            "payload": {"kind": "snapshot", "snapshot": {"logEpoch": "e1", "seq": to, "revision": 7, "meta": {"title": "T", "titleSource": "generated"}, "plan": null}}}),
+            "initial",
+        )
     }
 
     fn deltas(from: u64, to: u64, delivery: &str, patch: Value) -> Value {
-        complete(json!({"topic": "conversation/s1", "subscriptionId": "sub-1", "fromSeq": from, "toSeq": to, "sentAt": 1,
-            "payload": {"kind": "deltas", "deltas": [{"op": "state.updated", "patch": patch}]}}), delivery)
+        complete(
+            json!({"topic": "conversation/s1", "subscriptionId": "sub-1", "fromSeq": from, "toSeq": to, "sentAt": 1,
+            "payload": {"kind": "deltas", "deltas": [{"op": "state.updated", "patch": patch}]}}),
+            delivery,
+        )
     }
 
     #[test]
     fn a_gap_starts_one_resync_and_recovery_frames_close_it() {
         let mut s = sub();
-        assert!(matches!(s.frame(&snapshot(10)).unwrap(), FrameOutcome::Applied(c) if c.title.as_deref() == Some("T")));
+        assert!(
+            matches!(s.frame(&snapshot(10)).unwrap(), FrameOutcome::Applied(c) if c.title.as_deref() == Some("T"))
+        );
         assert_eq!(s.revision, Some(7));
-        assert!(matches!(s.frame(&deltas(10, 11, "online", json!({"revision": 8}))).unwrap(), FrameOutcome::Applied(_)));
-        assert_eq!(s.frame(&deltas(10, 11, "online", json!({}))).unwrap(), FrameOutcome::Skipped("duplicate frame"));
+        assert!(matches!(
+            s.frame(&deltas(10, 11, "online", json!({"revision": 8}))).unwrap(),
+            FrameOutcome::Applied(_)
+        ));
+        assert_eq!(
+            s.frame(&deltas(10, 11, "online", json!({}))).unwrap(),
+            FrameOutcome::Skipped("duplicate frame")
+        );
         assert_eq!(s.frame(&deltas(12, 13, "online", json!({}))).unwrap(), FrameOutcome::Gap);
         assert_eq!(s.resync_params("s1")["base"], json!({"logEpoch": "e1", "seq": 11}));
-        assert_eq!(s.frame(&deltas(13, 14, "online", json!({}))).unwrap(), FrameOutcome::Skipped("frame past a gap, resync under way"));
-        let recovered = deltas(11, 14, "recovery", json!({"revision": 9, "plan": {"items": [{"id": "1", "content": "Do it", "status": "inProgress"}], "updatedAt": 1}}));
+        assert_eq!(
+            s.frame(&deltas(13, 14, "online", json!({}))).unwrap(),
+            FrameOutcome::Skipped("frame past a gap, resync under way")
+        );
+        let recovered = deltas(
+            11,
+            14,
+            "recovery",
+            json!({"revision": 9, "plan": {"items": [{"id": "1", "content": "Do it", "status": "inProgress"}], "updatedAt": 1}}),
+        );
         let FrameOutcome::Applied(changes) = s.frame(&recovered).unwrap() else { panic!() };
         assert_eq!(changes.plan.unwrap()["entries"][0]["status"], "in_progress");
         assert!(!s.resyncing);
         assert_eq!((s.seq, s.revision), (Some(14), Some(9)));
-        assert!(matches!(s.frame(&deltas(14, 15, "online", json!({}))).unwrap(), FrameOutcome::Applied(_)));
+        assert!(matches!(
+            s.frame(&deltas(14, 15, "online", json!({}))).unwrap(),
+            FrameOutcome::Applied(_)
+        ));
     }
 
     #[test]
@@ -278,7 +342,10 @@ mod tests {
         let text = snapshot(3)["frame"].to_string();
         let (a, b) = text.as_bytes().split_at(10);
         let part = |i: u64, bytes: &[u8]| json!({"wireVersion": 3, "kind": "fragment", "deliveryKind": "initial", "logicalFrameId": "L", "logicalFrameOrdinal": 1, "topic": "conversation/s1", "subscriptionId": "sub-1", "fragmentIndex": i, "fragmentCount": 2, "logicalBytes": text.len(), "checksum": {"algorithm": "crc32", "value": "00000000"}, "dataBase64": crate::base64::encode(bytes)});
-        assert_eq!(s.frame(&part(1, b)).unwrap(), FrameOutcome::Skipped("fragment of an incomplete frame"));
+        assert_eq!(
+            s.frame(&part(1, b)).unwrap(),
+            FrameOutcome::Skipped("fragment of an incomplete frame")
+        );
         assert!(matches!(s.frame(&part(0, a)).unwrap(), FrameOutcome::Applied(_)));
         assert_eq!(s.seq, Some(3));
         assert!(s.frame(&json!({"wireVersion": 2, "kind": "complete"})).is_err());
@@ -295,6 +362,9 @@ mod tests {
         assert_eq!(b["baseRevision"], 7);
         assert!(a.get("baseRevision").is_none());
         assert!(ack(&json!({"status": "accepted"})).is_ok());
-        assert_eq!(ack(&json!({"status": "stale", "reasonCode": "guard.revision"})).unwrap_err().message, "ZCode did not accept the command (stale: guard.revision)");
+        assert_eq!(
+            ack(&json!({"status": "stale", "reasonCode": "guard.revision"})).unwrap_err().message,
+            "ZCode did not accept the command (stale: guard.revision)"
+        );
     }
 }

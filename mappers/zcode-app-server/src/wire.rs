@@ -13,19 +13,28 @@ pub enum Frame {
     /// The answer to one of our requests (our ids are the core's numbers).
     Reply(NativeReply),
     /// A request of the Agent to us.
-    Request { id: Value, method: String, params: Value },
-    Notification { method: String, params: Value },
+    Request {
+        id: Value,
+        method: String,
+        params: Value,
+    },
+    Notification {
+        method: String,
+        params: Value,
+    },
 }
 
 /// Splits and classifies one complete line.
 pub fn classify(text: &str) -> Result<Frame, MapperError> {
-    let value: Value =
-        serde_json::from_str(text).map_err(|e| protocol(format!("ZCode wrote a non-JSON line: {e}")))?;
+    let value: Value = serde_json::from_str(text)
+        .map_err(|e| protocol(format!("ZCode wrote a non-JSON line: {e}")))?;
     let Value::Object(map) = &value else {
         return Err(protocol("ZCode wrote a line that is not a JSON object"));
     };
     if map.contains_key("jsonrpc") {
-        return Err(protocol("ZCode wrote a JSON-RPC 2.0 frame; the Agent speaks NDJSON without it"));
+        return Err(protocol(
+            "ZCode wrote a JSON-RPC 2.0 frame; the Agent speaks NDJSON without it",
+        ));
     }
     let method = map.get("method").and_then(Value::as_str).map(str::to_string);
     let params = map.get("params").cloned().unwrap_or(Value::Null);
@@ -46,7 +55,9 @@ fn reply(id: &Value, map: &serde_json::Map<String, Value>) -> Result<Frame, Mapp
             .and_then(|e| e.get("message"))
             .and_then(Value::as_str)
             .unwrap_or("no message");
-        return Err(protocol(format!("ZCode refused a frame it could not attribute ({id}): {message}")));
+        return Err(protocol(format!(
+            "ZCode refused a frame it could not attribute ({id}): {message}"
+        )));
     };
     let body = match (map.get("result"), map.get("error")) {
         (Some(result), None) => ReplyBody::Ok(result.to_string().into()),

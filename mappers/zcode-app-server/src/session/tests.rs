@@ -2,7 +2,7 @@ use serde_json::{Value, json};
 use zcode_contract::{
     Action, ClientFeatures, Effects, InteractionAnswer, InteractionOutcome, InteractionRequest,
     MapperSession, NativeReply, Operations, Outgoing, ReplyBody, SessionInit, SessionInput,
-    SessionOp, StopReason, Step, Terminal,
+    SessionOp, Step, StopReason, Terminal,
 };
 
 use super::AppServerSession;
@@ -20,13 +20,20 @@ fn line(bytes: &[u8]) -> Value {
 
 impl Driver {
     fn new(form: bool) -> Self {
-        let init = SessionInit { workspace: "/w".into(), client: ClientFeatures { plan_operations: false, form_elicitation: form } };
+        let init = SessionInit {
+            workspace: "/w".into(),
+            client: ClientFeatures { plan_operations: false, form_elicitation: form },
+        };
         Self { session: AppServerSession::new(&init), next_id: 1, next_op: 1 }
     }
 
     /// Starts `op`; answers each request with the reply `answer` gives for its method; returns
     /// every request line sent, every outgoing step and the final step.
-    fn run(&mut self, op: SessionOp, answer: &mut dyn FnMut(&Value) -> Value) -> (Vec<Value>, Vec<Outgoing>, Step) {
+    fn run(
+        &mut self,
+        op: SessionOp,
+        answer: &mut dyn FnMut(&Value) -> Value,
+    ) -> (Vec<Value>, Vec<Outgoing>, Step) {
         let op_id = self.next_op;
         self.next_op += 1;
         let mut sent = Vec::new();
@@ -67,13 +74,19 @@ fn create_state() -> Value {
 fn agent(v4: bool) -> impl FnMut(&Value) -> Value {
     move |frame| match frame["method"].as_str().unwrap() {
         "runtime/capabilities" if v4 => json!({"independentPlanState": true}),
-        "runtime/capabilities" => json!({"error": {"code": -32601, "message": "Method not found: runtime/capabilities"}}),
+        "runtime/capabilities" => {
+            json!({"error": {"code": -32601, "message": "Method not found: runtime/capabilities"}})
+        }
         "session/create" | "session/resume" => create_state(),
         "session/subscribe" => json!({"sessionId": "sess_1", "eventSeq": 4, "events": []}),
         "v4/connection/flow" if v4 => json!({}),
         "v4/connection/flow" => json!({"error": {"code": -32601, "message": "Method not found"}}),
-        "v4/conversation/subscribe" => json!({"ack": {"subscriptionId": "sub-1", "mode": "snapshot", "logEpoch": "e1"}}),
-        "v4/command" => json!({"commandId": frame["params"]["commandId"], "status": "accepted", "revisionAtDecision": 8}),
+        "v4/conversation/subscribe" => {
+            json!({"ack": {"subscriptionId": "sub-1", "mode": "snapshot", "logEpoch": "e1"}})
+        }
+        "v4/command" => {
+            json!({"commandId": frame["params"]["commandId"], "status": "accepted", "revisionAtDecision": 8})
+        }
         "session/send" => json!({"sessionId": "sess_1", "accepted": true, "stateRevision": 3}),
         _ => json!({}),
     }
@@ -81,7 +94,8 @@ fn agent(v4: bool) -> impl FnMut(&Value) -> Value {
 
 fn opened(v4: bool, form: bool) -> Driver {
     let mut driver = Driver::new(form);
-    let (sent, _, step) = driver.run(SessionOp::Create(json!({"cwd": "/w", "mcpServers": []}).to_string()), &mut agent(v4));
+    let (sent, _, step) = driver
+        .run(SessionOp::Create(json!({"cwd": "/w", "mcpServers": []}).to_string()), &mut agent(v4));
     assert!(matches!(step, Step::Done(Ok(_))), "{step:?}");
     assert!(!sent.iter().any(|f| f["method"] == "session/close"));
     if v4 {
@@ -92,7 +106,13 @@ fn opened(v4: bool, form: bool) -> Driver {
 }
 
 fn prompt(driver: &mut Driver) -> Vec<Value> {
-    let (sent, _, step) = driver.run(SessionOp::Prompt(json!({"sessionId": "sess_1", "prompt": [{"type": "text", "text": "Fix it"}]}).to_string()), &mut agent(true));
+    let (sent, _, step) = driver.run(
+        SessionOp::Prompt(
+            json!({"sessionId": "sess_1", "prompt": [{"type": "text", "text": "Fix it"}]})
+                .to_string(),
+        ),
+        &mut agent(true),
+    );
     assert!(matches!(step, Step::Done(Ok(_))));
     sent
 }
@@ -102,7 +122,14 @@ fn event(seq: u64, kind: &str, payload: Value) -> Value {
 }
 
 fn updates(effects: &Effects) -> Vec<Value> {
-    effects.actions.iter().filter_map(|a| match a { Action::Update(u) => Some(serde_json::from_str(u).unwrap()), _ => None }).collect()
+    effects
+        .actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::Update(u) => Some(serde_json::from_str(u).unwrap()),
+            _ => None,
+        })
+        .collect()
 }
 
 #[test]
@@ -112,28 +139,58 @@ fn creates_subscribes_both_streams_and_answers_with_modes_and_options() {
         {"name": "files", "command": "/bin/mcp", "args": ["-v"], "env": [{"name": "A", "value": "1"}], "_meta": {"x": 1}},
         {"type": "http", "name": "docs", "url": "https://d", "headers": []}]}).to_string()), &mut agent(true));
     let methods: Vec<_> = sent.iter().map(|f| f["method"].as_str().unwrap()).collect();
-    assert_eq!(methods, ["runtime/capabilities", "session/create", "session/subscribe", "v4/connection/flow", "v4/conversation/subscribe"]);
-    assert_eq!(sent[1]["params"], json!({"workspace": {"workspacePath": "/w", "workspaceKey": "/w"}, "mcpServers": [
+    assert_eq!(
+        methods,
+        [
+            "runtime/capabilities",
+            "session/create",
+            "session/subscribe",
+            "v4/connection/flow",
+            "v4/conversation/subscribe"
+        ]
+    );
+    assert_eq!(
+        sent[1]["params"],
+        json!({"workspace": {"workspacePath": "/w", "workspaceKey": "/w"}, "mcpServers": [
         {"name": "files", "command": "/bin/mcp", "args": ["-v"], "env": [{"name": "A", "value": "1"}]},
-        {"name": "docs", "type": "http", "url": "https://d", "headers": []}]}));
-    assert_eq!(sent[2]["params"], json!({"sessionId": "sess_1", "deliveryKind": "desktop-continuous", "includeSnapshot": false}));
-    assert_eq!(sent[4]["params"], json!({"topic": "conversation/sess_1", "connectionId": "zcode-acp-sess_1", "clientMode": "desktop-continuous"}));
+        {"name": "docs", "type": "http", "url": "https://d", "headers": []}]})
+    );
+    assert_eq!(
+        sent[2]["params"],
+        json!({"sessionId": "sess_1", "deliveryKind": "desktop-continuous", "includeSnapshot": false})
+    );
+    assert_eq!(
+        sent[4]["params"],
+        json!({"topic": "conversation/sess_1", "connectionId": "zcode-acp-sess_1", "clientMode": "desktop-continuous"})
+    );
     // The route exists before the subscribe is written.
     assert_eq!(steps[2].routes_added, ["session/sess_1"]);
     let Step::Done(Ok(result)) = step else { panic!() };
     let response: Value = serde_json::from_str(&result.response).unwrap();
     assert_eq!(response["sessionId"], "sess_1");
     assert_eq!(response["modes"]["currentModeId"], "build");
-    assert_eq!(response["modes"]["availableModes"].as_array().unwrap().len(), 5, "3.15+ offers guarded");
-    assert_eq!(response["configOptions"][0]["currentValue"], "account:zai-individual-coding-plan/GLM-5.3");
+    assert_eq!(
+        response["modes"]["availableModes"].as_array().unwrap().len(),
+        5,
+        "3.15+ offers guarded"
+    );
+    assert_eq!(
+        response["configOptions"][0]["currentValue"],
+        "account:zai-individual-coding-plan/GLM-5.3"
+    );
     assert_eq!(response["configOptions"][1]["currentValue"], "high");
 
     let mut old = Driver::new(true);
-    let (sent, _, step) = old.run(SessionOp::Create(json!({"cwd": "/w"}).to_string()), &mut agent(false));
+    let (sent, _, step) =
+        old.run(SessionOp::Create(json!({"cwd": "/w"}).to_string()), &mut agent(false));
     assert_eq!(sent.len(), 4, "no V4 subscribe when the Agent has no V4 flow");
     let Step::Done(Ok(result)) = step else { panic!() };
     let response: Value = serde_json::from_str(&result.response).unwrap();
-    assert_eq!(response["modes"]["availableModes"].as_array().unwrap().len(), 4, "3.14 has no guarded");
+    assert_eq!(
+        response["modes"]["availableModes"].as_array().unwrap().len(),
+        4,
+        "3.14 has no guarded"
+    );
 }
 
 #[test]
@@ -142,42 +199,99 @@ fn prompts_and_stops_through_v4_where_the_agent_has_it() {
     let sent = prompt(&mut driver);
     assert_eq!(sent[0]["method"], "v4/command");
     assert_eq!(sent[0]["params"]["type"], "sendText");
-    assert_eq!(sent[0]["params"]["payload"], json!({"text": "Fix it", "requestedDelivery": "startNow"}));
+    assert_eq!(
+        sent[0]["params"]["payload"],
+        json!({"text": "Fix it", "requestedDelivery": "startNow"})
+    );
     assert_eq!(sent[0]["params"]["commandId"], "zcode-acp-e1-5-1");
     let (sent, _, _) = driver.run(SessionOp::Cancel, &mut agent(true));
-    assert_eq!((sent[0]["params"]["type"].as_str(), sent[0]["params"]["payload"].clone()), (Some("stop"), json!({})));
+    assert_eq!(
+        (sent[0]["params"]["type"].as_str(), sent[0]["params"]["payload"].clone()),
+        (Some("stop"), json!({}))
+    );
 
     let mut legacy = opened(false, true);
     let (sent, _, _) = legacy.run(SessionOp::Prompt(json!({"prompt": [{"type": "text", "text": "a"}, {"type": "resource_link", "uri": "file:///w/x", "name": "x"}]}).to_string()), &mut agent(false));
-    assert_eq!(sent[0], json!({"id": sent[0]["id"], "method": "session/send", "params": {"sessionId": "sess_1", "content": "a\n\n[x](file:///w/x)"}}));
-    let (_, _, step) = legacy.run(SessionOp::Prompt(json!({"prompt": [{"type": "image", "data": "x"}]}).to_string()), &mut agent(false));
-    assert!(matches!(step, Step::Done(Err(e)) if e.kind == zcode_contract::ErrorKind::InvalidParams));
+    assert_eq!(
+        sent[0],
+        json!({"id": sent[0]["id"], "method": "session/send", "params": {"sessionId": "sess_1", "content": "a\n\n[x](file:///w/x)"}})
+    );
+    let (_, _, step) = legacy.run(
+        SessionOp::Prompt(json!({"prompt": [{"type": "image", "data": "x"}]}).to_string()),
+        &mut agent(false),
+    );
+    assert!(
+        matches!(step, Step::Done(Err(e)) if e.kind == zcode_contract::ErrorKind::InvalidParams)
+    );
 
     let mut refused = opened(true, true);
-    let (_, _, step) = refused.run(SessionOp::Prompt(json!({"prompt": [{"type": "text", "text": "x"}]}).to_string()), &mut |f: &Value| if f["method"] == "v4/command" { json!({"commandId": "c", "status": "duplicate", "revisionAtDecision": 1}) } else { json!({}) });
-    assert!(matches!(step, Step::Done(Err(e)) if e.message.contains("duplicate")), "a deduplicated send is never a silent success");
+    let (_, _, step) = refused.run(
+        SessionOp::Prompt(json!({"prompt": [{"type": "text", "text": "x"}]}).to_string()),
+        &mut |f: &Value| {
+            if f["method"] == "v4/command" {
+                json!({"commandId": "c", "status": "duplicate", "revisionAtDecision": 1})
+            } else {
+                json!({})
+            }
+        },
+    );
+    assert!(
+        matches!(step, Step::Done(Err(e)) if e.message.contains("duplicate")),
+        "a deduplicated send is never a silent success"
+    );
 }
 
 #[test]
 fn maps_a_turn_of_text_thinking_and_tools() {
     let mut driver = opened(true, true);
     prompt(&mut driver);
-    let effects = driver.event(event(5, "model.streaming", json!({"kind": "reasoning_delta", "delta": "hm"})));
-    assert_eq!(updates(&effects), [json!({"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": "hm"}})]);
-    assert_eq!(updates(&driver.event(event(5, "model.streaming", json!({"kind": "text_delta", "delta": "x"})))), Vec::<Value>::new(), "a repeated seq is a duplicate");
+    let effects = driver.event(event(
+        5,
+        "model.streaming",
+        json!({"kind": "reasoning_delta", "delta": "hm"}),
+    ));
+    assert_eq!(
+        updates(&effects),
+        [
+            json!({"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": "hm"}})
+        ]
+    );
+    assert_eq!(
+        updates(&driver.event(event(
+            5,
+            "model.streaming",
+            json!({"kind": "text_delta", "delta": "x"})
+        ))),
+        Vec::<Value>::new(),
+        "a repeated seq is a duplicate"
+    );
     driver.event(event(6, "model.streaming", json!({"kind": "tool_call", "toolCallId": "t1", "toolName": "Edit", "input": {"file_path": "/w/a.rs", "old_string": "a", "new_string": "b"}})));
-    let started = updates(&driver.event(event(7, "tool.updated", json!({"kind": "started", "toolCallId": "t1", "startedAt": 1}))));
-    assert_eq!(started, [json!({"sessionUpdate": "tool_call_update", "toolCallId": "t1", "status": "in_progress"})]);
+    let started = updates(&driver.event(event(
+        7,
+        "tool.updated",
+        json!({"kind": "started", "toolCallId": "t1", "startedAt": 1}),
+    )));
+    assert_eq!(
+        started,
+        [json!({"sessionUpdate": "tool_call_update", "toolCallId": "t1", "status": "in_progress"})]
+    );
     let result = updates(&driver.event(event(8, "tool.updated", json!({"kind": "result", "toolCallId": "t1", "duration": 3, "result": {"success": true, "content": "ok"}}))));
     assert_eq!(result[0]["status"], "completed");
     assert_eq!(result[0]["content"][0]["type"], "diff");
-    let text = updates(&driver.event(event(9, "model.streaming", json!({"kind": "text_delta", "delta": "Done"}))));
+    let text = updates(&driver.event(event(
+        9,
+        "model.streaming",
+        json!({"kind": "text_delta", "delta": "Done"}),
+    )));
     assert_eq!(text[0]["sessionUpdate"], "agent_message_chunk");
     let end = driver.event(event(10, "turn.completed", json!({"response": "Done", "tokenCount": 9, "toolCallCount": 1, "duration": 1, "resultType": "success", "usage": {"inputTokens": 6, "outputTokens": 3, "cacheReadTokens": 2}})));
     assert_eq!(end.actions, [Action::Terminal(Terminal::Stop(StopReason::EndTurn))]);
     let (_, _, step) = driver.run(SessionOp::FinishTurn, &mut agent(true));
     let Step::Done(Ok(usage)) = step else { panic!() };
-    assert_eq!(serde_json::from_str::<Value>(&usage.response).unwrap(), json!({"inputTokens": 6, "outputTokens": 3, "totalTokens": 9, "cachedReadTokens": 2}));
+    assert_eq!(
+        serde_json::from_str::<Value>(&usage.response).unwrap(),
+        json!({"inputTokens": 6, "outputTokens": 3, "totalTokens": 9, "cachedReadTokens": 2})
+    );
 }
 
 #[test]
@@ -185,15 +299,26 @@ fn never_ends_a_turn_on_something_not_understood() {
     let mut driver = opened(true, true);
     prompt(&mut driver);
     let unknown = driver.event(event(5, "turn.reticulated", json!({})));
-    assert!(matches!(&unknown.actions[0], Action::Terminal(Terminal::Broken(e)) if e.message.contains("turn.reticulated")));
-    let no_type = driver.event(event(6, "turn.completed", json!({"response": "", "tokenCount": 0, "toolCallCount": 0, "duration": 0})));
+    assert!(
+        matches!(&unknown.actions[0], Action::Terminal(Terminal::Broken(e)) if e.message.contains("turn.reticulated"))
+    );
+    let no_type = driver.event(event(
+        6,
+        "turn.completed",
+        json!({"response": "", "tokenCount": 0, "toolCallCount": 0, "duration": 0}),
+    ));
     assert!(matches!(&no_type.actions[0], Action::Terminal(Terminal::Failed(_))));
     let failed = driver.event(event(7, "turn.failed", json!({"error": {"type": "x", "message": "quota", "code": "model_request_failed"}, "turnPhase": "model"})));
-    assert!(matches!(&failed.actions[0], Action::Terminal(Terminal::Failed(e)) if e.message == "quota"));
+    assert!(
+        matches!(&failed.actions[0], Action::Terminal(Terminal::Failed(e)) if e.message == "quota")
+    );
     let cancelled = driver.event(event(8, "turn.completed", json!({"resultType": "cancelled"})));
     assert_eq!(cancelled.actions, [Action::Terminal(Terminal::Stop(StopReason::Cancelled))]);
     let asked = driver.event(json!({"id": "server-9", "method": "interaction/requestSomethingNew", "params": {"sessionId": "sess_1"}}));
-    assert_eq!(line(&asked.writes[0].bytes), json!({"id": "server-9", "error": {"code": -32601, "message": "zcode-acp does not serve interaction/requestSomethingNew"}}));
+    assert_eq!(
+        line(&asked.writes[0].bytes),
+        json!({"id": "server-9", "error": {"code": -32601, "message": "zcode-acp does not serve interaction/requestSomethingNew"}})
+    );
     assert!(matches!(&asked.actions[0], Action::Terminal(Terminal::Broken(_))));
 }
 
@@ -215,17 +340,26 @@ fn permissions_keep_zcode_options_and_are_answered_exactly_once() {
     let InteractionRequest::Permission(request) = &interaction.request else { panic!() };
     assert_eq!(request.deny_option, "deny");
     let acp: Value = serde_json::from_str(&request.request).unwrap();
-    let kinds: Vec<_> = acp["options"].as_array().unwrap().iter().map(|o| o["kind"].as_str().unwrap()).collect();
+    let kinds: Vec<_> =
+        acp["options"].as_array().unwrap().iter().map(|o| o["kind"].as_str().unwrap()).collect();
     assert_eq!(kinds, ["allow_once", "allow_always", "reject_once"]);
     // A re-announce with a new id is the same question: nothing is asked again.
     let again = driver.event(permission_request("server-2"));
-    assert!(again.actions.iter().all(|a| matches!(a, Action::Ignore(_))) && again.writes.is_empty());
+    assert!(
+        again.actions.iter().all(|a| matches!(a, Action::Ignore(_))) && again.writes.is_empty()
+    );
 
     // V4 answers first; its acknowledgement means the reverse request needs no reply.
-    let answer = SessionOp::Answer(InteractionAnswer { key: interaction.key.clone(), outcome: InteractionOutcome::Selected("allow_project".into()) });
+    let answer = SessionOp::Answer(InteractionAnswer {
+        key: interaction.key.clone(),
+        outcome: InteractionOutcome::Selected("allow_project".into()),
+    });
     let (sent, steps, step) = driver.run(answer.clone(), &mut |f: &Value| json!({"commandId": f["params"]["commandId"], "status": "accepted", "revisionAtDecision": 9}));
     assert_eq!(sent[0]["params"]["type"], "resolveInteraction");
-    assert_eq!(sent[0]["params"]["payload"], json!({"interactionId": "perm-1", "answer": {"optionId": "allow_project"}}));
+    assert_eq!(
+        sent[0]["params"]["payload"],
+        json!({"interactionId": "perm-1", "answer": {"optionId": "allow_project"}})
+    );
     assert!(steps.iter().all(|s| s.writes.is_empty()));
     assert!(matches!(step, Step::Done(Ok(_))));
     let (_, _, twice) = driver.run(answer, &mut agent(true));
@@ -241,64 +375,126 @@ fn a_refused_v4_answer_goes_to_the_newest_reverse_request_once() {
     let asked = driver.event(permission_request("server-1"));
     let Action::Interaction(interaction) = &asked.actions[1] else { panic!() };
     driver.event(permission_request("server-2"));
-    let answer = SessionOp::Answer(InteractionAnswer { key: interaction.key.clone(), outcome: InteractionOutcome::Selected("allow_project".into()) });
+    let answer = SessionOp::Answer(InteractionAnswer {
+        key: interaction.key.clone(),
+        outcome: InteractionOutcome::Selected("allow_project".into()),
+    });
     let (_, steps, step) = driver.run(answer, &mut |_: &Value| json!({"commandId": "c", "status": "rejected", "reasonCode": "proto.unknownInteraction", "revisionAtDecision": 9}));
-    let writes: Vec<Value> = steps.iter().flat_map(|s| s.writes.iter().map(|w| line(&w.bytes))).collect();
-    assert_eq!(writes, [json!({"id": "server-2", "result": {"decision": "allow", "permissionUpdates": [{"type": "addRules", "rules": ["Bash(cargo test)"]}]}})]);
+    let writes: Vec<Value> =
+        steps.iter().flat_map(|s| s.writes.iter().map(|w| line(&w.bytes))).collect();
+    assert_eq!(
+        writes,
+        [
+            json!({"id": "server-2", "result": {"decision": "allow", "permissionUpdates": [{"type": "addRules", "rules": ["Bash(cargo test)"]}]}})
+        ]
+    );
     assert!(matches!(step, Step::Done(Ok(_))));
 }
 
 #[test]
 fn failures_and_stops_never_allow() {
     let mut legacy = opened(false, true);
-    let (_, _, _) = legacy.run(SessionOp::Prompt(json!({"prompt": [{"type": "text", "text": "a"}]}).to_string()), &mut agent(false));
+    let (_, _, _) = legacy.run(
+        SessionOp::Prompt(json!({"prompt": [{"type": "text", "text": "a"}]}).to_string()),
+        &mut agent(false),
+    );
     let asked = legacy.event(permission_request("server-1"));
     let Action::Interaction(interaction) = &asked.actions[1] else { panic!() };
-    let (_, steps, _) = legacy.run(SessionOp::Answer(InteractionAnswer { key: interaction.key.clone(), outcome: InteractionOutcome::Unavailable("timeout".into()) }), &mut agent(false));
-    assert_eq!(line(&steps[0].writes[0].bytes), json!({"id": "server-1", "result": {"decision": "deny", "reason": "User denied"}}));
+    let (_, steps, _) = legacy.run(
+        SessionOp::Answer(InteractionAnswer {
+            key: interaction.key.clone(),
+            outcome: InteractionOutcome::Unavailable("timeout".into()),
+        }),
+        &mut agent(false),
+    );
+    assert_eq!(
+        line(&steps[0].writes[0].bytes),
+        json!({"id": "server-1", "result": {"decision": "deny", "reason": "User denied"}})
+    );
     // Outside a running turn ZCode is told no at once.
     let (_, _, _) = legacy.run(SessionOp::FinishTurn, &mut agent(false));
     let after = legacy.event(json!({"id": "server-7", "method": "interaction/requestPermission", "params": {"requestId": "perm-2", "sessionId": "sess_1", "toolCallId": "t2", "toolName": "Bash", "reason": "", "riskLevel": "low", "input": {},
         "options": [{"optionId": "ok", "kind": "allow_once", "name": "OK", "response": {"decision": "allow"}}]}}));
-    assert_eq!(line(&after.writes[0].bytes), json!({"id": "server-7", "result": {"decision": "deny"}}));
+    assert_eq!(
+        line(&after.writes[0].bytes),
+        json!({"id": "server-7", "result": {"decision": "deny"}})
+    );
 }
 
 #[test]
 fn questions_plans_and_elicitations_become_forms() {
     let mut driver = opened(false, true);
-    driver.run(SessionOp::Prompt(json!({"prompt": [{"type": "text", "text": "a"}]}).to_string()), &mut agent(false));
+    driver.run(
+        SessionOp::Prompt(json!({"prompt": [{"type": "text", "text": "a"}]}).to_string()),
+        &mut agent(false),
+    );
     let asked = driver.event(json!({"id": "server-1", "method": "interaction/requestUserInput", "params": {"requestId": "q-1", "sessionId": "sess_1", "toolName": "AskUserQuestion", "schema": {"toolName": "AskUserQuestion"},
         "questions": [{"question": "Which DB?", "header": "DB", "options": [{"value": "pg", "label": "Postgres"}, {"value": "lite", "label": "SQLite"}]},
                       {"question": "Extras?", "header": "Extras", "multiSelect": true, "options": [{"value": "a", "label": "A"}, {"value": "b", "label": "B"}]}]}}));
     let Action::Interaction(interaction) = &asked.actions[0] else { panic!() };
     let InteractionRequest::Elicitation(form) = &interaction.request else { panic!() };
     let form: Value = serde_json::from_str(form).unwrap();
-    assert_eq!(form["requestedSchema"]["properties"]["q0"]["oneOf"][1], json!({"const": "lite", "title": "SQLite"}));
+    assert_eq!(
+        form["requestedSchema"]["properties"]["q0"]["oneOf"][1],
+        json!({"const": "lite", "title": "SQLite"})
+    );
     assert_eq!(form["requestedSchema"]["properties"]["q1"]["type"], "array");
     let reply = json!({"action": "accept", "content": {"q0": "pg", "q1": ["a", "b"]}}).to_string();
-    let (_, steps, _) = driver.run(SessionOp::Answer(InteractionAnswer { key: interaction.key.clone(), outcome: InteractionOutcome::Elicited(reply) }), &mut agent(false));
-    assert_eq!(line(&steps[0].writes[0].bytes), json!({"id": "server-1", "result": {"action": "accept", "content": {"answers": {"Which DB?": "pg", "Extras?": "a, b"}}}}));
+    let (_, steps, _) = driver.run(
+        SessionOp::Answer(InteractionAnswer {
+            key: interaction.key.clone(),
+            outcome: InteractionOutcome::Elicited(reply),
+        }),
+        &mut agent(false),
+    );
+    assert_eq!(
+        line(&steps[0].writes[0].bytes),
+        json!({"id": "server-1", "result": {"action": "accept", "content": {"answers": {"Which DB?": "pg", "Extras?": "a, b"}}}})
+    );
 
     let plan = driver.event(json!({"id": "server-2", "method": "interaction/requestUserInput", "params": {"requestId": "plan-1", "sessionId": "sess_1", "toolName": "ExitPlanMode", "schema": {"interaction": "plan_approval", "toolName": "ExitPlanMode"}, "input": {"plan": "# Plan"},
         "questions": [{"question": "Review this implementation plan.", "header": "Plan", "options": [{"value": "approve", "label": "Approve"}]}]}}));
     let Action::Interaction(plan) = &plan.actions[0] else { panic!() };
-    let feedback = json!({"action": "accept", "content": {"decision": "revise", "feedback": "Add tests"}}).to_string();
-    let (_, steps, _) = driver.run(SessionOp::Answer(InteractionAnswer { key: plan.key.clone(), outcome: InteractionOutcome::Elicited(feedback) }), &mut agent(false));
-    assert_eq!(line(&steps[0].writes[0].bytes)["result"], json!({"action": "accept", "content": {"answers": {"Review this implementation plan.": "Add tests"}}}));
+    let feedback =
+        json!({"action": "accept", "content": {"decision": "revise", "feedback": "Add tests"}})
+            .to_string();
+    let (_, steps, _) = driver.run(
+        SessionOp::Answer(InteractionAnswer {
+            key: plan.key.clone(),
+            outcome: InteractionOutcome::Elicited(feedback),
+        }),
+        &mut agent(false),
+    );
+    assert_eq!(
+        line(&steps[0].writes[0].bytes)["result"],
+        json!({"action": "accept", "content": {"answers": {"Review this implementation plan.": "Add tests"}}})
+    );
 
     let mcp = driver.event(json!({"id": "server-3", "method": "interaction/requestUserInput", "params": {"requestId": "mcp-elicit-1", "sessionId": "sess_1", "toolName": "McpElicitation",
         "schema": {"interaction": "mcp_elicitation", "serverName": "gh", "requestedSchema": {}}, "prompt": "Token name?",
         "questions": [{"question": "name", "header": "name", "options": [{"value": "__zcode_free_text__", "label": "Other"}]}]}}));
     let Action::Interaction(mcp) = &mcp.actions[0] else { panic!() };
     let InteractionRequest::Elicitation(form) = &mcp.request else { panic!() };
-    assert_eq!(serde_json::from_str::<Value>(form).unwrap()["requestedSchema"]["properties"]["q0"], json!({"type": "string", "title": "name", "description": "name"}));
+    assert_eq!(
+        serde_json::from_str::<Value>(form).unwrap()["requestedSchema"]["properties"]["q0"],
+        json!({"type": "string", "title": "name", "description": "name"})
+    );
 
     let mut headless = opened(false, false);
-    headless.run(SessionOp::Prompt(json!({"prompt": [{"type": "text", "text": "a"}]}).to_string()), &mut agent(false));
+    headless.run(
+        SessionOp::Prompt(json!({"prompt": [{"type": "text", "text": "a"}]}).to_string()),
+        &mut agent(false),
+    );
     let asked = headless.event(json!({"id": "server-1", "method": "interaction/requestUserInput", "params": {"requestId": "q-1", "sessionId": "sess_1", "questions": [{"question": "Q", "header": "Q", "options": [{"value": "a", "label": "A"}]}]}}));
     let Action::Interaction(interaction) = &asked.actions[0] else { panic!() };
     assert!(matches!(interaction.request, InteractionRequest::Headless(_)));
-    let (_, steps, _) = headless.run(SessionOp::Answer(InteractionAnswer { key: interaction.key.clone(), outcome: InteractionOutcome::Unavailable("no form".into()) }), &mut agent(false));
+    let (_, steps, _) = headless.run(
+        SessionOp::Answer(InteractionAnswer {
+            key: interaction.key.clone(),
+            outcome: InteractionOutcome::Unavailable("no form".into()),
+        }),
+        &mut agent(false),
+    );
     assert_eq!(line(&steps[0].writes[0].bytes)["result"], json!({"action": "decline"}));
 }
 
@@ -306,14 +502,22 @@ fn questions_plans_and_elicitations_become_forms() {
 fn coding_plan_keys_are_filled_by_the_core_and_start_plan_is_refused_with_the_reason() {
     let mut driver = opened(true, true);
     prompt(&mut driver);
-    let params = |mode: &str| json!({"id": "server-4", "method": "interaction/requestProviderRuntimeHeaders", "params": {"requestId": "h1", "sessionId": "sess_1", "workspace": {"workspacePath": "/w", "workspaceKey": "/w"},
+    let params = |mode: &str| {
+        json!({"id": "server-4", "method": "interaction/requestProviderRuntimeHeaders", "params": {"requestId": "h1", "sessionId": "sess_1", "workspace": {"workspacePath": "/w", "workspaceKey": "/w"},
         "modelSelection": {"providerId": "account:zai-individual-coding-plan", "modelId": "GLM-5.3"}, "providerId": "account:zai-individual-coding-plan",
-        "accountAccess": {"type": "zhipu-account", "accountType": "zai", "mode": mode, "entitled": true}, "reason": "model-request"}});
+        "accountAccess": {"type": "zhipu-account", "accountType": "zai", "mode": mode, "entitled": true}, "reason": "model-request"}})
+    };
     let filled = driver.event(params("individual-coding-plan"));
     let write = &filled.writes[0];
     let secret = write.secret.as_ref().unwrap();
     assert_eq!(secret.source, "coding-plan-api-key");
-    assert_eq!(secret.args, [("provider".to_string(), "account:zai-individual-coding-plan".to_string()), ("family".to_string(), "zai".to_string())]);
+    assert_eq!(
+        secret.args,
+        [
+            ("provider".to_string(), "account:zai-individual-coding-plan".to_string()),
+            ("family".to_string(), "zai".to_string())
+        ]
+    );
     let bytes = String::from_utf8(write.bytes.clone()).unwrap();
     assert_eq!(bytes.matches(&secret.placeholder).count(), 1);
     assert_eq!(line(&secret.fallback)["result"]["headersApplied"], false);
@@ -327,13 +531,24 @@ fn coding_plan_keys_are_filled_by_the_core_and_start_plan_is_refused_with_the_re
 #[test]
 fn a_v4_gap_is_resynced_and_modes_switch_with_their_revision() {
     let mut driver = opened(true, true);
-    let frame = |from: u64, to: u64| json!({"method": "v4/conversation/frame", "params": {"wireVersion": 3, "kind": "complete", "deliveryKind": "online", "logicalFrameId": "f", "logicalFrameOrdinal": 2, "topic": "conversation/sess_1", "subscriptionId": "sub-1",
-        "frame": {"topic": "conversation/sess_1", "subscriptionId": "sub-1", "fromSeq": from, "toSeq": to, "sentAt": 1, "payload": {"kind": "deltas", "deltas": [{"op": "state.updated", "patch": {"revision": 12}}]}}}});
+    let frame = |from: u64, to: u64| {
+        json!({"method": "v4/conversation/frame", "params": {"wireVersion": 3, "kind": "complete", "deliveryKind": "online", "logicalFrameId": "f", "logicalFrameOrdinal": 2, "topic": "conversation/sess_1", "subscriptionId": "sub-1",
+        "frame": {"topic": "conversation/sess_1", "subscriptionId": "sub-1", "fromSeq": from, "toSeq": to, "sentAt": 1, "payload": {"kind": "deltas", "deltas": [{"op": "state.updated", "patch": {"revision": 12}}]}}}})
+    };
     let gap = driver.event(frame(9, 10));
     assert_eq!(gap.requests, 1);
     let issued = driver.session.issue(40).unwrap();
-    assert_eq!(line(&issued.requests[0].bytes), json!({"id": 40, "method": "v4/conversation/resync", "params": {"subscriptionId": "sub-1", "base": {"logEpoch": "e1", "seq": 5}, "topic": "conversation/sess_1", "connectionId": "zcode-acp-sess_1"}}));
-    let ack = driver.session.map(&[SessionInput::Reply(NativeReply { id: 40, body: ReplyBody::Ok(json!({"ack": {}}).to_string().into()) })]).unwrap();
+    assert_eq!(
+        line(&issued.requests[0].bytes),
+        json!({"id": 40, "method": "v4/conversation/resync", "params": {"subscriptionId": "sub-1", "base": {"logEpoch": "e1", "seq": 5}, "topic": "conversation/sess_1", "connectionId": "zcode-acp-sess_1"}})
+    );
+    let ack = driver
+        .session
+        .map(&[SessionInput::Reply(NativeReply {
+            id: 40,
+            body: ReplyBody::Ok(json!({"ack": {}}).to_string().into()),
+        })])
+        .unwrap();
     assert!(matches!(ack.actions[0], Action::Ignore(_)));
 
     let (sent, steps, step) = driver.run(SessionOp::SetMode(json!({"sessionId": "sess_1", "modeId": "guarded"}).to_string()), &mut |f: &Value| {
@@ -341,11 +556,19 @@ fn a_v4_gap_is_resynced_and_modes_switch_with_their_revision() {
     });
     assert_eq!(sent[0]["params"]["type"], "switchCollaborationMode");
     assert_eq!(sent[0]["params"]["baseRevision"], 7);
-    assert_eq!(sent[1], json!({"id": sent[1]["id"], "method": "session/setMode", "params": {"sessionId": "sess_1", "mode": "guarded"}}), "a stale V4 switch falls back once");
+    assert_eq!(
+        sent[1],
+        json!({"id": sent[1]["id"], "method": "session/setMode", "params": {"sessionId": "sess_1", "mode": "guarded"}}),
+        "a stale V4 switch falls back once"
+    );
     assert!(steps.len() == 2);
     let Step::Done(Ok(result)) = step else { panic!() };
-    assert_eq!(serde_json::from_str::<Value>(&result.updates[0]).unwrap(), json!({"sessionUpdate": "current_mode_update", "currentModeId": "guarded"}));
-    let (_, _, step) = driver.run(SessionOp::SetMode(json!({"modeId": "auto"}).to_string()), &mut agent(true));
+    assert_eq!(
+        serde_json::from_str::<Value>(&result.updates[0]).unwrap(),
+        json!({"sessionUpdate": "current_mode_update", "currentModeId": "guarded"})
+    );
+    let (_, _, step) =
+        driver.run(SessionOp::SetMode(json!({"modeId": "auto"}).to_string()), &mut agent(true));
     assert!(matches!(step, Step::Done(Err(_))), "auto is not a mode ACP offers");
 }
 
@@ -353,7 +576,10 @@ fn a_v4_gap_is_resynced_and_modes_switch_with_their_revision() {
 fn close_releases_without_deleting() {
     let mut driver = opened(true, true);
     let (sent, steps, step) = driver.run(SessionOp::Close, &mut agent(true));
-    assert_eq!(sent.iter().map(|f| f["method"].as_str().unwrap()).collect::<Vec<_>>(), ["v4/conversation/unsubscribe"]);
+    assert_eq!(
+        sent.iter().map(|f| f["method"].as_str().unwrap()).collect::<Vec<_>>(),
+        ["v4/conversation/unsubscribe"]
+    );
     assert_eq!(steps[0].routes_removed, ["session/sess_1"]);
     assert!(matches!(step, Step::Done(Ok(_))));
 }
@@ -367,12 +593,33 @@ fn load_replays_history_before_it_subscribes() {
         {"info": {"id": "m2", "role": "assistant"}, "parts": [{"type": "text", "text": "Hello"}]},
         {"info": {"id": "m3", "role": "user", "semantics": {"transcriptVisibility": "hidden"}}, "parts": [{"type": "text", "text": "reminder"}]}]});
     let mut answer = agent(true);
-    let (sent, steps, step) = driver.run(SessionOp::Load(json!({"sessionId": "sess_1", "cwd": "/w", "mcpServers": []}).to_string()), &mut |f: &Value| if f["method"] == "session/messages" { messages.clone() } else { answer(f) });
+    let (sent, steps, step) = driver.run(
+        SessionOp::Load(json!({"sessionId": "sess_1", "cwd": "/w", "mcpServers": []}).to_string()),
+        &mut |f: &Value| {
+            if f["method"] == "session/messages" { messages.clone() } else { answer(f) }
+        },
+    );
     let methods: Vec<_> = sent.iter().map(|f| f["method"].as_str().unwrap()).collect();
-    assert_eq!(methods, ["runtime/capabilities", "session/resume", "session/messages", "session/subscribe", "v4/connection/flow", "v4/conversation/subscribe"]);
-    let streamed: Vec<Value> = steps.iter().flat_map(|s| s.updates.iter().map(|u| serde_json::from_str(u).unwrap())).collect();
+    assert_eq!(
+        methods,
+        [
+            "runtime/capabilities",
+            "session/resume",
+            "session/messages",
+            "session/subscribe",
+            "v4/connection/flow",
+            "v4/conversation/subscribe"
+        ]
+    );
+    let streamed: Vec<Value> = steps
+        .iter()
+        .flat_map(|s| s.updates.iter().map(|u| serde_json::from_str(u).unwrap()))
+        .collect();
     let kinds: Vec<_> = streamed.iter().map(|u| u["sessionUpdate"].as_str().unwrap()).collect();
-    assert_eq!(kinds, ["user_message_chunk", "agent_thought_chunk", "tool_call", "agent_message_chunk"]);
+    assert_eq!(
+        kinds,
+        ["user_message_chunk", "agent_thought_chunk", "tool_call", "agent_message_chunk"]
+    );
     assert_eq!(streamed[2]["status"], "completed");
     let Step::Done(Ok(result)) = step else { panic!() };
     assert!(serde_json::from_str::<Value>(&result.response).unwrap().get("sessionId").is_none());
