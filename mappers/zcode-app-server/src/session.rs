@@ -487,7 +487,20 @@ impl AppServerSession {
         };
         self.ops.insert(
             op_id,
-            Op::Model { provider, model, thought, legacy_step: if v4 { 0 } else { 1 } },
+            // Legacy: the thinking level follows the model only when it is what changes (a level
+            // kept across a model switch may not exist for the new model).
+            Op::Model {
+                legacy_step: if v4 {
+                    0
+                } else if thought != self.thought {
+                    1
+                } else {
+                    3
+                },
+                provider,
+                model,
+                thought,
+            },
         );
         Ok(wait(vec![step]))
     }
