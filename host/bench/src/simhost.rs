@@ -10,7 +10,7 @@ use zcode_contract::{
     ConnectionOp, Inbound, LaunchPlan, Mapper, MapperConnection, MapperSession, NativeReply,
     OpResult, SessionInit, Step,
 };
-use zcode_discovery::{Discovery, Inspector, MapperContract};
+use zcode_discovery::{Discovery, Inspector, MapperContract, RecordedRegistry, Search};
 use zcode_fake_install::{FakeInstall, Runner};
 use zcode_task_v1::TaskV1Mapper;
 
@@ -42,8 +42,14 @@ impl SimulatedInstall {
         let mapper = TaskV1Mapper;
         let platform = zcode_contract::Platform::current();
         let contracts = [MapperContract { source: mapper.source(), contract: mapper.contract() }];
-        let discovery =
-            Discovery::run(Some(&root), &|_| None, &Inspector::new(&platform), &contracts);
+        let search = Search {
+            install_flag: Some(&root),
+            node_flag: None,
+            env: &|_| None,
+            home: None,
+            registry: &RecordedRegistry::default(),
+        };
+        let discovery = Discovery::run(&search, &Inspector::new(&platform), &contracts);
         let selected = discovery.into_selected().map_err(|e| format!("discovery: {e}"))?;
         let plan = mapper.launch_plan(&selected.install).map_err(|e| e.to_string())?;
         Ok(Self { plan, root })

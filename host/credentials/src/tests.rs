@@ -8,10 +8,10 @@ fn source() -> CredentialSource {
     CredentialSource {
         name: "plan-key".into(),
         file: ".zcode/v2/credentials.json".into(),
-        key: "account-provider:{provider}:account:{uid}:api-key".into(),
+        key: "provider:{provider}:user:{uid}:key".into(),
         lookups: vec![CredentialLookup {
             name: "uid".into(),
-            key: "oauth:{family}:user_info".into(),
+            key: "profile:{family}".into(),
             field: "id".into(),
         }],
         encodings: vec![CredentialEncoding::Plain],
@@ -47,8 +47,8 @@ fn args() -> [(&'static str, &'static str); 2] {
 #[test]
 fn fills_the_value_through_a_lookup_and_escapes_it_for_json() {
     let home = home_with(&serde_json::json!({
-        "oauth:bigmodel:user_info": "{\"id\":\"u42\"}",
-        "account-provider:coding-plan:bigmodel:account:u42:api-key": "k\"ey\\1",
+        "profile:bigmodel": "{\"id\":\"u42\"}",
+        "provider:coding-plan:bigmodel:user:u42:key": "k\"ey\\1",
     }));
     let store = CredentialStore::new(home.path(), vec![source()]);
     let bytes = store.fill(&write(&args())).unwrap();
@@ -60,10 +60,10 @@ fn fills_the_value_through_a_lookup_and_escapes_it_for_json() {
 fn writes_the_fallback_when_the_credential_cannot_be_had() {
     let fallback = br#"{"id":"s-1","result":{"refused":true}}"#.to_vec();
     let missing_entry =
-        home_with(&serde_json::json!({"oauth:bigmodel:user_info": "{\"id\":\"u42\"}"}));
+        home_with(&serde_json::json!({"profile:bigmodel": "{\"id\":\"u42\"}"}));
     let protected = home_with(&serde_json::json!({
-        "oauth:bigmodel:user_info": "{\"id\":\"u42\"}",
-        "account-provider:coding-plan:bigmodel:account:u42:api-key": "enc:v1:aa.bb.cc",
+        "profile:bigmodel": "{\"id\":\"u42\"}",
+        "provider:coding-plan:bigmodel:user:u42:key": "enc:v1:aa.bb.cc",
     }));
     let no_file = tempfile::tempdir().unwrap();
     for home in [missing_entry.path(), protected.path(), no_file.path()] {
