@@ -92,8 +92,9 @@ fn coding_plan_key() -> CredentialSource {
 pub fn contract() -> Contract {
     Contract {
         protocol_id: PROTOCOL_ID.to_string(),
-        description: "ZCode Desktop 3.14.3-3.17.2 Agent (`zcode.cjs app-server --stdio`, CLI \
-                      0.16.9-0.17.1): NDJSON, legacy session/* next to v4/*, reverse requests"
+        description: "ZCode Desktop 3.14.3-4.0.0 Agent (`zcode.cjs app-server --stdio`, CLI \
+                      0.16.9-0.18.0): NDJSON, the V4 conversation next to legacy session/*, \
+                      reverse requests"
             .to_string(),
         layouts: [Os::Macos, Os::Linux, Os::Windows].into_iter().map(desktop_layout).collect(),
         releases: RELEASES.iter().map(release).collect(),

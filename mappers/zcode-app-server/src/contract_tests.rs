@@ -34,10 +34,21 @@ fn lists_each_release_with_its_pin_or_identity() {
             ("3.14.4", "0.16.9"),
             ("3.14.5", "0.16.9"),
             ("3.15.1", "0.16.9"),
+            ("3.15.3", "0.16.9"),
             ("3.16.2", "0.17.0"),
-            ("3.17.2", "0.17.1")
+            ("3.17.1", "0.17.1"),
+            ("3.17.2", "0.17.1"),
+            ("3.18.2", "0.17.2"),
+            ("4.0.0", "0.18.0")
         ]
     );
+    // The CLI versions no public source shows are marked, and only those.
+    let assumed: Vec<_> = crate::releases::RELEASES
+        .iter()
+        .filter(|r| r.cli_version_assumed)
+        .map(|r| r.app_version)
+        .collect();
+    assert_eq!(assumed, ["3.15.3", "3.17.1", "3.18.2", "4.0.0"]);
     let pinned = contract.release("zcode-desktop-3.14.5").unwrap();
     assert_eq!(pinned.files[0].path, "glm/zcode.cjs");
     assert_eq!(

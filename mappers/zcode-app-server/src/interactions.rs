@@ -348,7 +348,7 @@ pub fn provider_headers(id: &Value, params: &Value) -> Result<NativeWrite, Mappe
                         ("family".to_string(), family.to_string()),
                     ],
                     fallback: refusal(
-                        "zcode-acp found no Coding Plan API key for the signed-in ZCode account; open ZCode once to sign in",
+                        "zcode-acp found no readable Coding Plan API key for the signed-in ZCode account: open ZCode once to sign in (ZCode 3.18 and later store the sign-in as enc:v2, which zcode-acp cannot read yet)",
                     ),
                 }),
             })

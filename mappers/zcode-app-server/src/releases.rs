@@ -19,11 +19,15 @@ pub struct ReleaseInfo {
     pub cli_version: &'static str,
     /// SHA-256 of `resources/glm/zcode.cjs`, where a public source gives it.
     pub cli_sha256: Option<&'static str>,
+    /// No public source shows the CLI version of this release: the value is an assumption,
+    /// shared with the simulator (`docs/mapper-zcode-app-server.md` §1). An install printing
+    /// another version is refused like any unknown release; nothing is guessed at run time.
+    pub cli_version_assumed: bool,
 }
 
 /// Before `runtime/capabilities` (3.14.x as far as the facts go).
 pub const OLD: Profile = Profile { guarded_mode: false, v4_resolve_interaction: false };
-/// 3.15.1 source, assumed for 0.17.x (no public diff says otherwise).
+/// 3.15.1 source, assumed for 0.17.x, 3.18 and 4.0 (no public diff says otherwise).
 pub const CURRENT: Profile = Profile { guarded_mode: true, v4_resolve_interaction: true };
 
 impl Profile {
@@ -38,42 +42,76 @@ impl Profile {
     }
 }
 
-pub const RELEASES: [ReleaseInfo; 6] = [
+pub const RELEASES: [ReleaseInfo; 10] = [
     ReleaseInfo {
         id: "zcode-desktop-3.14.3",
         app_version: "3.14.3",
         cli_version: "0.16.9",
         cli_sha256: None,
+        cli_version_assumed: false,
     },
     ReleaseInfo {
         id: "zcode-desktop-3.14.4",
         app_version: "3.14.4",
         cli_version: "0.16.9",
         cli_sha256: None,
+        cli_version_assumed: false,
     },
     ReleaseInfo {
         id: "zcode-desktop-3.14.5",
         app_version: "3.14.5",
         cli_version: "0.16.9",
         cli_sha256: Some("fad4c35c4c36ec210d8a06d3fa0e77de23c8545e2eb6ff90aea1eb38d1e6275f"),
+        cli_version_assumed: false,
     },
     ReleaseInfo {
         id: "zcode-desktop-3.15.1",
         app_version: "3.15.1",
         cli_version: "0.16.9",
         cli_sha256: None,
+        cli_version_assumed: false,
+    },
+    ReleaseInfo {
+        id: "zcode-desktop-3.15.3",
+        app_version: "3.15.3",
+        cli_version: "0.16.9",
+        cli_sha256: None,
+        cli_version_assumed: true,
     },
     ReleaseInfo {
         id: "zcode-desktop-3.16.2",
         app_version: "3.16.2",
         cli_version: "0.17.0",
         cli_sha256: None,
+        cli_version_assumed: false,
+    },
+    ReleaseInfo {
+        id: "zcode-desktop-3.17.1",
+        app_version: "3.17.1",
+        cli_version: "0.17.1",
+        cli_sha256: None,
+        cli_version_assumed: true,
     },
     ReleaseInfo {
         id: "zcode-desktop-3.17.2",
         app_version: "3.17.2",
         cli_version: "0.17.1",
         cli_sha256: None,
+        cli_version_assumed: false,
+    },
+    ReleaseInfo {
+        id: "zcode-desktop-3.18.2",
+        app_version: "3.18.2",
+        cli_version: "0.17.2",
+        cli_sha256: None,
+        cli_version_assumed: true,
+    },
+    ReleaseInfo {
+        id: "zcode-desktop-4.0.0",
+        app_version: "4.0.0",
+        cli_version: "0.18.0",
+        cli_sha256: None,
+        cli_version_assumed: true,
     },
 ];
 

@@ -521,6 +521,10 @@ fn coding_plan_keys_are_filled_by_the_core_and_start_plan_is_refused_with_the_re
     let bytes = String::from_utf8(write.bytes.clone()).unwrap();
     assert_eq!(bytes.matches(&secret.placeholder).count(), 1);
     assert_eq!(line(&secret.fallback)["result"]["headersApplied"], false);
+    assert!(
+        line(&secret.fallback)["result"]["errorMessage"].as_str().unwrap().contains("enc:v2"),
+        "a 3.18 sign-in the core cannot read is named"
+    );
     let refused = driver.event(params("start-plan"));
     let reply = line(&refused.writes[0].bytes);
     assert!(refused.writes[0].secret.is_none());
