@@ -1,11 +1,13 @@
-//! Legacy `session/event` → ACP. The turn's text, thinking and tools come from this stream (every
-//! release has it; its payloads are strict schemas in `zcode-protocol/index.ts`).
+//! Legacy `session/event` → ACP. Every release has this stream (its payloads are strict schemas in
+//! `zcode-protocol/index.ts`). Where the V4 conversation is subscribed it carries the turn's
+//! content instead (`conversation.rs`), and this stream keeps only what V4 does not carry: the
+//! turn's result type and per-turn usage.
 
 use serde_json::{Value, json};
 use zcode_contract::{Action, MapperError, StopReason, Terminal};
 
 use crate::json::{native, protocol, text};
-use crate::tools::Tools;
+use crate::tools::{Outcome, Tools, result_text};
 
 /// What the event stream needs from the session it maps into.
 pub struct Turn<'a> {
@@ -15,6 +17,10 @@ pub struct Turn<'a> {
     pub running: bool,
     /// Usage of the turn, kept for `finish-turn`.
     pub usage: &'a mut Option<Value>,
+    /// This stream carries the turn's content (no V4 conversation): text, thinking, tools,
+    /// title and context usage are mapped from it. Otherwise they come from V4 and are skipped
+    /// here, so nothing reaches the client twice.
+    pub content: bool,
 }
 
 fn update(value: Value) -> Action {
@@ -34,6 +40,12 @@ pub fn map(turn: &mut Turn<'_>, event: &Value) -> Result<Vec<Action>, MapperErro
     let empty = Value::Null;
     let payload = event.get("payload").unwrap_or(&empty);
     Ok(match kind {
+        // Shown from the V4 rows and state: the same facts, projected by ZCode itself.
+        "model.streaming" | "tool.updated" | "session.titleUpdated" | "session.updated"
+            if !turn.content =>
+        {
+            vec![Action::Ignore(format!("{kind} (carried by the V4 conversation)"))]
+        }
         "model.streaming" => streaming(turn, payload)?,
         "tool.updated" => tool(turn, payload)?,
         "turn.completed" => completed(turn, payload),
@@ -133,12 +145,18 @@ fn tool(turn: &mut Turn<'_>, payload: &Value) -> Result<Vec<Action>, MapperError
                 .or_else(|| result.get("error"))
                 .and_then(Value::as_str)
                 .unwrap_or("");
-            let outcome = if failed { Err(message) } else { Ok(result) };
+            let outcome = if failed {
+                Outcome::Failed(message)
+            } else {
+                Outcome::Done { text: result_text(result), raw: result }
+            };
             actions.extend(turn.tools.finished(id, outcome, turn.workspace).map(update));
         }
         "error" => {
             let message = payload.pointer("/error/message").and_then(Value::as_str).unwrap_or("");
-            actions.extend(turn.tools.finished(id, Err(message), turn.workspace).map(update));
+            actions.extend(
+                turn.tools.finished(id, Outcome::Failed(message), turn.workspace).map(update),
+            );
         }
         other => return Err(protocol(format!("tool.updated of unknown kind {other}"))),
     }

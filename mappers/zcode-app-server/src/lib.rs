@@ -9,6 +9,8 @@
 mod base64;
 pub mod connection;
 pub mod contract;
+mod conversation;
+mod crc32;
 mod events;
 mod history;
 mod interactions;

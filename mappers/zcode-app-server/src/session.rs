@@ -12,6 +12,7 @@ use zcode_contract::{
 };
 
 use crate::connection::{ok_body, session_route, workspace_ref};
+use crate::conversation::{self, Conversation};
 use crate::events::{self, Turn};
 use crate::interactions::{self, Kind, Pending};
 use crate::json::{acp_params, invalid_params, native, native_value, protocol, text};
@@ -85,8 +86,11 @@ pub struct AppServerSession {
     thought: Option<String>,
     models: Vec<Value>,
     thoughts: Vec<Value>,
-    /// A plan with entries is on the client's screen (so a removed plan must be cleared).
-    plan_shown: bool,
+    /// The V4 conversation: the turn's content where the Agent has V4.
+    conversation: Conversation,
+    /// The legacy stream ended the turn before the V4 frames carrying its last content came:
+    /// the end waits for them (V4 frames are flushed on a timer, legacy events are not).
+    pending_terminal: Option<Terminal>,
 }
 
 fn request(id: u64, method: &str, params: Value) -> NativeRequest {
@@ -220,7 +224,8 @@ impl AppServerSession {
             thought: None,
             models: Vec::new(),
             thoughts: Vec::new(),
-            plan_shown: false,
+            conversation: Conversation::default(),
+            pending_terminal: None,
         }
     }
 
@@ -342,6 +347,7 @@ impl AppServerSession {
                 self.running = true;
                 self.cancelled = false;
                 self.usage = None;
+                self.pending_terminal = None;
                 self.tools.clear();
                 self.ops.insert(op_id, Op::Prompt);
                 Ok(wait(vec![if self.v4.active() {
@@ -351,6 +357,8 @@ impl AppServerSession {
                         json!({"text": text, "requestedDelivery": "startNow"}),
                         false,
                     );
+                    // ZCode attributes the turn to this command (`turnHeader.sourceCommandId`).
+                    self.conversation.watch(command["commandId"].as_str().map(str::to_string));
                     request(first, "v4/command", command)
                 } else {
                     request(first, "session/send", json!({"sessionId": sid, "content": text}))
@@ -371,6 +379,8 @@ impl AppServerSession {
             SessionOp::FinishTurn => {
                 self.running = false;
                 self.tools.clear();
+                self.conversation.unwatch();
+                self.pending_terminal = None;
                 Ok(done(events::acp_usage(self.usage.take().as_ref()), Vec::new()))
             }
             SessionOp::SetMode(params) => {
@@ -561,6 +571,7 @@ impl AppServerSession {
                     Ok(()) => Ok(done(json!({}), Vec::new())),
                     Err(error) => {
                         self.running = false;
+                        self.conversation.unwatch();
                         Err(error)
                     }
                 }
@@ -869,48 +880,66 @@ impl AppServerSession {
                 if let Some(seq) = params.get("seq").and_then(Value::as_u64).filter(|s| *s != 0) {
                     self.event_seq = Some(seq);
                 }
+                let v4_content = self.v4.active();
                 let mut turn = Turn {
                     tools: &mut self.tools,
                     workspace: &self.workspace,
                     running: self.running,
                     usage: &mut self.usage,
+                    content: !v4_content,
                 };
                 match events::map(&mut turn, params) {
-                    Ok(actions) => effects.actions.extend(actions),
+                    Ok(actions) => {
+                        for action in actions {
+                            match action {
+                                // With V4 the turn's last content may still be in a frame on
+                                // its way: the end is held until the V4 turn header closes.
+                                Action::Terminal(
+                                    end @ (Terminal::Stop(_) | Terminal::Failed(_)),
+                                ) if v4_content && !self.conversation.turn_closed() => {
+                                    self.pending_terminal = Some(end);
+                                    effects.actions.push(Action::Ignore(
+                                        "turn end waits for the V4 conversation".to_string(),
+                                    ));
+                                }
+                                other => effects.actions.push(other),
+                            }
+                        }
+                    }
                     Err(error) => effects.actions.push(Action::Terminal(Terminal::Broken(error))),
                 }
             }
             "v4/conversation/frame" => match self.v4.frame(params) {
-                Ok(FrameOutcome::Applied(changes)) => {
-                    let mut any = false;
-                    if let Some(plan) = changes.plan {
-                        let entries = plan["entries"].as_array().is_some_and(|e| !e.is_empty());
-                        // No plan, and none shown: nothing to clear.
-                        if entries || self.plan_shown {
-                            effects.actions.push(Action::Update(text(&plan)));
-                            any = true;
+                Ok(FrameOutcome::Applied(payload)) => {
+                    let mut cx = conversation::Context {
+                        tools: &mut self.tools,
+                        workspace: &self.workspace,
+                    };
+                    match self.conversation.apply(payload, &mut cx) {
+                        Ok(actions) if actions.is_empty() => {
+                            effects.actions.push(Action::Ignore("v4 frame applied".to_string()))
                         }
-                        self.plan_shown = entries;
+                        Ok(actions) => effects.actions.extend(actions),
+                        Err(error) => {
+                            effects.actions.push(Action::Terminal(Terminal::Broken(error)));
+                            return;
+                        }
                     }
-                    if let Some((used, size)) = changes.usage {
-                        effects.actions.push(Action::Update(text(
-                            &json!({"sessionUpdate": "usage_update", "used": used, "size": size}),
-                        )));
-                        any = true;
-                    }
-                    if !any {
-                        effects.actions.push(Action::Ignore("v4 frame applied".to_string()));
+                    if self.conversation.turn_closed()
+                        && let Some(end) = self.pending_terminal.take()
+                    {
+                        effects.actions.push(Action::Terminal(end));
                     }
                 }
                 Ok(FrameOutcome::Skipped(why)) => {
                     effects.actions.push(Action::Ignore(why.to_string()))
                 }
-                Ok(FrameOutcome::Gap) => {
+                Ok(FrameOutcome::Gap(why)) => {
                     let Some(sid) = self.id.clone() else { return };
                     self.announced
                         .push(("v4/conversation/resync".to_string(), self.v4.resync_params(&sid)));
                     effects.requests += 1;
-                    effects.actions.push(Action::Ignore("v4 sequence gap: resync".to_string()));
+                    effects.actions.push(Action::Ignore(format!("{why}: resync")));
                 }
                 Err(error) => effects.actions.push(Action::Terminal(Terminal::Broken(error))),
             },

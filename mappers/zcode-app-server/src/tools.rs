@@ -108,8 +108,8 @@ pub fn input_diff(name: &str, input: Option<&Value>, workspace: &str) -> Option<
     }
 }
 
-/// Readable text of a tool result (`content` when it is text, else the JSON).
-fn result_text(result: &Value) -> String {
+/// Readable text of a legacy tool result (`content` when it is text, else the JSON).
+pub fn result_text(result: &Value) -> String {
     match result {
         Value::Null => String::new(),
         Value::String(text) => text.clone(),
@@ -227,12 +227,7 @@ impl Tools {
     }
 
     /// The final update, once (None for a repeated end).
-    pub fn finished(
-        &mut self,
-        id: &str,
-        result: Result<&Value, &str>,
-        workspace: &str,
-    ) -> Option<Value> {
+    pub fn finished(&mut self, id: &str, outcome: Outcome<'_>, workspace: &str) -> Option<Value> {
         let call = self.call(id);
         if call.done {
             return None;
@@ -240,21 +235,20 @@ impl Tools {
         call.done = true;
         let name = call.name.clone().unwrap_or_default();
         let input = call.input.clone();
-        Some(match result {
-            Ok(result) => {
+        Some(match outcome {
+            Outcome::Done { text, raw } => {
                 let mut content: Vec<Value> =
                     input_diff(&name, input.as_ref(), workspace).into_iter().collect();
-                let text = result_text(result);
                 if !text.is_empty() {
                     content.push(text_content(&text));
                 }
-                let mut update = json!({"sessionUpdate": "tool_call_update", "toolCallId": id, "status": "completed", "rawOutput": result});
+                let mut update = json!({"sessionUpdate": "tool_call_update", "toolCallId": id, "status": "completed", "rawOutput": raw});
                 if !content.is_empty() {
                     update["content"] = json!(content);
                 }
                 update
             }
-            Err(message) => json!({
+            Outcome::Failed(message) => json!({
                 "sessionUpdate": "tool_call_update",
                 "toolCallId": id,
                 "status": "failed",
@@ -262,6 +256,12 @@ impl Tools {
             }),
         })
     }
+}
+
+/// How a tool call ended: its readable output and the native result it came from, or why not.
+pub enum Outcome<'a> {
+    Done { text: String, raw: &'a Value },
+    Failed(&'a str),
 }
 
 #[cfg(test)]
@@ -303,8 +303,11 @@ mod tests {
         assert_eq!(call["title"], "Bash: ls");
         assert_eq!(call["rawInput"], json!({"command": "ls"}));
         assert!(tools.announce("t1", "/w").is_none());
-        let done = tools.finished("t1", Ok(&json!({"content": "a\nb"})), "/w").unwrap();
+        let raw = json!({"content": "a\nb"});
+        let done = tools
+            .finished("t1", Outcome::Done { text: result_text(&raw), raw: &raw }, "/w")
+            .unwrap();
         assert_eq!(done["content"][0]["content"]["text"], "a\nb");
-        assert!(tools.finished("t1", Err("late"), "/w").is_none());
+        assert!(tools.finished("t1", Outcome::Failed("late"), "/w").is_none());
     }
 }

@@ -100,7 +100,7 @@ fn opened(v4: bool, form: bool) -> Driver {
     assert!(!sent.iter().any(|f| f["method"] == "session/close"));
     if v4 {
         driver.event(json!({"method": "v4/conversation/frame", "params": {"wireVersion": 3, "kind": "complete", "deliveryKind": "initial", "logicalFrameId": "f1", "logicalFrameOrdinal": 1, "topic": "conversation/sess_1", "subscriptionId": "sub-1",
-            "frame": {"topic": "conversation/sess_1", "subscriptionId": "sub-1", "fromSeq": 0, "toSeq": 5, "sentAt": 1, "payload": {"kind": "snapshot", "snapshot": {"logEpoch": "e1", "seq": 5, "revision": 7}}}}}));
+            "frame": {"topic": "conversation/sess_1", "subscriptionId": "sub-1", "fromSeq": 0, "toSeq": 5, "sentAt": 1, "payload": {"kind": "snapshot", "snapshot": {"logEpoch": "e1", "seq": 5, "revision": 7, "rows": {"window": [], "totalCount": 0, "firstRowId": null}}}}}}));
     }
     driver
 }
@@ -241,9 +241,10 @@ fn prompts_and_stops_through_v4_where_the_agent_has_it() {
     );
 }
 
+/// Without V4 (3.14), the legacy stream carries the turn.
 #[test]
-fn maps_a_turn_of_text_thinking_and_tools() {
-    let mut driver = opened(true, true);
+fn maps_a_legacy_turn_of_text_thinking_and_tools() {
+    let mut driver = opened(false, true);
     prompt(&mut driver);
     let effects = driver.event(event(
         5,
@@ -295,8 +296,8 @@ fn maps_a_turn_of_text_thinking_and_tools() {
 }
 
 #[test]
-fn never_ends_a_turn_on_something_not_understood() {
-    let mut driver = opened(true, true);
+fn never_ends_a_legacy_turn_on_something_not_understood() {
+    let mut driver = opened(false, true);
     prompt(&mut driver);
     let unknown = driver.event(event(5, "turn.reticulated", json!({})));
     assert!(
@@ -627,4 +628,396 @@ fn load_replays_history_before_it_subscribes() {
     assert_eq!(streamed[2]["status"], "completed");
     let Step::Done(Ok(result)) = step else { panic!() };
     assert!(serde_json::from_str::<Value>(&result.response).unwrap().get("sessionId").is_none());
+}
+
+// ----- V4 conversation as the content source --------------------------------------------
+
+/// A `v4/conversation/frame` of deltas on the tests' subscription.
+fn frame(from: u64, to: u64, delivery: &str, deltas: Value) -> Value {
+    json!({"method": "v4/conversation/frame", "params": {"wireVersion": 3, "kind": "complete", "deliveryKind": delivery, "logicalFrameId": format!("f{to}"), "logicalFrameOrdinal": to, "topic": "conversation/sess_1", "subscriptionId": "sub-1",
+        "frame": {"topic": "conversation/sess_1", "subscriptionId": "sub-1", "fromSeq": from, "toSeq": to, "sentAt": 1, "payload": {"kind": "deltas", "deltas": deltas}}}})
+}
+
+fn row(id: u64, turn: &str, kind: &str, rest: Value) -> Value {
+    let mut row =
+        json!({"rowId": id, "turnId": turn, "createdAt": 1, "createdAtSeq": id, "kind": kind});
+    row.as_object_mut().unwrap().extend(rest.as_object().unwrap().clone());
+    row
+}
+
+fn header(id: u64, turn: &str, command: &str, state: &str) -> Value {
+    row(
+        id,
+        turn,
+        "turnHeader",
+        json!({"origin": "userInput", "sourceCommandId": command, "state": state, "startedAt": 1}),
+    )
+}
+
+const EDIT_INPUT: &str = r#"{"file_path":"/w/a.rs","old_string":"a","new_string":"b"}"#;
+
+/// The same turn as the legacy stream carries it: thinking, text, an Edit that runs and
+/// succeeds, more text, the end with usage.
+fn legacy_turn() -> Vec<Value> {
+    vec![
+        event(5, "turn.started", json!({"turnId": "t1", "turnNumber": 1, "input": "Fix it"})),
+        event(6, "model.streaming", json!({"kind": "reasoning_delta", "delta": "hm"})),
+        event(7, "model.streaming", json!({"kind": "text_delta", "delta": "Run"})),
+        event(8, "model.streaming", json!({"kind": "text_delta", "delta": "ning."})),
+        event(
+            9,
+            "model.streaming",
+            json!({"kind": "tool_input_start", "toolCallId": "t1", "toolName": "Edit"}),
+        ),
+        event(
+            10,
+            "model.streaming",
+            json!({"kind": "tool_call", "toolCallId": "t1", "toolName": "Edit", "input": serde_json::from_str::<Value>(EDIT_INPUT).unwrap()}),
+        ),
+        event(
+            11,
+            "tool.updated",
+            json!({"kind": "scheduled", "toolCallId": "t1", "toolName": "Edit"}),
+        ),
+        event(12, "tool.updated", json!({"kind": "started", "toolCallId": "t1", "startedAt": 1})),
+        event(
+            13,
+            "tool.updated",
+            json!({"kind": "result", "toolCallId": "t1", "result": {"success": true, "content": "ok"}}),
+        ),
+        event(14, "model.streaming", json!({"kind": "text_delta", "delta": "Done"})),
+        event(15, "session.updated", json!({"usage": {"inputTokens": 6}, "contextWindow": 200})),
+        event(
+            16,
+            "turn.completed",
+            json!({"resultType": "success", "usage": {"inputTokens": 6, "outputTokens": 3}}),
+        ),
+    ]
+}
+
+/// The V4 frames ZCode projects from the same events (3.15.1 `product-projection.ts`): the
+/// turn header, the prompt's echo, rows opened empty and grown by `row.delta`, the tool row
+/// from input to result, the usage patch, and the header closed with the streaming rows.
+fn v4_turn(command: &str) -> Vec<Value> {
+    let input: Value = serde_json::from_str(EDIT_INPUT).unwrap();
+    let tool = |status: &str, extra: Value| {
+        let mut rest = json!({"toolCallId": "t1", "toolName": "Edit", "status": status, "inputText": EDIT_INPUT, "input": input});
+        rest.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        row(5, "turn-1", "toolCall", rest)
+    };
+    vec![
+        frame(
+            5,
+            7,
+            "online",
+            json!([
+                {"op": "row.appended", "row": header(1, "turn-1", command, "running")},
+                {"op": "row.appended", "row": row(2, "turn-1", "userInput", json!({"text": "Fix it", "origin": "realUser"}))},
+                {"op": "row.appended", "row": row(3, "turn-1", "reasoning", json!({"text": "", "state": "streaming"}))},
+                {"op": "row.delta", "rowId": 3, "path": "text", "append": "hm"},
+                {"op": "row.upserted", "row": row(3, "turn-1", "reasoning", json!({"text": "hm", "state": "complete"}))},
+                {"op": "row.appended", "row": row(4, "turn-1", "assistantText", json!({"text": "", "state": "streaming"}))},
+                {"op": "row.delta", "rowId": 4, "path": "text", "append": "Running."},
+                {"op": "state.updated", "patch": {"revision": 8}},
+            ]),
+        ),
+        frame(
+            7,
+            9,
+            "online",
+            json!([
+                {"op": "row.upserted", "row": row(4, "turn-1", "assistantText", json!({"text": "Running.", "state": "complete"}))},
+                {"op": "row.appended", "row": row(5, "turn-1", "toolCall", json!({"toolCallId": "t1", "toolName": "Edit", "status": "inputStreaming", "inputText": ""}))},
+                {"op": "row.delta", "rowId": 5, "path": "inputText", "append": EDIT_INPUT},
+                {"op": "row.upserted", "row": tool("inputStreaming", json!({}))},
+                {"op": "row.upserted", "row": tool("running", json!({"startedAt": 2}))},
+            ]),
+        ),
+        frame(
+            9,
+            12,
+            "online",
+            json!([
+                {"op": "row.upserted", "row": tool("success", json!({"output": {"text": "ok"}, "endedAt": 3}))},
+                {"op": "row.appended", "row": row(6, "turn-1", "assistantText", json!({"text": "", "state": "streaming"}))},
+                {"op": "row.delta", "rowId": 6, "path": "text", "append": "Done"},
+                {"op": "state.updated", "patch": {"usage": {"contextWindow": {"usedTokens": 6, "maxTokens": 200, "autoCompactThresholdTokens": null}, "cumulative": {"inputTokens": 6, "outputTokens": 3, "cacheReadTokens": 0, "cacheWriteTokens": 0}}}},
+            ]),
+        ),
+        frame(
+            12,
+            14,
+            "online",
+            json!([
+                {"op": "row.upserted", "row": row(6, "turn-1", "assistantText", json!({"text": "Done", "state": "complete"}))},
+                {"op": "row.upserted", "row": header(1, "turn-1", command, "completedSuccess")},
+                {"op": "state.updated", "patch": {"revision": 9}},
+            ]),
+        ),
+    ]
+}
+
+/// What the client sees: updates with consecutive chunks of one kind joined (V4 coalesces
+/// appends, so chunk boundaries are not part of the surface), and the terminal.
+fn surface(effects: &[Effects]) -> (Vec<Value>, Vec<Terminal>) {
+    let mut out: Vec<Value> = Vec::new();
+    let mut ends = Vec::new();
+    for action in effects.iter().flat_map(|e| e.actions.iter()) {
+        match action {
+            Action::Update(u) => {
+                let mut u: Value = serde_json::from_str(u).unwrap();
+                // The raw native result is ZCode's own object, which differs by stream.
+                u.as_object_mut().unwrap().remove("rawOutput");
+                let kind = u["sessionUpdate"].as_str().unwrap().to_string();
+                match out.last_mut() {
+                    Some(last)
+                        if kind.ends_with("_chunk") && last["sessionUpdate"] == kind.as_str() =>
+                    {
+                        let joined = format!(
+                            "{}{}",
+                            last["content"]["text"].as_str().unwrap(),
+                            u["content"]["text"].as_str().unwrap()
+                        );
+                        last["content"]["text"] = json!(joined);
+                    }
+                    _ => out.push(u),
+                }
+            }
+            Action::Terminal(t) => ends.push(t.clone()),
+            _ => {}
+        }
+    }
+    (out, ends)
+}
+
+#[test]
+fn a_v4_turn_shows_what_the_legacy_stream_showed_and_nothing_twice() {
+    let mut legacy = opened(false, true);
+    prompt(&mut legacy);
+    let legacy_effects: Vec<Effects> = legacy_turn().into_iter().map(|e| legacy.event(e)).collect();
+    let (expected, legacy_end) = surface(&legacy_effects);
+    assert_eq!(legacy_end, [Terminal::Stop(StopReason::EndTurn)]);
+    let shape: Vec<_> = expected
+        .iter()
+        .map(|u| {
+            format!(
+                "{} {}",
+                u["sessionUpdate"].as_str().unwrap(),
+                u["status"].as_str().unwrap_or("")
+            )
+        })
+        .collect();
+    assert_eq!(
+        shape,
+        [
+            "agent_thought_chunk ",
+            "agent_message_chunk ",
+            "tool_call pending",
+            "tool_call_update in_progress",
+            "tool_call_update completed",
+            "agent_message_chunk ",
+            "usage_update "
+        ]
+    );
+    assert_eq!(expected[4]["content"][0]["type"], "diff");
+    assert_eq!(expected[4]["content"][1]["content"]["text"], "ok");
+
+    let mut driver = opened(true, true);
+    let sent = prompt(&mut driver);
+    let command = sent[0]["params"]["commandId"].as_str().unwrap().to_string();
+    // Both streams run side by side; the legacy events arrive first (V4 is flushed on a timer).
+    let mut effects: Vec<Effects> = legacy_turn().into_iter().map(|e| driver.event(e)).collect();
+    assert!(
+        effects.iter().all(|e| e.actions.iter().all(|a| matches!(a, Action::Ignore(_)))),
+        "with V4, legacy content is not shown and the end waits: {effects:?}"
+    );
+    let frames = v4_turn(&command);
+    let last = frames.len() - 1;
+    for (i, frame) in frames.into_iter().enumerate() {
+        let e = driver.event(frame);
+        if i < last {
+            assert!(!e.actions.iter().any(|a| matches!(a, Action::Terminal(_))));
+        }
+        effects.push(e);
+    }
+    let (actual, ends) = surface(&effects);
+    assert_eq!(actual, expected);
+    assert_eq!(ends, [Terminal::Stop(StopReason::EndTurn)]);
+    // The end comes after the last content, in the frame that closed the turn header.
+    let final_actions = &effects.last().unwrap().actions;
+    assert!(matches!(final_actions.last(), Some(Action::Terminal(_))));
+    let (_, _, step) = driver.run(SessionOp::FinishTurn, &mut agent(true));
+    let Step::Done(Ok(usage)) = step else { panic!() };
+    assert_eq!(
+        serde_json::from_str::<Value>(&usage.response).unwrap(),
+        json!({"inputTokens": 6, "outputTokens": 3, "totalTokens": 9}),
+        "per-turn usage comes from the legacy end, which V4 does not carry"
+    );
+}
+
+#[test]
+fn the_turn_ends_when_both_streams_have_ended_it_in_either_order() {
+    let mut driver = opened(true, true);
+    let sent = prompt(&mut driver);
+    let command = sent[0]["params"]["commandId"].as_str().unwrap().to_string();
+    for frame in v4_turn(&command) {
+        let e = driver.event(frame);
+        assert!(
+            !e.actions.iter().any(|a| matches!(a, Action::Terminal(_))),
+            "no end before the legacy result"
+        );
+    }
+    let end = driver.event(event(16, "turn.completed", json!({"resultType": "error_max_turns"})));
+    assert_eq!(end.actions, [Action::Terminal(Terminal::Stop(StopReason::MaxTurnRequests))]);
+
+    // A failed turn is held the same way; an unknown event never is.
+    let mut driver = opened(true, true);
+    let sent = prompt(&mut driver);
+    let command = sent[0]["params"]["commandId"].as_str().unwrap().to_string();
+    driver.event(frame(
+        5,
+        6,
+        "online",
+        json!([{"op": "row.appended", "row": header(1, "turn-1", &command, "running")}]),
+    ));
+    let failed = driver.event(event(
+        6,
+        "turn.failed",
+        json!({"error": {"message": "quota", "code": "model_request_failed"}}),
+    ));
+    assert!(matches!(failed.actions[..], [Action::Ignore(_)]));
+    let unknown = driver.event(event(7, "turn.reticulated", json!({})));
+    assert!(matches!(&unknown.actions[0], Action::Terminal(Terminal::Broken(_))));
+    let closed = driver.event(frame(
+        6,
+        7,
+        "online",
+        json!([{"op": "row.upserted", "row": header(1, "turn-1", &command, "failed")}]),
+    ));
+    assert!(
+        matches!(&closed.actions[..], [Action::Ignore(_), Action::Terminal(Terminal::Failed(e))] if e.message == "quota")
+    );
+}
+
+#[test]
+fn only_the_turn_of_the_prompt_is_shown() {
+    let mut driver = opened(true, true);
+    let sent = prompt(&mut driver);
+    let command = sent[0]["params"]["commandId"].as_str().unwrap().to_string();
+    // Another client's command starts a turn first (queued before ours): not ours.
+    let other = driver.event(frame(5, 6, "online", json!([
+        {"op": "row.appended", "row": header(1, "turn-0", "their-command", "running")},
+        {"op": "row.appended", "row": row(2, "turn-0", "assistantText", json!({"text": "theirs", "state": "streaming"}))},
+        {"op": "row.delta", "rowId": 2, "path": "text", "append": " more"},
+        {"op": "row.upserted", "row": header(1, "turn-0", "their-command", "completedSuccess")},
+    ])));
+    assert!(updates(&other).is_empty());
+    let ours = driver.event(frame(6, 7, "online", json!([
+        {"op": "row.appended", "row": header(3, "turn-1", &command, "running")},
+        {"op": "row.appended", "row": row(4, "turn-1", "assistantText", json!({"text": "mine", "state": "streaming"}))},
+    ])));
+    assert_eq!(
+        updates(&ours),
+        [
+            json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "mine"}})
+        ]
+    );
+    let end = driver.event(event(9, "turn.completed", json!({"resultType": "success"})));
+    assert!(
+        matches!(end.actions[..], [Action::Ignore(_)]),
+        "their closed header does not end our turn"
+    );
+}
+
+#[test]
+fn a_sequence_gap_mid_turn_is_resynced_and_loses_nothing() {
+    let mut driver = opened(true, true);
+    let sent = prompt(&mut driver);
+    let command = sent[0]["params"]["commandId"].as_str().unwrap().to_string();
+    let first = driver.event(frame(5, 6, "online", json!([
+        {"op": "row.appended", "row": header(1, "turn-1", &command, "running")},
+        {"op": "row.appended", "row": row(2, "turn-1", "assistantText", json!({"text": "Hel", "state": "streaming"}))},
+    ])));
+    assert_eq!(updates(&first)[0]["content"]["text"], "Hel");
+    // Frame (6, 8] is lost; the next one cannot be applied.
+    let gap = driver.event(frame(
+        8,
+        9,
+        "online",
+        json!([{"op": "row.delta", "rowId": 2, "path": "text", "append": "!"}]),
+    ));
+    assert_eq!(gap.requests, 1);
+    assert!(updates(&gap).is_empty());
+    let issued = driver.session.issue(50).unwrap();
+    assert_eq!(
+        line(&issued.requests[0].bytes)["params"]["base"],
+        json!({"logEpoch": "e1", "seq": 6})
+    );
+    let past = driver.event(frame(
+        9,
+        10,
+        "online",
+        json!([{"op": "row.delta", "rowId": 2, "path": "text", "append": "?"}]),
+    ));
+    assert!(updates(&past).is_empty(), "frames past the gap wait for the recovery");
+    // ZCode could not resume from the base and sends a recovery snapshot: the rows as they are.
+    let snapshot = json!({"method": "v4/conversation/frame", "params": {"wireVersion": 3, "kind": "complete", "deliveryKind": "recovery", "logicalFrameId": "r", "logicalFrameOrdinal": 20, "topic": "conversation/sess_1", "subscriptionId": "sub-1",
+    "frame": {"topic": "conversation/sess_1", "subscriptionId": "sub-1", "fromSeq": 0, "toSeq": 10, "sentAt": 1, "payload": {"kind": "snapshot", "snapshot": {"logEpoch": "e1", "seq": 10, "revision": 9, "meta": {"title": "Greeting", "titleSource": "generated"}, "plan": null,
+        "rows": {"totalCount": 3, "firstRowId": 1, "window": [
+            header(1, "turn-1", &command, "running"),
+            row(2, "turn-1", "assistantText", json!({"text": "Hello!?", "state": "complete"})),
+            row(3, "turn-1", "reasoning", json!({"text": "done", "state": "complete"})),
+        ]}}}}}});
+    let recovered = driver.event(snapshot);
+    assert_eq!(
+        updates(&recovered),
+        [
+            json!({"sessionUpdate": "session_info_update", "title": "Greeting"}),
+            json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "lo!?"}}),
+            json!({"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": "done"}}),
+        ]
+    );
+    // Replaying the same rows again shows nothing new.
+    let again = driver.event(frame(10, 11, "online", json!([{"op": "row.upserted", "row": row(2, "turn-1", "assistantText", json!({"text": "Hello!?", "state": "complete"}))}])));
+    assert!(updates(&again).is_empty());
+}
+
+#[test]
+fn a_v4_stream_it_cannot_read_breaks_the_turn() {
+    let broken = |deltas: Value| {
+        let mut driver = opened(true, true);
+        let sent = prompt(&mut driver);
+        let command = sent[0]["params"]["commandId"].as_str().unwrap().to_string();
+        driver.event(frame(5, 6, "online", json!([
+            {"op": "row.appended", "row": header(1, "turn-1", &command, "running")},
+            {"op": "row.appended", "row": row(2, "turn-1", "assistantText", json!({"text": "abc", "state": "streaming"}))},
+        ])));
+        let e = driver.event(frame(6, 7, "online", deltas));
+        match e.actions.last() {
+            Some(Action::Terminal(Terminal::Broken(error))) => error.message.clone(),
+            other => panic!("{other:?}"),
+        }
+    };
+    assert!(broken(json!([{"op": "row.moved", "rowId": 2}])).contains("row.moved"));
+    assert!(
+        broken(json!([{"op": "row.appended", "row": row(3, "turn-1", "hologram", json!({}))}]))
+            .contains("hologram")
+    );
+    assert!(broken(json!([{"op": "row.upserted", "row": row(2, "turn-1", "assistantText", json!({"text": "xyz", "state": "complete"}))}])).contains("rewrote"));
+    assert!(broken(json!([{"op": "row.delta", "rowId": 2, "path": "text"}])).contains("append"));
+    assert!(broken(json!([{"op": "row.appended", "row": row(3, "turn-1", "toolCall", json!({"toolCallId": "x", "toolName": "Bash", "status": "levitating", "inputText": "{}"}))}])).contains("levitating"));
+}
+
+#[test]
+fn titles_and_usage_come_from_v4_once() {
+    let mut driver = opened(true, true);
+    let titled = driver.event(frame(5, 6, "online", json!([{"op": "state.updated", "patch": {"meta": {"title": "Fix it", "titleSource": "generated"}, "revision": 8}}])));
+    assert_eq!(
+        updates(&titled),
+        [json!({"sessionUpdate": "session_info_update", "title": "Fix it"})]
+    );
+    let same = driver.event(frame(6, 7, "online", json!([{"op": "state.updated", "patch": {"meta": {"title": "Fix it", "titleSource": "generated"}}}])));
+    assert!(updates(&same).is_empty());
+    let legacy = driver.event(event(5, "session.titleUpdated", json!({"title": "Fix it"})));
+    assert!(updates(&legacy).is_empty(), "the legacy title is the same fact");
 }
