@@ -147,3 +147,27 @@ fn a_client_asking_for_a_newer_protocol_is_offered_version_1() {
         assert!(agent.finish().success());
     }
 }
+
+/// A client may pipeline: `session/new` written right behind `initialize`, before its answer
+/// arrived. The connection's state is taken in arrival order, so the session is created (the
+/// SDK used to check `session/new` before the initialize answer was written, and refused it
+/// with `-32600 "ACP initialization must complete"`).
+#[test]
+fn a_session_new_pipelined_behind_initialize_is_served() {
+    let env = TestEnv::new();
+    let workspace = env.workspace("pipelined");
+    let mut agent = Agent::start(&env);
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": initialize_params(plain_client())});
+    let new = json!({"jsonrpc": "2.0", "id": 2, "method": "session/new",
+        "params": {"cwd": workspace, "mcpServers": []}});
+    // One write: both lines reach the agent together.
+    agent.send_raw(&format!("{initialize}\n{new}"));
+    let initialized = agent.wait_response(1);
+    assert_eq!(initialized["result"]["protocolVersion"], 1, "{initialized}");
+    let created = agent.wait_response(2);
+    let session = agent.result_of(&created, "the pipelined session/new");
+    assert!(session["sessionId"].is_string(), "{session}");
+    assert!(agent.response_seq(1) < agent.response_seq(2), "answered out of order");
+    assert!(agent.finish().success());
+}
