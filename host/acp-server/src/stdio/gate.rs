@@ -30,7 +30,11 @@ pub struct InitializeGate {
 #[derive(Deserialize)]
 struct Envelope {
     #[serde(default)]
+    jsonrpc: Option<String>,
+    #[serde(default)]
     id: Option<Value>,
+    #[serde(default)]
+    params: Option<Value>,
     #[serde(default)]
     method: Option<String>,
     #[serde(default)]
@@ -48,8 +52,14 @@ impl InitializeGate {
             return;
         }
         let Ok(frame) = serde_json::from_str::<Envelope>(line) else { return };
+        // Only a request the SDK will take as one (and so answer under its id).
         let usable_id = frame.id.filter(|id| id.is_string() || id.is_i64() || id.is_u64());
+        let well_formed = frame.jsonrpc.as_deref() == Some("2.0")
+            && frame.params.as_ref().is_none_or(|p| p.is_object() || p.is_array())
+            && frame.result.is_none()
+            && frame.error.is_none();
         if frame.method.as_deref() == Some("initialize")
+            && well_formed
             && let Some(id) = usable_id
         {
             *self.awaited.lock().unwrap() = Some(id);
@@ -57,7 +67,9 @@ impl InitializeGate {
         }
     }
 
-    /// Called for each frame written: the answer to the awaited `initialize` opens the gate.
+    /// Called for each frame written: the answer to the awaited `initialize` opens the gate,
+    /// and so does an error answered under `null` (the SDK's answer to a request it could not
+    /// read as one), so the gate never waits for an answer that will not come.
     pub fn on_outgoing(&self, frame: &str) {
         if !self.closed.load(Ordering::SeqCst) {
             return;
@@ -68,8 +80,9 @@ impl InitializeGate {
         if !is_response {
             return;
         }
+        let uncorrelated = frame.error.is_some() && frame.id.as_ref().is_none_or(Value::is_null);
         let mut awaited = self.awaited.lock().unwrap();
-        if awaited.is_some() && *awaited == frame.id {
+        if awaited.is_some() && (*awaited == frame.id || uncorrelated) {
             *awaited = None;
             self.closed.store(false, Ordering::SeqCst);
             self.opened.notify_waiters();
@@ -129,6 +142,8 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":1.5,"method":"initialize"}"#,
             r#"{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"text":"initialize"}}"#,
             r#"{"jsonrpc":"2.0","id":4,"method":"initialize""#,
+            r#"{"jsonrpc":"1.0","id":5,"method":"initialize"}"#,
+            r#"{"jsonrpc":"2.0","id":6,"method":"initialize","params":"text"}"#,
             "initialize",
         ] {
             gate.on_incoming(line);
@@ -137,6 +152,11 @@ mod tests {
         gate.on_incoming(r#"{"id":7,"jsonrpc":"2.0","method":"initialize"}"#);
         assert!(!is_open(&gate));
         gate.on_outgoing(r#"{"jsonrpc":"2.0","id":7,"result":{"protocolVersion":1}}"#);
+        assert!(is_open(&gate));
+        // An error the SDK could not correlate opens it too.
+        gate.on_incoming(r#"{"jsonrpc":"2.0","id":8,"method":"initialize","params":{}}"#);
+        assert!(!is_open(&gate));
+        gate.on_outgoing(r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"x"}}"#);
         assert!(is_open(&gate));
     }
 }
