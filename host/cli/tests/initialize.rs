@@ -161,7 +161,7 @@ fn a_client_asking_for_a_newer_protocol_is_answered_by_v2() {
 fn a_session_new_pipelined_behind_initialize_is_served() {
     let env = TestEnv::new();
     let workspace = env.workspace("pipelined");
-    let mut agent = Agent::start(&env);
+    let agent = Agent::start(&env);
     let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": initialize_params(plain_client())});
     let new = json!({"jsonrpc": "2.0", "id": 2, "method": "session/new",
