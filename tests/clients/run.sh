@@ -32,7 +32,13 @@ if [[ ! -x $agent ]]; then
 fi
 
 # --- the clients, installed once ----------------------------------------------------------
-if [[ ! -d $here/node_modules ]]; then
+# (again when a dependency of package.json is missing, e.g. one added since the last install)
+node_deps_missing() {
+  node -e 'const fs = require("fs"), path = require("path");
+    const deps = Object.keys(require(path.join(process.argv[1], "package.json")).dependencies);
+    process.exit(deps.every((d) => fs.existsSync(path.join(process.argv[1], "node_modules", d))) ? 1 : 0);' "$here"
+}
+if [[ ! -d $here/node_modules ]] || node_deps_missing; then
   echo "installing the Node clients (npm ci)…" >&2
   npm_log=$(mktemp)
   if ! npm ci --prefix "$here" --no-audit --no-fund --loglevel=error >/dev/null 2>"$npm_log"; then
