@@ -260,14 +260,20 @@ fn a_permission_requires_action_and_fails_closed() {
     assert_eq!(updates.last().unwrap()["stopReason"], "end_turn");
 
     // A client that fails the question: denied, the turn ends in error, nothing written.
+    // A prompt right behind it is held until ZCode has stopped that turn, then runs.
     agent.set_policy(policy::error(-32603, "client exploded"));
     agent.send_request("session/prompt", text_prompt(&session, "sim:edit denied.txt no"));
-    let updates = wait_idles(&agent, &session, 2);
-    // (What ZCode still says while its stopped turn drains may follow the idle.)
-    let last = updates.iter().rfind(|u| is_turn_end(u)).unwrap();
-    assert_eq!(last["stopReason"], "error", "{last}");
-    assert!(last["error"]["message"].as_str().is_some_and(|m| m.contains("permission")), "{last}");
+    let behind = agent.send_request("session/prompt", text_prompt(&session, "right behind"));
+    let updates = wait_idles(&agent, &session, 3);
+    let idles: Vec<&Value> = updates.iter().filter(|u| is_turn_end(u)).collect();
+    assert_eq!(idles[1]["stopReason"], "error", "{}", idles[1]);
+    let message = idles[1]["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("permission"), "{}", idles[1]);
     assert!(!workspace.join("denied.txt").exists(), "a failed question allowed the write");
+    assert!(
+        agent.result_of(&agent.wait_response(behind), "the prompt behind")["messageId"].is_string()
+    );
+    assert_eq!(idles[2]["stopReason"], "end_turn", "{}", idles[2]);
     assert!(agent.finish().success());
 }
 

@@ -20,13 +20,14 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use agent_client_protocol::v1::schema as v1;
 use agent_client_protocol::v2::schema as v2;
 use agent_client_protocol::v2::{ConnectionTo, Responder};
 use agent_client_protocol::{Client, Error, RequestCancellation};
 use tokio::sync::{Notify, oneshot};
-use zcode_coordinator::{Coordinator, CoordinatorError};
+use zcode_coordinator::{Coordinator, CoordinatorError, PendingPrompt};
 
 use super::convert;
 use super::translate::{MessageIds, MessageKind, Translator};
@@ -71,18 +72,19 @@ pub struct State {
 /// The prompt whose turn the coordinator runs.
 struct Turn {
     ticket: u64,
-    /// Until acknowledged: the responder and the prompt to echo.
-    ack: Option<Ack>,
+    request: v2::PromptRequest,
+    /// Until acknowledged.
+    responder: Option<Responder<v2::PromptResponse>>,
     user_message: v2::MessageId,
     /// Permission and elicitation requests the turn waits on.
     asking: usize,
+    /// Times the coordinator refused the prompt as busy (a stopped turn still draining).
+    refusals: u32,
+    /// `session/cancel` or `$/cancel_request` came while the prompt waited to be submitted
+    /// again.
+    cancelled: bool,
     /// Dropped with the turn: ends the prompt's cancellation watcher.
     _watcher: oneshot::Sender<()>,
-}
-
-struct Ack {
-    responder: Responder<v2::PromptResponse>,
-    prompt: Vec<v2::ContentBlock>,
 }
 
 struct Held {
@@ -91,6 +93,14 @@ struct Held {
     responder: Responder<v2::PromptResponse>,
     watcher: oneshot::Sender<()>,
 }
+
+/// A prompt the coordinator refused because the previous turn is still stopping natively is
+/// submitted again after this long, at most [`BUSY_RETRIES`] times (the drain is bounded by the
+/// coordinator's cancel grace, 30 s by default): v2 holds prompts, it does not refuse them for
+/// being busy. (What ZCode says while draining can arrive before the refusal and acknowledge
+/// the prompt, so an acknowledged prompt is submitted again too; it keeps its turn.)
+const BUSY_RETRY: Duration = Duration::from_millis(100);
+const BUSY_RETRIES: u32 = 600;
 
 impl Sessions {
     pub fn new(cx: ConnectionTo<Client>, connection: String) -> Self {
@@ -205,9 +215,7 @@ impl Sessions {
                 return;
             }
             let Some(held) = state.held.pop_front() else { return };
-            let pending = convert::prompt(&held.request)
-                .and_then(|request| coordinator.prompt(request).map_err(Error::from));
-            let pending = match pending {
+            let pending = match submit(coordinator, &held.request) {
                 Ok(pending) => pending,
                 Err(error) => {
                     drop(state);
@@ -219,9 +227,12 @@ impl Sessions {
             let user_message = state.translator.new_message(MessageKind::User);
             state.turn = Some(Turn {
                 ticket: held.ticket,
-                ack: Some(Ack { responder: held.responder, prompt: held.request.prompt }),
+                request: held.request,
+                responder: Some(held.responder),
                 user_message,
                 asking: 0,
+                refusals: 0,
+                cancelled: false,
                 _watcher: held.watcher,
             });
             drop(state);
@@ -229,32 +240,80 @@ impl Sessions {
             let conversation = conversation.clone();
             let coordinator = coordinator.clone();
             tokio::spawn(async move {
-                let answer = pending.answer().await;
-                sessions.end_turn(&conversation, answer);
+                sessions.run_turn(&conversation, &coordinator, pending).await;
                 sessions.start_next(&conversation, &coordinator);
             });
             return;
         }
     }
 
-    /// The coordinator's answer: the turn's one idle (acknowledging first if nothing showed
-    /// the turn), or, for a prompt that failed before any sign of its turn, the error.
-    fn end_turn(
+    /// Waits for the turn's answer, submitting the prompt again while the coordinator
+    /// refuses it only because the previous turn is still stopping.
+    async fn run_turn(
         &self,
         conversation: &Conversation,
-        answer: Result<v1::PromptResponse, CoordinatorError>,
+        coordinator: &Coordinator,
+        mut pending: PendingPrompt,
     ) {
+        loop {
+            let answer = pending.answer().await;
+            if !self.refused_as_busy(conversation, &answer) {
+                return self.end_turn(conversation, answer.map_err(Error::from));
+            }
+            tokio::time::sleep(BUSY_RETRY).await;
+            let state = conversation.lock();
+            let Some(turn) = state.turn.as_ref() else { return };
+            if turn.cancelled || state.phase != Phase::Open {
+                drop(state);
+                return self.end_turn(
+                    conversation,
+                    Ok(v1::PromptResponse::new(v1::StopReason::Cancelled)),
+                );
+            }
+            match submit(coordinator, &turn.request) {
+                Ok(again) => pending = again,
+                Err(error) => {
+                    drop(state);
+                    return self.end_turn(conversation, Err(error));
+                }
+            }
+        }
+    }
+
+    /// Whether `answer` only says the session is still stopping an earlier turn (and the
+    /// prompt may be submitted again); counts the refusal.
+    fn refused_as_busy(
+        &self,
+        conversation: &Conversation,
+        answer: &Result<v1::PromptResponse, CoordinatorError>,
+    ) -> bool {
+        if !matches!(answer, Err(CoordinatorError::Busy(_))) {
+            return false;
+        }
         let mut state = conversation.lock();
-        let Some(unacknowledged) = state.turn.as_ref().map(|turn| turn.ack.is_some()) else {
+        let open = state.phase == Phase::Open;
+        let Some(turn) = state.turn.as_mut() else { return false };
+        if !open || turn.refusals >= BUSY_RETRIES {
+            return false;
+        }
+        turn.refusals += 1;
+        true
+    }
+
+    /// The coordinator's answer: the turn's one idle (acknowledging first if nothing showed
+    /// the turn), or, for a prompt that failed before any sign of its turn, the error.
+    fn end_turn(&self, conversation: &Conversation, answer: Result<v1::PromptResponse, Error>) {
+        let mut state = conversation.lock();
+        let Some(unacknowledged) = state.turn.as_ref().map(|turn| turn.responder.is_some()) else {
             return;
         };
         let closed = state.phase == Phase::Closed;
         match answer {
             Err(error) if unacknowledged || closed => {
-                let ack = state.turn.take().and_then(|mut turn| turn.ack.take());
-                let error = if closed { Error::request_cancelled() } else { Error::from(error) };
-                if let Some(ack) = ack {
-                    let _ = ack.responder.respond_with_error(error);
+                let responder = state.turn.take().and_then(|mut turn| turn.responder.take());
+                let error = if closed { Error::request_cancelled() } else { error };
+                if let Some(responder) = responder {
+                    let _ = responder.respond_with_error(error);
                 }
             }
             answer => {
@@ -281,12 +340,12 @@ impl Sessions {
             return;
         }
         let Some(turn) = state.turn.as_mut() else { return };
-        let Some(ack) = turn.ack.take() else { return };
+        let Some(responder) = turn.responder.take() else { return };
         let message = turn.user_message.clone();
-        if let Err(error) = ack.responder.respond(v2::PromptResponse::new(message.clone())) {
+        if let Err(error) = responder.respond(v2::PromptResponse::new(message.clone())) {
             tracing::debug!(target: LOG, session = %id, error = %error.message, "prompt answer not delivered");
         }
-        let echo = v2::UserMessage::new(message).content(ack.prompt);
+        let echo = v2::UserMessage::new(message).content(turn.request.prompt.clone());
         self.send(id, v2::SessionUpdate::UserMessage(echo));
         self.send(id, running());
     }
@@ -332,6 +391,9 @@ impl Sessions {
     pub fn cancel(&self, coordinator: &Coordinator, id: &v2::SessionId) {
         if let Some(conversation) = self.get(&id.0) {
             conversation.cancel_held();
+            if let Some(turn) = conversation.lock().turn.as_mut() {
+                turn.cancelled = true;
+            }
         }
         coordinator.cancel(&v1::SessionId::new(id.0.to_string()));
     }
@@ -437,7 +499,10 @@ async fn watch_cancellation(
         let held = state.held.remove(position).expect("position is in the queue");
         drop(state);
         let _ = held.responder.respond_with_error(Error::request_cancelled());
-    } else if state.turn.as_ref().is_some_and(|t| t.ticket == ticket && t.ack.is_some()) {
+    } else if let Some(turn) =
+        state.turn.as_mut().filter(|t| t.ticket == ticket && t.responder.is_some())
+    {
+        turn.cancelled = true;
         drop(state);
         coordinator.cancel(&v1::SessionId::new(conversation.id.0.to_string()));
     }
@@ -455,10 +520,8 @@ fn idle(response: v1::PromptResponse) -> v2::StateUpdate {
         v1::StopReason::Refusal => v2::StopReason::Refusal,
         v1::StopReason::Cancelled => v2::StopReason::Cancelled,
         other => {
-            return failed(CoordinatorError::failed(
-                "native-protocol",
-                format!("a stop reason ACP v2 does not know: {other:?}"),
-            ));
+            let unknown = format!("a stop reason ACP v2 does not know: {other:?}");
+            return failed(CoordinatorError::failed("native-protocol", unknown).into());
         }
     };
     let mut idle = v2::IdleStateUpdate::new().stop_reason(stop);
@@ -474,12 +537,17 @@ fn idle(response: v1::PromptResponse) -> v2::StateUpdate {
 }
 
 /// A turn that failed after its prompt was acknowledged: idle with the error.
-fn failed(error: CoordinatorError) -> v2::StateUpdate {
-    let reported = v2::Error::from(Error::from(error));
+fn failed(error: Error) -> v2::StateUpdate {
+    let reported = v2::Error::from(error);
     let stop = v2::StopReason::Error(v2::ErrorStopReason::new().error(reported));
     v2::StateUpdate::Idle(v2::IdleStateUpdate::new().stop_reason(stop))
 }
 
 pub fn not_found(id: &v2::SessionId) -> Error {
     v2::Error::session_not_found(id.clone()).into()
+}
+
+/// Hands `request` to the coordinator (queued at once: call in arrival order).
+fn submit(coordinator: &Coordinator, request: &v2::PromptRequest) -> Result<PendingPrompt, Error> {
+    convert::prompt(request).and_then(|request| coordinator.prompt(request).map_err(Error::from))
 }
