@@ -408,3 +408,41 @@ fn modes_model_and_thought_level_are_config_options() {
     assert_eq!(agent.error_of(&bad, "unknown mode").0, INVALID_PARAMS);
     assert!(agent.finish().success());
 }
+
+#[test]
+fn auth_login_confirms_the_terminal_login_and_sessions_take_v2_mcp_servers() {
+    let env = TestEnv::new();
+    let workspace = env.workspace("ws");
+    // Signed in: ZCode's credentials file exists (its content is never read).
+    let credentials = env.path().join("home/.zcode/v2");
+    std::fs::create_dir_all(&credentials).unwrap();
+    std::fs::write(credentials.join("credentials.json"), "{}").unwrap();
+    let mut agent = v2_agent(&env, policy::refuse_all(), json!({"auth": {"terminal": {}}}));
+    assert_eq!(agent.call("auth/login", json!({"methodId": "zcode-login"})), json!({}));
+    let unknown = agent.request("auth/login", json!({"methodId": "password"}));
+    assert_eq!(agent.error_of(&unknown, "an unknown auth method").0, INVALID_PARAMS);
+    // v2 tags every MCP server and makes args, env and headers optional.
+    let servers = json!([
+        {"type": "stdio", "name": "local", "command": "/bin/true"},
+        {"type": "http", "name": "remote", "url": "https://mcp.invalid/"}
+    ]);
+    let created = agent.call("session/new", json!({"cwd": workspace, "mcpServers": servers}));
+    assert!(created["sessionId"].is_string(), "{created}");
+    let sse = json!([{"type": "sse", "name": "old", "url": "https://mcp.invalid/"}]);
+    let refused = agent.request("session/new", json!({"cwd": workspace, "mcpServers": sse}));
+    assert_eq!(agent.error_of(&refused, "an SSE server").0, INVALID_PARAMS);
+    assert!(agent.finish().success());
+
+    // Signed out: auth/login and session/new say so (-32000, with what to do).
+    let env = TestEnv::new();
+    let workspace = env.workspace("ws");
+    let mut agent =
+        Agent::start_with_env(&env, policy::refuse_all(), &[("ZCODE_SIM_SIGNED_OUT", "1")]);
+    agent.call("initialize", v2_initialize_params(json!({"auth": {"terminal": {}}})));
+    let login = agent.request("auth/login", json!({"methodId": "zcode-login"}));
+    assert_eq!(agent.error_of(&login, "login while signed out").0, -32000);
+    let created = agent.request("session/new", json!({"cwd": workspace}));
+    assert_eq!(agent.error_of(&created, "session/new while signed out").0, -32000);
+    assert!(created["error"]["data"].to_string().contains("zcode-acp login"), "{created}");
+    assert!(agent.finish().success());
+}
