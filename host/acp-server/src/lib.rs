@@ -15,7 +15,9 @@ mod v2;
 
 use std::sync::{Arc, Mutex};
 
-use agent_client_protocol::{Agent, BoxFuture, ConnectTo, Error};
+use agent_client_protocol::{
+    Agent, BoxFuture, ConnectTo, Error, JsonRpcResponse, Protocol, Responder,
+};
 use zcode_contract::ClientFeatures;
 use zcode_coordinator::{
     ClientPort, Coordinator, CoordinatorConfig, CoordinatorError, HostLauncher,
@@ -101,4 +103,40 @@ pub async fn serve(
         coordinator.shutdown().await;
     }
     result
+}
+
+/// Runs `work` off the dispatch loop and answers the request with its result (either
+/// version's responder).
+fn answer<T, P, F>(method: &'static str, responder: Responder<T, P>, work: F) -> Result<(), Error>
+where
+    T: JsonRpcResponse + Send + 'static,
+    P: Protocol,
+    F: Future<Output = Result<T, Error>> + Send + 'static,
+{
+    tokio::spawn(async move {
+        let result = work.await;
+        if let Err(error) = &result {
+            tracing::warn!(target: LOG, method, code = error.code.value(), message = %error.message, "request failed");
+        }
+        let _ = responder.respond_with_result(result);
+    });
+    Ok(())
+}
+
+/// `authenticate` (v2: `auth/login`) with the terminal method: confirms that the login the
+/// client ran has completed (terminal methods are run by the client, not by the request).
+async fn confirm_login(account: Arc<dyn Account>, method_id: &str) -> Result<(), Error> {
+    if method_id != LOGIN_METHOD_ID {
+        return Err(Error::new(
+            agent_client_protocol::ErrorCode::INVALID_PARAMS,
+            format!("Unknown auth method: {method_id}"),
+        ));
+    }
+    match account.signed_in().await {
+        Ok(true) => Ok(()),
+        Ok(false) => {
+            Err(CoordinatorError::AuthRequired("ZCode login has not completed".into()).into())
+        }
+        Err(error) => Err(error.into()),
+    }
 }

@@ -26,7 +26,7 @@ use agent_client_protocol::{
 };
 use zcode_coordinator::{BoundSession, CoordinatorError};
 
-use crate::{AgentState, LOG, LOGIN_METHOD_ID};
+use crate::{AgentState, LOG, answer, confirm_login};
 use client_port::AcpClient;
 
 /// The v1 agent of one connection.
@@ -101,20 +101,7 @@ impl V1Agent {
     ) -> Result<(), Error> {
         let account = self.state.account.clone();
         answer("authenticate", responder, async move {
-            if request.method_id.0.as_ref() != LOGIN_METHOD_ID {
-                return Err(Error::new(
-                    ErrorCode::INVALID_PARAMS,
-                    format!("Unknown auth method: {}", request.method_id.0),
-                ));
-            }
-            match account.signed_in().await {
-                Ok(true) => Ok(AuthenticateResponse::new()),
-                Ok(false) => {
-                    Err(CoordinatorError::AuthRequired("ZCode login has not completed".into())
-                        .into())
-                }
-                Err(error) => Err(error.into()),
-            }
+            confirm_login(account, &request.method_id.0).await.map(|()| AuthenticateResponse::new())
         })
     }
 
@@ -258,22 +245,6 @@ impl V1Agent {
             coordinator.cancel(&notification.session_id);
         }
     }
-}
-
-/// Runs `work` off the dispatch loop and answers the request with its result.
-fn answer<T, F>(method: &'static str, responder: Responder<T>, work: F) -> Result<(), Error>
-where
-    T: JsonRpcResponse + Send + 'static,
-    F: Future<Output = Result<T, Error>> + Send + 'static,
-{
-    tokio::spawn(async move {
-        let result = work.await;
-        if let Err(error) = &result {
-            tracing::warn!(target: LOG, method, code = error.code.value(), message = %error.message, "request failed");
-        }
-        let _ = responder.respond_with_result(result);
-    });
-    Ok(())
 }
 
 /// `session/new`, `session/load`, `session/resume`: opens the session off the dispatch loop,

@@ -9,8 +9,7 @@ use zcode_coordinator::{ClientError, ClientPort};
 
 use super::sessions::Sessions;
 use super::translate;
-
-const LOG: &str = "zcode_acp::acp";
+use crate::LOG;
 
 pub struct V2Client {
     pub sessions: Arc<Sessions>,

@@ -22,13 +22,11 @@ use agent_client_protocol::{
     Agent, Client, ConnectTo, Error, ErrorCode, JsonRpcResponse, on_receive_notification,
     on_receive_request,
 };
-use zcode_coordinator::{BoundSession, Coordinator, CoordinatorError};
+use zcode_coordinator::{BoundSession, Coordinator};
 
-use crate::{AgentState, LOGIN_METHOD_ID};
+use crate::{AgentState, LOG, answer, confirm_login};
 use client_port::V2Client;
 use sessions::{Sessions, not_found};
-
-const LOG: &str = "zcode_acp::acp";
 
 /// The v2 agent of one connection.
 #[derive(Clone)]
@@ -114,20 +112,9 @@ impl V2Agent {
     ) -> Result<(), Error> {
         let account = self.state.account.clone();
         answer("auth/login", responder, async move {
-            if request.method_id.0.as_ref() != LOGIN_METHOD_ID {
-                return Err(Error::new(
-                    ErrorCode::INVALID_PARAMS,
-                    format!("Unknown auth method: {}", request.method_id.0),
-                ));
-            }
-            match account.signed_in().await {
-                Ok(true) => Ok(v2::LoginAuthResponse::new()),
-                Ok(false) => {
-                    Err(CoordinatorError::AuthRequired("ZCode login has not completed".into())
-                        .into())
-                }
-                Err(error) => Err(error.into()),
-            }
+            confirm_login(account, &request.method_id.0)
+                .await
+                .map(|()| v2::LoginAuthResponse::new())
         })
     }
 
@@ -358,22 +345,6 @@ fn respond_then_start<T: JsonRpcResponse>(
             let _ = responder.respond_with_error(error);
         }
     }
-}
-
-/// Runs `work` off the dispatch loop and answers the request with its result.
-fn answer<T, F>(method: &'static str, responder: Responder<T>, work: F) -> Result<(), Error>
-where
-    T: JsonRpcResponse + Send + 'static,
-    F: Future<Output = Result<T, Error>> + Send + 'static,
-{
-    tokio::spawn(async move {
-        let result = work.await;
-        if let Err(error) = &result {
-            tracing::warn!(target: LOG, method, code = error.code.value(), message = %error.message, "request failed");
-        }
-        let _ = responder.respond_with_result(result);
-    });
-    Ok(())
 }
 
 /// Unique per connection, for message ids.

@@ -31,8 +31,7 @@ use zcode_coordinator::{Coordinator, CoordinatorError, PendingPrompt};
 
 use super::convert;
 use super::translate::{MessageIds, MessageKind, Translator};
-
-const LOG: &str = "zcode_acp::acp";
+use crate::LOG;
 
 /// Every v2 session of the connection, by id.
 pub struct Sessions {
