@@ -151,12 +151,16 @@ impl V2Agent {
                         state.translator.set_config(response.modes, response.config_options);
                         state.translator.config_options()
                     };
-                    connection.sessions.opened(&conversation);
-                    options
-                        .map(|options| {
-                            (v2::NewSessionResponse::new(id).config_options(options), bound)
-                        })
-                        .map_err(convert::internal)
+                    match options {
+                        Ok(options) => {
+                            connection.sessions.opened(&conversation);
+                            Ok((v2::NewSessionResponse::new(id).config_options(options), bound))
+                        }
+                        Err(error) => {
+                            connection.sessions.forget(&conversation);
+                            Err(convert::internal(error))
+                        }
+                    }
                 }
                 Err(error) => Err(error.into()),
             };
