@@ -1,4 +1,4 @@
-//! `zcode-acp`: an ACP v1 agent that drives ZCode.
+//! `zcode-acp`: an ACP agent (v1, and v2 for clients that ask for it) that drives ZCode.
 //!
 //! With no subcommand it serves ACP on stdin/stdout. Everything else is a tool around that:
 //! checking an install (`doctor`), signing in, inspecting and testing mappers, and the

@@ -13,8 +13,7 @@ use agent_client_protocol::v1::schema::{
 };
 use zcode_contract::ClientFeatures;
 
-/// The terminal auth method: the client runs `zcode-acp login`, which runs ZCode's own login.
-pub const LOGIN_METHOD_ID: &str = "zcode-login";
+use crate::LOGIN_METHOD_ID;
 
 pub fn initialize_response(client: &ClientCapabilities, version: &str) -> InitializeResponse {
     let capabilities = AgentCapabilities::new()
