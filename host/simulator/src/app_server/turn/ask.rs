@@ -52,9 +52,7 @@ impl Turn {
         let id = interaction.id.clone();
         let registration = self.server.interactions.register(&id, self.session_id());
         self.set_pending(&interaction, true);
-        if let Err(halt) = self.fault_point(interaction.point).await {
-            return Err(halt);
-        }
+        self.fault_point(interaction.point).await?;
         let race = self
             .server
             .faults
