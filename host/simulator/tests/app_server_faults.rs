@@ -2,7 +2,7 @@
 
 mod app_server_support;
 
-use app_server_support::{Agent, Desktop, Frame, account_push, labels};
+use app_server_support::{Agent, Desktop, Frame, labels};
 use serde_json::{Value, json};
 
 fn agent_with(desktop: &Desktop, fault: &str) -> Agent {
@@ -127,7 +127,7 @@ fn a_headers_storm_asks_again_and_again_before_one_request() {
     let mut agent = agent_with(&desktop, "headers-storm=3");
     agent.ok(
         "provider/updateAccountConfig",
-        account_push("account:z:1", &["account:zai-individual-coding-plan"]),
+        desktop.account_push("account:z:1", &["account:zai-individual-coding-plan"]),
     );
     let model = json!({"providerId": "account:zai-individual-coding-plan", "modelId": "GLM-5.3"});
     let session = agent.session(&desktop.ws(), json!({"model": model}));

@@ -120,16 +120,19 @@ fn releases_differ_where_the_sources_say() {
     for (app, _) in RELEASES {
         let desktop = Desktop::new(app);
         let mut agent = desktop.spawn();
-        // 3.15 writes its storage start-up frames before anything else.
+        // Storage start-up frames come before anything else (a live capture before 3.15.1
+        // shows them too, so every profile writes them).
         let listed = agent.request("session/list", json!({}));
-        let first = agent.next_frame();
-        let Frame::Json(first) = first else { panic!("{app}: raw first frame") };
-        if has_315(app) {
-            assert_eq!(first["method"], "startup/storageState", "{app}");
-            assert_eq!(first["params"]["phase"], "checking");
-        } else {
-            assert_eq!(first["id"], listed, "{app}: the answer is the first frame");
-        }
+        let phases: Vec<String> = (0..5)
+            .map(|_| {
+                let Frame::Json(frame) = agent.next_frame() else { panic!("{app}: raw frame") };
+                assert_eq!(frame["method"], "startup/storageState", "{app}");
+                frame["params"]["phase"].as_str().unwrap().to_owned()
+            })
+            .collect();
+        assert_eq!(phases, ["checking", "checking", "checking", "committing", "ready"], "{app}");
+        let Frame::Json(answer) = agent.next_frame() else { panic!("{app}: raw frame") };
+        assert_eq!(answer["id"], listed, "{app}");
         let listing = agent.call("session/list", json!({"includeArchived": false}));
         if is_017(app) {
             assert_eq!(listing["error"]["code"], -32602, "{app}: 0.17 dropped includeArchived");
@@ -141,12 +144,8 @@ fn releases_differ_where_the_sources_say() {
         let enhance = agent.err("prompt/enhance", json!({}));
         let expected = if has_315(app) { -32601 } else { -32603 };
         assert_eq!(enhance["code"], expected, "{app}: deleted from the 3.15 vocabulary");
-        let capabilities = agent.call("runtime/capabilities", json!({}));
-        if has_315(app) {
-            assert_eq!(capabilities["result"], json!({"independentPlanState": true}), "{app}");
-        } else {
-            assert_eq!(capabilities["error"]["code"], -32601, "{app}");
-        }
+        let capabilities = agent.ok("runtime/capabilities", json!({}));
+        assert_eq!(capabilities, json!({"independentPlanState": true}), "{app}");
         let guarded =
             agent.call("session/create", json!({"workspace": desktop.ws(), "mode": "guarded"}));
         assert_eq!(
@@ -154,10 +153,8 @@ fn releases_differ_where_the_sources_say() {
             has_315(app),
             "{app}: guarded mode came with 3.15"
         );
-        let push = app_server_support::account_push(
-            "account:t:1",
-            &["account:bigmodel-individual-coding-plan"],
-        );
+        let push =
+            desktop.account_push("account:t:1", &["account:bigmodel-individual-coding-plan"]);
         let pushed = agent.ok("provider/updateAccountConfig", push);
         assert_eq!(pushed["receivedRevision"].is_string(), has_315(app), "{app}: {pushed}");
         assert_eq!(pushed["status"], "received");
@@ -193,5 +190,29 @@ fn session_close_keeps_history_before_315_and_deletes_it_after() {
                 "{app}: {resumed}"
             );
         }
+    }
+}
+
+#[test]
+fn prepare_storage_names_the_database_and_waits_for_the_host() {
+    for reuse in [false, true] {
+        let desktop = Desktop::new("3.17.1");
+        let mut agent = desktop.spawn_args(&["app-server", "--stdio", "--prepare-storage"], &[]);
+        let Frame::Json(path) = agent.next_frame() else { panic!("raw frame") };
+        assert_eq!(path["method"], "startup/storagePath");
+        assert!(path["params"]["path"].as_str().unwrap().ends_with("db.sqlite"));
+        agent.send(&json!({"method": "startup/storagePathReady", "reuse": reuse}));
+        let mut methods = Vec::new();
+        loop {
+            let Frame::Json(frame) = agent.next_frame() else { panic!("raw frame") };
+            let method = frame["method"].as_str().unwrap().to_owned();
+            methods.push(method.clone());
+            if method == "startup/storagePrepared" {
+                break;
+            }
+        }
+        let states = methods.iter().filter(|method| *method == "startup/storageState").count();
+        assert_eq!(states, if reuse { 0 } else { 5 }, "reuse skips opening the storage");
+        assert_eq!(agent.ok("runtime/capabilities", json!({}))["independentPlanState"], true);
     }
 }

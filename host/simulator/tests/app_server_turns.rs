@@ -3,7 +3,7 @@
 
 mod app_server_support;
 
-use app_server_support::{Desktop, GENERATIONS, account_push, has_315, labels, streamed_text};
+use app_server_support::{Desktop, GENERATIONS, has_315, labels, streamed_text};
 use serde_json::{Value, json};
 
 const BIGMODEL: &str = "account:bigmodel-individual-coding-plan";
@@ -333,7 +333,7 @@ fn account_models_need_runtime_headers_with_the_stored_key() {
             refused["message"].as_str().unwrap().contains("is not available"),
             "{app}: before the push"
         );
-        agent.ok("provider/updateAccountConfig", account_push("account:t:1", &[BIGMODEL]));
+        agent.ok("provider/updateAccountConfig", desktop.account_push("account:t:1", &[BIGMODEL]));
         let session = agent.session(&desktop.ws(), json!({"model": model, "mode": "yolo"}));
         agent.prompt(&session, "sim:reply hi");
         let asked = agent.reverse("interaction/requestProviderRuntimeHeaders");
@@ -376,22 +376,82 @@ fn account_models_need_runtime_headers_with_the_stored_key() {
 }
 
 #[test]
-fn start_plan_models_need_a_captcha_the_host_cannot_give() {
-    let desktop = Desktop::new("3.18.2");
+fn start_plan_models_need_a_captcha_on_3_14_3_and_the_business_token_after() {
+    for app in ["3.14.3", "3.18.2"] {
+        let desktop = Desktop::new(app);
+        desktop.store_credential("zcodejwttoken", "jwt-stored");
+        let mut agent = desktop.spawn();
+        agent.ok(
+            "provider/updateAccountConfig",
+            desktop.account_push("account:t:1", &["account:zai-start-plan"]),
+        );
+        let model = json!({"providerId": "account:zai-start-plan", "modelId": "GLM-5.3"});
+        let session = agent.session(&desktop.ws(), json!({"model": model}));
+        agent.prompt(&session, "sim:reply hi");
+        let asked = agent.reverse("interaction/requestProviderRuntimeHeaders");
+        assert_eq!(asked["params"]["accountAccess"]["mode"], "start-plan", "{app}");
+        agent.answer(
+            &asked["id"],
+            json!({"headersApplied": true, "requestAuth": {"apiKey": "jwt-stored"}}),
+        );
+        let last = agent.turn_events(&session).pop().unwrap();
+        if app == "3.14.3" {
+            assert_eq!(last["type"], "turn.failed", "{app}: the token alone is not enough");
+            assert!(last["payload"]["error"]["message"].as_str().unwrap().contains("captcha"));
+        } else {
+            assert_eq!(last["type"], "turn.completed", "{app}: 3.14.4 switched the captcha off");
+            agent.prompt(&session, "sim:reply again");
+            let asked = agent.reverse("interaction/requestProviderRuntimeHeaders");
+            agent.answer(
+                &asked["id"],
+                json!({"headersApplied": true, "requestAuth": {"apiKey": "jwt-other"}}),
+            );
+            assert_eq!(agent.turn_events(&session).pop().unwrap()["type"], "turn.failed", "{app}");
+        }
+    }
+}
+
+#[test]
+fn account_pushes_take_effect_only_for_this_table_with_the_personal_config() {
+    let desktop = Desktop::new("3.17.2");
+    let model = json!({"providerId": BIGMODEL, "modelId": "GLM-5.3", "options": {"reasoningLevel": "high"}});
     let mut agent = desktop.spawn();
-    agent.ok(
-        "provider/updateAccountConfig",
-        account_push("account:t:1", &["account:zai-start-plan"]),
+    let mut foreign = desktop.account_push("account:t:1", &[BIGMODEL]);
+    foreign["basedOnZCodeBuiltinRevision"] = json!("zcode-builtin:30:0000");
+    assert_eq!(agent.ok("provider/updateAccountConfig", foreign)["status"], "received");
+    let ignored = agent.err("session/create", json!({"workspace": desktop.ws(), "model": model}));
+    assert_eq!(ignored["data"]["code"], "MODEL_UNAVAILABLE", "a push for another table is ignored");
+    let mut alone = desktop.spawn_with(&[("ZCODE_PERSONAL_PROVIDER_CONFIG_FILE", "")]);
+    alone.ok("provider/updateAccountConfig", desktop.account_push("account:t:1", &[BIGMODEL]));
+    let voided = alone.err("session/create", json!({"workspace": desktop.ws(), "model": model}));
+    assert_eq!(voided["data"]["code"], "MODEL_UNAVAILABLE", "without the personal config");
+    agent.ok("provider/updateAccountConfig", desktop.account_push("account:t:2", &[BIGMODEL]));
+    let created = agent.ok("session/create", json!({"workspace": desktop.ws(), "model": model}));
+    assert_eq!(created["settings"]["model"]["current"], model);
+    let available = created["settings"]["model"]["available"].as_array().unwrap().len();
+    assert!(available > 1, "the account models join the registry");
+    // setModel insists on a level for level-bearing models (a live 3.14.5 answer).
+    let session = created["session"]["sessionId"].as_str().unwrap();
+    let bare = json!({"providerId": BIGMODEL, "modelId": "GLM-5.3-Flash"});
+    let error = agent.err("session/setModel", json!({"sessionId": session, "model": bare}));
+    assert_eq!(
+        error["message"],
+        format!("Reasoning level is required for {BIGMODEL}/GLM-5.3-Flash")
     );
-    let model = json!({"providerId": "account:zai-start-plan", "modelId": "GLM-5.3"});
-    let session = agent.session(&desktop.ws(), json!({"model": model}));
-    agent.prompt(&session, "sim:reply hi");
-    let asked = agent.reverse("interaction/requestProviderRuntimeHeaders");
-    assert_eq!(asked["params"]["accountAccess"]["mode"], "start-plan");
-    agent.answer(&asked["id"], json!({"headersApplied": true, "requestAuth": {"apiKey": "jwt"}}));
-    let failed = agent.turn_events(&session).pop().unwrap();
-    assert_eq!(failed["type"], "turn.failed");
-    assert!(failed["payload"]["error"]["message"].as_str().unwrap().contains("captcha"));
+    let odd = json!({"providerId": BIGMODEL, "modelId": "GLM-5.3-Flash", "options": {"reasoningLevel": "agent"}});
+    let error = agent.err("session/setModel", json!({"sessionId": session, "model": odd}));
+    assert_eq!(
+        error["message"],
+        format!("Reasoning effort \"agent\" is not supported by {BIGMODEL}/GLM-5.3-Flash")
+    );
+}
+
+#[test]
+fn the_agent_dies_at_boot_without_its_builtin_provider_table() {
+    let desktop = Desktop::new("4.0.0");
+    let mut agent = desktop.spawn_with(&[("ZCODE_BUILTIN_PROVIDER_CONFIG_FILE", "")]);
+    assert_eq!(agent.wait().code(), Some(1));
+    assert!(agent.stderr_text().contains("无法定位 CLI ZCode Built-in Provider Config"));
 }
 
 #[test]
@@ -433,8 +493,8 @@ fn legacy_stop_stops_a_legacy_prompt_and_setters_guard_their_revision() {
         assert_eq!(changed["params"]["patch"]["mode"]["current"], "yolo");
         let level = agent
             .err("session/setThoughtLevel", json!({"sessionId": session, "thoughtLevel": "max"}));
-        assert!(
-            level["message"].as_str().unwrap().contains("not available"),
+        assert_eq!(
+            level["message"], "Reasoning effort \"max\" is not supported by sim-local/sim-echo",
             "{app}: sim-echo has no levels"
         );
         let unknown: Value = agent.err(

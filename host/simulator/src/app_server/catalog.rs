@@ -18,8 +18,9 @@ pub struct AccountAccess {
 }
 
 impl AccountAccess {
-    /// Start Plan requests need a captcha solved in the Desktop renderer (reference APP §3.4).
-    pub fn needs_captcha(&self) -> bool {
+    /// Start Plan (the free allowance): authorised by the account's business JWT, and on
+    /// 3.14.3 by a captcha only the Desktop renderer can solve (reference APP §3.4).
+    pub fn is_start_plan(&self) -> bool {
         self.mode == "start-plan"
     }
 }
@@ -161,11 +162,13 @@ pub fn selection(model: &Model, level: Option<&str>) -> Value {
 }
 
 /// Checks a `ModelSelection` a host asked for: the model must exist and be usable, and its
-/// reasoning level (when given) must be one the model offers. A missing level becomes the
-/// model's default. Returns the model and the normalised selection.
+/// reasoning level (when given) must be one the model offers. A missing level is an error
+/// where `require_level` says so (`session/setModel`, as a live 3.14.5 Agent answered),
+/// else the model's default. Returns the model and the normalised selection.
 pub fn resolve_selection(
     entitlements: &Entitlements,
     selection: &Value,
+    require_level: bool,
 ) -> Result<(&'static Model, Value), String> {
     let provider = selection["providerId"].as_str().unwrap_or_default();
     let model_id = selection["modelId"].as_str().unwrap_or_default();
@@ -174,12 +177,21 @@ pub fn resolve_selection(
         .ok_or_else(|| format!("Model {provider}/{model_id} is not available"))?;
     let level = selection["options"]["reasoningLevel"].as_str();
     match level {
-        Some(level) if !model.levels.contains(&level) => {
-            Err(format!("Reasoning level {level} is not available for {provider}/{model_id}"))
-        }
+        Some(level) if !model.levels.contains(&level) => Err(unsupported_level(model, level)),
         Some(level) => Ok((model, self::selection(model, Some(level)))),
+        None if require_level && !model.levels.is_empty() => {
+            Err(format!("Reasoning level is required for {provider}/{model_id}"))
+        }
         None => Ok((model, self::selection(model, model.default_level))),
     }
+}
+
+/// The error for a level a model does not offer.
+pub fn unsupported_level(model: &Model, level: &str) -> String {
+    format!(
+        "Reasoning effort \"{level}\" is not supported by {}/{}",
+        model.provider_id, model.model_id
+    )
 }
 
 /// A `ZCodeModelOption` (`settings.model.available[]`).
@@ -265,6 +277,16 @@ pub enum StoredKey {
 
 /// Looks up `account-provider:coding-plan:<provider>:account:<uid>:api-key`.
 pub fn stored_account_key(provider_id: &str) -> StoredKey {
+    let prefix = format!("account-provider:coding-plan:{provider_id}:account:");
+    stored(|key| key.starts_with(&prefix) && key.ends_with(":api-key"))
+}
+
+/// The signed-in account's business JWT (`zcodejwttoken`), which Start Plan requests carry.
+pub fn stored_business_token() -> StoredKey {
+    stored(|key| key == "zcodejwttoken")
+}
+
+fn stored(wanted: impl Fn(&str) -> bool) -> StoredKey {
     let Ok(path) = crate::auth::credentials_path() else { return StoredKey::Missing };
     let Some(entries) = std::fs::read_to_string(path)
         .ok()
@@ -272,10 +294,7 @@ pub fn stored_account_key(provider_id: &str) -> StoredKey {
     else {
         return StoredKey::Missing;
     };
-    let prefix = format!("account-provider:coding-plan:{provider_id}:account:");
-    let found = entries.as_object().and_then(|entries| {
-        entries.iter().find(|(key, _)| key.starts_with(&prefix) && key.ends_with(":api-key"))
-    });
+    let found = entries.as_object().and_then(|entries| entries.iter().find(|(key, _)| wanted(key)));
     match found.and_then(|(_, value)| value.as_str()) {
         Some(value) if value.starts_with("enc:") => StoredKey::Encrypted,
         Some(value) if !value.is_empty() => StoredKey::Plain(value.to_owned()),

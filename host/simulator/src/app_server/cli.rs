@@ -8,6 +8,7 @@ use std::process::ExitCode;
 
 use super::fault::AppFaults;
 use super::profile::AppServerProfile;
+use super::provider_config::ProviderConfig;
 use super::server::{Options, Server};
 use super::store::AppStore;
 use crate::output::Output;
@@ -125,6 +126,14 @@ fn serve(install_root: &Path, profile: &'static AppServerProfile, flags: ServerF
             return ExitCode::from(2);
         }
     };
+    // The real CLI exits during boot when it cannot locate its built-in provider table.
+    let provider = match ProviderConfig::from_env() {
+        Ok(provider) => provider,
+        Err(message) => {
+            eprintln!("{message}");
+            return ExitCode::from(1);
+        }
+    };
     let store = AppStore::for_install(install_root);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -133,7 +142,7 @@ fn serve(install_root: &Path, profile: &'static AppServerProfile, flags: ServerF
         .expect("tokio runtime");
     runtime.block_on(async move {
         let out = Output::start();
-        let server = Server::new(profile, options, faults, store, out);
+        let server = Server::new(profile, options, faults, store, provider, out);
         server.serve(flags.prepare_storage).await
     });
     ExitCode::SUCCESS

@@ -42,7 +42,6 @@ const KNOWN_UNSIMULATED: &[&str] = &[
     "mcp/readResource",
     "offPeak/create",
     "offPeak/list",
-    "process/childProcesses",
     "usage/stats",
     "topic/resource/read",
     "topic/resource/cancel",
@@ -58,7 +57,6 @@ pub async fn dispatch(
     params: Option<Value>,
 ) -> Result<Reply, ProtocolError> {
     let params = params.as_ref();
-    let profile = server.profile;
     match method {
         "session/create" => create(server, params).await,
         "session/resume" => resume(server, params).await,
@@ -83,15 +81,13 @@ pub async fn dispatch(
         "runtime/capabilities" => Ok(json!({"independentPlanState": true}).into()),
         "workspace/readPresentation" => read_presentation(params),
         "workspace/updateInteractionPreferences" => update_interaction_preferences(server, params),
+        // A live capture answered an empty list (`tests/recorded/app-server`).
+        "process/childProcesses" => Ok(json!({"processes": []}).into()),
         known
             if KNOWN_UNSIMULATED.contains(&known)
                 || KNOWN_UNSIMULATED_PREFIXES.iter().any(|prefix| known.starts_with(prefix)) =>
         {
-            if profile.serves_315_method(known) {
-                Err(not_simulated(known))
-            } else {
-                Err(ProtocolError::method_not_found(known))
-            }
+            Err(not_simulated(known))
         }
         // `workspace/updateProviderRegistry` left with 3.12.3; the rest never existed.
         other => Err(ProtocolError::method_not_found(other)),
@@ -140,7 +136,7 @@ async fn create(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, P
         }
         let model = match params.get("model") {
             Some(selection) => Some(
-                catalog::resolve_selection(&state.entitlements, selection)
+                catalog::resolve_selection(&state.entitlements, selection, false)
                     .map_err(|message| business_error(message, "MODEL_UNAVAILABLE"))?
                     .1,
             ),
@@ -324,7 +320,7 @@ fn send(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolE
     let busy_fault = server.faults.take_one("session/send", AppFault::Busy).is_some();
     let selection = match params.get("modelSelection") {
         Some(selection) => Some(
-            catalog::resolve_selection(&state.entitlements, selection)
+            catalog::resolve_selection(&state.entitlements, selection, false)
                 .map_err(|message| business_error(message, "MODEL_UNAVAILABLE"))?
                 .1,
         ),
@@ -474,7 +470,7 @@ fn set_model(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, Prot
     let params = parse_params(&schemas::session_set_model(), params)?;
     let session_id = session_id(&params);
     let mut state = server.state();
-    let (_, selection) = catalog::resolve_selection(&state.entitlements, &params["model"])
+    let (_, selection) = catalog::resolve_selection(&state.entitlements, &params["model"], true)
         .map_err(|message| business_error(message, "MODEL_UNAVAILABLE"))?;
     let resident = state.resident(&session_id)?;
     check_revision(resident, &params)?;
@@ -502,10 +498,7 @@ fn set_thought_level(server: &Arc<Server>, params: Option<&Value>) -> Result<Rep
         && !model.levels.contains(&level)
     {
         return Err(business_error(
-            format!(
-                "Reasoning level {level} is not available for {}/{}",
-                model.provider_id, model.model_id
-            ),
+            catalog::unsupported_level(model, level),
             "INVALID_THOUGHT_LEVEL",
         ));
     }
@@ -545,7 +538,8 @@ pub fn stored_usage(state: &State, session_id: &str) -> Result<Usage, ProtocolEr
     }
     match state.store.load(session_id) {
         Ok(Some(record)) => Ok(record.usage),
-        Ok(None) => Err(ProtocolError::not_active(session_id)),
+        // A live capture answered zeros for an unknown session, not an error.
+        Ok(None) => Ok(Usage::default()),
         Err(message) => Err(business_error(message, "STORAGE_ERROR")),
     }
 }
@@ -652,7 +646,14 @@ fn update_account_config(
 ) -> Result<Reply, ProtocolError> {
     let params = parse_params(&schemas::provider_update_account_config(), params)?;
     let mut state = server.state();
-    let (count, status) = state.entitlements.update(&params);
+    // A push not based on this process's table (or without the personal config) is answered
+    // like any other and silently ignored.
+    let based_on = params["basedOnZCodeBuiltinRevision"].as_str().unwrap_or_default();
+    let (count, status) = if server.provider.accepts(based_on) {
+        state.entitlements.update(&params)
+    } else {
+        (params["providers"].as_object().map_or(0, |providers| providers.len()), "received")
+    };
     let mut result = json!({"providerCount": count, "status": status});
     if server.profile.has_315_deltas() {
         result["receivedRevision"] = params["revision"].clone();

@@ -16,6 +16,7 @@ mod interactions;
 mod legacy;
 mod messages;
 pub mod profile;
+mod provider_config;
 mod reverse;
 mod schemas;
 mod server;

@@ -46,6 +46,12 @@ impl AppServerProfile {
         self.has_315_deltas()
     }
 
+    /// Start Plan model requests need a captcha the Desktop renderer solves; 3.14.4 switched
+    /// that off (releases §2: feed, cask and plugin notes).
+    pub fn start_plan_needs_captcha(&self) -> bool {
+        self.app_version == "3.14.3"
+    }
+
     /// Modes `session/setMode` and `session/create` accept.
     pub fn session_modes(&self) -> &'static [&'static str] {
         if self.has_315_deltas() { &MODES_315 } else { &MODES_314 }
@@ -60,11 +66,6 @@ impl AppServerProfile {
     /// `Method not found` from 3.15 on.
     pub fn serves_deleted_legacy(&self, method: &str) -> bool {
         !self.has_315_deltas() && DELETED_IN_315.contains(&method)
-    }
-
-    /// Methods that exist from 3.15 on only.
-    pub fn serves_315_method(&self, method: &str) -> bool {
-        self.has_315_deltas() || !ADDED_IN_315.contains(&method)
     }
 }
 
@@ -84,10 +85,6 @@ pub const DELETED_IN_315: [&str; 6] = [
     "prompt/cancelEnhance",
     "plugins/marketplace/list",
 ];
-
-/// Legacy methods the references name as new in the 3.15.1 source.
-const ADDED_IN_315: [&str; 3] =
-    ["runtime/capabilities", "session/debug", "workspace/readPresentation"];
 
 const fn profile(
     name: &'static str,
@@ -152,7 +149,5 @@ mod tests {
         assert!(old.serves_deleted_legacy("prompt/enhance"));
         assert!(!mid.serves_deleted_legacy("prompt/enhance"));
         assert!(!old.serves_deleted_legacy("session/steer"));
-        assert!(!old.serves_315_method("runtime/capabilities"));
-        assert!(mid.serves_315_method("runtime/capabilities"));
     }
 }

@@ -22,6 +22,7 @@ use super::catalog::{self, Entitlements};
 use super::fault::{AppFault, AppFaults};
 use super::interactions::Interactions;
 use super::profile::AppServerProfile;
+use super::provider_config::ProviderConfig;
 use super::reverse::{ClientError, ClientRequest, Reverse};
 use super::schemas;
 use super::session::{Preferences, Resident};
@@ -209,6 +210,7 @@ pub struct Server {
     pub faults: AppFaults,
     pub reverse: Reverse,
     pub interactions: Arc<Interactions>,
+    pub provider: ProviderConfig,
     state: Mutex<State>,
 }
 
@@ -221,6 +223,7 @@ impl Server {
         options: Options,
         faults: AppFaults,
         store: AppStore,
+        provider: ProviderConfig,
         out: Arc<Output>,
     ) -> Arc<Server> {
         let writer = out.clone();
@@ -235,6 +238,7 @@ impl Server {
             faults,
             reverse,
             interactions,
+            provider,
             state: Mutex::new(State {
                 store,
                 sessions: HashMap::new(),
@@ -319,8 +323,19 @@ impl Server {
                 _ => {}
             }
         }
-        if self.profile.has_315_deltas() {
-            self.storage_startup_frames(prepare_storage);
+        let mut reader = tokio::io::BufReader::with_capacity(1 << 16, tokio::io::stdin());
+        if prepare_storage {
+            match self.storage_path_handshake(&mut reader).await {
+                Ok(true) => {}
+                Ok(false) => self.storage_startup_frames(),
+                Err(message) => {
+                    self.out.exit(1, Some(message));
+                    return std::future::pending().await;
+                }
+            }
+            self.out.frame(&wire::notification("startup/storagePrepared", json!({})));
+        } else {
+            self.storage_startup_frames();
         }
         let (queue, mut queued) = mpsc::unbounded_channel::<(Value, String, Option<Value>)>();
         let worker = tokio::spawn({
@@ -332,7 +347,6 @@ impl Server {
             }
         });
         let mut shutdown = super::Shutdown::install();
-        let mut reader = tokio::io::BufReader::with_capacity(1 << 16, tokio::io::stdin());
         let mut line = Vec::new();
         loop {
             line.clear();
@@ -428,29 +442,54 @@ impl Server {
         if profile.serves_deleted_legacy(method) {
             return Err(not_simulated(method));
         }
-        if !profile.serves_315_method(method) {
-            return Err(ProtocolError::method_not_found(method));
-        }
         if method.starts_with("v4/") {
             return v4::dispatch(self, method, params).await;
         }
         legacy::dispatch(self, method, params).await
     }
 
-    /// The `startup/storageState` frames the 3.15 Agent writes while opening its database.
-    pub fn storage_startup_frames(&self, prepared: bool) {
+    /// `--prepare-storage`: the Agent names its database path (`startup/storagePath`) and
+    /// waits up to 30 s for one `startup/storagePathReady` line; `reuse: true` skips opening
+    /// the storage again. Returns `reuse`.
+    async fn storage_path_handshake(
+        &self,
+        reader: &mut tokio::io::BufReader<tokio::io::Stdin>,
+    ) -> Result<bool, String> {
+        let path = self.state().store.database_path();
+        self.out.frame(&wire::notification(
+            "startup/storagePath",
+            json!({"path": path.to_string_lossy()}),
+        ));
+        let mut line = Vec::new();
+        let read =
+            tokio::time::timeout(Duration::from_secs(30), reader.read_until(b'\n', &mut line));
+        match read.await {
+            Ok(Ok(read)) if read > 0 => {}
+            Ok(_) => return Err("Error: stdin closed before startup/storagePathReady".into()),
+            Err(_) => return Err("Error: timed out waiting for startup/storagePathReady".into()),
+        }
+        let value: Value = serde_json::from_slice(&line)
+            .map_err(|_| "Error: expected startup/storagePathReady".to_owned())?;
+        if value["method"] != "startup/storagePathReady" {
+            return Err("Error: expected startup/storagePathReady".into());
+        }
+        Ok(value["reuse"] == true || value["params"]["reuse"] == true)
+    }
+
+    /// The `startup/storageState` frames the Agent writes while opening its database, before
+    /// it reads anything: five of them, `checking` ×3, `committing`, `ready`, as a live
+    /// capture recorded (`tests/recorded/app-server/README.md`).
+    pub fn storage_startup_frames(&self) {
         let database_id = self.state().store.database_id();
         let attempt = uuid::Uuid::new_v4().to_string();
-        for (sequence, phase) in [(1, "checking"), (2, "ready")] {
+        let phases = ["checking", "checking", "checking", "committing", "ready"];
+        for (index, phase) in phases.into_iter().enumerate() {
             self.out.frame(&wire::notification(
                 "startup/storageState",
-                json!({"schemaVersion": 1, "attemptId": attempt, "databaseId": database_id,
-                       "databaseKind": "session", "sequence": sequence, "phase": phase,
-                       "elapsedMs": 0}),
+                json!({"schemaVersion": 1, "attemptId": attempt, "sequence": index + 1,
+                       "databaseId": database_id, "databaseKind": "session", "phase": phase,
+                       "elapsedMs": index}),
             ));
-        }
-        if prepared {
-            self.out.frame(&wire::notification("startup/storagePrepared", json!({})));
         }
     }
 }

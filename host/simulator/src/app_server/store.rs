@@ -107,19 +107,18 @@ impl AppStore {
         AppStore { root }
     }
 
-    /// An opaque id of this state directory's database, stable across processes (the Agent
-    /// shows the SHA-256 of its database path; any stable 64-hex id looks the same).
+    /// The id start-up frames give the database: the SHA-256 of its path (storage-startup
+    /// source), here of the simulated database file beside the sessions.
     pub fn database_id(&self) -> String {
-        let text = self.root.to_string_lossy();
-        (0u64..4)
-            .map(|round| {
-                let mut hash = 0xcbf2_9ce4_8422_2325u64 ^ round;
-                for byte in text.bytes() {
-                    hash = (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
-                }
-                format!("{hash:016x}")
-            })
-            .collect()
+        use sha2::{Digest, Sha256};
+        let path = self.database_path();
+        let digest = Sha256::digest(path.to_string_lossy().as_bytes());
+        digest.iter().map(|byte| format!("{byte:02x}")).collect()
+    }
+
+    /// Where the simulated database lives (named in start-up frames; no file is written).
+    pub fn database_path(&self) -> PathBuf {
+        self.root.join("db.sqlite")
     }
 
     fn file(&self, session_id: &str) -> Option<PathBuf> {

@@ -71,7 +71,8 @@ fn message_schema() -> Schema {
             trace(),
         ]),
         strict(vec![field("method", non_empty()), optional("params", Schema::Unknown), trace()]),
-        strict(vec![field("id", request_id()), optional("result", Schema::Unknown)]),
+        // `result` must be present (a live Agent reports `expected: "nonoptional"`).
+        strict(vec![field("id", request_id()), field("result", Schema::Present)]),
         strict(vec![
             field("id", request_id()),
             field(
@@ -246,6 +247,15 @@ mod tests {
             panic!("a jsonrpc member is no ZCode Protocol message");
         };
         assert_eq!(issues[0]["code"], "invalid_union");
+        // The four branches report what a live Agent reported (tests/recorded/app-server).
+        let branches = issues[0]["errors"].as_array().unwrap();
+        assert_eq!(branches[0][0]["keys"], json!(["jsonrpc"]));
+        // Keys come sorted (JSON objects here keep no insertion order).
+        assert_eq!(branches[1][0]["keys"], json!(["id", "jsonrpc"]));
+        assert_eq!(branches[2][0]["expected"], "nonoptional");
+        assert_eq!(branches[2][0]["path"], json!(["result"]));
+        assert_eq!(branches[2][1]["keys"], json!(["jsonrpc", "method"]));
+        assert_eq!(branches[3][0]["path"], json!(["error"]));
         assert!(matches!(decode(br#"{"id":1.5,"method":"x"}"#), Incoming::Invalid(_)));
         assert!(matches!(decode(br#"{"id":1,"method":""}"#), Incoming::Invalid(_)));
         assert!(matches!(decode(b"[1,2]"), Incoming::Invalid(_)));

@@ -12,6 +12,8 @@ use serde_json::{Map, Value, json};
 #[derive(Debug, Clone)]
 pub enum Schema {
     Unknown,
+    /// Any value, but it must be there (`.nonoptional()`).
+    Present,
     /// A string; `min` after optional trimming (zod `.trim().min(n)`).
     Str {
         min: usize,
@@ -182,6 +184,11 @@ fn invalid_type(expected: &str, value: Option<&Value>, path: &[Value]) -> Issue 
 fn visit(schema: &Schema, value: Option<&Value>, path: &mut Vec<Value>, issues: &mut Vec<Issue>) {
     match schema {
         Schema::Unknown => {}
+        Schema::Present => {
+            if value.is_none() {
+                issues.push(invalid_type("nonoptional", value, path));
+            }
+        }
         Schema::Str { min, trim } => match value {
             Some(Value::String(text)) => {
                 let length = if *trim { text.trim().chars().count() } else { text.chars().count() };

@@ -64,13 +64,39 @@ impl Desktop {
         )
         .unwrap();
         std::fs::write(root.join("resources/glm/zcode.cjs"), "// agent\n").unwrap();
+        let table = root.join("resources/config/provider/zcode-builtin.json");
+        std::fs::create_dir_all(table.parent().unwrap()).unwrap();
+        std::fs::write(&table, r#"{"revision": 30, "config": {}}"#).unwrap();
         let workspace = base.join("workspace");
         let state = base.join("state");
         let home = base.join("home");
         for dir in [&workspace, &state, &home] {
             std::fs::create_dir_all(dir).unwrap();
         }
+        std::fs::create_dir_all(home.join(".zcode/v2")).unwrap();
+        std::fs::write(home.join(".zcode/v2/provider_config.json"), "{}").unwrap();
         Desktop { _dir: dir, version: version.to_owned(), root, workspace, state, home }
+    }
+
+    /// The bundled built-in provider table the launcher points the Agent at.
+    pub fn builtin_table(&self) -> PathBuf {
+        self.root.join("resources/config/provider/zcode-builtin.json")
+    }
+
+    /// The `basedOnZCodeBuiltinRevision` the Agent accepts: the table's revision and the
+    /// SHA-256 of its path.
+    pub fn builtin_revision(&self) -> String {
+        use sha2::Digest;
+        let digest = sha2::Sha256::digest(self.builtin_table().to_str().unwrap().as_bytes());
+        let hex: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
+        format!("zcode-builtin:30:{hex}")
+    }
+
+    /// An account push that entitles `providers`, based on this install's table.
+    pub fn account_push(&self, revision: &str, providers: &[&str]) -> Value {
+        let mut push = account_push(revision, providers);
+        push["basedOnZCodeBuiltinRevision"] = json!(self.builtin_revision());
+        push
     }
 
     /// The `ZCodeWorkspaceRef` of the workspace.
@@ -85,10 +111,21 @@ impl Desktop {
 
     /// Stores an account provider's API key in the fake home's credentials file.
     pub fn store_key(&self, provider: &str, key: &str) {
+        self.store_credential(
+            &format!("account-provider:coding-plan:{provider}:account:u-1:api-key"),
+            key,
+        );
+    }
+
+    /// Adds one entry to the fake home's `~/.zcode/v2/credentials.json`.
+    pub fn store_credential(&self, name: &str, value: &str) {
         let path = self.home.join(".zcode/v2/credentials.json");
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        let name = format!("account-provider:coding-plan:{provider}:account:u-1:api-key");
-        std::fs::write(path, json!({name: key}).to_string()).unwrap();
+        let mut entries: Value = std::fs::read_to_string(&path)
+            .ok()
+            .and_then(|text| serde_json::from_str(&text).ok())
+            .unwrap_or_else(|| json!({}));
+        entries[name] = json!(value);
+        std::fs::write(path, entries.to_string()).unwrap();
     }
 
     pub fn command(&self, argv: &[&str]) -> Command {
@@ -104,6 +141,13 @@ impl Desktop {
             .env("HOME", &self.home)
             .env("ZCODE_SIM_STATE", &self.state)
             .env("ELECTRON_RUN_AS_NODE", "1")
+            // What a Desktop (or a careful host) hands the Agent; the CLI dies without the
+            // first and ignores account pushes without the second.
+            .env("ZCODE_BUILTIN_PROVIDER_CONFIG_FILE", self.builtin_table())
+            .env(
+                "ZCODE_PERSONAL_PROVIDER_CONFIG_FILE",
+                self.home.join(".zcode/v2/provider_config.json"),
+            )
             // Tests wait for re-announcements; a short first interval keeps them quick.
             .env("ZCODE_SIM_REANNOUNCE_MS", "50");
         command
@@ -127,8 +171,15 @@ impl Desktop {
     }
 
     pub fn spawn_with(&self, env: &[(&str, &str)]) -> Agent {
+        self.spawn_args(&["app-server", "--stdio"], env)
+    }
+
+    /// Starts the CLI with other arguments (after `zcode.cjs`).
+    pub fn spawn_args(&self, args: &[&str], env: &[(&str, &str)]) -> Agent {
         let entry = self.cli_entry();
-        let mut command = self.command(&[&entry, "app-server", "--stdio"]);
+        let mut argv = vec![entry.as_str()];
+        argv.extend_from_slice(args);
+        let mut command = self.command(&argv);
         for (key, value) in env {
             command.env(key, value);
         }

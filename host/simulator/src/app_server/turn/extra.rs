@@ -1,6 +1,7 @@
 //! Triggers only the app-server profiles know, for requests the host-bridge protocol does not
-//! have: `sim:elicit` (MCP elicitation), `sim:browser` (browser backends), `sim:mcp-auth`
-//! (official MCP auth headers) — all three from 3.15 on — and `sim:cron` (scheduled tasks).
+//! have: `sim:elicit` (MCP elicitation, from 3.15 on), `sim:browser` (browser backends),
+//! `sim:mcp-auth` (official MCP auth headers) and `sim:cron` (scheduled tasks). The last
+//! three are in a method table measured before 3.15, so every profile has them.
 //! Any other prompt goes to the shared scenario engine.
 
 use serde_json::json;
@@ -26,10 +27,8 @@ pub fn select(prompt: &str, profile: &AppServerProfile) -> Option<(Extra, Scenar
             "The MCP server received your answer.",
             "The MCP server request was declined.",
         ),
-        "browser" if profile.has_315_deltas() => {
-            (Extra::Browser, "The browser is ready.", "No browser is available.")
-        }
-        "mcp-auth" if profile.has_315_deltas() => (
+        "browser" => (Extra::Browser, "The browser is ready.", "No browser is available."),
+        "mcp-auth" => (
             Extra::McpAuth,
             "The official MCP server accepted the request.",
             "The official MCP server is unavailable.",

@@ -491,7 +491,8 @@ impl Turn {
             );
         }
         let auth = &answer["requestAuth"];
-        if model.account.is_some_and(|access| access.needs_captcha()) {
+        let Some(access) = model.account else { return Ok(()) };
+        if access.is_start_plan() && self.server.profile.start_plan_needs_captcha() {
             let solved = auth["headers"]
                 .as_object()
                 .is_some_and(|headers| headers.contains_key("X-Aliyun-Captcha-Verify-Param"));
@@ -500,11 +501,13 @@ impl Turn {
             }
             return Ok(());
         }
-        if model.account.is_none() {
-            return Ok(());
-        }
         let key = auth["apiKey"].as_str().unwrap_or_default();
-        let valid = match catalog::stored_account_key(model.provider_id) {
+        let stored = if access.is_start_plan() {
+            catalog::stored_business_token()
+        } else {
+            catalog::stored_account_key(model.provider_id)
+        };
+        let valid = match stored {
             StoredKey::Plain(stored) => !key.is_empty() && key == stored,
             StoredKey::Encrypted => !key.is_empty(),
             StoredKey::Missing => false,

@@ -301,10 +301,12 @@ fn send_text(
 ) -> Decision {
     let text = payload["text"].as_str().unwrap_or_default().to_owned();
     let selection = match payload.get("modelSelection") {
-        Some(selection) => match catalog::resolve_selection(&state.entitlements, selection) {
-            Ok((_, selection)) => Some(selection),
-            Err(message) => return Decision::failed(message),
-        },
+        Some(selection) => {
+            match catalog::resolve_selection(&state.entitlements, selection, false) {
+                Ok((_, selection)) => Some(selection),
+                Err(message) => return Decision::failed(message),
+            }
+        }
         None => None,
     };
     let resident = state.sessions.get_mut(session_id).expect("checked above");
