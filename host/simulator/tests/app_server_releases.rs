@@ -213,6 +213,13 @@ fn prepare_storage_names_the_database_and_waits_for_the_host() {
         }
         let states = methods.iter().filter(|method| *method == "startup/storageState").count();
         assert_eq!(states, if reuse { 0 } else { 5 }, "reuse skips opening the storage");
-        assert_eq!(agent.ok("runtime/capabilities", json!({}))["independentPlanState"], true);
+        assert!(agent.wait().success(), "preparing the storage is all this mode does");
     }
+    let desktop = Desktop::new("3.15.1");
+    let mut agent = desktop.spawn_args(&["app-server", "--stdio", "--prepare-storage"], &[]);
+    agent.notification("startup/storagePath");
+    agent.send(&json!({"method": "session/list"}));
+    let failed = agent.notification("startup/storageState");
+    assert_eq!(failed["params"]["phase"], "failed");
+    assert_eq!(agent.wait().code(), Some(1));
 }

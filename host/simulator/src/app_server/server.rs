@@ -325,18 +325,30 @@ impl Server {
         }
         let mut reader = tokio::io::BufReader::with_capacity(1 << 16, tokio::io::stdin());
         if prepare_storage {
+            // Preparing the storage is all this mode does (storage-startup source).
             match self.storage_path_handshake(&mut reader).await {
-                Ok(true) => {}
-                Ok(false) => self.storage_startup_frames(),
-                Err(message) => {
+                Ok(reuse) => {
+                    if !reuse {
+                        self.storage_startup_frames();
+                    }
+                    self.out.frame(&wire::notification("startup/storagePrepared", json!({})));
+                    self.out.exit(0, None);
+                }
+                Err((kind, message)) => {
+                    let database_id = self.state().store.database_id();
+                    self.out.frame(&wire::notification(
+                        "startup/storageState",
+                        json!({"schemaVersion": 1, "attemptId": uuid::Uuid::new_v4().to_string(),
+                               "databaseId": database_id, "databaseKind": "session",
+                               "sequence": 1, "phase": "failed", "elapsedMs": 0,
+                               "errorCode": kind}),
+                    ));
                     self.out.exit(1, Some(message));
-                    return std::future::pending().await;
                 }
             }
-            self.out.frame(&wire::notification("startup/storagePrepared", json!({})));
-        } else {
-            self.storage_startup_frames();
+            return std::future::pending().await;
         }
+        self.storage_startup_frames();
         let (queue, mut queued) = mpsc::unbounded_channel::<(Value, String, Option<Value>)>();
         let worker = tokio::spawn({
             let server = self.clone();
@@ -450,11 +462,11 @@ impl Server {
 
     /// `--prepare-storage`: the Agent names its database path (`startup/storagePath`) and
     /// waits up to 30 s for one `startup/storagePathReady` line; `reuse: true` skips opening
-    /// the storage again. Returns `reuse`.
+    /// the storage again. Returns `reuse`, or the failure's kind and message.
     async fn storage_path_handshake(
         &self,
         reader: &mut tokio::io::BufReader<tokio::io::Stdin>,
-    ) -> Result<bool, String> {
+    ) -> Result<bool, (&'static str, String)> {
         let path = self.state().store.database_path();
         self.out.frame(&wire::notification(
             "startup/storagePath",
@@ -463,17 +475,23 @@ impl Server {
         let mut line = Vec::new();
         let read =
             tokio::time::timeout(Duration::from_secs(30), reader.read_until(b'\n', &mut line));
+        let invalid =
+            ("invalid_acknowledgement", "Error: Invalid storage acknowledgement".to_owned());
         match read.await {
             Ok(Ok(read)) if read > 0 => {}
-            Ok(_) => return Err("Error: stdin closed before startup/storagePathReady".into()),
-            Err(_) => return Err("Error: timed out waiting for startup/storagePathReady".into()),
+            Ok(_) => {
+                return Err(("transport_closed", "Error: Storage preparation input closed".into()));
+            }
+            Err(_) => {
+                let message = "Error: Storage observation handshake timed out".to_owned();
+                return Err(("startup_status_timeout", message));
+            }
         }
-        let value: Value = serde_json::from_slice(&line)
-            .map_err(|_| "Error: expected startup/storagePathReady".to_owned())?;
-        if value["method"] != "startup/storagePathReady" {
-            return Err("Error: expected startup/storagePathReady".into());
+        let value: Value = serde_json::from_slice(&line).map_err(|_| invalid.clone())?;
+        if line.len() > 1024 || value["method"] != "startup/storagePathReady" {
+            return Err(invalid);
         }
-        Ok(value["reuse"] == true || value["params"]["reuse"] == true)
+        Ok(value["reuse"] == true)
     }
 
     /// The `startup/storageState` frames the Agent writes while opening its database, before
