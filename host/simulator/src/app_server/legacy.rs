@@ -291,7 +291,6 @@ fn subscribe(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, Prot
     let mut state = server.state();
     let resident = state.resident(&session_id)?;
     resident.delivery_kind = params["deliveryKind"].as_str().map(str::to_owned);
-    resident.legacy_subscribed = true;
     let mut result = json!({"eventSeq": resident.seq});
     if params["includeSnapshot"] == true {
         result["snapshot"] = state.snapshot(&session_id, Models::Current, None)?;

@@ -110,8 +110,6 @@ pub struct Resident {
     pub seq: u64,
     pub events: VecDeque<Value>,
     pub delivery_kind: Option<String>,
-    /// Once subscribed, a legacy stream is never released (no unsubscribe RPC).
-    pub legacy_subscribed: bool,
     pub turn: Option<RunningTurn>,
     pub queue: VecDeque<QueuedInput>,
     pub auto_drain: bool,
@@ -152,7 +150,6 @@ impl Resident {
             seq: 0,
             events: VecDeque::new(),
             delivery_kind: None,
-            legacy_subscribed: false,
             turn: None,
             queue: VecDeque::new(),
             auto_drain: true,
