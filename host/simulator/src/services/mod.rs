@@ -3,7 +3,7 @@
 //! (a JSON hello line each way, then binary channel IPC carrying the V4 conversation); the
 //! version probes of Node, the server and the Agent answer as the real ones do.
 //!
-//! Facts and their sources: `docs/simulator.md` §12. Layout of a runtime root: [`layout`].
+//! Facts and their sources: `docs/simulator.md` §13. Layout of a runtime root: [`layout`].
 
 mod channels;
 pub mod fault;
