@@ -106,7 +106,7 @@ pub const PROFILES: &[AppServerProfile] = &[
     profile("desktop-3.17.1", "3.17.1", "0.17.1", Generation::Cli017),
     profile("desktop-3.17.2", "3.17.2", "0.17.1", Generation::Cli017),
     // Not public: the CLI version of 3.18.x and 4.0.0 is the simulator's choice (§12).
-    profile("desktop-3.18.2", "3.18.2", "0.17.1", Generation::Cli017),
+    profile("desktop-3.18.2", "3.18.2", "0.17.2", Generation::Cli017),
     profile("desktop-4.0.0", "4.0.0", "0.18.0", Generation::Cli017),
 ];
 
