@@ -3,11 +3,11 @@
 //! [`Outbound::call`].
 
 use serde_json::{Value, json};
-use zcode_contract::{ErrorKind, MapperError, NativeReply, NativeRequest, ReplyBody};
+use zcode_contract::{ErrorKind, MapperError, NativeReply, NativeRequest};
 
 use crate::envelope::{Service, call_bytes, subscribe_bytes, unsubscribe_bytes};
-use crate::json::{Fields, error, parse, protocol};
-use crate::text::iso8601_from_epoch_ms;
+use zcode_mapper_sdk::json::{Fields, error, protocol};
+use zcode_mapper_sdk::time::iso8601_from_epoch_ms;
 
 const DEFAULT_TIMEOUT_MS: u32 = 30_000;
 /// Methods that may start workers, load models or touch disk get longer.
@@ -262,13 +262,7 @@ pub fn respond_elicitation(
 
 /// The JSON result of a reply, or the error it carries.
 pub fn reply_value(reply: &NativeReply, label: &str) -> Result<Value, MapperError> {
-    match &reply.body {
-        ReplyBody::Ok(text) => parse(text, ErrorKind::Protocol, &format!("The result of {label}")),
-        ReplyBody::Error(native) => Err(native.clone()),
-        ReplyBody::Lost(reason) => {
-            Err(error(ErrorKind::Native, format!("ZCode did not answer {label}: {reason}")))
-        }
-    }
+    zcode_mapper_sdk::ops::reply_json(reply, "ZCode", label)
 }
 
 /// A native result that does not have the expected shape.
@@ -465,6 +459,7 @@ mod tests {
 
     #[test]
     fn reads_replies() {
+        use zcode_contract::ReplyBody;
         let ok = NativeReply { id: 1, body: ReplyBody::Ok("{\"a\":1}".into()) };
         assert_eq!(reply_value(&ok, "agent.x").unwrap(), json!({"a": 1}));
         let lost = NativeReply { id: 1, body: ReplyBody::Lost("timed out".into()) };

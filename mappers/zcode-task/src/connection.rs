@@ -2,15 +2,12 @@
 //! doctor probe, session listing). Listing checks that a model provider is configured first;
 //! how depends on the generation ([`ProviderCheck`]).
 
-use std::collections::BTreeMap;
-
 use serde_json::{Value, json};
-use zcode_contract::{
-    ConnectionOp, ErrorKind, Inbound, MapperError, NativeReply, OpResult, Outgoing, Step,
-};
+use zcode_contract::{ConnectionOp, ErrorKind, Inbound, MapperError, NativeReply, Outgoing, Step};
+use zcode_mapper_sdk::json::{Fields, internal, invalid_params, parse};
+use zcode_mapper_sdk::ops::{Pending, done};
 
 use crate::envelope::Framer;
-use crate::json::{Fields, internal, invalid_params, parse, text};
 use crate::ops::{self, Outbound};
 
 /// How a generation checks, before listing sessions, that a model provider is configured.
@@ -32,21 +29,11 @@ enum Stage {
     List { offset: usize },
 }
 
-struct PendingOp {
-    request_id: u64,
-    label: String,
-    stage: Stage,
-}
-
 /// The connection resource of generation `P`.
 pub struct Connection<P: ProviderCheck> {
     providers: P,
     framer: Framer,
-    ops: BTreeMap<u64, PendingOp>,
-}
-
-fn done(response: Value) -> Step {
-    Step::Done(Ok(OpResult { response: text(&response), updates: Vec::new() }))
+    pending: Pending<Stage>,
 }
 
 impl<P: ProviderCheck + Default> Default for Connection<P> {
@@ -57,7 +44,7 @@ impl<P: ProviderCheck + Default> Default for Connection<P> {
 
 impl<P: ProviderCheck + Default> Connection<P> {
     pub fn new() -> Self {
-        Self { providers: P::default(), framer: Framer::default(), ops: BTreeMap::new() }
+        Self { providers: P::default(), framer: Framer::default(), pending: Pending::default() }
     }
 }
 
@@ -71,11 +58,11 @@ impl<P: ProviderCheck> Connection<P> {
     }
 
     pub fn start(&mut self, op_id: u64, op: &ConnectionOp, first_request_id: u64) -> Step {
-        if self.ops.contains_key(&op_id) {
-            return Step::Done(Err(internal(format!("Operation {op_id} is already running"))));
+        if let Err(problem) = self.pending.check_new(op_id) {
+            return Step::Done(Err(problem));
         }
         match op {
-            ConnectionOp::Setup => done(json!({})),
+            ConnectionOp::Setup => done(&json!({}), Vec::new()),
             ConnectionOp::Probe(workspace) => {
                 self.send(op_id, first_request_id, Stage::Probe, ops::initialize(workspace))
             }
@@ -94,58 +81,53 @@ impl<P: ProviderCheck> Connection<P> {
         }
     }
 
-    pub fn resume(&mut self, op_id: u64, reply: &NativeReply, first_request_id: u64) -> Step {
-        let Some(op) = self.ops.remove(&op_id) else {
-            return Step::Done(Err(internal(format!(
-                "Operation {op_id} is not waiting for a reply"
-            ))));
-        };
-        if reply.id != op.request_id {
-            return Step::Done(Err(internal(format!(
-                "Reply {} does not answer request {} of operation {op_id}",
-                reply.id, op.request_id
-            ))));
-        }
-        let result = match ops::reply_value(reply, &op.label) {
-            Ok(result) => result,
-            Err(problem) => return Step::Done(Err(problem)),
-        };
-        let next = match op.stage {
-            Stage::Probe => ops::check_initialized(&result).map(|()| done(result)),
-            Stage::ListInitialize { workspace, offset } => {
-                ops::check_initialized(&result).map(|()| {
-                    let outbound = self.providers.request(&workspace);
-                    self.send(
-                        op_id,
-                        first_request_id,
-                        Stage::ListProviders { workspace, offset },
-                        outbound,
-                    )
-                })
-            }
-            Stage::ListProviders { workspace, offset } => self.providers.check(&result).map(|()| {
-                self.send(
-                    op_id,
-                    first_request_id,
-                    Stage::List { offset },
-                    ops::list_sessions(&workspace),
-                )
-            }),
-            Stage::List { offset } => {
-                ops::session_infos(&result).map(|sessions| done(page(sessions, offset)))
-            }
-        };
+    pub fn resume(
+        &mut self,
+        op_id: u64,
+        reply: Option<&NativeReply>,
+        first_request_id: u64,
+    ) -> Step {
+        let next = self.pending.resume(op_id, reply).and_then(|resumed| {
+            let Some((reply, label)) = resumed.reply else {
+                return Err(internal(format!("Operation {op_id} sent no request")));
+            };
+            let result = ops::reply_value(reply, &label)?;
+            self.advance(op_id, first_request_id, resumed.stage, result)
+        });
         next.unwrap_or_else(|problem| Step::Done(Err(problem)))
     }
 
-    fn send(&mut self, op_id: u64, request_id: u64, stage: Stage, outbound: Outbound) -> Step {
-        let request = outbound.into_request(request_id);
-        self.ops.insert(op_id, PendingOp { request_id, label: request.label.clone(), stage });
-        Step::Wait(Outgoing {
-            routes_added: Vec::new(),
-            routes_removed: Vec::new(),
-            requests: vec![request],
+    fn advance(
+        &mut self,
+        op_id: u64,
+        first_request_id: u64,
+        stage: Stage,
+        result: Value,
+    ) -> Result<Step, MapperError> {
+        Ok(match stage {
+            Stage::Probe => {
+                ops::check_initialized(&result)?;
+                done(&result, Vec::new())
+            }
+            Stage::ListInitialize { workspace, offset } => {
+                ops::check_initialized(&result)?;
+                let outbound = self.providers.request(&workspace);
+                let stage = Stage::ListProviders { workspace, offset };
+                self.send(op_id, first_request_id, stage, outbound)
+            }
+            Stage::ListProviders { workspace, offset } => {
+                self.providers.check(&result)?;
+                let outbound = ops::list_sessions(&workspace);
+                self.send(op_id, first_request_id, Stage::List { offset }, outbound)
+            }
+            Stage::List { offset } => done(&page(ops::session_infos(&result)?, offset), Vec::new()),
         })
+    }
+
+    fn send(&mut self, op_id: u64, request_id: u64, stage: Stage, outbound: Outbound) -> Step {
+        let outgoing =
+            Outgoing { requests: vec![outbound.into_request(request_id)], ..Outgoing::default() };
+        self.pending.wait(op_id, stage, outgoing)
     }
 }
 

@@ -6,7 +6,7 @@
 
 use serde_json::{Value, json};
 
-use crate::json::text;
+use zcode_mapper_sdk::json::text;
 
 struct Proposal {
     plan_id: String,
@@ -86,7 +86,7 @@ impl PlanView {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::acp_check;
+    use zcode_mapper_sdk::acp_check;
 
     fn parsed(updates: Vec<String>) -> Vec<Value> {
         let values: Vec<Value> = updates.iter().map(|u| serde_json::from_str(u).unwrap()).collect();

@@ -4,10 +4,9 @@
 use serde_json::{Value, json};
 use zcode_contract::MapperError;
 
-use crate::json::{Fields, invalid_params};
-use crate::text::{
-    base64_decoded_len, file_uri_path, is_absolute_path, mime_subtype, uri_basename,
-};
+use zcode_mapper_sdk::json::{Fields, invalid_params};
+use zcode_mapper_sdk::media::{base64_decoded_len, mime_subtype};
+use zcode_mapper_sdk::uri::{file_uri_path, is_absolute_path, uri_basename};
 
 /// What `sendPrompt` carries besides the ids.
 #[derive(Debug, PartialEq)]

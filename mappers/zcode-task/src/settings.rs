@@ -9,8 +9,8 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use zcode_contract::MapperError;
 
-use crate::json::{protocol, text};
-use crate::text::iso8601_from_epoch_ms;
+use zcode_mapper_sdk::json::{protocol, text};
+use zcode_mapper_sdk::time::iso8601_from_epoch_ms;
 
 const TODOS_PLAN_ID: &str = "zcode-todos";
 
@@ -405,5 +405,119 @@ impl TodoPriority {
             TodoPriority::Medium => "medium",
             TodoPriority::Low => "low",
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::session::Generation;
+    use crate::test_support::{Plain, snapshot_json};
+
+    fn parse(value: &Value, source: &str) -> Snapshot {
+        Snapshot::parse(value, source, Plain.snapshot_rules()).unwrap()
+    }
+
+    /// The snapshot cache with a generation's publisher, as a session holds them.
+    #[derive(Default)]
+    struct Cached {
+        cache: Settings,
+        generation: Plain,
+    }
+
+    impl Cached {
+        fn replace(&mut self, snapshot: Snapshot) {
+            self.cache.replace(snapshot);
+        }
+
+        fn metadata_updates(&mut self, plan_operations: bool) -> Vec<String> {
+            self.cache.metadata_updates(plan_operations, &mut self.generation)
+        }
+    }
+
+    fn settings_with(snapshot: Value) -> Cached {
+        let mut settings = Cached::default();
+        settings.replace(parse(&snapshot, "createSession"));
+        settings
+    }
+
+    fn parsed(updates: &[String]) -> Vec<Value> {
+        updates.iter().map(|u| serde_json::from_str(u).unwrap()).collect()
+    }
+
+    #[test]
+    fn emits_metadata_in_protocol_order() {
+        let mut settings = settings_with(snapshot_json());
+        let updates = parsed(&settings.metadata_updates(true));
+        let kinds: Vec<&str> =
+            updates.iter().map(|u| u["sessionUpdate"].as_str().unwrap()).collect();
+        assert_eq!(
+            kinds,
+            [
+                "available_commands_update",
+                "config_option_update",
+                "current_mode_update",
+                "session_info_update",
+                "usage_update",
+                "plan_update"
+            ]
+        );
+        assert_eq!(
+            updates[0]["availableCommands"],
+            json!([
+                {"name": "init", "description": "Create AGENTS.md", "input": {"hint": "path"}},
+                {"name": "review", "description": "Review"}
+            ])
+        );
+        assert_eq!(
+            updates[3],
+            json!({"sessionUpdate": "session_info_update", "title": "Fix it", "updatedAt": "2025-09-04T15:33:20.000Z"})
+        );
+        assert_eq!(
+            updates[4],
+            json!({"sessionUpdate": "usage_update", "used": 1200, "size": 200_000, "cost": {"amount": 0.01, "currency": "USD"}})
+        );
+        assert_eq!(
+            updates[5],
+            json!({"sessionUpdate": "plan_update", "plan": {"type": "items", "planId": "zcode-todos", "entries": [{"content": "First", "status": "pending", "priority": "high"}]}})
+        );
+        for update in &updates {
+            zcode_mapper_sdk::acp_check::session_update(update);
+        }
+    }
+
+    #[test]
+    fn clears_todos_only_after_showing_them() {
+        let mut empty = snapshot_json();
+        empty["todos"] = json!([]);
+        let mut settings = settings_with(empty.clone());
+        assert!(!settings.metadata_updates(true).iter().any(|u| u.contains("zcode-todos")));
+        settings.replace(parse(&snapshot_json(), "snapshot event"));
+        assert!(settings.metadata_updates(true).last().unwrap().contains("plan_update"));
+        settings.replace(parse(&empty, "snapshot event"));
+        let last: Value =
+            serde_json::from_str(settings.metadata_updates(true).last().unwrap()).unwrap();
+        assert_eq!(last, json!({"sessionUpdate": "plan_removed", "planId": "zcode-todos"}));
+        assert!(!settings.metadata_updates(true).iter().any(|u| u.contains("zcode-todos")));
+    }
+
+    #[test]
+    fn uses_legacy_plans_without_plan_operations() {
+        let mut settings = settings_with(snapshot_json());
+        let last: Value =
+            serde_json::from_str(settings.metadata_updates(false).last().unwrap()).unwrap();
+        assert_eq!(
+            last,
+            json!({"sessionUpdate": "plan", "entries": [{"content": "First", "status": "pending", "priority": "high"}]})
+        );
+        let mut empty = snapshot_json();
+        empty.as_object_mut().unwrap().remove("todos");
+        settings.replace(parse(&empty, "snapshot event"));
+        let last: Value =
+            serde_json::from_str(settings.metadata_updates(false).last().unwrap()).unwrap();
+        assert_eq!(last, json!({"sessionUpdate": "plan", "entries": []}));
+        zcode_mapper_sdk::acp_check::session_update(&last);
     }
 }

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 use zcode_contract::MapperError;
 
-use crate::json::protocol;
-use crate::text::{is_absolute_path, join_path};
+use zcode_mapper_sdk::json::protocol;
+use zcode_mapper_sdk::uri::{is_absolute_path, join_path};
 
 /// ACP tool kind from a native tool name (case-insensitive substring rules, first match wins).
 pub fn tool_kind(name: &str) -> &'static str {
@@ -415,7 +415,7 @@ impl Tools {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::acp_check;
+    use zcode_mapper_sdk::acp_check;
 
     #[test]
     fn classifies_tool_names() {

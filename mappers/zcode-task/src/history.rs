@@ -3,10 +3,10 @@
 use serde_json::{Value, json};
 use zcode_contract::MapperError;
 
-use crate::json::{Fields, protocol, text};
 use crate::settings::{Message, Role};
-use crate::text::uri_basename;
 use crate::tools::{Status, ToolCallView, completed_content, error_content};
+use zcode_mapper_sdk::json::{Fields, protocol, text};
+use zcode_mapper_sdk::uri::uri_basename;
 
 pub fn replay(messages: &[Message], workspace: &str) -> Result<Vec<String>, MapperError> {
     let mut updates = Vec::new();

@@ -8,9 +8,11 @@
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
-use zcode_contract::{ErrorKind, Inbound, MapperError, NativeReply, ReplyBody, RoutedEvent};
+use zcode_contract::{
+    ErrorKind, Inbound, MapperError, NativeData, NativeReply, ReplyBody, RoutedEvent,
+};
 
-use crate::json::{Fields, protocol};
+use zcode_mapper_sdk::json::{Fields, protocol};
 
 /// Longest frame accepted, and longest unterminated buffer kept while waiting for a newline.
 pub const MAX_FRAME_BYTES: usize = 16 * 1024 * 1024;
@@ -130,7 +132,10 @@ fn event_as_is(text: &str) -> Option<Inbound> {
     let Params { subscription_id, event } = frame.params;
     let usable = frame.method == "event" && !subscription_id.is_empty();
     (usable && event.get().starts_with('{')).then(|| {
-        Inbound::Event(RoutedEvent { route: subscription_id, payload: event.get().to_string() })
+        Inbound::Event(RoutedEvent {
+            route: subscription_id,
+            payload: NativeData::Text(event.get().to_string()),
+        })
     })
 }
 
@@ -165,7 +170,7 @@ pub fn classify(frame: &Value) -> Result<Inbound, MapperError> {
     let body = match (map.get("result"), map.get("error")) {
         (Some(result), None) => {
             fields.only(&["id", "result"])?;
-            ReplyBody::Ok(result.to_string())
+            ReplyBody::Ok(NativeData::Text(result.to_string()))
         }
         (None, Some(_)) => {
             fields.only(&["id", "error"])?;
@@ -186,7 +191,10 @@ fn event(frame: &Value) -> Result<Inbound, MapperError> {
     if !event.is_object() {
         return Err(protocol("Native event params: field `event` must be a JSON object"));
     }
-    Ok(Inbound::Event(RoutedEvent { route: route.to_string(), payload: event.to_string() }))
+    Ok(Inbound::Event(RoutedEvent {
+        route: route.to_string(),
+        payload: NativeData::Text(event.to_string()),
+    }))
 }
 
 fn error_message<'a>(error: Fields<'a>) -> Result<&'a str, MapperError> {
@@ -276,7 +284,7 @@ mod tests {
     use super::*;
 
     fn reply(id: u64, json: &str) -> Inbound {
-        Inbound::Reply(NativeReply { id, body: ReplyBody::Ok(json.to_string()) })
+        Inbound::Reply(NativeReply { id, body: ReplyBody::Ok(json.into()) })
     }
 
     fn message(result: Result<Vec<Inbound>, MapperError>) -> String {
