@@ -1,37 +1,32 @@
-// The zcode-host-3.12 bridge (ZCode 3.12.3) under plain Node playing ZCode's Electron runtime,
-// against the fake 3.12 host in ../fixtures: what differs from the 3.11.2 bridge (whose
-// behaviour tests/node-bridge/ covers). Run: node --test mappers/zcode-host-3-12/bridge/test/
+// The zcode-task-v2 release part (ZCode 3.12.3) with the shared core, under plain Node playing
+// ZCode's Electron runtime, against the fake 3.12 host in ./fixtures: what differs from 3.11.2
+// (whose behaviour the other files here cover).
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, realpathSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { Bridge as Harness, repoRoot, sha256 } from './harness.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const repoRoot = path.resolve(here, '..', '..', '..', '..');
-const bridgeSource = readFileSync(path.join(here, '..', 'bridge.js'), 'utf8');
-const HANG_GUARD_MS = 20_000;
 const API_KEY = 'fake-3.12-api-key';
 
 const PROTOCOL = {
-  id: 'zcode-host-3.12',
+  id: 'zcode-task-v2',
   serviceChannels: { agent: 'zcode-agent', task: 'zcode-task', modelSelection: 'model-selection' },
   operations: {
     cancelGeneration: { method: 'stopGeneration', service: 'task', sessionParameter: 'taskId' },
   },
 };
-const ARTIFACT = { id: 'zcode-sim-3.12.3', rpcExports: { protocol: 'g', client: 'i', service: 'j' } };
 
 /** A stand-in install root: the fake host and the RPC chunk, and the provider config. */
 function install(t) {
   const root = realpathSync(mkdtempSync(path.join(tmpdir(), 'zcode-bridge-3-12-')));
   const host = path.join(root, 'resources/app.asar/out/host');
   mkdirSync(host, { recursive: true });
-  copyFileSync(path.join(here, '..', 'fixtures', 'fake-host-3.12.mjs'), path.join(host, 'index.js'));
+  copyFileSync(path.join(here, 'fixtures', 'fake-host-3.12.mjs'), path.join(host, 'index.js'));
   copyFileSync(
     path.join(repoRoot, 'tests/fixtures/fake-zcode-host/out/host/chunk-KGXW6KHC.js'),
     path.join(host, 'chunk-KGXW6KHC.js'),
@@ -44,12 +39,19 @@ function install(t) {
 }
 
 function env(paths, overrides = {}) {
+  const artifact = {
+    id: 'zcode-sim-3.12.3',
+    protocolId: 'zcode-task-v2',
+    hostIndexSha256: sha256(path.join(paths.host, 'index.js')),
+    hostRpcModuleSha256: sha256(path.join(paths.host, 'chunk-KGXW6KHC.js')),
+    rpcExports: { protocol: 'g', client: 'i', service: 'j' },
+  };
   const variables = {
     ...process.env,
     ELECTRON_RUN_AS_NODE: '1',
     ZCODE_ACP_HOST_INDEX: path.join(paths.host, 'index.js'),
     ZCODE_ACP_HOST_RPC_MODULE: path.join(paths.host, 'chunk-KGXW6KHC.js'),
-    ZCODE_ACP_HOST_ARTIFACT: JSON.stringify(ARTIFACT),
+    ZCODE_ACP_HOST_ARTIFACT: JSON.stringify(artifact),
     ZCODE_ACP_HOST_PROTOCOL: JSON.stringify(PROTOCOL),
     ZCODE_ACP_HOST_PROVIDER_CONFIG: paths.config,
     ...overrides,
@@ -58,39 +60,32 @@ function env(paths, overrides = {}) {
   return variables;
 }
 
+/** The 3.12 bridge in the stand-in install; `call` answers with the frame and its raw line. */
 class Bridge {
-  lines = [];
-  stderr = '';
-  #waiters = [];
-
   constructor(t, paths, overrides) {
-    this.child = spawn(process.execPath, ['-e', bridgeSource], {
-      cwd: paths.root,
+    this.harness = Harness.start(t, {
       env: env(paths, overrides),
-      stdio: ['pipe', 'pipe', 'pipe'],
+      generation: 'zcode-task-v2',
+      cwd: paths.root,
     });
-    this.child.stdin.on('error', () => {});
-    this.child.stderr.setEncoding('utf8').on('data', (text) => (this.stderr += text));
-    readline.createInterface({ input: this.child.stdout }).on('line', (line) => {
-      this.lines.push(line);
-      for (const wake of this.#waiters.splice(0)) wake();
-    });
-    this.exited = new Promise((resolve) => this.child.on('close', (code) => resolve(code)));
-    t.after(() => this.child.kill());
+    this.nextId = 1;
   }
 
   async call(id, service, method, params = {}) {
-    this.child.stdin.write(`${JSON.stringify({ id, method: '__call', params: { service, method, params } })}\n`);
-    const deadline = Date.now() + HANG_GUARD_MS;
-    for (;;) {
-      const line = this.lines.find((l) => JSON.parse(l).id === id);
-      if (line) return { line, frame: JSON.parse(line) };
-      assert.ok(Date.now() < deadline, `no answer to ${id}; stderr:\n${this.stderr}`);
-      await new Promise((resolve) => {
-        this.#waiters.push(resolve);
-        setTimeout(resolve, 200);
-      });
-    }
+    const frame = await this.harness.request('__call', { service, method, params }, id);
+    return { line: JSON.stringify(frame), frame };
+  }
+
+  get stderr() {
+    return this.harness.stderr;
+  }
+
+  get lines() {
+    return [...this.harness.frames, ...this.harness.nonJsonLines];
+  }
+
+  get exited() {
+    return this.harness.exit().then(({ code }) => code);
   }
 }
 

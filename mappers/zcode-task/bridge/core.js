@@ -1,48 +1,23 @@
-// zcode-acp bridge for the ZCode host protocol `zcode-host-3.12` (ZCode 3.12.3).
+// ----- core: what every generation of the task protocol shares ---------------------------
 //
-// ZCode's own Electron executable runs this text with ELECTRON_RUN_AS_NODE=1 as `-e <text>`.
-// `-e` code is a CommonJS script, so built-ins come from `require` and ES modules (the host
-// files) from dynamic `import()`. The env/stdio contract is in README.md next to this file.
+// zcode-acp bridge for ZCode's task protocol. ZCode's own Electron executable runs this text
+// with ELECTRON_RUN_AS_NODE=1 as `-e <text>`: a generation's release part (which defines
+// `RELEASE`) followed by this core. `-e` code is a CommonJS script, so built-ins come from
+// `require` and ES modules (the host files) from dynamic `import()`. The env/stdio contract is
+// in README.md next to this file.
 //
 // Shape: the official host service (`out/host/index.js`) runs in a worker thread that believes
 // it is an Electron utility process; this main thread holds the other end of its message port,
 // turns it into service proxies with ZCode's own RPC chunk, and serves NDJSON on stdin/stdout.
-//
-// Beside the 3.11.2 bridge: `readWorkspaceState` is gone and `readWorkspacePresentation` is
-// new; the `model-selection` service's `getView` is allowed, and its result is projected here,
-// inside ZCode's runtime, because the raw view carries provider credentials; `init-local`
-// carries the path of the built-in provider config the 3.12.3 host needs to start.
-'use strict';
+// Before it imports a host file it checks the file's SHA-256 against the release descriptor,
+// so a file changed after the core verified the install is never run. (`'use strict'` is the
+// release part's first line: a directive only counts at the start of the script.)
 
 const { Worker, MessageChannel } = require('node:worker_threads');
 const { pathToFileURL } = require('node:url');
+const { createHash } = require('node:crypto');
+const { readFileSync } = require('node:fs');
 const readline = require('node:readline');
-const { statSync } = require('node:fs');
-
-// Agent-service methods the adapter may call. Task-service methods are allowed only when the
-// protocol descriptor names them as operations, so a descriptor change cannot widen this.
-const AGENT_METHODS = [
-  'initialize',
-  'readWorkspacePresentation',
-  'createSession',
-  'resumeSession',
-  'listSessions',
-  'readSession',
-  'readSessionMessages',
-  'readSessionEvents',
-  'sendPrompt',
-  'closeSession',
-  'setModel',
-  'setThoughtLevel',
-  'setMode',
-  'getTaskTokenUsage',
-  'respondProviderRuntimeHeaders',
-  'disposeWorkspace',
-];
-
-// The model catalogue; its result leaves the bridge only as `projectModelSelectionView` made it.
-const MODEL_SELECTION_SERVICE = 'modelSelection';
-const MODEL_SELECTION_METHODS = ['getView'];
 
 const DEFAULT_RPC_EXPORTS = { protocol: 'g', client: 'i', service: 'j' };
 
@@ -79,31 +54,47 @@ function readConfig(env) {
   }
   const artifact = parseJsonObject(artifactText, 'ZCODE_ACP_HOST_ARTIFACT');
   const protocol = parseJsonObject(protocolText, 'ZCODE_ACP_HOST_PROTOCOL');
+  for (const [what, id] of [
+    ['protocol', protocol.id],
+    ['artifact', artifact.protocolId],
+  ]) {
+    if (id !== RELEASE.protocol) {
+      throw new Error(`ZCode host ${what} is for ${id}, this bridge for ${RELEASE.protocol}`);
+    }
+  }
   const serviceChannels = readServiceChannels(protocol);
   return {
     hostIndex,
     rpcModule,
-    providerConfig: readProviderConfig(env.ZCODE_ACP_HOST_PROVIDER_CONFIG),
+    hostIndexSha256: readSha256(artifact, 'hostIndexSha256'),
+    rpcModuleSha256: readSha256(artifact, 'hostRpcModuleSha256'),
     rpcExports: readRpcExports(artifact),
     serviceChannels,
     allowedCalls: buildAllowlist(protocol, serviceChannels),
+    release: RELEASE.readConfig(env),
   };
 }
 
-// The 3.12.3 host does not start without the provider table ZCode bundles; a wrong path would
-// only show as an initialization that never finishes, so it is checked here.
-function readProviderConfig(path) {
-  if (!isNonEmptyString(path)) {
-    throw new Error('Missing ZCode built-in provider config (ZCODE_ACP_HOST_PROVIDER_CONFIG)');
+function readSha256(artifact, key) {
+  const hash = artifact[key];
+  if (typeof hash !== 'string' || !/^[0-9a-f]{64}$/.test(hash)) {
+    throw new Error(`Invalid ZCode host artifact: ${key} must be a lowercase hex SHA-256`);
   }
-  let isFile = false;
+  return hash;
+}
+
+// Reads the file the bridge is about to import and compares its hash with the descriptor's.
+function verifyFile(file, expected, what) {
+  let bytes;
   try {
-    isFile = statSync(path).isFile();
-  } catch {
-    // Reported below.
+    bytes = readFileSync(file);
+  } catch (error) {
+    throw new Error(`Cannot read the ZCode ${what} ${file}: ${errorMessage(error)}`);
   }
-  if (!isFile) throw new Error(`ZCode built-in provider config is not a file: ${path}`);
-  return path;
+  const actual = createHash('sha256').update(bytes).digest('hex');
+  if (actual !== expected) {
+    throw new Error(`ZCode ${what} hash does not match the release descriptor`);
+  }
 }
 
 function parseJsonObject(text, variable) {
@@ -133,24 +124,26 @@ function readRpcExports(artifact) {
 
 function readServiceChannels(protocol) {
   const channels = protocol.serviceChannels;
+  const required = ['agent', ...Object.keys(RELEASE.services)];
   const valid =
     isPlainObject(channels) &&
     Object.values(channels).every(isNonEmptyString) &&
-    isNonEmptyString(channels.agent) &&
-    isNonEmptyString(channels[MODEL_SELECTION_SERVICE]);
+    required.every((service) => isNonEmptyString(channels[service]));
   if (!valid) {
     throw new Error(
-      'Invalid ZCode host protocol: serviceChannels must map service names (including agent and modelSelection) to channels',
+      `Invalid ZCode host protocol: serviceChannels must map service names (including ${required.join(' and ')}) to channels`,
     );
   }
   return channels;
 }
 
 function buildAllowlist(protocol, serviceChannels) {
-  const allowed = new Set([
-    ...AGENT_METHODS.map((method) => `agent:${method}`),
-    ...MODEL_SELECTION_METHODS.map((method) => `${MODEL_SELECTION_SERVICE}:${method}`),
-  ]);
+  // Agent and release services are fixed in the script; task-service methods are allowed only
+  // when the protocol descriptor names them as operations, so a descriptor cannot widen this.
+  const allowed = new Set(RELEASE.agentMethods.map((method) => `agent:${method}`));
+  for (const [service, { methods }] of Object.entries(RELEASE.services)) {
+    for (const method of methods) allowed.add(`${service}:${method}`);
+  }
   const operations = protocol.operations === undefined ? {} : protocol.operations;
   if (!isPlainObject(operations)) {
     throw new Error('Invalid ZCode host protocol: operations must be an object');
@@ -244,7 +237,8 @@ async function runHostWorker(hostIndexUrl) {
   await import(hostIndexUrl);
 }
 
-function startHostWorker(hostIndex) {
+function startHostWorker(hostIndex, expectedSha256) {
+  verifyFile(hostIndex, expectedSha256, 'host index');
   const source =
     "const { workerData } = await import('node:worker_threads');\n" +
     `await (${runHostWorker})(workerData.hostIndexUrl);\n`;
@@ -291,6 +285,7 @@ function answerBrowserRequest(message) {
 // ----- host services -------------------------------------------------------------------
 
 async function connectServices(config, worker) {
+  verifyFile(config.rpcModule, config.rpcModuleSha256, 'host RPC module');
   const rpc = await import(pathToFileURL(config.rpcModule).href);
   const Protocol = rpc[config.rpcExports.protocol];
   const Client = rpc[config.rpcExports.client];
@@ -318,7 +313,7 @@ async function connectServices(config, worker) {
         type: 'init-local',
         deviceMid: 'zcode-acp-headless',
         agentSpawnFallbackCwd: process.cwd(),
-        zcodeBuiltinProviderConfigFilePath: config.providerConfig,
+        ...RELEASE.initLocal(config.release),
       },
       ports: [port2],
     },
@@ -340,10 +335,10 @@ function createBridgeMethods(services, allowedCalls) {
         throw new Error(`Unsupported native bridge method: ${service}:${method}`);
       }
       const result = services[service][method](params.params);
-      if (service === MODEL_SELECTION_SERVICE && method === 'getView') {
-        return Promise.resolve(result).then(projectModelSelectionView);
-      }
-      return result;
+      // A release may allow a call only through a projection of its result (one that keeps
+      // credentials inside ZCode's runtime).
+      const project = RELEASE.services[service]?.project?.[method];
+      return project ? Promise.resolve(result).then(project) : result;
     },
 
     __subscribe(params) {
@@ -386,65 +381,6 @@ function writeEvent(subscriptionId, event) {
     // adapter fail the affected sessions instead.
     fail(`ZCode host event could not be encoded as JSON: ${errorMessage(error)}`);
   }
-}
-
-// ----- model selection -----------------------------------------------------------------
-
-// The raw view holds each provider's configuration, API keys and headers included. Only ids,
-// names, reasoning levels and the resolution leave the bridge, picked field by field; anything
-// shaped otherwise fails the call instead of being passed on.
-function projectModelSelectionView(view) {
-  const unexpected = () => new Error('ZCode model selection view has an unexpected shape');
-  if (!isPlainObject(view) || !Number.isInteger(view.revision) || view.revision < 0) {
-    throw unexpected();
-  }
-  if (!Array.isArray(view.providers)) throw unexpected();
-  const models = [];
-  for (const provider of view.providers) {
-    if (!isPlainObject(provider) || !isNonEmptyString(provider.providerId)) throw unexpected();
-    if (!Array.isArray(provider.models)) throw unexpected();
-    for (const model of provider.models) {
-      if (!isPlainObject(model) || !isNonEmptyString(model.modelId)) throw unexpected();
-      const levels = model.config?.optionSpecs?.reasoningLevel?.values ?? [];
-      if (!Array.isArray(levels) || !levels.every(isNonEmptyString)) throw unexpected();
-      const entry = {
-        ref: { providerId: provider.providerId, modelId: model.modelId },
-        label: model.modelId,
-        reasoningLevels: [...levels],
-      };
-      if (isNonEmptyString(provider.providerName)) entry.providerLabel = provider.providerName;
-      models.push(entry);
-    }
-  }
-  const projected = { revision: view.revision, models };
-  for (const key of ['preferredSelection', 'effectiveSelection']) {
-    if (view[key] !== undefined && view[key] !== null) {
-      projected[key] = projectSelection(view[key], unexpected);
-    }
-  }
-  if (view.selectionIssue !== undefined && view.selectionIssue !== null) {
-    projected.selectionIssue = issueText(view.selectionIssue);
-  }
-  return projected;
-}
-
-function projectSelection(selection, unexpected) {
-  if (!isPlainObject(selection)) throw unexpected();
-  const { providerId, modelId } = selection;
-  if (!isNonEmptyString(providerId) || !isNonEmptyString(modelId)) throw unexpected();
-  const projected = { providerId, modelId };
-  const level = selection.options?.reasoningLevel;
-  if (level !== undefined && level !== null) {
-    if (!isNonEmptyString(level)) throw unexpected();
-    projected.options = { reasoningLevel: level };
-  }
-  return projected;
-}
-
-function issueText(issue) {
-  if (isNonEmptyString(issue)) return issue;
-  if (isPlainObject(issue) && isNonEmptyString(issue.code)) return issue.code;
-  return 'unresolved';
 }
 
 // ----- stdin dispatch ------------------------------------------------------------------
@@ -513,7 +449,7 @@ async function main() {
   // A reader that went away cannot be answered any more.
   process.stdout.on('error', shutdown);
 
-  state.worker = startHostWorker(config.hostIndex);
+  state.worker = startHostWorker(config.hostIndex, config.hostIndexSha256);
   const services = await connectServices(config, state.worker);
   if (state.shuttingDown) return;
 

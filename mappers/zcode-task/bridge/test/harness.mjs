@@ -1,8 +1,10 @@
-// Test harness: runs the mapper's bridge script the way the core does (`<runtime> -e <text>`,
-// ELECTRON_RUN_AS_NODE=1, the four ZCODE_ACP_HOST_* variables), with plain `node` playing
-// ZCode's Electron runtime and the fake official host files from tests/fixtures.
+// Test harness: runs a generation's bridge script the way the core does (`<runtime> -e <text>`,
+// ELECTRON_RUN_AS_NODE=1, the ZCODE_ACP_HOST_* variables), with plain `node` playing ZCode's
+// Electron runtime and the fake official host files from tests/fixtures. The script is built as
+// the mappers build it (`zcode_task::bridge::script`): the release part, a newline, the core.
 
 import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, realpathSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -10,12 +12,21 @@ import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import assert from 'node:assert/strict';
 
-const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-const bridgeSource = readFileSync(
-  path.join(repoRoot, 'mappers/zcode-task-v1/bridge/bridge.js'),
-  'utf8',
-);
+const here = path.dirname(fileURLToPath(import.meta.url));
+const mappers = path.resolve(here, '..', '..', '..');
+export const repoRoot = path.resolve(mappers, '..');
+const core = readFileSync(path.join(mappers, 'zcode-task/bridge/core.js'), 'utf8');
 const fakeHostDir = path.join(repoRoot, 'tests/fixtures/fake-zcode-host/out/host');
+
+/** The script of a generation (`zcode-task-v1`, `zcode-task-v2`). */
+export function bridgeSource(generation) {
+  const release = readFileSync(path.join(mappers, generation, 'bridge/release.js'), 'utf8');
+  return `${release}\n${core}`;
+}
+
+export function sha256(file) {
+  return createHash('sha256').update(readFileSync(file)).digest('hex');
+}
 
 /** Generous: only stops a broken run from hanging CI, never measures speed. */
 export const HANG_GUARD_MS = 20_000;
@@ -41,6 +52,8 @@ export const ARTIFACT = {
   protocolId: 'zcode-task-v1',
   hostIndexRelativePath: 'out/host/index.js',
   hostRpcModuleRelativePath: 'out/host/chunk-KGXW6KHC.js',
+  hostIndexSha256: sha256(path.join(fakeHostDir, 'index.js')),
+  hostRpcModuleSha256: sha256(path.join(fakeHostDir, 'chunk-KGXW6KHC.js')),
   rpcExports: { protocol: 'g', client: 'i', service: 'j' },
 };
 
@@ -86,16 +99,20 @@ export class Bridge {
   #waiters = new Set();
   #closed = false;
 
-  /** Starts a bridge in a fresh directory (the stand-in install root), stopped after the test. */
-  static start(t, { env = bridgeEnv() } = {}) {
-    const bridge = new Bridge(env, realpathSync(mkdtempSync(path.join(tmpdir(), 'zcode-bridge-'))));
+  /**
+   * Starts the bridge of `generation` in `cwd` (by default a fresh directory: the stand-in
+   * install root), stopped after the test.
+   */
+  static start(t, { env = bridgeEnv(), generation = 'zcode-task-v1', cwd } = {}) {
+    cwd ??= realpathSync(mkdtempSync(path.join(tmpdir(), 'zcode-bridge-')));
+    const bridge = new Bridge(env, cwd, bridgeSource(generation));
     t.after(() => bridge.kill());
     return bridge;
   }
 
-  constructor(env, cwd) {
+  constructor(env, cwd, source) {
     this.cwd = cwd;
-    this.child = spawn(process.execPath, ['-e', bridgeSource], {
+    this.child = spawn(process.execPath, ['-e', source], {
       cwd,
       env,
       stdio: ['pipe', 'pipe', 'pipe'],
