@@ -3,8 +3,8 @@
 
 use serde_json::Value;
 use zcode_contract::MapperError;
-use zcode_host_common::connection::ProviderCheck;
-use zcode_host_common::ops::Outbound;
+use zcode_task::connection::ProviderCheck;
+use zcode_task::ops::Outbound;
 
 use crate::catalogue::{self, View};
 

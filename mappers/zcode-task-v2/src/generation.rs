@@ -17,12 +17,12 @@
 
 use serde_json::{Value, json};
 use zcode_contract::MapperError;
-use zcode_host_common::envelope::Service;
-use zcode_host_common::json::{Fields, invalid_params, protocol, text};
-use zcode_host_common::ops::{self, Outbound};
-use zcode_host_common::session::{GenStep, Generation, OpenKind, OpenRequest, done};
-use zcode_host_common::settings::{Publisher, Snapshot, SnapshotRules};
-use zcode_host_common::state::State;
+use zcode_mapper_sdk::json::{Fields, invalid_params, protocol, text};
+use zcode_task::envelope::Service;
+use zcode_task::ops::{self, Outbound};
+use zcode_task::session::{GenStep, Generation, OpenKind, OpenRequest, done};
+use zcode_task::settings::{Publisher, Snapshot, SnapshotRules};
+use zcode_task::state::State;
 
 use crate::catalogue::{self, Model, Selection, View};
 
@@ -121,7 +121,7 @@ pub enum Stage {
 
 /// The catalogue, the choices last advertised, and the plan flag.
 #[derive(Default)]
-pub struct HostV312 {
+pub struct TaskV2 {
     catalogue: View,
     /// Model values last advertised, with the model they stand for.
     advertised_models: Vec<(String, Selection)>,
@@ -130,7 +130,7 @@ pub struct HostV312 {
     plan_enabled: bool,
 }
 
-impl HostV312 {
+impl TaskV2 {
     fn catalogue_model(&self, selection: &Selection) -> Option<&Model> {
         self.catalogue.model(&selection.provider_id, &selection.model_id)
     }
@@ -259,7 +259,7 @@ impl HostV312 {
     }
 }
 
-impl Publisher for HostV312 {
+impl Publisher for TaskV2 {
     /// Model (from the catalogue), reasoning level (of the current model) and the plan flag;
     /// the model and level choices become the advertised ones.
     fn publish_config_options(&mut self, snapshot: &Snapshot) -> Value {
@@ -346,7 +346,7 @@ impl Publisher for HostV312 {
     }
 }
 
-impl Generation for HostV312 {
+impl Generation for TaskV2 {
     type Stage = Stage;
 
     fn snapshot_rules(&self) -> &'static SnapshotRules {

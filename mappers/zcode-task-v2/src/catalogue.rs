@@ -8,9 +8,9 @@
 
 use serde_json::{Map, Value, json};
 use zcode_contract::{ErrorKind, MapperError};
-use zcode_host_common::envelope::Service;
-use zcode_host_common::json::{Fields, error, invalid_params, protocol};
-use zcode_host_common::ops::{Outbound, validation_failed};
+use zcode_mapper_sdk::json::{Fields, error, invalid_params, protocol};
+use zcode_task::envelope::Service;
+use zcode_task::ops::{Outbound, validation_failed};
 
 /// The bridge service of channel `model-selection`.
 pub const MODEL_SELECTION: Service = Service::named("modelSelection");

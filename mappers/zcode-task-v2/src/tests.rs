@@ -2,22 +2,25 @@
 //! workspace presentation and the model catalogue, models and reasoning levels resolved through
 //! `model-selection`, and plan as a flag beside the editing mode. Every ACP object emitted is
 //! checked against the ACP schema. (What the generations share is tested with 3.11.2 and in
-//! `zcode-host-common`.)
+//! `zcode-task`.)
 
 use serde_json::{Value, json};
 use zcode_contract::{
-    ClientFeatures, ConnectionOp, ErrorKind, InteractionAnswer, InteractionOutcome, MapperError,
-    NativeReply, OpResult, ReplyBody, SessionInit, SessionOp, Step,
+    ConnectionOp, ErrorKind, InteractionAnswer, InteractionOutcome, NativeReply, ReplyBody,
+    SessionOp, Step,
 };
-use zcode_host_common::acp_check;
+use zcode_mapper_sdk::acp_check;
 
-use crate::{HostV312Connection, HostV312Session};
+use zcode_task::test_support::Run;
+
+use crate::TaskV2Connection;
+use crate::generation::TaskV2;
 
 const WORKSPACE: &str = "/w";
 const ZAI: &str = "builtin:zai-coding-plan";
 
 fn ok(value: Value) -> ReplyBody {
-    ReplyBody::Ok(value.to_string())
+    ReplyBody::Ok(value.to_string().into())
 }
 
 fn selection(model: &str, level: &str) -> Value {
@@ -62,48 +65,6 @@ fn presentation() -> Value {
     json!({"workspace": {"workspacePath": WORKSPACE}, "mode": "build"})
 }
 
-struct Run {
-    requests: Vec<Value>,
-    outcome: Result<OpResult, MapperError>,
-}
-
-impl Run {
-    fn methods(&self) -> Vec<String> {
-        self.requests
-            .iter()
-            .map(|r| match r["method"].as_str().unwrap() {
-                "__call" => format!(
-                    "{}.{}",
-                    r["params"]["service"].as_str().unwrap(),
-                    r["params"]["method"].as_str().unwrap()
-                ),
-                other => other.to_string(),
-            })
-            .collect()
-    }
-
-    fn params(&self, index: usize) -> &Value {
-        &self.requests[index]["params"]["params"]
-    }
-
-    fn response(&self) -> Value {
-        let result = self.outcome.as_ref().unwrap_or_else(|e| panic!("operation failed: {e:?}"));
-        serde_json::from_str(&result.response).unwrap()
-    }
-
-    fn updates(&self) -> Vec<Value> {
-        let result = self.outcome.as_ref().unwrap_or_else(|e| panic!("operation failed: {e:?}"));
-        let updates: Vec<Value> =
-            result.updates.iter().map(|u| serde_json::from_str(u).unwrap()).collect();
-        updates.iter().for_each(acp_check::session_update);
-        updates
-    }
-
-    fn error(&self) -> &MapperError {
-        self.outcome.as_ref().expect_err("operation should fail")
-    }
-}
-
 fn update<'a>(updates: &'a [Value], kind: &str) -> &'a Value {
     updates.iter().find(|u| u["sessionUpdate"] == kind).unwrap_or_else(|| panic!("no {kind}"))
 }
@@ -112,44 +73,16 @@ fn option<'a>(options: &'a Value, id: &str) -> &'a Value {
     options.as_array().unwrap().iter().find(|o| o["id"] == id).unwrap_or_else(|| panic!("no {id}"))
 }
 
-struct Driver {
-    session: HostV312Session,
-    next_request: u64,
-    next_op: u64,
-}
+/// The family's driver with this generation.
+struct Driver(zcode_task::test_support::Driver<TaskV2>);
 
 impl Driver {
     fn new() -> Self {
-        let init = SessionInit {
-            workspace: WORKSPACE.to_string(),
-            client: ClientFeatures { plan_operations: true, form_elicitation: true },
-        };
-        Self { session: HostV312Session::new(&init), next_request: 1, next_op: 1 }
+        Self(zcode_task::test_support::Driver::new(true, true))
     }
 
     fn run(&mut self, op: SessionOp, replies: Vec<ReplyBody>) -> Run {
-        let op_id = self.next_op;
-        self.next_op += 1;
-        let mut replies = replies.into_iter();
-        let mut requests = Vec::new();
-        let mut step = self.session.start(op_id, &op, self.next_request);
-        loop {
-            match step {
-                Step::Done(outcome) => {
-                    assert!(replies.next().is_none(), "finished before using every reply");
-                    return Run { requests, outcome };
-                }
-                Step::Wait(outgoing) => {
-                    let request = &outgoing.requests[0];
-                    assert_eq!(request.id, self.next_request);
-                    requests.push(serde_json::from_slice(&request.bytes).unwrap());
-                    let body = replies.next().expect("a reply for every request");
-                    self.next_request += 1;
-                    let reply = NativeReply { id: request.id, body };
-                    step = self.session.resume(op_id, &reply, self.next_request);
-                }
-            }
-        }
+        self.0.run(op, replies)
     }
 
     fn create(&mut self) -> Run {
@@ -343,16 +276,15 @@ fn approving_a_plan_ends_planning() {
         vec![ok(json!({"sessionId": "s-1", "accepted": true}))],
     );
     let actions = driver
-        .session
-        .map_event(
-            &json!({"type": "permission.request", "request": {
+        .0
+        .try_event(
+            json!({"type": "permission.request", "request": {
                 "requestId": "p1", "sessionId": "s-1", "turnId": "t", "toolCallId": "exit", "toolName": "ExitPlanMode",
                 "reason": "Review the plan", "riskLevel": "medium", "input": {"plan": "1. Do it"},
                 "options": [
                     {"optionId": "allow-plan", "kind": "allow_once", "name": "Approve", "response": {"decision": "allow"}},
                     {"optionId": "deny-plan", "kind": "reject_once", "name": "Reject", "response": {"decision": "deny"}}
-                ]}})
-            .to_string(),
+                ]}}),
         )
         .unwrap();
     assert!(!actions.is_empty());
@@ -512,16 +444,8 @@ fn loading_drops_the_plan_flag_like_a_native_resume() {
     let mut driver = Driver::new();
     driver.create();
     driver.set_mode("plan", snapshot("GLM-5.2", "high", "build"));
-    let mut other = Driver {
-        session: driver.session,
-        next_request: driver.next_request,
-        next_op: driver.next_op,
-    };
     // A fresh resource for the same native session: what session/load does.
-    other.session = HostV312Session::new(&SessionInit {
-        workspace: WORKSPACE.to_string(),
-        client: ClientFeatures { plan_operations: true, form_elicitation: true },
-    });
+    let mut other = Driver::new();
     let run = other.run(
         SessionOp::Load(
             json!({"cwd": WORKSPACE, "sessionId": "s-1", "mcpServers": []}).to_string(),
@@ -543,7 +467,7 @@ fn loading_drops_the_plan_flag_like_a_native_resume() {
 
 #[test]
 fn lists_sessions_after_checking_the_catalogue() {
-    let mut connection = HostV312Connection::new();
+    let mut connection = TaskV2Connection::new();
     let request = |step: &Step| -> Value {
         match step {
             Step::Wait(outgoing) => serde_json::from_slice(&outgoing.requests[0].bytes).unwrap(),
@@ -554,16 +478,16 @@ fn lists_sessions_after_checking_the_catalogue() {
     let step =
         connection.start(1, &ConnectionOp::ListSessions(json!({"cwd": WORKSPACE}).to_string()), 1);
     assert_eq!(request(&step)["params"]["method"], "initialize");
-    let step = connection.resume(1, &reply(1, json!({"available": true})), 2);
+    let step = connection.resume(1, Some(&reply(1, json!({"available": true}))), 2);
     assert_eq!(
         request(&step)["params"],
         json!({"service": "modelSelection", "method": "getView", "params": {}})
     );
-    let step = connection.resume(1, &reply(2, view()), 3);
+    let step = connection.resume(1, Some(&reply(2, view())), 3);
     assert_eq!(request(&step)["params"]["method"], "listSessions");
     let step = connection.resume(
         1,
-        &reply(3, json!([{"sessionId": "s-1", "workspace": {"workspacePath": WORKSPACE}}])),
+        Some(&reply(3, json!([{"sessionId": "s-1", "workspace": {"workspacePath": WORKSPACE}}]))),
         4,
     );
     let Step::Done(Ok(result)) = step else { panic!("expected sessions, got {step:?}") };
@@ -572,8 +496,8 @@ fn lists_sessions_after_checking_the_catalogue() {
     assert_eq!(response["sessions"][0]["sessionId"], "s-1");
 
     connection.start(2, &ConnectionOp::ListSessions(json!({"cwd": WORKSPACE}).to_string()), 5);
-    connection.resume(2, &reply(5, json!({"available": true})), 6);
-    let step = connection.resume(2, &reply(6, json!({"revision": 1, "models": []})), 7);
+    connection.resume(2, Some(&reply(5, json!({"available": true}))), 6);
+    let step = connection.resume(2, Some(&reply(6, json!({"revision": 1, "models": []}))), 7);
     let Step::Done(Err(problem)) = step else { panic!("expected an error, got {step:?}") };
     assert_eq!(problem.kind, ErrorKind::AuthRequired);
 }
