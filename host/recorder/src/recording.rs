@@ -1,5 +1,6 @@
 //! The recording decorators: a `Mapper` whose connections and sessions pass every call through
-//! to the real ones unchanged, and write the call and its result to the recording.
+//! to the real ones unchanged, and write the call and its result to the recording in the
+//! golden-trace format (`zcode_contract::golden::format`).
 //!
 //! Redacted recordings cannot use the live results as expectations: those derive from the
 //! unredacted inputs (text echoed, paths joined, JSON fragments concatenated). So each real
@@ -8,19 +9,18 @@
 //! shadow saw. Where a shadow result differs in shape from the live one, redaction changed the
 //! mapper's behaviour and the line gets a comment saying so.
 
-use std::borrow::Borrow;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use serde_json::{Value, json};
+use zcode_contract::golden::{Call, Outcome, write_line};
 use zcode_contract::{
-    Action, AuthCommand, ConnectionOp, Contract, Inbound, InteractionAnswer, InteractionOutcome,
+    AuthCommand, ConnectionOp, Contract, Effects, Inbound, InteractionAnswer, InteractionOutcome,
     LaunchPlan, Mapper, MapperConnection, MapperError, MapperFault, MapperSession, NativeReply,
-    ReplyBody, SessionInit, SessionOp, Step, VerifiedInstall,
+    Operations, Outgoing, ReplyBody, SessionInit, SessionInput, SessionOp, Step, VerifiedInstall,
 };
 
-use crate::encode;
 use crate::redact::{LineRedactor, Redactor};
+use crate::shape::shape;
 use crate::sink::Sink;
 
 const DIVERGENCE_NOTE: &str = "# redaction changed this result's shape: the expectation below is \
@@ -58,34 +58,29 @@ impl Shared {
         redact(&mut redactor.lock().unwrap_or_else(|poisoned| poisoned.into_inner()))
     }
 
-    /// Writes one call line with the outcome's expectation.
-    fn write_call(&self, fields: Vec<(&'static str, Value)>, outcome: Outcome) {
-        match outcome {
-            Outcome::Live(result) => self.write_line(fields, Some(result), false),
-            Outcome::Shadow { live, shadow } => {
-                let diverged = encode::shape(&live) != encode::shape(&shadow);
-                self.write_line(fields, Some(shadow), diverged);
+    /// Writes one call line with the expectation `recorded` gives it.
+    fn write_call(&self, call: &Call, recorded: Recorded) {
+        match recorded {
+            Recorded::Live(outcome) => self.write_line(call, Some(&outcome), false),
+            Recorded::Shadow { live, shadow } => {
+                let diverged = shape(&live.to_value()) != shape(&shadow.to_value());
+                self.write_line(call, Some(&shadow), diverged);
             }
-            Outcome::Unchecked => self.write_line(fields, None, false),
+            Recorded::Unchecked => self.write_line(call, None, false),
         }
     }
 
-    /// Writes one line, after a note when redaction changed the mapper's result.
-    fn write_line(
-        &self,
-        mut fields: Vec<(&'static str, Value)>,
-        expect: Option<Value>,
-        diverged: bool,
-    ) {
+    /// Writes one line, after a note when redaction changed the mapper's result. A created
+    /// resource gets an expectation only when creating it failed.
+    fn write_line(&self, call: &Call, expect: Option<&Outcome>, diverged: bool) {
         let mut text = String::new();
         if diverged {
             self.diverged();
             text.push_str(DIVERGENCE_NOTE);
         }
-        if let Some(expect) = expect {
-            fields.push(("expect", expect));
-        }
-        text.push_str(&encode::line(&fields));
+        let expect = expect.filter(|outcome| **outcome != Outcome::Created).map(Outcome::to_value);
+        text.push_str(&write_line(call, expect.as_ref()));
+        text.push('\n');
         self.sink.write(&text);
     }
 
@@ -100,11 +95,11 @@ impl Shared {
 }
 
 /// What a recorded line expects.
-enum Outcome {
+enum Recorded {
     /// Unredacted: the live result.
-    Live(Value),
+    Live(Outcome),
     /// Redacted: the shadow's result for the redacted input, and the live one to compare.
-    Shadow { live: Value, shadow: Value },
+    Shadow { live: Outcome, shadow: Outcome },
     /// No shadow (it could not be created): the input is recorded without an expectation.
     Unchecked,
 }
@@ -133,31 +128,32 @@ impl<S: ?Sized> Mirror<S> {
         }
     }
 
-    /// The input as recorded (encoded) and the line's outcome: the live input and result, or
-    /// the redacted input and the shadow's result for it.
-    fn follow<I: ?Sized + ToOwned>(
+    /// Records one call: the input as recorded (the live one, or redacted by `redact`) goes
+    /// into the line `call` builds, and the shadow (if any) performs the call on it.
+    fn record<I: Clone>(
         &mut self,
         shared: &Shared,
         input: &I,
-        live: impl FnOnce() -> Value,
-        redact: impl FnOnce(&mut Redactor, &I) -> I::Owned,
-        call_shadow: impl FnOnce(&mut S, &I) -> Value,
-        encode_input: impl Fn(&I) -> Value,
-    ) -> (Value, Outcome) {
-        match self {
-            Mirror::Live => (encode_input(input), Outcome::Live(live())),
+        live: Outcome,
+        redact: impl FnOnce(&mut Redactor, &I) -> I,
+        perform: impl FnOnce(&mut S, &I) -> Outcome,
+        call: impl FnOnce(I) -> Call,
+    ) {
+        let (recorded_input, recorded) = match self {
+            Mirror::Live => (input.clone(), Recorded::Live(live)),
             Mirror::Shadow(shadow) => {
                 let redacted = shared.redact(|r| redact(r, input));
-                let shadow = call_shadow(shadow, redacted.borrow());
-                (encode_input(redacted.borrow()), Outcome::Shadow { live: live(), shadow })
+                let shadow = perform(shadow, &redacted);
+                (redacted, Recorded::Shadow { live, shadow })
             }
-            Mirror::Missing => {
-                let redacted = shared.redact(|r| redact(r, input));
-                (encode_input(redacted.borrow()), Outcome::Unchecked)
-            }
-        }
+            Mirror::Missing => (shared.redact(|r| redact(r, input)), Recorded::Unchecked),
+        };
+        shared.write_call(&call(recorded_input), recorded);
     }
 }
+
+/// For calls without input.
+fn nothing(_: &mut Redactor, _: &()) {}
 
 // ----- the mapper ------------------------------------------------------------------------------
 
@@ -195,11 +191,8 @@ impl Mapper for RecordingMapper {
         let (mirror, shadow_fault) = Mirror::new(&self.shared, || self.inner.connection());
         let failure =
             if self.shared.redacted() { shadow_fault } else { real.as_ref().err().cloned() };
-        let mut fields = vec![("call", json!("connection.new"))];
-        if let Some(fault) = failure {
-            fields.push(("expect", encode::fault(&fault)));
-        }
-        self.shared.sink.write(&encode::line(&fields));
+        let outcome = failure.map_or(Outcome::Created, Outcome::Fault);
+        self.shared.write_line(&Call::ConnectionNew, Some(&outcome), false);
         Ok(Box::new(RecordingConnection {
             real: real?,
             mirror,
@@ -222,15 +215,9 @@ impl Mapper for RecordingMapper {
             Mirror::new(&self.shared, || self.inner.session(&recorded_init));
         let failure =
             if self.shared.redacted() { shadow_fault } else { real.as_ref().err().cloned() };
-        let mut fields = vec![
-            ("call", json!("session.new")),
-            ("name", json!(name)),
-            ("init", encode::init(&recorded_init)),
-        ];
-        if let Some(fault) = failure {
-            fields.push(("expect", encode::fault(&fault)));
-        }
-        self.shared.sink.write(&encode::line(&fields));
+        let outcome = failure.map_or(Outcome::Created, Outcome::Fault);
+        let call = Call::SessionNew { name: name.clone(), init: recorded_init };
+        self.shared.write_line(&call, Some(&outcome), false);
         Ok(Box::new(RecordingSession { real: real?, mirror, name, shared: self.shared.clone() }))
     }
 }
@@ -251,46 +238,48 @@ impl RecordingConnection {
     /// completes nothing is not recorded at all (it changes no mapper state but a buffer).
     fn record_push(&mut self, bytes: &[u8], live: &Result<Vec<Inbound>, MapperError>) {
         let shared = &self.shared;
+        let live = Outcome::from(live.clone());
         let (recorded, outcome) = match &mut self.mirror {
-            Mirror::Live => (bytes.to_vec(), Outcome::Live(encode::inbound_result(live))),
+            Mirror::Live => (bytes.to_vec(), Recorded::Live(live)),
             Mirror::Shadow(shadow) => {
                 let redacted = shared.redact(|r| self.lines.push(r, bytes));
                 if redacted.is_empty() {
                     return;
                 }
-                let shadow = encode::inbound_result(&shadow.push(&redacted));
-                (redacted, Outcome::Shadow { live: encode::inbound_result(live), shadow })
+                let shadow = Outcome::from(shadow.push(&redacted));
+                (redacted, Recorded::Shadow { live, shadow })
             }
             Mirror::Missing => {
                 let redacted = shared.redact(|r| self.lines.push(r, bytes));
                 if redacted.is_empty() {
                     return;
                 }
-                (redacted, Outcome::Unchecked)
+                (redacted, Recorded::Unchecked)
             }
         };
-        let fields = vec![("call", json!("connection.push")), ("bytes", encode::bytes(&recorded))];
-        shared.write_call(fields, outcome);
+        shared.write_call(&Call::ConnectionPush { bytes: recorded }, outcome);
     }
 
     /// Records the end of output. Redacted: the unterminated tail is pushed first; the shadow's
     /// tail push and finish together answer for the live finish.
     fn record_finish(&mut self, live: &Result<Vec<Inbound>, MapperError>) {
         let shared = &self.shared;
-        let finish = vec![("call", json!("connection.finish"))];
+        let live = Outcome::from(live.clone());
         let shadow = match &mut self.mirror {
             Mirror::Live => {
-                return shared.write_call(finish, Outcome::Live(encode::inbound_result(live)));
+                return shared.write_call(&Call::ConnectionFinish, Recorded::Live(live));
             }
-            Mirror::Missing => return shared.write_call(finish, Outcome::Unchecked),
+            Mirror::Missing => {
+                return shared.write_call(&Call::ConnectionFinish, Recorded::Unchecked);
+            }
             Mirror::Shadow(shadow) => shadow,
         };
         let tail = shared.redact(|r| self.lines.finish(r));
         let mut from_tail = Ok(Vec::new());
         if !tail.is_empty() {
             from_tail = shadow.push(&tail);
-            let fields = vec![("call", json!("connection.push")), ("bytes", encode::bytes(&tail))];
-            shared.write_line(fields, Some(encode::inbound_result(&from_tail)), false);
+            let outcome = Outcome::from(from_tail.clone());
+            shared.write_line(&Call::ConnectionPush { bytes: tail }, Some(&outcome), false);
         }
         let finished = shadow.finish();
         let combined = match (from_tail, &finished) {
@@ -301,9 +290,8 @@ impl RecordingConnection {
             (Err(error), _) => Err(error),
             (Ok(_), Err(error)) => Err(error.clone()),
         };
-        let diverged = encode::shape(&encode::inbound_result(live))
-            != encode::shape(&encode::inbound_result(&combined));
-        shared.write_line(finish, Some(encode::inbound_result(&finished)), diverged);
+        let diverged = shape(&live.to_value()) != shape(&Outcome::from(combined).to_value());
+        shared.write_line(&Call::ConnectionFinish, Some(&Outcome::from(finished)), diverged);
     }
 }
 
@@ -324,6 +312,23 @@ impl MapperConnection for RecordingConnection {
         result
     }
 
+    fn identity(&mut self) -> Result<Option<String>, MapperFault> {
+        let result = self.real.identity();
+        if self.shared.sink.active() {
+            self.mirror.record(
+                &self.shared,
+                &(),
+                Outcome::from(result.clone()),
+                nothing,
+                |shadow, ()| shadow.identity().into(),
+                |()| Call::ConnectionIdentity,
+            );
+        }
+        result
+    }
+}
+
+impl Operations<ConnectionOp> for RecordingConnection {
     fn start(
         &mut self,
         op_id: u64,
@@ -332,21 +337,14 @@ impl MapperConnection for RecordingConnection {
     ) -> Result<Step, MapperFault> {
         let result = self.real.start(op_id, op, first_request_id);
         if self.shared.sink.active() {
-            let (op, outcome) = self.mirror.follow(
+            self.mirror.record(
                 &self.shared,
                 op,
-                || encode::step_result(&result),
+                Outcome::from(result.clone()),
                 redact_connection_op,
-                |shadow, op| encode::step_result(&shadow.start(op_id, op, first_request_id)),
-                encode::connection_op,
+                |shadow, op| shadow.start(op_id, op, first_request_id).into(),
+                |op| Call::ConnectionStart { op_id, op, first_request_id },
             );
-            let fields = vec![
-                ("call", json!("connection.start")),
-                ("opId", json!(op_id)),
-                ("op", op),
-                ("firstRequestId", json!(first_request_id)),
-            ];
-            self.shared.write_call(fields, outcome);
         }
         result
     }
@@ -354,26 +352,19 @@ impl MapperConnection for RecordingConnection {
     fn resume(
         &mut self,
         op_id: u64,
-        reply: &NativeReply,
+        reply: Option<&NativeReply>,
         first_request_id: u64,
     ) -> Result<Step, MapperFault> {
         let result = self.real.resume(op_id, reply, first_request_id);
         if self.shared.sink.active() {
-            let (reply, outcome) = self.mirror.follow(
+            self.mirror.record(
                 &self.shared,
-                reply,
-                || encode::step_result(&result),
-                redact_reply,
-                |shadow, reply| encode::step_result(&shadow.resume(op_id, reply, first_request_id)),
-                encode::reply,
+                &reply.cloned(),
+                Outcome::from(result.clone()),
+                redact_optional_reply,
+                |shadow, reply| shadow.resume(op_id, reply.as_ref(), first_request_id).into(),
+                |reply| Call::ConnectionResume { op_id, reply, first_request_id },
             );
-            let fields = vec![
-                ("call", json!("connection.resume")),
-                ("opId", json!(op_id)),
-                ("reply", reply),
-                ("firstRequestId", json!(first_request_id)),
-            ];
-            self.shared.write_call(fields, outcome);
         }
         result
     }
@@ -388,7 +379,7 @@ struct RecordingSession {
     shared: Arc<Shared>,
 }
 
-impl MapperSession for RecordingSession {
+impl Operations<SessionOp> for RecordingSession {
     fn start(
         &mut self,
         op_id: u64,
@@ -397,22 +388,15 @@ impl MapperSession for RecordingSession {
     ) -> Result<Step, MapperFault> {
         let result = self.real.start(op_id, op, first_request_id);
         if self.shared.sink.active() {
-            let (op, outcome) = self.mirror.follow(
+            let name = self.name.clone();
+            self.mirror.record(
                 &self.shared,
                 op,
-                || encode::step_result(&result),
+                Outcome::from(result.clone()),
                 redact_session_op,
-                |shadow, op| encode::step_result(&shadow.start(op_id, op, first_request_id)),
-                encode::session_op,
+                |shadow, op| shadow.start(op_id, op, first_request_id).into(),
+                |op| Call::SessionStart { name, op_id, op, first_request_id },
             );
-            let fields = vec![
-                ("call", json!("session.start")),
-                ("name", json!(self.name)),
-                ("opId", json!(op_id)),
-                ("op", op),
-                ("firstRequestId", json!(first_request_id)),
-            ];
-            self.shared.write_call(fields, outcome);
         }
         result
     }
@@ -420,48 +404,54 @@ impl MapperSession for RecordingSession {
     fn resume(
         &mut self,
         op_id: u64,
-        reply: &NativeReply,
+        reply: Option<&NativeReply>,
         first_request_id: u64,
     ) -> Result<Step, MapperFault> {
         let result = self.real.resume(op_id, reply, first_request_id);
         if self.shared.sink.active() {
-            let (reply, outcome) = self.mirror.follow(
+            let name = self.name.clone();
+            self.mirror.record(
                 &self.shared,
-                reply,
-                || encode::step_result(&result),
-                redact_reply,
-                |shadow, reply| encode::step_result(&shadow.resume(op_id, reply, first_request_id)),
-                encode::reply,
+                &reply.cloned(),
+                Outcome::from(result.clone()),
+                redact_optional_reply,
+                |shadow, reply| shadow.resume(op_id, reply.as_ref(), first_request_id).into(),
+                |reply| Call::SessionResume { name, op_id, reply, first_request_id },
             );
-            let fields = vec![
-                ("call", json!("session.resume")),
-                ("name", json!(self.name)),
-                ("opId", json!(op_id)),
-                ("reply", reply),
-                ("firstRequestId", json!(first_request_id)),
-            ];
-            self.shared.write_call(fields, outcome);
+        }
+        result
+    }
+}
+
+impl MapperSession for RecordingSession {
+    fn map(&mut self, inputs: &[SessionInput]) -> Result<Effects, MapperFault> {
+        let result = self.real.map(inputs);
+        if self.shared.sink.active() {
+            let name = self.name.clone();
+            self.mirror.record(
+                &self.shared,
+                &inputs.to_vec(),
+                Outcome::from(result.clone()),
+                |r, inputs| inputs.iter().map(|input| redact_input(r, input)).collect(),
+                |shadow, inputs| shadow.map(inputs).into(),
+                |inputs| Call::SessionMap { name, inputs },
+            );
         }
         result
     }
 
-    fn map_event(&mut self, payload: &str) -> Result<Vec<Action>, MapperFault> {
-        let result = self.real.map_event(payload);
+    fn issue(&mut self, first_request_id: u64) -> Result<Outgoing, MapperFault> {
+        let result = self.real.issue(first_request_id);
         if self.shared.sink.active() {
-            let (payload, outcome) = self.mirror.follow(
+            let name = self.name.clone();
+            self.mirror.record(
                 &self.shared,
-                payload,
-                || encode::actions_result(&result),
-                |r, payload| r.json_text(payload),
-                |shadow, payload| encode::actions_result(&shadow.map_event(payload)),
-                encode::json_text,
+                &(),
+                Outcome::from(result.clone()),
+                nothing,
+                |shadow, ()| shadow.issue(first_request_id).into(),
+                |()| Call::SessionIssue { name, first_request_id },
             );
-            let fields = vec![
-                ("call", json!("session.map-event")),
-                ("name", json!(self.name)),
-                ("payload", payload),
-            ];
-            self.shared.write_call(fields, outcome);
         }
         result
     }
@@ -510,7 +500,7 @@ fn redact_session_op(r: &mut Redactor, op: &SessionOp) -> SessionOp {
 
 fn redact_reply(r: &mut Redactor, reply: &NativeReply) -> NativeReply {
     let body = match &reply.body {
-        ReplyBody::Ok(text) => ReplyBody::Ok(r.json_text(text)),
+        ReplyBody::Ok(data) => ReplyBody::Ok(r.native_data(data)),
         ReplyBody::Error(error) => ReplyBody::Error(MapperError {
             kind: error.kind,
             message: r.text(&error.message),
@@ -519,4 +509,15 @@ fn redact_reply(r: &mut Redactor, reply: &NativeReply) -> NativeReply {
         ReplyBody::Lost(reason) => ReplyBody::Lost(r.text(reason)),
     };
     NativeReply { id: reply.id, body }
+}
+
+fn redact_optional_reply(r: &mut Redactor, reply: &Option<NativeReply>) -> Option<NativeReply> {
+    reply.as_ref().map(|reply| redact_reply(r, reply))
+}
+
+fn redact_input(r: &mut Redactor, input: &SessionInput) -> SessionInput {
+    match input {
+        SessionInput::Event(data) => SessionInput::Event(r.native_data(data)),
+        SessionInput::Reply(reply) => SessionInput::Reply(redact_reply(r, reply)),
+    }
 }
