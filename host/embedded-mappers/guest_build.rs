@@ -115,7 +115,10 @@ pub fn workspace_components(manifest: &Path) -> Result<Vec<(String, String)>, St
         let member_manifest = root.join(&member).join("Cargo.toml");
         let text = fs::read_to_string(&member_manifest)
             .map_err(|e| format!("cannot read {}: {e}", member_manifest.display()))?;
-        if text.lines().any(|line| line.trim_start().starts_with("crate-type") && line.contains("\"cdylib\"")) {
+        if text
+            .lines()
+            .any(|line| line.trim_start().starts_with("crate-type") && line.contains("\"cdylib\""))
+        {
             components.push((package_name(&member_manifest)?, lib_name(&member_manifest)?));
         }
     }
@@ -130,7 +133,8 @@ pub fn workspace_members(manifest: &Path) -> Result<Vec<String>, String> {
         .find("members = [")
         .ok_or_else(|| format!("no `members = [` in {}", manifest.display()))?;
     let list = &text[start + "members = [".len()..];
-    let end = list.find(']').ok_or_else(|| format!("unterminated members in {}", manifest.display()))?;
+    let end =
+        list.find(']').ok_or_else(|| format!("unterminated members in {}", manifest.display()))?;
     Ok(list[..end]
         .lines()
         .map(|line| line.split('#').next().unwrap_or_default())
@@ -173,9 +177,9 @@ fn nested_build(cargo: &OsString, manifest: &Path, target_dir: &Path) -> Command
 }
 
 fn run_nested(mut command: Command, manifest: &Path) -> Result<(), String> {
-    let status = command.status().map_err(|e| {
-        format!("cannot run {}: {e}", command.get_program().to_string_lossy())
-    })?;
+    let status = command
+        .status()
+        .map_err(|e| format!("cannot run {}: {e}", command.get_program().to_string_lossy()))?;
     if status.success() {
         return Ok(());
     }

@@ -21,6 +21,9 @@ fn every_embedded_mapper_loads_and_names_its_protocol() {
 fn every_mapper_the_project_builds_is_embedded_newest_generation_first() {
     let names: Vec<&str> = zcode_embedded_mappers::EMBEDDED.iter().map(|(name, _)| *name).collect();
     assert_eq!(names, ["zcode-task-v2", "zcode-task-v1", "echo-v1"]);
-    assert_eq!(zcode_embedded_mappers::get("zcode-task-v1"), Some(zcode_embedded_mappers::ZCODE_TASK_V1));
+    assert_eq!(
+        zcode_embedded_mappers::get("zcode-task-v1"),
+        Some(zcode_embedded_mappers::ZCODE_TASK_V1)
+    );
     assert_eq!(zcode_embedded_mappers::get("zcode-host-3.12"), None);
 }

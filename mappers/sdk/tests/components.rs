@@ -51,6 +51,9 @@ fn every_component_imports_only_the_log() {
         if let Err(problem) = zcode_mapper_sdk::component_check::check(&bytes) {
             panic!("{name} ({}): {problem}", path.display());
         }
-        println!("{name}: {} bytes, imports the log and nothing the sandbox withholds", bytes.len());
+        println!(
+            "{name}: {} bytes, imports the log and nothing the sandbox withholds",
+            bytes.len()
+        );
     }
 }

@@ -1,5 +1,7 @@
 //! Session operations as small state machines: each step sends one native request and the
-//! reply decides the next step or the outcome.
+//! reply decides the next step or the outcome. The one exception streams: a `session/load`
+//! sends its replayed history in bounded pages, each a step that waits for nothing, before it
+//! subscribes (the host delivers the history in one reply; the pages keep any one step small).
 //!
 //! Prompts, cancel, finish-turn, interaction answers, close and the event stream are the same
 //! in every generation of the desktop host and live here. Opening a session, modes and config

@@ -4,8 +4,8 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use zcode_contract::golden;
 use echo_v1::EchoMapper;
+use zcode_contract::golden;
 
 fn traces_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("traces")
