@@ -33,6 +33,26 @@ pub fn text(value: &Value) -> String {
     value.to_string()
 }
 
+/// JSON text with keys sorted at every level. `serde_json` keeps insertion order or sorts
+/// depending on the features a build unifies (a test dependency can switch it), so text that is
+/// compared byte for byte — inside a binary frame, in a digest — must not depend on it.
+pub fn canonical(value: &Value) -> String {
+    fn sorted(value: &Value) -> Value {
+        match value {
+            Value::Object(map) => {
+                let mut keys: Vec<&String> = map.keys().collect();
+                keys.sort();
+                Value::Object(
+                    keys.into_iter().map(|key| (key.clone(), sorted(&map[key]))).collect(),
+                )
+            }
+            Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
+            other => other.clone(),
+        }
+    }
+    sorted(value).to_string()
+}
+
 /// A JSON object being read, named `what` in error messages.
 #[derive(Clone, Copy)]
 pub struct Fields<'a> {
@@ -186,6 +206,20 @@ mod tests {
         assert_eq!(
             Fields::acp(&json!([]), "params").err().unwrap().message,
             "params must be a JSON object"
+        );
+    }
+
+    #[test]
+    fn canonical_text_sorts_keys_at_every_level() {
+        let mut inner = Map::new();
+        inner.insert("z".into(), json!(1));
+        inner.insert("a".into(), json!([{"y": 1, "b": 2}]));
+        let mut outer = Map::new();
+        outer.insert("m".into(), Value::Object(inner));
+        outer.insert("c".into(), json!(null));
+        assert_eq!(
+            canonical(&Value::Object(outer)),
+            r#"{"c":null,"m":{"a":[{"b":2,"y":1}],"z":1}}"#
         );
     }
 

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 use zcode_contract::MapperError;
 
-use zcode_mapper_sdk::json::protocol;
+use zcode_mapper_sdk::json::{canonical, protocol};
 use zcode_mapper_sdk::uri::{is_absolute_path, join_path};
 
 /// ACP tool kind from a native tool name (case-insensitive substring rules, first match wins).
@@ -92,25 +92,6 @@ fn text_content(text: &str) -> Value {
     json!({"type": "content", "content": {"type": "text", "text": text}})
 }
 
-/// JSON text with keys sorted at every level, so the text does not depend on how serde_json
-/// happens to order maps in a given build.
-fn canonical_json(value: &Value) -> String {
-    fn sorted(value: &Value) -> Value {
-        match value {
-            Value::Object(map) => {
-                let mut keys: Vec<&String> = map.keys().collect();
-                keys.sort();
-                Value::Object(
-                    keys.into_iter().map(|key| (key.clone(), sorted(&map[key]))).collect(),
-                )
-            }
-            Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
-            other => other.clone(),
-        }
-    }
-    sorted(value).to_string()
-}
-
 /// The readable text of a tool result: `result.content` if it is a string, the result itself
 /// if it is a string, else its JSON (unless a diff already shows it).
 fn result_text(result: &Value, has_diff: bool) -> String {
@@ -121,7 +102,7 @@ fn result_text(result: &Value, has_diff: bool) -> String {
             map["content"].as_str().unwrap_or_default().to_string()
         }
         _ if has_diff => String::new(),
-        other => canonical_json(other),
+        other => canonical(other),
     }
 }
 

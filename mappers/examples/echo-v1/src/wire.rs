@@ -22,9 +22,10 @@ pub const EVENT: u8 = 0x83;
 /// Longest frame accepted.
 pub const MAX_FRAME: usize = 1024 * 1024;
 
-/// A frame to the host: kind, `u64` id, JSON.
+/// A frame to the host: kind, `u64` id, JSON (keys sorted, so the bytes are the same in every
+/// build).
 pub fn frame(kind: u8, id: u64, json: &serde_json::Value) -> Vec<u8> {
-    let body = json.to_string();
+    let body = zcode_mapper_sdk::json::canonical(json);
     let length = u32::try_from(1 + 8 + body.len()).expect("frames stay small");
     let mut bytes = Vec::with_capacity(4 + length as usize);
     bytes.extend_from_slice(&length.to_be_bytes());
