@@ -187,9 +187,11 @@ impl zcode_mapper_sdk::Session for Session {
                 )));
             }
             self.last_seq = Some(seq);
-            if self.running {
-                mapped.actions.push(chunk("agent_message_chunk", missed.str("text")?));
-            }
+            let text = missed.str("text")?;
+            mapped.actions.push(match self.running {
+                true => chunk("agent_message_chunk", text),
+                false => Action::Ignore("a missed chunk outside a turn".to_string()),
+            });
         }
         // What was missed is in; the rest follows in order (and may itself have gaps).
         self.last_seq = Some(before - 1);
