@@ -47,7 +47,7 @@ pub fn run(
     let recording = record_fixture(env, deltas)?;
     let calls = session_calls(&recording, "s1")?;
     let runtime = MapperRuntime::new(RuntimeConfig::default()).map_err(|e| e.to_string())?;
-    let (name, bytes) = zcode_embedded_mappers::EMBEDDED[0];
+    let (name, bytes) = ("zcode-task-v1", zcode_embedded_mappers::ZCODE_TASK_V1);
     let mut variants: Vec<(String, Arc<dyn Mapper>)> = vec![
         ("native `TaskV1Mapper`".into(), Arc::new(TaskV1Mapper)),
         (

@@ -1,6 +1,6 @@
-//! Conversions between the WIT values of `zcode:mapper` and the plain `zcode_contract` types.
-//! Values going into a mapper are converted from references (the core keeps its own copy);
-//! values coming out are moved.
+//! Conversions between the WIT values of `zcode:mapper@0.2.0` and the plain `zcode_contract`
+//! types. Values going into a mapper are converted from references (the core keeps its own
+//! copy); values coming out are moved.
 
 use zcode_contract as core;
 
@@ -18,21 +18,43 @@ impl From<wit::Os> for core::Os {
     }
 }
 
-impl From<wit::Layout> for core::Layout {
-    fn from(l: wit::Layout) -> Self {
-        core::Layout {
-            os: l.os.into(),
-            executable: l.executable,
-            cli_entry: l.cli_entry,
-            metadata: l.metadata,
-            host_archive: l.host_archive,
+impl From<wit::LayoutKind> for core::LayoutKind {
+    fn from(kind: wit::LayoutKind) -> Self {
+        match kind {
+            wit::LayoutKind::Desktop => core::LayoutKind::Desktop,
+            wit::LayoutKind::Runtime => core::LayoutKind::Runtime,
         }
     }
 }
 
-impl From<wit::FileCheck> for core::FileCheck {
-    fn from(f: wit::FileCheck) -> Self {
-        core::FileCheck {
+impl From<wit::Layout> for core::Layout {
+    fn from(layout: wit::Layout) -> Self {
+        match layout {
+            wit::Layout::Desktop(d) => core::Layout::Desktop(core::DesktopLayout {
+                os: d.os.into(),
+                executable: d.executable,
+                cli_entry: d.cli_entry,
+                metadata: d.metadata,
+                metadata_pairs: d.metadata_pairs,
+                metadata_platform_key: d.metadata_platform_key,
+                metadata_entry_key: d.metadata_entry_key,
+                host_archive: d.host_archive,
+            }),
+            wit::Layout::Runtime(r) => core::Layout::Runtime(core::RuntimeLayout {
+                runtime_dir: r.runtime_dir,
+                package_file: r.package_file,
+                package_pairs: r.package_pairs,
+                cli_entry: r.cli_entry,
+                node_candidates: r.node_candidates,
+                min_node_version: r.min_node_version,
+            }),
+        }
+    }
+}
+
+impl From<wit::FilePin> for core::FilePin {
+    fn from(f: wit::FilePin) -> Self {
+        core::FilePin {
             role: f.role,
             path: f.path,
             sha256: f.sha256,
@@ -41,15 +63,16 @@ impl From<wit::FileCheck> for core::FileCheck {
     }
 }
 
-impl From<wit::Artifact> for core::Artifact {
-    fn from(a: wit::Artifact) -> Self {
-        core::Artifact {
-            id: a.id,
-            app_version: a.app_version,
-            cli_version: a.cli_version,
-            cli_sha256: a.cli_sha256,
-            files: convert_all(a.files),
-            simulated: a.simulated,
+impl From<wit::Release> for core::Release {
+    fn from(r: wit::Release) -> Self {
+        core::Release {
+            id: r.id,
+            kind: r.kind.into(),
+            app_version: r.app_version,
+            cli_version: r.cli_version,
+            files: convert_all(r.files),
+            identity: r.identity,
+            simulated: r.simulated,
         }
     }
 }
@@ -60,18 +83,42 @@ impl From<wit::VersionProbe> for core::VersionProbe {
     }
 }
 
+impl From<wit::CredentialEncoding> for core::CredentialEncoding {
+    fn from(encoding: wit::CredentialEncoding) -> Self {
+        match encoding {
+            wit::CredentialEncoding::Plain => core::CredentialEncoding::Plain,
+        }
+    }
+}
+
+impl From<wit::CredentialLookup> for core::CredentialLookup {
+    fn from(l: wit::CredentialLookup) -> Self {
+        core::CredentialLookup { name: l.name, key: l.key, field: l.field }
+    }
+}
+
+impl From<wit::CredentialSource> for core::CredentialSource {
+    fn from(s: wit::CredentialSource) -> Self {
+        core::CredentialSource {
+            name: s.name,
+            file: s.file,
+            key: s.key,
+            lookups: convert_all(s.lookups),
+            encodings: convert_all(s.encodings),
+        }
+    }
+}
+
 impl From<wit::Contract> for core::Contract {
     fn from(c: wit::Contract) -> Self {
         core::Contract {
             protocol_id: c.protocol_id,
             description: c.description,
             layouts: convert_all(c.layouts),
-            metadata: c.metadata,
-            metadata_platform_key: c.metadata_platform_key,
-            metadata_entry_key: c.metadata_entry_key,
-            artifacts: convert_all(c.artifacts),
+            releases: convert_all(c.releases),
             cli_version_probe: c.cli_version_probe.into(),
             credentials_file: c.credentials_file,
+            credential_sources: convert_all(c.credential_sources),
         }
     }
 }
@@ -79,9 +126,9 @@ impl From<wit::Contract> for core::Contract {
 impl From<wit::LaunchPlan> for core::LaunchPlan {
     fn from(p: wit::LaunchPlan) -> Self {
         core::LaunchPlan {
-            program: p.program,
             args: p.args,
             env: p.env,
+            env_remove: p.env_remove,
             cwd: p.cwd,
             stdin_preamble: p.stdin_preamble,
             needs_handshake: p.needs_handshake,
@@ -109,16 +156,42 @@ impl From<wit::MapperError> for core::MapperError {
     }
 }
 
+impl From<wit::NativeData> for core::NativeData {
+    fn from(data: wit::NativeData) -> Self {
+        match data {
+            wit::NativeData::Text(text) => core::NativeData::Text(text),
+            wit::NativeData::Binary(bytes) => core::NativeData::Binary(bytes),
+        }
+    }
+}
+
 impl From<wit::NativeRequest> for core::NativeRequest {
     fn from(r: wit::NativeRequest) -> Self {
         core::NativeRequest { id: r.id, bytes: r.bytes, label: r.label, timeout_ms: r.timeout_ms }
     }
 }
 
+impl From<wit::SecretFill> for core::SecretFill {
+    fn from(s: wit::SecretFill) -> Self {
+        core::SecretFill {
+            placeholder: s.placeholder,
+            source: s.source,
+            args: s.args,
+            fallback: s.fallback,
+        }
+    }
+}
+
+impl From<wit::NativeWrite> for core::NativeWrite {
+    fn from(w: wit::NativeWrite) -> Self {
+        core::NativeWrite { bytes: w.bytes, label: w.label, secret: w.secret.map(Into::into) }
+    }
+}
+
 impl From<wit::ReplyBody> for core::ReplyBody {
     fn from(body: wit::ReplyBody) -> Self {
         match body {
-            wit::ReplyBody::Ok(text) => core::ReplyBody::Ok(text),
+            wit::ReplyBody::Ok(data) => core::ReplyBody::Ok(data.into()),
             wit::ReplyBody::Error(e) => core::ReplyBody::Error(e.into()),
             wit::ReplyBody::Lost(why) => core::ReplyBody::Lost(why),
         }
@@ -135,12 +208,25 @@ impl From<wit::Inbound> for core::Inbound {
     fn from(inbound: wit::Inbound) -> Self {
         match inbound {
             wit::Inbound::Reply(reply) => core::Inbound::Reply(reply.into()),
-            wit::Inbound::Event(e) => {
-                core::Inbound::Event(core::RoutedEvent { route: e.route, payload: e.payload })
-            }
-            wit::Inbound::Write(bytes) => core::Inbound::Write(bytes),
+            wit::Inbound::Event(e) => core::Inbound::Event(core::RoutedEvent {
+                route: e.route,
+                payload: e.payload.into(),
+            }),
+            wit::Inbound::Write(write) => core::Inbound::Write(write.into()),
             wit::Inbound::Ready => core::Inbound::Ready,
             wit::Inbound::Ignored(reason) => core::Inbound::Ignored(reason),
+        }
+    }
+}
+
+impl From<wit::Outgoing> for core::Outgoing {
+    fn from(o: wit::Outgoing) -> Self {
+        core::Outgoing {
+            updates: o.updates,
+            routes_added: o.routes_added,
+            routes_removed: o.routes_removed,
+            writes: convert_all(o.writes),
+            requests: convert_all(o.requests),
         }
     }
 }
@@ -148,11 +234,7 @@ impl From<wit::Inbound> for core::Inbound {
 impl From<wit::Step> for core::Step {
     fn from(step: wit::Step) -> Self {
         match step {
-            wit::Step::Wait(o) => core::Step::Wait(core::Outgoing {
-                routes_added: o.routes_added,
-                routes_removed: o.routes_removed,
-                requests: convert_all(o.requests),
-            }),
+            wit::Step::Wait(outgoing) => core::Step::Wait(outgoing.into()),
             wit::Step::Done(outcome) => core::Step::Done(
                 outcome
                     .map(|r| core::OpResult { response: r.response, updates: r.updates })
@@ -215,23 +297,45 @@ impl From<wit::Action> for core::Action {
     }
 }
 
+impl From<wit::Effects> for core::Effects {
+    fn from(e: wit::Effects) -> Self {
+        core::Effects {
+            actions: convert_all(e.actions),
+            writes: convert_all(e.writes),
+            requests: e.requests,
+        }
+    }
+}
+
 pub(crate) fn convert_all<W, C: From<W>>(values: Vec<W>) -> Vec<C> {
     values.into_iter().map(C::from).collect()
 }
 
 // ----- into the mapper ------------------------------------------------------------------------
 
+impl From<core::LayoutKind> for wit::LayoutKind {
+    fn from(kind: core::LayoutKind) -> Self {
+        match kind {
+            core::LayoutKind::Desktop => wit::LayoutKind::Desktop,
+            core::LayoutKind::Runtime => wit::LayoutKind::Runtime,
+        }
+    }
+}
+
 impl From<&core::VerifiedInstall> for wit::VerifiedInstall {
     fn from(i: &core::VerifiedInstall) -> Self {
         wit::VerifiedInstall {
             install_root: i.install_root.clone(),
+            kind: i.kind.into(),
             executable: i.executable.clone(),
             cli_entry: i.cli_entry.clone(),
             host_archive: i.host_archive.clone(),
-            artifact_id: i.artifact_id.clone(),
+            release_id: i.release_id.clone(),
             app_version: i.app_version.clone(),
             cli_version: i.cli_version.clone(),
             files: i.files.clone(),
+            unpinned: i.unpinned.clone(),
+            home: i.home.clone(),
         }
     }
 }
@@ -265,14 +369,32 @@ impl From<&core::MapperError> for wit::MapperError {
     }
 }
 
+impl From<&core::NativeData> for wit::NativeData {
+    fn from(data: &core::NativeData) -> Self {
+        match data {
+            core::NativeData::Text(text) => wit::NativeData::Text(text.clone()),
+            core::NativeData::Binary(bytes) => wit::NativeData::Binary(bytes.clone()),
+        }
+    }
+}
+
 impl From<&core::NativeReply> for wit::NativeReply {
     fn from(r: &core::NativeReply) -> Self {
         let body = match &r.body {
-            core::ReplyBody::Ok(text) => wit::ReplyBody::Ok(text.clone()),
+            core::ReplyBody::Ok(data) => wit::ReplyBody::Ok(data.into()),
             core::ReplyBody::Error(e) => wit::ReplyBody::Error(e.into()),
             core::ReplyBody::Lost(why) => wit::ReplyBody::Lost(why.clone()),
         };
         wit::NativeReply { id: r.id, body }
+    }
+}
+
+impl From<&core::SessionInput> for wit::SessionInput {
+    fn from(input: &core::SessionInput) -> Self {
+        match input {
+            core::SessionInput::Event(data) => wit::SessionInput::Event(data.into()),
+            core::SessionInput::Reply(reply) => wit::SessionInput::Reply(reply.into()),
+        }
     }
 }
 

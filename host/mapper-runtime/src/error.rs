@@ -2,6 +2,8 @@
 
 use zcode_contract::MapperFault;
 
+use crate::policy::WitAge;
+
 /// The WebAssembly engine could not be created with the runtime's settings.
 #[derive(Debug, thiserror::Error)]
 #[error("cannot start the mapper runtime: {0}")]
@@ -21,13 +23,14 @@ pub enum LoadFailure {
     Read(std::io::Error),
     #[error("not a valid WebAssembly component: {0}")]
     Invalid(String),
-    #[error("it does not export the zcode:mapper/mapper interface (its exports: {0})")]
-    NotAMapper(String),
-    #[error("mapper built for WIT zcode:mapper@{found}, this core supports {supported}")]
-    WitVersion { found: String, supported: String },
+    #[error("it does not export the zcode:mapper/mapper interface ({})", describe_exports(.0))]
+    NotAMapper(Vec<String>),
+    /// `found` and `needed` name package and version, e.g. `zcode:mapper@0.1.0`.
+    #[error("it speaks WIT {found}, but this core speaks {needed}: {}", age.advice())]
+    WitVersion { found: String, needed: String, age: WitAge },
     #[error(
-        "it imports capabilities a mapper may not have (only zcode:mapper, wasi:io and \
-         wasi:cli are allowed): {}",
+        "it imports capabilities a mapper may not have (only zcode:mapper/logging, wasi:io \
+         and wasi:cli are allowed): {}",
         .0.join(", ")
     )]
     ForbiddenImports(Vec<String>),
@@ -35,6 +38,14 @@ pub enum LoadFailure {
     Link(String),
     #[error("its contract() call failed: {0}")]
     Contract(MapperFault),
+}
+
+fn describe_exports(exports: &[String]) -> String {
+    if exports.is_empty() {
+        "it exports nothing".to_string()
+    } else {
+        format!("its exports: {}", exports.join(", "))
+    }
 }
 
 /// A wasmtime error with its causes on one line (`Debug` would add a multi-line backtrace).

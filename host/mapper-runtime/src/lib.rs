@@ -1,10 +1,10 @@
 //! Loads, sandboxes and calls WebAssembly mapper components through the `zcode:mapper` WIT
 //! contract (`wit/mapper.wit`), and presents them as `zcode_contract::Mapper`s.
 //!
-//! A mapper gets no capability but the `host.log` import: no files, sockets, clocks, randomness
+//! A mapper gets no capability but the `logging.log` import: no files, sockets, clocks, randomness
 //! or environment. Each connection and session runs in its own store with a memory cap, a fuel
-//! (CPU) budget per call and an output cap; a trap or limit hit fails that instance only. See
-//! `docs/mapper-runtime.md`.
+//! (CPU) budget per call that grows with the call's work, and an output cap; a trap or limit
+//! hit fails that instance only. See `docs/mapper-runtime.md`.
 
 mod bindings {
     wasmtime::component::bindgen!({ world: "zcode-mapper", path: "../../wit" });
@@ -15,13 +15,14 @@ mod config;
 mod convert;
 mod error;
 mod mapper;
-mod output;
 mod policy;
 mod runtime;
 mod sandbox;
+mod size;
 
 pub use cache::CacheOutcome;
-pub use config::RuntimeConfig;
+pub use config::{FuelBudget, RuntimeConfig};
 pub use error::{EngineError, LoadError, LoadFailure};
 pub use mapper::{WasmConnection, WasmMapper, WasmSession};
+pub use policy::WitAge;
 pub use runtime::MapperRuntime;

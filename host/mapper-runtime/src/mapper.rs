@@ -5,16 +5,18 @@ use std::sync::Arc;
 
 use wasmtime::component::ResourceAny;
 use zcode_contract::{
-    Action, AuthCommand, ConnectionOp, Contract, Inbound, LaunchPlan, Mapper, MapperConnection,
-    MapperError, MapperFault, MapperSession, NativeReply, SessionInit, SessionOp, Step, Terminal,
-    VerifiedInstall,
+    AuthCommand, ConnectionOp, Contract, Effects, Inbound, LaunchPlan, Mapper, MapperConnection,
+    MapperError, MapperFault, MapperSession, NativeReply, Operations, Outgoing, SessionInit,
+    SessionInput, SessionOp, Step, VerifiedInstall,
 };
 
 use crate::bindings::ZcodeMapperPre;
 use crate::bindings::zcode::mapper::types as wit;
 use crate::cache::CacheOutcome;
+use crate::config::Input;
 use crate::convert::convert_all;
 use crate::sandbox::{Instance, Limits, StoreState};
+use crate::size::ByteSize;
 
 /// A mapper component that passed the load checks, with its contract read once.
 ///
@@ -60,9 +62,11 @@ impl Mapper for WasmMapper {
     }
 
     fn launch_plan(&self, install: &VerifiedInstall) -> Result<LaunchPlan, MapperError> {
+        let input = Input::bytes(install.byte_size());
         let install = wit::VerifiedInstall::from(install);
-        self.instance()?
-            .call(|guest, store| guest.call_launch_plan(store, &install).map(convert_result))?
+        self.instance()?.call(input, |guest, store| {
+            guest.call_launch_plan(store, &install).map(convert_result)
+        })?
     }
 
     fn auth_plan(
@@ -70,25 +74,28 @@ impl Mapper for WasmMapper {
         install: &VerifiedInstall,
         command: AuthCommand,
     ) -> Result<LaunchPlan, MapperError> {
+        let input = Input::bytes(install.byte_size());
         let install = wit::VerifiedInstall::from(install);
         let command = command.into();
-        self.instance()?.call(|guest, store| {
+        self.instance()?.call(input, |guest, store| {
             guest.call_auth_plan(store, &install, command).map(convert_result)
         })?
     }
 
     fn connection(&self) -> Result<Box<dyn MapperConnection>, MapperFault> {
         let mut instance = self.instance()?;
-        let handle = instance.call(|guest, store| guest.connection().call_constructor(store))?;
+        let handle = instance
+            .call(Input::NONE, |guest, store| guest.connection().call_constructor(store))?;
         Ok(Box::new(WasmConnection { instance, handle }))
     }
 
     fn session(&self, init: &SessionInit) -> Result<Box<dyn MapperSession>, MapperFault> {
+        let input = Input::bytes(init.byte_size());
         let init = wit::SessionInit::from(init);
         let mut instance = self.instance()?;
         let handle =
-            instance.call(|guest, store| guest.session().call_constructor(store, &init))?;
-        Ok(Box::new(WasmSession { instance, handle }))
+            instance.call(input, |guest, store| guest.session().call_constructor(store, &init))?;
+        Ok(Box::new(WasmSession { instance, handle, announced: 0 }))
     }
 }
 
@@ -101,26 +108,35 @@ pub struct WasmConnection {
 impl MapperConnection for WasmConnection {
     fn push(&mut self, bytes: &[u8]) -> Result<Vec<Inbound>, MapperError> {
         let handle = self.handle;
-        self.instance.call(|guest, store| {
+        self.instance.call(Input::bytes(bytes.len()), |guest, store| {
             guest.connection().call_push(store, handle, bytes).map(convert_list_result)
         })?
     }
 
     fn finish(&mut self) -> Result<Vec<Inbound>, MapperError> {
         let handle = self.handle;
-        self.instance.call(|guest, store| {
+        self.instance.call(Input::NONE, |guest, store| {
             guest.connection().call_finish(store, handle).map(convert_list_result)
         })?
     }
 
+    fn identity(&mut self) -> Result<Option<String>, MapperFault> {
+        let handle = self.handle;
+        self.instance
+            .call(Input::NONE, |guest, store| guest.connection().call_identity(store, handle))
+    }
+}
+
+impl Operations<ConnectionOp> for WasmConnection {
     fn start(
         &mut self,
         op_id: u64,
         op: &ConnectionOp,
         first_request_id: u64,
     ) -> Result<Step, MapperFault> {
+        let input = Input::bytes(op.byte_size());
         let (handle, op) = (self.handle, wit::ConnectionOp::from(op));
-        let step = self.instance.call(|guest, store| {
+        let step = self.instance.call(input, |guest, store| {
             guest
                 .connection()
                 .call_start(store, handle, op_id, &op, first_request_id)
@@ -132,13 +148,16 @@ impl MapperConnection for WasmConnection {
     fn resume(
         &mut self,
         op_id: u64,
-        reply: &NativeReply,
+        reply: Option<&NativeReply>,
         first_request_id: u64,
     ) -> Result<Step, MapperFault> {
-        let (handle, reply) = (self.handle, wit::NativeReply::from(reply));
-        let step = self.instance.call(|guest, store| {
+        let input = Input::bytes(reply.byte_size());
+        let (handle, reply) = (self.handle, reply.map(wit::NativeReply::from));
+        let step = self.instance.call(input, |guest, store| {
             let connection = guest.connection();
-            connection.call_resume(store, handle, op_id, &reply, first_request_id).map(Step::from)
+            connection
+                .call_resume(store, handle, op_id, reply.as_ref(), first_request_id)
+                .map(Step::from)
         })?;
         checked_step(&mut self.instance, step, first_request_id)
     }
@@ -148,17 +167,49 @@ impl MapperConnection for WasmConnection {
 pub struct WasmSession {
     instance: Instance,
     handle: ResourceAny,
+    /// Requests the last `map` announced that `issue` has not handed out yet.
+    announced: u32,
 }
 
 impl MapperSession for WasmSession {
+    fn map(&mut self, inputs: &[SessionInput]) -> Result<Effects, MapperFault> {
+        let input = Input { bytes: inputs.byte_size(), items: inputs.len() };
+        let handle = self.handle;
+        let wit_inputs: Vec<wit::SessionInput> = inputs.iter().map(Into::into).collect();
+        let mapped = self.instance.call(input, |guest, store| {
+            guest.session().call_map(store, handle, &wit_inputs).map(Effects::from)
+        })?;
+        self.announced = mapped.requests;
+        Ok(mapped)
+    }
+
+    fn issue(&mut self, first_request_id: u64) -> Result<Outgoing, MapperFault> {
+        let announced = std::mem::take(&mut self.announced);
+        let handle = self.handle;
+        let outgoing = self.instance.call(Input::NONE, |guest, store| {
+            guest.session().call_issue(store, handle, first_request_id).map(Outgoing::from)
+        })?;
+        if outgoing.requests.len() != announced as usize {
+            return Err(self.instance.poison(format!(
+                "mapper issued {} requests, but its last map announced {announced}",
+                outgoing.requests.len()
+            )));
+        }
+        checked_request_ids(&mut self.instance, &outgoing, first_request_id)?;
+        Ok(outgoing)
+    }
+}
+
+impl Operations<SessionOp> for WasmSession {
     fn start(
         &mut self,
         op_id: u64,
         op: &SessionOp,
         first_request_id: u64,
     ) -> Result<Step, MapperFault> {
+        let input = Input::bytes(op.byte_size());
         let (handle, op) = (self.handle, wit::SessionOp::from(op));
-        let step = self.instance.call(|guest, store| {
+        let step = self.instance.call(input, |guest, store| {
             guest.session().call_start(store, handle, op_id, &op, first_request_id).map(Step::from)
         })?;
         checked_step(&mut self.instance, step, first_request_id)
@@ -167,26 +218,18 @@ impl MapperSession for WasmSession {
     fn resume(
         &mut self,
         op_id: u64,
-        reply: &NativeReply,
+        reply: Option<&NativeReply>,
         first_request_id: u64,
     ) -> Result<Step, MapperFault> {
-        let (handle, reply) = (self.handle, wit::NativeReply::from(reply));
-        let step = self.instance.call(|guest, store| {
+        let input = Input::bytes(reply.byte_size());
+        let (handle, reply) = (self.handle, reply.map(wit::NativeReply::from));
+        let step = self.instance.call(input, |guest, store| {
             guest
                 .session()
-                .call_resume(store, handle, op_id, &reply, first_request_id)
+                .call_resume(store, handle, op_id, reply.as_ref(), first_request_id)
                 .map(Step::from)
         })?;
         checked_step(&mut self.instance, step, first_request_id)
-    }
-
-    fn map_event(&mut self, payload: &str) -> Result<Vec<Action>, MapperFault> {
-        let handle = self.handle;
-        let mapped = self.instance.call(|guest, store| {
-            guest.session().call_map_event(store, handle, payload).map(convert_list_result)
-        })?;
-        // An event the mapper cannot translate is a broken stream for the coordinator.
-        Ok(mapped.unwrap_or_else(|err| vec![Action::Terminal(Terminal::Broken(err))]))
     }
 }
 
@@ -200,24 +243,32 @@ fn convert_list_result<W, C: From<W>>(
     result.map(convert_all).map_err(MapperError::from)
 }
 
-/// The core hands out request ids; a step must use `first_request_id`, `+1`, ... in order.
-/// Anything else would corrupt the core's pending table, so the instance is failed.
+/// The request-id rule for the requests of a `wait` step.
 fn checked_step(
     instance: &mut Instance,
     step: Step,
     first_request_id: u64,
 ) -> Result<Step, MapperFault> {
     if let Step::Wait(outgoing) = &step {
-        for (request, expected) in outgoing.requests.iter().zip(first_request_id..) {
-            if request.id != expected {
-                return Err(instance.poison(format!(
-                    "mapper used request id {}, expected {expected}",
-                    request.id
-                )));
-            }
-        }
+        checked_request_ids(instance, outgoing, first_request_id)?;
     }
     Ok(step)
+}
+
+/// The core hands out request ids; requests must use `first_request_id`, `+1`, ... in order.
+/// Anything else would corrupt the core's pending table, so the instance is failed.
+fn checked_request_ids(
+    instance: &mut Instance,
+    outgoing: &Outgoing,
+    first_request_id: u64,
+) -> Result<(), MapperFault> {
+    for (request, expected) in outgoing.requests.iter().zip(first_request_id..) {
+        if request.id != expected {
+            return Err(instance
+                .poison(format!("mapper used request id {}, expected {expected}", request.id)));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use zcode_contract::Contract;
 
 use crate::bindings::ZcodeMapperPre;
 use crate::cache::{ArtifactCache, CacheOutcome, Lookup};
-use crate::config::RuntimeConfig;
+use crate::config::{Input, RuntimeConfig};
 use crate::error::{EngineError, LoadError, LoadFailure, one_line};
 use crate::mapper::WasmMapper;
 use crate::policy;
@@ -54,7 +54,7 @@ impl MapperRuntime {
         let mut instance = Instance::new(&pre, origin.clone(), &self.limits)
             .map_err(|fault| fail(LoadFailure::Contract(fault)))?;
         let contract: Contract = instance
-            .call(|guest, store| guest.call_contract(store).map(Into::into))
+            .call(Input::NONE, |guest, store| guest.call_contract(store).map(Into::into))
             .map_err(|fault| fail(LoadFailure::Contract(fault)))?;
         tracing::debug!(
             mapper = %origin,
@@ -101,7 +101,7 @@ fn check_component(engine: &Engine, component: &Component) -> Result<(), LoadFai
     policy::check_imports(imports)
 }
 
-/// Links the `host` interface and turns the allowed WASI imports into traps: a mapper gets no
+/// Links the `logging` interface and turns the allowed WASI imports into traps: a mapper gets no
 /// WASI capability at all, and calling one fails the call.
 fn link(component: &Component) -> Result<ZcodeMapperPre<StoreState>, LoadFailure> {
     let link_failure = |err: wasmtime::Error| LoadFailure::Link(one_line(&err));

@@ -1,5 +1,5 @@
-//! One sandboxed mapper instance: its own `Store`, resource limits, per-call fuel, and the rule
-//! that a failed instance is never called again.
+//! One sandboxed mapper instance: its own `Store`, resource limits, a fuel budget per call that
+//! grows with the call's work, and the rule that a failed instance is never called again.
 
 use std::sync::Arc;
 
@@ -8,10 +8,10 @@ use wasmtime::{ResourceLimiter, Store, StoreLimits, StoreLimitsBuilder, Trap};
 use zcode_contract::MapperFault;
 
 use crate::bindings::exports::zcode::mapper::mapper::Guest;
-use crate::bindings::zcode::mapper::{host, types};
+use crate::bindings::zcode::mapper::{logging, types};
 use crate::bindings::{ZcodeMapper, ZcodeMapperPre};
-use crate::config::{RuntimeConfig, describe_bytes};
-use crate::output::OutputSize;
+use crate::config::{FuelBudget, Input, RuntimeConfig, describe_bytes};
+use crate::size::ByteSize;
 
 /// A component holds several core instances, tables and memories (the adapter, the main
 /// module, shims), so these bounds are generous; the memory size cap is what matters.
@@ -29,7 +29,7 @@ const LOG_LINES_PER_CALL: u32 = 200;
 #[derive(Clone, Debug)]
 pub(crate) struct Limits {
     pub memory_bytes: usize,
-    pub fuel_per_call: u64,
+    pub fuel: FuelBudget,
     pub output_bytes: usize,
 }
 
@@ -37,13 +37,13 @@ impl Limits {
     pub fn from_config(config: &RuntimeConfig) -> Self {
         Self {
             memory_bytes: config.memory_limit_bytes,
-            fuel_per_call: config.fuel_per_call,
+            fuel: config.fuel,
             output_bytes: config.output_limit_bytes,
         }
     }
 }
 
-/// Store data: the resource limiter and the host side of the `host` interface.
+/// Store data: the resource limiter and the host side of the `logging` interface.
 pub(crate) struct StoreState {
     limiter: CappedLimits,
     log: MapperLog,
@@ -60,18 +60,26 @@ impl StoreState {
             .trap_on_grow_failure(true)
             .build();
         Self {
-            limiter: CappedLimits { inner, cap: limits.memory_bytes, refused_growth: None },
+            limiter: CappedLimits {
+                inner,
+                cap: limits.memory_bytes,
+                refused_growth: None,
+                grown: 0,
+            },
             log: MapperLog { mapper, lines_left: LOG_LINES_PER_CALL, suppressed: 0 },
         }
     }
 }
 
 /// `StoreLimits` plus a record of whether the memory cap (rather than, say, a bad memory
-/// declaration) stopped a growth, so the fault message can say so.
+/// declaration) stopped a growth, so the fault message can say so, and of how much the
+/// instance's memory grew (the data it holds, for the fuel budget).
 struct CappedLimits {
     inner: StoreLimits,
     cap: usize,
     refused_growth: Option<usize>,
+    /// Bytes all memories grew by since instantiation ended.
+    grown: usize,
 }
 
 impl ResourceLimiter for CappedLimits {
@@ -84,7 +92,11 @@ impl ResourceLimiter for CappedLimits {
         if desired > self.cap {
             self.refused_growth = Some(desired);
         }
-        self.inner.memory_growing(current, desired, maximum)
+        let allowed = self.inner.memory_growing(current, desired, maximum)?;
+        if allowed {
+            self.grown = self.grown.saturating_add(desired.saturating_sub(current));
+        }
+        Ok(allowed)
     }
 
     fn memory_grow_failed(&mut self, error: wasmtime::Error) -> wasmtime::Result<()> {
@@ -117,7 +129,7 @@ impl ResourceLimiter for CappedLimits {
     }
 }
 
-/// The `host.log` import: mapper log lines go to `tracing`, bounded in size and number.
+/// The `logging.log` import: mapper log lines go to `tracing`, bounded in size and number.
 struct MapperLog {
     mapper: Arc<str>,
     lines_left: u32,
@@ -143,8 +155,8 @@ impl MapperLog {
     }
 }
 
-impl host::Host for StoreState {
-    fn log(&mut self, level: host::LogLevel, message: String) {
+impl logging::Host for StoreState {
+    fn log(&mut self, level: logging::Level, message: String) {
         let log = &mut self.log;
         if log.lines_left == 0 {
             log.suppressed += 1;
@@ -154,19 +166,19 @@ impl host::Host for StoreState {
         let message = sanitize(&message, LOG_MESSAGE_LIMIT);
         let mapper = &*log.mapper;
         match level {
-            host::LogLevel::Trace => {
+            logging::Level::Trace => {
                 tracing::trace!(target: "zcode_acp::mapper", mapper, "{message}")
             }
-            host::LogLevel::Debug => {
+            logging::Level::Debug => {
                 tracing::debug!(target: "zcode_acp::mapper", mapper, "{message}")
             }
-            host::LogLevel::Info => {
+            logging::Level::Info => {
                 tracing::info!(target: "zcode_acp::mapper", mapper, "{message}")
             }
-            host::LogLevel::Warn => {
+            logging::Level::Warn => {
                 tracing::warn!(target: "zcode_acp::mapper", mapper, "{message}")
             }
-            host::LogLevel::Error => {
+            logging::Level::Error => {
                 tracing::error!(target: "zcode_acp::mapper", mapper, "{message}")
             }
         }
@@ -175,7 +187,7 @@ impl host::Host for StoreState {
 
 impl types::Host for StoreState {}
 
-/// Adds the only import a mapper gets, `zcode:mapper/host`, to a linker.
+/// Adds the only import a mapper gets, `zcode:mapper/logging`, to a linker.
 pub(crate) fn add_host_to_linker(
     linker: &mut wasmtime::component::Linker<StoreState>,
 ) -> wasmtime::Result<()> {
@@ -221,17 +233,22 @@ impl Instance {
         let mut store = Store::new(pre.engine(), StoreState::new(mapper, limits));
         store.limiter(|state| &mut state.limiter);
         // Instantiation runs guest start-up code, which is metered like a call.
-        set_fuel(&mut store, limits.fuel_per_call)?;
+        let fuel = limits.fuel.for_call(Input::NONE, 0);
+        set_fuel(&mut store, fuel)?;
         let exports = pre
             .instantiate(&mut store)
-            .map_err(|err| MapperFault(describe_failure(&err, store.data(), limits)))?;
+            .map_err(|err| MapperFault(describe_failure(&err, store.data(), limits, fuel)))?;
+        // What the instance starts with is not data it was handed.
+        store.data_mut().limiter.grown = 0;
         Ok(Self { store, exports, limits: limits.clone(), poisoned: None })
     }
 
-    /// Runs one guest call under the per-call limits. `invoke` makes the call and converts its
-    /// result; a trap, a limit hit or oversized output poisons the instance.
-    pub fn call<R: OutputSize>(
+    /// Runs one guest call under the per-call limits; `input` is what the call hands the
+    /// mapper. `invoke` makes the call and converts its result; a trap, a limit hit or
+    /// oversized output poisons the instance.
+    pub fn call<R: ByteSize>(
         &mut self,
+        input: Input,
         invoke: impl FnOnce(&Guest, &mut Store<StoreState>) -> wasmtime::Result<R>,
     ) -> Result<R, MapperFault> {
         if let Some(first) = &self.poisoned {
@@ -240,17 +257,18 @@ impl Instance {
             )));
         }
         self.store.data_mut().log.start_call();
-        set_fuel(&mut self.store, self.limits.fuel_per_call)?;
+        let fuel = self.limits.fuel.for_call(input, self.store.data().limiter.grown);
+        set_fuel(&mut self.store, fuel)?;
         let outcome = invoke(self.exports.zcode_mapper_mapper(), &mut self.store);
         self.store.data_mut().log.finish_call();
         let output = match outcome {
             Ok(output) => output,
             Err(err) => {
-                let message = describe_failure(&err, self.store.data(), &self.limits);
+                let message = describe_failure(&err, self.store.data(), &self.limits, fuel);
                 return Err(self.poison(message));
             }
         };
-        let size = output.output_size();
+        let size = output.byte_size();
         if size > self.limits.output_bytes {
             return Err(self.poison(format!(
                 "mapper returned {size} bytes in one call, over the output limit of {}",
@@ -277,8 +295,14 @@ fn set_fuel(store: &mut Store<StoreState>, fuel: u64) -> Result<(), MapperFault>
     store.set_fuel(fuel).map_err(|err| MapperFault(format!("cannot meter the mapper: {err}")))
 }
 
-/// A clear message for a failed call: which limit was hit, or what the trap was.
-fn describe_failure(err: &wasmtime::Error, state: &StoreState, limits: &Limits) -> String {
+/// A clear message for a failed call: which limit was hit, or what the trap was. `fuel` is
+/// what the call was given.
+fn describe_failure(
+    err: &wasmtime::Error,
+    state: &StoreState,
+    limits: &Limits,
+    fuel: u64,
+) -> String {
     if let Some(desired) = state.limiter.refused_growth {
         return format!(
             "memory limit of {} exceeded (the mapper tried to grow its memory to {desired} bytes)",
@@ -286,10 +310,9 @@ fn describe_failure(err: &wasmtime::Error, state: &StoreState, limits: &Limits) 
         );
     }
     match err.downcast_ref::<Trap>() {
-        Some(Trap::OutOfFuel) => format!(
-            "mapper trapped: all fuel consumed (CPU limit of {} per call)",
-            limits.fuel_per_call
-        ),
+        Some(Trap::OutOfFuel) => {
+            format!("mapper trapped: all fuel consumed (CPU limit of {fuel} for this call)")
+        }
         Some(Trap::UnreachableCodeReached) => {
             "mapper trapped: wasm `unreachable` executed (a panic or abort in the mapper)".into()
         }

@@ -1,5 +1,5 @@
-//! Loading: the WIT version gate, bad input, and the precompiled cache (hits, and entries that
-//! must not be trusted).
+//! Loading: the WIT version gate (real components of 0.1 and 0.2), bad input, and the
+//! precompiled cache (hits, and entries that must not be trusted).
 
 mod support;
 
@@ -8,9 +8,11 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use sha2::{Digest, Sha256};
-use support::{hostile, runtime, runtime_with, session};
-use zcode_contract::{Action, Mapper};
-use zcode_mapper_runtime::{CacheOutcome, LoadFailure, MapperRuntime, RuntimeConfig, WasmMapper};
+use support::{hostile, legacy_0_1, map_one, runtime, runtime_with, session, updates};
+use zcode_contract::Mapper;
+use zcode_mapper_runtime::{
+    CacheOutcome, LoadFailure, MapperRuntime, RuntimeConfig, WasmMapper, WitAge,
+};
 
 fn replace_all(bytes: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
     assert_eq!(from.len(), to.len(), "same length keeps the binary's sizes valid");
@@ -28,28 +30,57 @@ fn replace_all(bytes: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
 }
 
 #[test]
-fn a_mapper_built_for_another_wit_version_is_refused() {
-    // The same guest as if built against `package zcode:mapper@0.2.0`: every interface name
-    // of the package (exports and imports) carries the new version.
-    let patched =
-        replace_all(hostile(), b"zcode:mapper/mapper@0.1.0", b"zcode:mapper/mapper@0.2.0");
-    let patched = replace_all(&patched, b"zcode:mapper/types@0.1.0", b"zcode:mapper/types@0.2.0");
-    let patched = replace_all(&patched, b"zcode:mapper/host@0.1.0", b"zcode:mapper/host@0.2.0");
-    let err = runtime().load_bytes("future.wasm", &patched).err().expect("refused");
-    assert!(matches!(err.failure, LoadFailure::WitVersion { .. }), "{err}");
+fn a_mapper_built_for_wit_0_1_is_refused_saying_so() {
+    let err = runtime().load_bytes("old.wasm", legacy_0_1()).err().expect("refused");
+    assert!(matches!(&err.failure, LoadFailure::WitVersion { age: WitAge::Older, .. }), "{err}");
     assert_eq!(
         err.to_string(),
-        "cannot load mapper future.wasm: mapper built for WIT zcode:mapper@0.2.0, this core \
-         supports 0.1.x"
+        format!(
+            "cannot load mapper old.wasm: it speaks WIT zcode:mapper@0.1.0, but this core \
+             speaks {}: rebuild the mapper against this core's wit/mapper.wit",
+            zcode_contract::WIT_PACKAGE
+        )
+    );
+}
+
+/// The hostile guest with every interface name of its package (it exports `mapper` and
+/// imports `types` and `logging`) at another version.
+fn with_wit_version(version: &[u8; 5]) -> Vec<u8> {
+    let mut bytes = hostile().to_vec();
+    for interface in [&b"mapper"[..], b"types", b"logging"] {
+        let name = |v: &[u8]| [b"zcode:mapper/", interface, b"@", v].concat();
+        bytes = replace_all(&bytes, &name(b"0.2.0"), &name(version));
+    }
+    bytes
+}
+
+#[test]
+fn a_mapper_built_for_a_later_wit_is_refused_saying_so() {
+    let err = runtime().load_bytes("new.wasm", &with_wit_version(b"0.3.0")).err().expect("refused");
+    assert_eq!(
+        err.to_string(),
+        "cannot load mapper new.wasm: it speaks WIT zcode:mapper@0.3.0, but this core speaks \
+         zcode:mapper@0.2.0: the mapper needs a newer zcode-acp"
     );
 }
 
 #[test]
 fn a_compatible_patch_version_loads() {
-    let patched =
-        replace_all(hostile(), b"zcode:mapper/mapper@0.1.0", b"zcode:mapper/mapper@0.1.9");
-    let mapper = runtime().load_bytes("patch.wasm", &patched).expect("0.1.9 is compatible");
-    assert_eq!(session(&mapper).map_event("echo:ok"), Ok(vec![Action::Update("ok".into())]));
+    let mapper = runtime().load_bytes("patch.wasm", &with_wit_version(b"0.2.9")).expect("0.2.9");
+    assert_eq!(map_one(session(&mapper).as_mut(), "echo:ok"), Ok(updates(&["ok"])));
+}
+
+#[test]
+fn a_component_that_is_not_a_mapper_is_refused_saying_so() {
+    // The smallest valid component: the preamble of a component binary, nothing in it.
+    let empty = b"\0asm\x0d\x00\x01\x00";
+    let err = runtime().load_bytes("empty.wasm", empty).err().expect("refused");
+    assert!(matches!(err.failure, LoadFailure::NotAMapper(_)), "{err}");
+    assert_eq!(
+        err.to_string(),
+        "cannot load mapper empty.wasm: it does not export the zcode:mapper/mapper interface \
+         (it exports nothing)"
+    );
 }
 
 #[test]
@@ -86,7 +117,7 @@ fn cached_runtime(dir: &Path) -> MapperRuntime {
 fn load(dir: &Path) -> std::sync::Arc<WasmMapper> {
     let mapper = cached_runtime(dir).load_bytes("hostile", hostile()).expect("load");
     // Whatever the cache did, the mapper works.
-    assert_eq!(session(&mapper).map_event("echo:x"), Ok(vec![Action::Update("x".into())]));
+    assert_eq!(map_one(session(&mapper).as_mut(), "echo:x"), Ok(updates(&["x"])));
     mapper
 }
 

@@ -5,18 +5,18 @@ mod support;
 
 use std::time::{Duration, Instant};
 
-use support::{hostile, runtime, runtime_with, session};
-use zcode_contract::Action;
+use serde_json::json;
+use support::{conformance, event, hostile, runtime, runtime_with, session};
+use zcode_contract::{Action, SessionOp, Step};
 use zcode_mapper_runtime::{CacheOutcome, RuntimeConfig};
 
-/// A 300-byte streaming text delta, mapped by the guest with serde_json into an ACP
+/// A 300-byte streaming text delta, mapped by the conformance guest with serde_json into an ACP
 /// `agent_message_chunk` update (the shape of the wasm-mappers study's benchmark event).
 const EVENT: &str = concat!(
-    "json:{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",",
-    "\"text\":\"The quick brown fox jumps over the lazy dog while the mapper turns native ",
-    "events into ACP updates; this sentence pads the event to about three hundred bytes ",
-    "so that it resembles a typical streamed chunk of model output text.\"},",
-    "\"session\":\"s-1\",\"seq\":42}"
+    "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":\"The quick brown fox jumps over ",
+    "the lazy dog while the mapper turns native events into ACP updates; this sentence pads ",
+    "the event to about three hundred bytes so that it resembles a typical streamed chunk of ",
+    "model output text.\",\"session\":\"s-1\",\"seq\":42,\"turn\":\"turn-7\",\"kind\":\"text\"}"
 );
 
 fn median(mut samples: Vec<Duration>) -> Duration {
@@ -39,8 +39,8 @@ fn time_each(rounds: usize, mut f: impl FnMut()) -> Duration {
 #[test]
 #[ignore = "measurement; run explicitly with --release"]
 fn measure_runtime_costs() {
-    let bytes = hostile();
-    println!("component: {} bytes, event: {} bytes", bytes.len(), EVENT.len() - "json:".len());
+    let bytes = conformance();
+    println!("component: {} bytes, event: {} bytes", bytes.len(), EVENT.len());
 
     let compile = time_each(5, || drop(runtime().load_bytes("m", bytes).unwrap()));
     println!("load with compilation (no cache):   {compile:?} (median of 5)");
@@ -60,24 +60,43 @@ fn measure_runtime_costs() {
     let new_session = time_each(1000, || drop(session(&mapper)));
     println!("new session (store + instance + constructor): {new_session:?} (median of 1000)");
 
+    let trivial = runtime().load_bytes("h", hostile()).unwrap();
     let mut s = session(&mapper);
-    let Ok(actions) = s.map_event(EVENT) else { panic!("mapping failed") };
-    let [Action::Update(update)] = actions.as_slice() else { panic!("{actions:?}") };
+    let effects = s.map(&[event(EVENT)]).unwrap();
+    let [Action::Update(update)] = effects.actions.as_slice() else { panic!("{effects:?}") };
     println!("update: {} bytes", update.len());
 
-    for (name, payload) in
-        [("map-event, 300-byte JSON event", EVENT), ("map-event, echo:x", "echo:x")]
-    {
+    let mut t = session(&trivial);
+    for (name, session, input) in [
+        ("map, one 300-byte JSON event", &mut s, event(EVENT)),
+        ("map, one trivial event (echo:x)", &mut t, event("echo:x")),
+    ] {
+        let batch = [input];
         for _ in 0..10_000 {
-            s.map_event(payload).unwrap();
+            session.map(&batch).unwrap();
         }
-        let per_call = time_each(100_000, || drop(s.map_event(payload).unwrap()));
+        let per_call = time_each(100_000, || drop(session.map(&batch).unwrap()));
         let calls = 100_000;
         let start = Instant::now();
         for _ in 0..calls {
-            s.map_event(payload).unwrap();
+            session.map(&batch).unwrap();
         }
         let throughput = calls as f64 / start.elapsed().as_secs_f64();
         println!("{name}: median {per_call:?} per call, {throughput:.0} calls/s");
+    }
+
+    let batch: Vec<_> = (0..100).map(|_| event(EVENT)).collect();
+    let per_batch = time_each(1000, || drop(s.map(&batch).unwrap()));
+    println!("map, a batch of 100 such events: median {per_batch:?} per call");
+
+    for mib in [1, 12] {
+        let text = "The quick \"brown\" fox\njumps over the lazy dog. ".repeat((mib << 20) / 48);
+        let params = json!({ "prompt": [{ "type": "text", "text": text }] }).to_string();
+        let mut prompt = session(&mapper);
+        let start = Instant::now();
+        let step = prompt.start(1, &SessionOp::Prompt(params.clone()), 1).unwrap();
+        let elapsed = start.elapsed();
+        assert!(matches!(step, Step::Wait(_)));
+        println!("prompt of {} bytes -> native request: {elapsed:?}", params.len());
     }
 }

@@ -1,17 +1,18 @@
 //! Session recording: `ZCODE_ACP_RECORD=<absolute path>` writes every mapper call of the
-//! process — connection push/finish/start/resume, session new/start/resume/map-event — as a
-//! golden trace (`docs/golden-traces.md`) that `zcode-acp mapper test` replays. A user's
-//! recording of a real ZCode session thereby becomes a mapper test.
+//! process — connection new/push/finish/start/resume/identity, session
+//! new/start/resume/map/issue — as a golden trace (`docs/golden-traces.md`, written with
+//! `zcode_contract::golden::format`) that `zcode-acp mapper test` replays. A user's recording
+//! of a real ZCode session thereby becomes a mapper test.
 //!
 //! Recordings are redacted unless `ZCODE_ACP_RECORD_UNREDACTED=1`: free text, paths and
 //! credentials in the inputs are replaced by consistent placeholders, and the expectations are
 //! computed by a second instance of the mapper fed the redacted inputs, so the recording still
 //! replays green (`docs/recording.md`).
 
-mod encode;
+mod recording;
 mod redact;
+mod shape;
 mod sink;
-mod wrap;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -21,8 +22,8 @@ use zcode_contract::Mapper;
 
 pub use redact::Redactor;
 
+use crate::recording::{RecordingMapper, Shared};
 use crate::sink::Sink;
-use crate::wrap::{RecordingMapper, Shared};
 
 /// Absolute path of the recording; unset or empty: no recording.
 pub const RECORD_ENV: &str = "ZCODE_ACP_RECORD";

@@ -13,9 +13,10 @@
 use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasher, RandomState};
 
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
 use serde_json::{Map, Value};
-
-use crate::encode;
+use zcode_contract::NativeData;
 
 /// Keys whose string values are structural (enums, names of methods and kinds, model refs) and
 /// kept when they are a short single token. Everything else is redacted.
@@ -109,12 +110,24 @@ impl Redactor {
         self.placeholder(text)
     }
 
-    /// JSON text (an operation's parameters, a native reply): the redacted JSON, compact; text
-    /// that is not JSON is redacted whole.
+    /// JSON text (an operation's parameters, a native reply): the redacted JSON, compact with
+    /// keys sorted (so the recording can show it as JSON); text that is not JSON is redacted
+    /// whole.
     pub fn json_text(&mut self, text: &str) -> String {
         match serde_json::from_str::<Value>(text) {
-            Ok(value) => self.json(&value).to_string(),
+            Ok(value) => sorted(&self.json(&value)).to_string(),
             Err(_) => self.text(text),
+        }
+    }
+
+    /// Native data: text as JSON text; bytes cannot be redacted by structure, so they become
+    /// a placeholder (a mapper that decodes them rejects it, and the line is marked).
+    pub fn native_data(&mut self, data: &NativeData) -> NativeData {
+        match data {
+            NativeData::Text(text) => NativeData::Text(self.json_text(text)),
+            NativeData::Binary(bytes) => {
+                NativeData::Binary(self.placeholder(&BASE64.encode(bytes)).into_bytes())
+            }
         }
     }
 
@@ -174,7 +187,7 @@ impl Redactor {
         if is_base64(text)
             && (key.is_some_and(|k| BASE64_KEYS.contains(&k)) || text.len() >= MIN_BASE64_LEN)
         {
-            return encode::base64(self.placeholder(text).as_bytes());
+            return BASE64.encode(self.placeholder(text).as_bytes());
         }
         self.text(text)
     }
@@ -274,6 +287,19 @@ fn redact_line(redactor: &mut Redactor, line: &[u8]) -> Vec<u8> {
     };
     out.extend_from_slice(cr);
     out
+}
+
+/// Keys sorted at every level.
+fn sorted(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            Value::Object(keys.into_iter().map(|k| (k.clone(), sorted(&map[k]))).collect())
+        }
+        Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
+        other => other.clone(),
+    }
 }
 
 /// Keys whose whole value is credentials, whatever the keys inside say.
