@@ -275,6 +275,16 @@ impl From<native::CredentialSource> for wit::CredentialSource {
                 .into_iter()
                 .map(|e| match e {
                     native::CredentialEncoding::Plain => wit::CredentialEncoding::Plain,
+                    native::CredentialEncoding::AesGcm(form) => {
+                        wit::CredentialEncoding::AesGcm(wit::AesGcmEncoding {
+                            prefix: form.prefix,
+                            key_env: form.key_env,
+                            fallback_seed: form.fallback_seed,
+                        })
+                    }
+                    native::CredentialEncoding::Unreadable(prefix) => {
+                        wit::CredentialEncoding::Unreadable(prefix)
+                    }
                 })
                 .collect(),
         }
