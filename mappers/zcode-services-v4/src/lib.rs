@@ -143,3 +143,6 @@ impl Mapper for ServicesV4Mapper {
         Ok(Box::new(ServicesSession::new(init)))
     }
 }
+
+#[cfg(test)]
+mod tests;
