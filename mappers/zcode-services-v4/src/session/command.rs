@@ -52,7 +52,8 @@ impl Command {
             "sessionId": session_id,
             "type": self.kind,
             "payload": self.payload,
-            "issuedAt": issued_at,
+            // Whole milliseconds read as an integer, as a JavaScript clock writes them.
+            "issuedAt": if issued_at.fract() == 0.0 && issued_at.abs() < 9.0e15 { json!(issued_at as i64) } else { json!(issued_at) },
         });
         if self.is_cas() {
             envelope["baseRevision"] = json!(base_revision);
