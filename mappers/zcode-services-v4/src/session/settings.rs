@@ -17,7 +17,6 @@ use zcode_contract::MapperError;
 
 use crate::acp::plan::todo_update;
 use crate::json::{protocol, text};
-use crate::text::iso8601_from_epoch_ms;
 use crate::v4::state::{Config, Conversation};
 
 pub const MODEL_OPTION: &str = "zcode.model";
@@ -202,11 +201,6 @@ impl Settings {
         // The todo list and plan proposals share `plan_update`; only the todo list is deduped here.
         self.last_sent.insert(kind, update.clone()).as_ref() != Some(update)
     }
-}
-
-/// ACP `session_info_update` for a listed or opened session's time, if known.
-pub fn updated_at(epoch_ms: Option<f64>) -> Option<String> {
-    epoch_ms.and_then(iso8601_from_epoch_ms)
 }
 
 #[cfg(test)]
