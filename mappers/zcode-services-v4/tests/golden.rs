@@ -154,7 +154,13 @@ fn written(bytes: &[u8]) -> Value {
     match (messages.len(), decoder.pending()) {
         (1, 0) => json!({"ipc": messages.pop().unwrap()}),
         (0, _) => match std::str::from_utf8(bytes) {
-            Ok(text) => json!({"text": text}),
+            // A JSON line compares as JSON: key order depends on serde_json's features.
+            Ok(text) => match text.strip_suffix('\n').map(serde_json::from_str::<Value>) {
+                Some(Ok(value)) if !text[..text.len() - 1].contains('\n') => {
+                    json!({"jsonLine": value})
+                }
+                _ => json!({"text": text}),
+            },
             Err(_) => json!({"base64": encode_base64(bytes)}),
         },
         _ => json!({"ipc": messages, "trailing": decoder.pending()}),

@@ -56,7 +56,8 @@ fn acknowledges_the_hello_then_reads_replies_and_events_split_at_every_byte() {
     let Inbound::Reply(error) = &whole[4] else { panic!() };
     let ReplyBody::Error(error) = &error.body else { panic!() };
     assert_eq!((error.kind, error.message.as_str()), (ErrorKind::Native, "Unknown session"));
-    assert_eq!(error.data.as_deref(), Some(r#"{"nativeCode":"E_NO","nativeName":"Error"}"#));
+    let data: Value = serde_json::from_str(error.data.as_deref().unwrap()).unwrap();
+    assert_eq!(data, json!({"nativeCode": "E_NO", "nativeName": "Error"}));
     let Inbound::Reply(undefined) = &whole[5] else { panic!() };
     assert_eq!(undefined.body, ReplyBody::Ok(NativeData::Text("null".into())));
     for split in 0..=stream.len() {

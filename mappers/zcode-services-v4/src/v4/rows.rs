@@ -77,7 +77,7 @@ pub enum RowBody {
         state: TextState,
         response_id: Option<String>,
     },
-    ToolCall(ToolRow),
+    ToolCall(Box<ToolRow>),
     /// A sub-agent's progress; its parent `Agent`/`Task` tool call is a row of its own.
     Subagent {
         streaming: bool,
@@ -221,7 +221,7 @@ pub fn parse(value: &Value) -> Result<Row, MapperError> {
                 }
                 None => (None, None),
             };
-            RowBody::ToolCall(ToolRow {
+            RowBody::ToolCall(Box::new(ToolRow {
                 tool_call_id: fields.non_empty_str("toolCallId")?.to_string(),
                 tool_name: fields.str("toolName")?.to_string(),
                 status,
@@ -230,7 +230,7 @@ pub fn parse(value: &Value) -> Result<Row, MapperError> {
                 output_text,
                 truncated,
                 error: fields.get("error").filter(|error| !error.is_null()).cloned(),
-            })
+            }))
         }
         "subagent" => RowBody::Subagent {
             streaming: fields.one_of("status", &["running", "success", "failed", "cancelled"])?
