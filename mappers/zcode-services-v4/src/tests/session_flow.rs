@@ -678,3 +678,63 @@ fn close_disposes_the_listen_and_unsubscribes_without_deleting() {
     );
     done(session.resume(9, Some(&reply(90, Value::Null)), 91));
 }
+
+#[test]
+fn an_unknown_session_is_not_found_and_another_failure_stays_native() {
+    for (listed, kind) in [
+        (json!([]), zcode_contract::ErrorKind::NotFound),
+        (json!([{"sessionId": SID}]), zcode_contract::ErrorKind::Native),
+    ] {
+        let mut session = ServicesSession::new(&init());
+        wait(session.start(
+            1,
+            &SessionOp::Resume(r#"{"sessionId":"sess-1","cwd":"/w"}"#.into()),
+            1,
+        ));
+        wait(session.resume(1, Some(&reply(1, json!({"available": true}))), 2));
+        let failure = zcode_contract::NativeReply {
+            id: 2,
+            body: zcode_contract::ReplyBody::Error(crate::json::native("Session restore failed")),
+        };
+        let confirm = wait(session.resume(1, Some(&failure), 3));
+        assert_eq!(call(&confirm.requests[0]).0, "listSessions");
+        let Step::Done(Err(problem)) = session.resume(1, Some(&reply(3, listed)), 4) else {
+            panic!()
+        };
+        assert_eq!(problem.kind, kind);
+    }
+}
+
+#[test]
+fn interactions_outside_a_turn_are_refused_natively() {
+    let (mut session, _) = live();
+    let interaction = json!({"interactionId": "old", "kind": "userInput", "anchorRowId": null, "createdAt": 1,
+        "payload": {"kind": "userInput", "prompt": "Which?", "freeText": true}});
+    let effects = frame(
+        &mut session,
+        2,
+        deltas_frame(
+            SID,
+            SUB,
+            1,
+            2,
+            json!([{"op": "state.updated", "patch": {"pendingInteractions": [interaction]}}]),
+        ),
+    );
+    let Some(Action::Interaction(asked)) =
+        effects.actions.iter().find(|a| matches!(a, Action::Interaction(_)))
+    else {
+        panic!("{effects:?}")
+    };
+    assert!(matches!(asked.request, InteractionRequest::Headless(_)));
+    assert!(terminals(&effects).is_empty(), "no turn to break");
+    let answer = InteractionAnswer {
+        key: asked.key.clone(),
+        outcome: InteractionOutcome::Unavailable("no prompt".into()),
+    };
+    let resolve = wait(session.start(3, &SessionOp::Answer(answer), 10));
+    assert_eq!(
+        call(&resolve.requests[0]).1["envelope"]["payload"],
+        json!({"interactionId": "old", "answer": {"action": "decline"}})
+    );
+}
