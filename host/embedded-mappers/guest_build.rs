@@ -81,7 +81,7 @@ impl GuestBuild<'_> {
 }
 
 /// A workspace of guest crates built at once: every member that is a component (`cdylib`), as
-/// (package name, component file) in the order of the workspace's `members`.
+/// (member path, package name, component file) in the order of the workspace's `members`.
 pub struct WorkspaceBuild<'a> {
     pub cargo: OsString,
     /// The workspace's `Cargo.toml`.
@@ -91,7 +91,7 @@ pub struct WorkspaceBuild<'a> {
 }
 
 impl WorkspaceBuild<'_> {
-    pub fn run(&self) -> Result<Vec<(String, PathBuf)>, String> {
+    pub fn run(&self) -> Result<Vec<(String, String, PathBuf)>, String> {
         ensure_target_installed()?;
         let components = workspace_components(self.manifest)?;
         let _lock = lock_target_dir(self.target_dir)?;
@@ -101,14 +101,15 @@ impl WorkspaceBuild<'_> {
         let release = self.target_dir.join(GUEST_TARGET).join("release");
         Ok(components
             .into_iter()
-            .map(|(package, lib)| (package, release.join(format!("{lib}.wasm"))))
+            .map(|(member, package, lib)| (member, package, release.join(format!("{lib}.wasm"))))
             .collect())
     }
 }
 
-/// (package name, library name) of each member of a workspace that builds a component, in the
-/// order of its `members` list. (A line-based read is enough for the manifests this builds.)
-pub fn workspace_components(manifest: &Path) -> Result<Vec<(String, String)>, String> {
+/// (member path, package name, library name) of each member of a workspace that builds a
+/// component, in the order of its `members` list. (A line-based read is enough for the manifests
+/// this builds.)
+pub fn workspace_components(manifest: &Path) -> Result<Vec<(String, String, String)>, String> {
     let root = manifest.parent().unwrap_or(Path::new("."));
     let mut components = Vec::new();
     for member in workspace_members(manifest)? {
@@ -119,7 +120,8 @@ pub fn workspace_components(manifest: &Path) -> Result<Vec<(String, String)>, St
             .lines()
             .any(|line| line.trim_start().starts_with("crate-type") && line.contains("\"cdylib\""))
         {
-            components.push((package_name(&member_manifest)?, lib_name(&member_manifest)?));
+            let package = package_name(&member_manifest)?;
+            components.push((member, package, lib_name(&member_manifest)?));
         }
     }
     Ok(components)
@@ -171,9 +173,32 @@ fn nested_build(cargo: &OsString, manifest: &Path, target_dir: &Path) -> Command
             command.env_remove(name.as_ref());
         }
     }
+    // Panic locations name source files: keep the builder's paths out of shipped components
+    // (and the components the same wherever the tree is checked out).
+    command.env("RUSTFLAGS", remap_flags(manifest));
     // A build script's stdout is read by cargo as directives: keep cargo's output on stderr.
     command.stdout(Stdio::from(std::io::stderr()));
     command
+}
+
+/// `--remap-path-prefix` for the repository (the folder above the manifest's `mappers/`) and
+/// for cargo's home (crate sources).
+fn remap_flags(manifest: &Path) -> String {
+    let mut flags = Vec::new();
+    let repository = manifest
+        .canonicalize()
+        .ok()
+        .and_then(|m| m.ancestors().find(|a| a.join("wit").is_dir()).map(Path::to_path_buf));
+    if let Some(repository) = repository {
+        flags.push(format!("--remap-path-prefix={}=/zcode-acp", repository.display()));
+    }
+    let cargo_home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cargo")));
+    if let Some(cargo_home) = cargo_home {
+        flags.push(format!("--remap-path-prefix={}=/cargo", cargo_home.display()));
+    }
+    flags.join(" ")
 }
 
 fn run_nested(mut command: Command, manifest: &Path) -> Result<(), String> {

@@ -1,10 +1,20 @@
-//! The mapper components built into the `zcode-acp` binary: every component of the mappers
-//! workspace (`mappers/Cargo.toml`), built by this crate's build script (see `build.rs`). Each
-//! is named after its crate, which is its protocol id: `zcode-task-v2` (ZCode 3.12.3),
-//! `zcode-task-v1` (ZCode 3.11.2) and `echo-v1` (the SDK's example, driven by the end-to-end
-//! tests), newest protocol generation first.
+//! The mapper components built into the `zcode-acp` binary: every ZCode generation of the
+//! mappers workspace (`mappers/Cargo.toml`), built by this crate's build script (see
+//! `build.rs`). Each is named after its crate, which is its protocol id: `zcode-services-v4`
+//! (the standalone runtime), `zcode-app-server` (Desktop 3.14 and later), `zcode-task-v2`
+//! (ZCode 3.12.3) and `zcode-task-v1` (ZCode 3.11.2), newest first. The examples
+//! (`mappers/examples/*`, e.g. `echo-v1`) are built with them but not embedded: tests load them
+//! as drop-ins from [`EXAMPLES`].
 
 include!(concat!(env!("OUT_DIR"), "/embedded.rs"));
+
+/// The built component of the example mapper `name`, for tests.
+pub fn example(name: &str) -> Option<&'static std::path::Path> {
+    EXAMPLES
+        .iter()
+        .find(|(example, _)| *example == name)
+        .map(|(_, path)| std::path::Path::new(*path))
+}
 
 /// The embedded mapper named `name`.
 pub fn get(name: &str) -> Option<&'static [u8]> {
@@ -78,7 +88,10 @@ mod tests {
         assert_eq!(workspace_members(&manifest).unwrap(), ["b-v2", "lib", "a-v1"]);
         assert_eq!(
             workspace_components(&manifest).unwrap(),
-            [("b-v2".to_string(), "b_v2".to_string()), ("a-v1".to_string(), "a_v1".to_string())]
+            [
+                ("b-v2".to_string(), "b-v2".to_string(), "b_v2".to_string()),
+                ("a-v1".to_string(), "a-v1".to_string(), "a_v1".to_string())
+            ]
         );
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -11,8 +11,7 @@ use std::sync::Once;
 
 use zcode_contract as native;
 
-use crate::mapping::Mapping;
-use crate::{Connection as _, Definition};
+use crate::{Connection as _, Definition, SessionMachine as _};
 
 /// The generated bindings. `export!` (used by [`export_mapper!`](crate::export_mapper)) belongs
 /// to them.
@@ -132,12 +131,12 @@ fn inbound(
     result.map(|items| items.into_iter().map(Into::into).collect()).map_err(Into::into)
 }
 
-pub struct GuestSessionOf<D: Definition>(RefCell<Mapping<D::Session>>);
+pub struct GuestSessionOf<D: Definition>(RefCell<D::Session>);
 
 impl<D: Definition> GuestSession for GuestSessionOf<D> {
     fn new(init: wit::SessionInit) -> Self {
         install_panic_hook::<D>();
-        Self(RefCell::new(Mapping::new(D::session(&init.into()))))
+        Self(RefCell::new(D::session(&init.into())))
     }
 
     fn start(&self, op_id: u64, op: wit::SessionOp, first_request_id: u64) -> wit::Step {

@@ -36,18 +36,20 @@ pub mod acp_check;
 pub use zcode_contract as contract;
 
 use zcode_contract::{
-    AuthCommand, ConnectionOp, Contract, Inbound, LaunchPlan, MapperError, NativeData, NativeReply,
-    SessionInit, SessionOp, Step, VerifiedInstall,
+    AuthCommand, ConnectionOp, Contract, Effects, Inbound, LaunchPlan, MapperError, NativeData,
+    NativeReply, Outgoing, SessionInit, SessionInput, SessionOp, Step, VerifiedInstall,
 };
 
-pub use mapping::{Mapped, Request};
+pub use mapping::{Mapped, Mapping, Request};
 
 /// A mapper: what it accepts, how it starts the host, and the state it keeps.
 pub trait Definition: 'static {
     /// Protocol id, for logs (a panic message names it).
     const NAME: &'static str;
     type Connection: Connection;
-    type Session: Session;
+    /// A session's state machine: [`Mapping`] over a per-event [`Session`], or a type of the
+    /// mapper's own that maps whole batches.
+    type Session: SessionMachine;
 
     /// Identity and compatibility contract (pure; the core caches it).
     fn contract() -> Contract;
@@ -96,4 +98,19 @@ pub trait Session: 'static {
         let _ = tag;
         Err(json::internal(format!("Reply {} answers no request of this session", reply.id)))
     }
+}
+
+/// A session as the contract drives it: operations, and batches of input with the requests they
+/// announce. [`Mapping`] is one for any per-event [`Session`] (most mappers want that: it turns
+/// a failed input into a `terminal(broken)` action and routes replies by tag); a mapper that
+/// must see a batch whole (to coalesce or reorder within it) implements this itself.
+pub trait SessionMachine: 'static {
+    fn start(&mut self, op_id: u64, op: &SessionOp, first_request_id: u64) -> Step;
+    /// `reply` is `None` after a step that awaited no reply.
+    fn resume(&mut self, op_id: u64, reply: Option<&NativeReply>, first_request_id: u64) -> Step;
+    /// Maps a batch in arrival order; input it cannot map is a `terminal(broken)` action.
+    fn map(&mut self, inputs: &[SessionInput]) -> Effects;
+    /// The requests the last `map` announced, exactly that many, with ids from
+    /// `first_request_id`.
+    fn issue(&mut self, first_request_id: u64) -> Outgoing;
 }

@@ -17,8 +17,8 @@ use zcode_contract::{
     SessionOp, Step, Terminal,
 };
 
-use crate::Session;
 use crate::json::internal;
+use crate::{Session, SessionMachine};
 
 /// Encodes a request once the core has given it an id.
 type Encoder = Box<dyn FnOnce(u64) -> Vec<u8> + Send>;
@@ -125,22 +125,19 @@ impl<S: Session> Mapping<S> {
     pub fn session_mut(&mut self) -> &mut S {
         &mut self.session
     }
+}
 
-    pub fn start(&mut self, op_id: u64, op: &SessionOp, first_request_id: u64) -> Step {
+impl<S: Session> SessionMachine for Mapping<S> {
+    fn start(&mut self, op_id: u64, op: &SessionOp, first_request_id: u64) -> Step {
         self.session.start(op_id, op, first_request_id)
     }
 
-    pub fn resume(
-        &mut self,
-        op_id: u64,
-        reply: Option<&NativeReply>,
-        first_request_id: u64,
-    ) -> Step {
+    fn resume(&mut self, op_id: u64, reply: Option<&NativeReply>, first_request_id: u64) -> Step {
         self.session.resume(op_id, reply, first_request_id)
     }
 
     /// Maps a batch in arrival order.
-    pub fn map(&mut self, inputs: &[SessionInput]) -> Effects {
+    fn map(&mut self, inputs: &[SessionInput]) -> Effects {
         let mut effects = Effects::default();
         if !self.announced.is_empty() {
             // The core issues what a batch announced before it maps the next one; requests
@@ -175,7 +172,7 @@ impl<S: Session> Mapping<S> {
     }
 
     /// Hands out what the last `map` announced, with ids from `first_request_id` in order.
-    pub fn issue(&mut self, first_request_id: u64) -> Outgoing {
+    fn issue(&mut self, first_request_id: u64) -> Outgoing {
         let mut outgoing = Outgoing::default();
         for (id, request) in (first_request_id..).zip(std::mem::take(&mut self.announced)) {
             if request.timeout_ms != 0 {

@@ -6,8 +6,7 @@ use zcode_contract::{
     NativeReply, Operations, Outgoing, SessionInput, SessionOp, Step,
 };
 
-use crate::mapping::Mapping;
-use crate::{Connection, Session};
+use crate::{Connection, SessionMachine};
 
 /// A [`Connection`] as the core drives it.
 pub struct NativeConnection<C>(pub C);
@@ -46,13 +45,10 @@ impl<C: Connection + Send> MapperConnection for NativeConnection<C> {
     }
 }
 
-/// A [`Session`] as the core drives it, through [`Mapping`].
-pub struct NativeSession<S: Session>(pub Mapping<S>);
+/// A [`SessionMachine`] as the core drives it.
+pub struct NativeSession<S>(pub S);
 
-impl<S: Session + Send> Operations<SessionOp> for NativeSession<S>
-where
-    S::Tag: Send,
-{
+impl<S: SessionMachine + Send> Operations<SessionOp> for NativeSession<S> {
     fn start(
         &mut self,
         op_id: u64,
@@ -72,10 +68,7 @@ where
     }
 }
 
-impl<S: Session + Send> MapperSession for NativeSession<S>
-where
-    S::Tag: Send,
-{
+impl<S: SessionMachine + Send> MapperSession for NativeSession<S> {
     fn map(&mut self, inputs: &[SessionInput]) -> Result<Effects, MapperFault> {
         Ok(self.0.map(inputs))
     }
@@ -147,9 +140,9 @@ macro_rules! native_mapper {
                 init: &$crate::contract::SessionInit,
             ) -> Result<Box<dyn $crate::contract::MapperSession>, $crate::contract::MapperFault>
             {
-                Ok(Box::new($crate::native::NativeSession($crate::mapping::Mapping::new(
+                Ok(Box::new($crate::native::NativeSession(
                     <$definition as $crate::Definition>::session(init),
-                ))))
+                )))
             }
         }
     };

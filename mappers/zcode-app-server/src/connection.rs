@@ -5,11 +5,11 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 use zcode_contract::{
-    ConnectionOp, ErrorKind, Inbound, MapperConnection, MapperError, MapperFault, NativeReply,
-    NativeRequest, NativeWrite, OpResult, Operations, Outgoing, ReplyBody, RoutedEvent, Step,
+    ConnectionOp, ErrorKind, Inbound, MapperError, NativeReply, NativeRequest, NativeWrite,
+    OpResult, Outgoing, ReplyBody, RoutedEvent, Step,
 };
 
-use crate::json::{acp_params, native, native_value, protocol};
+use crate::json::{acp_params, internal, native, native_value, protocol};
 use crate::time::iso8601;
 use crate::wire::{self, Frame, Lines};
 
@@ -269,28 +269,7 @@ fn sessions(result: &Value, cwd: Option<&str>) -> Result<Value, MapperError> {
     Ok(json!({"sessions": out}))
 }
 
-impl Operations<ConnectionOp> for AppServerConnection {
-    fn start(&mut self, op_id: u64, op: &ConnectionOp, first: u64) -> Result<Step, MapperFault> {
-        Ok(self.start_op(op_id, op, first).unwrap_or_else(|e| Step::Done(Err(e))))
-    }
-
-    fn resume(
-        &mut self,
-        op_id: u64,
-        reply: Option<&NativeReply>,
-        _first: u64,
-    ) -> Result<Step, MapperFault> {
-        let op = self
-            .ops
-            .remove(&op_id)
-            .ok_or_else(|| MapperFault(format!("no connection op {op_id}")))?;
-        let reply = reply
-            .ok_or_else(|| MapperFault("connection op resumed without its reply".to_string()))?;
-        Ok(Step::Done(self.finish_op(op, reply)))
-    }
-}
-
-impl MapperConnection for AppServerConnection {
+impl zcode_mapper_sdk::Connection for AppServerConnection {
     fn push(&mut self, bytes: &[u8]) -> Result<Vec<Inbound>, MapperError> {
         let lines = self.lines.push(bytes)?;
         lines.into_iter().map(|line| self.inbound(line)).collect()
@@ -301,7 +280,21 @@ impl MapperConnection for AppServerConnection {
         lines.into_iter().map(|line| self.inbound(line)).collect()
     }
 
-    fn identity(&mut self) -> Result<Option<String>, MapperFault> {
-        Ok(self.identity.clone())
+    fn start(&mut self, op_id: u64, op: &ConnectionOp, first: u64) -> Step {
+        self.start_op(op_id, op, first).unwrap_or_else(|e| Step::Done(Err(e)))
+    }
+
+    fn resume(&mut self, op_id: u64, reply: Option<&NativeReply>, _first: u64) -> Step {
+        let Some(op) = self.ops.remove(&op_id) else {
+            return Step::Done(Err(internal(format!("no connection op {op_id}"))));
+        };
+        let Some(reply) = reply else {
+            return Step::Done(Err(internal("connection op resumed without its reply")));
+        };
+        Step::Done(self.finish_op(op, reply))
+    }
+
+    fn identity(&self) -> Option<String> {
+        self.identity.clone()
     }
 }

@@ -1,7 +1,6 @@
 use serde_json::{Value, json};
-use zcode_contract::{
-    ConnectionOp, Inbound, MapperConnection, NativeReply, Operations, ReplyBody, Step,
-};
+use zcode_contract::{ConnectionOp, Inbound, NativeReply, ReplyBody, Step};
+use zcode_mapper_sdk::Connection as _;
 
 use crate::connection::AppServerConnection;
 
@@ -96,7 +95,7 @@ fn fails_closed_on_frames_it_cannot_trust() {
 }
 
 fn run(conn: &mut AppServerConnection, op: ConnectionOp, reply: Value) -> (Value, Step) {
-    let Step::Wait(out) = conn.start(1, &op, 7).unwrap() else { panic!() };
+    let Step::Wait(out) = conn.start(1, &op, 7) else { panic!() };
     assert_eq!(out.requests.len(), 1);
     assert_eq!(out.requests[0].id, 7);
     let sent: Value = serde_json::from_slice(&out.requests[0].bytes).unwrap();
@@ -104,7 +103,7 @@ fn run(conn: &mut AppServerConnection, op: ConnectionOp, reply: Value) -> (Value
         Some(error) => ReplyBody::Error(crate::wire::native_error(error)),
         None => ReplyBody::Ok(reply.to_string().into()),
     };
-    (sent, conn.resume(1, Some(&NativeReply { id: 7, body }), 8).unwrap())
+    (sent, conn.resume(1, Some(&NativeReply { id: 7, body }), 8))
 }
 
 #[test]
@@ -113,7 +112,7 @@ fn setup_reads_what_the_agent_reports_about_itself() {
     let (sent, step) = run(&mut conn, ConnectionOp::Setup, json!({"independentPlanState": true}));
     assert_eq!(sent, json!({"id": 7, "method": "runtime/capabilities", "params": {}}));
     assert!(matches!(step, Step::Done(Ok(_))));
-    assert_eq!(conn.identity().unwrap().as_deref(), Some(crate::contract::CURRENT_IDENTITY));
+    assert_eq!(conn.identity().as_deref(), Some(crate::contract::CURRENT_IDENTITY));
 
     let mut old = AppServerConnection::new();
     run(
@@ -121,7 +120,7 @@ fn setup_reads_what_the_agent_reports_about_itself() {
         ConnectionOp::Setup,
         json!({"error": {"code": -32601, "message": "Method not found: runtime/capabilities"}}),
     );
-    assert_eq!(old.identity().unwrap().as_deref(), Some("zcode-protocol/1"));
+    assert_eq!(old.identity().as_deref(), Some("zcode-protocol/1"));
 }
 
 #[test]

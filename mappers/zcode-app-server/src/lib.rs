@@ -2,8 +2,7 @@
 //! `<Electron> resources/glm/zcode.cjs app-server --stdio` ↔ ACP v1
 //! (`docs/mapper-zcode-app-server.md`).
 //!
-//! Plain Rust, built natively (tests, benchmarks) and for wasm32 (the lead wires the SDK's
-//! export macro at integration). The mapper has no clock, randomness, filesystem or
+//! Plain Rust on the mapper SDK, built natively (tests, benchmarks) and for wasm32. The mapper has no clock, randomness, filesystem or
 //! environment: everything it knows comes through the contract (hence `BTreeMap` throughout).
 
 mod base64;
@@ -26,50 +25,47 @@ pub use connection::AppServerConnection;
 pub use contract::{auth_plan, contract, launch_plan};
 pub use session::AppServerSession;
 
-use zcode_contract::{
-    AuthCommand, Contract, LaunchPlan, Mapper, MapperConnection, MapperError, MapperFault,
-    MapperSession, SessionInit, VerifiedInstall,
+use zcode_mapper_sdk::Definition;
+use zcode_mapper_sdk::contract::{
+    AuthCommand, Contract, LaunchPlan, MapperError, SessionInit, VerifiedInstall,
 };
 
-/// The mapper, natively (written by hand until the SDK's native-mapper macro is available).
-pub struct AppServerMapper {
-    contract: Contract,
-}
+pub struct AppServer;
 
-impl Default for AppServerMapper {
-    fn default() -> Self {
-        Self { contract: contract::contract() }
-    }
-}
+impl Definition for AppServer {
+    const NAME: &'static str = contract::PROTOCOL_ID;
+    type Connection = AppServerConnection;
+    type Session = AppServerSession;
 
-impl Mapper for AppServerMapper {
-    fn source(&self) -> &str {
-        "native:zcode-app-server"
+    fn contract() -> Contract {
+        contract::contract()
     }
 
-    fn contract(&self) -> &Contract {
-        &self.contract
-    }
-
-    fn launch_plan(&self, install: &VerifiedInstall) -> Result<LaunchPlan, MapperError> {
+    fn launch_plan(install: &VerifiedInstall) -> Result<LaunchPlan, MapperError> {
         contract::launch_plan(install)
     }
 
     fn auth_plan(
-        &self,
         install: &VerifiedInstall,
         command: AuthCommand,
     ) -> Result<LaunchPlan, MapperError> {
         contract::auth_plan(install, command)
     }
 
-    fn connection(&self) -> Result<Box<dyn MapperConnection>, MapperFault> {
-        Ok(Box::new(AppServerConnection::new()))
+    fn connection() -> AppServerConnection {
+        AppServerConnection::new()
     }
 
-    fn session(&self, init: &SessionInit) -> Result<Box<dyn MapperSession>, MapperFault> {
-        Ok(Box::new(AppServerSession::new(init)))
+    fn session(init: &SessionInit) -> AppServerSession {
+        AppServerSession::new(init)
     }
+}
+
+zcode_mapper_sdk::export_mapper!(AppServer);
+
+zcode_mapper_sdk::native_mapper! {
+    /// The mapper, natively.
+    pub struct AppServerMapper(AppServer), source: "native:zcode-app-server";
 }
 
 #[cfg(test)]

@@ -6,9 +6,8 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 use zcode_contract::{
     Action, ClientFeatures, Effects, ErrorKind, Interaction, InteractionAnswer, InteractionRequest,
-    MapperError, MapperFault, MapperSession, NativeReply, NativeRequest, NativeWrite, OpResult,
-    Operations, Outgoing, PermissionRequest, ReplyBody, SessionInit, SessionInput, SessionOp, Step,
-    Terminal,
+    MapperError, NativeReply, NativeRequest, NativeWrite, OpResult, Outgoing, PermissionRequest,
+    ReplyBody, SessionInit, SessionInput, SessionOp, Step, Terminal,
 };
 
 use crate::connection::{ok_body, session_route, workspace_ref};
@@ -1088,37 +1087,32 @@ impl IntoError for ReplyBody {
     }
 }
 
-impl Operations<SessionOp> for AppServerSession {
-    fn start(&mut self, op_id: u64, op: &SessionOp, first: u64) -> Result<Step, MapperFault> {
-        Ok(self.start_op(op_id, op, first).unwrap_or_else(|e| Step::Done(Err(e))))
+/// The session maps whole batches itself (a V4 delta and the legacy event it duplicates may
+/// arrive in one batch), so it is its own state machine rather than an SDK `Session`.
+impl zcode_mapper_sdk::SessionMachine for AppServerSession {
+    fn start(&mut self, op_id: u64, op: &SessionOp, first: u64) -> Step {
+        self.start_op(op_id, op, first).unwrap_or_else(|e| Step::Done(Err(e)))
     }
 
-    fn resume(
-        &mut self,
-        op_id: u64,
-        reply: Option<&NativeReply>,
-        first: u64,
-    ) -> Result<Step, MapperFault> {
-        Ok(self.resume_op(op_id, reply, first).unwrap_or_else(|e| Step::Done(Err(e))))
+    fn resume(&mut self, op_id: u64, reply: Option<&NativeReply>, first: u64) -> Step {
+        self.resume_op(op_id, reply, first).unwrap_or_else(|e| Step::Done(Err(e)))
     }
-}
 
-impl MapperSession for AppServerSession {
-    fn map(&mut self, inputs: &[SessionInput]) -> Result<Effects, MapperFault> {
+    fn map(&mut self, inputs: &[SessionInput]) -> Effects {
         let mut effects = Effects::default();
         for input in inputs {
             self.map_one(input, &mut effects);
         }
-        Ok(effects)
+        effects
     }
 
-    fn issue(&mut self, first: u64) -> Result<Outgoing, MapperFault> {
+    fn issue(&mut self, first: u64) -> Outgoing {
         let requests = std::mem::take(&mut self.announced)
             .into_iter()
             .enumerate()
             .map(|(i, (method, params))| request(first + i as u64, &method, params))
             .collect();
-        Ok(Outgoing { requests, ..Outgoing::default() })
+        Outgoing { requests, ..Outgoing::default() }
     }
 }
 

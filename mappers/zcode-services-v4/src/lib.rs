@@ -23,37 +23,48 @@ pub mod sessions;
 pub mod text;
 pub mod v4;
 
-use zcode_contract::{
-    AuthCommand, ConnectionOp, Contract, Effects, Inbound, LaunchPlan, Mapper, MapperConnection,
-    MapperError, MapperFault, MapperSession, NativeReply, Operations, Outgoing, SessionInit,
-    SessionInput, SessionOp, Step, VerifiedInstall,
-};
-
 pub use connection::ServicesConnection;
 pub use contract::{auth_plan, contract, launch_plan};
 pub use session::ServicesSession;
 
-impl Operations<ConnectionOp> for ServicesConnection {
-    fn start(
-        &mut self,
-        op_id: u64,
-        op: &ConnectionOp,
-        first_request_id: u64,
-    ) -> Result<Step, MapperFault> {
-        Ok(ServicesConnection::start(self, op_id, op, first_request_id))
+use zcode_mapper_sdk::Definition;
+use zcode_mapper_sdk::contract::{
+    AuthCommand, ConnectionOp, Contract, Effects, Inbound, LaunchPlan, MapperError, NativeReply,
+    Outgoing, SessionInit, SessionInput, SessionOp, Step, VerifiedInstall,
+};
+
+pub struct ServicesV4;
+
+impl Definition for ServicesV4 {
+    const NAME: &'static str = contract::PROTOCOL_ID;
+    type Connection = ServicesConnection;
+    type Session = ServicesSession;
+
+    fn contract() -> Contract {
+        contract()
     }
 
-    fn resume(
-        &mut self,
-        op_id: u64,
-        reply: Option<&NativeReply>,
-        first_request_id: u64,
-    ) -> Result<Step, MapperFault> {
-        Ok(ServicesConnection::resume(self, op_id, reply, first_request_id))
+    fn launch_plan(install: &VerifiedInstall) -> Result<LaunchPlan, MapperError> {
+        launch_plan(install)
+    }
+
+    fn auth_plan(
+        install: &VerifiedInstall,
+        command: AuthCommand,
+    ) -> Result<LaunchPlan, MapperError> {
+        auth_plan(install, command)
+    }
+
+    fn connection() -> ServicesConnection {
+        ServicesConnection::new()
+    }
+
+    fn session(init: &SessionInit) -> ServicesSession {
+        ServicesSession::new(init)
     }
 }
 
-impl MapperConnection for ServicesConnection {
+impl zcode_mapper_sdk::Connection for ServicesConnection {
     fn push(&mut self, bytes: &[u8]) -> Result<Vec<Inbound>, MapperError> {
         ServicesConnection::push(self, bytes)
     }
@@ -62,86 +73,44 @@ impl MapperConnection for ServicesConnection {
         ServicesConnection::finish(self)
     }
 
-    fn identity(&mut self) -> Result<Option<String>, MapperFault> {
-        Ok(ServicesConnection::identity(self))
+    fn start(&mut self, op_id: u64, op: &ConnectionOp, first_request_id: u64) -> Step {
+        ServicesConnection::start(self, op_id, op, first_request_id)
+    }
+
+    fn resume(&mut self, op_id: u64, reply: Option<&NativeReply>, first_request_id: u64) -> Step {
+        ServicesConnection::resume(self, op_id, reply, first_request_id)
+    }
+
+    fn identity(&self) -> Option<String> {
+        ServicesConnection::identity(self)
     }
 }
 
-impl Operations<SessionOp> for ServicesSession {
-    fn start(
-        &mut self,
-        op_id: u64,
-        op: &SessionOp,
-        first_request_id: u64,
-    ) -> Result<Step, MapperFault> {
-        Ok(ServicesSession::start(self, op_id, op, first_request_id))
+/// The session maps whole batches itself (fragments and deltas of one frame arrive together),
+/// so it is its own state machine rather than an SDK `Session`.
+impl zcode_mapper_sdk::SessionMachine for ServicesSession {
+    fn start(&mut self, op_id: u64, op: &SessionOp, first_request_id: u64) -> Step {
+        ServicesSession::start(self, op_id, op, first_request_id)
     }
 
-    fn resume(
-        &mut self,
-        op_id: u64,
-        reply: Option<&NativeReply>,
-        first_request_id: u64,
-    ) -> Result<Step, MapperFault> {
-        Ok(ServicesSession::resume(self, op_id, reply, first_request_id))
-    }
-}
-
-impl MapperSession for ServicesSession {
-    fn map(&mut self, inputs: &[SessionInput]) -> Result<Effects, MapperFault> {
-        Ok(ServicesSession::map(self, inputs))
+    fn resume(&mut self, op_id: u64, reply: Option<&NativeReply>, first_request_id: u64) -> Step {
+        ServicesSession::resume(self, op_id, reply, first_request_id)
     }
 
-    fn issue(&mut self, first_request_id: u64) -> Result<Outgoing, MapperFault> {
-        Ok(ServicesSession::issue(self, first_request_id))
+    fn map(&mut self, inputs: &[SessionInput]) -> Effects {
+        ServicesSession::map(self, inputs)
+    }
+
+    fn issue(&mut self, first_request_id: u64) -> Outgoing {
+        ServicesSession::issue(self, first_request_id)
     }
 }
 
-/// The mapper, natively.
-pub struct ServicesV4Mapper {
-    contract: Contract,
-}
+zcode_mapper_sdk::export_mapper!(ServicesV4);
 
-impl Default for ServicesV4Mapper {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl ServicesV4Mapper {
-    pub fn new() -> Self {
-        Self { contract: contract() }
-    }
-}
-
-impl Mapper for ServicesV4Mapper {
-    fn source(&self) -> &str {
-        "native:zcode-services-v4"
-    }
-
-    fn contract(&self) -> &Contract {
-        &self.contract
-    }
-
-    fn launch_plan(&self, install: &VerifiedInstall) -> Result<LaunchPlan, MapperError> {
-        launch_plan(install)
-    }
-
-    fn auth_plan(
-        &self,
-        install: &VerifiedInstall,
-        command: AuthCommand,
-    ) -> Result<LaunchPlan, MapperError> {
-        auth_plan(install, command)
-    }
-
-    fn connection(&self) -> Result<Box<dyn MapperConnection>, MapperFault> {
-        Ok(Box::new(ServicesConnection::new()))
-    }
-
-    fn session(&self, init: &SessionInit) -> Result<Box<dyn MapperSession>, MapperFault> {
-        Ok(Box::new(ServicesSession::new(init)))
-    }
+zcode_mapper_sdk::native_mapper! {
+    /// The mapper, natively.
+    pub struct ServicesV4Mapper(ServicesV4), source: "native:zcode-services-v4";
 }
 
 #[cfg(test)]

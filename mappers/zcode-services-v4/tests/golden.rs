@@ -408,7 +408,7 @@ fn sorted(value: &Value) -> Value {
 /// Replays a trace: `(mismatches, checked lines, blessed text)`.
 fn replay(text: &str) -> (Vec<String>, usize, String) {
     let mut replayer =
-        Replayer { mapper: ServicesV4Mapper::new(), connection: None, sessions: Vec::new() };
+        Replayer { mapper: ServicesV4Mapper, connection: None, sessions: Vec::new() };
     let (mut mismatches, mut checked, mut blessed) = (Vec::new(), 0, String::new());
     for (index, raw) in text.lines().enumerate() {
         let trimmed = raw.trim();

@@ -34,7 +34,7 @@ pub struct TaskV1Definition;
 impl zcode_mapper_sdk::Definition for TaskV1Definition {
     const NAME: &'static str = contract::PROTOCOL_ID;
     type Connection = TaskV1Connection;
-    type Session = TaskV1Session;
+    type Session = zcode_mapper_sdk::Mapping<TaskV1Session>;
 
     fn contract() -> Contract {
         contract::contract()
@@ -55,8 +55,8 @@ impl zcode_mapper_sdk::Definition for TaskV1Definition {
         TaskV1Connection::new()
     }
 
-    fn session(init: &SessionInit) -> TaskV1Session {
-        TaskV1Session::new(init)
+    fn session(init: &SessionInit) -> Self::Session {
+        zcode_mapper_sdk::Mapping::new(TaskV1Session::new(init))
     }
 }
 

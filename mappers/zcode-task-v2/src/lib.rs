@@ -32,7 +32,7 @@ pub struct TaskV2Definition;
 impl zcode_mapper_sdk::Definition for TaskV2Definition {
     const NAME: &'static str = contract::PROTOCOL_ID;
     type Connection = TaskV2Connection;
-    type Session = TaskV2Session;
+    type Session = zcode_mapper_sdk::Mapping<TaskV2Session>;
 
     fn contract() -> Contract {
         contract::contract()
@@ -53,8 +53,8 @@ impl zcode_mapper_sdk::Definition for TaskV2Definition {
         TaskV2Connection::new()
     }
 
-    fn session(init: &SessionInit) -> TaskV2Session {
-        TaskV2Session::new(init)
+    fn session(init: &SessionInit) -> Self::Session {
+        zcode_mapper_sdk::Mapping::new(TaskV2Session::new(init))
     }
 }
 

@@ -24,7 +24,7 @@ pub struct Echo;
 impl Definition for Echo {
     const NAME: &'static str = contract::PROTOCOL_ID;
     type Connection = connection::Connection;
-    type Session = session::Session;
+    type Session = zcode_mapper_sdk::Mapping<session::Session>;
 
     fn contract() -> Contract {
         contract::contract()
@@ -45,8 +45,8 @@ impl Definition for Echo {
         connection::Connection::default()
     }
 
-    fn session(init: &SessionInit) -> session::Session {
-        session::Session::new(init)
+    fn session(init: &SessionInit) -> Self::Session {
+        zcode_mapper_sdk::Mapping::new(session::Session::new(init))
     }
 }
 

@@ -392,6 +392,7 @@ fn replayed(entry: &Value) -> Result<String, MapperError> {
 #[cfg(test)]
 mod tests {
     use serde_json::{Value, json};
+    use zcode_mapper_sdk::SessionMachine as _;
     use zcode_mapper_sdk::acp_check;
     use zcode_mapper_sdk::contract::{
         Action, ClientFeatures, NativeData, NativeReply, ReplyBody, SessionInit, SessionInput,

@@ -5,11 +5,13 @@ use zcode_contract::{
     SessionOp, Step, StopReason, Terminal,
 };
 
+use zcode_mapper_sdk::native::NativeSession;
+
 use super::AppServerSession;
 
 /// Drives one session like the core does; request ids count up from 1.
 struct Driver {
-    session: AppServerSession,
+    session: NativeSession<AppServerSession>,
     next_id: u64,
     next_op: u64,
 }
@@ -24,7 +26,7 @@ impl Driver {
             workspace: "/w".into(),
             client: ClientFeatures { plan_operations: false, form_elicitation: form },
         };
-        Self { session: AppServerSession::new(&init), next_id: 1, next_op: 1 }
+        Self { session: NativeSession(AppServerSession::new(&init)), next_id: 1, next_op: 1 }
     }
 
     /// Starts `op`; answers each request with the reply `answer` gives for its method; returns
