@@ -20,7 +20,8 @@ use agent_client_protocol_schema::v1 as acp;
 use arbitrary::{Result, Unstructured};
 use serde_json::{Value, json};
 use zcode_contract::{
-    Action, InteractionAnswer, InteractionOutcome, InteractionRequest, SessionOp, Terminal,
+    Action, InteractionAnswer, InteractionOutcome, InteractionRequest, NativeData, SessionInput,
+    SessionOp, Terminal,
 };
 
 use crate::host::{Driven, SESSION_ID};
@@ -176,8 +177,10 @@ pub fn run(script: &[Move]) {
                 if let Some(seq) = seq {
                     seen.last_seq = Some(seen.last_seq.map_or(seq, |last| last.max(seq)));
                 }
-                let actions =
-                    driven.session.map_event(payload).expect("native mappers never fault");
+                let input = SessionInput::Event(NativeData::Text(payload.to_string()));
+                let effects = driven.session.map(&[input]).expect("native mappers never fault");
+                assert!(effects.writes.is_empty() && effects.requests == 0, "{effects:?}");
+                let actions = effects.actions;
                 if *must_break && !redelivered {
                     assert!(
                         actions.iter().any(|a| matches!(a, Action::Terminal(Terminal::Broken(_)))),

@@ -29,14 +29,16 @@ fn trace_lines() -> Vec<Value> {
         .collect()
 }
 
-/// Payloads of `session.map-event` lines, plus a few written here so the set is never empty.
+/// Native events of the traces' `session.map` inputs (`{"event": <payload>}`), plus a few
+/// written here so the set is never empty.
 pub fn event_templates() -> &'static [Value] {
     static TEMPLATES: OnceLock<Vec<Value>> = OnceLock::new();
     TEMPLATES.get_or_init(|| {
         let mut templates: Vec<Value> = trace_lines()
             .into_iter()
-            .filter(|line| line["call"] == "session.map-event")
-            .map(|line| line["payload"].clone())
+            .filter(|line| line["call"] == "session.map")
+            .flat_map(|line| line["inputs"].as_array().cloned().unwrap_or_default())
+            .map(|input| input["event"].clone())
             .filter(Value::is_object)
             .collect();
         templates.extend(builtin_events());

@@ -56,42 +56,12 @@ impl GuestBuild<'_> {
     pub fn run(&self) -> Result<PathBuf, String> {
         ensure_target_installed()?;
         let lib_name = lib_name(self.manifest)?;
-        fs::create_dir_all(self.target_dir)
-            .map_err(|e| format!("cannot create {}: {e}", self.target_dir.display()))?;
-        let lock_path = self.target_dir.join(".guest-build.lock");
-        let lock = File::create(&lock_path)
-            .and_then(|file| file.lock().map(|()| file))
-            .map_err(|e| format!("cannot lock {}: {e}", lock_path.display()))?;
-
-        let mut command = Command::new(&self.cargo);
-        command
-            .arg("build")
-            .arg("--manifest-path")
-            .arg(self.manifest)
-            .args(["--target", GUEST_TARGET, "--release"])
-            .arg("--target-dir")
-            .arg(self.target_dir);
+        let lock = lock_target_dir(self.target_dir)?;
+        let mut command = nested_build(&self.cargo, self.manifest, self.target_dir);
         if !self.features.is_empty() {
             command.arg("--features").arg(self.features.join(","));
         }
-        for (name, _) in std::env::vars_os() {
-            let name = name.to_string_lossy();
-            if leaks_into_nested_build(&name) {
-                command.env_remove(name.as_ref());
-            }
-        }
-        // A build script's stdout is read by cargo as directives: keep cargo's output on stderr.
-        command.stdout(Stdio::from(std::io::stderr()));
-        let status = command
-            .status()
-            .map_err(|e| format!("cannot run {}: {e}", self.cargo.to_string_lossy()))?;
-        if !status.success() {
-            return Err(format!(
-                "building the mapper guest {} for {GUEST_TARGET} failed ({status}); see the \
-                 cargo output above",
-                self.manifest.display()
-            ));
-        }
+        run_nested(command, self.manifest)?;
 
         let built =
             self.target_dir.join(GUEST_TARGET).join("release").join(format!("{lib_name}.wasm"));
@@ -108,6 +78,116 @@ impl GuestBuild<'_> {
         drop(lock);
         Ok(copy)
     }
+}
+
+/// A workspace of guest crates built at once: every member that is a component (`cdylib`), as
+/// (package name, component file) in the order of the workspace's `members`.
+pub struct WorkspaceBuild<'a> {
+    pub cargo: OsString,
+    /// The workspace's `Cargo.toml`.
+    pub manifest: &'a Path,
+    /// Target dir of the nested build; it must not be the outer build's (that one is locked).
+    pub target_dir: &'a Path,
+}
+
+impl WorkspaceBuild<'_> {
+    pub fn run(&self) -> Result<Vec<(String, PathBuf)>, String> {
+        ensure_target_installed()?;
+        let components = workspace_components(self.manifest)?;
+        let _lock = lock_target_dir(self.target_dir)?;
+        let mut command = nested_build(&self.cargo, self.manifest, self.target_dir);
+        command.arg("--workspace");
+        run_nested(command, self.manifest)?;
+        let release = self.target_dir.join(GUEST_TARGET).join("release");
+        Ok(components
+            .into_iter()
+            .map(|(package, lib)| (package, release.join(format!("{lib}.wasm"))))
+            .collect())
+    }
+}
+
+/// (package name, library name) of each member of a workspace that builds a component, in the
+/// order of its `members` list. (A line-based read is enough for the manifests this builds.)
+pub fn workspace_components(manifest: &Path) -> Result<Vec<(String, String)>, String> {
+    let root = manifest.parent().unwrap_or(Path::new("."));
+    let mut components = Vec::new();
+    for member in workspace_members(manifest)? {
+        let member_manifest = root.join(&member).join("Cargo.toml");
+        let text = fs::read_to_string(&member_manifest)
+            .map_err(|e| format!("cannot read {}: {e}", member_manifest.display()))?;
+        if text
+            .lines()
+            .any(|line| line.trim_start().starts_with("crate-type") && line.contains("\"cdylib\""))
+        {
+            components.push((package_name(&member_manifest)?, lib_name(&member_manifest)?));
+        }
+    }
+    Ok(components)
+}
+
+/// The `members` of a `[workspace]` manifest, in order.
+pub fn workspace_members(manifest: &Path) -> Result<Vec<String>, String> {
+    let text = fs::read_to_string(manifest)
+        .map_err(|e| format!("cannot read the mappers workspace {}: {e}", manifest.display()))?;
+    let start = text
+        .find("members = [")
+        .ok_or_else(|| format!("no `members = [` in {}", manifest.display()))?;
+    let list = &text[start + "members = [".len()..];
+    let end =
+        list.find(']').ok_or_else(|| format!("unterminated members in {}", manifest.display()))?;
+    Ok(list[..end]
+        .lines()
+        .map(|line| line.split('#').next().unwrap_or_default())
+        .flat_map(|line| line.split(','))
+        .map(|item| item.trim().trim_matches('"').to_string())
+        .filter(|item| !item.is_empty())
+        .collect())
+}
+
+/// Serializes builds that share a target dir; held until dropped.
+fn lock_target_dir(target_dir: &Path) -> Result<File, String> {
+    fs::create_dir_all(target_dir)
+        .map_err(|e| format!("cannot create {}: {e}", target_dir.display()))?;
+    let lock_path = target_dir.join(".guest-build.lock");
+    File::create(&lock_path)
+        .and_then(|file| file.lock().map(|()| file))
+        .map_err(|e| format!("cannot lock {}: {e}", lock_path.display()))
+}
+
+/// `cargo build --manifest-path <manifest> --target wasm32-wasip2 --release --target-dir <dir>`
+/// with none of the outer build's settings.
+fn nested_build(cargo: &OsString, manifest: &Path, target_dir: &Path) -> Command {
+    let mut command = Command::new(cargo);
+    command
+        .arg("build")
+        .arg("--manifest-path")
+        .arg(manifest)
+        .args(["--target", GUEST_TARGET, "--release"])
+        .arg("--target-dir")
+        .arg(target_dir);
+    for (name, _) in std::env::vars_os() {
+        let name = name.to_string_lossy();
+        if leaks_into_nested_build(&name) {
+            command.env_remove(name.as_ref());
+        }
+    }
+    // A build script's stdout is read by cargo as directives: keep cargo's output on stderr.
+    command.stdout(Stdio::from(std::io::stderr()));
+    command
+}
+
+fn run_nested(mut command: Command, manifest: &Path) -> Result<(), String> {
+    let status = command
+        .status()
+        .map_err(|e| format!("cannot run {}: {e}", command.get_program().to_string_lossy()))?;
+    if status.success() {
+        return Ok(());
+    }
+    Err(format!(
+        "building the mapper guest {} for {GUEST_TARGET} failed ({status}); see the cargo \
+         output above",
+        manifest.display()
+    ))
 }
 
 pub fn leaks_into_nested_build(name: &str) -> bool {
@@ -163,6 +243,25 @@ pub fn nested_target_dir(out_dir: &Path) -> PathBuf {
         Some(target) => target.join("mappers"),
         None => out_dir.join("mappers-target"),
     }
+}
+
+/// The `[package] name`.
+pub fn package_name(manifest: &Path) -> Result<String, String> {
+    let text = fs::read_to_string(manifest).map_err(|e| {
+        format!("cannot read the mapper guest manifest {}: {e}", manifest.display())
+    })?;
+    let mut section = "";
+    for line in text.lines().map(str::trim) {
+        if line.starts_with('[') {
+            section = line;
+        } else if section == "[package]"
+            && let Some(value) = line.strip_prefix("name")
+            && let Some(value) = value.trim_start().strip_prefix('=')
+        {
+            return Ok(value.trim().trim_matches('"').to_string());
+        }
+    }
+    Err(format!("no [package] name in {}", manifest.display()))
 }
 
 /// The library name cargo gives the crate's output: `[lib] name`, or the package name with

@@ -13,14 +13,15 @@ import { dirname, join } from "node:path";
 
 import { Checks, assert, guard, note } from "./checks.mjs";
 
-const [agentPath, scratch] = process.argv.slice(2);
+const [agentPath, scratch, ...agentArgs] = process.argv.slice(2);
 if (!agentPath || !scratch) {
-  console.error("usage: node acpx-scenario.mjs <zcode-acp> <scratch-dir>");
+  console.error("usage: node acpx-scenario.mjs <zcode-acp> <scratch-dir> [agent args…]");
   process.exit(2);
 }
 
 const ACPX_CLI = join(dirname(createRequire(import.meta.url).resolve("acpx/package.json")), "dist/cli.js");
-const AGENT = `${agentPath} --simulate`;
+// The agent command acpx runs (arguments without spaces): `--simulate` unless given.
+const AGENT = [agentPath, ...(agentArgs.length > 0 ? agentArgs : ["--simulate"])].join(" ");
 // Hang guards (seconds): acpx's own --timeout per prompt, --ttl for the queue owner that
 // `sessions new` leaves running, and an outer limit on any acpx process.
 const TIMEOUT_S = 30;

@@ -116,14 +116,16 @@ def summary(updates: list[Any]) -> str:
     return ", ".join(f"{kind}×{n}" for kind, n in counts.items())
 
 
-async def scenario(agent: str, workspace: Path, stderr_log: Path, checks: Checks) -> None:
+async def scenario(
+    agent: str, agent_args: list[str], workspace: Path, stderr_log: Path, checks: Checks
+) -> None:
     client = RecordingClient()
     env = dict(os.environ)  # the SDK passes a trimmed environment unless told otherwise
     with stderr_log.open("ab") as stderr:
         async with acp.spawn_agent_process(
             client,
             agent,
-            "--simulate",
+            *agent_args,
             env=env,
             cwd=workspace,
             transport_kwargs={"stderr": stderr, "limit": 64 * 1024 * 1024},
@@ -258,14 +260,18 @@ async def run_checks(conn, client: RecordingClient, workspace: Path, checks: Che
 
 
 def main() -> int:
-    if len(sys.argv) != 4:
-        print("usage: python py_client.py <zcode-acp> <workspace> <agent-stderr-log>", file=sys.stderr)
+    if len(sys.argv) < 4:
+        print(
+            "usage: python py_client.py <zcode-acp> <workspace> <agent-stderr-log> [agent args…]",
+            file=sys.stderr,
+        )
         return 2
     agent, workspace, stderr_log = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
+    agent_args = sys.argv[4:] or ["--simulate"]
     checks = Checks("python-sdk", CHECKS)
     reason = "not reached"
     try:
-        asyncio.run(scenario(agent, workspace, stderr_log, checks))
+        asyncio.run(scenario(agent, agent_args, workspace, stderr_log, checks))
     except BaseException as error:  # noqa: BLE001 - turn any crash into failed checks
         reason = f"client stopped: {type(error).__name__}: {error}"
     return checks.finish(reason)

@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# Drives `zcode-acp --simulate` with three real ACP clients: acpx 0.19.1, the TypeScript SDK
-# (@agentclientprotocol/sdk 2.4.0) and the Python SDK (agent-client-protocol 0.12.1).
+# Drives `zcode-acp --simulate` with real ACP clients: over ACP v1 acpx 0.19.1, the TypeScript
+# SDK (@agentclientprotocol/sdk 2.4.0) and the Python SDK (agent-client-protocol 0.12.1); over
+# ACP v2 the TypeScript SDK's v2 client, with every agent frame checked against the v2 schema.
 #
-#   tests/clients/run.sh <path-to-zcode-acp>
+#   tests/clients/run.sh <path-to-zcode-acp> [agent args…]
+#
+# The agent args replace the default `--simulate` for every client, e.g.
+# `--simulate --simulate-version 3.12.3` to play another simulated ZCode release.
 #
 # Installs the clients only when missing (npm ci into tests/clients/node_modules, a venv at
 # target/clients-venv), runs each scenario in its own temporary folder with an isolated HOME
@@ -10,20 +14,31 @@
 # Set KEEP_CLIENT_RUNS=1 to keep the temporary folders (transcripts and agent logs).
 set -uo pipefail
 
-if [[ $# -ne 1 ]]; then
-  echo "usage: $0 <path-to-zcode-acp>" >&2
+if [[ $# -lt 1 ]]; then
+  echo "usage: $0 <path-to-zcode-acp> [agent args…]" >&2
   exit 2
 fi
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 agent=$(realpath "$1") || exit 2
+shift
+agent_args=("$@")
+if [[ ${#agent_args[@]} -eq 0 ]]; then
+  agent_args=(--simulate)
+fi
 if [[ ! -x $agent ]]; then
   echo "run.sh: $1 is not an executable" >&2
   exit 2
 fi
 
 # --- the clients, installed once ----------------------------------------------------------
-if [[ ! -d $here/node_modules ]]; then
+# (again when a dependency of package.json is missing, e.g. one added since the last install)
+node_deps_missing() {
+  node -e 'const fs = require("fs"), path = require("path");
+    const deps = Object.keys(require(path.join(process.argv[1], "package.json")).dependencies);
+    process.exit(deps.every((d) => fs.existsSync(path.join(process.argv[1], "node_modules", d))) ? 1 : 0);' "$here"
+}
+if [[ ! -d $here/node_modules ]] || node_deps_missing; then
   echo "installing the Node clients (npm ci)…" >&2
   npm_log=$(mktemp)
   if ! npm ci --prefix "$here" --no-audit --no-fund --loglevel=error >/dev/null 2>"$npm_log"; then
@@ -95,14 +110,18 @@ run_scenario() {
 "$agent" mapper list >/dev/null 2>"$runs/mapper-list.stderr" ||
   echo "  ! zcode-acp mapper list failed: $(tail -n 1 "$runs/mapper-list.stderr")"
 
+echo "agent: $agent ${agent_args[*]}"
 new_scenario acpx
-run_scenario acpx node "$here/acpx-scenario.mjs" "$agent" "$runs/acpx"
+run_scenario acpx node "$here/acpx-scenario.mjs" "$agent" "$runs/acpx" "${agent_args[@]}"
 new_scenario ts-sdk
 run_scenario ts-sdk node "$here/ts-client.mjs" "$agent" "$runs/ts-sdk/workspace" \
-  "$runs/ts-sdk/agent.stderr"
+  "$runs/ts-sdk/agent.stderr" "${agent_args[@]}"
 new_scenario python-sdk
 run_scenario python-sdk "$venv/bin/python" "$here/py_client.py" "$agent" \
-  "$runs/python-sdk/workspace" "$runs/python-sdk/agent.stderr"
+  "$runs/python-sdk/workspace" "$runs/python-sdk/agent.stderr" "${agent_args[@]}"
+new_scenario ts-sdk-v2
+run_scenario ts-sdk-v2 node "$here/ts-v2-client.mjs" "$agent" "$runs/ts-sdk-v2/workspace" \
+  "$runs/ts-sdk-v2/agent.stderr" "${agent_args[@]}"
 
 echo "run time: $(($(date +%s) - started)) s"
 echo "$passed passed, $failed failed"

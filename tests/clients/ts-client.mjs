@@ -2,7 +2,8 @@
 // API) driving `zcode-acp --simulate` in one session: initialize, a streamed reply, an edit
 // whose permission it approves, and a slow turn it cancels with `session/cancel`.
 //
-// Usage: node ts-client.mjs <zcode-acp> <workspace> <agent-stderr-log>
+// Usage: node ts-client.mjs <zcode-acp> <workspace> <agent-stderr-log> [agent args…]
+// (the agent args default to `--simulate`).
 // Prints PASS/FAIL lines and `  # ` notes on what it received; exits non-zero on a failure.
 
 import { spawn } from "node:child_process";
@@ -13,9 +14,9 @@ import * as acp from "@agentclientprotocol/sdk";
 
 import { Checks, assert, guard, note } from "./checks.mjs";
 
-const [agentPath, workspace, stderrLog] = process.argv.slice(2);
+const [agentPath, workspace, stderrLog, ...agentArgs] = process.argv.slice(2);
 if (!agentPath || !workspace || !stderrLog) {
-  console.error("usage: node ts-client.mjs <zcode-acp> <workspace> <agent-stderr-log>");
+  console.error("usage: node ts-client.mjs <zcode-acp> <workspace> <agent-stderr-log> [agent args…]");
   process.exit(2);
 }
 
@@ -34,7 +35,7 @@ const checks = new Checks("ts-sdk", [
   "cancel",
 ]);
 
-const agent = spawn(agentPath, ["--simulate"], {
+const agent = spawn(agentPath, agentArgs.length > 0 ? agentArgs : ["--simulate"], {
   cwd: workspace,
   stdio: ["pipe", "pipe", openSync(stderrLog, "a")],
 });

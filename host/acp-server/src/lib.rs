@@ -1,35 +1,35 @@
-//! The ACP v1 agent over the official SDK: `initialize` and capability advertising, method
-//! routing to the session coordinator, and the connection's end.
+//! The ACP agent over the official SDK, v1 and v2 on one connection type: `initialize`
+//! chooses the version per connection (the SDK's protocol router), and both versions drive
+//! the same session coordinator and mappers.
 //!
-//! Every handler returns to the SDK's dispatch loop at once and does its work in a spawned
-//! task (a handler that awaited a client answer would deadlock the loop). Each request is
-//! answered exactly once: the responder is moved into the task and consumed on every path.
+//! - A client asking for v1 (or anything below 2, or not asking at all) gets the v1 agent
+//!   ([`v1`]) exactly as it was before v2 existed.
+//! - A client asking for 2 or newer gets v2 ([`v2`]): the highest version this agent has
+//!   that is not above the request.
+//!
+//! The coordinator emits v1 schema types; the v2 agent translates them at this edge.
 
-mod capabilities;
-mod client_port;
 pub mod stdio;
+mod v1;
+mod v2;
 
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex};
 
-use agent_client_protocol::v1::Responder;
-use agent_client_protocol::v1::schema::{
-    AuthenticateRequest, AuthenticateResponse, CancelNotification, CloseSessionRequest,
-    InitializeRequest, ListSessionsRequest, LoadSessionRequest, LogoutRequest, LogoutResponse,
-    NewSessionRequest, PromptRequest, ResumeSessionRequest, SetSessionConfigOptionRequest,
-    SetSessionModeRequest,
-};
 use agent_client_protocol::{
-    Agent, BoxFuture, ConnectTo, Error, ErrorCode, JsonRpcResponse, on_receive_notification,
-    on_receive_request,
+    Agent, BoxFuture, ConnectTo, Error, JsonRpcResponse, Protocol, Responder,
 };
-use zcode_coordinator::{Coordinator, CoordinatorConfig, CoordinatorError, HostLauncher};
-
-pub use capabilities::LOGIN_METHOD_ID;
-use client_port::AcpClient;
+use zcode_contract::ClientFeatures;
+use zcode_coordinator::{
+    ClientPort, Coordinator, CoordinatorConfig, CoordinatorError, HostLauncher,
+};
 
 const LOG: &str = "zcode_acp::acp";
 
-/// ZCode account operations behind `authenticate` and `logout`.
+/// The terminal auth method: the client runs `zcode-acp login`, which runs ZCode's own login.
+pub const LOGIN_METHOD_ID: &str = "zcode-login";
+
+/// ZCode account operations behind `authenticate` and `logout` (v2: `auth/login`,
+/// `auth/logout`).
 pub trait Account: Send + Sync + 'static {
     /// Whether ZCode has credentials (never reads them).
     fn signed_in(&self) -> BoxFuture<'static, Result<bool, CoordinatorError>>;
@@ -43,19 +43,42 @@ pub struct ServerConfig {
     pub coordinator: CoordinatorConfig,
 }
 
+/// What both protocol versions share on one connection.
 struct AgentState {
     launcher: Arc<dyn HostLauncher>,
     account: Arc<dyn Account>,
     config: ServerConfig,
-    /// Set by the one successful `initialize`.
-    coordinator: OnceLock<Coordinator>,
+    /// Set by `initialize`; shut down when the connection ends.
+    coordinator: Mutex<Option<Coordinator>>,
 }
 
 impl AgentState {
     fn coordinator(&self) -> Result<Coordinator, Error> {
-        self.coordinator.get().cloned().ok_or_else(|| {
-            Error::new(ErrorCode::INVALID_REQUEST, "initialize must complete before this request")
+        self.coordinator.lock().unwrap().clone().ok_or_else(|| {
+            Error::new(
+                agent_client_protocol::ErrorCode::INVALID_REQUEST,
+                "initialize must complete before this request",
+            )
         })
+    }
+
+    fn initialized(&self) -> bool {
+        self.coordinator.lock().unwrap().is_some()
+    }
+
+    /// The connection's coordinator, talking to the client through `client`. Replaces one
+    /// from an earlier `initialize` (v2 allows repeating it before any other request, so
+    /// nothing was started by the one replaced).
+    fn start_coordinator(
+        &self,
+        client: Arc<dyn ClientPort>,
+        features: ClientFeatures,
+    ) -> Coordinator {
+        let mut config = self.config.coordinator.clone();
+        config.client = features;
+        let coordinator = Coordinator::new(self.launcher.clone(), client, config);
+        *self.coordinator.lock().unwrap() = Some(coordinator.clone());
+        coordinator
     }
 }
 
@@ -67,19 +90,27 @@ pub async fn serve(
     account: Arc<dyn Account>,
     config: ServerConfig,
 ) -> Result<(), Error> {
-    let state = Arc::new(AgentState { launcher, account, config, coordinator: OnceLock::new() });
-    let result = run(state.clone(), transport).await;
+    let state = Arc::new(AgentState { launcher, account, config, coordinator: Mutex::new(None) });
+    let result = Agent
+        .protocol_router()
+        .with_v1(v1::agent(state.clone()))
+        .with_v2(v2::agent(state.clone()))
+        .connect_to(transport)
+        .await;
     tracing::info!(target: LOG, "client closed the connection");
-    if let Some(coordinator) = state.coordinator.get() {
+    let coordinator = state.coordinator.lock().unwrap().take();
+    if let Some(coordinator) = coordinator {
         coordinator.shutdown().await;
     }
     result
 }
 
-/// Runs `work` off the dispatch loop and answers the request with its result.
-fn answer<T, F>(method: &'static str, responder: Responder<T>, work: F) -> Result<(), Error>
+/// Runs `work` off the dispatch loop and answers the request with its result (either
+/// version's responder).
+fn answer<T, P, F>(method: &'static str, responder: Responder<T, P>, work: F) -> Result<(), Error>
 where
     T: JsonRpcResponse + Send + 'static,
+    P: Protocol,
     F: Future<Output = Result<T, Error>> + Send + 'static,
 {
     tokio::spawn(async move {
@@ -92,220 +123,20 @@ where
     Ok(())
 }
 
-/// Registers a handler per ACP method and serves the connection until it closes.
-async fn run(
-    state: Arc<AgentState>,
-    transport: impl ConnectTo<Agent> + 'static,
-) -> Result<(), Error> {
-    let s = state.clone();
-    let builder = Agent.v1().name("zcode-acp").on_receive_request(
-        async move |request: InitializeRequest, responder, cx| {
-            let response =
-                capabilities::initialize_response(&request.client_capabilities, &s.config.version);
-            let mut config = s.config.coordinator.clone();
-            config.client = capabilities::client_features(&request.client_capabilities);
-            let client = Arc::new(AcpClient::new(cx));
-            let coordinator = Coordinator::new(s.launcher.clone(), client, config);
-            if s.coordinator.set(coordinator).is_err() {
-                return responder.respond_with_error(Error::new(
-                    ErrorCode::INVALID_REQUEST,
-                    "the connection is already initialized",
-                ));
-            }
-            tracing::info!(target: LOG, client_version = ?request.protocol_version, "initialized");
-            responder.respond(response)
-        },
-        on_receive_request!(),
-    );
-
-    let s = state.clone();
-    let builder = builder.on_receive_request(
-        async move |request: AuthenticateRequest, responder, _cx| {
-            let account = s.account.clone();
-            answer("authenticate", responder, async move {
-                if request.method_id.0.as_ref() != LOGIN_METHOD_ID {
-                    return Err(Error::new(
-                        ErrorCode::INVALID_PARAMS,
-                        format!("Unknown auth method: {}", request.method_id.0),
-                    ));
-                }
-                match account.signed_in().await {
-                    Ok(true) => Ok(AuthenticateResponse::new()),
-                    Ok(false) => {
-                        Err(CoordinatorError::AuthRequired("ZCode login has not completed".into())
-                            .into())
-                    }
-                    Err(error) => Err(error.into()),
-                }
-            })
-        },
-        on_receive_request!(),
-    );
-
-    let s = state.clone();
-    let builder = builder.on_receive_request(
-        async move |_request: LogoutRequest, responder, _cx| {
-            let account = s.account.clone();
-            answer("logout", responder, async move {
-                account.logout().await.map(|()| LogoutResponse::new()).map_err(Into::into)
-            })
-        },
-        on_receive_request!(),
-    );
-
-    let s = state.clone();
-    let builder = builder.on_receive_request(
-        async move |request: NewSessionRequest, responder, _cx| {
-            let coordinator = s.coordinator()?;
-            tokio::spawn(async move {
-                match coordinator.new_session(request).await {
-                    Ok((response, bound)) => {
-                        // The response names the session; only then may its updates flow.
-                        let _ = responder.respond(response);
-                        bound.start();
-                    }
-                    Err(error) => report("session/new", responder, error),
-                }
-            });
-            Ok(())
-        },
-        on_receive_request!(),
-    );
-
-    let s = state.clone();
-    let builder = builder.on_receive_request(
-        async move |request: LoadSessionRequest, responder, _cx| {
-            let coordinator = s.coordinator()?;
-            tokio::spawn(async move {
-                match coordinator.load_session(request).await {
-                    Ok((response, bound)) => {
-                        let _ = responder.respond(response);
-                        bound.start();
-                    }
-                    Err(error) => report("session/load", responder, error),
-                }
-            });
-            Ok(())
-        },
-        on_receive_request!(),
-    );
-
-    let s = state.clone();
-    let builder = builder.on_receive_request(
-        async move |request: ResumeSessionRequest, responder, _cx| {
-            let coordinator = s.coordinator()?;
-            tokio::spawn(async move {
-                match coordinator.resume_session(request).await {
-                    Ok((response, bound)) => {
-                        let _ = responder.respond(response);
-                        bound.start();
-                    }
-                    Err(error) => report("session/resume", responder, error),
-                }
-            });
-            Ok(())
-        },
-        on_receive_request!(),
-    );
-
-    let s = state.clone();
-    let builder = builder.on_receive_request(
-        async move |request: ListSessionsRequest, responder, _cx| {
-            let coordinator = s.coordinator()?;
-            answer("session/list", responder, async move {
-                coordinator.list_sessions(request).await.map_err(Into::into)
-            })
-        },
-        on_receive_request!(),
-    );
-
-    let s = state.clone();
-    let builder = builder.on_receive_request(
-        async move |request: CloseSessionRequest, responder, _cx| {
-            let coordinator = s.coordinator()?;
-            answer("session/close", responder, async move {
-                coordinator.close_session(request).await.map_err(Into::into)
-            })
-        },
-        on_receive_request!(),
-    );
-
-    let s = state.clone();
-    let builder = builder.on_receive_request(
-        async move |request: SetSessionModeRequest, responder, _cx| {
-            let coordinator = s.coordinator()?;
-            answer("session/set_mode", responder, async move {
-                coordinator.set_mode(request).await.map_err(Into::into)
-            })
-        },
-        on_receive_request!(),
-    );
-
-    let s = state.clone();
-    let builder = builder.on_receive_request(
-        async move |request: SetSessionConfigOptionRequest, responder, _cx| {
-            let coordinator = s.coordinator()?;
-            answer("session/set_config_option", responder, async move {
-                coordinator.set_config_option(request).await.map_err(Into::into)
-            })
-        },
-        on_receive_request!(),
-    );
-
-    let s = state.clone();
-    let builder = builder.on_receive_request(
-        async move |request: PromptRequest, responder, _cx| {
-            let coordinator = s.coordinator()?;
-            // Queued here, in the dispatch loop: a `session/cancel` that follows the prompt on
-            // the wire is then handled after it, never lost before it.
-            let session_id = request.session_id.clone();
-            let pending = match coordinator.prompt(request) {
-                Ok(pending) => pending,
-                Err(error) => {
-                    report("session/prompt", responder, error);
-                    return Ok(());
-                }
-            };
-            // `$/cancel_request` naming this prompt cancels the turn like `session/cancel`;
-            // the prompt still gets its one answer (`cancelled`).
-            let cancellation = responder.cancellation();
-            answer("session/prompt", responder, async move {
-                let answer = pending.answer();
-                tokio::pin!(answer);
-                let result = tokio::select! {
-                    result = &mut answer => result,
-                    () = cancellation.cancelled() => {
-                        coordinator.cancel(&session_id);
-                        answer.await
-                    }
-                };
-                result.map_err(Into::into)
-            })
-        },
-        on_receive_request!(),
-    );
-
-    let s = state;
-    builder
-        .on_receive_notification(
-            async move |notification: CancelNotification, _cx| {
-                if let Ok(coordinator) = s.coordinator() {
-                    coordinator.cancel(&notification.session_id);
-                }
-                Ok(())
-            },
-            on_receive_notification!(),
-        )
-        .connect_to(transport)
-        .await
-}
-
-fn report<T: JsonRpcResponse>(
-    method: &'static str,
-    responder: Responder<T>,
-    error: CoordinatorError,
-) {
-    let error: Error = error.into();
-    tracing::warn!(target: LOG, method, code = error.code.value(), message = %error.message, "request failed");
-    let _ = responder.respond_with_error(error);
+/// `authenticate` (v2: `auth/login`) with the terminal method: confirms that the login the
+/// client ran has completed (terminal methods are run by the client, not by the request).
+async fn confirm_login(account: Arc<dyn Account>, method_id: &str) -> Result<(), Error> {
+    if method_id != LOGIN_METHOD_ID {
+        return Err(Error::new(
+            agent_client_protocol::ErrorCode::INVALID_PARAMS,
+            format!("Unknown auth method: {method_id}"),
+        ));
+    }
+    match account.signed_in().await {
+        Ok(true) => Ok(()),
+        Ok(false) => {
+            Err(CoordinatorError::AuthRequired("ZCode login has not completed".into()).into())
+        }
+        Err(error) => Err(error.into()),
+    }
 }

@@ -1,29 +1,33 @@
 //! The agent's stdin/stdout as the SDK's line transport.
 //!
-//! Two things the SDK's own `Stdio` does differently, on purpose:
-//! - **A line that is not UTF-8 gets a parse error, not the end of the connection.** The SDK
-//!   reads `String` lines, and one invalid byte is an I/O error that ends every session. Here
-//!   a request whose id can still be read is answered `-32700` under that id (so it is
-//!   answered exactly once, and never run with altered text); any other such line is handed
-//!   on as its lossy decoding behind U+FFFD, which no JSON text starts with, so the SDK
-//!   answers it `-32700` like any other non-JSON line.
+//! What the SDK's own `Stdio` does differently, on purpose:
+//! - **Lines that are not JSON are answered here, with a bounded echo** ([`malformed`]). A
+//!   line that is not UTF-8 gets a parse error, not the end of the connection (the SDK reads
+//!   `String` lines, and one invalid byte is an I/O error that ends every session); a request
+//!   whose id can still be read is answered under that id, so it is answered exactly once and
+//!   never run with altered text. Either way the error echoes at most 1 KiB of the line.
+//! - **Input behind an `initialize` request waits for its answer** ([`gate`]), so a request
+//!   pipelined right behind it sees the initialized connection.
 //! - **Frames are written in batches.** The SDK writes and flushes each frame with a blocking
 //!   call; during a busy turn that is one syscall and one thread hop per text delta. Here the
 //!   frames go to a writer thread, which writes everything queued so far in one syscall.
 //!   Nothing waits longer: the writer flushes as soon as it has drained the queue.
 
+mod gate;
+mod malformed;
+
 use std::io::{self, Write};
-use std::sync::mpsc;
+use std::sync::{Arc, mpsc};
 use std::thread;
 use std::time::Duration;
 
 use agent_client_protocol::Lines;
 use futures::{Sink, Stream};
-use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-/// No JSON text starts with U+FFFD, so a line carrying it first is surely a parse error.
-const NOT_UTF8: char = '\u{FFFD}';
+pub use gate::InitializeGate;
+pub use malformed::ECHO_LIMIT;
+
 /// A batch stops growing here, so one write never holds megabytes of frames back.
 const MAX_BATCH: usize = 1 << 20;
 
@@ -37,18 +41,23 @@ pub fn transport() -> (
     StdoutWriter,
 ) {
     let (writer, frames) = StdoutWriter::spawn(io::stdout());
-    let incoming = stdin_lines(tokio::io::stdin(), frames.clone());
-    (Lines::new(frame_sink(frames), incoming), writer)
+    let gate = Arc::new(InitializeGate::default());
+    let incoming = stdin_lines(tokio::io::stdin(), frames.clone(), gate.clone());
+    (Lines::new(frame_sink(frames, gate), incoming), writer)
 }
 
-/// Lines of `input` (see the module docs for those that are not UTF-8); the stream ends at
-/// EOF. Parse errors this layer answers itself go straight to `replies`.
+/// The JSON lines of `input`, in order; the stream ends at EOF. Lines that are not JSON are
+/// answered here, straight to `replies`. After an `initialize` request the next line is read
+/// only once `gate` has seen its answer written.
 pub fn stdin_lines(
     input: impl tokio::io::AsyncRead + Send + Unpin + 'static,
     replies: mpsc::Sender<String>,
+    gate: Arc<InitializeGate>,
 ) -> impl Stream<Item = io::Result<String>> + Send + 'static {
-    futures::stream::try_unfold((BufReader::new(input), replies), |(mut input, replies)| async {
+    let state = (BufReader::new(input), replies, gate);
+    futures::stream::try_unfold(state, |(mut input, replies, gate)| async {
         loop {
+            gate.wait_open().await;
             let mut line = Vec::new();
             if input.read_until(b'\n', &mut line).await? == 0 {
                 return Ok(None);
@@ -59,36 +68,32 @@ pub fn stdin_lines(
             if line.last() == Some(&b'\r') {
                 line.pop();
             }
-            let invalid = match String::from_utf8(line) {
-                Ok(text) => return Ok(Some((text, (input, replies)))),
-                Err(invalid) => String::from_utf8_lossy(invalid.as_bytes()).into_owned(),
-            };
-            match not_utf8_reply(&invalid) {
-                Some(reply) => {
-                    let _ = replies.send(reply);
+            let reply = match String::from_utf8(line) {
+                Ok(text) => match malformed::parse_error_reply(&text) {
+                    None => {
+                        gate.on_incoming(&text);
+                        return Ok(Some((text, (input, replies, gate))));
+                    }
+                    Some(reply) => reply,
+                },
+                Err(invalid) => {
+                    malformed::not_utf8_reply(&String::from_utf8_lossy(invalid.as_bytes()))
                 }
-                None => return Ok(Some((format!("{NOT_UTF8}{invalid}"), (input, replies)))),
-            }
+            };
+            let _ = replies.send(reply);
         }
     })
 }
 
-/// The `-32700` answer to a request that is not UTF-8 but whose id survived the damage.
-fn not_utf8_reply(lossy: &str) -> Option<String> {
-    let frame: Value = serde_json::from_str(lossy).ok()?;
-    let id = frame.get("id").filter(|id| id.is_string() || id.is_u64() || id.is_i64())?;
-    frame.get("method")?;
-    let reply = json!({"jsonrpc": "2.0", "id": id, "error": {
-        "code": -32700, "message": "Parse error", "data": {"reason": "the request is not valid UTF-8"},
-    }});
-    Some(reply.to_string())
-}
-
 /// The SDK's outgoing side: each frame is queued for the writer thread.
-fn frame_sink(frames: mpsc::Sender<String>) -> impl Sink<String, Error = io::Error> + Send {
-    futures::sink::unfold(frames, |frames, frame: String| async move {
+fn frame_sink(
+    frames: mpsc::Sender<String>,
+    gate: Arc<InitializeGate>,
+) -> impl Sink<String, Error = io::Error> + Send {
+    futures::sink::unfold((frames, gate), |(frames, gate), frame: String| async move {
+        gate.on_outgoing(&frame);
         frames.send(frame).map_err(|_| io::Error::from(io::ErrorKind::BrokenPipe))?;
-        Ok(frames)
+        Ok((frames, gate))
     })
 }
 
@@ -146,28 +151,43 @@ fn push_line(batch: &mut Vec<u8>, frame: String) {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::{Arc, Mutex};
+    use std::sync::Mutex;
 
     use futures::{SinkExt, StreamExt};
+    use serde_json::{Value, json};
 
     use super::*;
 
     #[tokio::test]
-    async fn lines_that_are_not_utf8_are_never_json_or_are_answered_here() {
-        let input: &[u8] = b"{\"a\":1}\r\n{\"b\":\"\xff\"}\n\xc3\x28\n\
-            {\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"\xfe\"}\nlast";
+    async fn lines_that_are_not_json_are_answered_here_and_never_handed_on() {
+        let input: &[u8] = b"{\"a\":1}\r\n{\"b\":\"\xff\"}\nnot json\n\xc3\x28\n\
+            {\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"\xfe\"}\n[1]\nlast";
         let (replies, replied) = mpsc::channel();
-        let lines: Vec<String> = stdin_lines(input, replies).map(Result::unwrap).collect().await;
-        assert_eq!(
-            lines,
-            ["{\"a\":1}", "\u{FFFD}{\"b\":\"\u{FFFD}\"}", "\u{FFFD}\u{FFFD}(", "last"]
-        );
-        for line in &lines[1..3] {
-            assert!(serde_json::from_str::<Value>(line).is_err(), "{line}");
-        }
-        let reply: Value = serde_json::from_str(&replied.recv().unwrap()).unwrap();
-        assert_eq!((&reply["id"], &reply["error"]["code"]), (&json!(7), &json!(-32700)));
-        assert!(replied.try_recv().is_err(), "one reply");
+        let gate = Arc::new(InitializeGate::default());
+        let lines: Vec<String> =
+            stdin_lines(input, replies, gate).map(Result::unwrap).collect().await;
+        // JSON text goes on (the SDK answers a batch or a bare value itself).
+        assert_eq!(lines, ["{\"a\":1}", "[1]"]);
+        let replies: Vec<Value> =
+            replied.try_iter().map(|r| serde_json::from_str(&r).unwrap()).collect();
+        let ids: Vec<&Value> = replies.iter().map(|r| &r["id"]).collect();
+        assert_eq!(ids, [&Value::Null, &Value::Null, &Value::Null, &json!(7), &Value::Null]);
+        assert!(replies.iter().all(|r| r["error"]["code"] == -32700), "{replies:?}");
+    }
+
+    #[tokio::test]
+    async fn a_line_behind_initialize_is_read_only_after_its_answer() {
+        let input: &[u8] = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\"}\n\
+            {\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"session/new\"}\n";
+        let (replies, _replied) = mpsc::channel();
+        let gate = Arc::new(InitializeGate::default());
+        let mut lines = Box::pin(stdin_lines(input, replies, gate.clone()));
+        assert!(lines.next().await.unwrap().unwrap().contains("initialize"));
+        let second = tokio::spawn(async move { lines.next().await.unwrap().unwrap() });
+        tokio::task::yield_now().await;
+        assert!(!second.is_finished(), "read before initialize was answered");
+        gate.on_outgoing(r#"{"jsonrpc":"2.0","id":1,"result":{}}"#);
+        assert!(second.await.unwrap().contains("session/new"));
     }
 
     #[derive(Clone, Default)]
@@ -187,7 +207,7 @@ mod tests {
     async fn every_frame_is_written_in_order_before_finish_returns() {
         let output = Shared::default();
         let (writer, frames) = StdoutWriter::spawn(output.clone());
-        let mut sink = Box::pin(frame_sink(frames));
+        let mut sink = Box::pin(frame_sink(frames, Arc::default()));
         for n in 0..10_000 {
             sink.send(format!("{{\"n\":{n}}}")).await.unwrap();
         }
@@ -212,7 +232,7 @@ mod tests {
     #[tokio::test]
     async fn a_closed_stdout_fails_the_sink() {
         let (writer, frames) = StdoutWriter::spawn(Closed);
-        let mut sink = Box::pin(frame_sink(frames));
+        let mut sink = Box::pin(frame_sink(frames, Arc::default()));
         let _ = sink.send("first".into()).await; // may be queued before the writer fails
         writer.finish(Duration::from_secs(10));
         let error = sink.send("second".into()).await.unwrap_err();

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::Value;
-use zcode_contract::{Action, Mapper, MapperSession};
+use zcode_contract::{Action, Mapper, MapperSession, NativeData, SessionInput};
 use zcode_mapper_runtime::{MapperRuntime, RuntimeConfig};
 use zcode_task_v1::TaskV1Mapper;
 
@@ -47,7 +47,7 @@ pub fn run(
     let recording = record_fixture(env, deltas)?;
     let calls = session_calls(&recording, "s1")?;
     let runtime = MapperRuntime::new(RuntimeConfig::default()).map_err(|e| e.to_string())?;
-    let (name, bytes) = zcode_embedded_mappers::EMBEDDED[0];
+    let (name, bytes) = ("zcode-task-v1", zcode_embedded_mappers::ZCODE_TASK_V1);
     let mut variants: Vec<(String, Arc<dyn Mapper>)> = vec![
         ("native `TaskV1Mapper`".into(), Arc::new(TaskV1Mapper)),
         (
@@ -143,21 +143,31 @@ fn replay(
             }
             SessionCall::Resume { op_id, reply, first_request_id } => {
                 let session = session.as_mut().ok_or("no session")?;
-                session.resume(*op_id, reply, *first_request_id).map_err(|e| e.to_string())?;
+                session
+                    .resume(*op_id, reply.as_ref(), *first_request_id)
+                    .map_err(|e| e.to_string())?;
             }
-            SessionCall::MapEvent(payload) => {
+            SessionCall::Issue { first_request_id } => {
                 let session = session.as_mut().ok_or("no session")?;
+                session.issue(*first_request_id).map_err(|e| e.to_string())?;
+            }
+            SessionCall::Map(inputs) => {
+                let session = session.as_mut().ok_or("no session")?;
+                let text = inputs.iter().any(|input| match input {
+                    SessionInput::Event(NativeData::Text(text)) => text.contains("\"text_delta\""),
+                    _ => false,
+                });
                 let started = Instant::now();
-                let mapped = session.map_event(payload);
+                let mapped = session.map(inputs);
                 let seconds = started.elapsed().as_secs_f64();
-                if payload.contains("\"text_delta\"") {
+                if text {
                     timing.text_seconds += seconds;
-                    timing.text_events += 1;
+                    timing.text_events += inputs.len() as u64;
                 } else {
                     timing.other_seconds += seconds;
-                    timing.other_events += 1;
+                    timing.other_events += inputs.len() as u64;
                 }
-                actions.push(mapped.map_err(|e| e.to_string())?);
+                actions.push(mapped.map_err(|e| e.to_string())?.actions);
             }
         }
     }

@@ -10,7 +10,7 @@ use zcode_contract::{
     ConnectionOp, Inbound, LaunchPlan, Mapper, MapperConnection, MapperSession, NativeReply,
     OpResult, SessionInit, Step,
 };
-use zcode_discovery::{Discovery, Inspector, MapperContract};
+use zcode_discovery::{Discovery, Inspector, MapperContract, RecordedRegistry, Search};
 use zcode_fake_install::{FakeInstall, Runner};
 use zcode_task_v1::TaskV1Mapper;
 
@@ -19,7 +19,8 @@ use crate::env::BenchEnv;
 /// A simulated install and the plan that starts its host.
 pub struct SimulatedInstall {
     plan: LaunchPlan,
-    root: std::path::PathBuf,
+    /// The verified executable the plan runs.
+    executable: std::path::PathBuf,
 }
 
 impl SimulatedInstall {
@@ -42,11 +43,17 @@ impl SimulatedInstall {
         let mapper = TaskV1Mapper;
         let platform = zcode_contract::Platform::current();
         let contracts = [MapperContract { source: mapper.source(), contract: mapper.contract() }];
-        let discovery =
-            Discovery::run(Some(&root), &|_| None, &Inspector::new(&platform), &contracts);
+        let search = Search {
+            install_flag: Some(&root),
+            node_flag: None,
+            env: &|_| None,
+            home: None,
+            registry: &RecordedRegistry::default(),
+        };
+        let discovery = Discovery::run(&search, &Inspector::new(&platform), &contracts);
         let selected = discovery.into_selected().map_err(|e| format!("discovery: {e}"))?;
         let plan = mapper.launch_plan(&selected.install).map_err(|e| e.to_string())?;
-        Ok(Self { plan, root })
+        Ok(Self { plan, executable: selected.install.executable.into() })
     }
 }
 
@@ -66,8 +73,8 @@ impl NativeHost {
     /// Starts the host and completes its setup (handshake and `setup` operation).
     pub fn start(install: &SimulatedInstall) -> Result<Self, String> {
         let plan = &install.plan;
-        let program = install.root.join(&plan.program);
-        let mut child = Command::new(&program)
+        let program = &install.executable;
+        let mut child = Command::new(program)
             .args(&plan.args)
             .envs(plan.env.iter().map(|(k, v)| (k, v)))
             .current_dir(&plan.cwd)
@@ -137,7 +144,7 @@ impl NativeHost {
     fn finish_op(
         &mut self,
         mut step: Step,
-        mut resume: impl FnMut(&mut Self, u64, &NativeReply, u64) -> Result<Step, String>,
+        mut resume: impl FnMut(&mut Self, u64, Option<&NativeReply>, u64) -> Result<Step, String>,
         op_id: u64,
     ) -> Result<OpResult, String> {
         let mut pending: Vec<u64> = Vec::new();
@@ -145,12 +152,23 @@ impl NativeHost {
             match step {
                 Step::Done(result) => return result.map_err(|e| e.message),
                 Step::Wait(outgoing) => {
+                    for write in &outgoing.writes {
+                        self.write(&write.bytes)?;
+                    }
                     for request in &outgoing.requests {
                         self.next_request = request.id + 1;
-                        pending.push(request.id);
+                        if request.awaits_reply() {
+                            pending.push(request.id);
+                        }
                         self.write(&request.bytes)?;
                     }
                 }
+            }
+            if pending.is_empty() {
+                // A step that awaits nothing is resumed at once, as the bridge does.
+                let first = self.next_request;
+                step = resume(self, op_id, None, first)?;
+                continue;
             }
             let reply = loop {
                 if let Some(at) = self.replies.iter().position(|r| pending.contains(&r.id)) {
@@ -160,7 +178,7 @@ impl NativeHost {
             };
             pending.retain(|id| *id != reply.id);
             let first = self.next_request;
-            step = resume(self, op_id, &reply, first)?;
+            step = resume(self, op_id, Some(&reply), first)?;
         }
     }
 
@@ -180,7 +198,7 @@ impl NativeHost {
         for item in self.connection.push(&buffer[..read]).map_err(|e| e.to_string())? {
             match item {
                 Inbound::Reply(reply) => self.replies.push(reply),
-                Inbound::Write(bytes) => self.write(&bytes)?,
+                Inbound::Write(write) => self.write(&write.bytes)?,
                 Inbound::Ready => ready = true,
                 Inbound::Event(_) | Inbound::Ignored(_) => {}
             }

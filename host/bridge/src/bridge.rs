@@ -1,11 +1,13 @@
-//! The public handle: spawn, operations, session links, shutdown.
+//! The public handle: spawn, connection operations, session links, shutdown.
 
 use std::sync::Arc;
 
 use tokio::sync::mpsc;
 use zcode_contract::{
-    ConnectionOp, LaunchPlan, MapperConnection, MapperSession, OpResult, SessionOp, VerifiedInstall,
+    ConnectionOp, LaunchPlan, MapperConnection, MapperFault, MapperSession, OpResult,
+    VerifiedInstall,
 };
+use zcode_credentials::CredentialStore;
 
 use crate::driver::drive;
 use crate::error::{BridgeError, OpFailure};
@@ -14,6 +16,17 @@ use crate::options::BridgeOptions;
 use crate::session::{SessionInbound, SessionLink};
 use crate::shared::{Owner, Shared, lock};
 use crate::{launch, lifecycle, pumps};
+
+/// What to start: a verified install, the mapper's plan for it, and what the release says the
+/// host must report about itself.
+pub struct HostSpec<'a> {
+    pub install: &'a VerifiedInstall,
+    pub plan: &'a LaunchPlan,
+    /// The release's `identity`: a host reporting anything else after setup is refused.
+    /// Required when the install has unpinned files.
+    pub identity: Option<&'a str>,
+    pub credentials: CredentialStore,
+}
 
 /// One running ZCode host child and the transport to it. Clones share the child; when the last
 /// clone is dropped without [`shutdown`](Self::shutdown), the child's process group is killed.
@@ -38,15 +51,19 @@ impl Drop for Handle {
 }
 
 impl HostBridge {
-    /// Starts the host as `plan` says, waits for its handshake if it needs one, and runs
-    /// `ConnectionOp::Setup` to completion. On any failure the child is shut down first.
+    /// Starts the verified executable as the plan says, waits for its handshake if it needs
+    /// one, runs `ConnectionOp::Setup` to completion and checks the identity the host reported.
+    /// On any failure the child is shut down first.
     pub async fn spawn(
-        plan: &LaunchPlan,
-        install: &VerifiedInstall,
+        spec: HostSpec<'_>,
         connection: Box<dyn MapperConnection>,
         options: BridgeOptions,
     ) -> Result<HostBridge, BridgeError> {
-        let program = launch::verified_program(plan, install)?;
+        let HostSpec { install, plan, identity, credentials } = spec;
+        if identity.is_none() && !install.unpinned.is_empty() {
+            return Err(BridgeError::Unverifiable(install.unpinned.join(", ")));
+        }
+        let program = launch::verified_executable(install)?;
         let mut child = launch::command(&program, plan)?
             .spawn()
             .map_err(|source| BridgeError::Spawn { program: program.clone(), source })?;
@@ -64,7 +81,7 @@ impl HostBridge {
         if !plan.stdin_preamble.is_empty() {
             let _ = writer.send(plan.stdin_preamble.clone());
         }
-        let shared = Arc::new(Shared::new(options, pid, group, connection, writer));
+        let shared = Arc::new(Shared::new(options, pid, group, credentials, connection, writer));
         let bridge = HostBridge { handle: Arc::new(Handle { shared: shared.clone() }) };
         tokio::spawn(pumps::write_stdin(shared.clone(), stdin, queue));
         tokio::spawn(pumps::read_stdout(shared.clone(), stdout));
@@ -76,10 +93,11 @@ impl HostBridge {
             if plan.needs_handshake {
                 bridge.wait_ready().await?;
             }
-            bridge.connection_op(ConnectionOp::Setup).await.map_err(BridgeError::Setup)
+            bridge.connection_op(ConnectionOp::Setup).await.map_err(BridgeError::Setup)?;
+            bridge.check_identity(identity)
         };
         match started.await {
-            Ok(_) => Ok(bridge),
+            Ok(()) => Ok(bridge),
             Err(error) => {
                 bridge.shutdown().await;
                 Err(error)
@@ -109,17 +127,34 @@ impl HostBridge {
         }
     }
 
+    /// The host must report what its release says it is, when the release says anything.
+    fn check_identity(&self, expected: Option<&str>) -> Result<(), BridgeError> {
+        let shared = &self.handle.shared;
+        let reported = lock(&shared.connection).identity().map_err(|fault| {
+            shared.fail_closed(fault.to_string());
+            BridgeError::Setup(OpFailure::Fault(fault))
+        })?;
+        match expected {
+            Some(expected) if reported.as_deref() != Some(expected) => {
+                Err(BridgeError::IdentityMismatch {
+                    expected: expected.to_string(),
+                    reported: reported.unwrap_or_else(|| "nothing".into()),
+                })
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// Runs a connection-level operation. A mapper fault fails the whole transport.
     pub async fn connection_op(&self, op: ConnectionOp) -> Result<OpResult, OpFailure> {
         let shared = &self.handle.shared;
-        tracing::debug!(op = connection_op_name(&op), "connection operation");
-        let result = drive(
-            shared,
-            Owner::Connection,
-            |op_id, first| lock(&shared.connection).start(op_id, &op, first),
-            |op_id, reply, first| lock(&shared.connection).resume(op_id, reply, first),
-        )
-        .await;
+        tracing::debug!(op = op.name(), "connection operation");
+        // The driver refuses updates from connection operations before they get here.
+        let mut no_updates = |_: Vec<String>| -> Result<(), MapperFault> {
+            Err(MapperFault("a connection operation cannot send session updates".into()))
+        };
+        let result =
+            drive(shared, Owner::Connection, &shared.connection, &op, &mut no_updates).await;
         if let Err(OpFailure::Fault(fault)) = &result {
             shared.fail_closed(fault.to_string());
         }
@@ -127,7 +162,7 @@ impl HostBridge {
     }
 
     /// Binds a mapper session to this host: returns the link and the ordered stream of what is
-    /// routed to it (events for its routes, then `TransportClosed` if the transport closes).
+    /// routed to it (its input, then `TransportClosed` if the transport closes).
     pub fn link_session(
         &self,
         session: Box<dyn MapperSession>,
@@ -137,33 +172,6 @@ impl HostBridge {
         let (inbound_tx, inbound_rx) = mpsc::unbounded_channel();
         shared.add_session(id, inbound_tx);
         (SessionLink::new(id, shared.clone(), session), inbound_rx)
-    }
-
-    /// Runs a session operation. A mapper fault makes that session unusable (later ops and
-    /// `map_event` return the same fault); other sessions carry on.
-    pub async fn session_op(
-        &self,
-        link: &SessionLink,
-        op: SessionOp,
-    ) -> Result<OpResult, OpFailure> {
-        let shared = &self.handle.shared;
-        if !Arc::ptr_eq(&link.inner.shared, shared) {
-            return Err(OpFailure::Transport("the session is linked to a different host".into()));
-        }
-        link.check_usable().map_err(OpFailure::Fault)?;
-        tracing::debug!(op = op.name(), "session operation");
-        let session = &link.inner.session;
-        let result = drive(
-            shared,
-            Owner::Session(link.inner.id),
-            |op_id, first| lock(session).start(op_id, &op, first),
-            |op_id, reply, first| lock(session).resume(op_id, reply, first),
-        )
-        .await;
-        if let Err(OpFailure::Fault(fault)) = &result {
-            link.poison(fault.clone());
-        }
-        result
     }
 
     /// Why the transport closed, once it has.
@@ -185,13 +193,5 @@ impl HostBridge {
         shared.fail_closed("shutting down".into());
         let mut terminated = shared.terminated.subscribe();
         let _ = terminated.wait_for(|done| *done).await;
-    }
-}
-
-fn connection_op_name(op: &ConnectionOp) -> &'static str {
-    match op {
-        ConnectionOp::Setup => "setup",
-        ConnectionOp::Probe(_) => "probe",
-        ConnectionOp::ListSessions(_) => "list-sessions",
     }
 }

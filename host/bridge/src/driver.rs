@@ -1,45 +1,75 @@
-//! Driving one operation: mapper step → register and write requests → await replies or
-//! timeouts → resume, until the mapper is done.
+//! Driving one operation: mapper step → send its updates, register and write its requests →
+//! await replies or timeouts (or resume at once when it awaits nothing) → resume, until the
+//! mapper is done.
 //!
-//! Shared by connection and session operations; the caller supplies the mapper calls.
+//! Shared by connection and session operations: both are `Operations<Op>` step machines.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::mpsc;
 use tokio::time::Instant;
-use zcode_contract::{
-    MapperFault, NativeReply, NativeRequest, OpResult, Outgoing, ReplyBody, Step,
-};
+use zcode_contract::{MapperFault, NativeReply, OpResult, Operations, Outgoing, ReplyBody, Step};
 
 use crate::error::OpFailure;
-use crate::shared::{Owner, Shared, Submission, SubmitError, lock};
+use crate::shared::{Owner, ReplyTo, Shared, Submission, SubmitError, lock};
 
-/// Runs an operation to its end. `start(op_id, first_request_id)` and
-/// `resume(op_id, reply, first_request_id)` call the mapper.
-pub(crate) async fn drive(
+/// Consecutive resumes without a reply one operation may ask for: a replay streamed in pages
+/// needs a few hundred; a mapper that yields forever is stopped.
+const MAX_YIELDS: u32 = 100_000;
+
+/// Where an operation's streamed updates go. `Err` (the updates are not valid ACP) fails the
+/// operation as a mapper fault.
+pub type UpdateSink<'a> = &'a mut (dyn FnMut(Vec<String>) -> Result<(), MapperFault> + Send);
+
+/// Runs `op` on `machine` to its end.
+pub(crate) async fn drive<Op, M>(
     shared: &Arc<Shared>,
     owner: Owner,
-    start: impl FnOnce(u64, u64) -> Result<Step, MapperFault>,
-    mut resume: impl FnMut(u64, &NativeReply, u64) -> Result<Step, MapperFault>,
-) -> Result<OpResult, OpFailure> {
+    machine: &Mutex<Box<M>>,
+    op: &Op,
+    updates: UpdateSink<'_>,
+) -> Result<OpResult, OpFailure>
+where
+    Op: Sync,
+    M: Operations<Op> + ?Sized,
+{
     if let Some(reason) = shared.closed_reason() {
         return Err(OpFailure::Transport(reason));
     }
     let op_id = shared.next_op_id();
-    let mut op = RunningOp::new(shared.clone(), owner);
-    let mut progress = op.advance(|first| start(op_id, first))?;
+    let mut running = RunningOp::new(shared.clone(), owner);
+    let mut progress = running.advance(updates, |first| lock(machine).start(op_id, op, first))?;
+    let mut yields = 0u32;
     loop {
-        if let Progress::Done(result) = progress {
-            return result.map_err(OpFailure::Mapper);
-        }
-        let reply = op.next_reply().await;
-        progress = op.advance(|first| resume(op_id, &reply, first))?;
+        let reply = match progress {
+            Progress::Done(result) => return result.map_err(OpFailure::Mapper),
+            Progress::Yielded => {
+                yields += 1;
+                if yields > MAX_YIELDS {
+                    return Err(OpFailure::Fault(MapperFault(format!(
+                        "the operation resumed {MAX_YIELDS} times without awaiting a reply"
+                    ))));
+                }
+                // Let what was just queued (streamed updates, writes) move on first.
+                tokio::task::yield_now().await;
+                None
+            }
+            Progress::Waiting => {
+                yields = 0;
+                Some(running.next_reply().await)
+            }
+        };
+        progress =
+            running.advance(updates, |first| lock(machine).resume(op_id, reply.as_ref(), first))?;
     }
 }
 
 enum Progress {
+    /// Replies are outstanding.
     Waiting,
+    /// Nothing is awaited: resume at once, with no reply.
+    Yielded,
     Done(Result<OpResult, zcode_contract::MapperError>),
 }
 
@@ -69,6 +99,7 @@ impl RunningOp {
     /// One mapper call and what follows from it, atomic with respect to other operations.
     fn advance(
         &mut self,
+        updates: UpdateSink<'_>,
         call: impl FnOnce(u64) -> Result<Step, MapperFault>,
     ) -> Result<Progress, OpFailure> {
         let mut next_request_id = lock(&self.shared.next_request_id);
@@ -79,18 +110,28 @@ impl RunningOp {
         };
         // Advance past whatever the mapper returned, valid or not: no id is handed out twice.
         *next_request_id = first + outgoing.requests.len() as u64;
-        self.check(&outgoing, first).map_err(OpFailure::Fault)?;
+        check(&outgoing, first, self.owner).map_err(OpFailure::Fault)?;
+        let Outgoing { updates: streamed, routes_added, routes_removed, writes, requests } =
+            outgoing;
+        let writes = writes
+            .iter()
+            .map(|write| self.shared.prepare_write(write))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(OpFailure::Fault)?;
+        if !streamed.is_empty() {
+            updates(streamed).map_err(OpFailure::Fault)?;
+        }
 
         let submission = Submission {
             owner: self.owner,
-            routes_added: &outgoing.routes_added,
-            routes_removed: &outgoing.routes_removed,
-            requests: outgoing
-                .requests
+            routes_added: &routes_added,
+            routes_removed: &routes_removed,
+            writes,
+            requests: requests
                 .iter()
-                .map(|r| (r.id, r.label.as_str(), r.bytes.as_slice(), awaits_reply(r)))
+                .map(|r| (r.id, r.label.as_str(), r.bytes.as_slice(), r.awaits_reply()))
                 .collect(),
-            reply_to: &self.reply_tx,
+            reply_to: ReplyTo::Op(self.reply_tx.clone()),
         };
         match self.shared.submit(submission) {
             Ok(()) => {}
@@ -104,7 +145,7 @@ impl RunningOp {
         drop(next_request_id);
 
         let now = Instant::now();
-        for request in outgoing.requests.iter().filter(|r| awaits_reply(r)) {
+        for request in requests.iter().filter(|r| r.awaits_reply()) {
             let timeout = self.shared.options.request_timeout(request.timeout_ms);
             tracing::debug!(id = request.id, label = %request.label, "native request sent");
             self.outstanding.push(Outstanding {
@@ -113,29 +154,7 @@ impl RunningOp {
                 timeout,
             });
         }
-        Ok(Progress::Waiting)
-    }
-
-    /// Refuses mapper output the bridge cannot carry out.
-    fn check(&self, outgoing: &Outgoing, first: u64) -> Result<(), MapperFault> {
-        for (index, request) in outgoing.requests.iter().enumerate() {
-            let expected = first + index as u64;
-            if request.id != expected {
-                return Err(MapperFault(format!(
-                    "request `{}` has id {}, but the id handed out was {expected}",
-                    request.label, request.id
-                )));
-            }
-        }
-        if !outgoing.requests.iter().any(awaits_reply) && self.outstanding.is_empty() {
-            return Err(MapperFault("the operation waits, but no request is outstanding".into()));
-        }
-        let changes_routes =
-            !outgoing.routes_added.is_empty() || !outgoing.routes_removed.is_empty();
-        if self.owner == Owner::Connection && changes_routes {
-            return Err(MapperFault("a connection operation cannot own event routes".into()));
-        }
-        Ok(())
+        Ok(if self.outstanding.is_empty() { Progress::Yielded } else { Progress::Waiting })
     }
 
     /// The next reply for this operation, or `Lost` for a request whose timer fired first.
@@ -176,9 +195,7 @@ impl RunningOp {
             return None;
         }
         self.outstanding.retain(|o| o.id != id);
-        let millis = timeout.as_millis();
-        tracing::warn!(id, label = label.as_deref().unwrap_or(""), timeout_ms = %millis, "native request timed out");
-        Some(NativeReply { id, body: ReplyBody::Lost(format!("timed out after {millis} ms")) })
+        Some(timed_out(id, label.as_deref(), timeout))
     }
 }
 
@@ -192,8 +209,32 @@ impl Drop for RunningOp {
     }
 }
 
-/// A request with a zero timeout expects no reply (a notification, a cancel, an event listen):
-/// it is written but not tracked, and the operation does not wait for it.
-fn awaits_reply(request: &NativeRequest) -> bool {
-    request.timeout_ms != 0
+/// Refuses mapper output the bridge cannot carry out: ids other than the ones handed out, and
+/// session-only effects from a connection operation.
+pub(crate) fn check(outgoing: &Outgoing, first: u64, owner: Owner) -> Result<(), MapperFault> {
+    for (index, request) in outgoing.requests.iter().enumerate() {
+        let expected = first + index as u64;
+        if request.id != expected {
+            return Err(MapperFault(format!(
+                "request `{}` has id {}, but the id handed out was {expected}",
+                request.label, request.id
+            )));
+        }
+    }
+    if owner == Owner::Connection {
+        if !outgoing.routes_added.is_empty() || !outgoing.routes_removed.is_empty() {
+            return Err(MapperFault("a connection operation cannot own event routes".into()));
+        }
+        if !outgoing.updates.is_empty() {
+            return Err(MapperFault("a connection operation cannot send session updates".into()));
+        }
+    }
+    Ok(())
+}
+
+/// The `Lost` reply of a request that was not answered in time.
+pub(crate) fn timed_out(id: u64, label: Option<&str>, timeout: Duration) -> NativeReply {
+    let millis = timeout.as_millis();
+    tracing::warn!(id, label = label.unwrap_or(""), timeout_ms = %millis, "native request timed out");
+    NativeReply { id, body: ReplyBody::Lost(format!("timed out after {millis} ms")) }
 }

@@ -24,10 +24,17 @@ pub enum OpFailure {
 /// has been shut down.
 #[derive(Debug, thiserror::Error)]
 pub enum BridgeError {
+    #[error("the verified executable `{executable}` cannot be started: {why}")]
+    ExecutableMissing { executable: String, why: String },
     #[error(
-        "launch plan program `{program}` does not resolve to the verified executable `{executable}`"
+        "the install has files without a pinned hash ({0}), and its release names no identity \
+         the host could confirm"
     )]
-    ProgramRefused { program: String, executable: String },
+    Unverifiable(String),
+    #[error(
+        "the ZCode host reported itself as `{reported}`, but its release is `{expected}`: refused"
+    )]
+    IdentityMismatch { expected: String, reported: String },
     #[error("launch plan is invalid: {0}")]
     InvalidPlan(String),
     #[error("could not start the ZCode host `{program}`: {source}", program = program.display())]

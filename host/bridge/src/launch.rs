@@ -8,29 +8,26 @@ use zcode_contract::{LaunchPlan, VerifiedInstall};
 
 use crate::error::BridgeError;
 
-/// The executable to run: `plan.program` joined to the install root must resolve (after
-/// following symlinks) to exactly the verified executable. The verified path is what gets
-/// spawned, so a later change of what `program` points at cannot swap the binary.
-pub fn verified_program(
-    plan: &LaunchPlan,
-    install: &VerifiedInstall,
-) -> Result<PathBuf, BridgeError> {
-    let refused = || BridgeError::ProgramRefused {
-        program: plan.program.clone(),
+/// The executable to run: exactly the one discovery verified, resolved now (after following
+/// symlinks) so that what runs is what was checked. A mapper cannot name another program.
+pub fn verified_executable(install: &VerifiedInstall) -> Result<PathBuf, BridgeError> {
+    let refused = |why: &str| BridgeError::ExecutableMissing {
         executable: install.executable.clone(),
+        why: why.to_string(),
     };
-    let program = Path::new(&plan.program);
-    if plan.program.is_empty() || program.is_absolute() {
-        return Err(refused());
+    let path = Path::new(&install.executable);
+    if !path.is_absolute() {
+        return Err(refused("the path is not absolute"));
     }
-    let resolved =
-        Path::new(&install.install_root).join(program).canonicalize().map_err(|_| refused())?;
-    let executable = Path::new(&install.executable).canonicalize().map_err(|_| refused())?;
-    if resolved == executable { Ok(executable) } else { Err(refused()) }
+    let resolved = path.canonicalize().map_err(|error| refused(&error.to_string()))?;
+    if !resolved.is_file() {
+        return Err(refused("it is not a file"));
+    }
+    Ok(resolved)
 }
 
 /// The command for `program` as the plan describes it: args, the plan's env on top of the
-/// inherited one, the plan's working directory, all three stdio streams piped, and (unix) a
+/// inherited one (less what it removes), the plan's working directory, all three stdio streams piped, and (unix) a
 /// process group of its own so the whole tree can be signalled at once.
 pub(crate) fn command(program: &Path, plan: &LaunchPlan) -> Result<Command, BridgeError> {
     if !Path::new(&plan.cwd).is_absolute() {
@@ -40,6 +37,9 @@ pub(crate) fn command(program: &Path, plan: &LaunchPlan) -> Result<Command, Brid
         )));
     }
     let mut command = Command::new(program);
+    for name in &plan.env_remove {
+        command.env_remove(name);
+    }
     command
         .args(&plan.args)
         .envs(plan.env.iter().map(|(key, value)| (key, value)))
@@ -59,53 +59,47 @@ pub(crate) fn command(program: &Path, plan: &LaunchPlan) -> Result<Command, Brid
 mod tests {
     use super::*;
 
-    fn plan(program: &str) -> LaunchPlan {
-        LaunchPlan {
-            program: program.into(),
-            args: vec![],
-            env: vec![],
-            cwd: "/".into(),
-            stdin_preamble: vec![],
-            needs_handshake: false,
-        }
+    fn plan() -> LaunchPlan {
+        LaunchPlan { cwd: "/".into(), ..LaunchPlan::default() }
     }
 
-    /// `/bin/sh` exists on every unix test machine; whatever it links to is the "executable".
-    fn install() -> VerifiedInstall {
-        let executable = Path::new("/bin/sh").canonicalize().unwrap();
+    fn install(executable: &str) -> VerifiedInstall {
         VerifiedInstall {
             install_root: "/".into(),
-            executable: executable.to_string_lossy().into_owned(),
+            kind: zcode_contract::LayoutKind::Desktop,
+            executable: executable.into(),
             cli_entry: String::new(),
             host_archive: String::new(),
-            artifact_id: String::new(),
+            release_id: String::new(),
             app_version: String::new(),
             cli_version: String::new(),
             files: vec![],
+            unpinned: vec![],
+            home: "/".into(),
         }
     }
 
     #[cfg(unix)]
     #[test]
-    fn accepts_a_relative_path_that_resolves_to_the_executable() {
-        let install = install();
-        let program = verified_program(&plan("bin/sh"), &install).unwrap();
-        assert_eq!(program, Path::new(&install.executable));
+    fn runs_the_verified_executable_resolved() {
+        let resolved = verified_executable(&install("/bin/sh")).unwrap();
+        assert_eq!(resolved, Path::new("/bin/sh").canonicalize().unwrap());
     }
 
-    #[cfg(unix)]
     #[test]
-    fn refuses_other_programs_absolute_paths_and_missing_files() {
-        let install = install();
-        for program in ["bin/ls", "/bin/sh", "", "bin/does-not-exist", "bin/../bin/true"] {
-            let error = verified_program(&plan(program), &install).unwrap_err();
-            assert!(matches!(error, BridgeError::ProgramRefused { .. }), "{program}: {error}");
+    fn refuses_relative_missing_and_non_file_executables() {
+        for executable in ["bin/sh", "/does/not/exist", "/", ""] {
+            let error = verified_executable(&install(executable)).unwrap_err();
+            assert!(
+                matches!(error, BridgeError::ExecutableMissing { .. }),
+                "{executable}: {error}"
+            );
         }
     }
 
     #[test]
     fn refuses_a_relative_working_directory() {
-        let mut plan = plan("bin/sh");
+        let mut plan = plan();
         plan.cwd = "relative".into();
         assert!(matches!(command(Path::new("/bin/sh"), &plan), Err(BridgeError::InvalidPlan(_))));
     }

@@ -5,7 +5,8 @@
 //! spawn (only the verified executable, in its own process group), the byte pumps, request-id
 //! allocation, the pending table with per-request timeouts, event routing to sessions, and a
 //! shutdown that leaves no process of the group behind. It names no ZCode method: every native
-//! byte is produced and parsed by the mapper through [`MapperConnection`] and [`MapperSession`].
+//! byte is produced and parsed by the mapper through [`MapperConnection`] and [`MapperSession`];
+//! credentials a mapper asks for are filled into its writes here, from `zcode-credentials`.
 //!
 //! Failure is closed: a framing error, stdout EOF, a child exit or a write failure resolves every
 //! pending request as `Lost`, tells every linked session [`SessionInbound::TransportClosed`],
@@ -26,9 +27,10 @@ mod pumps;
 mod session;
 mod shared;
 
-pub use bridge::HostBridge;
+pub use bridge::{HostBridge, HostSpec};
+pub use driver::UpdateSink;
 pub use error::{BridgeError, OpFailure};
 pub use exit_cleanup::{install_signal_cleanup, kill_all_host_groups};
-pub use launch::verified_program;
+pub use launch::verified_executable;
 pub use options::BridgeOptions;
 pub use session::{SessionInbound, SessionLink};

@@ -24,7 +24,9 @@ pub(crate) async fn write_stdin(
             stdin.flush().await
         };
         if let Err(error) = written.await {
-            shared.fail_closed(format!("writing to the host's stdin failed: {error}"));
+            // A broken pipe is how a host that died looks from here: report its exit.
+            let symptom = format!("writing to the host's stdin failed: {error}");
+            fail_with_cause(&shared, symptom).await;
             return;
         }
     }
@@ -53,7 +55,7 @@ pub(crate) async fn read_stdout(shared: Arc<Shared>, mut stdout: ChildStdout) {
         }
         let pushed = lock(&shared.connection).push(&buffer[..read]);
         match pushed {
-            Err(error) => shared.fail_closed(format!("host protocol error: {error}")),
+            Err(error) => fail_with_cause(&shared, format!("host protocol error: {error}")).await,
             Ok(inbound) if inbound.is_empty() => {
                 unframed += read;
                 if unframed > shared.options.stdout_buffer_cap {
@@ -73,8 +75,10 @@ pub(crate) async fn read_stdout(shared: Arc<Shared>, mut stdout: ChildStdout) {
         let finished = lock(&shared.connection).finish();
         match finished {
             Ok(inbound) => inbound.into_iter().for_each(|item| handle(&shared, item)),
+            // A host killed mid-write leaves a cut-off frame: the exit is the news, not the frame.
             Err(error) => {
-                shared.fail_closed(format!("host protocol error at end of output: {error}"))
+                let symptom = format!("host protocol error at end of output: {error}");
+                fail_with_cause(&shared, symptom).await;
             }
         }
     }
@@ -87,12 +91,27 @@ fn handle(shared: &Shared, inbound: Inbound) {
     match inbound {
         Inbound::Reply(reply) => shared.resolve(reply),
         Inbound::Event(event) => shared.route_event(event),
-        Inbound::Write(bytes) => shared.write_now(bytes),
+        Inbound::Write(write) => match shared.prepare_write(&write) {
+            Ok(bytes) => shared.write_now(bytes),
+            Err(fault) => shared.fail_closed(fault.to_string()),
+        },
         Inbound::Ready => {
             tracing::debug!("host handshake complete");
             shared.mark_ready();
         }
         Inbound::Ignored(reason) => tracing::debug!(reason = %reason, "native frame ignored"),
+    }
+}
+
+/// Fails the transport with the child's exit when it exits promptly (the usual cause of a
+/// broken pipe or a cut-off frame), else with `symptom`.
+async fn fail_with_cause(shared: &Shared, symptom: String) {
+    match exit_reason(shared).await {
+        Some(exit) => {
+            tracing::debug!(%symptom, "host output or input broke as the host exited");
+            shared.fail_closed(exit);
+        }
+        None => shared.fail_closed(symptom),
     }
 }
 

@@ -1,22 +1,25 @@
-//! A mapper session bound to one host bridge.
+//! A mapper session bound to one host bridge: its operations, and the mapping of what is routed
+//! to it, including the native requests and writes that mapping asks for.
 
 use std::sync::{Arc, Mutex};
 
-use zcode_contract::{Action, MapperFault, MapperSession};
+use zcode_contract::{Action, MapperFault, MapperSession, OpResult, SessionInput, SessionOp};
 
-use crate::shared::{LinkId, Shared, lock};
+use crate::driver::{UpdateSink, check, drive, timed_out};
+use crate::error::OpFailure;
+use crate::shared::{LinkId, Owner, ReplyTo, Shared, Submission, SubmitError, lock};
 
 /// What the bridge routes to one session, in arrival order.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SessionInbound {
-    /// A native event for a route the session owns: hand it to [`SessionLink::map_event`].
-    Event(String),
+    /// Native input for the session: hand it to [`SessionLink::map`].
+    Input(SessionInput),
     /// The transport failed closed (or is shutting down); nothing more will arrive.
     TransportClosed(String),
 }
 
 /// A mapper session linked to a bridge. Clones share the session; when the last clone is
-/// dropped the session's routes are removed and its events are no longer delivered.
+/// dropped the session's routes are removed and its input is no longer delivered.
 #[derive(Clone)]
 pub struct SessionLink {
     pub(crate) inner: Arc<LinkInner>,
@@ -36,15 +39,111 @@ impl SessionLink {
         Self { inner: Arc::new(inner) }
     }
 
-    /// Maps one event payload received from [`SessionInbound::Event`]. After a mapper fault the
-    /// session is unusable and every call returns that fault.
-    pub fn map_event(&self, payload: &str) -> Result<Vec<Action>, MapperFault> {
+    /// Runs a session operation; `updates` receives what it streams while it waits. A mapper
+    /// fault makes the session unusable (later calls return the same fault); other sessions
+    /// carry on.
+    pub async fn op(&self, op: SessionOp, updates: UpdateSink<'_>) -> Result<OpResult, OpFailure> {
+        self.check_usable().map_err(OpFailure::Fault)?;
+        tracing::debug!(op = op.name(), "session operation");
+        let owner = Owner::Session(self.inner.id);
+        let result = drive(&self.inner.shared, owner, &self.inner.session, &op, updates).await;
+        if let Err(OpFailure::Fault(fault)) = &result {
+            self.poison(fault.clone());
+        }
+        result
+    }
+
+    /// Maps a batch of the input received through [`SessionInbound::Input`], carries out the
+    /// native writes and requests it asks for, and returns its actions for the coordinator.
+    pub fn map(&self, inputs: &[SessionInput]) -> Result<Vec<Action>, MapperFault> {
         self.check_usable()?;
-        let result = lock(&self.inner.session).map_event(payload);
+        let result = self.map_and_issue(inputs);
         if let Err(fault) = &result {
             self.poison(fault.clone());
         }
         result
+    }
+
+    fn map_and_issue(&self, inputs: &[SessionInput]) -> Result<Vec<Action>, MapperFault> {
+        let shared = &self.inner.shared;
+        let effects = lock(&self.inner.session).map(inputs)?;
+        let mut actions = effects.actions;
+        let writes = effects
+            .writes
+            .iter()
+            .map(|write| shared.prepare_write(write))
+            .collect::<Result<Vec<_>, _>>()?;
+        if effects.requests == 0 {
+            if !writes.is_empty() {
+                self.submit(writes, &[], &[], Vec::new())?;
+            }
+            return Ok(actions);
+        }
+
+        let mut next_request_id = lock(&shared.next_request_id);
+        let first = *next_request_id;
+        let outgoing = lock(&self.inner.session).issue(first)?;
+        *next_request_id = first + outgoing.requests.len() as u64;
+        let asked = effects.requests as usize;
+        if outgoing.requests.len() != asked {
+            return Err(MapperFault(format!(
+                "mapping announced {asked} native requests but issued {}",
+                outgoing.requests.len()
+            )));
+        }
+        check(&outgoing, first, Owner::Session(self.inner.id))?;
+        let mut all_writes = writes;
+        for write in &outgoing.writes {
+            all_writes.push(shared.prepare_write(write)?);
+        }
+        let requests = outgoing
+            .requests
+            .iter()
+            .map(|r| (r.id, r.label.as_str(), r.bytes.as_slice(), r.awaits_reply()))
+            .collect();
+        self.submit(all_writes, &outgoing.routes_added, &outgoing.routes_removed, requests)?;
+        drop(next_request_id);
+
+        for request in outgoing.requests.iter().filter(|r| r.awaits_reply()) {
+            tracing::debug!(id = request.id, label = %request.label, "native request sent while mapping");
+            let timeout = shared.options.request_timeout(request.timeout_ms);
+            let (shared, id, link) = (shared.clone(), request.id, self.inner.id);
+            tokio::spawn(async move {
+                tokio::time::sleep(timeout).await;
+                let label = shared.pending_label(id);
+                if shared.take_pending(id) {
+                    let lost = timed_out(id, label.as_deref(), timeout);
+                    shared.deliver(link, SessionInbound::Input(SessionInput::Reply(lost)));
+                }
+            });
+        }
+        actions.extend(outgoing.updates.into_iter().map(Action::Update));
+        Ok(actions)
+    }
+
+    fn submit(
+        &self,
+        writes: Vec<Vec<u8>>,
+        routes_added: &[String],
+        routes_removed: &[String],
+        requests: Vec<(u64, &str, &[u8], bool)>,
+    ) -> Result<(), MapperFault> {
+        let link = self.inner.id;
+        let submission = Submission {
+            owner: Owner::Session(link),
+            routes_added,
+            routes_removed,
+            writes,
+            requests,
+            reply_to: ReplyTo::Session(link),
+        };
+        match self.inner.shared.submit(submission) {
+            // The session hears of the close through its inbound stream.
+            Ok(()) | Err(SubmitError::Closed(_)) => Ok(()),
+            Err(SubmitError::RouteTaken(route)) => Err(MapperFault(format!(
+                "event route `{route}` already belongs to another session"
+            ))),
+        }
     }
 
     /// The fault that made this session unusable, if any.

@@ -6,7 +6,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use tokio::sync::{mpsc, watch};
-use zcode_contract::{MapperConnection, NativeReply, ReplyBody, RoutedEvent};
+use zcode_contract::{
+    MapperConnection, MapperFault, NativeReply, NativeWrite, ReplyBody, RoutedEvent, SessionInput,
+};
+use zcode_credentials::CredentialStore;
 
 use crate::group::ProcessGroup;
 use crate::options::BridgeOptions;
@@ -25,6 +28,8 @@ pub(crate) struct Shared {
     pub(crate) options: BridgeOptions,
     pub(crate) pid: u32,
     pub(crate) group: ProcessGroup,
+    /// Fills credentials into writes that ask for one; nothing else in the bridge sees them.
+    pub(crate) credentials: CredentialStore,
     /// Framing and connection ops. Locked by the reader for `push`/`finish` and by connection
     /// ops under the dispatch lock; never held across an await.
     pub(crate) connection: Mutex<Box<dyn MapperConnection>>,
@@ -58,8 +63,15 @@ struct State {
 }
 
 struct Pending {
-    reply_to: mpsc::UnboundedSender<NativeReply>,
+    reply_to: ReplyTo,
     label: String,
+}
+
+/// Who waits for a reply: an operation, or a session that issued the request while mapping.
+#[derive(Clone)]
+pub(crate) enum ReplyTo {
+    Op(mpsc::UnboundedSender<NativeReply>),
+    Session(LinkId),
 }
 
 /// Who an operation runs for: route ownership follows it.
@@ -74,9 +86,11 @@ pub(crate) struct Submission<'a> {
     pub(crate) owner: Owner,
     pub(crate) routes_added: &'a [String],
     pub(crate) routes_removed: &'a [String],
+    /// Untracked bytes, written first, credentials already filled.
+    pub(crate) writes: Vec<Vec<u8>>,
     /// (id, label, bytes, whether a reply is awaited) in write order.
     pub(crate) requests: Vec<(u64, &'a str, &'a [u8], bool)>,
-    pub(crate) reply_to: &'a mpsc::UnboundedSender<NativeReply>,
+    pub(crate) reply_to: ReplyTo,
 }
 
 /// Why a submission was refused.
@@ -90,6 +104,7 @@ impl Shared {
         options: BridgeOptions,
         pid: u32,
         group: ProcessGroup,
+        credentials: CredentialStore,
         connection: Box<dyn MapperConnection>,
         writer: mpsc::UnboundedSender<Vec<u8>>,
     ) -> Self {
@@ -97,6 +112,7 @@ impl Shared {
             options,
             pid,
             group,
+            credentials,
             connection: Mutex::new(connection),
             next_request_id: Mutex::new(1),
             next_op_id: AtomicU64::new(1),
@@ -142,9 +158,11 @@ impl Shared {
             return;
         }
         tracing::info!(reason = %reason, "ZCode host transport closed");
+        // Sessions learn of the close below; they cannot use a reply any more.
         for (id, pending) in state.pending.drain() {
-            let lost = NativeReply { id, body: ReplyBody::Lost(reason.clone()) };
-            let _ = pending.reply_to.send(lost);
+            if let ReplyTo::Op(op) = pending.reply_to {
+                let _ = op.send(NativeReply { id, body: ReplyBody::Lost(reason.clone()) });
+            }
         }
         for session in state.sessions.values() {
             let _ = session.send(SessionInbound::TransportClosed(reason.clone()));
@@ -193,6 +211,9 @@ impl Shared {
         let Some(writer) = state.writer.clone() else {
             return Err(SubmitError::Closed("host stdin is closed".into()));
         };
+        for bytes in submission.writes {
+            let _ = writer.send(bytes);
+        }
         for (id, label, bytes, awaits_reply) in submission.requests {
             if awaits_reply {
                 let pending =
@@ -226,13 +247,25 @@ impl Shared {
     /// Hands a reply to the operation waiting for it. A reply nobody waits for (timed out,
     /// answered twice, never asked) is dropped: it is never matched to another request.
     pub(crate) fn resolve(&self, reply: NativeReply) {
-        let pending = lock(&self.state).pending.remove(&reply.id);
-        match pending {
-            Some(pending) => {
-                let _ = pending.reply_to.send(reply);
+        let mut state = lock(&self.state);
+        match state.pending.remove(&reply.id).map(|p| p.reply_to) {
+            Some(ReplyTo::Op(op)) => {
+                drop(state);
+                let _ = op.send(reply);
+            }
+            Some(ReplyTo::Session(link)) => {
+                if let Some(session) = state.sessions.get(&link) {
+                    let _ = session.send(SessionInbound::Input(SessionInput::Reply(reply)));
+                }
             }
             None => tracing::warn!(id = reply.id, "late or unknown native response dropped"),
         }
+    }
+
+    /// The bytes of a mapper's write, with any credential it asks for filled in. A write the
+    /// mapper got wrong is a fault of the mapper; it is never written.
+    pub(crate) fn prepare_write(&self, write: &NativeWrite) -> Result<Vec<u8>, MapperFault> {
+        self.credentials.fill(write).map_err(|error| MapperFault(error.to_string()))
     }
 
     /// Delivers an event to the session that owns its route, in arrival order.
@@ -241,11 +274,18 @@ impl Shared {
         let session = state.routes.get(&event.route).and_then(|link| state.sessions.get(link));
         match session {
             Some(session) => {
-                let _ = session.send(SessionInbound::Event(event.payload));
+                let _ = session.send(SessionInbound::Input(SessionInput::Event(event.payload)));
             }
             None => {
                 tracing::debug!(route = %event.route, "native event for an unknown route dropped")
             }
+        }
+    }
+
+    /// Sends `inbound` to the session `link`, if it is still linked.
+    pub(crate) fn deliver(&self, link: LinkId, inbound: SessionInbound) {
+        if let Some(session) = lock(&self.state).sessions.get(&link) {
+            let _ = session.send(inbound);
         }
     }
 

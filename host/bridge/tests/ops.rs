@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use support::*;
 use zcode_bridge::{BridgeOptions, OpFailure, SessionInbound};
-use zcode_contract::{Action, ConnectionOp, ErrorKind, SessionOp};
+use zcode_contract::{Action, ConnectionOp, ErrorKind, NativeData, SessionInput, SessionOp};
 
 fn create(script: Script) -> SessionOp {
     SessionOp::Create(script.text())
@@ -20,7 +20,9 @@ fn create(script: Script) -> SessionOp {
 
 fn event(inbound: Option<SessionInbound>) -> Value {
     match inbound {
-        Some(SessionInbound::Event(payload)) => serde_json::from_str(&payload).unwrap(),
+        Some(SessionInbound::Input(SessionInput::Event(NativeData::Text(payload)))) => {
+            serde_json::from_str(&payload).unwrap()
+        }
         other => panic!("expected an event, got {other:?}"),
     }
 }
@@ -35,8 +37,8 @@ async fn concurrent_ops_of_two_sessions_get_unique_ids_and_their_own_replies() {
     let hold = || Script::request("hold", "3");
     let (ra, rb, rc) = guard(async {
         tokio::join!(
-            bridge.session_op(&a, create(hold())),
-            bridge.session_op(&b, create(hold())),
+            session_op(&a, create(hold())),
+            session_op(&b, create(hold())),
             bridge.connection_op(ConnectionOp::Probe(hold().text())),
         )
     })
@@ -147,14 +149,15 @@ async fn routes_are_registered_before_the_request_is_written() {
     let (link, mut events) = bridge.link_session(Box::new(TestSession::default()));
     // The host emits three events on the new route before it replies.
     let script = Script::request("emit", "r1,r1,r1").add_routes(&["r1"]);
-    let result = guard(bridge.session_op(&link, create(script))).await;
+    let result = guard(session_op(&link, create(script))).await;
     assert_eq!(replies(&result), vec![json!({"id": 2, "ok": "emitted"})]);
     for seq in 1..=3 {
         assert_eq!(event(events.try_recv().ok()), json!({"seq": seq}));
     }
     assert!(events.try_recv().is_err());
     // The link maps what it receives with its own mapper session.
-    assert_eq!(link.map_event("{\"seq\":1}").unwrap(), vec![Action::Update("{\"seq\":1}".into())]);
+    let input = SessionInput::Event("{\"seq\":1}".into());
+    assert_eq!(link.map(&[input]).unwrap(), vec![Action::Update("{\"seq\":1}".into())]);
     bridge.shutdown().await;
 }
 
@@ -163,12 +166,8 @@ async fn events_go_to_the_session_that_owns_the_route_in_order() {
     let bridge = start(&[]).await;
     let (a, mut a_events) = bridge.link_session(Box::new(TestSession::default()));
     let (b, mut b_events) = bridge.link_session(Box::new(TestSession::default()));
-    guard(bridge.session_op(&a, create(Script::request("echo", "").add_routes(&["a"]))))
-        .await
-        .unwrap();
-    guard(bridge.session_op(&b, create(Script::request("echo", "").add_routes(&["b"]))))
-        .await
-        .unwrap();
+    guard(session_op(&a, create(Script::request("echo", "").add_routes(&["a"])))).await.unwrap();
+    guard(session_op(&b, create(Script::request("echo", "").add_routes(&["b"])))).await.unwrap();
 
     // seq 1..=5 on routes a, b, a, nobody, a.
     let script = Script::request("emit", "a,b,a,nobody,a");
@@ -186,16 +185,16 @@ async fn events_for_a_removed_route_are_dropped() {
     let bridge = start(&[]).await;
     let (link, mut events) = bridge.link_session(Box::new(TestSession::default()));
     let (other, mut other_events) = bridge.link_session(Box::new(TestSession::default()));
-    guard(bridge.session_op(&link, create(Script::request("echo", "").add_routes(&["r1", "r2"]))))
+    guard(session_op(&link, create(Script::request("echo", "").add_routes(&["r1", "r2"]))))
         .await
         .unwrap();
-    guard(bridge.session_op(&other, create(Script::request("echo", "").add_routes(&["o"]))))
+    guard(session_op(&other, create(Script::request("echo", "").add_routes(&["o"]))))
         .await
         .unwrap();
 
     // The route is removed before the request is written; its event (seq 1) goes nowhere.
     let script = Script::request("emit", "r1,r2").remove_routes(&["r1"]);
-    guard(bridge.session_op(&link, create(script))).await.unwrap();
+    guard(session_op(&link, create(script))).await.unwrap();
     assert_eq!(event(events.try_recv().ok()), json!({"seq": 2}));
     assert!(events.try_recv().is_err());
 
@@ -213,7 +212,7 @@ async fn events_for_a_removed_route_are_dropped() {
 async fn a_mapper_error_fails_only_that_op() {
     let bridge = start(&[]).await;
     let (link, _events) = bridge.link_session(Box::new(TestSession::default()));
-    let result = guard(bridge.session_op(&link, create(Script::fail("no such session")))).await;
+    let result = guard(session_op(&link, create(Script::fail("no such session")))).await;
     match result {
         Err(OpFailure::Mapper(error)) => {
             assert_eq!(
@@ -223,7 +222,7 @@ async fn a_mapper_error_fails_only_that_op() {
         }
         other => panic!("expected a mapper error, got {other:?}"),
     }
-    let result = guard(bridge.session_op(&link, create(Script::request("echo", "ok")))).await;
+    let result = guard(session_op(&link, create(Script::request("echo", "ok")))).await;
     assert_eq!(replies(&result), vec![json!({"id": 2, "ok": {"echo": "ok"}})]);
     bridge.shutdown().await;
 }
@@ -237,24 +236,24 @@ async fn a_session_fault_makes_only_that_session_unusable() {
     for (script, cause) in [
         (Script::fault("trap"), "trap"),
         (Script::request("echo", "").with_wrong_ids(), "has id 7, but the id handed out was 2"),
-        (Script::empty_wait(), "no request is outstanding"),
+        (Script::empty_wait(), "resumed 100000 times without awaiting a reply"),
     ] {
         let (link, _events) = bridge.link_session(Box::new(TestSession::default()));
-        match guard(bridge.session_op(&link, create(script))).await {
+        match guard(session_op(&link, create(script))).await {
             Err(OpFailure::Fault(fault)) => assert!(fault.0.contains(cause), "{fault}"),
             other => panic!("expected a fault for `{cause}`, got {other:?}"),
         }
         assert!(link.fault().is_some());
     }
 
-    guard(bridge.session_op(&broken, create(Script::fault("trap")))).await.unwrap_err();
+    guard(session_op(&broken, create(Script::fault("trap")))).await.unwrap_err();
     // The broken session refuses everything from now on, without calling its mapper.
-    let again = guard(bridge.session_op(&broken, create(Script::request("echo", "")))).await;
+    let again = guard(session_op(&broken, create(Script::request("echo", "")))).await;
     assert!(matches!(again, Err(OpFailure::Fault(_))), "{again:?}");
-    assert!(broken.map_event("{}").is_err());
+    assert!(broken.map(&[SessionInput::Event("{}".into())]).is_err());
 
     // Everything else is untouched. The wrong-id op consumed id 2; the healthy op gets 3.
-    let result = guard(bridge.session_op(&healthy, create(Script::request("echo", "fine")))).await;
+    let result = guard(session_op(&healthy, create(Script::request("echo", "fine")))).await;
     assert_eq!(replies(&result), vec![json!({"id": 3, "ok": {"echo": "fine"}})]);
     assert_eq!(bridge.closed_reason(), None);
     bridge.shutdown().await;
@@ -265,12 +264,11 @@ async fn a_route_owned_by_another_session_is_refused() {
     let bridge = start(&[]).await;
     let (a, _a_events) = bridge.link_session(Box::new(TestSession::default()));
     let (b, _b_events) = bridge.link_session(Box::new(TestSession::default()));
-    guard(bridge.session_op(&a, create(Script::request("echo", "").add_routes(&["shared"]))))
+    guard(session_op(&a, create(Script::request("echo", "").add_routes(&["shared"]))))
         .await
         .unwrap();
     let taken =
-        guard(bridge.session_op(&b, create(Script::request("echo", "").add_routes(&["shared"]))))
-            .await;
+        guard(session_op(&b, create(Script::request("echo", "").add_routes(&["shared"])))).await;
     match taken {
         Err(OpFailure::Fault(fault)) => assert!(fault.0.contains("already belongs"), "{fault}"),
         other => panic!("expected a fault, got {other:?}"),
@@ -279,11 +277,11 @@ async fn a_route_owned_by_another_session_is_refused() {
 }
 
 #[tokio::test]
-async fn a_map_event_fault_poisons_the_session() {
+async fn a_mapping_fault_poisons_the_session() {
     let bridge = start(&[]).await;
     let (link, _events) = bridge.link_session(Box::new(TestSession::default()));
-    assert!(link.map_event("{\"mapper-fault\":1}").is_err());
-    let result = guard(bridge.session_op(&link, create(Script::request("echo", "")))).await;
+    assert!(link.map(&[SessionInput::Event("{\"mapper-fault\":1}".into())]).is_err());
+    let result = guard(session_op(&link, create(Script::request("echo", "")))).await;
     assert!(matches!(result, Err(OpFailure::Fault(_))), "{result:?}");
     bridge.shutdown().await;
 }

@@ -21,7 +21,7 @@ async fn spawn_err(
     connection: TestConnection,
     options: BridgeOptions,
 ) -> BridgeError {
-    match guard(HostBridge::spawn(&plan, &install(), Box::new(connection), options)).await {
+    match guard(spawn(&plan, connection, options)).await {
         Ok(_) => panic!("spawn succeeded"),
         Err(error) => error,
     }
@@ -41,14 +41,25 @@ async fn probe(bridge: &HostBridge, method: &str) -> serde_json::Value {
 }
 
 #[tokio::test]
-async fn refuses_any_program_but_the_verified_executable() {
-    let other = exit_probe_path().file_name().unwrap().to_string_lossy().into_owned();
-    let absolute = fake_host_path().to_string_lossy().into_owned();
-    for program in [other.as_str(), absolute.as_str(), "../zcode-bridge-fake-host", "missing"] {
-        let mut plan = plan(&[]);
-        plan.program = program.to_owned();
-        let error = spawn_err(plan, TestConnection::default(), options()).await;
-        assert!(matches!(error, BridgeError::ProgramRefused { .. }), "{program}: {error}");
+async fn only_the_verified_executable_is_started() {
+    for executable in ["/does/not/exist".to_string(), "relative/host".to_string()] {
+        let mut install = install();
+        install.executable = executable.clone();
+        let plan = plan(&[]);
+        let spec = zcode_bridge::HostSpec {
+            install: &install,
+            plan: &plan,
+            identity: None,
+            credentials: Default::default(),
+        };
+        let result = guard(HostBridge::spawn(spec, Box::new(TestConnection::default()), options()));
+        match result.await {
+            Err(BridgeError::ExecutableMissing { executable: refused, .. }) => {
+                assert_eq!(refused, executable)
+            }
+            Err(other) => panic!("{executable}: expected a refusal, got {other}"),
+            Ok(_) => panic!("{executable}: started"),
+        }
     }
 }
 

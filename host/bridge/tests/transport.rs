@@ -22,8 +22,8 @@ async fn fault_with_pending_ops(bridge: &HostBridge, fault: &str) -> String {
     let trigger = Script::request("fault_after", &format!("3:{fault}"));
     let (ra, rb, rc, rt) = guard(async {
         tokio::join!(
-            bridge.session_op(&a, SessionOp::Prompt(stall().text())),
-            bridge.session_op(&b, SessionOp::Prompt(stall().text())),
+            session_op(&a, SessionOp::Prompt(stall().text())),
+            session_op(&b, SessionOp::Prompt(stall().text())),
             bridge.connection_op(ConnectionOp::Probe(stall().text())),
             bridge.connection_op(ConnectionOp::Probe(trigger.text())),
         )
@@ -42,8 +42,7 @@ async fn fault_with_pending_ops(bridge: &HostBridge, fault: &str) -> String {
         let closed = guard(events.recv()).await;
         assert_eq!(closed, Some(SessionInbound::TransportClosed(reason.clone())));
     }
-    let later =
-        guard(bridge.session_op(&a, SessionOp::Prompt(Script::request("echo", "").text()))).await;
+    let later = guard(session_op(&a, SessionOp::Prompt(Script::request("echo", "").text()))).await;
     assert_eq!(later, Err(OpFailure::Transport(reason.clone())));
     let later =
         guard(bridge.connection_op(ConnectionOp::Probe(Script::request("echo", "").text()))).await;
@@ -99,6 +98,16 @@ async fn a_frame_that_never_completes_hits_the_buffer_cap() {
     assert_host_terminated(&bridge, pid).await;
 }
 
+/// Issue 12: the truncated last frame of a killed host is a symptom; the kill is the cause.
+#[tokio::test]
+async fn a_host_killed_mid_frame_is_reported_by_its_exit() {
+    let bridge = start(&[]).await;
+    let pid = bridge.pid().unwrap();
+    let reason = fault_with_pending_ops(&bridge, "cut_off_kill").await;
+    assert!(reason.starts_with("the host exited (signal: 9"), "{reason}");
+    assert_host_terminated(&bridge, pid).await;
+}
+
 #[tokio::test]
 async fn a_host_crash_mid_op_fails_the_transport() {
     let bridge = start(&[]).await;
@@ -118,14 +127,12 @@ async fn a_failed_write_to_stdin_fails_the_transport() {
     let pid = bridge.pid().unwrap();
     let (link, mut events) = bridge.link_session(Box::new(TestSession::default()));
     // The host closes its stdin (and lives on); the next request cannot be written.
-    let result = guard(
-        bridge.session_op(&link, SessionOp::Prompt(Script::request("close_stdin", "").text())),
-    )
-    .await;
+    let result =
+        guard(session_op(&link, SessionOp::Prompt(Script::request("close_stdin", "").text())))
+            .await;
     assert_eq!(replies(&result)[0]["ok"], "closed");
     let result =
-        guard(bridge.session_op(&link, SessionOp::Prompt(Script::request("echo", "").text())))
-            .await;
+        guard(session_op(&link, SessionOp::Prompt(Script::request("echo", "").text()))).await;
     let reason = bridge.closed_reason().expect("the transport is closed");
     assert!(reason.starts_with("writing to the host's stdin failed"), "{reason}");
     assert_eq!(replies(&result)[0]["lost"], Value::String(reason.clone()));
@@ -140,16 +147,14 @@ async fn shutdown_loses_pending_requests_and_tells_sessions() {
     // `biased` polls the op first: its request is pending before the shutdown starts.
     let stall = SessionOp::Prompt(Script::request("stall", "").text());
     let (result, ()) =
-        guard(async { tokio::join!(biased; bridge.session_op(&link, stall), bridge.shutdown()) })
-            .await;
+        guard(async { tokio::join!(biased; session_op(&link, stall), bridge.shutdown()) }).await;
     assert_eq!(replies(&result)[0]["lost"], "shutting down");
     assert_eq!(
         guard(events.recv()).await,
         Some(SessionInbound::TransportClosed("shutting down".into()))
     );
     let later =
-        guard(bridge.session_op(&link, SessionOp::Prompt(Script::request("echo", "").text())))
-            .await;
+        guard(session_op(&link, SessionOp::Prompt(Script::request("echo", "").text()))).await;
     assert_eq!(later, Err(OpFailure::Transport("shutting down".into())));
     // Idempotent.
     guard(bridge.shutdown()).await;

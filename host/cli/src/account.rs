@@ -75,9 +75,13 @@ fn run_auth(
     let selected = crate::launcher::selected_or_error(discovery)?;
     let mapper = launcher.mapper(&selected).map_err(|e| CoordinatorError::failed("mappers", e))?;
     let plan = mapper.auth_plan(&selected.install, command)?;
-    let program = zcode_bridge::verified_program(&plan, &selected.install)
+    let program = zcode_bridge::verified_executable(&selected.install)
         .map_err(|e| CoordinatorError::failed("auth", e.to_string()))?;
-    std::process::Command::new(program)
+    let mut login = std::process::Command::new(program);
+    for name in &plan.env_remove {
+        login.env_remove(name);
+    }
+    login
         .args(&plan.args)
         .envs(plan.env.iter().map(|(k, v)| (k, v)))
         .current_dir(&plan.cwd)

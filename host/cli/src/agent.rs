@@ -1,4 +1,4 @@
-//! The default command: serve ACP v1 on stdin/stdout.
+//! The default command: serve ACP on stdin/stdout (the version is chosen per connection).
 
 use std::process::ExitCode;
 use std::sync::Arc;

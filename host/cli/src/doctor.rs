@@ -6,13 +6,13 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use zcode_contract::ConnectionOp;
-use zcode_discovery::{Discovery, DoctorReport, SmokeResult, UnloadedMapper};
+use zcode_discovery::{Discovery, DoctorReport, DropInReport, SmokeResult};
 
 use crate::Target;
 use crate::launcher::Launcher;
 
 pub fn run(target: &Target, json: bool) -> ExitCode {
-    let (discovery, smoke, unloaded) = match inspect(target) {
+    let (discovery, smoke, drop_ins) = match inspect(target) {
         Ok(found) => found,
         Err(error) => {
             eprintln!("zcode-acp: {error}");
@@ -20,8 +20,7 @@ pub fn run(target: &Target, json: bool) -> ExitCode {
         }
     };
     let home = dirs::home_dir();
-    let report =
-        DoctorReport::new(&discovery, home.as_deref(), smoke).with_unloaded_mappers(unloaded);
+    let report = DoctorReport::new(&discovery, home.as_deref(), smoke).with_drop_ins(drop_ins);
     if json {
         println!("{}", report.to_json());
     } else {
@@ -30,25 +29,14 @@ pub fn run(target: &Target, json: bool) -> ExitCode {
     if report.ok { ExitCode::SUCCESS } else { ExitCode::FAILURE }
 }
 
-/// Discovery, then a smoke start of the selected install's host; and the drop-in mappers
-/// that did not load.
-fn inspect(
-    target: &Target,
-) -> Result<(Discovery, Option<SmokeResult>, Vec<UnloadedMapper>), String> {
+/// Discovery, then a smoke start of the selected install's host; and every drop-in mapper
+/// file with its trust state.
+fn inspect(target: &Target) -> Result<(Discovery, Option<SmokeResult>, Vec<DropInReport>), String> {
     let launcher = Launcher::new(target.clone())?;
     let discovery = launcher.discover()?;
     let smoke = discovery.selected().map(|selected| smoke_start(&launcher, selected));
-    let unloaded = launcher
-        .prepared()?
-        .mappers
-        .rejected
-        .iter()
-        .map(|(path, error)| UnloadedMapper {
-            source: path.display().to_string(),
-            error: error.clone(),
-        })
-        .collect();
-    Ok((discovery, smoke, unloaded))
+    let drop_ins = launcher.prepared()?.mappers.drop_ins.clone();
+    Ok((discovery, smoke, drop_ins))
 }
 
 fn smoke_start(launcher: &Arc<Launcher>, selected: &zcode_discovery::Selected) -> SmokeResult {
@@ -85,23 +73,23 @@ fn smoke_start(launcher: &Arc<Launcher>, selected: &zcode_discovery::Selected) -
 pub fn version(target: &Target) -> ExitCode {
     println!("zcode-acp {}", env!("CARGO_PKG_VERSION"));
     println!("ACP 1");
-    println!("WIT zcode:mapper@0.1.0");
+    println!("WIT {}", zcode_contract::WIT_PACKAGE);
     let Ok(launcher) = Launcher::new(target.clone()) else { return ExitCode::FAILURE };
     match launcher.prepared() {
         Ok(prepared) => {
             for mapper in &prepared.mappers.mappers {
                 use zcode_contract::Mapper;
                 let contract = mapper.contract();
-                let artifacts: Vec<String> = contract
-                    .artifacts
+                let releases: Vec<String> = contract
+                    .releases
                     .iter()
-                    .map(|a| format!("{} (ZCode {}, CLI {})", a.id, a.app_version, a.cli_version))
+                    .map(|r| format!("{} (ZCode {}, CLI {})", r.id, r.app_version, r.cli_version))
                     .collect();
                 println!(
                     "mapper {} {}: {}",
                     mapper.source(),
                     contract.protocol_id,
-                    artifacts.join(", ")
+                    releases.join(", ")
                 );
             }
         }

@@ -9,10 +9,11 @@ use std::time::Instant;
 
 use agent_client_protocol::BoxFuture;
 use serde_json::json;
-use zcode_bridge::{BridgeOptions, HostBridge};
+use zcode_bridge::{BridgeOptions, HostBridge, HostSpec};
 use zcode_contract::{Mapper, Platform};
 use zcode_coordinator::{CoordinatorError, Host, HostLauncher};
-use zcode_discovery::{Discovery, Inspector, Selected, process_env};
+use zcode_credentials::CredentialStore;
+use zcode_discovery::{Discovery, Inspector, Search, Selected, SystemRegistry, process_env};
 
 use crate::Target;
 use crate::install::{self, SimulatedInstall};
@@ -71,8 +72,15 @@ impl Launcher {
         let prepared = self.prepared()?;
         let platform = Platform::current();
         let inspector = Inspector::new(&platform);
-        let flag = prepared.install_flag(&self.target);
-        Ok(Discovery::run(flag, &process_env, &inspector, &prepared.mappers.contracts()))
+        let home = dirs::home_dir();
+        let search = Search {
+            install_flag: prepared.install_flag(&self.target),
+            node_flag: self.target.zcode_node.as_deref(),
+            env: &process_env,
+            home: home.as_deref(),
+            registry: &SystemRegistry,
+        };
+        Ok(Discovery::run(&search, &inspector, &prepared.mappers.contracts()))
     }
 
     pub fn mapper(&self, selected: &Selected) -> Result<Arc<dyn Mapper>, String> {
@@ -88,16 +96,24 @@ impl Launcher {
         let plan = mapper.launch_plan(&selected.install)?;
         let connection = mapper.connection()?;
         let started = Instant::now();
-        let options = BridgeOptions::default();
-        let bridge = HostBridge::spawn(&plan, &selected.install, connection, options)
-            .await
-            .map_err(|e| {
+        let credentials = CredentialStore::new(
+            &selected.install.home,
+            mapper.contract().credential_sources.clone(),
+        );
+        let spec = HostSpec {
+            install: &selected.install,
+            plan: &plan,
+            identity: selected.identity.as_deref(),
+            credentials,
+        };
+        let bridge =
+            HostBridge::spawn(spec, connection, BridgeOptions::default()).await.map_err(|e| {
                 CoordinatorError::failed("host-start", format!("cannot start the ZCode host: {e}"))
             })?;
         tracing::info!(
             target: "zcode_acp::host",
             mapper = %selected.source,
-            artifact = %selected.install.artifact_id,
+            release = %selected.install.release_id,
             elapsed_ms = started.elapsed().as_millis() as u64,
             "host started"
         );
@@ -134,12 +150,12 @@ pub fn selected_or_error(discovery: Discovery) -> Result<Selected, CoordinatorEr
         .mappers
         .iter()
         .map(|m| {
-            let artifacts: Vec<_> = m
-                .expects
+            let releases: Vec<_> = m
+                .releases
                 .iter()
-                .map(|a| json!({ "id": a.id, "appVersion": a.app_version, "cliVersion": a.cli_version }))
+                .map(|r| json!({ "id": r.id, "appVersion": r.app_version, "cliVersion": r.cli_version }))
                 .collect();
-            json!({ "mapper": m.source, "protocol": m.protocol_id, "artifacts": artifacts })
+            json!({ "mapper": m.source, "protocol": m.protocol_id, "releases": releases })
         })
         .collect();
     let detected = discovery.inspection.as_ref().and_then(|inspection| {

@@ -1,4 +1,4 @@
-//! `zcode-acp`: an ACP v1 agent that drives ZCode.
+//! `zcode-acp`: an ACP agent (v1, and v2 for clients that ask for it) that drives ZCode.
 //!
 //! With no subcommand it serves ACP on stdin/stdout. Everything else is a tool around that:
 //! checking an install (`doctor`), signing in, inspecting and testing mappers, and the
@@ -37,6 +37,11 @@ pub struct Target {
     /// default location).
     #[arg(long, global = true, value_name = "PATH")]
     pub zcode_install: Option<PathBuf>,
+    /// Absolute path of the Node a standalone ZCode runtime runs on (default:
+    /// $ZCODE_ACP_ZCODE_NODE, then a Node inside the install or its managed folder; never
+    /// PATH). Verified by running it.
+    #[arg(long, global = true, value_name = "PATH")]
+    pub zcode_node: Option<PathBuf>,
     /// Folder of drop-in mapper components (*.wasm) (default: $ZCODE_ACP_MAPPERS, then the
     /// OS data folder).
     #[arg(long, global = true, value_name = "DIR")]
@@ -63,7 +68,7 @@ enum Command {
     Login,
     /// Sign out with ZCode's own logout.
     Logout,
-    /// Inspect or test mapper components.
+    /// Inspect, test, trust or install mapper components.
     #[command(subcommand)]
     Mapper(mapper_cmd::MapperCommand),
     /// Run a session against the embedded simulator and show it in the terminal.

@@ -1,20 +1,23 @@
-//! `mapper info|test|list`: mappers in isolation, no ZCode needed.
+//! `mapper info|test|list|trust|untrust|install`: mappers in isolation, no ZCode needed.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Subcommand;
-use zcode_contract::Mapper;
-use zcode_mapper_runtime::{MapperRuntime, RuntimeConfig, WasmMapper};
+use zcode_contract::{Contract, Layout, LayoutKind, Mapper};
+use zcode_mapper_runtime::WasmMapper;
+use zcode_mapper_trust::{TrustStore, read_capped, sha256_hex};
 
 use crate::Target;
 use crate::launcher::Launcher;
+use crate::mappers::{self, drop_in_dir};
 use crate::paths;
 
 #[derive(Subcommand)]
 pub enum MapperCommand {
-    /// Print a mapper's contract: which ZCode installs it accepts and how it launches them.
+    /// Print a mapper's contract: which ZCode installs and releases it accepts, and how.
     Info {
         /// A mapper component (.wasm), or `embedded` for the built-in ones.
         mapper: String,
@@ -29,8 +32,26 @@ pub enum MapperCommand {
         /// The trace (JSON Lines).
         trace: PathBuf,
     },
-    /// List the mappers this process would use (embedded, then the drop-in folder).
+    /// List the mappers this process would use: the embedded ones with their releases, and
+    /// every drop-in with its trust state.
     List,
+    /// Trust a drop-in mapper file: record its SHA-256 so that it may be loaded. A mapper
+    /// runs code as you; trust only files whose origin you know.
+    Trust {
+        /// The mapper component (.wasm).
+        file: PathBuf,
+    },
+    /// Stop trusting a drop-in mapper file.
+    Untrust {
+        /// The mapper component (.wasm).
+        file: PathBuf,
+    },
+    /// Check that a mapper loads and speaks this contract, copy it into the drop-in folder and
+    /// trust the copy.
+    Install {
+        /// The mapper component (.wasm).
+        file: PathBuf,
+    },
 }
 
 pub fn run(target: &Target, command: MapperCommand) -> ExitCode {
@@ -46,6 +67,9 @@ pub fn run(target: &Target, command: MapperCommand) -> ExitCode {
         },
         MapperCommand::Test { mapper, trace } => test(&mapper, &trace),
         MapperCommand::List => list(target),
+        MapperCommand::Trust { file } => result(trust(target, &file)),
+        MapperCommand::Untrust { file } => result(untrust(&file)),
+        MapperCommand::Install { file } => result(install(target, &file)),
     }
 }
 
@@ -71,15 +95,28 @@ fn list(target: &Target) -> ExitCode {
     };
     match launcher.prepared() {
         Ok(prepared) => {
-            match &prepared.mappers.drop_in_dir {
+            let set = &prepared.mappers;
+            for mapper in &set.mappers {
+                let contract = mapper.contract();
+                println!("{}\t{}\t{}", mapper.source(), contract.protocol_id, releases(contract));
+            }
+            match &set.drop_in_dir {
                 Some(dir) => println!("drop-in folder: {}", dir.display()),
                 None => println!("drop-in folder: none"),
             }
-            for mapper in &prepared.mappers.mappers {
-                println!("{}\t{}", mapper.contract().protocol_id, mapper.source());
-            }
-            for (path, reason) in &prepared.mappers.rejected {
-                println!("refused\t{}\t{reason}", path.display());
+            for drop_in in &set.drop_ins {
+                let state = match (&drop_in.error, &drop_in.trust_command) {
+                    (None, _) => format!("{}, loaded", drop_in.trust),
+                    (Some(error), Some(command)) => {
+                        format!(
+                            "{}, not loaded ({error}); trust it with `{command}`",
+                            drop_in.trust
+                        )
+                    }
+                    (Some(error), None) => format!("{}, not loaded: {error}", drop_in.trust),
+                };
+                let first_line = state.lines().next().unwrap_or_default().to_string();
+                println!("{}\t{first_line}", drop_in.path);
             }
             ExitCode::SUCCESS
         }
@@ -87,13 +124,111 @@ fn list(target: &Target) -> ExitCode {
     }
 }
 
+/// `id (desktop app/CLI, pinned|unpinned[, simulated])`, for every release of `contract`.
+fn releases(contract: &Contract) -> String {
+    let releases: Vec<String> = contract
+        .releases
+        .iter()
+        .map(|r| {
+            let kind = match r.kind {
+                LayoutKind::Desktop => "desktop",
+                LayoutKind::Runtime => "runtime",
+            };
+            let pinning = if r.pinned() { "pinned" } else { "unpinned" };
+            let simulated = if r.simulated { ", simulated" } else { "" };
+            format!(
+                "{} ({kind} {} / CLI {}, {pinning}{simulated})",
+                r.id, r.app_version, r.cli_version
+            )
+        })
+        .collect();
+    releases.join(", ")
+}
+
+/// Records the SHA-256 of `file` (as it is now) in the trust file.
+fn trust(target: &Target, file: &Path) -> Result<(), String> {
+    let path =
+        std::fs::canonicalize(file).map_err(|e| format!("cannot find {}: {e}", file.display()))?;
+    let bytes = read_capped(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let sha256 = sha256_hex(&bytes);
+    let store = paths::trust_file().ok_or("no config folder for the trust file (is $HOME set?)")?;
+    TrustStore::trust(&store, &path, &sha256).map_err(|e| e.to_string())?;
+    println!("trusted {} (sha256 {sha256})", path.display());
+    let folder = drop_in_dir(target).and_then(|dir| std::fs::canonicalize(dir).ok());
+    if folder.as_deref() != path.parent() {
+        let folder = folder.map_or("none".to_string(), |dir| dir.display().to_string());
+        println!(
+            "note: only files in the drop-in folder ({folder}) are loaded; `zcode-acp mapper \
+             install {}` copies it there",
+            path.display()
+        );
+    }
+    Ok(())
+}
+
+fn untrust(file: &Path) -> Result<(), String> {
+    // A file that is gone can still be untrusted by the path it had.
+    let path = std::fs::canonicalize(file).unwrap_or_else(|_| file.to_path_buf());
+    let store = paths::trust_file().ok_or("no config folder for the trust file (is $HOME set?)")?;
+    let (_, removed) = TrustStore::revoke(&store, &path).map_err(|e| e.to_string())?;
+    if removed {
+        println!("no longer trusted: {}", path.display());
+    } else {
+        println!("was not trusted: {}", path.display());
+    }
+    Ok(())
+}
+
+/// Loads `file` (it must be a component of this WIT contract), copies it into the drop-in
+/// folder atomically, and trusts the copy.
+fn install(target: &Target, file: &Path) -> Result<(), String> {
+    let bytes = read_capped(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+    let runtime = mappers::runtime()?;
+    let mapper = runtime
+        .load_bytes(&file.display().to_string(), &bytes)
+        .map_err(|e| format!("{} is not a usable mapper: {e}", file.display()))?;
+    let name = file
+        .file_name()
+        .filter(|name| Path::new(name).extension().is_some_and(|ext| ext == "wasm"))
+        .ok_or_else(|| format!("{} is not a .wasm file", file.display()))?;
+    let dir = drop_in_dir(target)
+        .or_else(paths::default_mappers_dir)
+        .ok_or("no data folder for the drop-in mappers (is $HOME set?)")?;
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| format!("cannot create the mappers folder {}: {e}", dir.display()))?;
+    let destination = dir.join(name);
+    write_atomically(&destination, &bytes)?;
+    let destination = std::fs::canonicalize(&destination).map_err(|e| e.to_string())?;
+    let sha256 = sha256_hex(&bytes);
+    let store = paths::trust_file().ok_or("no config folder for the trust file (is $HOME set?)")?;
+    TrustStore::trust(&store, &destination, &sha256).map_err(|e| e.to_string())?;
+    let contract = mapper.contract();
+    println!(
+        "installed {} ({}, {zcode})",
+        destination.display(),
+        contract.protocol_id,
+        zcode = zcode_contract::WIT_PACKAGE
+    );
+    println!("trusted sha256 {sha256}");
+    println!("releases: {}", releases(contract));
+    Ok(())
+}
+
+/// Writes `bytes` to a temporary file beside `path` and renames it over `path`.
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    let temp = path.with_extension(format!("wasm.tmp-{}", std::process::id()));
+    let written = std::fs::File::create(&temp)
+        .and_then(|mut out| out.write_all(bytes).and_then(|()| out.sync_all()))
+        .and_then(|()| std::fs::rename(&temp, path));
+    written.map_err(|e| {
+        let _ = std::fs::remove_file(&temp);
+        format!("cannot write {}: {e}", path.display())
+    })
+}
+
 /// `embedded` (all built-in), `embedded:<name>`, or a component file.
 fn load(which: &str) -> Result<Vec<Arc<WasmMapper>>, String> {
-    let config = RuntimeConfig {
-        cache_dir: paths::cache_dir().map(|dir| dir.join("mappers")),
-        ..RuntimeConfig::default()
-    };
-    let runtime = MapperRuntime::new(config).map_err(|e| e.to_string())?;
+    let runtime = mappers::runtime()?;
     if let Some(rest) = which.strip_prefix("embedded") {
         let name = rest.strip_prefix(':');
         let chosen: Vec<_> = zcode_embedded_mappers::EMBEDDED
@@ -123,36 +258,66 @@ fn print_contract(mapper: &dyn Mapper, json: bool) {
     println!("mapper: {}", mapper.source());
     println!("protocol: {}", contract.protocol_id);
     println!("description: {}", contract.description);
-    for artifact in &contract.artifacts {
-        let kind = if artifact.simulated { " (simulator)" } else { "" };
-        println!("artifact: {}{kind}", artifact.id);
+    for release in &contract.releases {
+        let kind = if release.simulated { " (simulator)" } else { "" };
+        println!("release: {}{kind}", release.id);
+        let identity =
+            release.identity.as_deref().map(|i| format!(", identity {i}")).unwrap_or_default();
         println!(
-            "  ZCode {} / CLI {} (CLI sha256 {})",
-            artifact.app_version, artifact.cli_version, artifact.cli_sha256
+            "  {:?} ZCode {} / CLI {}{identity}",
+            release.kind, release.app_version, release.cli_version
         );
-        for file in &artifact.files {
+        for file in &release.files {
             let exports = if file.required_exports.is_empty() {
                 String::new()
             } else {
                 format!(", exports {}", file.required_exports.join(" "))
             };
-            println!("  {} {} sha256 {}{exports}", file.role, file.path, file.sha256);
+            let sha = file.sha256.as_deref().unwrap_or("unpinned");
+            println!("  {} {} sha256 {sha}{exports}", file.role, file.path);
         }
     }
     for layout in &contract.layouts {
-        println!(
-            "layout {:?}: executable {}, cli {}, metadata {}, host archive {}",
-            layout.os, layout.executable, layout.cli_entry, layout.metadata, layout.host_archive
-        );
+        match layout {
+            Layout::Desktop(d) => {
+                let metadata: Vec<String> =
+                    d.metadata_pairs.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                println!(
+                    "layout desktop {:?}: executable {}, cli {}, metadata {} ({}; {} = this \
+                     platform, {} = the CLI file name), host archive {}",
+                    d.os,
+                    d.executable,
+                    d.cli_entry,
+                    d.metadata,
+                    metadata.join(", "),
+                    d.metadata_platform_key,
+                    d.metadata_entry_key,
+                    d.host_archive
+                );
+            }
+            Layout::Runtime(r) => println!(
+                "layout runtime: directory {}, package {} ({}), cli {}, Node {} or newer ({})",
+                r.runtime_dir,
+                r.package_file,
+                r.package_pairs
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                r.cli_entry,
+                r.min_node_version,
+                r.node_candidates.join(", ")
+            ),
+        }
     }
-    let metadata: Vec<String> = contract.metadata.iter().map(|(k, v)| format!("{k}={v}")).collect();
-    println!(
-        "metadata: {} ({} = this platform, {} = the CLI file name)",
-        metadata.join(", "),
-        contract.metadata_platform_key,
-        contract.metadata_entry_key
-    );
     println!("credentials file: ~/{}", contract.credentials_file);
+}
+
+fn result(outcome: Result<(), String>) -> ExitCode {
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => fail(&error),
+    }
 }
 
 fn fail(message: &str) -> ExitCode {

@@ -13,3 +13,9 @@ pub fn cache_dir() -> Option<PathBuf> {
 pub fn default_mappers_dir() -> Option<PathBuf> {
     dirs::data_dir().map(|dir| dir.join(APP).join("mappers"))
 }
+
+/// The user-only trust file of drop-in mappers (`~/.config/zcode-acp/trusted-mappers.json`
+/// on Linux).
+pub fn trust_file() -> Option<PathBuf> {
+    dirs::config_dir().map(|dir| dir.join(APP).join(zcode_mapper_trust::TRUST_FILE))
+}

@@ -87,7 +87,7 @@ fn core_sources_name_no_zcode_method_or_event() {
 #[test]
 fn the_scan_would_see_a_zcode_name() {
     // Guards the test above against scanning nothing useful: the mapper does name them.
-    let mapper = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../mappers/zcode-task-v1/src");
+    let mapper = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../mappers/zcode-task/src");
     let mut files = Vec::new();
     rust_files(&mapper, &mut files);
     let all: String = files.iter().map(|f| std::fs::read_to_string(f).unwrap()).collect();

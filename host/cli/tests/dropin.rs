@@ -75,7 +75,10 @@ impl DropIn {
         let component = mappers.join("zcode_host_3_12.wasm");
         std::fs::write(&component, drop_in_component()).unwrap();
         let component = component.canonicalize().unwrap();
-        Self { env, mappers, component }
+        let drop_in = Self { env, mappers, component };
+        let trusted = drop_in.run(&["mapper", "trust", drop_in.component.to_str().unwrap()]);
+        assert!(trusted.status.success(), "mapper trust: {trusted:?}");
+        drop_in
     }
 
     /// `zcode-acp <args>` in this environment (no mappers folder unless `args` names one).
@@ -260,11 +263,18 @@ fn the_binary_does_not_embed_the_3_12_mapper() {
     let output = drop_in.run(&["mapper", "list"]);
     assert!(output.status.success(), "{output:?}");
     let listed = String::from_utf8(output.stdout).unwrap();
+    let lines: Vec<&str> = listed.lines().collect();
     assert_eq!(
-        listed.lines().collect::<Vec<_>>(),
-        ["drop-in folder: none", "zcode-task-v1\tembedded:zcode-task-v1"],
-        "without a mappers folder only the embedded mapper exists"
+        lines.len(),
+        2,
+        "without a mappers folder only the embedded mapper exists: {listed}"
     );
+    assert!(lines[0].starts_with("embedded:zcode-task-v1\tzcode-task-v1\t"), "{listed}");
+    assert!(
+        lines[0].contains("zcode-sim-3.11.2 (desktop 3.11.2 / CLI 0.16.5, pinned, simulated)"),
+        "{listed}"
+    );
+    assert_eq!(lines[1], "drop-in folder: none");
     // Names only the 3.12 mapper holds (its protocol, its artifact, a function of its bridge
     // script): in the component, not in the binary. (The binary does contain the simulator,
     // which plays 3.12.3 too, so host method names prove nothing.)
@@ -277,13 +287,16 @@ fn the_binary_does_not_embed_the_3_12_mapper() {
     }
     let with_folder = drop_in.run(&["--mappers-dir", drop_in.mappers_dir(), "mapper", "list"]);
     let listed = String::from_utf8(with_folder.stdout).unwrap();
-    let expected = format!("{DROP_IN_PROTOCOL}\t{}", drop_in.component.display());
-    assert!(listed.lines().any(|line| line == expected), "{listed}");
+    let component = drop_in.component.display();
+    let loaded = format!("{component}\t{DROP_IN_PROTOCOL}\t");
+    assert!(listed.lines().any(|line| line.starts_with(&loaded)), "{listed}");
+    let trusted = format!("{component}\ttrusted, loaded");
+    assert!(listed.lines().any(|line| line == trusted), "{listed}");
 
     let info = drop_in.run(&["mapper", "info", drop_in.component.to_str().unwrap()]);
     let info = String::from_utf8(info.stdout).unwrap();
     assert!(info.contains("protocol: zcode-host-3.12"), "{info}");
-    assert!(info.contains("artifact: zcode-sim-3.12.3 (simulator)"), "{info}");
+    assert!(info.contains("release: zcode-sim-3.12.3 (simulator)"), "{info}");
     assert!(info.contains("ZCode 3.12.3 / CLI 0.16.5"), "{info}");
 }
 
@@ -300,7 +313,7 @@ fn a_3_12_3_install_is_driven_by_the_drop_in_mapper() {
     let component = drop_in.component.to_str().unwrap();
     assert_eq!(report["selectedMapper"]["source"], component);
     assert_eq!(report["selectedMapper"]["protocolId"], DROP_IN_PROTOCOL);
-    assert_eq!(report["selectedMapper"]["artifactId"], "zcode-sim-3.12.3");
+    assert_eq!(report["selectedMapper"]["releaseId"], "zcode-sim-3.12.3");
     assert_eq!(report["appVersion"], "3.12.3");
     let embedded = mapper_report(&report, EMBEDDED_SOURCE);
     assert_eq!(
@@ -413,7 +426,7 @@ fn each_install_is_accepted_by_exactly_one_mapper() {
         drop_in.doctor(&["--zcode-install", &v3_11, "--mappers-dir", drop_in.mappers_dir()]);
     assert_eq!((report["ok"].as_bool(), code), (Some(true), Some(0)), "{report:#}");
     assert_eq!(report["selectedMapper"]["source"], EMBEDDED_SOURCE);
-    assert_eq!(report["selectedMapper"]["artifactId"], "zcode-sim-3.11.2");
+    assert_eq!(report["selectedMapper"]["releaseId"], "zcode-sim-3.11.2");
     let refused = mapper_report(&report, component);
     assert_eq!(
         (refused["verdict"].as_str(), refused["refusedBy"].as_str()),
@@ -440,6 +453,65 @@ fn each_install_is_accepted_by_exactly_one_mapper() {
     assert_eq!(accepted_count(&report), 0);
     assert_eq!(mapper_report(&report, EMBEDDED_SOURCE)["refusedBy"], "versions");
     assert!(report["selectionError"].is_string(), "{report:#}");
+}
+
+#[test]
+fn an_untrusted_or_changed_drop_in_is_listed_and_never_loaded() {
+    let drop_in = DropIn::new();
+    let component = drop_in.component.to_str().unwrap();
+    let target =
+        ["--simulate", "--simulate-version", "3.12.3", "--mappers-dir", drop_in.mappers_dir()];
+    let untrust = drop_in.run(&["mapper", "untrust", component]);
+    assert!(untrust.status.success(), "{untrust:?}");
+
+    let (report, code) = drop_in.doctor(&target);
+    assert_eq!((report["ok"].as_bool(), code), (Some(false), Some(1)), "{report:#}");
+    assert_eq!(report["dropIns"][0]["path"], component);
+    assert_eq!(report["dropIns"][0]["trust"], "untrusted");
+    assert_eq!(report["dropIns"][0]["loaded"], false);
+    assert_eq!(report["dropIns"][0]["trustCommand"], format!("zcode-acp mapper trust {component}"));
+    assert!(mapper_report_of(&report, component).is_none(), "an untrusted drop-in is not loaded");
+    assert!(report["hint"].as_str().unwrap().contains("not loaded until trusted"), "{report:#}");
+
+    // Trusted, it loads; changed afterwards, it is refused again.
+    let trust = drop_in.run(&["mapper", "trust", component]);
+    assert!(trust.status.success(), "{trust:?}");
+    let (report, _) = drop_in.doctor(&target);
+    assert_eq!(report["dropIns"][0]["trust"], "trusted");
+    assert_eq!(report["selectedMapper"]["source"], component);
+    let mut bytes = std::fs::read(component).unwrap();
+    bytes.extend_from_slice(b"\0");
+    std::fs::write(component, bytes).unwrap();
+    let (report, _) = drop_in.doctor(&target);
+    assert_eq!(report["dropIns"][0]["trust"], "changed");
+    assert!(report["selectedMapper"].is_null(), "{report:#}");
+
+    // `mapper install` checks the component, copies it into the folder and trusts the copy.
+    let elsewhere = drop_in.env.path().join("zcode_host_3_12.wasm");
+    std::fs::write(&elsewhere, drop_in_component()).unwrap();
+    let installed = drop_in.run(&[
+        "--mappers-dir",
+        drop_in.mappers_dir(),
+        "mapper",
+        "install",
+        elsewhere.to_str().unwrap(),
+    ]);
+    assert!(installed.status.success(), "{installed:?}");
+    let (report, _) = drop_in.doctor(&target);
+    assert_eq!(report["dropIns"][0]["trust"], "trusted");
+    assert_eq!(report["selectedMapper"]["source"], component);
+    let trust_file = drop_in.env.path().join("home/.config/zcode-acp/trusted-mappers.json");
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&trust_file).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    let garbage = drop_in.env.path().join("garbage.wasm");
+    std::fs::write(&garbage, b"not a component").unwrap();
+    let refused = drop_in.run(&["mapper", "install", garbage.to_str().unwrap()]);
+    assert!(!refused.status.success(), "a file that is no mapper is not installed");
+}
+
+fn mapper_report_of<'a>(report: &'a Value, source: &str) -> Option<&'a Value> {
+    report["mappers"].as_array().unwrap().iter().find(|m| m["source"] == source)
 }
 
 /// Names only ZCode 3.12 has. `3.12` counts as a version only when it is not part of a longer

@@ -121,6 +121,32 @@ fn malformed_input_gets_a_parse_error_and_the_connection_lives_on() {
     assert!(agent.finish().success());
 }
 
+/// A parse error echoes a bounded prefix of the offending line, never the line itself: a
+/// 200 KB garbage line used to come back as a 200 KB error.
+#[test]
+fn a_huge_garbage_line_gets_a_bounded_parse_error() {
+    let env = TestEnv::new();
+    let workspace = env.workspace("ws");
+    let (mut agent, session) =
+        Agent::with_session(&env, policy::refuse_all(), plain_client(), &workspace);
+
+    let garbage = "garbage! ".repeat(200 * 1024 / 9);
+    agent.send_raw(&garbage);
+    let parse_error = agent.wait_for("a parse error", |t| {
+        t.frames.iter().find(|f| f.value["id"].is_null() && f.value.get("error").is_some()).cloned()
+    });
+    let error = &parse_error.value["error"];
+    assert_eq!(error["code"], -32700, "{error}");
+    let echoed = error["data"]["line"].as_str().expect("data.line");
+    assert!(echoed.len() <= 1024, "echoed {} bytes", echoed.len());
+    assert!(garbage.starts_with(echoed), "the echo is a prefix of the line");
+    assert_eq!(error["data"]["truncated"], true, "{}", error["data"]);
+    assert_eq!(error["data"]["lineBytes"], garbage.len(), "{}", error["data"]);
+    assert!(parse_error.value.to_string().len() < 4096, "the whole error is small");
+    agent.prompt_ok(&session, "after the garbage", "end_turn");
+    assert!(agent.finish().success());
+}
+
 /// The wire checker itself must be able to fail, or every test above proves nothing.
 #[test]
 fn the_wire_checker_refuses_what_is_not_json_rpc_2() {

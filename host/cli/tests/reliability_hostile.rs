@@ -47,11 +47,14 @@ fn component(features: &'static [&'static str]) -> &'static [u8] {
     })
 }
 
-/// A mappers folder holding the hostile drop-in built with `features`.
+/// A mappers folder holding the hostile drop-in built with `features`, trusted (the tests
+/// are about what the sandbox and the gate do with a mapper the user chose to load).
 fn mappers_dir(env: &TestEnv, features: &'static [&'static str]) -> PathBuf {
     let dir = env.path().join("mappers");
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("hostile.wasm"), component(features)).unwrap();
+    let file = dir.join("hostile.wasm");
+    std::fs::write(&file, component(features)).unwrap();
+    trust_mapper(env, &file);
     dir
 }
 
@@ -60,7 +63,7 @@ fn hostile_agent(env: &TestEnv, policy: Policy) -> Agent {
     let dir = mappers_dir(env, &[]);
     let args =
         ["--simulate", "--simulate-version", "3.12.3", "--mappers-dir", dir.to_str().unwrap()];
-    warm_mapper_cache(&args);
+    warm_mapper_cache(env, &args);
     let mut agent = Agent::start_with_args(env, policy, &args, &[]);
     agent.initialize(plain_client());
     agent
@@ -73,6 +76,7 @@ fn doctor(env: &TestEnv, dir: &Path) -> Value {
         .arg(dir)
         .args(["doctor", "--json"])
         .env("HOME", env.path().join("home"))
+        .env("XDG_CONFIG_HOME", env.path().join("home").join(".config"))
         .env("XDG_CACHE_HOME", env.path().join("cache"))
         .env("ZCODE_SIM_STATE", env.sim_state())
         .stdin(Stdio::null())
@@ -211,22 +215,27 @@ fn a_mapper_that_imports_files_or_sockets_never_loads() {
         .arg(&dir)
         .args(["mapper", "list"])
         .env("HOME", env.path().join("home"))
+        .env("XDG_CONFIG_HOME", env.path().join("home").join(".config"))
         .env("XDG_CACHE_HOME", env.path().join("cache"))
         .stdin(Stdio::null())
         .output()
         .expect("run mapper list");
     let listed = String::from_utf8_lossy(&listed.stdout).into_owned();
-    let refused = listed.lines().find(|l| l.starts_with("refused")).unwrap_or_default();
-    assert!(refused.contains("hostile.wasm"), "{listed}");
+    let refused = listed.lines().find(|l| l.contains("hostile.wasm")).unwrap_or_default();
+    assert!(refused.contains("trusted, not loaded"), "trusted, yet refused: {listed}");
     for import in ["wasi:filesystem/preopens", "wasi:sockets/tcp"] {
         assert!(refused.contains(import), "names the refused import {import}: {listed}");
     }
     let report = doctor(&env, &dir);
     assert_ne!(report["ok"], true, "{report:#}");
-    let unloaded = &report["unloadedMappers"];
-    assert_eq!(unloaded.as_array().map(Vec::len), Some(1), "{report:#}");
-    assert!(unloaded[0]["source"].as_str().unwrap().ends_with("hostile.wasm"), "{unloaded}");
-    assert!(unloaded[0]["error"].as_str().unwrap().contains("wasi:sockets/tcp"), "{unloaded}");
+    let drop_ins = &report["dropIns"];
+    assert_eq!(drop_ins.as_array().map(Vec::len), Some(1), "{report:#}");
+    assert!(drop_ins[0]["path"].as_str().unwrap().ends_with("hostile.wasm"), "{drop_ins}");
+    assert_eq!(
+        (drop_ins[0]["trust"].as_str(), drop_ins[0]["loaded"].as_bool()),
+        (Some("trusted"), Some(false))
+    );
+    assert!(drop_ins[0]["error"].as_str().unwrap().contains("wasi:sockets/tcp"), "{drop_ins}");
 
     // Over ACP: the only mapper that could drive 3.12.3 was refused, so nothing starts.
     let workspace = env.workspace("ws");

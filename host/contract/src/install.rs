@@ -97,10 +97,19 @@ pub struct CredentialLookup {
     pub field: String,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum CredentialEncoding {
     Plain,
+    AesGcm(AesGcmEncoding),
+    Unreadable(String),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AesGcmEncoding {
+    pub prefix: String,
+    pub key_env: String,
+    pub fallback_seed: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -22,8 +22,9 @@ pub const WIT_PACKAGE: &str = "zcode:mapper@0.2.0";
 
 pub use error::{ErrorKind, MapperError, MapperFault};
 pub use install::{
-    AuthCommand, Contract, CredentialEncoding, CredentialLookup, CredentialSource, DesktopLayout,
-    FilePin, LaunchPlan, Layout, LayoutKind, Release, RuntimeLayout, VerifiedInstall, VersionProbe,
+    AesGcmEncoding, AuthCommand, Contract, CredentialEncoding, CredentialLookup, CredentialSource,
+    DesktopLayout, FilePin, LaunchPlan, Layout, LayoutKind, Release, RuntimeLayout,
+    VerifiedInstall, VersionProbe,
 };
 pub use mapper::{Mapper, MapperConnection, MapperSession, Operations};
 pub use native::{

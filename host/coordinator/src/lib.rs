@@ -20,11 +20,11 @@ use std::sync::{Arc, Mutex};
 use agent_client_protocol::v1::schema::{
     CloseSessionRequest, CloseSessionResponse, ListSessionsRequest, ListSessionsResponse,
     LoadSessionRequest, LoadSessionResponse, NewSessionRequest, NewSessionResponse, PromptRequest,
-    ResumeSessionRequest, ResumeSessionResponse, SessionId, SessionNotification, SessionUpdate,
+    ResumeSessionRequest, ResumeSessionResponse, SessionId, SessionUpdate,
     SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest,
     SetSessionModeResponse,
 };
-use zcode_contract::{ConnectionOp, SessionInit, SessionOp};
+use zcode_contract::{ConnectionOp, MapperFault, SessionInit, SessionOp};
 
 pub use client::{ClientError, ClientPort};
 pub use config::CoordinatorConfig;
@@ -33,7 +33,7 @@ pub use host::{Host, HostLauncher, HostSlot};
 pub use session::{BoundSession, PendingPrompt};
 pub use workspace::canonical_workspace;
 
-use session::{Binding, SessionHandle};
+use session::{Binding, SessionHandle, UpdatePort};
 
 #[derive(Clone)]
 pub struct Coordinator {
@@ -71,17 +71,16 @@ impl Coordinator {
         refuse_additional_directories(&request.additional_directories)?;
         request.cwd = canonical_workspace(&request.cwd)?;
         let workspace = request.cwd.clone();
-        let binding = self.bind(&workspace).await?;
         let op = SessionOp::Create(acp_json::to_json(&request));
-        let result = binding.bridge.session_op(&binding.link, op).await?;
-        let response: NewSessionResponse =
-            acp_json::parse("session/new response", &result.response)?;
-        let after = acp_json::updates(&result.updates)?;
-        let bound = self.register(response.session_id.clone(), workspace, binding, after)?;
+        // No session id exists before the response: nothing can be streamed to it.
+        let (response, opened) =
+            self.open_session::<NewSessionResponse>("session/new", None, &workspace, op).await?;
+        let bound = self.register(response.session_id.clone(), workspace, opened)?;
         Ok((response, bound))
     }
 
-    /// `session/load`: replays the history (sent before this returns), then binds.
+    /// `session/load`: replays the history (streamed, then the rest of it sent before this
+    /// returns), then binds.
     pub async fn load_session(
         &self,
         mut request: LoadSessionRequest,
@@ -89,20 +88,11 @@ impl Coordinator {
         refuse_additional_directories(&request.additional_directories)?;
         request.cwd = canonical_workspace(&request.cwd)?;
         self.unbind_for_rebinding(&request.session_id, &request.cwd).await?;
-        let binding = self.bind(&request.cwd).await?;
         let op = SessionOp::Load(acp_json::to_json(&request));
-        let result = binding.bridge.session_op(&binding.link, op).await?;
-        let response: LoadSessionResponse =
-            acp_json::parse("session/load response", &result.response)?;
-        let replay = acp_json::updates(&result.updates)?;
-        for update in replay {
-            let notification = SessionNotification::new(request.session_id.clone(), update);
-            if let Err(error) = self.inner.client.update(notification) {
-                tracing::debug!(target: "zcode_acp::session", %error, "replayed update not delivered");
-            }
-        }
-        let bound = self.register(request.session_id, request.cwd, binding, vec![])?;
-        Ok((response, bound))
+        let id = request.session_id;
+        let (response, opened) =
+            self.open_session("session/load", Some(id.clone()), &request.cwd, op).await?;
+        Ok((response, self.register(id, request.cwd, opened)?))
     }
 
     /// `session/resume`: binds without replaying history.
@@ -113,14 +103,41 @@ impl Coordinator {
         refuse_additional_directories(&request.additional_directories)?;
         request.cwd = canonical_workspace(&request.cwd)?;
         self.unbind_for_rebinding(&request.session_id, &request.cwd).await?;
-        let binding = self.bind(&request.cwd).await?;
         let op = SessionOp::Resume(acp_json::to_json(&request));
-        let result = binding.bridge.session_op(&binding.link, op).await?;
-        let response: ResumeSessionResponse =
-            acp_json::parse("session/resume response", &result.response)?;
-        let after = acp_json::updates(&result.updates)?;
-        let bound = self.register(request.session_id, request.cwd, binding, after)?;
-        Ok((response, bound))
+        let id = request.session_id;
+        let (response, opened) =
+            self.open_session("session/resume", Some(id.clone()), &request.cwd, op).await?;
+        Ok((response, self.register(id, request.cwd, opened)?))
+    }
+
+    /// Binds a fresh mapper session for `workspace` and runs the operation that opens it.
+    /// `known` is the id of a session being loaded or resumed: what the operation streams goes
+    /// to it at once, and so do its remaining updates, before the response; a new session's
+    /// updates wait until its response is out.
+    async fn open_session<R: serde::de::DeserializeOwned>(
+        &self,
+        method: &'static str,
+        known: Option<SessionId>,
+        workspace: &Path,
+        op: SessionOp,
+    ) -> Result<(R, Opened), CoordinatorError> {
+        let binding = self.bind(workspace).await?;
+        let mut port = known.clone().map(|id| UpdatePort::new(id, self.inner.client.clone()));
+        let mut sink = |streamed: Vec<String>| match port.as_mut() {
+            Some(port) => port.send_json(&streamed),
+            None => Err(MapperFault(format!("updates streamed before {method} named a session"))),
+        };
+        let result = binding.link.op(op, &mut sink).await?;
+        let response: R = acp_json::parse(&format!("{method} response"), &result.response)?;
+        let updates = acp_json::updates(&result.updates)?;
+        let after = match port {
+            Some(port) => {
+                port.send(updates);
+                Vec::new()
+            }
+            None => updates,
+        };
+        Ok((response, Opened { binding, after }))
     }
 
     pub async fn list_sessions(
@@ -233,15 +250,14 @@ impl Coordinator {
         };
         let mapper_session = host.mapper.session(&init)?;
         let (link, inbound) = host.bridge.link_session(mapper_session);
-        Ok(Binding { bridge: host.bridge, link, inbound })
+        Ok(Binding { link, inbound })
     }
 
     fn register(
         &self,
         id: SessionId,
         workspace: PathBuf,
-        binding: Binding,
-        after: Vec<SessionUpdate>,
+        Opened { binding, after }: Opened,
     ) -> Result<BoundSession, CoordinatorError> {
         let bound = BoundSession::new(
             id.clone(),
@@ -282,6 +298,13 @@ impl Coordinator {
         self.inner.sessions.lock().unwrap().remove(id);
         existing.close().await
     }
+}
+
+/// A session opened natively, not yet registered under its id.
+struct Opened {
+    binding: Binding,
+    /// Updates to send once the response naming the session is out.
+    after: Vec<SessionUpdate>,
 }
 
 /// The capability is not advertised (ZCode's host works in one directory): refuse it before

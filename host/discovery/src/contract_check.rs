@@ -1,10 +1,11 @@
-//! Validation of a mapper's contract before it is applied. A contract that could accept
-//! more than one exact set of files (a wildcard hash, an empty version, a path that leaves
-//! the install) is refused: mappers run untrusted, and the gate must never widen.
+//! Validation of a mapper's contract before it is applied. A contract that could accept more
+//! than one exact set of files (a wildcard hash, an empty version, a path that leaves the
+//! install, an unpinned file without an identity to check instead) is refused: drop-in mappers
+//! are third-party code, and the gate must never widen.
 
 use std::collections::HashSet;
 
-use zcode_contract::{Artifact, Contract, Layout};
+use zcode_contract::{Contract, DesktopLayout, Layout, LayoutKind, Release, RuntimeLayout};
 
 use crate::version::is_version;
 
@@ -15,31 +16,52 @@ pub fn validate_contract(contract: &Contract) -> Result<(), String> {
         return Err("lists no layouts".into());
     }
     let mut oses = HashSet::new();
+    let mut runtime_layouts = 0;
     for layout in &contract.layouts {
-        if !oses.insert(layout.os) {
-            return Err(format!("lists two layouts for {:?}", layout.os));
+        match layout {
+            Layout::Desktop(desktop) => {
+                if !oses.insert(desktop.os) {
+                    return Err(format!("lists two desktop layouts for {:?}", desktop.os));
+                }
+                validate_desktop(desktop)?;
+            }
+            Layout::Runtime(runtime) => {
+                runtime_layouts += 1;
+                if runtime_layouts > 1 {
+                    return Err("lists two runtime layouts".into());
+                }
+                validate_runtime(runtime)?;
+            }
         }
-        validate_layout(layout)?;
     }
-    validate_metadata(contract)?;
-    if contract.artifacts.is_empty() {
-        return Err("lists no artifacts".into());
+    if contract.releases.is_empty() {
+        return Err("lists no releases".into());
     }
     let mut ids = HashSet::new();
-    for artifact in &contract.artifacts {
-        if !ids.insert(artifact.id.as_str()) {
-            return Err(format!("lists artifact `{}` twice", artifact.id));
+    let mut versions = HashSet::new();
+    for release in &contract.releases {
+        if !ids.insert(release.id.as_str()) {
+            return Err(format!("lists release `{}` twice", release.id));
         }
-        validate_artifact(artifact).map_err(|e| format!("artifact `{}`: {e}", artifact.id))?;
+        validate_release(contract, release)
+            .map_err(|e| format!("release `{}`: {e}", release.id))?;
+        // Two real (or two simulated) releases with the same versions would make the gate
+        // choose between them by their files: each version pair must name one release.
+        let key = (release.kind, &release.app_version, &release.cli_version, release.simulated);
+        if !versions.insert(key) {
+            return Err(format!(
+                "lists app {} / CLI {} twice (release `{}`)",
+                release.app_version, release.cli_version, release.id
+            ));
+        }
     }
     for (key, _) in &contract.cli_version_probe.env {
-        if key.is_empty() || key.contains('=') || key.contains('\0') {
-            return Err(format!("cli-version-probe env has an invalid name `{key}`"));
-        }
+        env_name("cli-version-probe env", key)?;
     }
     if contract.cli_version_probe.args.iter().any(|a| a.contains('\0')) {
         return Err("cli-version-probe args contain a NUL byte".into());
     }
+    validate_credential_sources(contract)?;
     // No credentials file means authentication presence is reported as unknown.
     if contract.credentials_file.is_empty() {
         return Ok(());
@@ -47,43 +69,69 @@ pub fn validate_contract(contract: &Contract) -> Result<(), String> {
     relative_path("credentials-file", &contract.credentials_file)
 }
 
-fn validate_layout(layout: &Layout) -> Result<(), String> {
+fn validate_desktop(layout: &DesktopLayout) -> Result<(), String> {
     let os = format!("{:?}", layout.os).to_lowercase();
     relative_path(&format!("{os} layout executable"), &layout.executable)?;
     relative_path(&format!("{os} layout cli-entry"), &layout.cli_entry)?;
     relative_path(&format!("{os} layout metadata"), &layout.metadata)?;
-    relative_path(&format!("{os} layout host-archive"), &layout.host_archive)
-}
-
-fn validate_metadata(contract: &Contract) -> Result<(), String> {
-    // An empty platform key declares a platform-independent bundle (e.g. pure JavaScript run
-    // by a separately verified runtime): there is no platform value to check.
+    relative_path(&format!("{os} layout host-archive"), &layout.host_archive)?;
+    // An empty platform key declares a platform-independent bundle: there is no platform
+    // value to check.
     let mut keys = HashSet::new();
-    for (key, value) in &contract.metadata {
-        non_empty("metadata key", key)?;
-        non_empty(&format!("metadata value of `{key}`"), value)?;
-        if !keys.insert(key.as_str()) || *key == contract.metadata_platform_key {
-            return Err(format!("names metadata key `{key}` twice"));
+    for (key, value) in &layout.metadata_pairs {
+        non_empty(&format!("{os} layout metadata key"), key)?;
+        non_empty(&format!("{os} layout metadata value of `{key}`"), value)?;
+        if !keys.insert(key.as_str()) || *key == layout.metadata_platform_key {
+            return Err(format!("{os} layout names metadata key `{key}` twice"));
         }
     }
-    let entry = &contract.metadata_entry_key;
+    let entry = &layout.metadata_entry_key;
     if !entry.is_empty() && !keys.contains(entry.as_str()) {
-        return Err(format!("metadata-entry-key `{entry}` is not one of the metadata keys"));
+        return Err(format!(
+            "{os} layout metadata-entry-key `{entry}` is not one of the metadata keys"
+        ));
     }
     Ok(())
 }
 
-fn validate_artifact(artifact: &Artifact) -> Result<(), String> {
-    non_empty("id", &artifact.id)?;
-    version("app-version", &artifact.app_version)?;
-    version("cli-version", &artifact.cli_version)?;
-    sha256("cli-sha256", &artifact.cli_sha256)?;
-    if artifact.files.is_empty() {
-        return Err("lists no host files".into());
+fn validate_runtime(layout: &RuntimeLayout) -> Result<(), String> {
+    if layout.runtime_dir != "." {
+        relative_path("runtime layout runtime-dir", &layout.runtime_dir)?;
+    }
+    relative_path("runtime layout package-file", &layout.package_file)?;
+    relative_path("runtime layout cli-entry", &layout.cli_entry)?;
+    let mut keys = HashSet::new();
+    for (key, value) in &layout.package_pairs {
+        non_empty("runtime layout package key", key)?;
+        non_empty(&format!("runtime layout package value of `{key}`"), value)?;
+        if key == "version" || !keys.insert(key.as_str()) {
+            return Err(format!("runtime layout names package key `{key}` twice"));
+        }
+    }
+    for candidate in &layout.node_candidates {
+        relative_path("runtime layout node-candidate", candidate)?;
+    }
+    version("runtime layout min-node-version", &layout.min_node_version)
+}
+
+fn validate_release(contract: &Contract, release: &Release) -> Result<(), String> {
+    non_empty("id", &release.id)?;
+    let has_layout = contract.layouts.iter().any(|layout| layout.kind() == release.kind);
+    if !has_layout {
+        let kind = match release.kind {
+            LayoutKind::Desktop => "desktop",
+            LayoutKind::Runtime => "runtime",
+        };
+        return Err(format!("is a {kind} release but the contract has no {kind} layout"));
+    }
+    version("app-version", &release.app_version)?;
+    version("cli-version", &release.cli_version)?;
+    if release.files.is_empty() {
+        return Err("lists no files".into());
     }
     let mut roles = HashSet::new();
     let mut paths = HashSet::new();
-    for file in &artifact.files {
+    for file in &release.files {
         non_empty("file role", &file.role)?;
         if !roles.insert(file.role.as_str()) {
             return Err(format!("lists role `{}` twice", file.role));
@@ -92,10 +140,49 @@ fn validate_artifact(artifact: &Artifact) -> Result<(), String> {
         if !paths.insert(file.path.as_str()) {
             return Err(format!("lists path `{}` twice", file.path));
         }
-        sha256(&format!("file `{}` sha256", file.role), &file.sha256)?;
+        if let Some(hash) = &file.sha256 {
+            sha256(&format!("file `{}` sha256", file.role), hash)?;
+        }
         if file.required_exports.iter().any(|name| name.is_empty()) {
             return Err(format!("file `{}` requires an empty export name", file.role));
         }
+    }
+    if let Some(identity) = &release.identity {
+        non_empty("identity", identity)?;
+    } else if let Some(file) = release.files.iter().find(|file| file.sha256.is_none()) {
+        // Without a pin, the host's reported identity is what ties the install to the
+        // release; a release with neither could be anything.
+        return Err(format!("leaves file `{}` unpinned but names no identity", file.role));
+    }
+    Ok(())
+}
+
+/// Credential sources name files the core reads for the mapper: they must stay in `$HOME`.
+fn validate_credential_sources(contract: &Contract) -> Result<(), String> {
+    let mut names = HashSet::new();
+    for source in &contract.credential_sources {
+        non_empty("credential-source name", &source.name)?;
+        if !names.insert(source.name.as_str()) {
+            return Err(format!("lists credential source `{}` twice", source.name));
+        }
+        let field = |what: &str| format!("credential source `{}` {what}", source.name);
+        relative_path(&field("file"), &source.file)?;
+        non_empty(&field("key"), &source.key)?;
+        if source.encodings.is_empty() {
+            return Err(field("lists no encodings"));
+        }
+        for lookup in &source.lookups {
+            non_empty(&field("lookup name"), &lookup.name)?;
+            non_empty(&field("lookup key"), &lookup.key)?;
+            non_empty(&field("lookup field"), &lookup.field)?;
+        }
+    }
+    Ok(())
+}
+
+fn env_name(field: &str, key: &str) -> Result<(), String> {
+    if key.is_empty() || key.contains('=') || key.contains('\0') {
+        return Err(format!("{field} has an invalid name `{key}`"));
     }
     Ok(())
 }

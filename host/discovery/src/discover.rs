@@ -1,14 +1,16 @@
-//! Discovery end to end: resolve the root, apply every contract, select one mapper.
+//! Discovery end to end: resolve the root and the Node, apply every contract, select one mapper.
 
-use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use zcode_contract::Platform;
 
-use crate::inspect::{Inspector, MapperContract};
-use crate::root::{InstallRoot, RootError, default_roots, resolve_install_root};
+use crate::inspect::{Inspector, InstallTarget, MapperContract};
+use crate::node::{NodeCandidate, resolve_explicit_node};
+use crate::root::{
+    Candidate, InstallRoot, RootError, Search, default_candidates, resolve_install_root,
+};
 use crate::select::{Selected, SelectionError, select};
-use crate::verdict::{ArtifactExpectation, Inspection};
+use crate::verdict::{Inspection, ReleaseExpectation};
 
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum DiscoveryError {
@@ -24,16 +26,18 @@ pub struct MapperSummary {
     pub source: String,
     pub protocol_id: String,
     pub credentials_file: String,
-    pub expects: Vec<ArtifactExpectation>,
+    pub releases: Vec<ReleaseExpectation>,
 }
 
 /// Everything discovery learnt, for a session start or a doctor report.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Discovery {
     pub platform: Platform,
-    /// Where ZCode installs itself on this OS (empty on an unsupported OS).
-    pub os_defaults: Vec<PathBuf>,
+    /// Where ZCode installs itself on this OS, in the order tried (empty on an unsupported OS).
+    pub candidates: Vec<Candidate>,
     pub root: Result<InstallRoot, RootError>,
+    /// The Node the user named, or why it cannot be used (`None`: none named).
+    pub explicit_node: Option<Result<NodeCandidate, String>>,
     /// Present when the root resolved.
     pub inspection: Option<Inspection>,
     /// Present when the root resolved.
@@ -42,22 +46,31 @@ pub struct Discovery {
 }
 
 impl Discovery {
-    /// Resolves the root (`flag`, then `ZCODE_ACP_ZCODE_INSTALL` via `env`, then the OS
-    /// default) and applies every mapper's contract to it.
+    /// Resolves the root (`--zcode-install`, `ZCODE_ACP_ZCODE_INSTALL`, then the places ZCode
+    /// installs itself) and the Node the user named, and applies every mapper's contract.
     pub fn run(
-        flag: Option<&Path>,
-        env: &dyn Fn(&str) -> Option<OsString>,
+        search: &Search<'_>,
         inspector: &Inspector<'_>,
         mappers: &[MapperContract<'_>],
     ) -> Self {
         let platform = inspector.platform.clone();
-        let root = resolve_install_root(flag, &platform, env);
-        let inspection = root.as_ref().ok().map(|root| inspector.inspect(&root.path, mappers));
+        let root = resolve_install_root(search, &platform);
+        let explicit_node = resolve_explicit_node(search.node_flag, search.env);
+        let inspection = root.as_ref().ok().map(|root| {
+            let target = InstallTarget {
+                root: root.path.clone(),
+                explicit_node: explicit_node.clone(),
+                given_nodes: root.given_nodes.clone(),
+                home: search.home.map(PathBuf::from),
+            };
+            inspector.inspect(&target, mappers)
+        });
         let selection = inspection.as_ref().map(select);
         Self {
-            os_defaults: platform.os.map(|os| default_roots(os, env)).unwrap_or_default(),
+            candidates: platform.os.map(|os| default_candidates(os, search)).unwrap_or_default(),
             platform,
             root,
+            explicit_node,
             inspection,
             selection,
             mappers: mappers
@@ -66,7 +79,7 @@ impl Discovery {
                     source: m.source.to_string(),
                     protocol_id: m.contract.protocol_id.clone(),
                     credentials_file: m.contract.credentials_file.clone(),
-                    expects: ArtifactExpectation::of(m.contract),
+                    releases: ReleaseExpectation::of(m.contract),
                 })
                 .collect(),
         }
@@ -87,10 +100,9 @@ impl Discovery {
 
 /// Discovery for a session: the verified install and the index of the mapper that drives it.
 pub fn discover(
-    flag: Option<&Path>,
-    env: &dyn Fn(&str) -> Option<OsString>,
+    search: &Search<'_>,
     inspector: &Inspector<'_>,
     mappers: &[MapperContract<'_>],
 ) -> Result<Selected, DiscoveryError> {
-    Discovery::run(flag, env, inspector, mappers).into_selected()
+    Discovery::run(search, inspector, mappers).into_selected()
 }

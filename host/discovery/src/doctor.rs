@@ -1,14 +1,18 @@
-//! The doctor report: what discovery found, what each mapper expects, and whether a session
-//! could start. Field names are stable (documented in docs/doctor.md).
+//! The doctor report: what discovery found, what each mapper expects, which drop-in mappers
+//! are trusted, and whether a session could start. Field names are stable (documented in
+//! docs/doctor.md).
 
 use std::path::Path;
 
 use serde::Serialize;
+use zcode_contract::LayoutKind;
 
 use crate::discover::Discovery;
-use crate::root::{RootSource, how_to_point};
+use crate::node::{NodeCheck, NodeSource};
+use crate::root::{RootError, RootSource, how_to_point};
+use crate::select::{SelectionError, VersionStanding, version_standing};
 use crate::verdict::{
-    ArchiveKind, ArtifactExpectation, CliIntegrity, ContractVerdict, Findings, GateRule,
+    ArchiveKind, ContractVerdict, Findings, GateRule, Pinning, ReleaseExpectation,
 };
 
 /// Outcome of the host smoke start, run by the caller for the selected install.
@@ -39,6 +43,47 @@ impl std::fmt::Display for Authentication {
     }
 }
 
+/// Whether a drop-in mapper file may be loaded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DropInTrust {
+    /// Its SHA-256 is recorded in the trust file.
+    Trusted,
+    /// Never trusted.
+    Untrusted,
+    /// Trusted once, but the file changed since.
+    Changed,
+    /// The file or the trust file could not be read (see `error`).
+    Unknown,
+}
+
+impl std::fmt::Display for DropInTrust {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            DropInTrust::Trusted => "trusted",
+            DropInTrust::Untrusted => "untrusted",
+            DropInTrust::Changed => "changed",
+            DropInTrust::Unknown => "unknown",
+        })
+    }
+}
+
+/// One `*.wasm` file of the drop-in folder.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DropInReport {
+    pub path: String,
+    pub sha256: Option<String>,
+    pub trust: DropInTrust,
+    /// It was loaded (trusted, and a valid 0.2 component); a loaded drop-in is also in
+    /// `mappers`.
+    pub loaded: bool,
+    /// Why it was not loaded.
+    pub error: Option<String>,
+    /// The command that trusts it, when it is not trusted.
+    pub trust_command: Option<String>,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DoctorReport {
@@ -46,28 +91,33 @@ pub struct DoctorReport {
     pub ok: bool,
     /// `<os>-<arch>` of this process, as bundle metadata spells it.
     pub platform: String,
+    /// `desktop` or `runtime`: the layout the install was judged by.
+    pub layout: Option<LayoutKind>,
     pub install: InstallReport,
-    /// Runtime files of the selected mapper's layout (or of the first mapper that resolved
-    /// them when none was selected).
+    pub node: NodeReport,
+    /// Files of the selected mapper's layout (or of the first mapper that resolved them when
+    /// none was selected).
     pub files: Option<FilesReport>,
     pub app_version: Option<String>,
     pub app_build: Option<String>,
     pub cli_version: Option<String>,
-    pub cli_sha256: Option<String>,
-    pub expected_cli_sha256: Option<String>,
-    pub cli_integrity: Option<CliIntegrity>,
     pub metadata_sha256: Option<String>,
     pub metadata_platform: Option<String>,
+    /// `known`, `newer`, `unknown` or `no-releases`: the app version against every release
+    /// the loaded mappers know.
+    pub version_standing: Option<String>,
+    /// The newest release version the loaded mappers know for the install's layout.
+    pub newest_known_release: Option<String>,
     pub mappers: Vec<MapperReport>,
-    /// Drop-in mapper files that could not be loaded (so they accept nothing), with why.
-    pub unloaded_mappers: Vec<UnloadedMapper>,
+    /// Every `*.wasm` of the drop-in folder, with its trust state.
+    pub drop_ins: Vec<DropInReport>,
     pub selected_mapper: Option<SelectedMapperReport>,
     pub selection_error: Option<String>,
     pub authentication: Authentication,
     pub credentials_file: Option<String>,
     pub display_server_needed: bool,
     pub smoke: Option<SmokeResult>,
-    /// What to do when no install was accepted.
+    /// What to do when `ok` is false.
     pub hint: Option<String>,
 }
 
@@ -78,15 +128,30 @@ pub struct InstallReport {
     pub source: Option<RootSource>,
     pub resolved_root: Option<String>,
     pub error: Option<String>,
+    /// Where ZCode installs itself on this OS, in the order tried.
     pub os_defaults: Vec<String>,
+    /// ZCode AppImages found in the usual places when no install was (never run).
+    pub app_images: Vec<String>,
     /// The root's mode has group or other write bits (anyone in the group could swap files).
     pub writable_by_group_or_others: Option<bool>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
+pub struct NodeReport {
+    /// The Node the user named (`--zcode-node`, `ZCODE_ACP_ZCODE_NODE`).
+    pub configured: Option<String>,
+    pub source: Option<NodeSource>,
+    /// Why the named Node cannot be used.
+    pub error: Option<String>,
+    /// Each Node tried for a runtime layout, in order.
+    pub tried: Vec<NodeCheck>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct FilesReport {
-    pub executable: String,
+    pub executable: Option<String>,
     pub cli_entry: String,
     pub metadata: String,
     pub host_archive: String,
@@ -105,21 +170,14 @@ pub struct HostFileReport {
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct UnloadedMapper {
-    pub source: String,
-    pub error: String,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
 pub struct MapperReport {
     pub source: String,
     pub protocol_id: String,
     pub verdict: MapperVerdict,
-    pub accepted_artifact: Option<String>,
+    pub accepted_release: Option<String>,
     pub refused_by: Option<GateRule>,
     pub reason: Option<String>,
-    pub expects: Vec<ArtifactExpectation>,
+    pub releases: Vec<ReleaseExpectation>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -136,8 +194,13 @@ pub enum MapperVerdict {
 pub struct SelectedMapperReport {
     pub source: String,
     pub protocol_id: String,
-    pub artifact_id: String,
+    pub release_id: String,
     pub simulated: bool,
+    /// `pinned`, or `unpinned` when some files have no pinned hash for this release.
+    pub pinning: Pinning,
+    pub unpinned_roles: Vec<String>,
+    /// What the host must report at setup (required for an unpinned release).
+    pub identity: Option<String>,
 }
 
 impl DoctorReport {
@@ -156,27 +219,45 @@ impl DoctorReport {
             .and_then(|s| discovery.mappers.get(s.mapper_index))
             .map(|m| &m.credentials_file);
         let accepted_and_smoked = selected.is_some() && smoke.as_ref().is_some_and(|s| s.passed);
+        let standing = discovery.inspection.as_ref().and_then(version_standing);
+        let (standing_name, newest) = match standing.as_ref().map(|(_, s)| s) {
+            None => (None, None),
+            Some(VersionStanding::Known { .. }) => (Some("known"), None),
+            Some(VersionStanding::Newer { newest, .. }) => (Some("newer"), Some(newest.clone())),
+            Some(VersionStanding::Unknown { newest, .. }) => {
+                (Some("unknown"), Some(newest.clone()))
+            }
+            Some(VersionStanding::NoReleases { .. }) => (Some("no-releases"), None),
+        };
+        let newest = newest.or_else(|| {
+            let kind = findings.and_then(|f| f.layout)?;
+            newest_release(discovery, kind)
+        });
 
         let mut report = DoctorReport {
             ok: accepted_and_smoked,
             platform: discovery.platform.tag(),
+            layout: findings.and_then(|f| f.layout),
             install: install_report(discovery),
+            node: node_report(discovery, findings),
             files: findings.and_then(files_report),
             app_version: findings.and_then(|f| f.app_version.clone()),
             app_build: findings.and_then(|f| f.app_build.clone()),
             cli_version: findings.and_then(|f| f.cli_version.clone()),
-            cli_sha256: findings.and_then(|f| f.cli_sha256.clone()),
-            expected_cli_sha256: selected.map(|s| s.expected_cli_sha256.clone()),
-            cli_integrity: selected.map(|s| s.cli_integrity),
             metadata_sha256: findings.and_then(|f| f.metadata_sha256.clone()),
             metadata_platform: findings.and_then(|f| f.metadata_platform.clone()),
+            version_standing: standing_name.map(str::to_string),
+            newest_known_release: newest,
             mappers: mapper_reports(discovery),
-            unloaded_mappers: Vec::new(),
+            drop_ins: Vec::new(),
             selected_mapper: selected.map(|s| SelectedMapperReport {
                 source: s.source.clone(),
                 protocol_id: s.protocol_id.clone(),
-                artifact_id: s.install.artifact_id.clone(),
+                release_id: s.install.release_id.clone(),
                 simulated: s.simulated,
+                pinning: s.pinning,
+                unpinned_roles: s.install.unpinned.clone(),
+                identity: s.identity.clone(),
             }),
             selection_error: discovery
                 .selection
@@ -198,9 +279,13 @@ impl DoctorReport {
         report
     }
 
-    /// Adds the drop-in mappers that did not load (discovery only sees the loaded ones).
-    pub fn with_unloaded_mappers(mut self, unloaded: Vec<UnloadedMapper>) -> Self {
-        self.unloaded_mappers = unloaded;
+    /// Adds the drop-in folder's files (discovery only sees the mappers that were loaded).
+    pub fn with_drop_ins(mut self, drop_ins: Vec<DropInReport>) -> Self {
+        self.drop_ins = drop_ins;
+        self.hint = self.hint.map(|hint| match drop_in_note(&self.drop_ins) {
+            Some(note) if self.selected_mapper.is_none() => format!("{hint} {note}"),
+            _ => hint,
+        });
         self
     }
 
@@ -228,8 +313,19 @@ pub fn authentication_presence(home: Option<&Path>, credentials_file: &str) -> A
     }
 }
 
+/// The newest app version of the releases of `kind` the mappers know.
+fn newest_release(discovery: &Discovery, kind: LayoutKind) -> Option<String> {
+    discovery
+        .mappers
+        .iter()
+        .flat_map(|m| &m.releases)
+        .filter(|r| r.kind == kind && !r.simulated)
+        .map(|r| r.app_version.clone())
+        .max_by(|a, b| crate::version::compare_versions(a, b).unwrap_or(std::cmp::Ordering::Equal))
+}
+
 fn install_report(discovery: &Discovery) -> InstallReport {
-    let os_defaults = discovery.os_defaults.iter().map(|p| p.display().to_string()).collect();
+    let os_defaults = discovery.candidates.iter().map(|c| c.path.display().to_string()).collect();
     match &discovery.root {
         Ok(root) => InstallReport {
             configured_root: Some(root.configured.display().to_string()),
@@ -237,6 +333,7 @@ fn install_report(discovery: &Discovery) -> InstallReport {
             resolved_root: Some(root.path.display().to_string()),
             error: None,
             os_defaults,
+            app_images: Vec::new(),
             writable_by_group_or_others: writable_by_others(&root.path),
         },
         Err(error) => InstallReport {
@@ -245,8 +342,23 @@ fn install_report(discovery: &Discovery) -> InstallReport {
             resolved_root: None,
             error: Some(error.to_string()),
             os_defaults,
+            app_images: error.appimages().iter().map(|p| p.display().to_string()).collect(),
             writable_by_group_or_others: None,
         },
+    }
+}
+
+fn node_report(discovery: &Discovery, findings: Option<&Findings>) -> NodeReport {
+    let (configured, source, error) = match &discovery.explicit_node {
+        None => (None, None, None),
+        Some(Ok(node)) => (Some(node.path.display().to_string()), Some(node.source), None),
+        Some(Err(error)) => (None, None, Some(error.clone())),
+    };
+    NodeReport {
+        configured,
+        source,
+        error,
+        tried: findings.map(|f| f.nodes.clone()).unwrap_or_default(),
     }
 }
 
@@ -265,7 +377,7 @@ fn files_report(findings: &Findings) -> Option<FilesReport> {
     let files = findings.files.as_ref()?;
     let text = |p: &Path| p.display().to_string();
     Some(FilesReport {
-        executable: text(&files.executable),
+        executable: files.executable.as_deref().map(text),
         cli_entry: text(&files.cli_entry),
         metadata: text(&files.metadata),
         host_archive: text(&files.host_archive),
@@ -300,13 +412,29 @@ fn mapper_reports(discovery: &Discovery) -> Vec<MapperReport> {
                     (Some(_), Some(_)) => MapperVerdict::Accepted,
                     (Some(_), None) => MapperVerdict::Refused,
                 },
-                accepted_artifact: accepted.map(|a| a.artifact_id.clone()),
+                accepted_release: accepted.map(|a| a.release_id.clone()),
                 refused_by: verdict.and_then(ContractVerdict::refusal_rule),
                 reason: verdict.and_then(ContractVerdict::refusal_summary),
-                expects: mapper.expects.clone(),
+                releases: mapper.releases.clone(),
             }
         })
         .collect()
+}
+
+/// What an untrusted drop-in means for an install nobody accepted.
+fn drop_in_note(drop_ins: &[DropInReport]) -> Option<String> {
+    let waiting: Vec<&DropInReport> = drop_ins
+        .iter()
+        .filter(|d| matches!(d.trust, DropInTrust::Untrusted | DropInTrust::Changed))
+        .collect();
+    let first = waiting.first()?;
+    let command = first.trust_command.as_deref().unwrap_or("zcode-acp mapper trust <file>");
+    Some(format!(
+        "{} drop-in mapper(s) are not loaded until trusted (a mapper runs code as you): \
+         check where {} came from, then run `{command}`.",
+        waiting.len(),
+        first.path
+    ))
 }
 
 fn hint(report: &DoctorReport, discovery: &Discovery) -> Option<String> {
@@ -319,21 +447,32 @@ fn hint(report: &DoctorReport, discovery: &Discovery) -> Option<String> {
             Some(_) => None,
         };
     }
-    let defaults = if discovery.os_defaults.is_empty() {
+    if let Err(error @ RootError::AppImage { .. }) = &discovery.root {
+        return Some(error.to_string());
+    }
+    let defaults = if discovery.candidates.is_empty() {
         "there is no OS default on this platform".to_string()
     } else {
         let list: Vec<String> =
-            discovery.os_defaults.iter().map(|p| p.display().to_string()).collect();
-        format!("the OS default is {}", list.join(", then "))
+            discovery.candidates.iter().map(|c| c.path.display().to_string()).collect();
+        format!("the places tried are {}", list.join(", then "))
     };
     let what = match &discovery.selection {
         None => "No ZCode install was found",
-        Some(Err(crate::select::SelectionError::Ambiguous { .. })) => {
+        Some(Err(SelectionError::Ambiguous { .. })) => {
             return Some(
                 "More than one mapper accepts this install; keep only one of them.".into(),
             );
         }
         Some(_) => "The ZCode install was not accepted by any mapper (see `mappers`)",
     };
-    Some(format!("{what}. {} Without either, {defaults}.", how_to_point()))
+    let mut hint = format!("{what}. {} Without either, {defaults}.", how_to_point());
+    if let Some(first) = discovery.root.as_ref().err().and_then(|e| e.appimages().first()) {
+        hint.push_str(&format!(
+            " A ZCode AppImage lies at {}: {}",
+            first.display(),
+            crate::appimage::extraction_hint(first)
+        ));
+    }
+    Some(hint)
 }

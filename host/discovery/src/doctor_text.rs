@@ -3,7 +3,10 @@
 
 use std::fmt::Display;
 
-use crate::doctor::{DoctorReport, MapperVerdict};
+use zcode_contract::LayoutKind;
+
+use crate::doctor::{DoctorReport, DropInTrust, MapperVerdict};
+use crate::verdict::{ArchiveKind, ReleaseExpectation};
 
 struct Lines(String);
 
@@ -27,11 +30,41 @@ impl Lines {
     }
 }
 
+fn kind_name(kind: LayoutKind) -> &'static str {
+    match kind {
+        LayoutKind::Desktop => "desktop",
+        LayoutKind::Runtime => "runtime",
+    }
+}
+
+/// One line per release: `app X, CLI Y (simulated), unpinned: identity …, files`.
+pub(crate) fn release_line(release: &ReleaseExpectation) -> String {
+    let files: Vec<String> = release
+        .files
+        .iter()
+        .map(|f| format!("{} {}", f.path, f.sha256.as_deref().unwrap_or("unpinned")))
+        .collect();
+    let pinning = match (&release.identity, release.pinned) {
+        (_, true) => "pinned".to_string(),
+        (Some(identity), false) => format!("unpinned (identity {identity})"),
+        (None, false) => "unpinned".to_string(),
+    };
+    format!(
+        "{} app {}, CLI {}{}, {pinning}: {}",
+        kind_name(release.kind),
+        release.app_version,
+        release.cli_version,
+        if release.simulated { " (simulated)" } else { "" },
+        files.join(", ")
+    )
+}
+
 pub(crate) fn render(report: &DoctorReport) -> String {
     let mut out = Lines(String::new());
     out.heading("summary");
     out.field("ok", report.ok);
     out.field("platform", &report.platform);
+    out.optional("layout", report.layout.map(kind_name));
     out.field("displayServerNeeded", report.display_server_needed);
     if let Some(hint) = &report.hint {
         out.field("hint", hint);
@@ -43,20 +76,41 @@ pub(crate) fn render(report: &DoctorReport) -> String {
     out.optional("source", install.source);
     out.optional("resolvedRoot", install.resolved_root.as_ref());
     if let Some(error) = &install.error {
-        out.field("error", error);
+        out.field("error", error.lines().next().unwrap_or_default());
     }
     out.field("osDefaults", install.os_defaults.join(", "));
+    for appimage in &install.app_images {
+        out.field("appImage", format!("{appimage} (not run; extract it, see hint)"));
+    }
     out.optional("writableByGroupOrOthers", install.writable_by_group_or_others);
+
+    let node = &report.node;
+    if node.configured.is_some() || node.error.is_some() || !node.tried.is_empty() {
+        out.heading("node");
+        out.optional("configured", node.configured.as_ref());
+        if let Some(error) = &node.error {
+            out.field("error", error);
+        }
+        for tried in &node.tried {
+            let version = tried.version.as_deref().map_or("no version".into(), |v| format!("v{v}"));
+            let state = match &tried.problem {
+                None => format!("{version}, accepted"),
+                Some(problem) => format!("{version}, refused: {problem}"),
+            };
+            out.field(&format!("tried {} ({})", tried.path, tried.source), state);
+        }
+    }
 
     if let Some(files) = &report.files {
         out.heading("files");
-        out.field("executable", &files.executable);
+        out.optional("executable", files.executable.as_ref());
         out.field("cliEntry", &files.cli_entry);
         out.field("metadata", &files.metadata);
-        out.field(
-            "hostArchive",
-            format!("{} ({})", files.host_archive, kind(files.host_archive_kind)),
-        );
+        let kind = match files.host_archive_kind {
+            ArchiveKind::Directory => "directory",
+            ArchiveKind::Asar => "asar",
+        };
+        out.field("hostArchive", format!("{} ({kind})", files.host_archive));
         for file in &files.host_files {
             let state = match (&file.sha256, &file.error) {
                 (Some(sha), _) => format!("sha256 {sha}"),
@@ -71,17 +125,16 @@ pub(crate) fn render(report: &DoctorReport) -> String {
     out.optional("appVersion", report.app_version.as_ref());
     out.optional("appBuild", report.app_build.as_ref());
     out.optional("cliVersion", report.cli_version.as_ref());
-    out.optional("cliSha256", report.cli_sha256.as_ref());
-    out.optional("expectedCliSha256", report.expected_cli_sha256.as_ref());
-    out.optional("cliIntegrity", report.cli_integrity);
     out.optional("metadataSha256", report.metadata_sha256.as_ref());
     out.optional("metadataPlatform", report.metadata_platform.as_ref());
+    out.optional("versionStanding", report.version_standing.as_ref());
+    out.optional("newestKnownRelease", report.newest_known_release.as_ref());
 
     out.heading("mappers");
     for mapper in &report.mappers {
         let verdict = match mapper.verdict {
             MapperVerdict::Accepted => {
-                format!("accepted {}", mapper.accepted_artifact.as_deref().unwrap_or("?"))
+                format!("accepted {}", mapper.accepted_release.as_deref().unwrap_or("?"))
             }
             MapperVerdict::Refused => {
                 format!("refused: {}", mapper.reason.as_deref().unwrap_or("no reason given"))
@@ -89,34 +142,42 @@ pub(crate) fn render(report: &DoctorReport) -> String {
             MapperVerdict::NotInspected => "not inspected (no install root)".to_string(),
         };
         out.field(&format!("mapper {} ({})", mapper.source, mapper.protocol_id), verdict);
-        for artifact in &mapper.expects {
-            let files: Vec<String> =
-                artifact.files.iter().map(|f| format!("{} {}", f.path, f.sha256)).collect();
-            out.field(
-                &format!("  expects {}", artifact.id),
-                format!(
-                    "app {}, CLI {}{}, {}",
-                    artifact.app_version,
-                    artifact.cli_version,
-                    if artifact.simulated { " (simulated)" } else { "" },
-                    files.join(", ")
-                ),
-            );
+        for release in &mapper.releases {
+            out.field(&format!("  release {}", release.id), release_line(release));
         }
     }
-    for unloaded in &report.unloaded_mappers {
-        // One line per key: a loader error can carry a multi-line dump (the JSON has it all).
-        let first_line = unloaded.error.lines().next().unwrap_or_default();
-        out.field(&format!("unloaded {}", unloaded.source), first_line);
+    for drop_in in &report.drop_ins {
+        let state = match (drop_in.trust, drop_in.loaded) {
+            (_, true) => "trusted, loaded".to_string(),
+            (DropInTrust::Trusted, false) => format!(
+                "trusted, not loaded: {}",
+                drop_in.error.as_deref().and_then(|e| e.lines().next()).unwrap_or("?")
+            ),
+            (trust, false) => {
+                let command = drop_in.trust_command.as_deref().unwrap_or("zcode-acp mapper trust");
+                let why = drop_in.error.as_deref().and_then(|e| e.lines().next());
+                match why {
+                    Some(why) => format!("{trust}, not loaded ({why}); trust it with `{command}`"),
+                    None => format!("{trust}, not loaded; trust it with `{command}`"),
+                }
+            }
+        };
+        out.field(&format!("dropIn {}", drop_in.path), state);
     }
     match &report.selected_mapper {
         Some(s) => out.field(
             "selectedMapper",
             format!(
-                "{} ({}, artifact {}{})",
+                "{} ({}, release {}, {}{}{})",
                 s.source,
                 s.protocol_id,
-                s.artifact_id,
+                s.release_id,
+                s.pinning,
+                if s.unpinned_roles.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", s.unpinned_roles.join(", "))
+                },
                 if s.simulated { ", simulated" } else { "" }
             ),
         ),
@@ -143,11 +204,4 @@ pub(crate) fn render(report: &DoctorReport) -> String {
         None => out.field("smoke", "not run"),
     }
     out.0
-}
-
-fn kind(kind: crate::verdict::ArchiveKind) -> &'static str {
-    match kind {
-        crate::verdict::ArchiveKind::Directory => "directory",
-        crate::verdict::ArchiveKind::Asar => "asar",
-    }
 }

@@ -1,35 +1,30 @@
 //! The compatibility gate: one install root against every mapper's contract.
 //!
-//! Rules are applied in the reference's order (§1.6): contract, layout, paths, metadata
-//! semantics, platform, metadata entry, then per artifact app/CLI versions, host file hashes
-//! and required exports. The first failing rule is the reason. A CLI entry whose hash differs
-//! is accepted as `modified` when the host files match; the app build and the metadata hash
-//! are diagnostics only.
+//! Per contract: the contract is validated, the layout the root looks like is chosen (the
+//! desktop layout of this OS or the runtime layout), that layout's install rules are applied
+//! (`desktop.rs`, `runtime.rs`), then every release of that layout kind is compared
+//! (`release.rs`). The first failing rule is the reason. Nothing is guessed: an install whose
+//! versions no release names is refused.
 
 use std::collections::HashMap;
-use std::path::Path;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use zcode_contract::{Artifact, Contract, Os, Platform};
+use zcode_contract::{Contract, DesktopLayout, Layout, Platform, RuntimeLayout};
 
-use crate::archive::HostArchive;
 use crate::contract_check::validate_contract;
-use crate::files::{contain, join_relative, resolve_files};
-use crate::hashing::{FileFacts, FileSource, HashCache, sha256_hex};
-use crate::metadata::{MAX_METADATA, check_metadata, parse_metadata, value_of};
-use crate::probe::{ProbeCommand, probe_version};
+use crate::files::join_relative;
+use crate::hashing::HashCache;
+use crate::node::{NodeCandidate, NodeIdentity};
+use crate::probe::ProbeCommand;
+use crate::release::judge_release;
 use crate::verdict::{
-    Accepted, ArtifactExpectation, ArtifactVerdict, CliIntegrity, ContractOutcome, ContractVerdict,
-    Findings, FoundFile, GateRule, Inspection, InstallFiles, Refusal,
+    ContractOutcome, ContractVerdict, Findings, GateRule, Inspection, Refusal, ReleaseExpectation,
+    ReleaseVerdict,
 };
 
 /// Placeholder in `cli-version-probe` args for the absolute CLI entry path.
-const CLI_ENTRY_PLACEHOLDER: &str = "{cli-entry}";
-/// The package manifest inside the host archive that names the app version.
-const APP_PACKAGE: &str = "package.json";
-/// macOS bundle information (app build, diagnostic only).
-const INFO_PLIST: &str = "Contents/Info.plist";
+pub(crate) const CLI_ENTRY_PLACEHOLDER: &str = "{cli-entry}";
 
 /// A mapper's contract and where the mapper came from.
 #[derive(Clone, Copy, Debug)]
@@ -41,6 +36,27 @@ pub struct MapperContract<'a> {
 impl<'a> From<(&'a str, &'a Contract)> for MapperContract<'a> {
     fn from((source, contract): (&'a str, &'a Contract)) -> Self {
         Self { source, contract }
+    }
+}
+
+/// The install to inspect, with the Nodes a runtime layout may use.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct InstallTarget {
+    pub root: PathBuf,
+    /// The Node the user named (`--zcode-node`), or why it cannot be used. When present it is
+    /// the only Node a runtime may run on.
+    pub explicit_node: Option<Result<NodeCandidate, String>>,
+    /// Nodes that came with the root (a managed runtimes folder), tried before the layout's
+    /// own candidates.
+    pub given_nodes: Vec<NodeCandidate>,
+    /// The user's home directory (handed to the mapper with the verified install).
+    pub home: Option<PathBuf>,
+}
+
+impl InstallTarget {
+    /// A root with no Node given and no home directory.
+    pub fn root(root: impl Into<PathBuf>) -> Self {
+        Self { root: root.into(), ..Self::default() }
     }
 }
 
@@ -61,24 +77,26 @@ impl<'a> Inspector<'a> {
         Self { platform, cache: HashCache::global(), probe_timeout: Self::DEFAULT_PROBE_TIMEOUT }
     }
 
-    /// Applies each mapper's contract to the install at `root`.
-    pub fn inspect(&self, root: &Path, mappers: &[MapperContract<'_>]) -> Inspection {
+    /// Applies each mapper's contract to the install `target`.
+    pub fn inspect(&self, target: &InstallTarget, mappers: &[MapperContract<'_>]) -> Inspection {
+        let root = &target.root;
         let canonical = if root.is_absolute() {
-            std::fs::canonicalize(root)
+            crate::files::canonical(root)
         } else {
             Err(std::io::Error::other("it is not absolute"))
         };
-        let mut probes = HashMap::new();
+        let mut runs = Runs::default();
         let verdicts = mappers
             .iter()
             .map(|mapper| {
                 let mut run = ContractRun {
                     inspector: self,
                     contract: mapper.contract,
+                    target,
                     findings: Findings::default(),
                 };
                 let outcome = match &canonical {
-                    Ok(root) => run.judge(root, &mut probes),
+                    Ok(root) => run.judge(root, &mut runs),
                     Err(e) => ContractOutcome::Refused(Refusal::new(
                         GateRule::Paths,
                         format!("the install root {} cannot be resolved: {e}", root.display()),
@@ -87,7 +105,7 @@ impl<'a> Inspector<'a> {
                 ContractVerdict {
                     source: mapper.source.to_string(),
                     protocol_id: mapper.contract.protocol_id.clone(),
-                    expects: ArtifactExpectation::of(mapper.contract),
+                    expects: ReleaseExpectation::of(mapper.contract),
                     findings: run.findings,
                     outcome,
                 }
@@ -96,249 +114,158 @@ impl<'a> Inspector<'a> {
         Inspection {
             install_root: canonical.unwrap_or_else(|_| root.to_path_buf()),
             platform: self.platform.clone(),
+            home: target.home.clone(),
             verdicts,
         }
     }
 }
 
-type Probes = HashMap<ProbeCommand, Result<String, String>>;
-type HostFiles = HashMap<String, Result<(String, Arc<FileFacts>), String>>;
+/// Programs run during one inspection, each once however many contracts ask.
+#[derive(Default)]
+pub(crate) struct Runs {
+    pub versions: HashMap<ProbeCommand, Result<String, String>>,
+    pub nodes: HashMap<ProbeCommand, Result<NodeIdentity, String>>,
+}
+
+/// The layout a root is judged by.
+enum Chosen<'c> {
+    Desktop(&'c DesktopLayout),
+    Runtime(&'c RuntimeLayout),
+}
 
 /// One contract being applied; gathers findings as it goes.
-struct ContractRun<'r, 'a> {
-    inspector: &'r Inspector<'a>,
-    contract: &'r Contract,
-    findings: Findings,
+pub(crate) struct ContractRun<'r, 'a> {
+    pub inspector: &'r Inspector<'a>,
+    pub contract: &'r Contract,
+    pub target: &'r InstallTarget,
+    pub findings: Findings,
 }
 
 impl ContractRun<'_, '_> {
-    fn judge(&mut self, root: &Path, probes: &mut Probes) -> ContractOutcome {
-        match self.judge_install(root, probes) {
-            Ok(host_files) => ContractOutcome::Compared(
-                self.contract
-                    .artifacts
-                    .iter()
-                    .map(|artifact| ArtifactVerdict {
-                        artifact_id: artifact.id.clone(),
-                        result: self.judge_artifact(artifact, &host_files),
-                    })
-                    .collect(),
-            ),
+    fn judge(&mut self, root: &Path, runs: &mut Runs) -> ContractOutcome {
+        let judged = validate_contract(self.contract)
+            .map_err(|e| Refusal::new(GateRule::Contract, format!("malformed contract: {e}")))
+            .and_then(|()| choose_layout(self.contract, self.inspector.platform, root))
+            .and_then(|chosen| match chosen {
+                Chosen::Desktop(layout) => self.judge_desktop(root, layout, runs),
+                Chosen::Runtime(layout) => self.judge_runtime(root, layout, runs),
+            });
+        match judged {
+            Ok(host_files) => {
+                let kind = self.findings.layout.expect("a judged install has a layout");
+                ContractOutcome::Compared(
+                    self.contract
+                        .releases
+                        .iter()
+                        .filter(|release| release.kind == kind)
+                        .map(|release| ReleaseVerdict {
+                            release_id: release.id.clone(),
+                            result: judge_release(release, &self.findings, &host_files),
+                        })
+                        .collect(),
+                )
+            }
             Err(refusal) => ContractOutcome::Refused(refusal),
         }
     }
 
-    /// The rules that hold for every artifact of the contract. Returns the host files.
-    fn judge_install(&mut self, root: &Path, probes: &mut Probes) -> Result<HostFiles, Refusal> {
-        let contract = self.contract;
-        validate_contract(contract)
-            .map_err(|e| Refusal::new(GateRule::Contract, format!("malformed contract: {e}")))?;
-        let platform = self.inspector.platform;
-        let os = platform.os.ok_or_else(|| {
-            Refusal::new(GateRule::Layout, format!("Unsupported platform: {}", platform.node_os))
-        })?;
-        let layout = contract.layout(os).ok_or_else(|| {
-            Refusal::new(GateRule::Layout, format!("the contract has no layout for {os:?}"))
-        })?;
-        let paths = |reason: String| Refusal::new(GateRule::Paths, reason);
-        utf8(root).map_err(paths)?;
-        let files = resolve_files(root, layout).map_err(paths)?;
-        for path in [&files.executable, &files.cli_entry, &files.metadata, &files.host_archive] {
-            utf8(path).map_err(paths)?;
-        }
-        self.findings.files = Some(files.clone());
-
-        let metadata = read_metadata(&files.metadata).map_err(paths)?;
-        self.findings.metadata_sha256 = Some(sha256_hex(&metadata));
-        let cli = self.inspector.cache.facts(&FileSource::Plain(files.cli_entry.clone()));
-        self.findings.cli_sha256 = Some(cli.map_err(paths)?.sha256.clone());
-        let archive =
-            HostArchive::open(&files.host_archive, files.host_archive_kind).map_err(paths)?;
-        self.read_app_version(root, &archive);
-        if os == Os::Macos {
-            self.findings.app_build = read_app_build(root);
-        }
-        let host_files = self.hash_host_files(root, &archive);
-
-        let entries = parse_metadata(&metadata).map_err(|e| Refusal::new(GateRule::Metadata, e))?;
-        self.findings.metadata_platform =
-            value_of(&entries, &contract.metadata_platform_key).map(str::to_string);
-        let cli_name = files.cli_entry.file_name().unwrap_or_default().to_string_lossy();
-        check_metadata(&entries, contract, &platform.tag(), &cli_name)?;
-
-        let command = self.probe_command(root, &files);
-        let version = probes
+    /// `<executable> <probe args>` in the root, once per inspection.
+    pub(crate) fn probe_cli_version(
+        &mut self,
+        root: &Path,
+        executable: &Path,
+        cli_entry: &Path,
+        runs: &mut Runs,
+    ) {
+        let probe = &self.contract.cli_version_probe;
+        let cli_entry = cli_entry.to_string_lossy();
+        let command = ProbeCommand {
+            program: executable.to_path_buf(),
+            args: probe.args.iter().map(|a| a.replace(CLI_ENTRY_PLACEHOLDER, &cli_entry)).collect(),
+            env: probe.env.clone(),
+            cwd: root.to_path_buf(),
+        };
+        let timeout = self.inspector.probe_timeout;
+        let version = runs
+            .versions
             .entry(command)
-            .or_insert_with_key(|command| probe_version(command, self.inspector.probe_timeout));
+            .or_insert_with_key(|command| crate::probe::probe_version(command, timeout));
         match version {
             Ok(version) => self.findings.cli_version = Some(version.clone()),
             Err(error) => self.findings.cli_version_error = Some(error.clone()),
         }
-        Ok(host_files)
-    }
-
-    fn read_app_version(&mut self, root: &Path, archive: &HostArchive) {
-        let version = archive.read_small(root, APP_PACKAGE, MAX_METADATA).and_then(|bytes| {
-            match serde_json::from_slice::<serde_json::Value>(&bytes) {
-                Ok(package) => match package.get("version") {
-                    Some(serde_json::Value::String(version)) => Ok(version.clone()),
-                    _ => Err(format!("{APP_PACKAGE} in the host archive has no string `version`")),
-                },
-                Err(e) => Err(format!("{APP_PACKAGE} in the host archive is not JSON: {e}")),
-            }
-        });
-        match version {
-            Ok(version) => self.findings.app_version = Some(version),
-            Err(error) => self.findings.app_version_error = Some(error),
-        }
-    }
-
-    /// Hashes every host file any artifact names (each path once).
-    fn hash_host_files(&mut self, root: &Path, archive: &HostArchive) -> HostFiles {
-        let mut host_files = HostFiles::new();
-        for file in self.contract.artifacts.iter().flat_map(|a| &a.files) {
-            if host_files.contains_key(&file.path) {
-                continue;
-            }
-            let found = archive.locate(root, &file.path).and_then(|located| {
-                let location = utf8(&located.location)?.to_string();
-                let facts = self.inspector.cache.facts(&located.source)?;
-                Ok((location, facts))
-            });
-            self.findings.host_files.push(FoundFile {
-                path: file.path.clone(),
-                location: found.as_ref().ok().map(|(location, _)| location.clone()),
-                sha256: found.as_ref().ok().map(|(_, facts)| facts.sha256.clone()),
-                error: found.as_ref().err().cloned(),
-            });
-            host_files.insert(file.path.clone(), found);
-        }
-        host_files
-    }
-
-    fn probe_command(&self, root: &Path, files: &InstallFiles) -> ProbeCommand {
-        let probe = &self.contract.cli_version_probe;
-        let cli_entry = files.cli_entry.to_string_lossy();
-        ProbeCommand {
-            program: files.executable.clone(),
-            args: probe.args.iter().map(|a| a.replace(CLI_ENTRY_PLACEHOLDER, &cli_entry)).collect(),
-            env: probe.env.clone(),
-            cwd: root.to_path_buf(),
-        }
-    }
-
-    /// Versions, then host file hashes, then required exports; the CLI hash only decides
-    /// `verified` or `modified`.
-    fn judge_artifact(
-        &self,
-        artifact: &Artifact,
-        host_files: &HostFiles,
-    ) -> Result<Accepted, Refusal> {
-        self.check_versions(artifact)?;
-        let mut checked = Vec::new();
-        for file in &artifact.files {
-            let refuse = |why: String| {
-                Refusal::new(
-                    GateRule::HostFiles,
-                    format!("host file `{}` ({}) {why}", file.path, file.role),
-                )
-            };
-            let (location, facts) = match host_files.get(&file.path) {
-                Some(Ok(found)) => found,
-                Some(Err(error)) => return Err(refuse(format!("cannot be checked: {error}"))),
-                None => return Err(refuse("was not inspected".into())),
-            };
-            if facts.sha256 != file.sha256 {
-                return Err(refuse(format!(
-                    "hash does not match: found {}, expected {}",
-                    facts.sha256, file.sha256
-                )));
-            }
-            checked.push((file, location, facts));
-        }
-        for (file, _, facts) in &checked {
-            if let Some(name) = file.required_exports.iter().find(|n| !facts.exports.contains(*n)) {
-                return Err(Refusal::new(
-                    GateRule::Exports,
-                    format!(
-                        "host file `{}` ({}) is missing required export `{name}`",
-                        file.path, file.role
-                    ),
-                ));
-            }
-        }
-        let cli_sha256 = self.findings.cli_sha256.as_deref().unwrap_or_default();
-        Ok(Accepted {
-            artifact_id: artifact.id.clone(),
-            simulated: artifact.simulated,
-            cli_integrity: if cli_sha256 == artifact.cli_sha256 {
-                CliIntegrity::Verified
-            } else {
-                CliIntegrity::Modified
-            },
-            expected_cli_sha256: artifact.cli_sha256.clone(),
-            files: checked
-                .iter()
-                .map(|(file, location, _)| (file.role.clone(), location.to_string()))
-                .collect(),
-        })
-    }
-
-    fn check_versions(&self, artifact: &Artifact) -> Result<(), Refusal> {
-        let findings = &self.findings;
-        let refuse = |reason: String| Refusal::new(GateRule::Versions, reason);
-        let app = match (&findings.app_version, &findings.app_version_error) {
-            (Some(app), _) => app,
-            (None, error) => {
-                let error = error.as_deref().unwrap_or("not read");
-                return Err(refuse(format!("the ZCode app version could not be read: {error}")));
-            }
-        };
-        let cli = match (&findings.cli_version, &findings.cli_version_error) {
-            (Some(cli), _) => cli,
-            (None, error) => {
-                let error = error.as_deref().unwrap_or("not probed");
-                return Err(refuse(format!(
-                    "the ZCode CLI version could not be determined: {error}"
-                )));
-            }
-        };
-        if *app != artifact.app_version || *cli != artifact.cli_version {
-            return Err(refuse(format!(
-                "ZCode app or CLI version does not match: found app {app} / CLI {cli}, \
-                 expected app {} / CLI {}",
-                artifact.app_version, artifact.cli_version
-            )));
-        }
-        Ok(())
     }
 }
 
-fn utf8(path: &Path) -> Result<&str, String> {
+/// The desktop layout of this OS when the root has its executable or host archive, else the
+/// runtime layout when the root has a runtime package file; with only one layout in the
+/// contract, that one (so its own rules say what is missing).
+fn choose_layout<'c>(
+    contract: &'c Contract,
+    platform: &Platform,
+    root: &Path,
+) -> Result<Chosen<'c>, Refusal> {
+    let os = platform.os.ok_or_else(|| {
+        Refusal::new(GateRule::Layout, format!("Unsupported platform: {}", platform.node_os))
+    })?;
+    let desktop = contract.desktop_layout(os);
+    let runtime = contract.runtime_layout();
+    let present = |relative: &str| join_relative(root, relative).symlink_metadata().is_ok();
+    // The executable must be a file: a runtime folder's `zcode/` directory is not Linux's
+    // `zcode` executable.
+    let looks_desktop = |layout: &DesktopLayout| {
+        present(&layout.host_archive) || join_relative(root, &layout.executable).is_file()
+    };
+    let looks_runtime = |layout: &RuntimeLayout| {
+        let dir = if layout.runtime_dir == "." {
+            layout.package_file.clone()
+        } else {
+            format!("{}/{}", layout.runtime_dir, layout.package_file)
+        };
+        present(&dir) || present(&layout.package_file)
+    };
+    match (desktop, runtime) {
+        (Some(layout), _) if looks_desktop(layout) => Ok(Chosen::Desktop(layout)),
+        (_, Some(layout)) if looks_runtime(layout) => Ok(Chosen::Runtime(layout)),
+        (Some(layout), None) => Ok(Chosen::Desktop(layout)),
+        (None, Some(layout)) => Ok(Chosen::Runtime(layout)),
+        (Some(desktop), Some(runtime)) => Err(Refusal::new(
+            GateRule::Layout,
+            format!(
+                "the install root {} is neither a desktop app (it has no `{}`) nor a \
+                 runtime folder (it has no `{}/{}` or `{}`)",
+                root.display(),
+                desktop.executable,
+                runtime.runtime_dir,
+                runtime.package_file,
+                runtime.package_file
+            ),
+        )),
+        (None, None) => {
+            let kinds: Vec<&str> = contract
+                .layouts
+                .iter()
+                .map(|layout| match layout {
+                    Layout::Desktop(_) => "a desktop app on another OS",
+                    Layout::Runtime(_) => "a runtime",
+                })
+                .collect();
+            Err(Refusal::new(
+                GateRule::Layout,
+                format!("the contract has no layout for {os:?} (it drives {})", kinds.join(", ")),
+            ))
+        }
+    }
+}
+
+pub(crate) fn utf8(path: &Path) -> Result<&str, String> {
     path.to_str().ok_or_else(|| format!("{} is not a valid UTF-8 path", path.display()))
 }
 
-fn read_metadata(path: &Path) -> Result<Vec<u8>, String> {
-    let len = std::fs::metadata(path).map_err(|e| e.to_string())?.len();
-    if len > MAX_METADATA {
-        return Err(format!(
-            "the bundle metadata {} is larger than {MAX_METADATA} bytes",
-            path.display()
-        ));
-    }
-    std::fs::read(path)
-        .map_err(|e| format!("cannot read the bundle metadata {}: {e}", path.display()))
-}
-
-/// `CFBundleVersion` from an XML `Contents/Info.plist`; `None` when absent or unreadable.
-fn read_app_build(root: &Path) -> Option<String> {
-    let path = contain(root, &join_relative(root, INFO_PLIST), "Info.plist").ok()?;
-    if std::fs::metadata(&path).ok()?.len() > MAX_METADATA * 16 {
-        return None;
-    }
-    let text = std::fs::read_to_string(path).ok()?;
-    let after_key = text.split_once("<key>CFBundleVersion</key>")?.1;
-    let value = after_key.trim_start().strip_prefix("<string>")?;
-    let value = value.split_once("</string>")?.0.trim();
-    (!value.is_empty()).then(|| value.to_string())
+/// The releases of `kind` (the ones compared with an install of that layout).
+pub(crate) fn releases_of(
+    contract: &Contract,
+    kind: zcode_contract::LayoutKind,
+) -> impl Iterator<Item = &zcode_contract::Release> {
+    contract.releases.iter().filter(move |release| release.kind == kind)
 }

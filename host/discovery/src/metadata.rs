@@ -6,7 +6,7 @@ use std::fmt;
 
 use serde::Deserialize;
 use serde::de::{self, MapAccess, Visitor};
-use zcode_contract::Contract;
+use zcode_contract::DesktopLayout;
 
 use crate::verdict::{GateRule, Refusal};
 
@@ -48,16 +48,16 @@ pub fn value_of<'a>(entries: &'a MetadataEntries, key: &str) -> Option<&'a str> 
     entries.0.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
 }
 
-/// Applies the contract's metadata rules in the gate's order: keys and literal values,
-/// then the platform, then the entry name.
+/// Applies the layout's metadata rules in the gate's order: keys and literal values, then the
+/// platform, then the entry name.
 pub fn check_metadata(
     entries: &MetadataEntries,
-    contract: &Contract,
+    layout: &DesktopLayout,
     platform_tag: &str,
     cli_file_name: &str,
 ) -> Result<(), Refusal> {
     let refuse = |reason: String| Refusal::new(GateRule::Metadata, reason);
-    let platform_key = contract.metadata_platform_key.as_str();
+    let platform_key = layout.metadata_platform_key.as_str();
     let mut seen = HashSet::new();
     for (key, value) in &entries.0 {
         if !seen.insert(key.as_str()) {
@@ -66,7 +66,7 @@ pub fn check_metadata(
         if !platform_key.is_empty() && key == platform_key {
             continue;
         }
-        match contract.metadata.iter().find(|(k, _)| k == key) {
+        match layout.metadata_pairs.iter().find(|(k, _)| k == key) {
             None => return Err(refuse(format!("bundle metadata holds unexpected key `{key}`"))),
             Some((_, expected)) if expected != value => {
                 return Err(refuse(format!(
@@ -77,7 +77,7 @@ pub fn check_metadata(
         }
     }
     let platform_keys = Some(platform_key).filter(|k| !k.is_empty());
-    let expected_keys = contract.metadata.iter().map(|(k, _)| k.as_str()).chain(platform_keys);
+    let expected_keys = layout.metadata_pairs.iter().map(|(k, _)| k.as_str()).chain(platform_keys);
     for key in expected_keys {
         if !seen.contains(key) {
             return Err(refuse(format!("bundle metadata lacks key `{key}`")));
@@ -95,7 +95,7 @@ pub fn check_metadata(
         ));
     }
 
-    let entry_key = contract.metadata_entry_key.as_str();
+    let entry_key = layout.metadata_entry_key.as_str();
     if !entry_key.is_empty() {
         let entry = value_of(entries, entry_key).unwrap_or_default();
         if entry != cli_file_name {

@@ -1,4 +1,5 @@
-//! Running the install's CLI to ask for its version, bounded in time and output.
+//! Running an install's programs to ask what they are (the CLI's version, a Node's version),
+//! bounded in time and output. Nothing here runs with a shell.
 
 use std::io::Read;
 use std::path::PathBuf;
@@ -27,6 +28,19 @@ pub struct ProbeCommand {
 /// Runs `command` and returns the first version token of its stdout. Fails on a spawn
 /// error, a timeout, a non-zero exit or output without a version.
 pub fn probe_version(command: &ProbeCommand, timeout: Duration) -> Result<String, String> {
+    let stdout = run_bounded(command, timeout, "the CLI version probe")?;
+    first_version_token(&stdout)
+        .map(str::to_string)
+        .ok_or_else(|| "the CLI version probe printed no version".to_string())
+}
+
+/// Runs `command` (stdin closed) and returns its stdout. Fails on a spawn error, a timeout or
+/// a non-zero exit; `what` names the run in errors.
+pub fn run_bounded(
+    command: &ProbeCommand,
+    timeout: Duration,
+    what: &str,
+) -> Result<String, String> {
     let mut child = Command::new(&command.program)
         .args(&command.args)
         .envs(command.env.iter().map(|(k, v)| (k, v)))
@@ -46,12 +60,12 @@ pub fn probe_version(command: &ProbeCommand, timeout: Duration) -> Result<String
             Ok(None) if Instant::now() >= deadline => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(format!("the CLI version probe did not finish within {timeout:?}"));
+                return Err(format!("{what} did not finish within {timeout:?}"));
             }
             Ok(None) => thread::sleep(Duration::from_millis(10)),
             Err(e) => {
                 let _ = child.kill();
-                return Err(format!("cannot wait for the CLI version probe: {e}"));
+                return Err(format!("cannot wait for {what}: {e}"));
             }
         }
     };
@@ -63,15 +77,9 @@ pub fn probe_version(command: &ProbeCommand, timeout: Duration) -> Result<String
         let stderr = String::from_utf8_lossy(&stderr);
         let stderr = stderr.trim();
         let tail_start = stderr.char_indices().rev().nth(STDERR_TAIL - 1).map_or(0, |(i, _)| i);
-        return Err(format!(
-            "the CLI version probe exited with {status}: {}",
-            &stderr[tail_start..]
-        ));
+        return Err(format!("{what} exited with {status}: {}", &stderr[tail_start..]));
     }
-    let text = String::from_utf8_lossy(&stdout);
-    first_version_token(&text)
-        .map(str::to_string)
-        .ok_or_else(|| "the CLI version probe printed no version".to_string())
+    Ok(String::from_utf8_lossy(&stdout).into_owned())
 }
 
 /// Reads up to `cap` bytes on a thread; the rest is drained and dropped so that the child

@@ -1,12 +1,20 @@
-//! Choosing the one mapper (and artifact) that accepts the install.
+//! Choosing the one mapper (and release) that accepts the install.
+//!
+//! A release whose every file matched a pin is stronger evidence than one that leaves files
+//! unpinned, so pinned acceptances win over unpinned ones (the simulator's pinned release of a
+//! version over a real release of that version known only by its identity). Among equals,
+//! exactly one must accept.
 
+use std::cmp::Ordering;
 use std::fmt::Write;
 
-use zcode_contract::VerifiedInstall;
+use serde::Serialize;
+use zcode_contract::{LayoutKind, VerifiedInstall};
 
-use crate::verdict::{Accepted, CliIntegrity, ContractVerdict, Findings, Inspection};
+use crate::verdict::{Accepted, ContractVerdict, Findings, Inspection, Pinning};
+use crate::version::compare_versions;
 
-/// The mapper and artifact that accept the install.
+/// The mapper and release that accept the install.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Selected {
     /// Index of the accepted mapper in the list given to the inspector.
@@ -14,15 +22,17 @@ pub struct Selected {
     pub source: String,
     pub protocol_id: String,
     pub install: VerifiedInstall,
-    pub cli_integrity: CliIntegrity,
-    pub expected_cli_sha256: String,
-    /// The artifact is the simulator's, not a ZCode release.
+    /// The release is the simulator's, not a ZCode release.
     pub simulated: bool,
+    pub pinning: Pinning,
+    /// What the host must report about itself at setup (the release's `identity`); the core
+    /// refuses a host that reports anything else.
+    pub identity: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum SelectionError {
-    /// No (mapper, artifact) accepts; the message lists what was found and expected.
+    /// No (mapper, release) accepts; the message lists what was found and expected.
     #[error("{0}")]
     NoneAccepted(String),
     #[error(
@@ -32,7 +42,84 @@ pub enum SelectionError {
     Ambiguous { install_root: String, matches: Vec<String> },
 }
 
-/// Exactly one (mapper, artifact) pair must accept.
+/// Whether the installed ZCode's app version is one the mappers know.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case", tag = "standing")]
+pub enum VersionStanding {
+    /// A release of that layout names the version.
+    Known { found: String },
+    /// Newer than every release the mappers know.
+    Newer { found: String, newest: String },
+    /// Not newer, but no release names it.
+    Unknown { found: String, newest: String },
+    /// The mappers know no release of the install's layout.
+    NoReleases { found: String },
+}
+
+impl VersionStanding {
+    /// The sentence reports lead with when no mapper accepts (`None` for a known version).
+    pub fn sentence(&self, kind: LayoutKind) -> Option<String> {
+        let kind = match kind {
+            LayoutKind::Desktop => "desktop",
+            LayoutKind::Runtime => "runtime",
+        };
+        let advice = "Nothing is guessed: add a mapper that knows it (`zcode-acp mapper install \
+                      <file.wasm>`) or use a release listed below.";
+        match self {
+            VersionStanding::Known { .. } => None,
+            VersionStanding::Newer { found, newest } => Some(format!(
+                "ZCode {kind} {found} is newer than any release the installed mappers know \
+                 (newest: {newest}). {advice}"
+            )),
+            VersionStanding::Unknown { found, newest } => Some(format!(
+                "ZCode {kind} {found} is not a release the installed mappers know (newest: \
+                 {newest}). {advice}"
+            )),
+            VersionStanding::NoReleases { found } => Some(format!(
+                "ZCode {kind} {found} is not a release the installed mappers know: they know \
+                 no {kind} release. {advice}"
+            )),
+        }
+    }
+}
+
+/// What the install's app version is to the mappers' releases, once its version was read.
+pub fn version_standing(inspection: &Inspection) -> Option<(LayoutKind, VersionStanding)> {
+    let findings = inspection.verdicts.iter().map(|v| &v.findings).find(|f| f.layout.is_some())?;
+    let (kind, found) = (findings.layout?, findings.app_version.clone()?);
+    let releases: Vec<_> = inspection
+        .verdicts
+        .iter()
+        .flat_map(|v| &v.expects)
+        .filter(|release| release.kind == kind)
+        .collect();
+    if releases.iter().any(|release| release.app_version == found) {
+        return Some((kind, VersionStanding::Known { found }));
+    }
+    // Name a real release when there is one; a simulated one says so.
+    let newest = |simulated: bool| {
+        releases
+            .iter()
+            .filter(|release| release.simulated == simulated)
+            .max_by(|a, b| {
+                compare_versions(&a.app_version, &b.app_version).unwrap_or(Ordering::Equal)
+            })
+            .map(|release| release.app_version.clone())
+    };
+    let newest = match (newest(false), newest(true)) {
+        (Some(real), _) => real,
+        (None, Some(simulated)) => format!("{simulated}, simulated"),
+        (None, None) => return Some((kind, VersionStanding::NoReleases { found })),
+    };
+    let bare = newest.trim_end_matches(", simulated");
+    let standing = match compare_versions(&found, bare) {
+        Some(Ordering::Greater) => VersionStanding::Newer { found, newest },
+        _ => VersionStanding::Unknown { found, newest },
+    };
+    Some((kind, standing))
+}
+
+/// Exactly one (mapper, release) pair must accept, pinned ones first.
 pub fn select(inspection: &Inspection) -> Result<Selected, SelectionError> {
     let accepted: Vec<(usize, &ContractVerdict, &Accepted)> = inspection
         .verdicts
@@ -40,15 +127,18 @@ pub fn select(inspection: &Inspection) -> Result<Selected, SelectionError> {
         .enumerate()
         .flat_map(|(index, verdict)| verdict.accepted().map(move |a| (index, verdict, a)))
         .collect();
-    match accepted.as_slice() {
+    let pinned: Vec<_> =
+        accepted.iter().filter(|(_, _, a)| a.pinning() == Pinning::Pinned).copied().collect();
+    let strongest = if pinned.is_empty() { accepted } else { pinned };
+    match strongest.as_slice() {
         [] => Err(SelectionError::NoneAccepted(none_accepted(inspection))),
-        [(index, verdict, artifact)] => Ok(selected(inspection, *index, verdict, artifact)),
+        [(index, verdict, release)] => Ok(selected(inspection, *index, verdict, release)),
         many => Err(SelectionError::Ambiguous {
             install_root: inspection.install_root.display().to_string(),
             matches: many
                 .iter()
                 .map(|(_, v, a)| {
-                    format!("`{}` ({}, artifact {})", v.source, v.protocol_id, a.artifact_id)
+                    format!("`{}` ({}, release {})", v.source, v.protocol_id, a.release_id)
                 })
                 .collect(),
         }),
@@ -59,39 +149,49 @@ fn selected(
     inspection: &Inspection,
     index: usize,
     verdict: &ContractVerdict,
-    artifact: &Accepted,
+    release: &Accepted,
 ) -> Selected {
     let findings = &verdict.findings;
     let files = findings.files.as_ref().expect("an accepted contract resolved its files");
-    // Paths were checked to be UTF-8 before the artifact could be accepted.
+    // Paths were checked to be UTF-8 before the release could be accepted.
     let text = |path: &std::path::Path| path.to_string_lossy().into_owned();
+    let executable = files.executable.as_deref().expect("an accepted install has an executable");
     Selected {
         mapper_index: index,
         source: verdict.source.clone(),
         protocol_id: verdict.protocol_id.clone(),
         install: VerifiedInstall {
             install_root: text(&inspection.install_root),
-            executable: text(&files.executable),
+            kind: files.kind,
+            executable: text(executable),
             cli_entry: text(&files.cli_entry),
             host_archive: text(&files.host_archive),
-            artifact_id: artifact.artifact_id.clone(),
+            release_id: release.release_id.clone(),
             app_version: findings.app_version.clone().unwrap_or_default(),
             cli_version: findings.cli_version.clone().unwrap_or_default(),
-            files: artifact.files.clone(),
+            files: release.files.clone(),
+            unpinned: release.unpinned.clone(),
+            home: inspection.home.as_deref().map(text).unwrap_or_default(),
         },
-        cli_integrity: artifact.cli_integrity,
-        expected_cli_sha256: artifact.expected_cli_sha256.clone(),
-        simulated: artifact.simulated,
+        simulated: release.simulated,
+        pinning: release.pinning(),
+        identity: release.identity.clone(),
     }
 }
 
-/// "Found … / expects …" for every mapper.
+/// "Found … / expects …" for every mapper, after what the version is to them.
 fn none_accepted(inspection: &Inspection) -> String {
     let mut text = format!(
         "No mapper accepts the ZCode install at {} (this process: {}).",
         inspection.install_root.display(),
         inspection.platform.tag()
     );
+    if let Some((kind, standing)) = version_standing(inspection)
+        && let Some(sentence) = standing.sentence(kind)
+    {
+        text.push(' ');
+        text.push_str(&sentence);
+    }
     if inspection.verdicts.is_empty() {
         text.push_str(" No mappers are loaded.");
     }
@@ -106,16 +206,22 @@ fn none_accepted(inspection: &Inspection) -> String {
         if !found.is_empty() {
             let _ = write!(text, "\n  found: {found}");
         }
-        for artifact in &verdict.expects {
-            let files: Vec<String> =
-                artifact.files.iter().map(|f| format!("{} {}", f.path, f.sha256)).collect();
+        for release in &verdict.expects {
+            let files: Vec<String> = release
+                .files
+                .iter()
+                .map(|f| format!("{} {}", f.path, f.sha256.as_deref().unwrap_or("unpinned")))
+                .collect();
+            let kind = match release.kind {
+                LayoutKind::Desktop => "desktop",
+                LayoutKind::Runtime => "runtime",
+            };
             let _ = write!(
                 text,
-                "\n  expects {}: app {}, CLI {}, platform {}, {}",
-                artifact.id,
-                artifact.app_version,
-                artifact.cli_version,
-                inspection.platform.tag(),
+                "\n  expects {}: {kind} app {}, CLI {}, {}",
+                release.id,
+                release.app_version,
+                release.cli_version,
                 files.join(", ")
             );
         }
@@ -129,8 +235,13 @@ fn describe_findings(findings: &Findings) -> String {
     if findings.files.is_some() {
         parts.push(format!("app {}", or_unknown(&findings.app_version)));
         parts.push(format!("CLI {}", or_unknown(&findings.cli_version)));
-        parts.push(format!("platform {}", or_unknown(&findings.metadata_platform)));
-        parts.push(format!("CLI sha256 {}", or_unknown(&findings.cli_sha256)));
+        if findings.layout == Some(LayoutKind::Desktop) {
+            parts.push(format!("platform {}", or_unknown(&findings.metadata_platform)));
+        }
+    }
+    for node in &findings.nodes {
+        let version = node.version.as_deref().map_or("no version".into(), |v| format!("v{v}"));
+        parts.push(format!("Node {} {version}", node.path));
     }
     for file in &findings.host_files {
         match (&file.sha256, &file.error) {

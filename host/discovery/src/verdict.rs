@@ -1,36 +1,40 @@
-//! What the gate concluded, per mapper contract and per artifact.
+//! What the gate concluded, per mapper contract and per release.
 
 use std::fmt;
 use std::path::PathBuf;
 
 use serde::Serialize;
-use zcode_contract::Platform;
+use zcode_contract::{LayoutKind, Platform};
 
-/// The gate's rules, in the order they are applied (reference §1.6).
+use crate::node::NodeCheck;
+
+/// The gate's rules, in the order they are applied.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum GateRule {
     /// The mapper's contract itself is malformed.
     Contract,
-    /// The contract has no layout for this OS.
+    /// The contract has no layout for this OS, or none that the root looks like.
     Layout,
-    /// A runtime path is missing, unreadable, not executable or outside the root.
+    /// A file of the layout is missing, unreadable, not executable or outside the root.
     Paths,
-    /// Bundle metadata keys and literal values.
+    /// Bundle metadata (desktop) or the runtime package file: keys and literal values.
     Metadata,
     /// Bundle metadata platform.
     Platform,
     /// Bundle metadata entry name vs the CLI entry.
     MetadataEntry,
-    /// App and CLI versions.
+    /// The runtime's Node: missing, Electron, or older than the layout needs.
+    Node,
+    /// App and CLI versions: the install is not a release the contract knows.
     Versions,
-    /// Host file hashes.
+    /// Pinned file hashes (a file that is missing fails here too).
     HostFiles,
     /// Required exports of host modules.
     Exports,
 }
 
-/// Why a contract or an artifact was refused: the first rule that failed.
+/// Why a contract or a release was refused: the first rule that failed.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Refusal {
     pub rule: GateRule,
@@ -49,47 +53,62 @@ impl fmt::Display for Refusal {
     }
 }
 
-/// Whether the CLI entry is the one the artifact was verified with. Diagnostic only.
+/// Whether every file of an accepted release matched a pinned hash.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum CliIntegrity {
-    Verified,
-    Modified,
+pub enum Pinning {
+    /// Every file's SHA-256 was pinned and matched.
+    Pinned,
+    /// Some files are not pinned for this release: they exist and export what is required,
+    /// and the host's reported identity must match the release's at setup.
+    Unpinned,
 }
 
-impl fmt::Display for CliIntegrity {
+impl fmt::Display for Pinning {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            CliIntegrity::Verified => "verified",
-            CliIntegrity::Modified => "modified",
+            Pinning::Pinned => "pinned",
+            Pinning::Unpinned => "unpinned",
         })
     }
 }
 
-/// An artifact the install satisfies.
+/// A release the install satisfies.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Accepted {
-    pub artifact_id: String,
+    pub release_id: String,
     pub simulated: bool,
-    pub cli_integrity: CliIntegrity,
-    pub expected_cli_sha256: String,
-    /// (role, absolute path) of each checked file.
+    /// (role, absolute path) of each file of the release.
     pub files: Vec<(String, String)>,
+    /// Roles whose hash the release does not pin.
+    pub unpinned: Vec<String>,
+    /// What the host must report about itself at setup.
+    pub identity: Option<String>,
+}
+
+impl Accepted {
+    pub fn pinning(&self) -> Pinning {
+        if self.unpinned.is_empty() { Pinning::Pinned } else { Pinning::Unpinned }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ArtifactVerdict {
-    pub artifact_id: String,
+pub struct ReleaseVerdict {
+    pub release_id: String,
     pub result: Result<Accepted, Refusal>,
 }
 
-/// The runtime files of one layout, resolved from the install root (canonical paths).
+/// The files of one layout, resolved from the install root (canonical paths).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct InstallFiles {
-    pub executable: PathBuf,
+    pub kind: LayoutKind,
+    /// The Electron app (desktop), or the verified Node (runtime; absent until one passed).
+    pub executable: Option<PathBuf>,
     pub cli_entry: PathBuf,
+    /// The bundle metadata (desktop) or the runtime's package file.
     pub metadata: PathBuf,
+    /// The host archive (desktop) or the runtime directory.
     pub host_archive: PathBuf,
     pub host_archive_kind: ArchiveKind,
 }
@@ -101,13 +120,13 @@ pub enum ArchiveKind {
     Asar,
 }
 
-/// A host file a contract asked about, as found.
+/// A file a release names, as found.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct FoundFile {
-    /// Path inside the host archive.
+    /// The release's path (relative to `resources` or to the runtime directory).
     pub path: String,
-    /// Absolute path (`<archive>/<path>` for an asar archive), when the file exists.
+    /// Absolute path (`<archive>/<path>` inside an asar archive), when the file exists.
     pub location: Option<String>,
     pub sha256: Option<String>,
     /// Why the file could not be located or read.
@@ -119,27 +138,33 @@ pub struct FoundFile {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Findings {
+    /// The layout the root was judged by.
+    pub layout: Option<LayoutKind>,
     pub files: Option<InstallFiles>,
     pub metadata_sha256: Option<String>,
     pub metadata_platform: Option<String>,
-    pub cli_sha256: Option<String>,
     pub app_version: Option<String>,
     pub app_version_error: Option<String>,
     pub app_build: Option<String>,
     pub cli_version: Option<String>,
     pub cli_version_error: Option<String>,
     pub host_files: Vec<FoundFile>,
+    /// Runtime layouts: each Node tried, in order.
+    pub nodes: Vec<NodeCheck>,
 }
 
-/// What a contract's artifact requires, for reports.
+/// What a contract's release requires, for reports.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ArtifactExpectation {
+pub struct ReleaseExpectation {
     pub id: String,
+    pub kind: LayoutKind,
     pub app_version: String,
     pub cli_version: String,
-    pub cli_sha256: String,
     pub simulated: bool,
+    /// Every file's hash is pinned.
+    pub pinned: bool,
+    pub identity: Option<String>,
     pub files: Vec<ExpectedFile>,
 }
 
@@ -148,22 +173,24 @@ pub struct ArtifactExpectation {
 pub struct ExpectedFile {
     pub role: String,
     pub path: String,
-    pub sha256: String,
+    pub sha256: Option<String>,
     pub required_exports: Vec<String>,
 }
 
-impl ArtifactExpectation {
+impl ReleaseExpectation {
     pub fn of(contract: &zcode_contract::Contract) -> Vec<Self> {
         contract
-            .artifacts
+            .releases
             .iter()
-            .map(|a| ArtifactExpectation {
-                id: a.id.clone(),
-                app_version: a.app_version.clone(),
-                cli_version: a.cli_version.clone(),
-                cli_sha256: a.cli_sha256.clone(),
-                simulated: a.simulated,
-                files: a
+            .map(|release| ReleaseExpectation {
+                id: release.id.clone(),
+                kind: release.kind,
+                app_version: release.app_version.clone(),
+                cli_version: release.cli_version.clone(),
+                simulated: release.simulated,
+                pinned: release.pinned(),
+                identity: release.identity.clone(),
+                files: release
                     .files
                     .iter()
                     .map(|f| ExpectedFile {
@@ -184,43 +211,46 @@ pub struct ContractVerdict {
     /// Where the mapper came from (its `source`).
     pub source: String,
     pub protocol_id: String,
-    /// What the contract's artifacts require.
-    pub expects: Vec<ArtifactExpectation>,
+    /// What the contract's releases require.
+    pub expects: Vec<ReleaseExpectation>,
     pub findings: Findings,
     pub outcome: ContractOutcome,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ContractOutcome {
-    /// Refused before any artifact could be compared (contract, layout, paths, metadata,
-    /// platform).
+    /// Refused before any release could be compared (contract, layout, paths, metadata,
+    /// platform, Node).
     Refused(Refusal),
-    /// One verdict per artifact of the contract, in contract order.
-    Compared(Vec<ArtifactVerdict>),
+    /// One verdict per release of the install's layout kind, in contract order.
+    Compared(Vec<ReleaseVerdict>),
 }
 
 impl ContractVerdict {
-    /// Artifacts of this contract the install satisfies.
+    /// Releases of this contract the install satisfies.
     pub fn accepted(&self) -> impl Iterator<Item = &Accepted> {
-        let artifacts = match &self.outcome {
-            ContractOutcome::Compared(artifacts) => artifacts.as_slice(),
+        let releases = match &self.outcome {
+            ContractOutcome::Compared(releases) => releases.as_slice(),
             ContractOutcome::Refused(_) => &[],
         };
-        artifacts.iter().filter_map(|a| a.result.as_ref().ok())
+        releases.iter().filter_map(|r| r.result.as_ref().ok())
     }
 
-    /// The refusal to report: the contract's, or each artifact's (`id: reason`).
+    /// The refusal to report: the contract's, or each release's (`id: reason`).
     pub fn refusal_summary(&self) -> Option<String> {
         match &self.outcome {
             ContractOutcome::Refused(refusal) => Some(refusal.reason.clone()),
-            ContractOutcome::Compared(artifacts) => {
-                if artifacts.iter().any(|a| a.result.is_ok()) {
+            ContractOutcome::Compared(releases) => {
+                if releases.iter().any(|r| r.result.is_ok()) {
                     return None;
                 }
-                let reasons: Vec<String> = artifacts
+                if releases.is_empty() {
+                    return Some("the contract lists no release of this layout".into());
+                }
+                let reasons: Vec<String> = releases
                     .iter()
-                    .filter_map(|a| {
-                        a.result.as_ref().err().map(|r| format!("{}: {r}", a.artifact_id))
+                    .filter_map(|r| {
+                        r.result.as_ref().err().map(|e| format!("{}: {e}", r.release_id))
                     })
                     .collect();
                 Some(reasons.join("; "))
@@ -228,15 +258,17 @@ impl ContractVerdict {
         }
     }
 
-    /// The first failing rule (the contract's, or the least advanced artifact's).
+    /// The first failing rule: the contract's, or the one of the release that got furthest
+    /// (a release whose versions matched says more than the others).
     pub fn refusal_rule(&self) -> Option<GateRule> {
         match &self.outcome {
             ContractOutcome::Refused(refusal) => Some(refusal.rule),
-            ContractOutcome::Compared(artifacts) => {
-                if artifacts.iter().any(|a| a.result.is_ok()) {
+            ContractOutcome::Compared(releases) => {
+                if releases.iter().any(|r| r.result.is_ok()) {
                     return None;
                 }
-                artifacts.iter().filter_map(|a| a.result.as_ref().err().map(|r| r.rule)).min()
+                let rules = releases.iter().filter_map(|r| r.result.as_ref().err().map(|e| e.rule));
+                rules.max().or(Some(GateRule::Versions))
             }
         }
     }
@@ -247,6 +279,8 @@ impl ContractVerdict {
 pub struct Inspection {
     pub install_root: PathBuf,
     pub platform: Platform,
+    /// The user's home directory, handed to the mapper with the verified install.
+    pub home: Option<PathBuf>,
     /// One per mapper, in the order the mappers were given.
     pub verdicts: Vec<ContractVerdict>,
 }

@@ -1,6 +1,8 @@
 //! Version tokens: `digits.digits.digits` with an optional `-`/`+` suffix, as the CLI prints
 //! them and as contracts name them.
 
+use std::cmp::Ordering;
+
 /// The first version token in `text`: a match of
 /// `\b\d+\.\d+\.\d+([-+][0-9A-Za-z.-]+)?` (ASCII word boundary, as JavaScript's `\b`).
 pub fn first_version_token(text: &str) -> Option<&str> {
@@ -46,6 +48,39 @@ fn match_version(bytes: &[u8], start: usize) -> Option<usize> {
     Some(at)
 }
 
+/// Orders two exact versions (`x.y.z[-pre][+build]`) as semantic versions do: numerically by
+/// part, a pre-release before its release, build metadata ignored. `None` when either is not a
+/// version.
+pub fn compare_versions(a: &str, b: &str) -> Option<Ordering> {
+    let (a_parts, a_pre) = split_version(a)?;
+    let (b_parts, b_pre) = split_version(b)?;
+    Some(a_parts.cmp(&b_parts).then_with(|| match (a_pre, b_pre) {
+        (None, None) => Ordering::Equal,
+        (None, Some(_)) => Ordering::Greater,
+        (Some(_), None) => Ordering::Less,
+        (Some(a), Some(b)) => a.cmp(b),
+    }))
+}
+
+/// The numeric parts and the pre-release of an exact version.
+fn split_version(value: &str) -> Option<([u64; 3], Option<&str>)> {
+    if !is_version(value) {
+        return None;
+    }
+    let core_end = value.find(['-', '+']).unwrap_or(value.len());
+    let mut parts = [0u64; 3];
+    for (slot, part) in parts.iter_mut().zip(value[..core_end].split('.')) {
+        *slot = part.parse().ok()?;
+    }
+    let pre = value[core_end..].strip_prefix('-');
+    Some((parts, pre))
+}
+
+/// The major part of a version (`22` of `22.12.0`).
+pub fn major(value: &str) -> Option<u64> {
+    split_version(value).map(|(parts, _)| parts[0])
+}
+
 fn is_word(byte: u8) -> bool {
     byte.is_ascii_alphanumeric() || byte == b'_'
 }
@@ -66,6 +101,18 @@ mod tests {
         assert_eq!(first_version_token("x.7.8.9"), Some("7.8.9"));
         assert_eq!(first_version_token("no version"), None);
         assert_eq!(first_version_token("1.2."), None);
+    }
+
+    #[test]
+    fn versions_order_numerically() {
+        let order = |a, b| compare_versions(a, b).unwrap();
+        assert_eq!(order("3.19.0", "4.0.0"), Ordering::Less);
+        assert_eq!(order("3.10.0", "3.9.9"), Ordering::Greater);
+        assert_eq!(order("24.14.0", "24.14.0"), Ordering::Equal);
+        assert_eq!(order("1.0.0-rc.1", "1.0.0"), Ordering::Less);
+        assert_eq!(order("1.0.0+b7", "1.0.0"), Ordering::Equal);
+        assert_eq!(compare_versions("1.0", "1.0.0"), None);
+        assert_eq!(major("22.12.0"), Some(22));
     }
 
     #[test]

@@ -1,17 +1,33 @@
-//! The compatibility gate against fake installs: every outcome the gate can reach.
+//! The compatibility gate against fake desktop installs: every outcome the gate can reach.
+//! Runtime layouts are in `runtime.rs`, release pinning and unknown versions in `releases.rs`.
 
 mod support;
 
 use support::*;
-use zcode_contract::Platform;
+use zcode_contract::{Layout, LayoutKind, Platform};
 use zcode_discovery::{
-    ArchiveKind, CliIntegrity, ContractOutcome, GateRule, Inspector, MapperContract,
+    ArchiveKind, ContractOutcome, GateRule, Inspector, InstallTarget, MapperContract, Pinning,
     SelectionError, select,
 };
 use zcode_fake_install::{
     CLI_ENTRY, HOST_INDEX, HOST_INDEX_PATH, HOST_RPC_CHUNK_PATH, Variant, WRONG_APP_VERSION,
     WRONG_CLI_VERSION, layout_paths,
 };
+
+/// The desktop layout of `os` in `contract`, to edit.
+fn desktop_layout_mut(
+    contract: &mut zcode_contract::Contract,
+    os: zcode_contract::Os,
+) -> &mut zcode_contract::DesktopLayout {
+    contract
+        .layouts
+        .iter_mut()
+        .find_map(|layout| match layout {
+            Layout::Desktop(desktop) if desktop.os == os => Some(desktop),
+            _ => None,
+        })
+        .unwrap()
+}
 
 #[test]
 fn a_faithful_install_is_accepted_with_canonical_paths() {
@@ -21,15 +37,16 @@ fn a_faithful_install_is_accepted_with_canonical_paths() {
     let selected = select(&inspection).unwrap();
 
     assert_eq!(selected.mapper_index, 0);
-    assert_eq!(selected.cli_integrity, CliIntegrity::Verified);
+    assert_eq!(selected.pinning, Pinning::Pinned);
     assert!(selected.simulated);
     let install = &selected.install;
     let root = fixture.root.to_str().unwrap();
     assert_eq!(install.install_root, root);
+    assert_eq!(install.kind, LayoutKind::Desktop);
     assert_eq!(install.executable, format!("{root}/zcode"));
     assert_eq!(install.cli_entry, format!("{root}/resources/glm/zcode.cjs"));
     assert_eq!(install.host_archive, format!("{root}/resources/app.asar"));
-    assert_eq!(install.artifact_id, ARTIFACT_ID);
+    assert_eq!(install.release_id, RELEASE_ID);
     assert_eq!(install.app_version, APP_VERSION);
     assert_eq!(install.cli_version, CLI_VERSION);
     assert_eq!(
@@ -37,10 +54,13 @@ fn a_faithful_install_is_accepted_with_canonical_paths() {
         vec![
             ("host-index".to_string(), format!("{root}/resources/app.asar/{HOST_INDEX_PATH}")),
             ("host-rpc".to_string(), format!("{root}/resources/app.asar/{HOST_RPC_CHUNK_PATH}")),
+            ("cli".to_string(), format!("{root}/resources/glm/zcode.cjs")),
         ]
     );
+    assert!(install.unpinned.is_empty());
+    assert_eq!(install.home, "", "no home directory was given");
     let findings = &inspection.verdicts[0].findings;
-    assert_eq!(findings.cli_sha256.as_deref(), Some(sha256(CLI_ENTRY).as_str()));
+    assert_eq!(findings.layout, Some(LayoutKind::Desktop));
     assert_eq!(findings.files.as_ref().unwrap().host_archive_kind, ArchiveKind::Directory);
     assert_eq!(findings.app_build, None, "only macOS bundles have an app build");
 }
@@ -52,7 +72,7 @@ fn a_tampered_host_file_is_refused_by_its_hash() {
     let (rule, reason) = refusal(&inspection);
     assert_eq!(rule, GateRule::HostFiles);
     assert!(reason.contains(HOST_INDEX_PATH) && reason.contains("hash does not match"), "{reason}");
-    assert!(reason.contains(&sha256(HOST_INDEX)), "names the expected hash: {reason}");
+    assert!(reason.contains(&format!("pinned {}", sha256(HOST_INDEX))), "names the pin: {reason}");
     assert!(matches!(select(&inspection), Err(SelectionError::NoneAccepted(_))));
 }
 
@@ -148,7 +168,8 @@ fn a_platform_independent_bundle_declares_no_platform_key() {
     // separately) checks no platform value, and then a platform key is just an unexpected key.
     let fixture = Fixture::new(Variant::Good);
     let mut contract = contract();
-    contract.metadata_platform_key = String::new();
+    desktop_layout_mut(&mut contract, fixture.platform.os.unwrap()).metadata_platform_key =
+        String::new();
     let metadata = fixture.path(layout_paths(fixture.platform.os.unwrap()).metadata);
     let with_platform = std::fs::read_to_string(&metadata).unwrap();
     let (rule, reason) = refusal(&fixture.inspect(&[("test:a", &contract)]));
@@ -168,7 +189,8 @@ fn the_metadata_entry_must_name_the_cli_entry() {
     let fixture = Fixture::new(Variant::Good);
     let mut contract = contract();
     // Both the metadata and the contract agree on `main.cjs`, but the CLI entry is zcode.cjs.
-    contract.metadata.iter_mut().find(|(k, _)| k == "entry").unwrap().1 = "main.cjs".into();
+    let layout = desktop_layout_mut(&mut contract, fixture.platform.os.unwrap());
+    layout.metadata_pairs.iter_mut().find(|(k, _)| k == "entry").unwrap().1 = "main.cjs".into();
     let metadata = fixture.path(layout_paths(fixture.platform.os.unwrap()).metadata);
     let text = std::fs::read_to_string(&metadata).unwrap().replace("\"zcode.cjs\"", "\"main.cjs\"");
     std::fs::write(&metadata, text).unwrap();
@@ -178,16 +200,13 @@ fn the_metadata_entry_must_name_the_cli_entry() {
 }
 
 #[test]
-fn a_modified_cli_is_accepted_and_reported_modified() {
+fn a_modified_cli_is_refused_by_its_pin() {
     let fixture = Fixture::new(Variant::ModifiedCli);
     let inspection = fixture.inspect(&[("test:a", &contract())]);
-    let selected = select(&inspection).unwrap();
-    assert_eq!(selected.cli_integrity, CliIntegrity::Modified);
-    assert_eq!(selected.expected_cli_sha256, sha256(CLI_ENTRY));
-    assert_ne!(
-        inspection.verdicts[0].findings.cli_sha256.as_deref(),
-        Some(sha256(CLI_ENTRY).as_str())
-    );
+    let (rule, reason) = refusal(&inspection);
+    assert_eq!(rule, GateRule::HostFiles);
+    assert!(reason.contains("`glm/zcode.cjs` (cli) hash does not match"), "{reason}");
+    assert!(reason.contains(&sha256(CLI_ENTRY)), "{reason}");
 }
 
 #[test]
@@ -239,9 +258,9 @@ fn when_none_accepts_the_error_lists_what_was_found_and_expected() {
     let fixture = Fixture::new(Variant::WrongAppVersion);
     let mut other = contract();
     other.protocol_id = "zcode-next".into();
-    other.artifacts = vec![artifact("zcode-host-9.9.9")];
-    other.artifacts[0].app_version = "9.9.9".into();
-    other.artifacts[0].cli_version = "1.0.0".into();
+    other.releases = vec![release("zcode-host-9.9.9")];
+    other.releases[0].app_version = "9.9.9".into();
+    other.releases[0].cli_version = "1.0.0".into();
     let current = contract();
     let inspection = fixture.inspect(&[("test:current", &current), ("test:next", &other)]);
     let message = select(&inspection).unwrap_err().to_string();
@@ -251,12 +270,14 @@ fn when_none_accepts_the_error_lists_what_was_found_and_expected() {
         &format!("app {WRONG_APP_VERSION}"),
         &format!("CLI {CLI_VERSION}"),
         &format!("platform {}", fixture.platform.tag()),
-        &format!("{HOST_INDEX_PATH} {}", sha256(HOST_INDEX)),
+        &format!("app.asar/{HOST_INDEX_PATH} {}", sha256(HOST_INDEX)),
         // expected, per mapper
         "Mapper `test:current` (zcode-task-v1) refused",
         "Mapper `test:next` (zcode-next) refused",
-        &format!("expects {ARTIFACT_ID}: app {APP_VERSION}, CLI {CLI_VERSION}"),
-        "expects zcode-host-9.9.9: app 9.9.9, CLI 1.0.0",
+        &format!("expects {RELEASE_ID}: desktop app {APP_VERSION}, CLI {CLI_VERSION}"),
+        "expects zcode-host-9.9.9: desktop app 9.9.9, CLI 1.0.0",
+        // ZCode 0.0.1 is older than anything known, and not a release of either mapper.
+        "ZCode desktop 0.0.1 is not a release the installed mappers know (newest: 9.9.9, simulated)",
     ] {
         assert!(message.contains(needle), "missing `{needle}` in:\n{message}");
     }
@@ -266,21 +287,49 @@ fn when_none_accepts_the_error_lists_what_was_found_and_expected() {
 fn a_malformed_contract_is_refused_and_does_not_block_a_valid_one() {
     let fixture = Fixture::new(Variant::Good);
     let mut accept_anything = contract();
-    accept_anything.artifacts[0].files[0].sha256 = "*".into();
+    accept_anything.releases[0].files[0].sha256 = Some("*".into());
     let mut no_version = contract();
-    no_version.artifacts[0].app_version = String::new();
+    no_version.releases[0].app_version = String::new();
     let mut escaping = contract();
-    escaping.layouts[1].cli_entry = "../../etc/passwd".into();
-    escaping.layouts[0].cli_entry = "/etc/passwd".into();
-    escaping.layouts[2].cli_entry = "../x".into();
+    for os in [zcode_contract::Os::Macos, zcode_contract::Os::Linux, zcode_contract::Os::Windows] {
+        desktop_layout_mut(&mut escaping, os).cli_entry = "../../etc/passwd".into();
+    }
+    let mut unpinned_without_identity = contract();
+    unpinned_without_identity.releases[0].files[0].sha256 = None;
+    let mut twice = contract();
+    let mut again = twice.releases[0].clone();
+    again.id = "sim-again".into();
+    twice.releases.push(again);
+    let mut no_layout = desktop_contract();
+    no_layout.releases.push(runtime_release("runtime-without-layout"));
+    let mut stray_credentials = contract();
+    stray_credentials.credential_sources.push(zcode_contract::CredentialSource {
+        name: "token".into(),
+        file: "../.ssh/id_ed25519".into(),
+        key: "k".into(),
+        lookups: Vec::new(),
+        encodings: vec![zcode_contract::CredentialEncoding::Plain],
+    });
     let valid = contract();
     let inspection = fixture.inspect(&[
         ("test:wildcard", &accept_anything),
         ("test:no-version", &no_version),
         ("test:escaping", &escaping),
+        ("test:unpinned", &unpinned_without_identity),
+        ("test:twice", &twice),
+        ("test:no-layout", &no_layout),
+        ("test:credentials", &stray_credentials),
         ("test:valid", &valid),
     ]);
-    for (index, expected) in [(0, "sha256 `*`"), (1, "app-version ``"), (2, "cli-entry")] {
+    for (index, expected) in [
+        (0, "sha256 `*`"),
+        (1, "app-version ``"),
+        (2, "cli-entry"),
+        (3, "leaves file `host-index` unpinned but names no identity"),
+        (4, "lists app 3.11.2 / CLI 0.16.5 twice"),
+        (5, "is a runtime release but the contract has no runtime layout"),
+        (6, "credential source `token` file"),
+    ] {
         let verdict = &inspection.verdicts[index];
         let ContractOutcome::Refused(refusal) = &verdict.outcome else {
             panic!("{} was not refused", verdict.source)
@@ -294,7 +343,7 @@ fn a_malformed_contract_is_refused_and_does_not_block_a_valid_one() {
     }
     let selected = select(&inspection).unwrap();
     assert_eq!(selected.source, "test:valid");
-    assert_eq!(selected.mapper_index, 3);
+    assert_eq!(selected.mapper_index, 7);
 }
 
 #[test]
@@ -304,8 +353,8 @@ fn required_exports_are_checked_statically() {
     let contract_for = |text: &str| {
         std::fs::write(&chunk, text).unwrap();
         let mut contract = contract();
-        let rpc = &mut contract.artifacts[0].files[1];
-        rpc.sha256 = sha256(text.as_bytes());
+        let rpc = &mut contract.releases[0].files[1];
+        rpc.sha256 = Some(sha256(text.as_bytes()));
         rpc.required_exports = vec!["g".into(), "i".into(), "j".into()];
         contract
     };
@@ -342,8 +391,8 @@ fn an_asar_archive_file_is_read_including_unpacked_files() {
     assert_eq!(selected.install.host_archive, archive);
     assert_eq!(selected.install.app_version, APP_VERSION);
     assert_eq!(
-        selected.install.files,
-        vec![
+        selected.install.files[..2],
+        [
             ("host-index".to_string(), format!("{archive}/{HOST_INDEX_PATH}")),
             ("host-rpc".to_string(), format!("{archive}/{HOST_RPC_CHUNK_PATH}")),
         ]
@@ -374,9 +423,11 @@ fn a_corrupt_asar_archive_is_refused() {
 
 #[test]
 fn macos_and_windows_layouts_are_resolved() {
-    for (os, arch, tag) in
-        [("macos", "aarch64", "darwin-arm64"), ("windows", "x86_64", "win32-x64")]
-    {
+    for (os, arch, tag) in [
+        ("macos", "aarch64", "darwin-arm64"),
+        ("windows", "x86_64", "win32-x64"),
+        ("windows", "aarch64", "win32-arm64"),
+    ] {
         let platform = Platform::from_rust(os, arch);
         let fixture = Fixture::for_platform(platform.clone(), Variant::Good);
         let inspection = fixture.inspect(&[("test:a", &contract())]);
@@ -396,9 +447,13 @@ fn macos_and_windows_layouts_are_resolved() {
         let linux = Platform::from_rust("linux", "x86_64");
         let inspector = Inspector { platform: &linux, ..fixture.inspector() };
         let c = contract();
-        let inspection = inspector.inspect(&fixture.root, &[MapperContract::from(("test:a", &c))]);
+        let inspection =
+            inspector.inspect(&fixture.target(), &[MapperContract::from(("test:a", &c))]);
         let (rule, _) = refusal(&inspection);
-        assert!(matches!(rule, GateRule::Paths | GateRule::Platform), "{os}: {rule:?}");
+        assert!(
+            matches!(rule, GateRule::Layout | GateRule::Paths | GateRule::Platform),
+            "{os}: {rule:?}"
+        );
     }
 }
 
@@ -407,9 +462,9 @@ fn each_file_is_hashed_once_however_many_contracts_ask() {
     let fixture = Fixture::new(Variant::Good);
     let first = contract();
     let mut second = contract();
-    second.artifacts[0].id = "another-id".into();
+    second.releases[0].id = "another-id".into();
     fixture.inspect(&[("test:first", &first), ("test:second", &second)]);
-    // zcode.cjs, index.js, the RPC chunk.
+    // index.js, the RPC chunk, zcode.cjs.
     assert_eq!(fixture.cache.stats().computed, 3);
     assert!(fixture.cache.stats().hits >= 3);
 
@@ -446,7 +501,8 @@ fn a_cli_version_probe_that_hangs_is_stopped() {
     let inspector =
         Inspector { probe_timeout: std::time::Duration::from_millis(300), ..fixture.inspector() };
     let c = contract();
-    let inspection = inspector.inspect(&fixture.root, &[MapperContract::from(("test:a", &c))]);
+    let target = InstallTarget::root(&fixture.root);
+    let inspection = inspector.inspect(&target, &[MapperContract::from(("test:a", &c))]);
     let (rule, reason) = refusal(&inspection);
     assert_eq!(rule, GateRule::Versions);
     assert!(reason.contains("did not finish"), "{reason}");

@@ -1,11 +1,15 @@
-//! The mapper components built into the `zcode-acp` binary, built from `mappers/` by this
-//! crate's build script (see `build.rs`).
+//! The mapper components built into the `zcode-acp` binary: every component of the mappers
+//! workspace (`mappers/Cargo.toml`), built by this crate's build script (see `build.rs`). Each
+//! is named after its crate, which is its protocol id: `zcode-task-v2` (ZCode 3.12.3),
+//! `zcode-task-v1` (ZCode 3.11.2) and `echo-v1` (the SDK's example, driven by the end-to-end
+//! tests), newest protocol generation first.
 
-/// The mapper for ZCode's task protocol generation 1 (ZCode 3.11.2).
-pub const ZCODE_TASK_V1: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/zcode-task-v1.wasm"));
+include!(concat!(env!("OUT_DIR"), "/embedded.rs"));
 
-/// Every embedded mapper as (name, component bytes), newest generation first.
-pub const EMBEDDED: &[(&str, &[u8])] = &[("zcode-task-v1", ZCODE_TASK_V1)];
+/// The embedded mapper named `name`.
+pub fn get(name: &str) -> Option<&'static [u8]> {
+    EMBEDDED.iter().find(|(embedded, _)| *embedded == name).map(|(_, bytes)| *bytes)
+}
 
 #[cfg(test)]
 #[path = "../guest_build.rs"]
@@ -52,6 +56,31 @@ mod tests {
         assert_eq!(nested_target_dir(out), Path::new("/t/mappers"));
         let cross = Path::new("/t/x86_64-unknown-linux-gnu/release/build/p-1/out");
         assert_eq!(nested_target_dir(cross), Path::new("/t/x86_64-unknown-linux-gnu/mappers"));
+    }
+
+    #[test]
+    fn lists_the_component_members_of_a_workspace_in_order() {
+        let dir = std::env::temp_dir().join(format!("guest-workspace-test-{}", std::process::id()));
+        for (member, crate_type) in [("b-v2", "cdylib"), ("lib", "rlib"), ("a-v1", "cdylib")] {
+            std::fs::create_dir_all(dir.join(member)).unwrap();
+            std::fs::write(
+                dir.join(member).join("Cargo.toml"),
+                format!("[package]\nname = \"{member}\"\n[lib]\ncrate-type = [\"{crate_type}\", \"rlib\"]\n"),
+            )
+            .unwrap();
+        }
+        let manifest = dir.join("Cargo.toml");
+        std::fs::write(
+            &manifest,
+            "[workspace]\nmembers = [\n    \"b-v2\",\n    # a library\n    \"lib\", \"a-v1\",\n]\n",
+        )
+        .unwrap();
+        assert_eq!(workspace_members(&manifest).unwrap(), ["b-v2", "lib", "a-v1"]);
+        assert_eq!(
+            workspace_components(&manifest).unwrap(),
+            [("b-v2".to_string(), "b_v2".to_string()), ("a-v1".to_string(), "a_v1".to_string())]
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

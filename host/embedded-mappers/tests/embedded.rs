@@ -18,8 +18,12 @@ fn every_embedded_mapper_loads_and_names_its_protocol() {
 }
 
 #[test]
-fn the_newest_generation_is_listed_first() {
-    let (name, bytes) = zcode_embedded_mappers::EMBEDDED[0];
-    assert_eq!(name, "zcode-task-v1");
-    assert_eq!(bytes, zcode_embedded_mappers::ZCODE_TASK_V1);
+fn every_mapper_the_project_builds_is_embedded_newest_generation_first() {
+    let names: Vec<&str> = zcode_embedded_mappers::EMBEDDED.iter().map(|(name, _)| *name).collect();
+    assert_eq!(names, ["zcode-task-v2", "zcode-task-v1", "echo-v1"]);
+    assert_eq!(
+        zcode_embedded_mappers::get("zcode-task-v1"),
+        Some(zcode_embedded_mappers::ZCODE_TASK_V1)
+    );
+    assert_eq!(zcode_embedded_mappers::get("zcode-host-3.12"), None);
 }

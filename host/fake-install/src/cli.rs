@@ -1,18 +1,20 @@
 //! `fake-install <dir> [--os linux|macos|windows] [--platform TAG] [--app-version V]
-//! [--variant NAME] --runner PROG [ARGS…]`
+//! [--layout desktop|appimage|runtime|paseo] [--variant NAME] --runner PROG [ARGS…]`
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use zcode_contract::Os;
 
-use crate::builder::FakeInstall;
+use crate::builder::{FakeInstall, FakeLayout};
 use crate::launcher::Runner;
 use crate::variant::Variant;
 
 const USAGE: &str = "usage: fake-install <dir> [--os linux|macos|windows] [--platform TAG] \
-[--app-version V] [--variant NAME] --runner PROG [ARGS...]
-  Lays out a fake ZCode install in <dir> (absent or empty) and prints its canonical path.
+[--app-version V] [--layout desktop|appimage|runtime|paseo] [--variant NAME] --runner PROG [ARGS...]
+  Lays out a fake ZCode install in <dir> (absent or empty) and prints the canonical path to
+  point zcode-acp at (for `paseo`, <dir> is the managed runtimes folder and the path printed is
+  its runtime entry); a runtime's Node follows on a second line as `node <path>`.
   --runner takes the rest of the command line: the program (and its arguments) that the
   fake executable hands every invocation to.";
 
@@ -38,6 +40,7 @@ where
     let mut builder = FakeInstall::builder(&options.dir)
         .os(options.os)
         .runner(options.runner)
+        .layout(options.layout)
         .variant(options.variant);
     if let Some(tag) = options.platform_tag {
         builder = builder.platform_tag(tag);
@@ -45,9 +48,12 @@ where
     if let Some(version) = options.app_version {
         builder = builder.app_version(version);
     }
-    match builder.build() {
-        Ok(root) => {
-            println!("{}", root.display());
+    match builder.build_install() {
+        Ok(built) => {
+            println!("{}", built.install_root.display());
+            if let Some(node) = built.node {
+                println!("node {}", node.display());
+            }
             ExitCode::SUCCESS
         }
         Err(error) => {
@@ -63,6 +69,7 @@ struct Options {
     os: Os,
     platform_tag: Option<String>,
     app_version: Option<String>,
+    layout: FakeLayout,
     variant: Variant,
     runner: Runner,
 }
@@ -73,6 +80,7 @@ fn parse(args: Vec<String>) -> Result<Options, String> {
     let mut platform_tag = None;
     let mut app_version = None;
     let mut variant = Variant::Good;
+    let mut layout = FakeLayout::Desktop;
     let mut runner = None;
 
     let mut args = args.into_iter();
@@ -83,6 +91,7 @@ fn parse(args: Vec<String>) -> Result<Options, String> {
             "--platform" => platform_tag = Some(value("--platform")?),
             "--app-version" => app_version = Some(value("--app-version")?),
             "--variant" => variant = value("--variant")?.parse()?,
+            "--layout" => layout = value("--layout")?.parse()?,
             "--runner" => {
                 let program = value("--runner")?;
                 runner = Some(Runner { program: program.into(), args: args.by_ref().collect() });
@@ -97,6 +106,7 @@ fn parse(args: Vec<String>) -> Result<Options, String> {
         os,
         platform_tag,
         app_version,
+        layout,
         variant,
         runner: runner.ok_or("missing --runner PROG")?,
     })
@@ -127,6 +137,8 @@ mod tests {
             "windows",
             "--variant",
             "missing-file",
+            "--layout",
+            "runtime",
             "--runner",
             "sim",
             "host",
@@ -136,6 +148,7 @@ mod tests {
         .unwrap();
         assert_eq!(options.os, Os::Windows);
         assert_eq!(options.variant, Variant::MissingFile);
+        assert_eq!(options.layout, FakeLayout::Runtime);
         assert_eq!(options.runner.program, PathBuf::from("sim"));
         assert_eq!(options.runner.args, strings(&["host", "--os", "linux"]));
     }
@@ -147,5 +160,6 @@ mod tests {
         assert!(parse(strings(&["/x", "--os", "beos"])).unwrap_err().contains("unknown OS"));
         assert!(parse(strings(&["/x", "--variant", "odd"])).unwrap_err().contains("good"));
         assert!(parse(strings(&["/x", "/y"])).unwrap_err().contains("unexpected"));
+        assert!(parse(strings(&["/x", "--layout", "msi"])).unwrap_err().contains("paseo"));
     }
 }

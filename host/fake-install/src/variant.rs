@@ -7,6 +7,14 @@ use std::str::FromStr;
 pub const WRONG_APP_VERSION: &str = "0.0.1";
 /// CLI version the runner is told to report for [`Variant::WrongCliVersion`].
 pub const WRONG_CLI_VERSION: &str = "0.0.2";
+/// App version written by [`Variant::NewerVersion`]: a ZCode no mapper knows yet.
+pub const NEWER_APP_VERSION: &str = "3.19.0";
+/// The Node version a fake runtime's `node` reports.
+pub const NODE_VERSION: &str = "24.21.0";
+/// The Node version it reports for [`Variant::NodeTooOld`].
+pub const OLD_NODE_VERSION: &str = "22.12.0";
+/// What a fake Electron executable reports as its Electron version (run as Node).
+pub const FAKE_ELECTRON_VERSION: &str = "33.4.11";
 
 /// What is wrong with a fake install, if anything.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -14,24 +22,32 @@ pub enum Variant {
     /// A faithful install of the simulator's files.
     #[default]
     Good,
-    /// One byte appended to `out/host/index.js`.
+    /// One byte appended to a pinned host file: `out/host/index.js` of a desktop install, the
+    /// Services Server entry of a runtime.
     TamperedHostHash,
-    /// The bundle metadata names another platform than the one requested.
+    /// The bundle metadata names another platform than the one requested (desktop only).
     WrongPlatform,
-    /// `package.json` in the host archive holds [`WRONG_APP_VERSION`].
+    /// The app version (host archive or runtime package file) is [`WRONG_APP_VERSION`].
     WrongAppVersion,
     /// The launcher sets `ZCODE_SIM_CLI_VERSION` to [`WRONG_CLI_VERSION`].
     WrongCliVersion,
-    /// The host RPC module (`out/host/chunk-KGXW6KHC.js`) is absent.
+    /// A pinned host file is absent: the host RPC module (`out/host/chunk-KGXW6KHC.js`) of a
+    /// desktop install, the Services Server entry of a runtime.
     MissingFile,
-    /// The bundle metadata holds one key more than ZCode writes.
+    /// The bundle metadata holds one key more than ZCode writes (desktop only).
     ExtraMetadataKey,
-    /// `zcode.cjs` differs from the simulator's; the host files still match.
+    /// The CLI / Agent entry `zcode.cjs` differs from the simulator's; the host files match.
     ModifiedCli,
+    /// The app version is [`NEWER_APP_VERSION`], newer than any release a mapper knows.
+    NewerVersion,
+    /// The runtime's Node reports [`OLD_NODE_VERSION`] (runtime layouts only).
+    NodeTooOld,
+    /// The runtime's "Node" is an Electron executable (runtime layouts only).
+    ElectronNode,
 }
 
 impl Variant {
-    pub const ALL: [Variant; 8] = [
+    pub const ALL: [Variant; 11] = [
         Variant::Good,
         Variant::TamperedHostHash,
         Variant::WrongPlatform,
@@ -40,6 +56,9 @@ impl Variant {
         Variant::MissingFile,
         Variant::ExtraMetadataKey,
         Variant::ModifiedCli,
+        Variant::NewerVersion,
+        Variant::NodeTooOld,
+        Variant::ElectronNode,
     ];
 
     /// The name used on the command line.
@@ -53,6 +72,19 @@ impl Variant {
             Variant::MissingFile => "missing-file",
             Variant::ExtraMetadataKey => "extra-metadata-key",
             Variant::ModifiedCli => "modified-cli",
+            Variant::NewerVersion => "newer-version",
+            Variant::NodeTooOld => "node-too-old",
+            Variant::ElectronNode => "electron-node",
+        }
+    }
+
+    /// Whether the variant means something for a desktop install (bundle metadata) or for a
+    /// runtime (its Node).
+    pub fn applies_to(self, desktop: bool) -> bool {
+        match self {
+            Variant::WrongPlatform | Variant::ExtraMetadataKey => desktop,
+            Variant::NodeTooOld | Variant::ElectronNode => !desktop,
+            _ => true,
         }
     }
 }

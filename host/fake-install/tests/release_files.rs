@@ -1,5 +1,5 @@
-//! Files a release adds to its install: ZCode 3.12 bundles the built-in provider config beside
-//! its host archive; 3.11.2 does not.
+//! Files a release adds to its install: ZCode 3.12 and later bundle the built-in provider config
+//! beside their host archive; 3.11.2 does not.
 
 use std::path::Path;
 
@@ -33,6 +33,20 @@ fn a_3_12_3_install_bundles_the_provider_config_beside_its_host_archive() {
         assert_eq!(config, PROVIDER_CONFIG, "{os:?}");
         let parsed: serde_json::Value = serde_json::from_slice(&config).unwrap();
         assert!(parsed.is_object(), "the host needs a JSON object");
+    }
+}
+
+#[test]
+fn later_desktop_releases_bundle_it_too() {
+    for version in ["3.14.5", "3.19.0", "4.0.0"] {
+        let dir = tempfile::tempdir().unwrap();
+        let root = FakeInstall::builder(dir.path().join("ZCode"))
+            .os(Os::Linux)
+            .app_version(version)
+            .runner(runner())
+            .build()
+            .unwrap();
+        assert!(provider_config(&root, Os::Linux).is_file(), "{version}");
     }
 }
 

@@ -87,6 +87,16 @@ impl From<wit::CredentialEncoding> for core::CredentialEncoding {
     fn from(encoding: wit::CredentialEncoding) -> Self {
         match encoding {
             wit::CredentialEncoding::Plain => core::CredentialEncoding::Plain,
+            wit::CredentialEncoding::AesGcm(form) => {
+                core::CredentialEncoding::AesGcm(core::AesGcmEncoding {
+                    prefix: form.prefix,
+                    key_env: form.key_env,
+                    fallback_seed: form.fallback_seed,
+                })
+            }
+            wit::CredentialEncoding::Unreadable(prefix) => {
+                core::CredentialEncoding::Unreadable(prefix)
+            }
         }
     }
 }

@@ -86,11 +86,22 @@ no_bytes!(
     u64,
     Os,
     LayoutKind,
-    CredentialEncoding,
     ErrorKind,
     StopReason,
     ClientFeatures
 );
+
+impl ByteSize for CredentialEncoding {
+    fn byte_size(&self) -> usize {
+        match self {
+            CredentialEncoding::Plain => 0,
+            CredentialEncoding::AesGcm(form) => {
+                form.prefix.byte_size() + form.key_env.byte_size() + form.fallback_seed.byte_size()
+            }
+            CredentialEncoding::Unreadable(prefix) => prefix.byte_size(),
+        }
+    }
+}
 
 /// Sums the listed fields of a struct.
 macro_rules! fields_size {

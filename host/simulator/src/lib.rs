@@ -1,11 +1,14 @@
 //! A faithful simulator of the ZCode 3.11.2 and 3.12.3 host services as seen through their
-//! bridge scripts (one profile per release, `profile.rs`).
+//! bridge scripts (one profile per release, `profile.rs`), of the Agent that Desktop 3.14 and
+//! later bundle, driven over `zcode.cjs app-server --stdio` (`app_server/`), and of the stdio
+//! Services Server of the zcode-runtime archives 3.14.3 – 4.0.0 (`services/`).
 //!
 //! The simulator plays the runtime child a ZCode install's executable starts: bundled CLI
 //! commands (`version`, `doctor`, `login`, `logout`) and the host bridge (`-e <script>`), which
 //! speaks the bridge's NDJSON envelope with real, persisted session state, a scripted model
 //! (scenarios) and fault injection. See `docs/simulator.md`.
 
+pub mod app_server;
 mod auth;
 pub(crate) mod bridge;
 mod clock;
@@ -15,6 +18,18 @@ mod output;
 pub mod profile;
 mod runtime;
 pub mod scenario;
+pub mod services;
 mod turn;
 
 pub use runtime::{platform, run_runner, run_runtime};
+pub use services::profile::{RUNTIME_PROFILES, RuntimeProfile};
+
+/// Stable names of every simulated release: a bare app version for the host-bridge profiles
+/// (`3.11.2`), `desktop-<version>` for the app-server ones (`desktop-3.18.2`), `runtime-<version>`
+/// for the Services Server ones (`runtime-4.0.0`), as `--simulate-version` takes them.
+pub fn profile_names() -> Vec<&'static str> {
+    let host = profile::PROFILES.iter().map(|profile| profile.app_version);
+    let desktop = app_server::PROFILES.iter().map(|profile| profile.name);
+    let runtime = RUNTIME_PROFILES.iter().map(|profile| profile.name);
+    host.chain(desktop).chain(runtime).collect()
+}

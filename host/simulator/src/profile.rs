@@ -8,6 +8,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::app_server::AppServerProfile;
+
 /// One simulated ZCode release.
 #[derive(Debug)]
 pub struct Profile {
@@ -134,17 +136,45 @@ pub const PROFILES: &[&Profile] = &[&ZCODE_3_11_2, &ZCODE_3_12_3];
 const PACKAGE_JSON_CANDIDATES: &[&str] =
     &["resources/app.asar/package.json", "Contents/Resources/app.asar/package.json"];
 
-impl Profile {
-    /// Loads the profile for the app version found in the install root.
-    pub fn detect(install_root: &Path) -> Result<&'static Profile, String> {
+/// The release an install root holds: a host-bridge release or an app-server one.
+#[derive(Debug, Clone, Copy)]
+pub enum Release {
+    Host(&'static Profile),
+    AppServer(&'static AppServerProfile),
+}
+
+impl Release {
+    /// The release for the app version found in the install root.
+    pub fn detect(install_root: &Path) -> Result<Release, String> {
         let version = read_app_version(install_root)?;
-        PROFILES.iter().copied().find(|profile| profile.app_version == version).ok_or_else(|| {
-            let supported: Vec<&str> = PROFILES.iter().map(|p| p.app_version).collect();
-            format!(
-                "no simulator profile for ZCode {version} (supported: {})",
-                supported.join(", ")
-            )
-        })
+        if let Some(profile) =
+            PROFILES.iter().copied().find(|profile| profile.app_version == version)
+        {
+            return Ok(Release::Host(profile));
+        }
+        if let Some(profile) = crate::app_server::for_app_version(&version) {
+            return Ok(Release::AppServer(profile));
+        }
+        let host = PROFILES.iter().map(|profile| profile.app_version);
+        let supported: Vec<&str> =
+            host.chain(crate::app_server::PROFILES.iter().map(|p| p.app_version)).collect();
+        Err(format!(
+            "no simulator profile for ZCode {version} (supported: {})",
+            supported.join(", ")
+        ))
+    }
+}
+
+impl Profile {
+    /// Loads the host-bridge profile for the app version found in the install root.
+    pub fn detect(install_root: &Path) -> Result<&'static Profile, String> {
+        match Release::detect(install_root)? {
+            Release::Host(profile) => Ok(profile),
+            Release::AppServer(profile) => Err(format!(
+                "ZCode {} runs its Agent over app-server, not the host bridge",
+                profile.app_version
+            )),
+        }
     }
 
     pub fn serves(&self, channel: Channel, method: &str) -> bool {
@@ -225,12 +255,28 @@ mod tests {
 
     #[test]
     fn refuses_unknown_versions_and_missing_packages() {
-        let future = install_with("resources/app.asar/package.json", r#"{"version":"3.14.3"}"#);
-        let error = Profile::detect(future.path()).unwrap_err();
-        assert!(error.contains("no simulator profile for ZCode 3.14.3"), "{error}");
-        assert!(error.contains("(supported: 3.11.2, 3.12.3)"), "{error}");
+        let unknown = install_with("resources/app.asar/package.json", r#"{"version":"3.13.0"}"#);
+        let error = Profile::detect(unknown.path()).unwrap_err();
+        assert!(error.contains("no simulator profile for ZCode 3.13.0"), "{error}");
+        assert!(error.contains("(supported: 3.11.2, 3.12.3, 3.14.3, "), "{error}");
+        assert!(error.ends_with("3.18.2, 4.0.0)"), "{error}");
         let empty = tempfile::tempdir().unwrap();
         assert!(Profile::detect(empty.path()).unwrap_err().contains("no app.asar/package.json"));
+    }
+
+    #[test]
+    fn app_server_releases_are_told_apart_from_host_ones() {
+        let desktop = install_with("resources/app.asar/package.json", r#"{"version":"3.18.2"}"#);
+        let Ok(Release::AppServer(profile)) = Release::detect(desktop.path()) else {
+            panic!("3.18.2 is an app-server release");
+        };
+        assert_eq!(profile.name, "desktop-3.18.2");
+        assert!(Profile::detect(desktop.path()).unwrap_err().contains("app-server"));
+        let mac =
+            install_with("Contents/Resources/app.asar/package.json", r#"{"version":"4.0.0"}"#);
+        assert!(matches!(Release::detect(mac.path()), Ok(Release::AppServer(_))));
+        let host = install_with("resources/app.asar/package.json", r#"{"version":"3.12.3"}"#);
+        assert!(matches!(Release::detect(host.path()), Ok(Release::Host(_))));
     }
 
     #[test]

@@ -5,8 +5,8 @@ use std::ffi::OsString;
 use std::path::Path;
 use std::process::ExitCode;
 
-use crate::profile::Profile;
-use crate::{auth, bridge};
+use crate::profile::{Profile, Release};
+use crate::{app_server, auth, bridge};
 
 /// Name of the bundled CLI entry inside the install.
 const CLI_ENTRY: &str = "zcode.cjs";
@@ -17,8 +17,12 @@ const CLI_VERSION_ENV: &str = "ZCODE_SIM_CLI_VERSION";
 
 /// Runs the simulated runtime for `argv` (the arguments after the executable's name).
 pub fn run_runtime(install_root: &Path, argv: Vec<OsString>) -> ExitCode {
-    let profile = match Profile::detect(install_root) {
-        Ok(profile) => profile,
+    // A zcode-runtime root (plain Node, Services Server) rather than a Desktop install.
+    if let Some(code) = crate::services::run_if_runtime(install_root, &argv) {
+        return code;
+    }
+    let release = match Release::detect(install_root) {
+        Ok(release) => release,
         Err(message) => return fail(1, &format!("zcode-sim: {message}")),
     };
     if std::env::var("ELECTRON_RUN_AS_NODE").as_deref() != Ok("1") {
@@ -30,13 +34,26 @@ pub fn run_runtime(install_root: &Path, argv: Vec<OsString>) -> ExitCode {
     }
     let args: Vec<String> = argv.iter().map(|arg| arg.to_string_lossy().into_owned()).collect();
     match args.first().map(String::as_str) {
-        Some("-e") if args.len() >= 2 => bridge::run(install_root, profile),
+        Some("-e") if args.len() >= 2 => match release {
+            Release::Host(profile) => bridge::run(install_root, profile),
+            Release::AppServer(profile) => fail(
+                2,
+                &format!(
+                    "zcode-sim: the host bridge (-e) is not simulated for ZCode {}; run \
+                     zcode.cjs app-server --stdio",
+                    profile.app_version
+                ),
+            ),
+        },
         Some("-e") => fail(9, "zcode-sim: -e requires an argument"),
         Some(entry) if Path::new(entry).file_name().is_some_and(|name| name == CLI_ENTRY) => {
             if !Path::new(entry).is_file() {
                 return fail(1, &format!("Error: Cannot find module '{entry}'"));
             }
-            cli(profile, &args[1..])
+            match release {
+                Release::Host(profile) => cli(profile, &args[1..]),
+                Release::AppServer(profile) => app_server::run(install_root, profile, &args[1..]),
+            }
         }
         _ => fail(2, &format!("zcode-sim: unsupported runtime arguments: {args:?}")),
     }

@@ -237,11 +237,12 @@ fn rejects_unknown_runtime_arguments_and_app_versions() {
     assert!(!output.stderr.is_empty());
     let output = install.run(&[&install.cli_entry(), "tui"], &[]);
     assert_eq!(output.status.code(), Some(2));
-    let future = Install::with_version("3.14.3");
+    // 3.14+ are app-server profiles now; 3.13.0 was never simulated.
+    let future = Install::with_version("3.13.0");
     let output = future.run(&[&future.cli_entry(), "version"], &[]);
     assert_eq!(output.status.code(), Some(1));
     assert!(
-        String::from_utf8_lossy(&output.stderr).contains("no simulator profile for ZCode 3.14.3")
+        String::from_utf8_lossy(&output.stderr).contains("no simulator profile for ZCode 3.13.0")
     );
     let runner = std::process::Command::new(env!("CARGO_BIN_EXE_zcode-sim"))
         .arg("version")

@@ -2,12 +2,12 @@
 
 use serde_json::{Value, json};
 use zcode_contract::{ConnectionOp, ErrorKind, MapperError, NativeReply, ReplyBody, Step};
-use zcode_host_common::acp_check;
+use zcode_mapper_sdk::acp_check;
 
 use crate::TaskV1Connection;
 
 fn ok(id: u64, value: Value) -> NativeReply {
-    NativeReply { id, body: ReplyBody::Ok(value.to_string()) }
+    NativeReply { id, body: ReplyBody::Ok(value.to_string().into()) }
 }
 
 fn request_json(step: &Step) -> Value {
@@ -42,14 +42,15 @@ fn sessions(count: usize) -> Value {
 fn list(connection: &mut TaskV1Connection, params: Value, count: usize) -> Value {
     let step = connection.start(1, &ConnectionOp::ListSessions(params.to_string()), 10);
     assert_eq!(request_json(&step)["params"]["method"], "initialize");
-    let step = connection.resume(1, &ok(10, json!({"available": true})), 11);
+    let step = connection.resume(1, Some(&ok(10, json!({"available": true}))), 11);
     assert_eq!(request_json(&step)["params"]["method"], "readWorkspaceState");
-    let step = connection.resume(1, &ok(11, json!({"modelCatalog": {"providers": [{}]}})), 12);
+    let step =
+        connection.resume(1, Some(&ok(11, json!({"modelCatalog": {"providers": [{}]}}))), 12);
     assert_eq!(
         request_json(&step)["params"]["params"],
         json!({"workspacePath": "/w", "includeArchived": false})
     );
-    response(connection.resume(1, &ok(12, sessions(count)), 13))
+    response(connection.resume(1, Some(&ok(12, sessions(count))), 13))
 }
 
 #[test]
@@ -66,11 +67,11 @@ fn probes_with_initialize() {
         json!({"service": "agent", "method": "initialize", "params": {"workspacePath": "/w"}})
     );
     let result = json!({"available": true, "protocolVersion": 1});
-    assert_eq!(response(connection.resume(3, &ok(7, result.clone()), 8)), result);
+    assert_eq!(response(connection.resume(3, Some(&ok(7, result.clone())), 8)), result);
     connection.start(4, &ConnectionOp::Probe("/w".into()), 9);
     let problem = failure(connection.resume(
         4,
-        &ok(9, json!({"available": false, "reasonCode": "provider_not_ready"})),
+        Some(&ok(9, json!({"available": false, "reasonCode": "provider_not_ready"}))),
         10,
     ));
     assert_eq!(problem.kind, ErrorKind::AuthRequired);
@@ -122,9 +123,9 @@ fn refuses_bad_list_params_before_any_request() {
 fn requires_a_provider_before_listing() {
     let mut connection = TaskV1Connection::new();
     connection.start(1, &ConnectionOp::ListSessions(json!({"cwd": "/w"}).to_string()), 1);
-    connection.resume(1, &ok(1, json!({"available": true})), 2);
+    connection.resume(1, Some(&ok(1, json!({"available": true}))), 2);
     let problem =
-        failure(connection.resume(1, &ok(2, json!({"modelCatalog": {"providers": []}})), 3));
+        failure(connection.resume(1, Some(&ok(2, json!({"modelCatalog": {"providers": []}}))), 3));
     assert_eq!(problem.kind, ErrorKind::AuthRequired);
 }
 
@@ -135,13 +136,13 @@ fn reports_native_errors_and_unknown_replies() {
     let native = MapperError::new(ErrorKind::Native, "host exploded");
     let problem = failure(connection.resume(
         1,
-        &NativeReply { id: 1, body: ReplyBody::Error(native.clone()) },
+        Some(&NativeReply { id: 1, body: ReplyBody::Error(native.clone()) }),
         2,
     ));
     assert_eq!(problem, native);
-    let problem = failure(connection.resume(1, &ok(1, json!({})), 2));
-    assert_eq!(problem.message, "Operation 1 is not waiting for a reply");
+    let problem = failure(connection.resume(1, Some(&ok(1, json!({}))), 2));
+    assert_eq!(problem.message, "Operation 1 is not waiting");
     connection.start(2, &ConnectionOp::Probe("/w".into()), 5);
-    let problem = failure(connection.resume(2, &ok(6, json!({})), 7));
+    let problem = failure(connection.resume(2, Some(&ok(6, json!({}))), 7));
     assert_eq!(problem.message, "Reply 6 does not answer request 5 of operation 2");
 }

@@ -4,11 +4,11 @@
 
 use serde_json::{Map, Value, json};
 use zcode_contract::MapperError;
-use zcode_host_common::json::{Fields, invalid_params, text};
-use zcode_host_common::ops;
-use zcode_host_common::session::{GenStep, Generation, OpenRequest, done};
-use zcode_host_common::settings::{Publisher, Snapshot, SnapshotRules};
-use zcode_host_common::state::State;
+use zcode_mapper_sdk::json::{Fields, invalid_params, text};
+use zcode_task::ops;
+use zcode_task::session::{GenStep, Generation, OpenRequest, done};
+use zcode_task::settings::{Publisher, Snapshot, SnapshotRules};
+use zcode_task::state::State;
 
 use crate::workspace_state;
 

@@ -1,21 +1,16 @@
-//! The `zcode-task-v1` mapper: ZCode 3.11.2 (CLI 0.16.5) host service ↔ ACP v1.
+//! The `zcode-task-v1` mapper: ZCode 3.11.2 (CLI 0.16.5) host service ↔ ACP v1, generation 1 of
+//! the task protocol.
 //!
-//! The mapping is plain Rust, tested natively and exposed natively as [`TaskV1Mapper`] (a
-//! `zcode_contract::Mapper`), so it can be replayed and benchmarked without WebAssembly. What
-//! every generation of the desktop host shares is in `zcode-host-common`; this crate holds
-//! what is particular to 3.11.2: its contract and launch plan, `readWorkspaceState`, the
-//! four-mode catalog and the model / thought-level options. Built for `wasm32`, it exports the
-//! same logic as a `zcode:mapper` component.
-//! The mapper has no clock, randomness, filesystem or environment: everything it knows comes
-//! through the contract. (Hence `BTreeMap` throughout: std's `HashMap` seeds its hasher from
-//! `wasi:random`, which the sandbox does not provide; `tests/wasm_imports.rs` checks this.)
+//! What every generation of the task protocol shares is in `zcode-task`; this crate holds what
+//! is particular to 3.11.2: its releases and launch plan, its part of the bridge script,
+//! `readWorkspaceState`, the four-mode catalog and the model / thought-level options. The
+//! mapping is plain Rust, tested natively and exposed natively as [`TaskV1Mapper`]; built for
+//! `wasm32` it exports the same logic as a `zcode:mapper` component. The mapper has no clock,
+//! randomness, filesystem or environment: everything it knows comes through the contract.
 
 pub mod contract;
 pub mod generation;
 pub mod workspace_state;
-
-// The shared modules keep their former paths in this crate.
-pub use zcode_host_common::{connection, envelope, ops, prompt, session};
 
 #[cfg(test)]
 mod connection_tests;
@@ -24,30 +19,50 @@ mod settings_tests;
 #[cfg(test)]
 mod tests;
 
-#[cfg(target_arch = "wasm32")]
-zcode_host_common::export_guest! {
-    name: "zcode-task-v1",
-    contract: crate::contract::contract,
-    launch_plan: crate::contract::launch_plan,
-    auth_plan: crate::contract::auth_plan,
-    connection: crate::TaskV1Connection = crate::TaskV1Connection::new(),
-    session: crate::TaskV1Session = |init| crate::TaskV1Session::new(init),
-}
+use zcode_contract::{
+    AuthCommand, Contract, LaunchPlan, MapperError, SessionInit, VerifiedInstall,
+};
 
 /// One host process of ZCode 3.11.2.
-pub type TaskV1Connection =
-    zcode_host_common::connection::Connection<workspace_state::WorkspaceState>;
+pub type TaskV1Connection = zcode_task::connection::Connection<workspace_state::WorkspaceState>;
 /// The mapping state of one ZCode 3.11.2 session.
-pub type TaskV1Session = zcode_host_common::session::Session<generation::TaskV1>;
+pub type TaskV1Session = zcode_task::session::Session<generation::TaskV1>;
 
-zcode_host_common::native_mapper! {
-    /// The mapper, natively.
-    pub struct TaskV1Mapper {
-        source: "native:zcode-task-v1",
-        contract: contract::contract,
-        launch_plan: contract::launch_plan,
-        auth_plan: contract::auth_plan,
-        connection: TaskV1Connection,
-        session: TaskV1Session,
+/// The mapper for ZCode 3.11.2.
+pub struct TaskV1Definition;
+
+impl zcode_mapper_sdk::Definition for TaskV1Definition {
+    const NAME: &'static str = contract::PROTOCOL_ID;
+    type Connection = TaskV1Connection;
+    type Session = TaskV1Session;
+
+    fn contract() -> Contract {
+        contract::contract()
     }
+
+    fn launch_plan(install: &VerifiedInstall) -> Result<LaunchPlan, MapperError> {
+        contract::launch_plan(install)
+    }
+
+    fn auth_plan(
+        install: &VerifiedInstall,
+        command: AuthCommand,
+    ) -> Result<LaunchPlan, MapperError> {
+        zcode_task::install::auth_plan(install, command)
+    }
+
+    fn connection() -> TaskV1Connection {
+        TaskV1Connection::new()
+    }
+
+    fn session(init: &SessionInit) -> TaskV1Session {
+        TaskV1Session::new(init)
+    }
+}
+
+zcode_mapper_sdk::export_mapper!(TaskV1Definition);
+
+zcode_mapper_sdk::native_mapper! {
+    /// The mapper, natively.
+    pub struct TaskV1Mapper(TaskV1Definition), source: "native:zcode-task-v1";
 }

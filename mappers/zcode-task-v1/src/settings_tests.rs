@@ -1,48 +1,24 @@
-//! The 3.11.2 publisher with the shared snapshot cache: metadata order, model and thought-level
-//! options, todo lists and snapshot validation.
+//! The 3.11.2 publisher with the shared snapshot cache: model and thought-level options, the
+//! mode catalog, and snapshots validated with this generation's rules.
 
 use serde_json::{Map, Value, json};
 use zcode_contract::MapperError;
-use zcode_host_common::acp_check;
-use zcode_host_common::settings::Snapshot;
+use zcode_mapper_sdk::acp_check;
+use zcode_task::settings::Snapshot;
+use zcode_task::test_support::snapshot_json;
 
 use crate::generation::{SNAPSHOT_RULES, TaskV1, is_known_mode, mode_state};
-
-pub(crate) fn snapshot_json() -> Value {
-    json!({
-        "session": {"sessionId": "session-1", "status": "idle", "workspace": {"workspacePath": "/w"}, "title": "Fix it", "updatedAt": 1_757_000_000_000_u64},
-        "settings": {
-            "model": {
-                "current": {"providerId": "builtin:zai-coding-plan", "modelId": "GLM-5.2"},
-                "available": [
-                    {"ref": {"providerId": "builtin:zai-coding-plan", "modelId": "GLM-5.2"}, "label": "GLM-5.2", "providerLabel": "Z.ai - Coding Plan"},
-                    {"ref": {"providerId": "builtin:zai-coding-plan", "modelId": "GLM-4.6", "variant": "fast"}, "label": "GLM-4.6"}
-                ]
-            },
-            "thoughtLevel": {"enabled": true, "current": "low", "available": [{"value": "low", "label": "Low"}, {"value": "high", "label": "High"}]},
-            "mode": {"current": "build"}
-        },
-        "messages": [],
-        "runtime": {"contextUsage": {"used": 1200, "size": 200_000, "cost": {"amount": 0.01, "currency": "USD"}}},
-        "todos": [{"content": "First", "status": "pending", "priority": "high"}],
-        "slashCommands": [{"name": "init", "description": "Create AGENTS.md", "inputHint": "path"}, {"name": "review", "description": "Review"}]
-    })
-}
 
 /// The shared snapshot cache with this generation's publisher, as a session holds them.
 #[derive(Default)]
 struct Settings {
-    cache: zcode_host_common::settings::Settings,
+    cache: zcode_task::settings::Settings,
     generation: TaskV1,
 }
 
 impl Settings {
     fn replace(&mut self, snapshot: Snapshot) {
         self.cache.replace(snapshot);
-    }
-
-    fn metadata_updates(&mut self, plan_operations: bool) -> Vec<String> {
-        self.cache.metadata_updates(plan_operations, &mut self.generation)
     }
 
     fn publish_config_options(&mut self) -> Value {
@@ -67,50 +43,6 @@ fn settings_with(snapshot: Value) -> Settings {
     let mut settings = Settings::default();
     settings.replace(parse(&snapshot, "createSession").unwrap());
     settings
-}
-
-fn parsed(updates: &[String]) -> Vec<Value> {
-    updates.iter().map(|u| serde_json::from_str(u).unwrap()).collect()
-}
-
-#[test]
-fn emits_metadata_in_protocol_order() {
-    let mut settings = settings_with(snapshot_json());
-    let updates = parsed(&settings.metadata_updates(true));
-    let kinds: Vec<&str> = updates.iter().map(|u| u["sessionUpdate"].as_str().unwrap()).collect();
-    assert_eq!(
-        kinds,
-        [
-            "available_commands_update",
-            "config_option_update",
-            "current_mode_update",
-            "session_info_update",
-            "usage_update",
-            "plan_update"
-        ]
-    );
-    assert_eq!(
-        updates[0]["availableCommands"],
-        json!([
-            {"name": "init", "description": "Create AGENTS.md", "input": {"hint": "path"}},
-            {"name": "review", "description": "Review"}
-        ])
-    );
-    assert_eq!(
-        updates[3],
-        json!({"sessionUpdate": "session_info_update", "title": "Fix it", "updatedAt": "2025-09-04T15:33:20.000Z"})
-    );
-    assert_eq!(
-        updates[4],
-        json!({"sessionUpdate": "usage_update", "used": 1200, "size": 200_000, "cost": {"amount": 0.01, "currency": "USD"}})
-    );
-    assert_eq!(
-        updates[5],
-        json!({"sessionUpdate": "plan_update", "plan": {"type": "items", "planId": "zcode-todos", "entries": [{"content": "First", "status": "pending", "priority": "high"}]}})
-    );
-    for update in &updates {
-        acp_check::session_update(update);
-    }
 }
 
 #[test]
@@ -172,39 +104,6 @@ fn keeps_advertised_choices_until_republished() {
         settings.advertised_model("[\"builtin:zai-coding-plan\",\"GLM-4.6\",\"fast\"]").is_err()
     );
     assert!(settings.check_advertised_thought_level("high").is_err());
-}
-
-#[test]
-fn clears_todos_only_after_showing_them() {
-    let mut empty = snapshot_json();
-    empty["todos"] = json!([]);
-    let mut settings = settings_with(empty.clone());
-    assert!(!settings.metadata_updates(true).iter().any(|u| u.contains("zcode-todos")));
-    settings.replace(parse(&snapshot_json(), "snapshot event").unwrap());
-    assert!(settings.metadata_updates(true).last().unwrap().contains("plan_update"));
-    settings.replace(parse(&empty, "snapshot event").unwrap());
-    let last: Value =
-        serde_json::from_str(settings.metadata_updates(true).last().unwrap()).unwrap();
-    assert_eq!(last, json!({"sessionUpdate": "plan_removed", "planId": "zcode-todos"}));
-    assert!(!settings.metadata_updates(true).iter().any(|u| u.contains("zcode-todos")));
-}
-
-#[test]
-fn uses_legacy_plans_without_plan_operations() {
-    let mut settings = settings_with(snapshot_json());
-    let last: Value =
-        serde_json::from_str(settings.metadata_updates(false).last().unwrap()).unwrap();
-    assert_eq!(
-        last,
-        json!({"sessionUpdate": "plan", "entries": [{"content": "First", "status": "pending", "priority": "high"}]})
-    );
-    let mut empty = snapshot_json();
-    empty.as_object_mut().unwrap().remove("todos");
-    settings.replace(parse(&empty, "snapshot event").unwrap());
-    let last: Value =
-        serde_json::from_str(settings.metadata_updates(false).last().unwrap()).unwrap();
-    assert_eq!(last, json!({"sessionUpdate": "plan", "entries": []}));
-    acp_check::session_update(&last);
 }
 
 #[test]

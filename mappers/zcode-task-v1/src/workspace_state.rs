@@ -2,10 +2,10 @@
 
 use serde_json::{Value, json};
 use zcode_contract::{ErrorKind, MapperError};
-use zcode_host_common::connection::ProviderCheck;
-use zcode_host_common::envelope::Service;
-use zcode_host_common::json::{Fields, error};
-use zcode_host_common::ops::{Outbound, validation_failed};
+use zcode_mapper_sdk::json::{Fields, error};
+use zcode_task::connection::ProviderCheck;
+use zcode_task::envelope::Service;
+use zcode_task::ops::{Outbound, validation_failed};
 
 pub fn read(workspace: &str) -> Outbound {
     Outbound::long_call(Service::AGENT, "readWorkspaceState", json!({"workspacePath": workspace}))

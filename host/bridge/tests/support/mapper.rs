@@ -5,16 +5,21 @@
 //! write-back, `{"ready":true}` completes the handshake. Anything else fails the transport.
 //!
 //! Operations are scripted: the op's parameter string is a [`Script`] saying which requests to
-//! send (round by round), which routes to add or remove, or how to misbehave. The response lists
-//! every reply the op received: `{"replies":[{"id":N,"ok":R}|{"id":N,"error":M}|{"id":N,"lost":W}]}`.
+//! send (round by round), which routes to add or remove, what to write untracked or stream as
+//! updates, or how to misbehave. The response lists every reply the op received:
+//! `{"replies":[{"id":N,"ok":R}|{"id":N,"error":M}|{"id":N,"lost":W}]}`.
+//!
+//! Events map to one update each (the event itself). An event `{"ask":M}` makes the session
+//! issue a request `M` while mapping; its reply maps to the update `{"reply":N,"ok":R}` (or
+//! `"lost"`). An event `{"write":T}` writes the line `T` untracked.
 
 use std::collections::{BTreeSet, HashMap};
 
 use serde_json::{Value, json};
 use zcode_contract::{
-    Action, ConnectionOp, ErrorKind, Inbound, MapperConnection, MapperError, MapperFault,
-    MapperSession, NativeReply, NativeRequest, OpResult, Outgoing, ReplyBody, RoutedEvent,
-    SessionOp, Step,
+    Action, ConnectionOp, Effects, ErrorKind, Inbound, MapperConnection, MapperError, MapperFault,
+    MapperSession, NativeData, NativeReply, NativeRequest, NativeWrite, OpResult, Operations,
+    Outgoing, ReplyBody, RoutedEvent, SessionInput, SessionOp, Step, Terminal,
 };
 
 /// Builder of an operation script.
@@ -76,9 +81,22 @@ impl Script {
         self
     }
 
-    /// `Wait` with no request at all.
+    /// `Wait` with nothing in it, again on every resume: a mapper that yields forever.
     pub fn empty_wait() -> Self {
         Self(json!({"empty_wait": true}).as_object().unwrap().clone())
+    }
+
+    /// Untracked lines written with this round (before its requests).
+    pub fn write(mut self, line: &str) -> Self {
+        let writes = self.0.entry("writes").or_insert_with(|| json!([]));
+        writes.as_array_mut().unwrap().push(json!(line));
+        self
+    }
+
+    /// Updates streamed with this round, before its requests are written.
+    pub fn stream(mut self, updates: &[&str]) -> Self {
+        self.0.insert("stream".into(), json!(updates));
+        self
     }
 
     pub fn text(&self) -> String {
@@ -93,6 +111,8 @@ struct Ops {
 }
 
 struct RunningOp {
+    /// `empty_wait`: yield on every resume.
+    forever: bool,
     waiting: BTreeSet<u64>,
     replies: Vec<Value>,
     then: Option<Value>,
@@ -107,7 +127,8 @@ impl Ops {
         if let Some(message) = script["fail"].as_str() {
             return Ok(Step::Done(Err(MapperError::new(ErrorKind::Native, message))));
         }
-        let op = RunningOp { waiting: BTreeSet::new(), replies: Vec::new(), then: None };
+        let forever = script["empty_wait"] == json!(true);
+        let op = RunningOp { forever, waiting: BTreeSet::new(), replies: Vec::new(), then: None };
         self.running.insert(op_id, op);
         Ok(self.round(op_id, &script, first))
     }
@@ -116,6 +137,10 @@ impl Ops {
         if script["empty_wait"] == json!(true) {
             return Step::Wait(Outgoing::default());
         }
+        let writes = strings(&script["writes"])
+            .into_iter()
+            .map(|line| NativeWrite::new("test write", format!("{line}\n").into_bytes()))
+            .collect();
         let id_offset = if script["wrong_ids"] == json!(true) { 5 } else { 0 };
         let op = self.running.get_mut(&op_id).unwrap();
         let mut requests = Vec::new();
@@ -137,31 +162,56 @@ impl Ops {
         }
         op.then = script.get("then").cloned();
         Step::Wait(Outgoing {
+            updates: strings(&script["stream"]),
             routes_added: strings(&script["routes_added"]),
             routes_removed: strings(&script["routes_removed"]),
+            writes,
             requests,
         })
     }
 
-    fn resume(&mut self, op_id: u64, reply: &NativeReply, first: u64) -> Result<Step, MapperFault> {
+    fn resume(
+        &mut self,
+        op_id: u64,
+        reply: Option<&NativeReply>,
+        first: u64,
+    ) -> Result<Step, MapperFault> {
         let op = self.running.get_mut(&op_id).expect("resume of a running op");
+        if op.forever {
+            return Ok(Step::Wait(Outgoing::default()));
+        }
+        let Some(reply) = reply else {
+            // A round that awaited nothing: go on with the next, or finish.
+            assert!(op.waiting.is_empty(), "resumed without a reply while waiting");
+            return Ok(self.next_round(op_id, first));
+        };
         assert!(op.waiting.remove(&reply.id), "reply {} was not asked for by op {op_id}", reply.id);
-        op.replies.push(match &reply.body {
-            ReplyBody::Ok(result) => {
-                json!({"id": reply.id, "ok": serde_json::from_str::<Value>(result).unwrap()})
-            }
-            ReplyBody::Error(error) => json!({"id": reply.id, "error": error.message}),
-            ReplyBody::Lost(reason) => json!({"id": reply.id, "lost": reason}),
-        });
+        op.replies.push(reply_json(reply));
         if !op.waiting.is_empty() {
             return Ok(Step::Wait(Outgoing::default()));
         }
+        Ok(self.next_round(op_id, first))
+    }
+
+    fn next_round(&mut self, op_id: u64, first: u64) -> Step {
+        let op = self.running.get_mut(&op_id).unwrap();
         if let Some(next) = op.then.take() {
-            return Ok(self.round(op_id, &next, first));
+            return self.round(op_id, &next, first);
         }
         let op = self.running.remove(&op_id).unwrap();
         let response = json!({"replies": op.replies}).to_string();
-        Ok(Step::Done(Ok(OpResult { response, updates: vec![] })))
+        Step::Done(Ok(OpResult { response, updates: vec![] }))
+    }
+}
+
+fn reply_json(reply: &NativeReply) -> Value {
+    match &reply.body {
+        ReplyBody::Ok(NativeData::Text(result)) => {
+            json!({"id": reply.id, "ok": serde_json::from_str::<Value>(result).unwrap()})
+        }
+        ReplyBody::Ok(NativeData::Binary(bytes)) => json!({"id": reply.id, "ok_bytes": bytes}),
+        ReplyBody::Error(error) => json!({"id": reply.id, "error": error.message}),
+        ReplyBody::Lost(reason) => json!({"id": reply.id, "lost": reason}),
     }
 }
 
@@ -174,6 +224,8 @@ pub struct TestConnection {
     /// Longest accepted line; `None` never refuses (for the bridge's own buffer cap).
     max_frame: Option<usize>,
     setup: Script,
+    /// What the connection says the host reported about itself.
+    identity: Option<String>,
     ops: Ops,
 }
 
@@ -183,6 +235,7 @@ impl Default for TestConnection {
             buffer: Vec::new(),
             max_frame: Some(16 * 1024),
             setup: Script::request("setup", ""),
+            identity: None,
             ops: Ops::default(),
         }
     }
@@ -191,6 +244,11 @@ impl Default for TestConnection {
 impl TestConnection {
     pub fn with_setup(mut self, setup: Script) -> Self {
         self.setup = setup;
+        self
+    }
+
+    pub fn reporting(mut self, identity: &str) -> Self {
+        self.identity = Some(identity.to_string());
         self
     }
 
@@ -204,18 +262,21 @@ impl TestConnection {
         let text = std::str::from_utf8(line).map_err(|_| protocol("invalid UTF-8"))?;
         let value: Value = serde_json::from_str(text).map_err(|_| protocol("non-JSON frame"))?;
         if value.get("hello").is_some() {
-            return Ok(Inbound::Write(b"{\"hello_ack\":1}\n".to_vec()));
+            return Ok(Inbound::Write(NativeWrite::new(
+                "hello ack",
+                b"{\"hello_ack\":1}\n".to_vec(),
+            )));
         }
         if value.get("ready").is_some() {
             return Ok(Inbound::Ready);
         }
         if let (Some(route), Some(event)) = (value["route"].as_str(), value.get("event")) {
-            let event = RoutedEvent { route: route.to_owned(), payload: event.to_string() };
+            let event = RoutedEvent { route: route.to_owned(), payload: event.to_string().into() };
             return Ok(Inbound::Event(event));
         }
         let id = value["id"].as_u64().ok_or_else(|| protocol("frame without an id"))?;
         let body = match (value.get("result"), value.get("error")) {
-            (Some(result), None) => ReplyBody::Ok(result.to_string()),
+            (Some(result), None) => ReplyBody::Ok(result.to_string().into()),
             (None, Some(error)) => ReplyBody::Error(MapperError::new(
                 ErrorKind::Native,
                 error["message"].as_str().unwrap_or("native error"),
@@ -258,6 +319,12 @@ impl MapperConnection for TestConnection {
         Ok(vec![self.frame(&line)?])
     }
 
+    fn identity(&mut self) -> Result<Option<String>, MapperFault> {
+        Ok(self.identity.clone())
+    }
+}
+
+impl Operations<ConnectionOp> for TestConnection {
     fn start(&mut self, op_id: u64, op: &ConnectionOp, first: u64) -> Result<Step, MapperFault> {
         let script = match op {
             ConnectionOp::Setup => self.setup.text(),
@@ -266,7 +333,12 @@ impl MapperConnection for TestConnection {
         self.ops.start(op_id, &script, first)
     }
 
-    fn resume(&mut self, op_id: u64, reply: &NativeReply, first: u64) -> Result<Step, MapperFault> {
+    fn resume(
+        &mut self,
+        op_id: u64,
+        reply: Option<&NativeReply>,
+        first: u64,
+    ) -> Result<Step, MapperFault> {
         self.ops.resume(op_id, reply, first)
     }
 }
@@ -274,9 +346,11 @@ impl MapperConnection for TestConnection {
 #[derive(Default)]
 pub struct TestSession {
     ops: Ops,
+    /// Methods of requests announced by the last `map`, issued by `issue`.
+    asked: Vec<String>,
 }
 
-impl MapperSession for TestSession {
+impl Operations<SessionOp> for TestSession {
     fn start(&mut self, op_id: u64, op: &SessionOp, first: u64) -> Result<Step, MapperFault> {
         let script = match op {
             SessionOp::Create(script)
@@ -290,14 +364,68 @@ impl MapperSession for TestSession {
         self.ops.start(op_id, &script, first)
     }
 
-    fn resume(&mut self, op_id: u64, reply: &NativeReply, first: u64) -> Result<Step, MapperFault> {
+    fn resume(
+        &mut self,
+        op_id: u64,
+        reply: Option<&NativeReply>,
+        first: u64,
+    ) -> Result<Step, MapperFault> {
         self.ops.resume(op_id, reply, first)
     }
+}
 
-    fn map_event(&mut self, payload: &str) -> Result<Vec<Action>, MapperFault> {
-        if payload.contains("mapper-fault") {
-            return Err(MapperFault("cannot map this event".into()));
+impl MapperSession for TestSession {
+    fn map(&mut self, inputs: &[SessionInput]) -> Result<Effects, MapperFault> {
+        let mut effects = Effects::default();
+        for input in inputs {
+            let payload = match input {
+                SessionInput::Reply(reply) => {
+                    let mut update = reply_json(reply);
+                    let id = update.as_object_mut().unwrap().remove("id").unwrap();
+                    update["reply"] = id;
+                    effects.actions.push(Action::Update(update.to_string()));
+                    continue;
+                }
+                SessionInput::Event(NativeData::Text(text)) => text.clone(),
+                SessionInput::Event(NativeData::Binary(_)) => {
+                    let error = MapperError::new(ErrorKind::Protocol, "binary event");
+                    effects.actions.push(Action::Terminal(Terminal::Broken(error)));
+                    continue;
+                }
+            };
+            if payload.contains("mapper-fault") {
+                return Err(MapperFault("cannot map this event".into()));
+            }
+            let event: Value = serde_json::from_str(&payload).unwrap_or(Value::Null);
+            if let Some(method) = event["ask"].as_str() {
+                self.asked.push(method.to_owned());
+            }
+            if let Some(line) = event["write"].as_str() {
+                effects
+                    .writes
+                    .push(NativeWrite::new("test write", format!("{line}\n").into_bytes()));
+            }
+            effects.actions.push(Action::Update(payload));
         }
-        Ok(vec![Action::Update(payload.to_owned())])
+        effects.requests = self.asked.len() as u32;
+        Ok(effects)
+    }
+
+    fn issue(&mut self, first: u64) -> Result<Outgoing, MapperFault> {
+        let requests = std::mem::take(&mut self.asked)
+            .into_iter()
+            .enumerate()
+            .map(|(index, method)| {
+                let id = first + index as u64;
+                let frame = json!({"id": id, "method": method, "arg": ""});
+                NativeRequest {
+                    id,
+                    bytes: format!("{frame}\n").into_bytes(),
+                    label: method,
+                    timeout_ms: 30_000,
+                }
+            })
+            .collect();
+        Ok(Outgoing { requests, ..Outgoing::default() })
     }
 }

@@ -11,8 +11,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::Value;
-use zcode_bridge::{BridgeOptions, HostBridge, OpFailure};
-use zcode_contract::{LaunchPlan, OpResult, VerifiedInstall};
+use zcode_bridge::{BridgeOptions, HostBridge, HostSpec, OpFailure, SessionLink};
+use zcode_contract::{LaunchPlan, LayoutKind, OpResult, SessionOp, VerifiedInstall};
 
 #[allow(unused_imports)]
 pub use mapper::{Script, TestConnection, TestSession};
@@ -31,27 +31,60 @@ pub fn exit_probe_path() -> PathBuf {
 /// An install whose verified executable is the fake host (its directory is the root).
 pub fn install() -> VerifiedInstall {
     let host = fake_host_path();
+    let root = host.parent().unwrap().to_string_lossy().into_owned();
     VerifiedInstall {
-        install_root: host.parent().unwrap().to_string_lossy().into_owned(),
+        install_root: root.clone(),
+        kind: LayoutKind::Desktop,
         executable: host.to_string_lossy().into_owned(),
         cli_entry: String::new(),
         host_archive: String::new(),
-        artifact_id: "fake".into(),
+        release_id: "fake".into(),
         app_version: "0.0.0".into(),
         cli_version: "0.0.0".into(),
         files: vec![],
+        unpinned: vec![],
+        home: root,
     }
 }
 
 pub fn plan(args: &[&str]) -> LaunchPlan {
     LaunchPlan {
-        program: fake_host_path().file_name().unwrap().to_string_lossy().into_owned(),
         args: args.iter().map(|a| a.to_string()).collect(),
-        env: vec![],
         cwd: std::env::temp_dir().to_string_lossy().into_owned(),
-        stdin_preamble: vec![],
-        needs_handshake: false,
+        ..LaunchPlan::default()
     }
+}
+
+/// What a test spawns: the fake host as `install()`, with `plan`, no identity to confirm and
+/// no credentials.
+pub async fn spawn(
+    plan: &LaunchPlan,
+    connection: TestConnection,
+    options: BridgeOptions,
+) -> Result<HostBridge, zcode_bridge::BridgeError> {
+    let install = install();
+    let spec =
+        HostSpec { install: &install, plan, identity: None, credentials: Default::default() };
+    HostBridge::spawn(spec, Box::new(connection), options).await
+}
+
+/// Runs a session operation, collecting what it streams.
+pub async fn session_op(link: &SessionLink, op: SessionOp) -> Result<OpResult, OpFailure> {
+    session_op_streaming(link, op).await.0
+}
+
+/// Runs a session operation; also returns the updates it streamed while waiting, in order.
+pub async fn session_op_streaming(
+    link: &SessionLink,
+    op: SessionOp,
+) -> (Result<OpResult, OpFailure>, Vec<String>) {
+    let mut streamed = Vec::new();
+    let mut sink = |updates: Vec<String>| {
+        streamed.extend(updates);
+        Ok(())
+    };
+    let result = link.op(op, &mut sink).await;
+    (result, streamed)
 }
 
 /// Production values except short grace periods, so terminating a stubborn host is quick.
@@ -72,7 +105,7 @@ pub async fn start_with(
     connection: TestConnection,
     options: BridgeOptions,
 ) -> HostBridge {
-    guard(HostBridge::spawn(&plan, &install(), Box::new(connection), options)).await.unwrap()
+    guard(spawn(&plan, connection, options)).await.unwrap()
 }
 
 /// Awaits `future` under the hang guard.

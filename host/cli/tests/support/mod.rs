@@ -79,6 +79,20 @@ impl TestEnv {
     }
 }
 
+/// `zcode-acp mapper trust <file>` with the home and config folder every agent of `env` uses:
+/// a drop-in mapper is loaded only once trusted.
+pub fn trust_mapper(env: &TestEnv, file: &Path) {
+    let output = Command::new(env!("CARGO_BIN_EXE_zcode-acp"))
+        .args(["mapper", "trust"])
+        .arg(file)
+        .env("HOME", env.path().join("home"))
+        .env("XDG_CONFIG_HOME", env.path().join("home").join(".config"))
+        .stdin(Stdio::null())
+        .output()
+        .expect("run zcode-acp mapper trust");
+    assert!(output.status.success(), "mapper trust: {output:?}");
+}
+
 /// One mapper cache for every test of every binary: compiling the mapper is the slow part of
 /// starting a session, and the cache is keyed by the component's hash, so sharing is safe.
 fn shared_cache_dir() -> PathBuf {

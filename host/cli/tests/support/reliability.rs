@@ -264,11 +264,14 @@ impl Bystander {
 
 /// Loads (and so compiles and caches) the mappers `target_args` name, with the cache every
 /// agent of the tests uses: a cold compile of a drop-in mapper must not eat a hang guard.
-pub fn warm_mapper_cache(target_args: &[&str]) {
+pub fn warm_mapper_cache(env: &TestEnv, target_args: &[&str]) {
     let output = Command::new(env!("CARGO_BIN_EXE_zcode-acp"))
         .args(target_args)
         .args(["mapper", "list"])
         .env("XDG_CACHE_HOME", super::shared_cache_dir())
+        // The agents' trust file: only trusted drop-ins are loaded (and so compiled).
+        .env("HOME", env.path().join("home"))
+        .env("XDG_CONFIG_HOME", env.path().join("home").join(".config"))
         .stdin(Stdio::null())
         .output()
         .expect("run zcode-acp mapper list");

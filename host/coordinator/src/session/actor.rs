@@ -12,10 +12,10 @@ use agent_client_protocol::v1::schema::{
 };
 use tokio::sync::mpsc;
 use tokio::time::Instant;
-use zcode_bridge::{HostBridge, SessionInbound, SessionLink};
+use zcode_bridge::{OpFailure, SessionInbound, SessionLink};
 use zcode_contract::{
     Action, Interaction, InteractionAnswer, InteractionOutcome, InteractionRequest, MapperFault,
-    OpResult, SessionOp, StopReason, Terminal,
+    OpResult, SessionInput, SessionOp, StopReason, Terminal,
 };
 
 use super::interaction::{ask_elicitation, ask_permission, refusal};
@@ -28,10 +28,15 @@ use crate::error::CoordinatorError;
 
 const LOG: &str = "zcode_acp::session";
 
+/// Native input mapped in one call at most: enough to amortise the sandbox crossing over a
+/// burst of deltas, small enough that a cancel never waits long behind a batch.
+const BATCH_INPUTS: usize = 64;
+const BATCH_BYTES: usize = 1024 * 1024;
+
 pub(crate) struct SessionActor {
     id: SessionId,
-    bridge: HostBridge,
     link: SessionLink,
+    updates: UpdatePort,
     client: Arc<dyn ClientPort>,
     config: CoordinatorConfig,
     /// For the tasks that ask the client: they report back as commands.
@@ -69,15 +74,14 @@ impl BoundSession {
 impl SessionActor {
     pub fn new(
         id: SessionId,
-        bridge: HostBridge,
         link: SessionLink,
         client: Arc<dyn ClientPort>,
         config: CoordinatorConfig,
         commands: mpsc::UnboundedSender<Command>,
     ) -> Self {
         Self {
+            updates: UpdatePort { id: id.clone(), client: client.clone() },
             id,
-            bridge,
             link,
             client,
             config,
@@ -109,7 +113,13 @@ impl SessionActor {
                     None => break,
                 },
                 item = inbound.recv(), if inbound_open => match item {
-                    Some(SessionInbound::Event(payload)) => self.on_event(&payload).await,
+                    Some(SessionInbound::Input(first)) => {
+                        let (batch, closed) = drain_batch(first, &mut inbound);
+                        self.on_input(&batch).await;
+                        if let Some(reason) = closed {
+                            self.on_transport_closed(reason);
+                        }
+                    }
                     Some(SessionInbound::TransportClosed(reason)) => self.on_transport_closed(reason),
                     None => inbound_open = false,
                 },
@@ -168,7 +178,7 @@ impl SessionActor {
         self.draining_until = None;
         self.turn = Some(Turn::new(reply));
         tracing::info!(target: LOG, session = %self.id, "prompt started");
-        match self.bridge.session_op(&self.link, SessionOp::Prompt(request)).await {
+        match self.op(SessionOp::Prompt(request)).await {
             Ok(result) => {
                 if let Err(fault) = self.send_update_json(&result.updates) {
                     return self.fail_session(fault.to_string()).await;
@@ -227,14 +237,20 @@ impl SessionActor {
         if self.failed.is_some() {
             return Ok(());
         }
-        self.bridge.session_op(&self.link, SessionOp::Close).await.map(|_| ()).map_err(Into::into)
+        self.op(SessionOp::Close).await.map(|_| ()).map_err(Into::into)
+    }
+
+    /// Runs a session operation; what it streams while it waits goes to the client at once.
+    async fn op(&self, op: SessionOp) -> Result<OpResult, OpFailure> {
+        let mut updates = self.updates.clone();
+        self.link.op(op, &mut |streamed| updates.send_json(&streamed)).await
     }
 
     async fn run_op(&mut self, op: SessionOp) -> Result<OpResult, CoordinatorError> {
         if let Some(reason) = &self.failed {
             return Err(session_failed(reason));
         }
-        let result = self.bridge.session_op(&self.link, op).await?;
+        let result = self.op(op).await?;
         if let Err(fault) = self.send_update_json(&result.updates) {
             self.fail_session(fault.to_string()).await;
             return Err(fault.into());
@@ -242,13 +258,13 @@ impl SessionActor {
         Ok(result)
     }
 
-    // ----- native events -----------------------------------------------------------------
+    // ----- native input ------------------------------------------------------------------
 
-    async fn on_event(&mut self, payload: &str) {
+    async fn on_input(&mut self, batch: &[SessionInput]) {
         if self.failed.is_some() {
             return;
         }
-        let actions = match self.link.map_event(payload) {
+        let actions = match self.link.map(batch) {
             Ok(actions) => actions,
             Err(fault) => return self.fail_session(fault.to_string()).await,
         };
@@ -385,7 +401,7 @@ impl SessionActor {
             return;
         }
         let turn = self.turn.take().expect("checked above");
-        let usage = match self.bridge.session_op(&self.link, SessionOp::FinishTurn).await {
+        let usage = match self.op(SessionOp::FinishTurn).await {
             Ok(result) => {
                 if let Err(fault) = self.send_update_json(&result.updates) {
                     self.respond(turn, Err(fault.clone().into()));
@@ -433,7 +449,7 @@ impl SessionActor {
             return;
         }
         let op = SessionOp::Answer(InteractionAnswer { key, outcome });
-        match self.bridge.session_op(&self.link, op).await {
+        match self.op(op).await {
             Ok(result) => {
                 if let Err(fault) = self.send_update_json(&result.updates) {
                     self.answer_failure.get_or_insert(AnswerFailure::Session(fault.to_string()));
@@ -463,7 +479,7 @@ impl SessionActor {
         if turn.ended_natively() || std::mem::replace(&mut turn.stop_sent, true) {
             return;
         }
-        if let Err(failure) = self.bridge.session_op(&self.link, SessionOp::Cancel).await {
+        if let Err(failure) = self.op(SessionOp::Cancel).await {
             let error = CoordinatorError::from(failure);
             tracing::warn!(target: LOG, session = %self.id, %error, "asking ZCode to stop failed");
         }
@@ -472,19 +488,11 @@ impl SessionActor {
     // ----- plumbing ----------------------------------------------------------------------
 
     fn send_update_json(&self, updates: &[String]) -> Result<(), MapperFault> {
-        let updates = acp_json::updates(updates)?;
-        self.send_updates(updates);
-        Ok(())
+        self.updates.clone().send_json(updates)
     }
 
     fn send_updates(&self, updates: Vec<SessionUpdate>) {
-        for update in updates {
-            if let Err(error) =
-                self.client.update(SessionNotification::new(self.id.clone(), update))
-            {
-                tracing::debug!(target: LOG, session = %self.id, %error, "update not delivered");
-            }
-        }
+        self.updates.send(updates);
     }
 
     /// The session can no longer work. What ZCode still waits on is refused and its turn
@@ -541,6 +549,57 @@ fn usage_from(json: &str) -> Option<Usage> {
         Err(fault) => {
             tracing::warn!(target: LOG, %fault, "ignoring invalid usage");
             None
+        }
+    }
+}
+
+/// The input that arrived with `first`, up to the batch bounds, and the transport's close if
+/// it came right behind it.
+fn drain_batch(
+    first: SessionInput,
+    inbound: &mut mpsc::UnboundedReceiver<SessionInbound>,
+) -> (Vec<SessionInput>, Option<String>) {
+    let mut bytes = first.len();
+    let mut batch = vec![first];
+    while batch.len() < BATCH_INPUTS && bytes < BATCH_BYTES {
+        match inbound.try_recv() {
+            Ok(SessionInbound::Input(input)) => {
+                bytes += input.len();
+                batch.push(input);
+            }
+            Ok(SessionInbound::TransportClosed(reason)) => return (batch, Some(reason)),
+            Err(_) => break,
+        }
+    }
+    (batch, None)
+}
+
+/// Where a session's updates go: the typed ACP gate, then the client, in order.
+#[derive(Clone)]
+pub(crate) struct UpdatePort {
+    id: SessionId,
+    client: Arc<dyn ClientPort>,
+}
+
+impl UpdatePort {
+    pub(crate) fn new(id: SessionId, client: Arc<dyn ClientPort>) -> Self {
+        Self { id, client }
+    }
+
+    /// Parses mapper JSON into ACP updates (all of them, or none are sent) and sends them.
+    pub(crate) fn send_json(&mut self, updates: &[String]) -> Result<(), MapperFault> {
+        let updates = acp_json::updates(updates)?;
+        self.send(updates);
+        Ok(())
+    }
+
+    pub(crate) fn send(&self, updates: Vec<SessionUpdate>) {
+        for update in updates {
+            if let Err(error) =
+                self.client.update(SessionNotification::new(self.id.clone(), update))
+            {
+                tracing::debug!(target: LOG, session = %self.id, %error, "update not delivered");
+            }
         }
     }
 }

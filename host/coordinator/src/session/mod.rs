@@ -10,14 +10,14 @@ use std::sync::Arc;
 
 use agent_client_protocol::v1::schema::{PromptResponse, SessionId, SessionUpdate};
 use tokio::sync::{mpsc, oneshot};
-use zcode_bridge::{HostBridge, SessionInbound, SessionLink};
+use zcode_bridge::{SessionInbound, SessionLink};
 use zcode_contract::{InteractionOutcome, OpResult, SessionOp};
 
 use crate::client::ClientPort;
 use crate::config::CoordinatorConfig;
 use crate::error::CoordinatorError;
 
-pub(crate) use actor::SessionActor;
+pub(crate) use actor::{SessionActor, UpdatePort};
 
 pub(crate) enum Command {
     Prompt {
@@ -106,7 +106,6 @@ pub struct BoundSession {
 
 /// A mapper session linked to the host: what a bound session is built from.
 pub(crate) struct Binding {
-    pub bridge: HostBridge,
     pub link: SessionLink,
     pub inbound: mpsc::UnboundedReceiver<SessionInbound>,
 }
@@ -120,10 +119,10 @@ impl BoundSession {
         config: CoordinatorConfig,
         after: Vec<SessionUpdate>,
     ) -> Self {
-        let Binding { bridge, link, inbound } = binding;
+        let Binding { link, inbound } = binding;
         let (tx, commands) = mpsc::unbounded_channel();
         let handle = SessionHandle { workspace, commands: tx.clone() };
-        let actor = SessionActor::new(id, bridge, link, client, config, tx);
+        let actor = SessionActor::new(id, link, client, config, tx);
         Self { actor, inbound, commands, handle, after }
     }
 }

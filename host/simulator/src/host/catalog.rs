@@ -140,6 +140,18 @@ impl Model {
     pub fn reference(&self) -> Value {
         model_ref(self)
     }
+
+    pub fn provider_id(&self) -> &'static str {
+        self.provider_id
+    }
+
+    pub fn model_id(&self) -> &'static str {
+        self.model_id
+    }
+
+    pub fn reasoning_levels(&self) -> &'static [&'static str] {
+        self.reasoning_levels
+    }
 }
 
 /// The model a `ModelSelection` (or a stored ref) names. A `variant` — gone in 3.12.3 — names

@@ -183,7 +183,7 @@ impl Store {
     }
 }
 
-fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), String> {
+pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), String> {
     let parent = path.parent().expect("state files live in a directory");
     std::fs::create_dir_all(parent)
         .map_err(|error| format!("cannot create {}: {error}", parent.display()))?;

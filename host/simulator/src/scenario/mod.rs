@@ -14,7 +14,7 @@ use crate::fault::FaultKind;
 
 pub use builtin::{BUILTIN_NAMES, select};
 pub use parse::{ParseError, parse, parse_lines};
-pub(crate) use parse::{split_chars, workspace_relative};
+pub(crate) use parse::{default_permission_options, split_chars, workspace_relative};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Scenario {

@@ -1,0 +1,171 @@
+//! The bundled CLI's command line (3.15.1 source `apps/zcode-cli/packages/cli/src/run.ts`,
+//! `arguments.ts`): `--version` / `-v` print the version and a newline; the `version`
+//! subcommand exists from 3.15 on; `app-server` (alias `agent-server`) starts the Agent on
+//! stdio; an unknown command or option prints a message and the help on stderr and exits 1.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use super::fault::AppFaults;
+use super::profile::AppServerProfile;
+use super::provider_config::ProviderConfig;
+use super::server::{Options, Server};
+use super::store::AppStore;
+use crate::output::Output;
+
+const HELP: &str = "Usage: zcode <command> [options]
+
+Commands:
+  app-server [--stdio]   Run the Agent, speaking the ZCode protocol on stdin/stdout
+  doctor [--json]        Report the CLI and its runtime
+  version                Print the version
+
+Options:
+  -v, --version          Print the version
+  -h, --help             Print this help";
+
+/// Set by a fake install's launcher that must report another CLI version.
+const CLI_VERSION_ENV: &str = "ZCODE_SIM_CLI_VERSION";
+
+/// Runs the CLI for `args` (the arguments after `zcode.cjs`).
+pub fn run(install_root: &Path, profile: &'static AppServerProfile, args: &[String]) -> ExitCode {
+    let command = args.first().map(String::as_str);
+    let rest = args.get(1..).unwrap_or_default();
+    match command {
+        Some("--version" | "-v") => print_version(profile),
+        Some("version") if profile.has_315_deltas() => print_version(profile),
+        Some("--help" | "-h") => {
+            println!("{HELP}");
+            ExitCode::SUCCESS
+        }
+        Some("app-server" | "agent-server") => match ServerFlags::parse(rest) {
+            Ok(flags) => serve(install_root, profile, flags),
+            Err(message) => usage_error(&message),
+        },
+        Some("doctor") => match rest {
+            [] => doctor(profile, false),
+            [flag] if flag == "--json" => doctor(profile, true),
+            _ => usage_error(&format!("Unknown option: {}", rest[0])),
+        },
+        Some(other) => usage_error(&format!("Unknown command: {other}")),
+        None => {
+            // The real CLI opens its terminal UI here; nothing a host drives.
+            eprintln!("zcode-sim: the interactive terminal UI is not simulated");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn print_version(profile: &AppServerProfile) -> ExitCode {
+    println!("{}", cli_version(profile));
+    ExitCode::SUCCESS
+}
+
+fn cli_version(profile: &AppServerProfile) -> String {
+    std::env::var(CLI_VERSION_ENV).unwrap_or_else(|_| profile.cli_version.to_owned())
+}
+
+fn usage_error(message: &str) -> ExitCode {
+    eprintln!("{message}\n\n{HELP}");
+    ExitCode::from(1)
+}
+
+fn doctor(profile: &AppServerProfile, json: bool) -> ExitCode {
+    let report = serde_json::json!({
+        "cli": {"name": "zcode", "processName": "zcode", "version": cli_version(profile)},
+        "runtime": {"node": "v24.14.0", "platform": crate::platform()},
+        "packaging": {"default": "node-bundle", "sea": "optional"},
+    });
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report).expect("serializable"));
+    } else {
+        println!("zcode {}", cli_version(profile));
+        println!("runtime: node v24.14.0 ({})", crate::platform());
+        println!("packaging: node-bundle");
+    }
+    ExitCode::SUCCESS
+}
+
+/// `app-server` options.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct ServerFlags {
+    prepare_storage: bool,
+}
+
+impl ServerFlags {
+    fn parse(args: &[String]) -> Result<ServerFlags, String> {
+        let mut flags = ServerFlags::default();
+        let mut args = args.iter();
+        while let Some(arg) = args.next() {
+            match arg.as_str() {
+                "--stdio" => {}
+                "--prepare-storage" => flags.prepare_storage = true,
+                "--surface" => {
+                    args.next().ok_or("Option --surface needs a value")?;
+                }
+                other if other.starts_with("--surface=") => {}
+                other => return Err(format!("Unknown option: {other}")),
+            }
+        }
+        Ok(flags)
+    }
+}
+
+fn serve(install_root: &Path, profile: &'static AppServerProfile, flags: ServerFlags) -> ExitCode {
+    let options = match Options::from_env() {
+        Ok(options) => options,
+        Err(message) => {
+            eprintln!("zcode-sim: {message}");
+            return ExitCode::from(2);
+        }
+    };
+    let faults = match AppFaults::from_env() {
+        Ok(faults) => faults,
+        Err(message) => {
+            eprintln!("zcode-sim: invalid ZCODE_SIM_FAULT: {message}");
+            return ExitCode::from(2);
+        }
+    };
+    // The real CLI exits during boot when it cannot locate its built-in provider table.
+    let provider = match ProviderConfig::from_env() {
+        Ok(provider) => provider,
+        Err(message) => {
+            eprintln!("{message}");
+            return ExitCode::from(1);
+        }
+    };
+    let store = AppStore::for_install(install_root);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    runtime.block_on(async move {
+        let out = Output::start();
+        let server = Server::new(profile, options, faults, store, provider, out);
+        server.serve(flags.prepare_storage).await
+    });
+    ExitCode::SUCCESS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(args: &[&str]) -> Vec<String> {
+        args.iter().map(|arg| (*arg).to_owned()).collect()
+    }
+
+    #[test]
+    fn server_flags_accept_the_hosts_argv_and_refuse_others() {
+        assert_eq!(ServerFlags::parse(&strings(&["--stdio"])), Ok(ServerFlags::default()));
+        let prepared = ServerFlags::parse(&strings(&["--stdio", "--prepare-storage"])).unwrap();
+        assert!(prepared.prepare_storage);
+        assert!(ServerFlags::parse(&strings(&["--surface", "desktop", "--stdio"])).is_ok());
+        assert!(ServerFlags::parse(&strings(&["--surface"])).is_err());
+        assert_eq!(
+            ServerFlags::parse(&strings(&["--jsonrpc"])),
+            Err("Unknown option: --jsonrpc".into())
+        );
+    }
+}

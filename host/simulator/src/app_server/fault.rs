@@ -1,0 +1,225 @@
+//! Fault switches of the app-server profiles: `ZCODE_SIM_FAULT=<name>[@<point>][=<n>][,...]`,
+//! the same syntax as the host profiles' switches. Each armed fault fires once, the first time
+//! its point is reached. Points are `start`, a method name (`session/send`, `v4/command`, ...)
+//! or a turn point (`turn-start`, `stream`, `tool`, `permission`, `question`, `plan`,
+//! `headers`, `model-request`, `turn-end`).
+
+use std::sync::Mutex;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AppFault {
+    /// Exit with status 1 and an error on stderr, like a crashed Agent.
+    Crash,
+    /// Exit quietly with status 1.
+    Exit,
+    /// At a method: never answer it. At a turn point: freeze the turn. At `start`: never read.
+    Stall,
+    /// Write a line that is not JSON.
+    Malformed,
+    /// Write a `session/event` whose `type` no client knows.
+    UnknownEvent,
+    /// The next `session/event` of the session skips sequence numbers.
+    SeqGap,
+    /// The next V4 conversation frame's `fromSeq` is ahead of the last `toSeq`.
+    V4SeqGap,
+    /// The next CAS V4 command is answered `stale` / `proto.staleRevision`.
+    StaleCas,
+    /// The next `session/send` is refused with `-32010` although the session is idle.
+    Busy,
+    /// The session's resident runtime is deactivated: session RPCs answer `-32004`.
+    Evict,
+    /// The next interaction request is re-announced at once, so two ids are outstanding.
+    InteractionRace,
+    /// The next model request asks for runtime headers `n` times (default 5).
+    HeadersStorm,
+    /// The next `session/close` also deletes the persisted session.
+    CloseDeletes,
+    /// The next V4 subscribe writes its initial frame before the subscribe ACK.
+    SnapshotFirst,
+    /// Wait `n` ms (default 2000) before reading stdin.
+    SlowStart,
+}
+
+const NAMES: &[(&str, AppFault)] = &[
+    ("crash", AppFault::Crash),
+    ("exit", AppFault::Exit),
+    ("stall", AppFault::Stall),
+    ("malformed", AppFault::Malformed),
+    ("unknown-event", AppFault::UnknownEvent),
+    ("seq-gap", AppFault::SeqGap),
+    ("v4-seq-gap", AppFault::V4SeqGap),
+    ("stale-cas", AppFault::StaleCas),
+    ("busy", AppFault::Busy),
+    ("evict", AppFault::Evict),
+    ("interaction-race", AppFault::InteractionRace),
+    ("headers-storm", AppFault::HeadersStorm),
+    ("close-deletes", AppFault::CloseDeletes),
+    ("snapshot-first", AppFault::SnapshotFirst),
+    ("slow-start", AppFault::SlowStart),
+];
+
+/// Points inside a turn.
+pub const TURN_POINTS: &[&str] = &[
+    "turn-start",
+    "model-request",
+    "stream",
+    "tool",
+    "permission",
+    "question",
+    "plan",
+    "headers",
+    "turn-end",
+];
+
+impl AppFault {
+    pub fn parse(name: &str) -> Result<AppFault, String> {
+        let normalized = name.trim().replace('_', "-");
+        NAMES
+            .iter()
+            .find(|(known, _)| *known == normalized)
+            .map(|(_, fault)| *fault)
+            .ok_or_else(|| format!("unknown fault `{name}`"))
+    }
+
+    pub fn name(self) -> &'static str {
+        NAMES.iter().find(|(_, fault)| *fault == self).map(|(name, _)| *name).unwrap_or("?")
+    }
+
+    /// Where a fault fires when no point is given.
+    fn default_point(self) -> &'static str {
+        match self {
+            AppFault::SlowStart => "start",
+            AppFault::Busy => "session/send",
+            AppFault::StaleCas => "v4/command",
+            AppFault::CloseDeletes => "session/close",
+            AppFault::SnapshotFirst => "v4/conversation/subscribe",
+            AppFault::Evict => "turn-end",
+            AppFault::InteractionRace => "permission",
+            AppFault::HeadersStorm => "model-request",
+            AppFault::Crash | AppFault::Malformed | AppFault::UnknownEvent => "stream",
+            AppFault::Exit | AppFault::Stall => "permission",
+            AppFault::SeqGap | AppFault::V4SeqGap => "stream",
+        }
+    }
+
+    fn default_count(self) -> u64 {
+        match self {
+            AppFault::SlowStart => 2_000,
+            AppFault::HeadersStorm => 5,
+            _ => 0,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Armed {
+    pub fault: AppFault,
+    pub point: String,
+    /// `=n`: a delay in ms (`slow-start`) or a count (`headers-storm`).
+    pub count: u64,
+}
+
+#[derive(Debug, Default)]
+pub struct AppFaults {
+    armed: Mutex<Vec<Armed>>,
+}
+
+impl AppFaults {
+    pub fn from_env() -> Result<AppFaults, String> {
+        let spec = std::env::var("ZCODE_SIM_FAULT").unwrap_or_default();
+        Ok(AppFaults { armed: Mutex::new(parse_spec(&spec)?) })
+    }
+
+    /// Disarms and returns the faults armed for `point`.
+    pub fn take(&self, point: &str) -> Vec<Armed> {
+        let mut armed = self.armed.lock().expect("fault lock");
+        let (fired, kept): (Vec<Armed>, Vec<Armed>) =
+            armed.drain(..).partition(|armed| armed.point == point);
+        *armed = kept;
+        fired
+    }
+
+    /// Disarms and returns the faults of the given kinds armed for `point`.
+    pub fn take_kinds(&self, point: &str, kinds: &[AppFault]) -> Vec<Armed> {
+        let mut armed = self.armed.lock().expect("fault lock");
+        let (fired, kept): (Vec<Armed>, Vec<Armed>) =
+            armed.drain(..).partition(|armed| armed.point == point && kinds.contains(&armed.fault));
+        *armed = kept;
+        fired
+    }
+
+    /// Disarms one fault of `kind` armed for `point`, if any.
+    pub fn take_one(&self, point: &str, kind: AppFault) -> Option<Armed> {
+        let mut armed = self.armed.lock().expect("fault lock");
+        let index = armed.iter().position(|armed| armed.point == point && armed.fault == kind)?;
+        Some(armed.remove(index))
+    }
+}
+
+pub fn parse_spec(spec: &str) -> Result<Vec<Armed>, String> {
+    let mut faults = Vec::new();
+    for item in spec.split(',').map(str::trim).filter(|item| !item.is_empty()) {
+        let (rest, count) = match item.split_once('=') {
+            Some((rest, n)) => (
+                rest,
+                Some(n.trim().parse::<u64>().map_err(|_| format!("bad number in `{item}`"))?),
+            ),
+            None => (item, None),
+        };
+        let (name, point) = match rest.split_once('@') {
+            Some((name, point)) => (name, Some(point.trim())),
+            None => (rest, None),
+        };
+        let fault = AppFault::parse(name)?;
+        let point = point.unwrap_or(fault.default_point()).to_owned();
+        check_point(fault, &point)?;
+        faults.push(Armed { fault, point, count: count.unwrap_or(fault.default_count()) });
+    }
+    Ok(faults)
+}
+
+fn check_point(fault: AppFault, point: &str) -> Result<(), String> {
+    let is_turn = TURN_POINTS.contains(&point);
+    let is_method = point.contains('/');
+    if !(is_turn || is_method || point == "start") {
+        return Err(format!("unknown fault point `{point}`"));
+    }
+    let fits = match fault {
+        AppFault::SlowStart => point == "start",
+        AppFault::Crash | AppFault::Exit | AppFault::Stall => true,
+        AppFault::Busy | AppFault::StaleCas | AppFault::CloseDeletes | AppFault::SnapshotFirst => {
+            is_method
+        }
+        AppFault::InteractionRace => matches!(point, "permission" | "question" | "plan"),
+        AppFault::HeadersStorm => point == "model-request",
+        _ => point != "start",
+    };
+    if fits { Ok(()) } else { Err(format!("fault `{}` cannot fire at `{point}`", fault.name())) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_names_points_and_counts() {
+        let faults = parse_spec("headers-storm=3, evict@turn-end, stale_cas").unwrap();
+        assert_eq!(
+            faults[0],
+            Armed { fault: AppFault::HeadersStorm, point: "model-request".into(), count: 3 }
+        );
+        assert_eq!(faults[1].point, "turn-end");
+        assert_eq!(faults[2].point, "v4/command");
+        assert!(parse_spec("explode").is_err());
+        assert!(parse_spec("busy@stream").unwrap_err().contains("cannot fire"));
+        assert!(parse_spec("crash@nowhere").unwrap_err().contains("unknown fault point"));
+    }
+
+    #[test]
+    fn each_fault_fires_once() {
+        let faults = AppFaults { armed: Mutex::new(parse_spec("busy,busy@session/send").unwrap()) };
+        assert!(faults.take_one("session/send", AppFault::Busy).is_some());
+        assert_eq!(faults.take("session/send").len(), 1);
+        assert!(faults.take("session/send").is_empty());
+    }
+}

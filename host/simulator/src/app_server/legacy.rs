@@ -1,0 +1,702 @@
+//! The legacy method family (`session/*`, `provider/*`, `workspace/*`, `runtime/*`), after the
+//! 3.15.1 `zcode-protocol/server-operations.ts`. Params are validated strictly (unknown keys
+//! are `-32602`); a session method on a session without a resident runtime is `-32004`.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::catalog;
+use super::fault::AppFault;
+use super::messages;
+use super::schemas;
+use super::server::{Reply, Server, State, not_simulated};
+use super::session::{Origin, Resident, RunningTurn};
+use super::snapshot::{self, Models};
+use super::store::{SessionRecord, Usage};
+use super::turn::TurnStart;
+use super::wire::{self, BUSY, ProtocolError, REVISION_MISMATCH, parse_params};
+use crate::clock::now_ms;
+
+/// Methods of the real Agent's table the simulator answers with "not simulated" rather than
+/// `Method not found` (3.15.1 `zcodeProtocolMethods`).
+const KNOWN_UNSIMULATED: &[&str] = &[
+    "session/updateRuntimeModelConfig",
+    "session/debug",
+    "workspace/readState",
+    "workspace/hooks/trustGrant",
+    "workspace/updateModelIoPreferences",
+    "workspace/upsertModelProvider",
+    "workspace/removeModelProvider",
+    "workspace/setDefaultModel",
+    "workspace/setDefaultThoughtLevel",
+    "workspace/setDefaultMode",
+    "workspace/generateText",
+    "workspace/cancelGenerateText",
+    "workspace/updateOffPeakToolPolicy",
+    "workspace/updateDynamicWorkflowPolicy",
+    "provider/testModelConnectivity",
+    "subagents/readRuntimeConfig",
+    "skills/referenceCatalog",
+    "mcp/list",
+    "mcp/readResource",
+    "offPeak/create",
+    "offPeak/list",
+    "usage/stats",
+    "topic/resource/read",
+    "topic/resource/cancel",
+    "bot/channel/reply",
+];
+
+/// Families of the real table, matched by prefix.
+const KNOWN_UNSIMULATED_PREFIXES: &[&str] = &["plugins/", "automation/", "workflows/", "mcp/ui"];
+
+pub async fn dispatch(
+    server: &Arc<Server>,
+    method: &str,
+    params: Option<Value>,
+) -> Result<Reply, ProtocolError> {
+    let params = params.as_ref();
+    match method {
+        "session/create" => create(server, params).await,
+        "session/resume" => resume(server, params).await,
+        "session/list" => list(server, params),
+        "session/read" => read(server, params),
+        "session/messages" => session_messages(server, params),
+        "session/events" => events(server, params),
+        "session/subscribe" => subscribe(server, params),
+        "session/send" => send(server, params),
+        "session/stop" => stop(server, params),
+        "session/close" => close(server, params),
+        "session/setMode" => set_mode(server, params),
+        "session/setModel" => set_model(server, params),
+        "session/setThoughtLevel" => set_thought_level(server, params),
+        "session/usage" => usage(server, params),
+        "session/subagents" => subagents(server, params),
+        "session/fork" => fork(server, params),
+        "session/compact" => compact(server, params),
+        "session/goal" => goal(server, params),
+        "session/cancelBackgroundTask" => cancel_background_task(server, params),
+        "provider/updateAccountConfig" => update_account_config(server, params),
+        "runtime/capabilities" => Ok(json!({"independentPlanState": true}).into()),
+        "workspace/readPresentation" => read_presentation(params),
+        "workspace/updateInteractionPreferences" => update_interaction_preferences(server, params),
+        // A live capture answered an empty list (`tests/recorded/app-server`).
+        "process/childProcesses" => Ok(json!({"processes": []}).into()),
+        known
+            if KNOWN_UNSIMULATED.contains(&known)
+                || KNOWN_UNSIMULATED_PREFIXES.iter().any(|prefix| known.starts_with(prefix)) =>
+        {
+            Err(not_simulated(known))
+        }
+        // `workspace/updateProviderRegistry` left with 3.12.3; the rest never existed.
+        other => Err(ProtocolError::method_not_found(other)),
+    }
+}
+
+fn text<'a>(params: &'a Value, key: &str) -> Option<&'a str> {
+    params.get(key).and_then(Value::as_str)
+}
+
+fn session_id(params: &Value) -> String {
+    text(params, "sessionId").unwrap_or_default().trim().to_owned()
+}
+
+/// `-32009` when the caller's `expectedRevision` is not the session's.
+fn check_revision(resident: &Resident, params: &Value) -> Result<(), ProtocolError> {
+    match params.get("expectedRevision").and_then(Value::as_u64) {
+        Some(expected) if expected != resident.revision => {
+            Err(ProtocolError::new(REVISION_MISMATCH, "Session state revision mismatch").with_data(
+                json!({"actualRevision": resident.revision, "expectedRevision": expected}),
+            ))
+        }
+        _ => Ok(()),
+    }
+}
+
+fn business_error(message: impl Into<String>, code: &str) -> ProtocolError {
+    ProtocolError::internal("Error", message, Some(code))
+}
+
+// ── lifecycle ──
+
+async fn create(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
+    let params = parse_params(&schemas::session_create(server.profile), params)?;
+    let requested_id = text(&params, "sessionId").map(str::trim).map(str::to_owned);
+    let session_id = requested_id.unwrap_or_else(|| messages::new_id("sess"));
+    let record = {
+        let state = server.state();
+        if state.sessions.contains_key(&session_id)
+            || state.store.load(&session_id).ok().flatten().is_some()
+        {
+            return Err(business_error(
+                format!("Session already exists: {session_id}"),
+                "SESSION_EXISTS",
+            ));
+        }
+        let model = match params.get("model") {
+            Some(selection) => Some(
+                catalog::resolve_selection(&state.entitlements, selection, false)
+                    .map_err(|message| business_error(message, "MODEL_UNAVAILABLE"))?
+                    .1,
+            ),
+            None => catalog::default_selection(&state.entitlements),
+        };
+        let thought_level = params["thoughtLevel"].as_str().map(str::to_owned).or_else(|| {
+            model.as_ref().and_then(|m| m["options"]["reasoningLevel"].as_str().map(str::to_owned))
+        });
+        let now = now_ms();
+        SessionRecord {
+            session_id: session_id.clone(),
+            workspace: params["workspace"].clone(),
+            title: String::new(),
+            title_source: None,
+            trace_id: messages::new_id("trace"),
+            created_at: now,
+            updated_at: now,
+            mode: text(&params, "mode").unwrap_or("build").to_owned(),
+            model,
+            thought_level,
+            messages: Vec::new(),
+            todos: Vec::new(),
+            usage: Usage::default(),
+            turn_count: 0,
+            context_used: 0,
+            parent_session_id: text(&params, "parentSessionId").map(str::to_owned),
+            checkpoint_id: None,
+        }
+    };
+    let deferred = text(&params, "persistence") == Some("deferred");
+    server.materialize(record, false, deferred).await?;
+    let mut state = server.state();
+    let resident = state.resident(&session_id)?;
+    let window = resident.current_model().map_or(200_000, |model| model.context_window);
+    let mode = resident.record.mode.clone();
+    state.event(
+        &session_id,
+        None,
+        "session.created",
+        json!({"mode": mode, "contextWindow": window}),
+    );
+    Ok(state.snapshot(&session_id, Models::All, None)?.into())
+}
+
+async fn resume(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
+    let params = parse_params(&schemas::session_resume(server.profile), params)?;
+    let session_id = session_id(&params);
+    let record = {
+        let state = server.state();
+        if state.sessions.contains_key(&session_id) {
+            // Already live here: resuming again is a no-op.
+            return Ok(state.snapshot(&session_id, Models::All, None)?.into());
+        }
+        state
+            .store
+            .load(&session_id)
+            .map_err(|message| business_error(message, "STORAGE_ERROR"))?
+            .ok_or_else(|| {
+            ProtocolError::new(
+                wire::SESSION_UNAVAILABLE,
+                format!("Session not found: {session_id}"),
+            )
+        })?
+    };
+    let message_count = record.messages.len();
+    let part_count = messages::part_count(&record.messages);
+    let directory = record.workspace_path().to_owned();
+    server.materialize(record, true, false).await?;
+    let mut state = server.state();
+    if let Some(level) = text(&params, "thoughtLevel") {
+        state.resident(&session_id)?.record.thought_level = Some(level.to_owned());
+    }
+    state.event(
+        &session_id,
+        None,
+        "session.resumed",
+        json!({"directory": directory, "interruptedToolCount": 0, "messageCount": message_count,
+               "partCount": part_count}),
+    );
+    Ok(state.snapshot(&session_id, Models::All, None)?.into())
+}
+
+fn list(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
+    let params = parse_params(&schemas::session_list(server.profile), params)?;
+    let state = server.state();
+    let stored = state.store.list().map_err(|message| business_error(message, "STORAGE_ERROR"))?;
+    let explicit: Option<Vec<&str>> =
+        params["sessionIds"].as_array().map(|ids| ids.iter().filter_map(Value::as_str).collect());
+    let workspace = params.get("workspace").map(|workspace| {
+        workspace["workspaceIdentity"]
+            .as_str()
+            .or_else(|| workspace["workspacePath"].as_str())
+            .unwrap_or_default()
+            .to_owned()
+    });
+    let limit = params["limit"].as_u64().unwrap_or(50) as usize;
+    let sessions: Vec<Value> = stored
+        .iter()
+        .filter(|record| {
+            explicit.as_ref().is_none_or(|ids| ids.contains(&record.session_id.as_str()))
+        })
+        .filter(|record| {
+            workspace.as_deref().is_none_or(|identity| record.workspace_identity() == identity)
+        })
+        .take(limit)
+        .map(|record| {
+            let live = state.sessions.get(&record.session_id);
+            let status = if live.is_some_and(Resident::is_running) { "running" } else { "idle" };
+            snapshot::session_info(live.map_or(record, |resident| &resident.record), status)
+        })
+        .collect();
+    Ok(json!({"sessions": sessions}).into())
+}
+
+fn read(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
+    let params = parse_params(&schemas::session_read(), params)?;
+    let state = server.state();
+    let limit = params["messageLimit"].as_u64().map(|limit| limit as usize);
+    Ok(state.snapshot(&session_id(&params), Models::Current, limit)?.into())
+}
+
+fn session_messages(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
+    let params = parse_params(&schemas::session_messages(), params)?;
+    let mut state = server.state();
+    let resident = state.resident(&session_id(&params))?;
+    let all = &resident.record.messages;
+    let start = match text(&params, "afterMessageId") {
+        Some(after) => all
+            .iter()
+            .position(|message| message["info"]["messageId"] == after)
+            .map_or(all.len(), |index| index + 1),
+        None => 0,
+    };
+    let limit = params["limit"].as_u64().map_or(usize::MAX, |limit| limit as usize);
+    let page: Vec<&Value> = all[start..].iter().take(limit).collect();
+    Ok(json!({"messages": page}).into())
+}
+
+fn events(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
+    let params = parse_params(&schemas::session_events(), params)?;
+    let mut state = server.state();
+    let resident = state.resident(&session_id(&params))?;
+    let after = params["afterSeq"].as_u64().unwrap_or(0);
+    let limit = params["limit"].as_u64().map_or(usize::MAX, |limit| limit as usize);
+    let events: Vec<Value> = resident.events_after(after).into_iter().take(limit).collect();
+    Ok(json!({"events": events, "eventSeq": resident.seq}).into())
+}
+
+fn subscribe(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
+    let params = parse_params(&schemas::session_subscribe(), params)?;
+    let session_id = session_id(&params);
+    let mut state = server.state();
+    let resident = state.resident(&session_id)?;
+    resident.delivery_kind = params["deliveryKind"].as_str().map(str::to_owned);
+    let mut result = json!({"eventSeq": resident.seq});
+    if params["includeSnapshot"] == true {
+        result["snapshot"] = state.snapshot(&session_id, Models::Current, None)?;
+    }
+    let resident = state.resident(&session_id)?;
+    // Events the subscriber missed follow the answer, oldest first.
+    let after: Vec<Value> = match params["afterSeq"].as_u64() {
+        Some(seq) => resident
+            .events_after(seq)
+            .into_iter()
+            .map(|event| wire::notification("session/event", event))
+            .collect(),
+        None => Vec::new(),
+    };
+    Ok(Reply { result, after, ..Reply::default() })
+}
+
+fn send(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
+    let params = parse_params(&schemas::session_send(), params)?;
+    let refinements = schemas::session_send_refinements(&params);
+    if !refinements.is_empty() {
+        return Err(ProtocolError::invalid_params(&refinements));
+    }
+    let session_id = session_id(&params);
+    let mut state = server.state();
+    let busy_fault = server.faults.take_one("session/send", AppFault::Busy).is_some();
+    let selection = match params.get("modelSelection") {
+        Some(selection) => Some(
+            catalog::resolve_selection(&state.entitlements, selection, false)
+                .map_err(|message| business_error(message, "MODEL_UNAVAILABLE"))?
+                .1,
+        ),
+        None => None,
+    };
+    let resident = state.resident(&session_id)?;
+    if resident.record.parent_session_id.is_some()
+        && resident.record.session_id.starts_with("sess_subagent_")
+    {
+        return Err(ProtocolError::new(BUSY, "Subagent sessions are read-only"));
+    }
+    if busy_fault || resident.is_running() {
+        return Err(ProtocolError::new(BUSY, "A prompt is already running for this session"));
+    }
+    check_revision(resident, &params)?;
+    if let Some(selection) = selection {
+        resident.record.model = Some(selection);
+    }
+    let input_id =
+        text(&params, "inputId").map_or_else(|| messages::new_id("input"), str::to_owned);
+    let content = text(&params, "content").unwrap_or_default().to_owned();
+    let start = begin_turn(resident, &content, &input_id, Origin::Legacy, None);
+    let revision = resident.revision;
+    state.persist(&session_id);
+    state.state_updated(&session_id, "prompt_started", json!({"status": "running"}));
+    state.v4_patch(&session_id, &["control", "availability", "inputRouting"]);
+    Ok(Reply {
+        result: json!({"accepted": true, "sessionId": session_id, "stateRevision": revision}),
+        start: Some(start),
+        ..Reply::default()
+    })
+}
+
+/// Records the prompt and marks the session running; the turn itself starts once the
+/// accepting response is out. Shared by `session/send`, V4 `sendText` and queue drains.
+pub fn begin_turn(
+    resident: &mut Resident,
+    content: &str,
+    input_id: &str,
+    origin: Origin,
+    command_id: Option<String>,
+) -> TurnStart {
+    let turn_id = messages::new_id("turn");
+    let message_id = messages::new_id("msg");
+    let session_id = resident.record.session_id.clone();
+    let user =
+        messages::user_message(&session_id, &message_id, content, resident.record.model.as_ref());
+    resident.record.messages.push(user);
+    resident.record.updated_at = now_ms();
+    // The session row appears with the first prompt (reference APP §8.1).
+    resident.stored = true;
+    resident.deferred = false;
+    resident.revision += 1;
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let started_at = now_ms();
+    resident.turn = Some(RunningTurn {
+        turn_id: turn_id.clone(),
+        origin,
+        stop,
+        foreground_execution_id: messages::new_id("exec"),
+        started_at,
+    });
+    TurnStart {
+        session_id,
+        turn_id,
+        input_id: input_id.to_owned(),
+        message_id,
+        text: content.to_owned(),
+        command_id,
+        stop: stopped,
+    }
+}
+
+fn stop(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
+    let params = parse_params(&schemas::session_id(), params)?;
+    let mut state = server.state();
+    let resident = state.resident(&session_id(&params))?;
+    // Only a prompt started by `session/send` holds the lock this call aborts; a V4-started
+    // run is stopped by `v4/command stop` alone.
+    if let Some(turn) = &resident.turn
+        && turn.origin == Origin::Legacy
+    {
+        turn.stop.send_replace(true);
+    }
+    Ok(json!({}).into())
+}
+
+fn close(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
+    let params = parse_params(&schemas::session_close(server.profile), params)?;
+    let session_id = session_id(&params);
+    let deletes = server.profile.close_deletes_history()
+        || server.faults.take_one("session/close", AppFault::CloseDeletes).is_some();
+    let mut state = server.state();
+    let resident = state.resident(&session_id)?;
+    if let Some(expected) = text(&params, "expectedPersistence") {
+        let actual = if resident.deferred { "deferred" } else { "immediate" };
+        if expected != actual {
+            return Ok(json!({"closed": false}).into());
+        }
+    }
+    if let Some(turn) = &resident.turn {
+        turn.stop.send_replace(true);
+    }
+    state.event(&session_id, None, "session.closed", json!({"reason": "closed"}));
+    state.remove_resident(&session_id);
+    if deletes && let Err(message) = state.store.delete(&session_id) {
+        eprintln!("zcode-sim: {message}");
+    }
+    Ok(json!({"closed": true}).into())
+}
+
+// ── settings ──
+
+/// Bumps the revision and tells both projections about the changed settings.
+pub fn announce_settings(
+    state: &mut State,
+    session_id: &str,
+    reason: &str,
+    keys: &[&str],
+) -> Result<(), ProtocolError> {
+    let resident = state.resident(session_id)?;
+    resident.revision += 1;
+    resident.record.updated_at = now_ms();
+    let settings = state.settings(session_id)?;
+    let mut patch = serde_json::Map::new();
+    for key in keys {
+        patch.insert((*key).to_owned(), settings[*key].clone());
+    }
+    state.persist(session_id);
+    state.state_updated(session_id, reason, Value::Object(patch));
+    state.v4_patch(session_id, &["config", "meta"]);
+    Ok(())
+}
+
+fn set_mode(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
+    let params = parse_params(&schemas::session_set_mode(server.profile), params)?;
+    let session_id = session_id(&params);
+    let mut state = server.state();
+    let resident = state.resident(&session_id)?;
+    check_revision(resident, &params)?;
+    resident.record.mode = text(&params, "mode").unwrap_or("build").to_owned();
+    announce_settings(&mut state, &session_id, "mode_changed", &["mode"])?;
+    Ok(state.snapshot(&session_id, Models::Current, Some(0))?.into())
+}
+
+fn set_model(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
+    let params = parse_params(&schemas::session_set_model(), params)?;
+    let session_id = session_id(&params);
+    let mut state = server.state();
+    let (_, selection) = catalog::resolve_selection(&state.entitlements, &params["model"], true)
+        .map_err(|message| business_error(message, "MODEL_UNAVAILABLE"))?;
+    let resident = state.resident(&session_id)?;
+    check_revision(resident, &params)?;
+    resident.record.thought_level =
+        selection["options"]["reasoningLevel"].as_str().map(str::to_owned);
+    resident.record.model = Some(selection);
+    announce_settings(&mut state, &session_id, "model_changed", &["model", "thoughtLevel"])?;
+    Ok(state.snapshot(&session_id, Models::Current, Some(0))?.into())
+}
+
+fn set_thought_level(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
+    let params = parse_params(&schemas::session_set_thought_level(), params)?;
+    let session_id = session_id(&params);
+    let mut state = server.state();
+    let resident = state.resident(&session_id)?;
+    check_revision(resident, &params)?;
+    let Some(model) = resident.current_model() else {
+        return Err(business_error(
+            "Select a model before choosing reasoning effort",
+            "INVALID_STATE_TRANSITION",
+        ));
+    };
+    let level = text(&params, "thoughtLevel").or(model.default_level);
+    if let Some(level) = level
+        && !model.levels.contains(&level)
+    {
+        return Err(business_error(
+            catalog::unsupported_level(model, level),
+            "INVALID_THOUGHT_LEVEL",
+        ));
+    }
+    resident.record.thought_level = level.map(str::to_owned);
+    resident.record.model = Some(catalog::selection(model, level));
+    announce_settings(
+        &mut state,
+        &session_id,
+        "thought_level_changed",
+        &["thoughtLevel", "model"],
+    )?;
+    Ok(state.snapshot(&session_id, Models::Current, Some(0))?.into())
+}
+
+// ── reads and the rest ──
+
+/// `session/usage` (and V4 `conversation/usage`): the session's cumulative counters.
+pub fn usage_result(session_id: &str, usage: &Usage) -> Value {
+    json!({
+        "sessionId": session_id,
+        "totalTokens": usage.total(),
+        "inputTokens": usage.input_tokens,
+        "outputTokens": usage.output_tokens,
+        "reasoningTokens": usage.reasoning_tokens,
+        "cacheCreationTokens": usage.cache_creation_tokens,
+        "cacheReadTokens": usage.cache_read_tokens,
+        "modelRequestCount": usage.model_request_count,
+        "modelErrorCount": usage.model_error_count,
+        "inputBaselineBySource": {},
+    })
+}
+
+/// Usage of a resident session, else of the stored one (the counters live in the database).
+pub fn stored_usage(state: &State, session_id: &str) -> Result<Usage, ProtocolError> {
+    if let Some(resident) = state.sessions.get(session_id) {
+        return Ok(resident.record.usage.clone());
+    }
+    match state.store.load(session_id) {
+        Ok(Some(record)) => Ok(record.usage),
+        // A live capture answered zeros for an unknown session, not an error.
+        Ok(None) => Ok(Usage::default()),
+        Err(message) => Err(business_error(message, "STORAGE_ERROR")),
+    }
+}
+
+fn usage(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
+    let params = parse_params(&schemas::session_id(), params)?;
+    let session_id = session_id(&params);
+    let state = server.state();
+    let usage = stored_usage(&state, &session_id)?;
+    Ok(usage_result(&session_id, &usage).into())
+}
+
+fn subagents(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
+    let params = parse_params(&schemas::session_subagents(), params)?;
+    let mut state = server.state();
+    state.resident(&session_id(&params))?;
+    Ok(json!({"running": [], "ended": {"items": []}, "childSessionIds": []}).into())
+}
+
+fn fork(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
+    let params = parse_params(&schemas::session_fork(), params)?;
+    let session_id = session_id(&params);
+    let mut state = server.state();
+    let resident = state.resident(&session_id)?;
+    check_revision(resident, &params)?;
+    let Some(checkpoint) = resident.record.checkpoint_id.clone() else {
+        return Err(business_error(
+            "No workspace checkpoint is available yet.",
+            "INVALID_STATE_TRANSITION",
+        ));
+    };
+    let mut copy = resident.record.clone();
+    copy.session_id = messages::new_id("sess");
+    copy.parent_session_id = Some(session_id);
+    copy.created_at = now_ms();
+    copy.updated_at = copy.created_at;
+    let copied = copy.messages.len();
+    // A fork is persisted when it is made.
+    state.store.save(&copy).map_err(|message| business_error(message, "STORAGE_ERROR"))?;
+    Ok(json!({"forkedSessionId": copy.session_id, "targetCheckpointId": checkpoint,
+              "copiedMessageCount": copied, "restoredFileCount": 0})
+    .into())
+}
+
+fn compact(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
+    let params = parse_params(&schemas::session_compact(), params)?;
+    let session_id = session_id(&params);
+    let mut state = server.state();
+    let resident = state.resident(&session_id)?;
+    if resident.is_running() {
+        return Err(ProtocolError::new(BUSY, "Cannot compact while a prompt is running"));
+    }
+    check_revision(resident, &params)?;
+    let input_id =
+        text(&params, "inputId").map_or_else(|| messages::new_id("input"), str::to_owned);
+    // The summarising model turn is not simulated: the context shrinks at once.
+    resident.record.context_used /= 4;
+    resident.revision += 1;
+    state.state_updated(&session_id, "compact_started", json!({"status": "running"}));
+    state.state_updated(&session_id, "session_compacted", json!({"status": "idle"}));
+    state.persist(&session_id);
+    let snapshot = state.snapshot(&session_id, Models::Current, Some(0))?;
+    Ok(json!({"response": "Compacted the conversation.", "snapshot": snapshot,
+              "compact": {"state": "accepted", "inputId": input_id}})
+    .into())
+}
+
+fn goal(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
+    let params = parse_params(&schemas::session_goal(), params)?;
+    let session_id = session_id(&params);
+    let state = server.state();
+    state.snapshot(&session_id, Models::Current, Some(0))?;
+    let objective = text(&params, "objective").map(str::trim).filter(|text| !text.is_empty());
+    // Sessions never hold a goal in the simulator: only the answers about a missing goal.
+    let response = match (text(&params, "action").unwrap_or_default(), objective) {
+        ("show", _) => "No goal is set. Use /goal <objective> to set one.",
+        ("clear", _) => "No goal to clear.",
+        ("pause", _) => "No goal to pause.",
+        ("resume", _) => "No goal to resume.",
+        ("set", None) => "Usage: /goal <objective>",
+        ("replace", None) => "Usage: /goal replace <objective>",
+        _ => return Err(not_simulated("session/goal set")),
+    };
+    let snapshot = state.snapshot(&session_id, Models::Current, Some(0))?;
+    Ok(json!({"response": response, "snapshot": snapshot, "startedTurn": false}).into())
+}
+
+fn cancel_background_task(
+    server: &Arc<Server>,
+    params: Option<&Value>,
+) -> Result<Reply, ProtocolError> {
+    let params = parse_params(&schemas::session_cancel_background_task(), params)?;
+    let mut state = server.state();
+    state.resident(&session_id(&params))?;
+    // No background work runs in the simulator, so every task id is unknown.
+    Ok(json!({"cancelled": false, "reason": "not_found", "status": "lost",
+              "taskId": params["taskId"]})
+    .into())
+}
+
+fn update_account_config(
+    server: &Arc<Server>,
+    params: Option<&Value>,
+) -> Result<Reply, ProtocolError> {
+    let params = parse_params(&schemas::provider_update_account_config(), params)?;
+    let mut state = server.state();
+    // A push not based on this process's table (or without the personal config) is answered
+    // like any other and silently ignored.
+    let based_on = params["basedOnZCodeBuiltinRevision"].as_str().unwrap_or_default();
+    let (count, status) = if server.provider.accepts(based_on) {
+        state.entitlements.update(&params)
+    } else {
+        (params["providers"].as_object().map_or(0, |providers| providers.len()), "received")
+    };
+    let mut result = json!({"providerCount": count, "status": status});
+    if server.profile.has_315_deltas() {
+        result["receivedRevision"] = params["revision"].clone();
+    }
+    Ok(result.into())
+}
+
+fn read_presentation(params: Option<&Value>) -> Result<Reply, ProtocolError> {
+    let params = parse_params(&schemas::workspace_only(), params)?;
+    Ok(json!({"workspace": params["workspace"], "mode": "build",
+              "slashCommands": catalog::slash_commands()})
+    .into())
+}
+
+fn update_interaction_preferences(
+    server: &Arc<Server>,
+    params: Option<&Value>,
+) -> Result<Reply, ProtocolError> {
+    let params = parse_params(&schemas::workspace_update_interaction_preferences(), params)?;
+    let enabled = params["preferences"]["askUserQuestionAutoResolutionEnabled"] == true;
+    let key = params["workspace"]["workspaceKey"].as_str().unwrap_or_default().to_owned();
+    let mut state = server.state();
+    state.auto_resolution.insert(key, enabled);
+    Ok(json!({"workspace": params["workspace"], "askUserQuestionAutoResolutionEnabled": enabled,
+              "snoozedInteractionCount": 0})
+    .into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn revision_checks_report_both_revisions() {
+        let record: SessionRecord = serde_json::from_value(json!({
+            "sessionId": "sess_a", "workspace": {"workspacePath": "/w", "workspaceKey": "/w"},
+            "title": "", "traceId": "t", "createdAt": 1, "updatedAt": 1, "mode": "build"}))
+        .unwrap();
+        let mut resident =
+            Resident::new(record, false, false, super::super::session::Preferences::FALLBACK);
+        resident.revision = 4;
+        assert!(check_revision(&resident, &json!({})).is_ok());
+        let error = check_revision(&resident, &json!({"expectedRevision": 3})).unwrap_err();
+        assert_eq!(error.code, REVISION_MISMATCH);
+        assert_eq!(error.data, Some(json!({"actualRevision": 4, "expectedRevision": 3})));
+    }
+}

@@ -1,0 +1,406 @@
+//! A session with a resident runtime in this Agent process: its persisted record plus what
+//! only lives in memory — the state revision, the protocol event log and its `seq`, the
+//! delivery kind (events are pushed only once a host subscribed), the running turn, the input
+//! queue, the runtime preferences the host answered, and the V4 projection.
+//!
+//! Like the real record (`ZCodeProtocolSessionRecord`), all of this starts afresh whenever the
+//! runtime is (re)materialised: after `session/close`, an eviction or a new process, `seq`
+//! counts from 1 again.
+
+use std::collections::{BTreeSet, VecDeque};
+
+use serde_json::{Map, Value, json};
+use tokio::sync::watch;
+
+use super::catalog;
+use super::messages;
+use super::store::SessionRecord;
+use super::v4::publisher::{Publisher, row_base, with};
+use crate::clock::now_ms;
+
+/// Protocol-visible events a resident session keeps for `session/events` and replays.
+const EVENT_LOG: usize = 2_000;
+
+/// Who started a turn: only legacy-started turns hold the prompt lock `session/stop` aborts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    Legacy,
+    V4,
+}
+
+pub struct RunningTurn {
+    pub turn_id: String,
+    pub origin: Origin,
+    pub stop: watch::Sender<bool>,
+    pub foreground_execution_id: String,
+    pub started_at: u64,
+}
+
+/// An input waiting for the running turn (V4 queue or guide lane).
+#[derive(Debug, Clone)]
+pub struct QueuedInput {
+    pub text: String,
+    pub input_id: String,
+    pub command_id: String,
+    pub client_id: String,
+    pub delivery: &'static str,
+    pub requested: &'static str,
+    pub steer_state: &'static str,
+    /// Why a guide input fell back to the queue (`guide.noToolBoundary`, ...).
+    pub fallback_reason: Option<&'static str>,
+    pub origin: Origin,
+    pub admission_seq: u64,
+    pub admitted_at: u64,
+}
+
+impl QueuedInput {
+    /// The `QueueItem` of the V4 projection.
+    pub fn queue_item(&self) -> Value {
+        let mut item = json!({
+            "sourceCommandId": self.command_id,
+            "queueItemId": format!("queue_{}", self.command_id),
+            "clientId": self.client_id,
+            "kind": "sendText",
+            "text": self.text,
+            "attachments": [],
+            "delivery": {"requested": self.requested, "admitted": self.delivery},
+            "order": {"admissionSeq": self.admission_seq},
+            "steer": {"state": self.steer_state},
+            "dispatch": {"state": "queued"},
+            "admittedAt": self.admitted_at,
+        });
+        if let Some(reason) = self.fallback_reason {
+            item["delivery"]["fallbackReasonCode"] = json!(reason);
+            item["steer"]["reasonCode"] = json!(reason);
+        }
+        item
+    }
+}
+
+/// What the host answered to `session/requestRuntimePreferences`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Preferences {
+    pub native_search: bool,
+    pub memory: bool,
+    /// Defaults to `true` when the host omits it: AskUserQuestion then resolves itself.
+    pub ask_auto_resolution: bool,
+}
+
+impl Preferences {
+    /// The fallback when the host answers `-32601` / `-32020` (old or absent host).
+    pub const FALLBACK: Preferences =
+        Preferences { native_search: true, memory: false, ask_auto_resolution: true };
+
+    pub fn from_answer(answer: &Value) -> Preferences {
+        Preferences {
+            native_search: answer["nativeSearchEnhancementsEnabled"] == true,
+            memory: answer["memoryEnabled"] == true,
+            ask_auto_resolution: answer["askUserQuestionAutoResolutionEnabled"] != false,
+        }
+    }
+}
+
+pub struct Resident {
+    pub record: SessionRecord,
+    /// The record exists in the store (from the first prompt on).
+    pub stored: bool,
+    /// `deferred` sessions are drafts: not listed until their first prompt.
+    pub deferred: bool,
+    pub revision: u64,
+    pub seq: u64,
+    pub events: VecDeque<Value>,
+    pub delivery_kind: Option<String>,
+    pub turn: Option<RunningTurn>,
+    pub queue: VecDeque<QueuedInput>,
+    pub auto_drain: bool,
+    pub followup_mode: &'static str,
+    pub preferences: Preferences,
+    pub user_execution_asked: bool,
+    pub always_allowed: BTreeSet<String>,
+    /// V4 `pendingInteractions` entries.
+    pub pending_interactions: Vec<Value>,
+    /// Legacy projection `pendingPermissions` entries.
+    pub pending_permissions: Vec<Value>,
+    /// Legacy projection `activeToolCalls` entries.
+    pub active_tools: Vec<Value>,
+    /// Ids of the reverse interactions waiting for the host (`runtime.pendingRequestIds`).
+    pub pending_requests: Vec<String>,
+    /// The `seq-gap` fault: the next event's `seq` skips this many numbers.
+    pub gap: u64,
+    pub last_phase: &'static str,
+    pub publisher: Publisher,
+    pub admissions: u64,
+}
+
+impl Resident {
+    pub fn new(
+        record: SessionRecord,
+        stored: bool,
+        deferred: bool,
+        preferences: Preferences,
+    ) -> Resident {
+        let rows = rows_from_messages(&record.messages);
+        let last_phase = if record.messages.is_empty() { "draft" } else { "completedSuccess" };
+        let mut resident = Resident {
+            publisher: Publisher::new(&record.session_id, Map::new(), rows),
+            record,
+            stored,
+            deferred,
+            revision: 0,
+            seq: 0,
+            events: VecDeque::new(),
+            delivery_kind: None,
+            turn: None,
+            queue: VecDeque::new(),
+            auto_drain: true,
+            followup_mode: "queue",
+            preferences,
+            user_execution_asked: false,
+            always_allowed: BTreeSet::new(),
+            pending_interactions: Vec::new(),
+            pending_permissions: Vec::new(),
+            active_tools: Vec::new(),
+            pending_requests: Vec::new(),
+            gap: 0,
+            last_phase,
+            admissions: 0,
+        };
+        let zone = resident.a_zone();
+        resident.publisher.set_state(zone);
+        resident
+    }
+
+    pub fn is_running(&self) -> bool {
+        self.turn.is_some()
+    }
+
+    /// Builds the next protocol session event and records it (`ZCodeSessionEvent`).
+    pub fn next_event(&mut self, turn_id: Option<&str>, kind: &str, payload: Value) -> Value {
+        self.seq += std::mem::take(&mut self.gap) + 1;
+        let mut event = json!({
+            "eventId": format!("evt_{}", uuid::Uuid::new_v4().simple()),
+            "sessionId": self.record.session_id,
+            "seq": self.seq,
+            "traceId": self.record.trace_id,
+            "timestamp": now_ms(),
+            "type": kind,
+            "payload": payload,
+        });
+        if let Some(turn_id) = turn_id {
+            event["turnId"] = json!(turn_id);
+        }
+        if let Some(kind) = &self.delivery_kind {
+            event["deliveryKind"] = json!(kind);
+        }
+        if self.events.len() == EVENT_LOG {
+            self.events.pop_front();
+        }
+        self.events.push_back(event.clone());
+        event
+    }
+
+    /// Events with `seq > after` (`session/events`, subscribe replay).
+    pub fn events_after(&self, after: u64) -> Vec<Value> {
+        self.events.iter().filter(|event| event["seq"].as_u64() > Some(after)).cloned().collect()
+    }
+
+    pub fn current_model(&self) -> Option<&'static catalog::Model> {
+        self.record.model.as_ref().and_then(catalog::find_selection)
+    }
+
+    pub fn pending_request_ids(&self) -> Vec<String> {
+        self.pending_requests.clone()
+    }
+
+    // ── the V4 A zone ──
+
+    pub fn a_zone(&self) -> Map<String, Value> {
+        let mut zone = Map::new();
+        for key in [
+            "control",
+            "availability",
+            "inputRouting",
+            "meta",
+            "config",
+            "usage",
+            "queue",
+            "pendingInteractions",
+        ] {
+            zone.insert(key.into(), self.zone_value(key));
+        }
+        zone.insert("modelTransition".into(), Value::Null);
+        zone.insert("pendingCommands".into(), json!([]));
+        zone.insert("backgroundWorks".into(), json!([]));
+        zone.insert(
+            "subagents".into(),
+            json!({"revision": 0, "childSessionIds": [], "running": [], "endedTotal": 0}),
+        );
+        zone.insert("goal".into(), Value::Null);
+        zone.insert("plan".into(), Value::Null);
+        zone.insert("workspaceHookAdmission".into(), Value::Null);
+        zone
+    }
+
+    /// The current value of one A-zone key.
+    pub fn zone_value(&self, key: &str) -> Value {
+        let running = self.turn.as_ref();
+        match key {
+            "control" => {
+                let phase = if running.is_some() { "running" } else { self.last_phase };
+                let active: Vec<Value> = running
+                    .map(|turn| {
+                        json!({"kind": "primaryTurn",
+                               "foregroundExecutionId": turn.foreground_execution_id,
+                               "startedAt": turn.started_at})
+                    })
+                    .into_iter()
+                    .collect();
+                json!({
+                    "phase": phase,
+                    "sessionEnded": phase.starts_with("completed"),
+                    "canStop": running.is_some(),
+                    "stopState": if running.is_some() { "stoppable" } else { "idle" },
+                    "stopTargetKind": if running.is_some() { "assistant" } else { "unknown" },
+                    "activeWorks": active,
+                    "lastError": Value::Null,
+                    "apiRetry": Value::Null,
+                })
+            }
+            "availability" => {
+                let allowed = json!({"allowed": true});
+                let busy = json!({"allowed": false, "reasonCode": "guard.turnRunning"});
+                let while_idle = if running.is_some() { busy } else { allowed.clone() };
+                json!({
+                    "fork": while_idle, "compact": while_idle,
+                    "switchModelConfig": allowed, "setFollowupMode": allowed,
+                    "queueEdit": allowed, "sendQueuedNow": allowed,
+                    "pauseGoal": allowed, "resumeGoal": allowed,
+                })
+            }
+            "inputRouting" => match running {
+                None => json!({"mode": "startNow"}),
+                Some(_) if self.followup_mode == "guide" => json!({"mode": "guide"}),
+                Some(_) => json!({"mode": "enqueue"}),
+            },
+            "meta" => json!({
+                "title": self.record.title,
+                "titleSource": self.record.title_source.as_deref().unwrap_or("default"),
+            }),
+            "config" => {
+                let model = self.current_model();
+                let mut config = json!({
+                    "provider": model.map_or("", |model| model.provider_id),
+                    "model": model.map_or("", |model| model.model_id),
+                    "thought": self.record.thought_level.clone().unwrap_or_default(),
+                    "thoughtLevels": model.map(|model| model.levels.to_vec()).unwrap_or_default(),
+                    "followupMode": self.followup_mode,
+                    "mode": self.record.mode,
+                    "planEnabled": self.record.mode == "plan",
+                });
+                if let Some(selection) = &self.record.model {
+                    config["modelSelection"] = selection.clone();
+                }
+                config
+            }
+            "usage" => {
+                let usage = &self.record.usage;
+                let window = self.current_model().map(|model| {
+                    json!({"usedTokens": self.record.context_used, "maxTokens": model.context_window,
+                           "autoCompactThresholdTokens": Value::Null})
+                });
+                json!({
+                    "contextWindow": window,
+                    "cumulative": {
+                        "inputTokens": usage.input_tokens, "outputTokens": usage.output_tokens,
+                        "cacheReadTokens": usage.cache_read_tokens,
+                        "cacheWriteTokens": usage.cache_creation_tokens,
+                    },
+                })
+            }
+            "queue" => {
+                let items: Vec<Value> = self.queue.iter().map(QueuedInput::queue_item).collect();
+                let mut queue = json!({"items": items, "autoDrain": self.auto_drain});
+                if !self.auto_drain {
+                    queue["pauseReason"] = json!("stopped");
+                }
+                queue
+            }
+            "pendingInteractions" => Value::Array(self.pending_interactions.clone()),
+            _ => Value::Null,
+        }
+    }
+
+    /// A `state.updated` delta replacing `keys` with their current values.
+    pub fn patch(&self, keys: &[&str]) -> Value {
+        let mut patch = Map::new();
+        patch.insert("revision".into(), json!(self.revision));
+        for key in keys {
+            patch.insert((*key).into(), self.zone_value(key));
+        }
+        json!({"op": "state.updated", "patch": patch})
+    }
+}
+
+/// History rows for a session materialised from its persisted messages.
+pub fn rows_from_messages(messages: &[Value]) -> Vec<Value> {
+    let mut rows = Vec::new();
+    let mut next = 1u64;
+    let mut turn_id = String::new();
+    for message in messages {
+        let info = &message["info"];
+        let message_id = info["messageId"].as_str().unwrap_or_default();
+        let created = info["time"]["created"].clone();
+        if info["role"] == "user" {
+            turn_id = format!("turn_{message_id}");
+            let text = messages::text(message);
+            let header = with(
+                row_base(next, &turn_id, &format!("{message_id}:turn"), 0, "turnHeader"),
+                json!({"origin": "userInput", "executionKind": "agent",
+                       "state": "completedSuccess", "startedAt": created}),
+            );
+            next += 1;
+            rows.push(header);
+            let input = with(
+                row_base(next, &turn_id, message_id, 0, "userInput"),
+                json!({"origin": "realUser", "text": text}),
+            );
+            next += 1;
+            rows.push(input);
+            continue;
+        }
+        for part in message["parts"].as_array().into_iter().flatten() {
+            let entity = part["partId"].as_str().unwrap_or(message_id);
+            let row = match part["type"].as_str() {
+                Some("text") => with(
+                    row_base(next, &turn_id, entity, 0, "assistantText"),
+                    json!({"assistantResponseId": message_id, "text": part["text"], "state": "complete"}),
+                ),
+                Some("reasoning") => with(
+                    row_base(next, &turn_id, entity, 0, "reasoning"),
+                    json!({"assistantResponseId": message_id, "text": part["text"], "state": "complete"}),
+                ),
+                Some("tool") => {
+                    let state = &part["state"];
+                    let failed = state["status"] == "error";
+                    let mut row = with(
+                        row_base(next, &turn_id, entity, 0, "toolCall"),
+                        json!({"assistantResponseId": message_id, "toolCallId": part["callId"],
+                               "toolName": part["tool"],
+                               "status": if failed { "error" } else { "success" },
+                               "inputText": state["input"].to_string(), "input": state["input"]}),
+                    );
+                    if failed {
+                        row["error"] = json!({"code": "tool_error", "message": state["error"]});
+                    } else {
+                        row["output"] = json!({"text": state["output"]});
+                    }
+                    row
+                }
+                _ => continue,
+            };
+            next += 1;
+            rows.push(row);
+        }
+    }
+    rows
+}

@@ -1,0 +1,855 @@
+//! One run of the scripted model inside a resident session, seen through both projections:
+//! legacy `session/event`s (`turn.started`, `model.streaming`, `tool.updated`, ...,
+//! `turn.completed` / `turn.failed`) and V4 rows and A-zone patches.
+//!
+//! The scenario comes from the shared scenario engine (`sim:<name>` triggers, scenario files);
+//! a few app-server-only triggers (`extra.rs`) exercise requests only this protocol has.
+//! Before each model request (turn start, and after every tool) the turn drains the guide
+//! lane and, for an `account:*` model, asks the host for provider runtime headers.
+
+mod ask;
+mod extra;
+mod tools;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::sync::watch;
+
+use super::catalog::{self, StoredKey};
+use super::fault::AppFault;
+use super::messages::{self, AssistantInfo, Tokens};
+use super::reverse::{ClientError, ClientRequest};
+use super::schemas;
+use super::server::{MALFORMED_LINE, Server, State};
+use super::store::Usage;
+use super::v4::publisher::{row_base, with};
+use super::wire;
+use crate::clock::now_ms;
+use crate::fault::FaultKind;
+use crate::scenario::{Action, Condition, Scenario, UsageOverride};
+
+/// What an accepting `session/send` or `sendText` prepared.
+pub struct TurnStart {
+    pub session_id: String,
+    pub turn_id: String,
+    pub input_id: String,
+    /// The persisted user message of the prompt.
+    pub message_id: String,
+    pub text: String,
+    pub command_id: Option<String>,
+    pub stop: watch::Receiver<bool>,
+}
+
+/// Why the steps stopped early.
+#[derive(Debug)]
+enum Halt {
+    Cancelled,
+    Completed(String),
+    /// The model request or a step failed: `turn.failed` with this error.
+    Failed {
+        kind: &'static str,
+        message: String,
+    },
+    /// The Agent froze, exited or lost the session: no terminal event will come.
+    Frozen,
+}
+
+type StepResult = Result<(), Halt>;
+
+fn failed(kind: &'static str, message: impl Into<String>) -> Halt {
+    Halt::Failed { kind, message: message.into() }
+}
+
+/// The row a streaming text or reasoning part is appended to.
+struct OpenRow {
+    row_id: u64,
+}
+
+struct Turn {
+    server: Arc<Server>,
+    start: TurnStart,
+    workspace: PathBuf,
+    assistant_id: String,
+    parts: Vec<Value>,
+    open_row: Option<OpenRow>,
+    last_outcome: Option<Condition>,
+    output_chars: u64,
+    reasoning_chars: u64,
+    tool_calls: u64,
+    model_requests: u64,
+    usage_override: UsageOverride,
+    context_before: u64,
+    started_at: u64,
+    turn_row: u64,
+}
+
+/// Runs the turn to its end, then the queued inputs it drains; spawned once the accepting
+/// response is written.
+pub async fn run(server: Arc<Server>, start: TurnStart) {
+    let mut next = Some(start);
+    while let Some(start) = next {
+        next = run_one(server.clone(), start).await;
+    }
+}
+
+async fn run_one(server: Arc<Server>, start: TurnStart) -> Option<TurnStart> {
+    let (workspace, context_before) = {
+        let state = server.state();
+        let resident = state.sessions.get(&start.session_id)?;
+        (PathBuf::from(resident.record.workspace_path()), resident.record.context_used)
+    };
+    let mut turn = Turn {
+        server,
+        start,
+        workspace,
+        assistant_id: messages::new_id("msg"),
+        parts: Vec::new(),
+        open_row: None,
+        last_outcome: None,
+        output_chars: 0,
+        reasoning_chars: 0,
+        tool_calls: 0,
+        model_requests: 0,
+        usage_override: UsageOverride::default(),
+        context_before,
+        started_at: now_ms(),
+        turn_row: 0,
+    };
+    let halt = turn.play().await.err().unwrap_or(Halt::Completed("success".into()));
+    turn.finish(halt).await
+}
+
+impl Turn {
+    async fn play(&mut self) -> StepResult {
+        self.begin();
+        let (extra, scenario) = self.scenario()?;
+        self.fault_point("turn-start").await?;
+        self.model_request().await?;
+        if let Some(extra) = extra {
+            self.play_extra(extra).await?;
+        }
+        for step in scenario.steps {
+            if step.condition.is_some_and(|condition| self.last_outcome != Some(condition)) {
+                continue;
+            }
+            self.check_stop()?;
+            self.step(step.action).await?;
+        }
+        Ok(())
+    }
+
+    /// The turn's script: an app-server-only step and its follow-up, or a shared scenario.
+    fn scenario(&self) -> Result<(Option<extra::Extra>, Scenario), Halt> {
+        if self.server.options.scenario_file.is_none()
+            && let Some((extra, follow_up)) = extra::select(&self.start.text, self.server.profile)
+        {
+            return Ok((Some(extra), follow_up));
+        }
+        crate::scenario::select(
+            &self.start.text,
+            &self.workspace,
+            self.server.options.scenario_file.as_deref(),
+        )
+        .map(|scenario| (None, scenario))
+        .map_err(|message| failed("ScenarioError", message))
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.server.state()
+    }
+
+    fn session_id(&self) -> &str {
+        &self.start.session_id
+    }
+
+    /// A `session/event` of this turn.
+    fn event(&self, kind: &str, payload: Value) {
+        let turn_id = self.start.turn_id.clone();
+        self.state().event(self.session_id(), Some(&turn_id), kind, payload);
+    }
+
+    /// V4 deltas of this session.
+    fn v4(&self, deltas: Vec<Value>) {
+        self.state().v4(self.session_id(), deltas);
+    }
+
+    fn v4_patch(&self, keys: &[&str]) {
+        self.state().v4_patch(self.session_id(), keys);
+    }
+
+    /// A new V4 row of this turn with the given kind-specific fields.
+    fn new_row(&self, kind: &str, entity: &str, fields: Value) -> (u64, Value) {
+        let mut state = self.state();
+        let Some(resident) = state.sessions.get_mut(self.session_id()) else {
+            return (0, Value::Null);
+        };
+        let row_id = resident.publisher.next_row_id();
+        let seq = resident.publisher.seq;
+        let row = with(row_base(row_id, &self.start.turn_id, entity, seq, kind), fields);
+        (row_id, row)
+    }
+
+    fn row(&self, row_id: u64) -> Option<Value> {
+        let state = self.state();
+        state.sessions.get(self.session_id())?.publisher.row(row_id).cloned()
+    }
+
+    fn upsert_row(&self, row_id: u64, fields: Value) {
+        if let Some(row) = self.row(row_id) {
+            self.v4(vec![json!({"op": "row.upserted", "row": with(row, fields)})]);
+        }
+    }
+
+    fn begin(&mut self) {
+        let text = self.start.text.clone();
+        let title = {
+            let mut state = self.state();
+            let Some(resident) = state.sessions.get_mut(self.session_id()) else { return };
+            resident.record.turn_count += 1;
+            let turn_number = resident.record.turn_count;
+            let title = resident.record.title.is_empty().then(|| first_line_title(&text));
+            if let Some(title) = &title {
+                resident.record.title = title.clone();
+                resident.record.title_source = Some("first_input".into());
+            }
+            (title, turn_number)
+        };
+        let (title, turn_number) = title;
+        if let Some(title) = title {
+            let payload = json!({"previousTitle": "", "source": "first_input", "title": title});
+            self.event("session.titleUpdated", payload);
+            self.v4_patch(&["meta"]);
+        }
+        let foreground = {
+            let state = self.state();
+            state
+                .sessions
+                .get(self.session_id())
+                .and_then(|resident| resident.turn.as_ref())
+                .map(|turn| turn.foreground_execution_id.clone())
+                .unwrap_or_default()
+        };
+        let mut started = json!({
+            "turnNumber": turn_number, "input": text, "inputId": self.start.input_id,
+            "executionKind": "agent", "messageId": self.start.message_id,
+            "foregroundExecutionId": foreground, "executionStartedAt": self.started_at,
+        });
+        if let Some(command) = &self.start.command_id {
+            started["intent"] = json!({"sourceCommandId": command});
+        }
+        self.event("turn.started", started);
+        let (header_id, header) = self.new_row(
+            "turnHeader",
+            &format!("{}:turn", self.start.turn_id),
+            json!({"origin": "userInput", "executionKind": "agent", "state": "running",
+                   "startedAt": self.started_at}),
+        );
+        self.turn_row = header_id;
+        let (_, input) = self.new_row(
+            "userInput",
+            &self.start.message_id,
+            json!({"origin": "realUser", "text": text}),
+        );
+        self.v4(vec![
+            json!({"op": "row.appended", "row": header}),
+            json!({"op": "row.appended", "row": input}),
+        ]);
+    }
+
+    async fn step(&mut self, action: Action) -> StepResult {
+        match action {
+            Action::Text(chunks) => self.deltas("text", chunks).await,
+            Action::Reasoning(chunks) => self.deltas("reasoning", chunks).await,
+            Action::Stream { count, chunk } => {
+                let chunks = (0..count).map(|_| chunk.clone()).collect();
+                self.deltas("text", chunks).await
+            }
+            Action::Tool(call) => self.tool(*call).await,
+            Action::Question(question) => self.question(question).await,
+            Action::PlanApproval(plan) => self.plan_approval(plan).await,
+            Action::Todos(todos) => {
+                if let Some(resident) = self.state().sessions.get_mut(self.session_id()) {
+                    resident.record.todos = todos;
+                }
+                Ok(())
+            }
+            Action::Title(title) => {
+                let previous = {
+                    let mut state = self.state();
+                    let Some(resident) = state.sessions.get_mut(self.session_id()) else {
+                        return Err(Halt::Frozen);
+                    };
+                    resident.record.title_source = Some("generated".into());
+                    std::mem::replace(&mut resident.record.title, title.clone())
+                };
+                let payload =
+                    json!({"previousTitle": previous, "source": "generated", "title": title});
+                self.event("session.titleUpdated", payload);
+                self.v4_patch(&["meta"]);
+                Ok(())
+            }
+            Action::ProviderHeaders { .. } => self.provider_headers(true).await,
+            Action::Sleep(duration) => self.sleep(duration).await,
+            Action::Stall => {
+                self.wait_for_stop().await;
+                Err(Halt::Cancelled)
+            }
+            Action::Event(value) => {
+                self.state().out.frame(&value);
+                Ok(())
+            }
+            Action::SessionEvent { kind, payload } => {
+                if kind == "checkpoint.created"
+                    && let Some(resident) = self.state().sessions.get_mut(self.session_id())
+                {
+                    resident.record.checkpoint_id =
+                        payload["checkpointId"].as_str().map(str::to_owned);
+                }
+                self.event(&kind, payload);
+                Ok(())
+            }
+            Action::Usage(usage) => {
+                self.usage_override = usage;
+                Ok(())
+            }
+            Action::End(result_type) => Err(Halt::Completed(result_type)),
+            Action::Fail(message) => Err(failed("ModelError", message)),
+            Action::Fault(kind) => self.scenario_fault(kind),
+        }
+    }
+
+    // ── model output ──
+
+    /// Streams text or reasoning deltas; the `stream` fault point sits in the middle.
+    async fn deltas(&mut self, part: &'static str, chunks: Vec<String>) -> StepResult {
+        let middle = chunks.len().saturating_sub(1) / 2;
+        let kind = if part == "text" { "text_delta" } else { "reasoning_delta" };
+        let row_kind = if part == "text" { "assistantText" } else { "reasoning" };
+        let part_id = messages::new_id("prt");
+        let (row_id, row) = self.new_row(
+            row_kind,
+            &part_id,
+            json!({"assistantResponseId": self.assistant_id, "text": "", "state": "streaming"}),
+        );
+        self.v4(vec![json!({"op": "row.appended", "row": row})]);
+        self.open_row = Some(OpenRow { row_id });
+        if part == "reasoning" {
+            self.stream_event(json!({"kind": "reasoning_start", "partId": part_id}));
+        }
+        for (index, chunk) in chunks.iter().enumerate() {
+            self.check_stop()?;
+            if index > 0
+                && let Some(delay) = self.server.options.chunk_delay
+            {
+                self.sleep(delay).await?;
+            }
+            self.stream_event(json!({"kind": kind, "delta": chunk, "partId": part_id}));
+            self.v4(vec![
+                json!({"op": "row.delta", "rowId": row_id, "path": "text", "append": chunk}),
+            ]);
+            self.append_text(part, &part_id, chunk);
+            if index == middle {
+                self.fault_point("stream").await?;
+            }
+            if self.server.out.queued_bytes() > crate::output::BACKPRESSURE_BYTES {
+                self.server.out.drain_below_limit().await;
+            }
+            tokio::task::yield_now().await;
+        }
+        if part == "reasoning" {
+            self.stream_event(json!({"kind": "reasoning_end", "partId": part_id}));
+        }
+        self.close_row();
+        Ok(())
+    }
+
+    fn stream_event(&self, mut payload: Value) {
+        payload["assistantMessageId"] = json!(self.assistant_id);
+        self.event("model.streaming", payload);
+    }
+
+    fn close_row(&mut self) {
+        if let Some(open) = self.open_row.take() {
+            self.upsert_row(open.row_id, json!({"state": "complete"}));
+        }
+    }
+
+    fn append_text(&mut self, part: &str, part_id: &str, delta: &str) {
+        let chars = delta.chars().count() as u64;
+        if part == "text" {
+            self.output_chars += chars;
+        } else {
+            self.reasoning_chars += chars;
+        }
+        if let Some(last) = self.parts.last_mut()
+            && last["partId"] == part_id
+            && let Some(Value::String(text)) = last.get_mut("text")
+        {
+            text.push_str(delta);
+            return;
+        }
+        let mut fields = json!({"type": part, "text": delta});
+        fields["partId"] = json!(part_id);
+        self.parts.push(with(
+            json!({"sessionId": self.start.session_id, "messageId": self.assistant_id}),
+            fields,
+        ));
+    }
+
+    // ── model requests ──
+
+    /// A model-request boundary: drain the guide lane, then headers for account models.
+    async fn model_request(&mut self) -> StepResult {
+        self.drain_guides();
+        let model = {
+            let state = self.state();
+            let Some(resident) = state.sessions.get(self.session_id()) else {
+                return Err(Halt::Frozen);
+            };
+            match resident.current_model() {
+                Some(model) if state.entitlements.usable(model) => model,
+                _ => return Err(failed("ConfigurationError", "Select a model before continuing.")),
+            }
+        };
+        self.model_requests += 1;
+        let storm = self.server.faults.take_one("model-request", AppFault::HeadersStorm);
+        self.fault_point("model-request").await?;
+        if model.account.is_some() {
+            let times = storm.map_or(1, |armed| armed.count.max(1));
+            for _ in 0..times {
+                self.provider_headers(false).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `interaction/requestProviderRuntimeHeaders` for the session's model. The answer must
+    /// carry the account's API key from the fake home's credentials (or, for Start Plan, the
+    /// captcha headers only the Desktop renderer can produce). `explicit` is a scenario step:
+    /// it also runs for non-account models.
+    async fn provider_headers(&mut self, explicit: bool) -> StepResult {
+        let (params, model, workspace) = {
+            let state = self.state();
+            let Some(resident) = state.sessions.get(self.session_id()) else {
+                return Err(Halt::Frozen);
+            };
+            let Some(model) = resident.current_model() else {
+                return Err(failed("ConfigurationError", "Select a model before continuing."));
+            };
+            if model.account.is_none() && !explicit {
+                return Ok(());
+            }
+            let request_id = format!(
+                "{}:provider-runtime-headers:{}",
+                self.start.session_id,
+                uuid::Uuid::new_v4()
+            );
+            let mut params = json!({
+                "requestId": request_id, "sessionId": self.start.session_id,
+                "turnId": self.start.turn_id, "workspace": resident.record.workspace,
+                "modelSelection": resident.record.model, "providerId": model.provider_id,
+                "reason": "model-request",
+            });
+            if let Some(access) = catalog::account_access(model) {
+                params["accountAccess"] = access;
+            }
+            (params, model, resident.record.workspace.clone())
+        };
+        self.fault_point("headers").await?;
+        let method = "interaction/requestProviderRuntimeHeaders";
+        let mut request =
+            ClientRequest::new(method, params.clone(), schemas::provider_headers_response());
+        request.timeout = Some(self.server.options.headers_timeout);
+        request.cancel.push(self.start.stop.clone());
+        let outcome = self.server.reverse.request(request).await;
+        let answer = match outcome {
+            Ok(answer) => answer,
+            Err(ClientError::Cancelled) => return Err(Halt::Cancelled),
+            Err(ClientError::TimedOut { .. }) => {
+                self.state().out.frame(&wire::notification(
+                    "interaction/providerRuntimeHeadersCancelled",
+                    json!({"requestId": params["requestId"], "sessionId": self.start.session_id,
+                           "workspace": workspace}),
+                ));
+                return Err(self.model_error("Provider runtime headers request timed out"));
+            }
+            Err(other) => {
+                let error = other.into_protocol(method);
+                return Err(self
+                    .model_error(&format!("Provider runtime headers failed: {}", error.message)));
+            }
+        };
+        self.last_outcome = Some(Condition::Allowed);
+        if answer["headersApplied"] != true {
+            let reason = answer["errorMessage"].as_str().unwrap_or("the host did not apply them");
+            self.last_outcome = Some(Condition::Denied);
+            return Err(
+                self.model_error(&format!("Provider runtime headers were not applied: {reason}"))
+            );
+        }
+        let auth = &answer["requestAuth"];
+        let Some(access) = model.account else { return Ok(()) };
+        if access.is_start_plan() && self.server.profile.start_plan_needs_captcha() {
+            let solved = auth["headers"]
+                .as_object()
+                .is_some_and(|headers| headers.contains_key("X-Aliyun-Captcha-Verify-Param"));
+            if !solved {
+                return Err(self.model_error("Start Plan requests need a solved captcha (403)"));
+            }
+            return Ok(());
+        }
+        let key = auth["apiKey"].as_str().unwrap_or_default();
+        let stored = if access.is_start_plan() {
+            catalog::stored_business_token()
+        } else {
+            catalog::stored_account_key(model.provider_id)
+        };
+        let valid = match stored {
+            StoredKey::Plain(stored) => !key.is_empty() && key == stored,
+            StoredKey::Encrypted => !key.is_empty(),
+            StoredKey::Missing => false,
+        };
+        if valid { Ok(()) } else { Err(self.model_error("401 Unauthorized: invalid API key")) }
+    }
+
+    /// A failed model request: counted, then the turn fails.
+    fn model_error(&self, message: &str) -> Halt {
+        if let Some(resident) = self.state().sessions.get_mut(self.session_id()) {
+            resident.record.usage.model_error_count += 1;
+        }
+        failed("ModelRequestError", message)
+    }
+
+    /// Guide-lane inputs join the turn at a model-request boundary (`turn.steerDrained`).
+    fn drain_guides(&mut self) {
+        let drained: Vec<_> = {
+            let mut state = self.state();
+            let Some(resident) = state.sessions.get_mut(self.session_id()) else { return };
+            let (guides, rest): (Vec<_>, Vec<_>) =
+                resident.queue.drain(..).partition(|item| item.delivery == "guide");
+            resident.queue = rest.into();
+            guides
+        };
+        if drained.is_empty() {
+            return;
+        }
+        let mut inputs = Vec::new();
+        let mut ids = Vec::new();
+        for item in &drained {
+            let message_id = messages::new_id("msg");
+            let message = messages::user_message(self.session_id(), &message_id, &item.text, None);
+            if let Some(resident) = self.state().sessions.get_mut(self.session_id()) {
+                resident.record.messages.push(message);
+                resident.revision += 1;
+            }
+            let (_, row) = self.new_row(
+                "userInput",
+                &message_id,
+                json!({"origin": "realUser", "text": item.text}),
+            );
+            self.v4(vec![json!({"op": "row.appended", "row": row})]);
+            inputs.push(json!({"pendingInputId": item.input_id, "messageId": message_id,
+                               "text": item.text, "delivery": "guide",
+                               "intent": {"sourceCommandId": item.command_id}}));
+            ids.push(item.input_id.clone());
+        }
+        let message_ids: Vec<Value> =
+            inputs.iter().map(|input| input["messageId"].clone()).collect();
+        self.event(
+            "turn.steerDrained",
+            json!({"pendingInputIds": ids, "targetTurnId": self.start.turn_id,
+                   "injectedMessageIds": message_ids, "drainedInputs": inputs}),
+        );
+        self.v4_patch(&["queue"]);
+    }
+
+    // ── control ──
+
+    async fn sleep(&mut self, duration: Duration) -> StepResult {
+        let mut stop = self.start.stop.clone();
+        tokio::select! {
+            () = tokio::time::sleep(duration) => Ok(()),
+            _ = stop.wait_for(|stopped| *stopped) => Err(Halt::Cancelled),
+        }
+    }
+
+    async fn wait_for_stop(&self) {
+        let mut stop = self.start.stop.clone();
+        let _ = stop.wait_for(|stopped| *stopped).await;
+    }
+
+    fn check_stop(&self) -> StepResult {
+        if *self.start.stop.borrow() { Err(Halt::Cancelled) } else { Ok(()) }
+    }
+
+    /// Fires the faults armed for a turn point (the kinds the turn consumes elsewhere stay).
+    async fn fault_point(&mut self, point: &str) -> StepResult {
+        let kinds = [
+            AppFault::Crash,
+            AppFault::Exit,
+            AppFault::Stall,
+            AppFault::Malformed,
+            AppFault::UnknownEvent,
+            AppFault::SeqGap,
+            AppFault::V4SeqGap,
+            AppFault::Evict,
+        ];
+        // At `turn-end` an eviction waits until the turn has ended (`finish`).
+        let kinds = if point == "turn-end" { &kinds[..kinds.len() - 1] } else { &kinds[..] };
+        let armed = self.server.faults.take_kinds(point, kinds);
+        for fault in armed {
+            self.fire(fault.fault, point)?;
+        }
+        Ok(())
+    }
+
+    fn fire(&mut self, fault: AppFault, point: &str) -> StepResult {
+        let out = self.server.out.clone();
+        match fault {
+            AppFault::Crash => {
+                out.exit(1, Some(format!("Error: simulated Agent crash at {point}")));
+                Err(Halt::Frozen)
+            }
+            AppFault::Exit => {
+                out.exit(1, None);
+                Err(Halt::Frozen)
+            }
+            AppFault::Stall => Err(Halt::Frozen),
+            AppFault::Malformed => {
+                out.bytes(MALFORMED_LINE.to_vec());
+                Ok(())
+            }
+            AppFault::UnknownEvent => {
+                self.event("sim.unknownEvent", json!({"note": "no client knows this event"}));
+                Ok(())
+            }
+            AppFault::SeqGap => {
+                if let Some(resident) = self.state().sessions.get_mut(self.session_id()) {
+                    resident.gap += 3;
+                }
+                Ok(())
+            }
+            AppFault::V4SeqGap => {
+                if let Some(resident) = self.state().sessions.get_mut(self.session_id()) {
+                    resident.publisher.gap += 3;
+                }
+                Ok(())
+            }
+            AppFault::Evict => {
+                // Mid-turn the runtime vanishes with its turn: nothing more is written.
+                self.state().remove_resident(self.session_id());
+                Err(Halt::Frozen)
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// A `fault` step of a scenario (the host profiles' fault names).
+    fn scenario_fault(&mut self, kind: FaultKind) -> StepResult {
+        let out = self.server.out.clone();
+        match kind {
+            FaultKind::Crash => self.fire(AppFault::Crash, "scenario"),
+            FaultKind::Exit => self.fire(AppFault::Exit, "scenario"),
+            FaultKind::Stall => self.fire(AppFault::Stall, "scenario"),
+            FaultKind::Malformed => self.fire(AppFault::Malformed, "scenario"),
+            FaultKind::UnknownEvent | FaultKind::UnknownSessionEvent => {
+                self.fire(AppFault::UnknownEvent, "scenario")
+            }
+            FaultKind::SeqGap => self.fire(AppFault::SeqGap, "scenario"),
+            FaultKind::InvalidUtf8 => {
+                out.bytes(b"{\"method\":\"session/event\",\"params\":\"\xff\xfe\"}\n".to_vec());
+                Ok(())
+            }
+            FaultKind::Oversize => {
+                let filler = "x".repeat(17 * 1024 * 1024);
+                self.stream_event(json!({"kind": "text_delta", "delta": filler}));
+                Ok(())
+            }
+            FaultKind::Late | FaultKind::Duplicate | FaultKind::SlowStart => {
+                eprintln!("zcode-sim: fault {kind:?} does not apply inside an app-server turn");
+                Ok(())
+            }
+        }
+    }
+
+    // ── the end ──
+
+    fn usage(&self) -> Usage {
+        let prompt_tokens = crate::turn::estimate_tokens(&self.start.text);
+        let requests = self.model_requests.max(1);
+        let chosen = self.usage_override;
+        Usage {
+            input_tokens: chosen.input.unwrap_or((self.context_before + prompt_tokens) * requests),
+            output_tokens: chosen.output.unwrap_or(self.output_chars.div_ceil(4)),
+            reasoning_tokens: chosen.reasoning.unwrap_or(self.reasoning_chars.div_ceil(4)),
+            cache_read_tokens: chosen.cache_read.unwrap_or(self.context_before),
+            cache_creation_tokens: chosen.cache_creation.unwrap_or(prompt_tokens),
+            model_request_count: self.model_requests,
+            model_error_count: 0,
+        }
+    }
+
+    /// Persists the turn, frees the session, then tells both projections — so whoever reacts
+    /// to the terminal event finds the session idle and the history written. Returns the
+    /// queued input that starts next, if the queue drains.
+    async fn finish(mut self, halt: Halt) -> Option<TurnStart> {
+        let halt = match halt {
+            Halt::Frozen => Halt::Frozen,
+            other => match self.fault_point("turn-end").await {
+                Err(frozen) => frozen,
+                Ok(()) => other,
+            },
+        };
+        if let Halt::Frozen = halt {
+            // A frozen Agent never ends the turn; the session stays busy, like the real one.
+            return std::future::pending().await;
+        }
+        self.close_row();
+        let usage = self.usage();
+        let duration = now_ms().saturating_sub(self.started_at);
+        let response: String = self
+            .parts
+            .iter()
+            .filter(|part| part["type"] == "text")
+            .filter_map(|part| part["text"].as_str())
+            .collect();
+        let (result_type, phase) = match &halt {
+            Halt::Completed(result_type) => (result_type.clone(), "completedSuccess"),
+            Halt::Cancelled => ("cancelled".to_owned(), "completedInterrupted"),
+            _ => (String::new(), "completedError"),
+        };
+        let interrupted = matches!(halt, Halt::Cancelled);
+        let parts = std::mem::take(&mut self.parts);
+        {
+            let server = self.server.clone();
+            let mut state = server.state();
+            let resident = state.sessions.get_mut(self.session_id())?;
+            if !parts.is_empty() {
+                let workspace = resident.record.workspace_path().to_owned();
+                let info = AssistantInfo {
+                    session_id: &self.start.session_id,
+                    message_id: &self.assistant_id,
+                    parent_message_id: &self.start.message_id,
+                    model: resident.record.model.as_ref(),
+                    workspace_path: &workspace,
+                    created: self.started_at,
+                    tokens: Tokens {
+                        input: usage.input_tokens,
+                        output: usage.output_tokens,
+                        reasoning: usage.reasoning_tokens,
+                        cache_read: usage.cache_read_tokens,
+                        cache_write: usage.cache_creation_tokens,
+                    },
+                    finish: if interrupted { "cancelled" } else { "stop" },
+                };
+                let message = messages::assistant_message(&info, parts);
+                resident.record.messages.push(message);
+            }
+            resident.record.usage.add(&usage);
+            resident.record.context_used = self.context_before
+                + crate::turn::estimate_tokens(&self.start.text)
+                + usage.output_tokens
+                + usage.reasoning_tokens;
+            resident.record.updated_at = now_ms();
+            resident.turn = None;
+            resident.last_phase = phase;
+            resident.revision += 1;
+            resident.pending_interactions.clear();
+            resident.pending_permissions.clear();
+            resident.active_tools.clear();
+            resident.pending_requests.clear();
+            // Guide inputs the turn never reached fall back to the normal queue.
+            let reason = if interrupted { "guide.turnInterrupted" } else { "guide.noToolBoundary" };
+            for item in resident.queue.iter_mut().filter(|item| item.delivery == "guide") {
+                item.delivery = "queue";
+                item.steer_state = "fellBack";
+                item.fallback_reason = Some(reason);
+            }
+            state.persist(self.session_id());
+        }
+        let (kind, payload) = match halt {
+            Halt::Failed { kind, message } => (
+                "turn.failed",
+                json!({"error": {"type": kind, "message": message}, "turnPhase": "model_request",
+                       "inputId": self.start.input_id}),
+            ),
+            _ => (
+                "turn.completed",
+                json!({
+                    "response": response,
+                    "tokenCount": usage.total(),
+                    "usage": {
+                        "source": "provider", "modelRequestCount": usage.model_request_count,
+                        "inputTokens": usage.input_tokens, "outputTokens": usage.output_tokens,
+                        "totalTokens": usage.total(), "cacheReadTokens": usage.cache_read_tokens,
+                        "cacheWriteTokens": usage.cache_creation_tokens,
+                        "reasoningTokens": usage.reasoning_tokens,
+                    },
+                    "toolCallCount": self.tool_calls,
+                    "duration": duration,
+                    "inputId": self.start.input_id,
+                    "resultType": result_type,
+                }),
+            ),
+        };
+        let window = {
+            let state = self.state();
+            state.sessions.get(self.session_id()).and_then(|resident| resident.current_model())
+        }
+        .map_or(200_000, |model| model.context_window);
+        self.event(
+            "session.updated",
+            json!({"usage": {"inputTokens": usage.input_tokens, "outputTokens": usage.output_tokens},
+                   "contextWindow": window}),
+        );
+        self.event(kind, payload);
+        self.upsert_row(self.turn_row, json!({"state": phase}));
+        self.v4_patch(&[
+            "control",
+            "availability",
+            "inputRouting",
+            "usage",
+            "queue",
+            "pendingInteractions",
+        ]);
+        let reason = if kind == "turn.failed" { "prompt_failed" } else { "prompt_completed" };
+        let mut state = self.state();
+        if let Ok(mut patch) = state.settings(self.session_id()) {
+            patch["status"] = json!("idle");
+            state.state_updated(self.session_id(), reason, patch);
+        }
+        let evict = self.server.faults.take_one("turn-end", AppFault::Evict).is_some();
+        if evict {
+            state.remove_resident(self.session_id());
+            return None;
+        }
+        let next = state.sessions.get_mut(self.session_id()).and_then(|resident| {
+            if resident.auto_drain { super::v4::next_queued(resident) } else { None }
+        });
+        if next.is_some() {
+            super::v4::started(&mut state, self.session_id());
+        }
+        next
+    }
+}
+
+/// The first-input title: the prompt's first non-empty line, at most 80 characters.
+fn first_line_title(text: &str) -> String {
+    let line = text.lines().map(str::trim).find(|line| !line.is_empty()).unwrap_or_default();
+    line.chars().take(80).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn titles_come_from_the_first_non_empty_line() {
+        assert_eq!(first_line_title("\n  hello world  \nmore"), "hello world");
+        assert_eq!(first_line_title(&"x".repeat(100)).len(), 80);
+        assert_eq!(first_line_title(""), "");
+    }
+}

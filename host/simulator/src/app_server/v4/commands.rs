@@ -1,0 +1,393 @@
+//! `v4/command`: the command inbox (3.15.1 `zcode-protocol-v4/command.ts`, the CLI's
+//! `command-inbox.ts`). Every command gets an ACK `{commandId, status, reasonCode?, message?,
+//! revisionAtDecision, result?}` as the RPC result — a bad envelope or payload is a
+//! `rejected` ACK with `proto.invalidPayload`, not an RPC error. CAS commands need
+//! `baseRevision` (row-targeting ones also `baseLogEpoch`); a stale base is `stale`. A
+//! repeated `(sessionId, commandId)` replays the first decision as `duplicate` (a failure
+//! stays a failure).
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::super::catalog;
+use super::super::fault::AppFault;
+use super::super::interactions::{Resolution, V4Answer};
+use super::super::legacy::{self, begin_turn};
+use super::super::messages;
+use super::super::schemas::{self, CAS_COMMANDS, ROW_TARGETING_COMMANDS};
+use super::super::server::{Reply, Server, State};
+use super::super::session::{Origin, QueuedInput};
+use super::super::turn::TurnStart;
+use super::super::wire::ProtocolError;
+use super::super::zod;
+use crate::clock::now_ms;
+
+/// A command's decision before it becomes an ACK.
+struct Decision {
+    status: &'static str,
+    reason: Option<&'static str>,
+    message: Option<String>,
+    result: Option<Value>,
+    start: Option<TurnStart>,
+}
+
+impl Decision {
+    fn accepted() -> Decision {
+        Decision { status: "accepted", reason: None, message: None, result: None, start: None }
+    }
+
+    fn with_result(mut self, result: Value) -> Decision {
+        self.result = Some(result);
+        self
+    }
+
+    fn refused(status: &'static str, reason: &'static str, message: impl Into<String>) -> Decision {
+        Decision {
+            status,
+            reason: Some(reason),
+            message: Some(message.into()),
+            result: None,
+            start: None,
+        }
+    }
+
+    fn rejected(reason: &'static str, message: impl Into<String>) -> Decision {
+        Decision::refused("rejected", reason, message)
+    }
+
+    fn failed(message: impl Into<String>) -> Decision {
+        Decision::refused("failed", "fault.command.executionFailed", message)
+    }
+}
+
+fn ack(command_id: &str, decision: &Decision, revision: u64) -> Value {
+    let mut ack = json!({"commandId": command_id, "status": decision.status,
+                         "revisionAtDecision": revision});
+    if let Some(reason) = decision.reason {
+        ack["reasonCode"] = json!(reason);
+    }
+    if let Some(message) = &decision.message {
+        ack["message"] = json!(message);
+    }
+    if let Some(result) = &decision.result {
+        ack["result"] = result.clone();
+    }
+    ack
+}
+
+pub fn command(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
+    let command_id = params
+        .and_then(|params| params.get("commandId"))
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let issues = zod::check(&schemas::v4_command_envelope(), params);
+    if !issues.is_empty() {
+        let decision =
+            Decision::rejected("proto.invalidPayload", zod::invalid_params_message(&issues));
+        return Ok(ack(&command_id, &decision, 0).into());
+    }
+    let params = params.expect("the envelope schema accepts objects only");
+    let session_id = params["sessionId"].as_str().map(str::to_owned);
+    let key = (session_id.clone(), command_id.clone());
+    let mut state = server.state();
+    if let Some(previous) = state.gateway.acks.get(&key) {
+        let mut replay = previous.clone();
+        if matches!(replay["status"].as_str(), Some("accepted" | "noop")) {
+            replay["status"] = json!("duplicate");
+        }
+        return Ok(replay.into());
+    }
+    let kind = params["type"].as_str().unwrap_or_default();
+    let (decision, revision) = match &session_id {
+        None => (Decision::rejected("proto.sessionNotFound", "This command needs a session"), 0),
+        Some(session_id) => decide(server, &mut state, session_id, kind, params),
+    };
+    let ack = ack(&command_id, &decision, revision);
+    state.gateway.acks.insert(key, ack.clone());
+    Ok(Reply { result: ack, start: decision.start, ..Reply::default() })
+}
+
+/// Checks the payload and the CAS base, then executes; returns the decision and the
+/// revision it was taken at.
+fn decide(
+    server: &Arc<Server>,
+    state: &mut State,
+    session_id: &str,
+    kind: &str,
+    params: &Value,
+) -> (Decision, u64) {
+    let Some(resident) = state.sessions.get(session_id) else {
+        let message = format!("Session not found: {session_id}");
+        return (Decision::rejected("proto.sessionNotFound", message), 0);
+    };
+    let revision = resident.revision;
+    let empty = json!({});
+    let payload = params.get("payload").unwrap_or(&empty);
+    let issues = zod::check(&schemas::v4_command_payload(kind, server.profile), Some(payload));
+    if !issues.is_empty() {
+        let message = zod::invalid_params_message(&issues);
+        return (Decision::rejected("proto.invalidPayload", message), revision);
+    }
+    if CAS_COMMANDS.contains(&kind) {
+        let base = params["baseRevision"].as_f64();
+        let needs_epoch = ROW_TARGETING_COMMANDS.contains(&kind);
+        if base.is_none() || (needs_epoch && params["baseLogEpoch"].is_null()) {
+            let message = format!("{kind} needs baseRevision");
+            return (Decision::rejected("proto.missingBaseRevision", message), revision);
+        }
+        let forced = server.faults.take_one("v4/command", AppFault::StaleCas).is_some();
+        if forced || base != Some(revision as f64) {
+            let message = format!("baseRevision is stale (current revision {revision})");
+            return (Decision::refused("stale", "proto.staleRevision", message), revision);
+        }
+        if needs_epoch
+            && params["baseLogEpoch"].as_str() != Some(resident.publisher.log_epoch.as_str())
+        {
+            let message = "baseLogEpoch is stale";
+            return (Decision::refused("stale", "proto.staleLogEpoch", message), revision);
+        }
+    }
+    let command_id = params["commandId"].as_str().unwrap_or_default();
+    let client_id = params["clientId"].as_str().unwrap_or_default();
+    let decision = execute(server, state, session_id, kind, payload, command_id, client_id);
+    (decision, revision)
+}
+
+fn execute(
+    server: &Arc<Server>,
+    state: &mut State,
+    session_id: &str,
+    kind: &str,
+    payload: &Value,
+    command_id: &str,
+    client_id: &str,
+) -> Decision {
+    let text = |key: &str| payload[key].as_str().unwrap_or_default().to_owned();
+    match kind {
+        "sendText" => send_text(state, session_id, payload, command_id, client_id),
+        "stop" => stop(state, session_id, payload),
+        "resolveInteraction" => {
+            let answer = V4Answer::from_payload(&payload["answer"], client_id);
+            match server.interactions.resolve(&text("interactionId"), session_id, answer) {
+                Resolution::Delivered => Decision::accepted(),
+                Resolution::AlreadyResolved => Decision::refused(
+                    "noop",
+                    "proto.alreadyResolved",
+                    "The interaction is already resolved",
+                ),
+                Resolution::NotFound => Decision::rejected(
+                    "proto.interactionNotFound",
+                    "No such interaction in this session",
+                ),
+            }
+        }
+        "snoozeInteractionAutoResolution" => {
+            state.snoozed.insert(text("interactionId"));
+            Decision::accepted()
+        }
+        "switchModelConfig" => {
+            let Some(model) = catalog::find(&text("provider"), &text("model"))
+                .filter(|model| state.entitlements.usable(model))
+            else {
+                return Decision::failed(format!(
+                    "Model {}/{} is not available",
+                    text("provider"),
+                    text("model")
+                ));
+            };
+            let thought = text("thought");
+            let level = (!thought.is_empty()).then_some(thought.as_str());
+            if let Some(level) = level
+                && !model.levels.contains(&level)
+            {
+                return Decision::failed(format!("Reasoning level {level} is not available"));
+            }
+            let resident = state.sessions.get_mut(session_id).expect("checked above");
+            resident.record.model = Some(catalog::selection(model, level.or(model.default_level)));
+            resident.record.thought_level = level.or(model.default_level).map(str::to_owned);
+            announce(state, session_id, "model_changed", &["model", "thoughtLevel"])
+        }
+        "switchCollaborationMode" => {
+            let resident = state.sessions.get_mut(session_id).expect("checked above");
+            resident.record.mode = text("mode");
+            announce(state, session_id, "mode_changed", &["mode"])
+        }
+        "setFollowupMode" => {
+            let resident = state.sessions.get_mut(session_id).expect("checked above");
+            resident.followup_mode = if text("mode") == "guide" { "guide" } else { "queue" };
+            resident.revision += 1;
+            state.v4_patch(session_id, &["config", "inputRouting"]);
+            Decision::accepted()
+        }
+        "setAutoDrain" => {
+            let resident = state.sessions.get_mut(session_id).expect("checked above");
+            resident.auto_drain = payload["autoDrain"] == true;
+            resident.revision += 1;
+            let start = if resident.auto_drain { next_queued(resident) } else { None };
+            state.v4_patch(session_id, &["queue"]);
+            if start.is_some() {
+                started(state, session_id);
+            }
+            Decision { start, ..Decision::accepted() }
+        }
+        "deleteQueueItem" | "editQueueItem" => {
+            let resident = state.sessions.get_mut(session_id).expect("checked above");
+            let wanted = text("queueItemId");
+            let Some(index) =
+                resident.queue.iter().position(|item| item.queue_item()["queueItemId"] == wanted)
+            else {
+                return Decision::rejected(
+                    "proto.queueItemNotFound",
+                    format!("No queue item {wanted}"),
+                );
+            };
+            if kind == "deleteQueueItem" {
+                resident.queue.remove(index);
+            } else {
+                resident.queue[index].text = text("newText");
+            }
+            resident.revision += 1;
+            state.v4_patch(session_id, &["queue"]);
+            Decision::accepted()
+        }
+        "renameSession" => {
+            let title = text("title");
+            let resident = state.sessions.get_mut(session_id).expect("checked above");
+            let previous = std::mem::replace(&mut resident.record.title, title.clone());
+            resident.record.title_source = Some("custom".into());
+            resident.record.updated_at = now_ms();
+            resident.revision += 1;
+            state.persist(session_id);
+            let payload = json!({"previousTitle": previous, "source": "custom", "title": title});
+            state.event(session_id, None, "session.titleUpdated", payload);
+            state.v4_patch(session_id, &["meta"]);
+            Decision::accepted()
+        }
+        "deleteSession" => {
+            if let Some(turn) =
+                state.sessions.get(session_id).and_then(|resident| resident.turn.as_ref())
+            {
+                turn.stop.send_replace(true);
+            }
+            state.remove_resident(session_id);
+            match state.store.delete(session_id) {
+                Ok(()) => Decision::accepted(),
+                Err(message) => Decision::failed(message),
+            }
+        }
+        other => Decision::rejected(
+            "proto.capabilityUnsupported",
+            format!("zcode-sim: {other} is not simulated"),
+        ),
+    }
+}
+
+/// A settings change: both projections hear of it, like after the legacy setters.
+fn announce(state: &mut State, session_id: &str, reason: &str, keys: &[&str]) -> Decision {
+    match legacy::announce_settings(state, session_id, reason, keys) {
+        Ok(()) => Decision::accepted(),
+        Err(error) => Decision::failed(error.message),
+    }
+}
+
+fn send_text(
+    state: &mut State,
+    session_id: &str,
+    payload: &Value,
+    command_id: &str,
+    client_id: &str,
+) -> Decision {
+    let text = payload["text"].as_str().unwrap_or_default().to_owned();
+    let selection = match payload.get("modelSelection") {
+        Some(selection) => {
+            match catalog::resolve_selection(&state.entitlements, selection, false) {
+                Ok((_, selection)) => Some(selection),
+                Err(message) => return Decision::failed(message),
+            }
+        }
+        None => None,
+    };
+    let resident = state.sessions.get_mut(session_id).expect("checked above");
+    if let Some(selection) = selection {
+        resident.record.model = Some(selection);
+    }
+    let input_id = messages::new_id("input");
+    if !resident.is_running() {
+        let start = begin_turn(resident, &text, &input_id, Origin::V4, Some(command_id.to_owned()));
+        started(state, session_id);
+        let result = json!({"type": "inputAccepted", "delivery": "startNow", "inputId": input_id});
+        return Decision { start: Some(start), ..Decision::accepted().with_result(result) };
+    }
+    // A running turn: the input waits in the queue, or on the guide lane for the next model
+    // request. The ACK says `queue` either way; the verdict is the queue item's steer state.
+    let guide = payload["requestedDelivery"] == "guide"
+        || (payload["requestedDelivery"].is_null() && resident.followup_mode == "guide");
+    resident.admissions += 1;
+    let item = QueuedInput {
+        text: text.clone(),
+        input_id: input_id.clone(),
+        command_id: command_id.to_owned(),
+        client_id: client_id.to_owned(),
+        delivery: if guide { "guide" } else { "queue" },
+        requested: if guide { "guide" } else { "queue" },
+        steer_state: if guide { "steering" } else { "notRequested" },
+        fallback_reason: None,
+        origin: Origin::V4,
+        admission_seq: resident.admissions,
+        admitted_at: now_ms(),
+    };
+    resident.queue.push_back(item.clone());
+    resident.revision += 1;
+    let target = resident.turn.as_ref().map(|turn| turn.turn_id.clone()).unwrap_or_default();
+    let queue_length = resident.queue.len();
+    let preview: String = text.chars().take(120).collect();
+    let event = json!({
+        "pendingInputId": item.input_id, "inputId": item.input_id, "input": text,
+        "inputPreview": preview, "inputSize": text.len(), "commandKind": "sendText",
+        "delivery": item.delivery, "targetTurnId": target, "queueLength": queue_length,
+        "intent": {"sourceCommandId": command_id, "requestedDelivery": item.requested,
+                   "admittedDelivery": item.delivery},
+    });
+    state.event(session_id, Some(&target), "turn.steerQueued", event);
+    state.v4_patch(session_id, &["queue"]);
+    Decision::accepted()
+        .with_result(json!({"type": "inputAccepted", "delivery": "queue", "inputId": input_id}))
+}
+
+fn stop(state: &mut State, session_id: &str, payload: &Value) -> Decision {
+    let resident = state.sessions.get_mut(session_id).expect("checked above");
+    let Some(turn) = &resident.turn else {
+        // Stopping an idle session is a safe no-op.
+        return Decision::accepted();
+    };
+    if let Some(expected) = payload["expectedForegroundExecutionId"].as_str()
+        && expected != turn.foreground_execution_id
+    {
+        return Decision::rejected("guard.stopTargetChanged", "The foreground execution changed");
+    }
+    turn.stop.send_replace(true);
+    // Stopping holds the queue back instead of draining it into a new run.
+    if !resident.queue.is_empty() {
+        resident.auto_drain = false;
+        state.v4_patch(session_id, &["queue"]);
+    }
+    Decision::accepted()
+}
+
+/// Takes the oldest queued input of an idle session and starts it.
+pub fn next_queued(resident: &mut super::super::session::Resident) -> Option<TurnStart> {
+    if resident.is_running() {
+        return None;
+    }
+    let item = resident.queue.pop_front()?;
+    Some(begin_turn(resident, &item.text, &item.input_id, item.origin, Some(item.command_id)))
+}
+
+/// What both projections hear when a run starts.
+pub fn started(state: &mut State, session_id: &str) {
+    state.persist(session_id);
+    state.state_updated(session_id, "prompt_started", json!({"status": "running"}));
+    state.v4_patch(session_id, &["control", "availability", "inputRouting", "queue"]);
+}

@@ -1,0 +1,350 @@
+//! The V4 family (3.15.1 `packages/shared/src/zcode-protocol-v4/transport.ts`, `command.ts`):
+//! connection flow control, topic subscriptions with `v4/conversation/frame` notifications,
+//! row pages, usage and the `v4/command` inbox. RPC params are checked with a plain zod
+//! `.parse`, so a bad request is `-32603` carrying the ZodError message, not `-32602`.
+//!
+//! The initial frame of a subscription goes out right after the ACK, in the same write (the
+//! server's post-response outbox); the `snapshot-first` fault reverses the order.
+
+mod commands;
+pub mod publisher;
+
+pub use commands::{next_queued, started};
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::catalog;
+use super::fault::AppFault;
+use super::legacy;
+use super::schemas;
+use super::server::{Reply, Server, not_simulated};
+use super::wire::{self, ProtocolError};
+use super::zod::{self, Schema};
+use crate::output::Output;
+use publisher::Subscriber;
+
+/// Most rows one `rowsRange` answers (`PROTOCOL_V4_LIMITS.rowsRangeMaxLimit`).
+const ROWS_RANGE_MAX: f64 = 200.0;
+
+/// V4 reads the simulator does not model (they exist in the 3.15.1 `V4_METHODS`).
+const UNSIMULATED: &[&str] = &[
+    "v4/controller/subscribe",
+    "v4/controller/resync",
+    "v4/controller/unsubscribe",
+    "v4/conversation/plans",
+    "v4/conversation/fileChanges",
+    "v4/conversation/backgroundBashOutput",
+    "v4/conversation/fileRewindPreview",
+    "v4/conversation/workflowRunEvents",
+    "v4/conversation/workflowRuns",
+    "v4/conversation/workflowRunArtifacts",
+    "v4/conversation/workflowRunArtifactData",
+    "v4/conversation/workflowRunArtifactRead",
+    "v4/conversation/workflowRunWorkspace",
+    "v4/conversation/workflowRunNodeResult",
+    "v4/conversation/attachmentRead",
+    "v4/conversation/attachmentStat",
+    "v4/usage/stats",
+    "v4/attachment/begin",
+    "v4/attachment/chunk",
+    "v4/attachment/commit",
+    "v4/attachment/abort",
+    "v4/attachment/read",
+    "v4/attachment/previewSource",
+    "v4/commands/query",
+];
+
+/// Where V4 frames go: per connection, paused while the host reports it saturated.
+#[derive(Default)]
+pub struct Gateway {
+    connections: HashMap<String, Connection>,
+    /// `workspace-config/<key>` subscriptions (conversation ones live in each publisher).
+    config_subscribers: Vec<Subscriber>,
+    /// Acks by `(sessionId, commandId)`, for replays of a command.
+    pub acks: HashMap<(Option<String>, String), Value>,
+}
+
+#[derive(Default)]
+struct Connection {
+    saturated: bool,
+    closed: bool,
+    held: Vec<Value>,
+}
+
+impl Gateway {
+    /// Writes one physical frame to its connection, or holds it while the connection is
+    /// saturated. Frames for a closed connection are dropped.
+    pub fn deliver(&mut self, out: &Output, connection_id: &str, wire: Value) {
+        let connection = self.connections.entry(connection_id.to_owned()).or_default();
+        if connection.closed {
+            return;
+        }
+        if connection.saturated {
+            connection.held.push(wire);
+        } else {
+            out.frame(&frame_notification(wire));
+        }
+    }
+
+    fn flow(&mut self, out: &Output, connection_id: &str, state: &str) {
+        let connection = self.connections.entry(connection_id.to_owned()).or_default();
+        match state {
+            "saturated" => connection.saturated = true,
+            "drained" => {
+                connection.saturated = false;
+                connection.closed = false;
+                for wire in std::mem::take(&mut connection.held) {
+                    out.frame(&frame_notification(wire));
+                }
+            }
+            _ => {
+                connection.closed = true;
+                connection.held.clear();
+                self.config_subscribers
+                    .retain(|subscriber| subscriber.connection_id != connection_id);
+            }
+        }
+    }
+}
+
+fn frame_notification(wire: Value) -> Value {
+    wire::notification("v4/conversation/frame", wire)
+}
+
+/// A V4 params failure: `.parse` throws the ZodError, which the server reports as `-32603`.
+fn parse(schema: &Schema, params: Option<&Value>) -> Result<Value, ProtocolError> {
+    let issues = zod::check(schema, params);
+    if issues.is_empty() {
+        Ok(params.cloned().unwrap_or(Value::Null))
+    } else {
+        let pretty = serde_json::to_string_pretty(&issues).expect("issues serialize");
+        Err(ProtocolError::internal("ZodError", pretty, None))
+    }
+}
+
+pub async fn dispatch(
+    server: &Arc<Server>,
+    method: &str,
+    params: Option<Value>,
+) -> Result<Reply, ProtocolError> {
+    let params = params.as_ref();
+    match method {
+        "v4/connection/flow" => {
+            let params = parse(&schemas::v4_connection_flow(), params)?;
+            let mut state = server.state();
+            let out = state.out.clone();
+            state.gateway.flow(
+                &out,
+                params["connectionId"].as_str().unwrap_or_default(),
+                params["state"].as_str().unwrap_or_default(),
+            );
+            Ok(json!({}).into())
+        }
+        "v4/conversation/subscribe" => subscribe(server, params).await,
+        "v4/conversation/resync" => resync(server, params),
+        "v4/conversation/unsubscribe" => unsubscribe(server, params),
+        "v4/conversation/rowsRange" => rows_range(server, params),
+        "v4/conversation/usage" => {
+            let params = parse(&schemas::v4_conversation_usage(), params)?;
+            let session_id = params["sessionId"].as_str().unwrap_or_default();
+            let state = server.state();
+            let usage = legacy::stored_usage(&state, session_id)?;
+            Ok(legacy::usage_result(session_id, &usage).into())
+        }
+        "v4/command" => commands::command(server, params),
+        known if UNSIMULATED.contains(&known) => Err(not_simulated(known)),
+        other => Err(ProtocolError::method_not_found(other)),
+    }
+}
+
+/// Puts the initial frame after (or, with `snapshot-first`, before) the ACK.
+fn with_initial_frame(server: &Server, result: Value, wire: Value) -> Reply {
+    let frame = frame_notification(wire);
+    let first =
+        server.faults.take_one("v4/conversation/subscribe", AppFault::SnapshotFirst).is_some();
+    if first {
+        Reply { result, before: vec![frame], ..Reply::default() }
+    } else {
+        Reply { result, after: vec![frame], ..Reply::default() }
+    }
+}
+
+async fn subscribe(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
+    let params = parse(&schemas::v4_subscribe(), params)?;
+    let topic = params["topic"].as_str().unwrap_or_default().to_owned();
+    let connection_id = params["connectionId"].as_str().unwrap_or_default().to_owned();
+    if let Some(key) = topic.strip_prefix("workspace-config/").filter(|key| !key.is_empty()) {
+        return Ok(subscribe_config(server, &topic, key, &connection_id));
+    }
+    let Some(session_id) = topic.strip_prefix("conversation/").filter(|id| !id.is_empty()) else {
+        if topic.starts_with("sessions-index/") {
+            return Err(not_simulated("v4/conversation/subscribe sessions-index"));
+        }
+        return Err(ProtocolError::internal(
+            "Error",
+            format!("Unsupported V4 topic: {topic}"),
+            None,
+        ));
+    };
+    let session_id = session_id.to_owned();
+    let cold = !server.state().sessions.contains_key(&session_id);
+    if cold {
+        cold_resume(server, &session_id, &params).await?;
+    }
+    let mut state = server.state();
+    let out_wire;
+    let ack;
+    {
+        let resident = state.resident(&session_id)?;
+        let revision = resident.revision;
+        let publisher = &mut resident.publisher;
+        // A new subscription of the same topic on a connection replaces the old one.
+        publisher.subscribers.retain(|subscriber| subscriber.connection_id != connection_id);
+        let subscriber = Subscriber::new(&topic, &connection_id);
+        let subscription_id = subscriber.subscription_id.clone();
+        publisher.subscribers.push(subscriber);
+        let base = params.get("base").map(|base| {
+            (
+                base["logEpoch"].as_str().unwrap_or_default().to_owned(),
+                base["seq"].as_f64().unwrap_or(0.0) as u64,
+            )
+        });
+        let (mode, wire) = publisher
+            .initial_frame(
+                &subscription_id,
+                base.as_ref().map(|(epoch, seq)| (epoch.as_str(), *seq)),
+                false,
+                "initial",
+                revision,
+            )
+            .expect("the subscriber was just added");
+        let rows = publisher.rows().len().min(publisher::SNAPSHOT_TAIL_ROWS);
+        ack = json!({
+            "subscriptionId": subscription_id, "mode": mode, "logEpoch": publisher.log_epoch,
+            "openTiming": {"version": 1, "snapshotRowCount": rows,
+                           "sessionRuntimeState": if cold { "cold" } else { "warm" }},
+        });
+        out_wire = wire;
+    }
+    drop(state);
+    Ok(with_initial_frame(server, json!({"ack": ack}), out_wire))
+}
+
+/// Materialises a stored session for a V4 subscriber (the Desktop opens old chats this way).
+async fn cold_resume(
+    server: &Arc<Server>,
+    session_id: &str,
+    params: &Value,
+) -> Result<(), ProtocolError> {
+    let record = server
+        .state()
+        .store
+        .load(session_id)
+        .map_err(|message| ProtocolError::internal("Error", message, Some("STORAGE_ERROR")))?
+        .ok_or_else(|| {
+            ProtocolError::new(
+                wire::SESSION_UNAVAILABLE,
+                format!("Session not found: {session_id}"),
+            )
+        })?;
+    let mut record = record;
+    if let Some(level) = params["resumeThoughtLevel"].as_str() {
+        record.thought_level = Some(level.to_owned());
+    }
+    server.materialize(record, true, false).await
+}
+
+fn subscribe_config(server: &Arc<Server>, topic: &str, key: &str, connection_id: &str) -> Reply {
+    let mut state = server.state();
+    let gateway = &mut state.gateway;
+    gateway.config_subscribers.retain(|s| !(s.connection_id == connection_id && s.topic == topic));
+    let mut subscriber = Subscriber::new(topic, connection_id);
+    let snapshot =
+        json!({"workspaceKey": key, "config": {"slashCommands": catalog::slash_commands()}});
+    let wire = subscriber.wire("initial", 0, 0, json!({"kind": "snapshot", "snapshot": snapshot}));
+    let ack = json!({"subscriptionId": subscriber.subscription_id, "mode": "snapshot",
+                     "logEpoch": format!("epoch_config_{key}")});
+    gateway.config_subscribers.push(subscriber);
+    drop(state);
+    with_initial_frame(server, json!({"ack": ack}), wire)
+}
+
+fn resync(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
+    let params = parse(&schemas::v4_resync(), params)?;
+    let subscription_id = params["subscriptionId"].as_str().unwrap_or_default();
+    let topic = params["topic"].as_str().unwrap_or_default();
+    let unknown = || {
+        ProtocolError::internal(
+            "Error",
+            format!("Unknown V4 subscription: {subscription_id}"),
+            None,
+        )
+    };
+    let session_id = topic.strip_prefix("conversation/").ok_or_else(unknown)?;
+    let mut state = server.state();
+    let resident = state.sessions.get_mut(session_id).ok_or_else(unknown)?;
+    let revision = resident.revision;
+    let base = params["base"].as_object().map(|base| {
+        (
+            base["logEpoch"].as_str().unwrap_or_default().to_owned(),
+            base["seq"].as_u64().unwrap_or(0),
+        )
+    });
+    let publisher = &mut resident.publisher;
+    let (mode, wire) = publisher
+        .initial_frame(
+            subscription_id,
+            base.as_ref().map(|(epoch, seq)| (epoch.as_str(), *seq)),
+            params["forceSnapshot"] == true,
+            "recovery",
+            revision,
+        )
+        .ok_or_else(unknown)?;
+    let ack =
+        json!({"subscriptionId": subscription_id, "mode": mode, "logEpoch": publisher.log_epoch});
+    Ok(Reply {
+        result: json!({"ack": ack}),
+        after: vec![frame_notification(wire)],
+        ..Reply::default()
+    })
+}
+
+fn unsubscribe(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
+    let params = parse(&schemas::v4_unsubscribe(), params)?;
+    let subscription_id = params["subscriptionId"].as_str().unwrap_or_default();
+    let topic = params["topic"].as_str().unwrap_or_default();
+    let mut state = server.state();
+    if let Some(session_id) = topic.strip_prefix("conversation/")
+        && let Some(resident) = state.sessions.get_mut(session_id)
+    {
+        resident.publisher.subscribers.retain(|s| s.subscription_id != subscription_id);
+    }
+    state.gateway.config_subscribers.retain(|s| s.subscription_id != subscription_id);
+    Ok(json!({}).into())
+}
+
+fn rows_range(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
+    let params = parse(&schemas::v4_rows_range(), params)?;
+    let limit = params["limit"].as_f64().unwrap_or(0.0);
+    if !(1.0..=ROWS_RANGE_MAX).contains(&limit) {
+        let issue = zod::custom(&["limit"], "limit must be between 1 and 200");
+        return Err(ProtocolError::internal(
+            "ZodError",
+            serde_json::to_string_pretty(&[issue]).expect("issues serialize"),
+            None,
+        ));
+    }
+    let session_id = params["sessionId"].as_str().unwrap_or_default();
+    let mut state = server.state();
+    let resident = state.resident(session_id)?;
+    let before = params["beforeRowId"].as_f64().map(|before| before as u64);
+    let (rows, more) = resident.publisher.rows_range(before, limit as usize);
+    Ok(json!({
+        "rows": rows, "atSeq": resident.publisher.seq, "atRevision": resident.revision,
+        "atLogEpoch": resident.publisher.log_epoch, "hasMore": more,
+    })
+    .into())
+}

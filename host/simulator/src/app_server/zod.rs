@@ -1,0 +1,408 @@
+//! A small strict-schema validator that reports problems the way the Agent's zod 4 schemas do:
+//! issue objects (`invalid_type`, `unrecognized_keys`, `too_small`, `invalid_value`,
+//! `invalid_union`, `custom`), the `Invalid params — <path>: <message>` summary of
+//! `parseParams` and the `{name: "ZodError", message}` error data.
+//!
+//! Only the schema features the protocol's params use are modelled. Issue texts follow zod 4's
+//! default messages; they are close to, not byte-identical with, the real ones.
+
+use serde_json::{Map, Value, json};
+
+/// One accepted shape.
+#[derive(Debug, Clone)]
+pub enum Schema {
+    Unknown,
+    /// Any value, but it must be there (`.nonoptional()`).
+    Present,
+    /// A string; `min` after optional trimming (zod `.trim().min(n)`).
+    Str {
+        min: usize,
+        trim: bool,
+    },
+    /// An integer `>= min` (`nonnegative` = 0, `positive` = 1).
+    Int {
+        min: Option<i64>,
+    },
+    Number,
+    Bool,
+    Literal(Value),
+    Enum(Vec<&'static str>),
+    Array {
+        item: Box<Schema>,
+        min: usize,
+        max: Option<usize>,
+    },
+    /// A string-keyed record of values.
+    Record(Box<Schema>),
+    Object {
+        fields: Vec<Field>,
+        unknown: UnknownKeys,
+    },
+    Nullable(Box<Schema>),
+    /// The first alternative that accepts wins; none → `invalid_union`.
+    Union(Vec<Schema>),
+}
+
+/// What an object does with keys it does not declare.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnknownKeys {
+    /// `.strict()`: an `unrecognized_keys` issue.
+    Reject,
+    /// Plain `z.object`: silently dropped.
+    Strip,
+}
+
+#[derive(Debug, Clone)]
+pub struct Field {
+    pub name: &'static str,
+    pub schema: Schema,
+    pub optional: bool,
+}
+
+pub fn field(name: &'static str, schema: Schema) -> Field {
+    Field { name, schema, optional: false }
+}
+
+pub fn optional(name: &'static str, schema: Schema) -> Field {
+    Field { name, schema, optional: true }
+}
+
+pub fn strict(fields: Vec<Field>) -> Schema {
+    Schema::Object { fields, unknown: UnknownKeys::Reject }
+}
+
+pub fn loose(fields: Vec<Field>) -> Schema {
+    Schema::Object { fields, unknown: UnknownKeys::Strip }
+}
+
+/// `z.string().trim().min(1)`, the protocol's `nonEmptyString`.
+pub fn non_empty() -> Schema {
+    Schema::Str { min: 1, trim: true }
+}
+
+pub fn string() -> Schema {
+    Schema::Str { min: 0, trim: false }
+}
+
+pub fn nonnegative_int() -> Schema {
+    Schema::Int { min: Some(0) }
+}
+
+pub fn positive_int() -> Schema {
+    Schema::Int { min: Some(1) }
+}
+
+pub fn enumeration(values: &[&'static str]) -> Schema {
+    Schema::Enum(values.to_vec())
+}
+
+pub fn array(item: Schema) -> Schema {
+    Schema::Array { item: Box::new(item), min: 0, max: None }
+}
+
+pub fn record(value: Schema) -> Schema {
+    Schema::Record(Box::new(value))
+}
+
+pub fn literal(value: Value) -> Schema {
+    Schema::Literal(value)
+}
+
+/// One problem found, as a zod 4 issue object (`{code, ..., path, message}`).
+pub type Issue = Value;
+
+/// Validates `value` against `schema`; an empty list means it is accepted.
+pub fn check(schema: &Schema, value: Option<&Value>) -> Vec<Issue> {
+    let mut issues = Vec::new();
+    visit(schema, value, &mut Vec::new(), &mut issues);
+    issues
+}
+
+/// A `custom` issue (refinements the schemas express in code).
+pub fn custom(path: &[&str], message: &str) -> Issue {
+    json!({"code": "custom", "path": path, "message": message})
+}
+
+/// `Invalid params — a.b: message; c: message (+n more)`, as `parseParams` words it.
+pub fn invalid_params_message(issues: &[Issue]) -> String {
+    if issues.is_empty() {
+        return "Invalid params".to_owned();
+    }
+    let parts: Vec<String> = issues
+        .iter()
+        .take(5)
+        .map(|issue| {
+            let path = issue["path"]
+                .as_array()
+                .filter(|segments| !segments.is_empty())
+                .map(|segments| {
+                    segments
+                        .iter()
+                        .map(|segment| match segment {
+                            Value::String(text) => text.clone(),
+                            other => other.to_string(),
+                        })
+                        .collect::<Vec<_>>()
+                        .join(".")
+                })
+                .unwrap_or_else(|| "(root)".to_owned());
+            format!("{path}: {}", issue["message"].as_str().unwrap_or("invalid"))
+        })
+        .collect();
+    let more =
+        if issues.len() > 5 { format!(" (+{} more)", issues.len() - 5) } else { String::new() };
+    format!("Invalid params — {}{more}", parts.join("; "))
+}
+
+/// The `data` of a `-32602` error: a serialized zod 4 `ZodError`.
+pub fn error_data(issues: &[Issue]) -> Value {
+    let pretty = serde_json::to_string_pretty(issues).expect("issues serialize");
+    json!({"name": "ZodError", "message": pretty})
+}
+
+fn kind_of(value: Option<&Value>) -> &'static str {
+    match value {
+        None => "undefined",
+        Some(Value::Null) => "null",
+        Some(Value::Bool(_)) => "boolean",
+        Some(Value::Number(_)) => "number",
+        Some(Value::String(_)) => "string",
+        Some(Value::Array(_)) => "array",
+        Some(Value::Object(_)) => "object",
+    }
+}
+
+fn invalid_type(expected: &str, value: Option<&Value>, path: &[Value]) -> Issue {
+    json!({
+        "expected": expected,
+        "code": "invalid_type",
+        "path": path,
+        "message": format!("Invalid input: expected {expected}, received {}", kind_of(value)),
+    })
+}
+
+fn visit(schema: &Schema, value: Option<&Value>, path: &mut Vec<Value>, issues: &mut Vec<Issue>) {
+    match schema {
+        Schema::Unknown => {}
+        Schema::Present => {
+            if value.is_none() {
+                issues.push(invalid_type("nonoptional", value, path));
+            }
+        }
+        Schema::Str { min, trim } => match value {
+            Some(Value::String(text)) => {
+                let length = if *trim { text.trim().chars().count() } else { text.chars().count() };
+                if length < *min {
+                    issues.push(json!({
+                        "origin": "string", "code": "too_small", "minimum": min, "inclusive": true,
+                        "path": path,
+                        "message": format!("Too small: expected string to have >={min} characters"),
+                    }));
+                }
+            }
+            other => issues.push(invalid_type("string", other, path)),
+        },
+        Schema::Int { min } => match value {
+            Some(Value::Number(number)) => match number.as_i64().or_else(|| whole(number)) {
+                None => issues.push(invalid_type("int", value, path)),
+                Some(integer) => {
+                    if let Some(min) = min
+                        && integer < *min
+                    {
+                        issues.push(json!({
+                            "origin": "number", "code": "too_small", "minimum": min,
+                            "inclusive": true, "path": path,
+                            "message": format!("Too small: expected number to be >={min}"),
+                        }));
+                    }
+                }
+            },
+            other => issues.push(invalid_type("number", other, path)),
+        },
+        Schema::Number => {
+            if !matches!(value, Some(Value::Number(_))) {
+                issues.push(invalid_type("number", value, path));
+            }
+        }
+        Schema::Bool => {
+            if !matches!(value, Some(Value::Bool(_))) {
+                issues.push(invalid_type("boolean", value, path));
+            }
+        }
+        Schema::Literal(expected) => {
+            if value != Some(expected) {
+                issues.push(json!({
+                    "code": "invalid_value", "values": [expected], "path": path,
+                    "message": format!("Invalid input: expected {expected}"),
+                }));
+            }
+        }
+        Schema::Enum(values) => {
+            let known = value.and_then(Value::as_str).is_some_and(|text| values.contains(&text));
+            if !known {
+                let listed: Vec<String> =
+                    values.iter().map(|value| format!("\"{value}\"")).collect();
+                issues.push(json!({
+                    "code": "invalid_value", "values": values, "path": path,
+                    "message": format!("Invalid option: expected one of {}", listed.join("|")),
+                }));
+            }
+        }
+        Schema::Array { item, min, max } => match value {
+            Some(Value::Array(items)) => {
+                if items.len() < *min {
+                    issues.push(json!({
+                        "origin": "array", "code": "too_small", "minimum": min, "inclusive": true,
+                        "path": path,
+                        "message": format!("Too small: expected array to have >={min} items"),
+                    }));
+                }
+                if let Some(max) = max
+                    && items.len() > *max
+                {
+                    issues.push(json!({
+                        "origin": "array", "code": "too_big", "maximum": max, "inclusive": true,
+                        "path": path,
+                        "message": format!("Too big: expected array to have <={max} items"),
+                    }));
+                }
+                for (index, element) in items.iter().enumerate() {
+                    path.push(json!(index));
+                    visit(item, Some(element), path, issues);
+                    path.pop();
+                }
+            }
+            other => issues.push(invalid_type("array", other, path)),
+        },
+        Schema::Record(inner) => match value {
+            Some(Value::Object(entries)) => {
+                for (key, element) in entries {
+                    path.push(json!(key));
+                    visit(inner, Some(element), path, issues);
+                    path.pop();
+                }
+            }
+            other => issues.push(invalid_type("record", other, path)),
+        },
+        Schema::Object { fields, unknown } => match value {
+            Some(Value::Object(entries)) => visit_object(fields, *unknown, entries, path, issues),
+            other => issues.push(invalid_type("object", other, path)),
+        },
+        Schema::Nullable(inner) => {
+            if value != Some(&Value::Null) {
+                visit(inner, value, path, issues);
+            }
+        }
+        Schema::Union(options) => {
+            let mut errors = Vec::new();
+            for option in options {
+                let found = {
+                    let mut nested = Vec::new();
+                    visit(option, value, &mut path.clone(), &mut nested);
+                    nested
+                };
+                if found.is_empty() {
+                    return;
+                }
+                errors.push(Value::Array(found));
+            }
+            issues.push(json!({
+                "code": "invalid_union", "errors": errors, "path": path, "message": "Invalid input",
+            }));
+        }
+    }
+}
+
+fn visit_object(
+    fields: &[Field],
+    unknown: UnknownKeys,
+    entries: &Map<String, Value>,
+    path: &mut Vec<Value>,
+    issues: &mut Vec<Issue>,
+) {
+    for field in fields {
+        let value = entries.get(field.name);
+        if value.is_none() && field.optional {
+            continue;
+        }
+        path.push(json!(field.name));
+        visit(&field.schema, value, path, issues);
+        path.pop();
+    }
+    if unknown == UnknownKeys::Reject {
+        let extra: Vec<&String> = entries
+            .keys()
+            .filter(|key| !fields.iter().any(|field| field.name == key.as_str()))
+            .collect();
+        if !extra.is_empty() {
+            let quoted: Vec<String> = extra.iter().map(|key| format!("\"{key}\"")).collect();
+            let noun = if extra.len() == 1 { "key" } else { "keys" };
+            issues.push(json!({
+                "code": "unrecognized_keys", "keys": extra, "path": path,
+                "message": format!("Unrecognized {noun}: {}", quoted.join(", ")),
+            }));
+        }
+    }
+}
+
+/// `2.0` is an integer in JavaScript.
+fn whole(number: &serde_json::Number) -> Option<i64> {
+    let float = number.as_f64()?;
+    (float.fract() == 0.0 && float.abs() < 9.007_199_254_740_992e15).then_some(float as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn session_params() -> Schema {
+        strict(vec![field("sessionId", non_empty()), optional("limit", positive_int())])
+    }
+
+    #[test]
+    fn accepts_valid_values_and_reports_zod_style_issues() {
+        assert!(check(&session_params(), Some(&json!({"sessionId": "s"}))).is_empty());
+        let issues = check(&session_params(), Some(&json!({"limit": 0, "extra": 1})));
+        let codes: Vec<&str> = issues.iter().map(|issue| issue["code"].as_str().unwrap()).collect();
+        assert_eq!(codes, ["invalid_type", "too_small", "unrecognized_keys"]);
+        assert_eq!(issues[0]["path"], json!(["sessionId"]));
+        assert_eq!(issues[2]["message"], "Unrecognized key: \"extra\"");
+        let message = invalid_params_message(&issues);
+        assert!(message.starts_with("Invalid params — sessionId: Invalid input: expected string"));
+        assert!(message.ends_with("(root): Unrecognized key: \"extra\""), "{message}");
+    }
+
+    #[test]
+    fn blank_strings_fail_min_after_trim_and_floats_are_not_integers() {
+        let issues = check(&session_params(), Some(&json!({"sessionId": "  ", "limit": 1.5})));
+        assert_eq!(issues[0]["code"], "too_small");
+        assert_eq!(issues[1]["expected"], "int");
+        assert!(
+            check(&session_params(), Some(&json!({"sessionId": "x", "limit": 2.0}))).is_empty()
+        );
+    }
+
+    #[test]
+    fn loose_objects_strip_unknown_keys_and_unions_collect_every_alternative() {
+        let schema = loose(vec![field("a", Schema::Bool)]);
+        assert!(check(&schema, Some(&json!({"a": true, "b": 1}))).is_empty());
+        let union = Schema::Union(vec![
+            strict(vec![field("id", Schema::Int { min: None })]),
+            strict(vec![field("method", non_empty())]),
+        ]);
+        let issues = check(&union, Some(&json!({"jsonrpc": "2.0", "id": 1})));
+        assert_eq!(issues.len(), 1);
+        assert_eq!(issues[0]["code"], "invalid_union");
+        assert_eq!(issues[0]["errors"].as_array().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn error_data_is_a_serialized_zod_error() {
+        let issues = vec![custom(&[], "boom")];
+        let data = error_data(&issues);
+        assert_eq!(data["name"], "ZodError");
+        let parsed: Value = serde_json::from_str(data["message"].as_str().unwrap()).unwrap();
+        assert_eq!(parsed[0]["message"], "boom");
+        assert!(data["message"].as_str().unwrap().contains("\n  {"), "pretty-printed");
+    }
+}

@@ -1,0 +1,84 @@
+//! `sim:history <n>`: seeds a session with `n` finished messages (user and assistant taking
+//! turns) before the prompt's own turn, so paged history (`conversationRowsRangeV4`,
+//! `session/load`) can be exercised and benchmarked. A services-only trigger.
+
+use serde_json::json;
+
+use crate::clock::now_ms;
+use crate::services::server::{Server, Shared};
+use crate::services::v4::conversation::Batch;
+
+pub const DEFAULT_MESSAGES: u64 = 10_000;
+/// Seeding stops here: beyond it the session file alone gets unwieldy.
+const MAX_MESSAGES: u64 = 1_000_000;
+/// Rows per frame, well below the 1 MiB physical frame.
+const ROWS_PER_FRAME: usize = 200;
+
+/// The message count of a `sim:history [n]` prompt, or `None` for any other prompt.
+pub fn history_count(prompt: &str) -> Option<u64> {
+    let first = prompt.lines().next().unwrap_or("").trim();
+    let rest = first.strip_prefix("sim:history")?;
+    if !(rest.is_empty() || rest.starts_with(char::is_whitespace)) {
+        return None;
+    }
+    match rest.trim() {
+        "" => Some(DEFAULT_MESSAGES),
+        number => number.parse().ok().map(|n: u64| n.min(MAX_MESSAGES)),
+    }
+}
+
+/// Appends `messages` messages as finished exchanges, in frames of [`ROWS_PER_FRAME`] rows.
+pub fn seed(server: &Server, shared: &Shared, messages: u64) {
+    let mut conversation = shared.lock().expect("conversation lock");
+    let mut batch = Batch::default();
+    let mut written = 0;
+    while written < messages {
+        let exchange = written / 2 + 1;
+        let turn_id = format!("turn_history_{}_{exchange}", uuid::Uuid::new_v4().simple());
+        let at = now_ms();
+        let base = |kind: &str, entity: String| json!({"kind": kind, "turnId": turn_id, "productTurnId": turn_id, "entityId": entity, "createdAt": at});
+        let mut header = base("turnHeader", format!("turn:{turn_id}"));
+        header["origin"] = json!("userInput");
+        header["executionKind"] = json!("agent");
+        header["state"] = json!("completedSuccess");
+        header["startedAt"] = json!(at);
+        header["endedAt"] = json!(at);
+        header["activeMs"] = json!(0);
+        conversation.append_row(&mut batch, header);
+        let command_id = format!("history-{exchange}");
+        let mut user = base("userInput", format!("input:{command_id}"));
+        user["text"] = json!(format!("History message {}", written + 1));
+        user["origin"] = json!("realUser");
+        user["sourceCommandId"] = json!(command_id);
+        conversation.append_row(&mut batch, user);
+        written += 1;
+        if written < messages {
+            let mut reply = base("assistantText", format!("text:{turn_id}"));
+            reply["assistantResponseId"] = json!(format!("resp_{turn_id}"));
+            reply["text"] = json!(format!("Reply to history message {written}."));
+            reply["state"] = json!("complete");
+            conversation.append_row(&mut batch, reply);
+            written += 1;
+        }
+        if batch.len() >= ROWS_PER_FRAME {
+            conversation.commit(std::mem::take(&mut batch));
+        }
+    }
+    conversation.commit(batch);
+    server.persist(&conversation);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_trigger() {
+        assert_eq!(history_count("sim:history"), Some(DEFAULT_MESSAGES));
+        assert_eq!(history_count("sim:history 25\nmore"), Some(25));
+        assert_eq!(history_count("sim:history 99999999"), Some(MAX_MESSAGES));
+        assert_eq!(history_count("sim:historyx"), None);
+        assert_eq!(history_count("sim:history lots"), None);
+        assert_eq!(history_count("hello"), None);
+    }
+}

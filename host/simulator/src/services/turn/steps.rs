@@ -1,0 +1,708 @@
+//! What each scenario step becomes in the V4 conversation: streaming text and reasoning rows,
+//! tool calls with permission interactions, questions, plan approval, the plan (todos),
+//! titles and usage.
+
+use serde_json::{Value, json};
+use tokio::sync::oneshot;
+
+use super::{Halt, StepResult, Turn};
+use crate::clock::now_ms;
+use crate::scenario::{
+    Action, Condition, Effect, Permission, PlanApproval, PlanSource, Question, ToolCall,
+    ToolOutcome, default_permission_options, split_chars,
+};
+use crate::services::fault::Fault;
+use crate::services::v4::conversation::{Batch, Expect, Interrupt, Key, Waiting};
+
+const PLAN_QUESTION: &str = "Review this implementation plan.";
+/// Deltas per frame of a bulk `stream` step.
+const STREAM_BATCH: u64 = 1024;
+/// AskUserQuestion's hidden grace before its countdown shows (the simulator never fires it).
+const AUTO_RESOLUTION_GRACE_MS: u64 = 60_000;
+
+/// How a permission was answered.
+struct Verdict {
+    allowed: bool,
+    input: Option<Value>,
+}
+
+impl Turn {
+    pub(super) async fn step(&mut self, action: Action) -> StepResult {
+        match action {
+            Action::Text(chunks) => self.stream_rows("assistantText", chunks).await,
+            Action::Reasoning(chunks) => self.stream_rows("reasoning", chunks).await,
+            Action::Stream { count, chunk } => self.bulk_stream(count, &chunk).await,
+            Action::Tool(call) => self.tool(*call).await,
+            Action::Question(question) => self.question(question).await,
+            Action::PlanApproval(plan) => self.plan_approval(plan).await,
+            Action::Todos(todos) => {
+                let items: Vec<Value> = todos
+                    .iter()
+                    .enumerate()
+                    .map(|(index, todo)| {
+                        let status = match todo["status"].as_str() {
+                            Some("in_progress") => "inProgress",
+                            Some("completed") => "completed",
+                            _ => "pending",
+                        };
+                        json!({"id": format!("plan-{}", index + 1), "content": todo["content"], "status": status})
+                    })
+                    .collect();
+                self.update(&[Key::Plan], |conversation| {
+                    conversation.record.plan = json!({"items": items, "updatedAt": now_ms()});
+                });
+                Ok(())
+            }
+            Action::Title(title) => {
+                self.update(&[Key::Meta], |conversation| {
+                    conversation.record.title = title;
+                    conversation.record.title_source = "generated".into();
+                });
+                Ok(())
+            }
+            // The Services Server supplies provider headers itself; nothing reaches the client.
+            Action::ProviderHeaders { .. } => {
+                self.last_outcome = Some(Condition::Allowed);
+                Ok(())
+            }
+            Action::Sleep(duration) => self.sleep(duration).await,
+            Action::Stall => {
+                let mut interrupt = self.interrupt.clone();
+                let _ = interrupt.wait_for(|state| *state != Interrupt::None).await;
+                Err(Halt::Cancelled)
+            }
+            Action::Event(delta) => {
+                let mut conversation = self.conversation();
+                let mut batch = Batch::default();
+                batch.push_raw(delta);
+                conversation.commit(batch);
+                Ok(())
+            }
+            // Session events have no V4 counterpart.
+            Action::SessionEvent { .. } => Ok(()),
+            Action::Usage(usage) => {
+                self.usage_override = usage;
+                Ok(())
+            }
+            Action::End(result) => Err(Halt::Completed(result)),
+            Action::Fail(message) => Err(Halt::Failed(message)),
+            Action::Fault(kind) => match Fault::from_scenario(kind) {
+                Some(fault) => self.fire(fault),
+                None => Ok(()),
+            },
+        }
+    }
+
+    /// Changes the conversation and sends the patched keys.
+    fn update(
+        &self,
+        keys: &[Key],
+        change: impl FnOnce(&mut crate::services::v4::conversation::Conversation),
+    ) {
+        let mut conversation = self.conversation();
+        change(&mut conversation);
+        let mut batch = Batch::default();
+        conversation.patch(&mut batch, keys);
+        conversation.commit_with(batch, |conversation| self.server.persist(conversation));
+    }
+
+    fn open_row(&mut self, kind: &str) -> u64 {
+        let mut row = self.row(kind, format!("{kind}:{}", uuid::Uuid::new_v4().simple()));
+        row["assistantResponseId"] = json!(self.response_id);
+        row["text"] = json!("");
+        row["state"] = json!("streaming");
+        if kind == "assistantText" {
+            row["model"] = json!(self.conversation().record.config.model_id);
+        }
+        let mut conversation = self.conversation();
+        let mut batch = Batch::default();
+        let id = conversation.append_row(&mut batch, row);
+        conversation.commit(batch);
+        drop(conversation);
+        self.open_rows.push(id);
+        id
+    }
+
+    fn close_row(&mut self, row: u64, started: u64) {
+        let mut conversation = self.conversation();
+        let mut batch = Batch::default();
+        conversation.upsert_row(&mut batch, row, |row| {
+            row["state"] = json!("complete");
+            if row["kind"] == "reasoning" {
+                row["durationMs"] = json!(now_ms().saturating_sub(started));
+            }
+        });
+        conversation.commit(batch);
+        drop(conversation);
+        self.open_rows.retain(|open| *open != row);
+    }
+
+    /// A text or reasoning row: opened empty, grown by `row.delta`s, then completed. The
+    /// `stream` fault point sits in the middle.
+    async fn stream_rows(&mut self, kind: &str, chunks: Vec<String>) -> StepResult {
+        let row = self.open_row(kind);
+        let started = now_ms();
+        let middle = chunks.len().saturating_sub(1) / 2;
+        for (index, chunk) in chunks.iter().enumerate() {
+            self.check()?;
+            if index > 0
+                && let Some(delay) = self.server.options.chunk_delay
+            {
+                self.sleep(delay).await?;
+            }
+            {
+                let mut conversation = self.conversation();
+                let mut batch = Batch::default();
+                conversation.stream_row(&mut batch, row, "text", chunk);
+                conversation.commit(batch);
+            }
+            let chars = chunk.chars().count() as u64;
+            if kind == "reasoning" {
+                self.reasoning_chars += chars;
+            } else {
+                self.output_chars += chars;
+            }
+            if index == middle {
+                self.fault_point("stream").await?;
+            }
+            tokio::task::yield_now().await;
+        }
+        self.close_row(row, started);
+        Ok(())
+    }
+
+    /// `count` deltas of one chunk, [`STREAM_BATCH`] per frame, pausing while the reader
+    /// falls behind (a stop still ends it at once).
+    async fn bulk_stream(&mut self, count: u64, chunk: &str) -> StepResult {
+        let row = self.open_row("assistantText");
+        let started = now_ms();
+        let middle = count.saturating_sub(1) / 2 + 1;
+        let mut emitted = 0;
+        while emitted < count {
+            self.check()?;
+            let mut interrupt = self.interrupt.clone();
+            tokio::select! {
+                () = self.server.out.drain_below_limit() => {}
+                _ = interrupt.wait_for(|state| *state != Interrupt::None) => return Err(Halt::Cancelled),
+            }
+            let limit = if emitted < middle { middle } else { count };
+            let end = limit.min(emitted + STREAM_BATCH);
+            {
+                let mut conversation = self.conversation();
+                let mut batch = Batch::default();
+                for _ in emitted..end {
+                    conversation.stream_row(&mut batch, row, "text", chunk);
+                }
+                conversation.commit(batch);
+            }
+            self.output_chars += (end - emitted) * chunk.chars().count() as u64;
+            emitted = end;
+            if emitted == middle {
+                self.fault_point("stream").await?;
+            }
+            tokio::task::yield_now().await;
+        }
+        self.close_row(row, started);
+        Ok(())
+    }
+
+    /// A tool row streams its input, may wait for a permission, runs, and ends `success`,
+    /// `error` or `cancelled`.
+    async fn tool(&mut self, call: ToolCall) -> StepResult {
+        self.fault_point("tool").await?;
+        let call_id = call.call_id.clone().unwrap_or_else(new_call_id);
+        let row = self.announce_tool(&call_id, &call.name, &call.input, call.input_chunks);
+        let guarded = self.conversation().record.config.mode == "guarded";
+        let permission = call.permission.clone().or_else(|| {
+            // `guarded` asks before every tool (a simulator choice; the rule is not public).
+            guarded.then(|| Permission {
+                reason: format!("Run {}", call.name),
+                risk: "medium".into(),
+                options: default_permission_options(&call.name),
+            })
+        });
+        let mut input = call.input.clone();
+        if let Some(permission) = permission {
+            if self.auto_allowed(&call.name) {
+                self.last_outcome = Some(Condition::Allowed);
+            } else {
+                match self
+                    .ask_permission(row, &call_id, &call.name, &input, &permission, "permission")
+                    .await
+                {
+                    Ok(verdict) if verdict.allowed => input = verdict.input.unwrap_or(input),
+                    Ok(_) => {
+                        self.end_tool(
+                            row,
+                            Err(("permissionDenied", "Permission denied by the user".into())),
+                        );
+                        return Ok(());
+                    }
+                    Err(halt) => return self.cancel_tool(row, halt),
+                }
+            }
+        }
+        self.run_tool(row, &input);
+        for progress in &call.progress {
+            if let Err(halt) = self.check() {
+                return self.cancel_tool(row, halt);
+            }
+            let message = progress.get("message").and_then(Value::as_str).map(str::to_owned);
+            {
+                let mut conversation = self.conversation();
+                let mut batch = Batch::default();
+                conversation.upsert_row(&mut batch, row, |row| {
+                    let mut entry = json!({"updatedAt": now_ms()});
+                    if let Some(message) = message {
+                        entry["message"] = json!(message);
+                    }
+                    row["progress"] = entry;
+                });
+                conversation.commit(batch);
+            }
+            tokio::task::yield_now().await;
+        }
+        let effect = call.effect.as_ref().map(|effect| apply_effect(&self.workspace, effect));
+        let result = match (call.outcome, effect) {
+            (ToolOutcome::Result(value), _) => Ok(value),
+            (ToolOutcome::Error(message), _) => Err(("toolError", message)),
+            (ToolOutcome::Default, Some(result)) => {
+                result.map_err(|message| ("toolError", message))
+            }
+            (ToolOutcome::Default, None) => Ok(json!({"content": "ok"})),
+        };
+        self.end_tool(row, result);
+        Ok(())
+    }
+
+    fn announce_tool(&mut self, call_id: &str, name: &str, input: &Value, chunks: usize) -> u64 {
+        let input_text = input.to_string();
+        self.output_chars += input_text.chars().count() as u64;
+        let mut row = self.row("toolCall", format!("tool:{call_id}"));
+        row["assistantResponseId"] = json!(self.response_id);
+        row["toolCallId"] = json!(call_id);
+        row["toolName"] = json!(name);
+        row["status"] = json!("inputStreaming");
+        row["inputText"] = json!("");
+        row["startedAt"] = json!(now_ms());
+        let mut conversation = self.conversation();
+        let mut batch = Batch::default();
+        let id = conversation.append_row(&mut batch, row);
+        let piece = input_text.chars().count().div_ceil(chunks.max(1)).max(1);
+        for delta in split_chars(&input_text, piece) {
+            conversation.stream_row(&mut batch, id, "inputText", &delta);
+        }
+        let input = input.clone();
+        conversation.upsert_row(&mut batch, id, |row| row["input"] = input);
+        conversation.commit(batch);
+        id
+    }
+
+    fn run_tool(&mut self, row: u64, input: &Value) {
+        let input = input.clone();
+        let mut conversation = self.conversation();
+        if let Some(turn) = conversation.turn.as_mut() {
+            turn.tool_running = true;
+        }
+        let mut batch = Batch::default();
+        conversation.upsert_row(&mut batch, row, |row| {
+            row["status"] = json!("running");
+            row["input"] = input;
+            if let Some(fields) = row.as_object_mut() {
+                fields.remove("approvalInteractionId");
+            }
+        });
+        conversation.patch(&mut batch, &[Key::Control]);
+        conversation.commit(batch);
+    }
+
+    fn end_tool(&mut self, row: u64, result: Result<Value, (&str, String)>) {
+        let mut conversation = self.conversation();
+        let was_running = conversation.turn.as_ref().is_some_and(|turn| turn.tool_running);
+        if let Some(turn) = conversation.turn.as_mut() {
+            turn.tool_running = false;
+        }
+        let mut batch = Batch::default();
+        conversation.upsert_row(&mut batch, row, |row| {
+            if let Some(fields) = row.as_object_mut() {
+                fields.remove("progress");
+                fields.remove("approvalInteractionId");
+            }
+            row["endedAt"] = json!(now_ms());
+            match &result {
+                Ok(value) => {
+                    row["status"] = json!("success");
+                    row["output"] = json!({"text": output_text(value)});
+                }
+                Err((code, message)) => {
+                    row["status"] = json!("error");
+                    row["error"] = json!({"code": code, "message": message});
+                }
+            }
+        });
+        if was_running {
+            conversation.patch(&mut batch, &[Key::Control]);
+        }
+        conversation.commit(batch);
+    }
+
+    /// A stop while the tool waited or ran: the row ends `cancelled`, then the turn.
+    fn cancel_tool(&mut self, row: u64, halt: Halt) -> StepResult {
+        if let Halt::Cancelled = halt {
+            let mut conversation = self.conversation();
+            if let Some(turn) = conversation.turn.as_mut() {
+                turn.tool_running = false;
+            }
+            let mut batch = Batch::default();
+            conversation.upsert_row(&mut batch, row, |row| {
+                row["status"] = json!("cancelled");
+                row["endedAt"] = json!(now_ms());
+                if let Some(fields) = row.as_object_mut() {
+                    fields.remove("progress");
+                }
+            });
+            conversation.commit(batch);
+        }
+        Err(halt)
+    }
+
+    /// Edits are automatic in `edit`, everything in `yolo`, and a tool the user always
+    /// allowed; while Plan is on only always-allowed tools skip the question.
+    fn auto_allowed(&self, tool: &str) -> bool {
+        let conversation = self.conversation();
+        let record = &conversation.record;
+        if record.always_allowed.contains(tool) {
+            return true;
+        }
+        let lowered = tool.to_lowercase();
+        let is_edit = lowered.contains("write") || lowered.contains("edit");
+        !record.config.plan_enabled
+            && (record.config.mode == "yolo" || (record.config.mode == "edit" && is_edit))
+    }
+
+    /// Opens an interaction, points the tool row at it and waits for the answer or a stop.
+    async fn interact(
+        &mut self,
+        row: u64,
+        interaction: Value,
+        expect: Expect,
+        point: &str,
+    ) -> Result<Value, Halt> {
+        let id = interaction["interactionId"].as_str().unwrap_or_default().to_owned();
+        let (reply, answer) = oneshot::channel();
+        {
+            let mut conversation = self.conversation();
+            conversation.pending.push(interaction.clone());
+            conversation.waiting.insert(id.clone(), Waiting { expect, reply });
+            let mut batch = Batch::default();
+            if interaction["kind"] == "permission" {
+                conversation.upsert_row(&mut batch, row, |row| {
+                    row["status"] = json!("pendingApproval");
+                    row["approvalInteractionId"] = json!(id);
+                });
+            }
+            conversation.patch(&mut batch, &[Key::Pending]);
+            conversation.commit(batch);
+        }
+        self.fault_point(point).await?;
+        let mut interrupt = self.interrupt.clone();
+        let answer = tokio::select! {
+            // An answer that came before the stop is taken first: the user's decision counts.
+            biased;
+            answer = answer => answer.map_err(|_| Halt::Cancelled),
+            _ = interrupt.wait_for(|state| *state != Interrupt::None) => Err(Halt::Cancelled),
+        };
+        let mut conversation = self.conversation();
+        let before = conversation.pending.len();
+        conversation.pending.retain(|pending| pending["interactionId"] != id.as_str());
+        if conversation.pending.len() != before {
+            let mut batch = Batch::default();
+            conversation.patch(&mut batch, &[Key::Pending]);
+            conversation.commit(batch);
+        }
+        answer
+    }
+
+    async fn ask_permission(
+        &mut self,
+        row: u64,
+        call_id: &str,
+        tool: &str,
+        detail: &Value,
+        permission: &Permission,
+        point: &str,
+    ) -> Result<Verdict, Halt> {
+        let options = v4_options(tool, &permission.options);
+        let option_ids = options
+            .iter()
+            .filter_map(|option| option["optionId"].as_str().map(str::to_owned))
+            .collect();
+        let interaction = json!({
+            "interactionId": format!("perm_{}", uuid::Uuid::new_v4().simple()),
+            "kind": "permission",
+            "anchorRowId": row,
+            "createdAt": now_ms(),
+            "payload": {"kind": "permission", "toolCallId": call_id, "toolName": tool,
+                        "summary": permission.reason, "detail": detail, "options": options},
+        });
+        let answer =
+            self.interact(row, interaction, Expect::Permission { option_ids }, point).await?;
+        let declined = matches!(answer["action"].as_str(), Some("decline" | "cancel"));
+        // An option id nobody offered counts as a denial.
+        let option = answer["optionId"]
+            .as_str()
+            .and_then(|id| options.iter().find(|option| option["optionId"] == id));
+        let response = option.map(|option| option["response"].clone()).unwrap_or(Value::Null);
+        let decision =
+            if declined { "deny" } else { response["decision"].as_str().unwrap_or("deny") };
+        let allowed = matches!(decision, "allow" | "modify");
+        let remember =
+            response["permissionUpdates"].as_array().is_some_and(|updates| !updates.is_empty());
+        if allowed && remember {
+            self.conversation().record.always_allowed.insert(tool.to_owned());
+        }
+        self.last_outcome = Some(if allowed { Condition::Allowed } else { Condition::Denied });
+        let input =
+            (decision == "modify").then(|| response.get("modifiedInput").cloned()).flatten();
+        Ok(Verdict { allowed, input })
+    }
+
+    fn user_input_interaction(&self, row: u64, call_id: &str, mut payload: Value) -> Value {
+        payload["kind"] = json!("userInput");
+        payload["toolCallId"] = json!(call_id);
+        let now = now_ms();
+        let mut interaction = json!({
+            "interactionId": format!("input_{}", uuid::Uuid::new_v4().simple()),
+            "kind": "userInput", "anchorRowId": row, "createdAt": now, "payload": payload,
+        });
+        if self.conversation().ask_auto_resolution && payload_is_question(&interaction) {
+            interaction["autoResolution"] = json!({"state": "hiddenGrace", "startedAt": now,
+                "visibleAt": now + AUTO_RESOLUTION_GRACE_MS, "deadlineAt": now + 2 * AUTO_RESOLUTION_GRACE_MS});
+        }
+        interaction
+    }
+
+    pub(super) async fn question(&mut self, question: Question) -> StepResult {
+        let call_id = question.call_id.clone().unwrap_or_else(new_call_id);
+        let tool = "AskUserQuestion";
+        let input = json!({"questions": question.questions});
+        let row = self.announce_tool(&call_id, tool, &input, 1);
+        self.run_tool(row, &input);
+        let payload = json!({"prompt": question.prompt.clone().unwrap_or_default(), "freeText": false,
+                             "toolName": tool, "input": input, "questions": question.questions});
+        let interaction = self.user_input_interaction(row, &call_id, payload);
+        let answer = match self.interact(row, interaction, Expect::UserInput, "question").await {
+            Ok(answer) => answer,
+            Err(halt) => return self.cancel_tool(row, halt),
+        };
+        let (accepted, content) = accepted_content(&answer);
+        if accepted {
+            self.last_outcome = Some(Condition::Allowed);
+            self.end_tool(row, Ok(json!({"content": answers_summary(&content)})));
+        } else {
+            self.last_outcome = Some(Condition::Denied);
+            let action = answer["action"].as_str().unwrap_or("decline").to_owned();
+            self.end_tool(
+                row,
+                Err(("userDeclined", format!("The user did not answer ({action})"))),
+            );
+        }
+        Ok(())
+    }
+
+    pub(super) async fn plan_approval(&mut self, plan: PlanApproval) -> StepResult {
+        let call_id = new_call_id();
+        let tool = "ExitPlanMode";
+        let input = json!({"plan": plan.plan});
+        let row = self.announce_tool(&call_id, tool, &input, 2);
+        let approved = match plan.source {
+            PlanSource::Permission => {
+                let permission = Permission {
+                    reason: plan.reason.clone(),
+                    risk: "medium".into(),
+                    options: vec![
+                        json!({"optionId": "allow-plan", "kind": "allow_once", "name": "Approve",
+                               "response": {"decision": "allow"}}),
+                        json!({"optionId": "deny-plan", "kind": "reject_once", "name": "Keep planning",
+                               "response": {"decision": "deny"}}),
+                    ],
+                };
+                match self
+                    .ask_permission(row, &call_id, tool, &json!(plan.plan), &permission, "plan")
+                    .await
+                {
+                    Ok(verdict) => verdict.allowed,
+                    Err(halt) => return self.cancel_tool(row, halt),
+                }
+            }
+            PlanSource::UserInput => {
+                self.run_tool(row, &input);
+                let payload = json!({
+                    "prompt": PLAN_QUESTION, "freeText": false, "toolName": tool, "input": input,
+                    "schema": {"interaction": "plan_approval"},
+                    "questions": [{"question": PLAN_QUESTION, "header": "Plan", "options": [
+                        {"value": "approve", "label": "Approve", "description": "Exit plan mode and start implementation."},
+                        {"value": "revise", "label": "Keep planning", "description": "Stay in plan mode and revise the plan."}]}],
+                });
+                let interaction = self.user_input_interaction(row, &call_id, payload);
+                match self.interact(row, interaction, Expect::UserInput, "plan").await {
+                    Ok(answer) => {
+                        let (accepted, content) = accepted_content(&answer);
+                        let selected = content["answer"]
+                            .as_str()
+                            .or_else(|| content["answer_0"].as_str())
+                            .or_else(|| content["answers"][PLAN_QUESTION][0].as_str());
+                        accepted && selected == Some("approve")
+                    }
+                    Err(halt) => return self.cancel_tool(row, halt),
+                }
+            }
+        };
+        self.last_outcome = Some(if approved { Condition::Allowed } else { Condition::Denied });
+        if approved {
+            if self.conversation().turn.as_ref().is_some_and(|turn| !turn.tool_running) {
+                self.run_tool(row, &input);
+            }
+            self.end_tool(row, Ok(json!({"content": "User approved the plan"})));
+            // Approving the plan ends Plan; the editing mode stays (independent plan state).
+            if self.conversation().record.config.plan_enabled {
+                self.update(&[Key::Config], |conversation| {
+                    conversation.record.config.plan_enabled = false
+                });
+            }
+        } else {
+            self.end_tool(row, Err(("userRejected", "User rejected the plan".into())));
+        }
+        Ok(())
+    }
+}
+
+fn payload_is_question(interaction: &Value) -> bool {
+    interaction["payload"]["toolName"] == "AskUserQuestion"
+}
+
+/// `{action, content}`; an answer without `action` but with an option or free text counts as
+/// accepted with that answer (the older optionId/freeText path).
+fn accepted_content(answer: &Value) -> (bool, Value) {
+    match answer["action"].as_str() {
+        Some("accept") => (true, answer.get("content").cloned().unwrap_or_else(|| json!({}))),
+        Some(_) => (false, Value::Null),
+        None => match answer["optionId"].as_str().or_else(|| answer["freeText"].as_str()) {
+            Some(choice) => (true, json!({"answer": choice})),
+            None => (false, Value::Null),
+        },
+    }
+}
+
+/// The scenario's permission options in V4 form. The scenario language's default options get
+/// the ids a real V4 host offers (`allowOnce`, `allowAlways`, `deny`).
+fn v4_options(tool: &str, options: &[Value]) -> Vec<Value> {
+    if options == default_permission_options(tool).as_slice() {
+        let always = &options[1]["response"];
+        return vec![
+            json!({"optionId": "allowOnce", "label": "Allow once", "kind": "allowOnce", "response": {"decision": "allow"}}),
+            json!({"optionId": "allowAlways", "label": "Always allow in this project", "kind": "allowAlways", "response": always}),
+            json!({"optionId": "deny", "label": "Deny", "kind": "deny", "response": {"decision": "deny"}}),
+        ];
+    }
+    options
+        .iter()
+        .map(|option| {
+            let kind = match option["kind"].as_str() {
+                Some("allow_once") => "allowOnce",
+                Some("allow_always") => "allowAlways",
+                Some("reject_once" | "reject_always") => "deny",
+                _ => "custom",
+            };
+            json!({"optionId": option["optionId"], "label": option["name"], "kind": kind, "response": option["response"]})
+        })
+        .collect()
+}
+
+fn apply_effect(workspace: &std::path::Path, effect: &Effect) -> Result<Value, String> {
+    match effect {
+        Effect::Write { path, content } => {
+            let target = workspace.join(path);
+            if let Some(parent) = target.parent() {
+                std::fs::create_dir_all(parent)
+                    .map_err(|error| format!("Cannot create {path}: {error}"))?;
+            }
+            std::fs::write(&target, content)
+                .map_err(|error| format!("Cannot write {path}: {error}"))?;
+            Ok(json!({"content": format!("Wrote {} bytes to {path}", content.len())}))
+        }
+        Effect::Read { path } => match std::fs::read_to_string(workspace.join(path)) {
+            Ok(text) => Ok(json!({"content": text})),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                Err(format!("File not found: {path}"))
+            }
+            Err(error) => Err(format!("Cannot read {path}: {error}")),
+        },
+    }
+}
+
+fn new_call_id() -> String {
+    format!("call_{}", &uuid::Uuid::new_v4().simple().to_string()[..16])
+}
+
+fn output_text(value: &Value) -> String {
+    match value.get("content").and_then(Value::as_str).or(value.as_str()) {
+        Some(text) => text.to_owned(),
+        None => value.to_string(),
+    }
+}
+
+fn answers_summary(content: &Value) -> String {
+    match content.get("answers").and_then(Value::as_object) {
+        Some(answers) => answers
+            .iter()
+            .map(|(question, values)| {
+                let picked: Vec<String> = match values {
+                    Value::Array(items) => items.iter().map(text_of).collect(),
+                    other => vec![text_of(other)],
+                };
+                format!("{question}: {}", picked.join(", "))
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+        None => content.to_string(),
+    }
+}
+
+fn text_of(value: &Value) -> String {
+    value.as_str().map_or_else(|| value.to_string(), str::to_owned)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_options_take_the_v4_ids() {
+        let options = v4_options("Bash", &default_permission_options("Bash"));
+        let ids: Vec<&str> =
+            options.iter().map(|option| option["optionId"].as_str().unwrap()).collect();
+        assert_eq!(ids, ["allowOnce", "allowAlways", "deny"]);
+        assert!(options[1]["response"]["permissionUpdates"].is_array());
+        let custom = v4_options(
+            "X",
+            &[
+                json!({"optionId": "ok", "kind": "allow_once", "name": "OK", "response": {"decision": "allow"}}),
+            ],
+        );
+        assert_eq!(
+            custom[0],
+            json!({"optionId": "ok", "label": "OK", "kind": "allowOnce", "response": {"decision": "allow"}})
+        );
+    }
+
+    #[test]
+    fn answers_without_action_use_the_option() {
+        assert_eq!(
+            accepted_content(&json!({"optionId": "approve"})),
+            (true, json!({"answer": "approve"}))
+        );
+        assert!(!accepted_content(&json!({"action": "decline"})).0);
+        assert!(!accepted_content(&json!({})).0);
+    }
+}

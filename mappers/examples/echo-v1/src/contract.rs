@@ -1,0 +1,131 @@
+//! Which installs the echo mapper drives and how it starts their host: a standalone runtime
+//! folder (`package.json` named `zcode-echo-host`, `server.mjs`) run by Node 20 or newer.
+
+use zcode_mapper_sdk::contract::{
+    AuthCommand, Contract, CredentialEncoding, CredentialSource, ErrorKind, FilePin, LaunchPlan,
+    Layout, LayoutKind, MapperError, Release, RuntimeLayout, VerifiedInstall, VersionProbe,
+};
+use zcode_mapper_sdk::json::{error, internal};
+
+pub const PROTOCOL_ID: &str = "echo-v1";
+pub const RELEASE_ID: &str = "echo-host-1.0.0";
+/// What the host says about itself in its hello (`<server>/<version>`).
+pub const IDENTITY: &str = "echo-host/1.0.0";
+/// The credential the core fills into the handshake.
+pub const TOKEN_SOURCE: &str = "echo-token";
+const CREDENTIALS_FILE: &str = ".echo-host/credentials.json";
+
+fn strings(items: &[&str]) -> Vec<String> {
+    items.iter().map(|item| item.to_string()).collect()
+}
+
+pub fn contract() -> Contract {
+    Contract {
+        protocol_id: PROTOCOL_ID.into(),
+        description: "The echo host: a made-up protocol, the mapper SDK's worked example".into(),
+        layouts: vec![Layout::Runtime(RuntimeLayout {
+            runtime_dir: ".".into(),
+            package_file: "package.json".into(),
+            package_pairs: vec![("name".into(), "zcode-echo-host".into())],
+            cli_entry: "server.mjs".into(),
+            node_candidates: strings(&["bin/node"]),
+            min_node_version: "20.0.0".into(),
+        })],
+        // The server script is not pinned: the host proves what it is in its hello instead.
+        releases: vec![Release {
+            id: RELEASE_ID.into(),
+            kind: LayoutKind::Runtime,
+            app_version: "1.0.0".into(),
+            cli_version: "1.0.0".into(),
+            files: vec![FilePin {
+                role: "cli".into(),
+                path: "server.mjs".into(),
+                sha256: None,
+                required_exports: Vec::new(),
+            }],
+            identity: Some(IDENTITY.into()),
+            simulated: false,
+        }],
+        cli_version_probe: VersionProbe {
+            args: strings(&["{cli-entry}", "--version"]),
+            env: Vec::new(),
+        },
+        credentials_file: CREDENTIALS_FILE.into(),
+        credential_sources: vec![CredentialSource {
+            name: TOKEN_SOURCE.into(),
+            file: CREDENTIALS_FILE.into(),
+            key: "token".into(),
+            lookups: Vec::new(),
+            encodings: vec![CredentialEncoding::Plain],
+        }],
+    }
+}
+
+/// `node server.mjs` in the runtime folder. The host greets first, so the core waits for the
+/// handshake before it writes requests. `NODE_OPTIONS` is dropped: it could load code into it.
+pub fn launch_plan(install: &VerifiedInstall) -> Result<LaunchPlan, MapperError> {
+    if install.kind != LayoutKind::Runtime || install.release_id != RELEASE_ID {
+        return Err(internal(format!("Release {} is not an echo host", install.release_id)));
+    }
+    Ok(LaunchPlan {
+        args: vec![install.cli_entry.clone()],
+        env: Vec::new(),
+        env_remove: strings(&["NODE_OPTIONS"]),
+        cwd: install.host_archive.clone(),
+        stdin_preamble: Vec::new(),
+        needs_handshake: true,
+    })
+}
+
+pub fn auth_plan(_: &VerifiedInstall, _: AuthCommand) -> Result<LaunchPlan, MapperError> {
+    Err(error(
+        ErrorKind::Unsupported,
+        "The echo host has no login; its token is read from ~/.echo-host/credentials.json",
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn install(kind: LayoutKind) -> VerifiedInstall {
+        VerifiedInstall {
+            install_root: "/opt/echo".into(),
+            kind,
+            executable: "/usr/bin/node".into(),
+            cli_entry: "/opt/echo/server.mjs".into(),
+            host_archive: "/opt/echo".into(),
+            release_id: RELEASE_ID.into(),
+            app_version: "1.0.0".into(),
+            cli_version: "1.0.0".into(),
+            files: vec![("cli".into(), "/opt/echo/server.mjs".into())],
+            unpinned: vec!["cli".into()],
+            home: "/home/u".into(),
+        }
+    }
+
+    #[test]
+    fn an_unpinned_release_names_the_identity_its_host_must_report() {
+        let contract = contract();
+        let release = contract.release(RELEASE_ID).unwrap();
+        assert!(!release.pinned());
+        assert_eq!(release.identity.as_deref(), Some("echo-host/1.0.0"));
+        let runtime = contract.runtime_layout().unwrap();
+        assert_eq!(
+            (runtime.cli_entry.as_str(), runtime.min_node_version.as_str()),
+            ("server.mjs", "20.0.0")
+        );
+        assert_eq!(contract.credential_source("echo-token").unwrap().key, "token");
+    }
+
+    #[test]
+    fn runs_the_server_script_in_the_runtime_folder() {
+        let plan = launch_plan(&install(LayoutKind::Runtime)).unwrap();
+        assert_eq!(plan.args, ["/opt/echo/server.mjs"]);
+        assert_eq!((plan.cwd.as_str(), plan.needs_handshake), ("/opt/echo", true));
+        assert_eq!(plan.env_remove, ["NODE_OPTIONS"]);
+        assert!(launch_plan(&install(LayoutKind::Desktop)).is_err());
+        let login = auth_plan(&install(LayoutKind::Runtime), AuthCommand::Login).unwrap_err();
+        assert_eq!(login.kind, ErrorKind::Unsupported);
+    }
+}

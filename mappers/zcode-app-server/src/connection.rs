@@ -1,0 +1,307 @@
+//! One Agent process: framing, the answers the connection gives itself, and `setup`, `probe`
+//! and `list-sessions`.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+use zcode_contract::{
+    ConnectionOp, ErrorKind, Inbound, MapperConnection, MapperError, MapperFault, NativeReply,
+    NativeRequest, NativeWrite, OpResult, Operations, Outgoing, ReplyBody, RoutedEvent, Step,
+};
+
+use crate::json::{acp_params, native, native_value, protocol};
+use crate::time::iso8601;
+use crate::wire::{self, Frame, Lines};
+
+/// The route of everything that belongs to native session `id`.
+pub fn session_route(id: &str) -> String {
+    format!("session/{id}")
+}
+
+/// The Agent's answer to `session/requestRuntimePreferences`, which blocks `session/create` until
+/// it comes. `askUserQuestionAutoResolutionEnabled` must be false, or ZCode answers questions
+/// itself after a countdown; memory and search enhancements are Desktop features the user did not
+/// turn on here.
+pub fn runtime_preferences() -> Value {
+    json!({
+        "nativeSearchEnhancementsEnabled": false,
+        "memoryEnabled": false,
+        "askUserQuestionAutoResolutionEnabled": false,
+    })
+}
+
+const SETUP_TIMEOUT_MS: u32 = 120_000;
+const LIST_TIMEOUT_MS: u32 = 30_000;
+
+enum PendingOp {
+    Setup,
+    Probe,
+    List { cwd: Option<String> },
+}
+
+#[derive(Default)]
+pub struct AppServerConnection {
+    lines: Lines,
+    ops: BTreeMap<u64, PendingOp>,
+    identity: Option<String>,
+}
+
+impl AppServerConnection {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn inbound(&mut self, text: String) -> Result<Inbound, MapperError> {
+        Ok(match wire::classify(&text)? {
+            Frame::Reply(reply) => Inbound::Reply(reply),
+            Frame::Request { id, method, params } => self.request(text, id, &method, &params),
+            Frame::Notification { method, params } => notification(text, &method, &params)?,
+        })
+    }
+
+    fn request(&mut self, text: String, id: Value, method: &str, params: &Value) -> Inbound {
+        let write = |label: &str, bytes| Inbound::Write(NativeWrite::new(label, bytes));
+        match method {
+            "session/requestRuntimePreferences" => {
+                write("runtime preferences", wire::result(&id, runtime_preferences()))
+            }
+            // Official-plugin MCP servers ask the host for the user's ZCode identity headers;
+            // zcode-acp has none to give, and says so in the Agent's own vocabulary.
+            "interaction/requestOfficialMcpAuthHeaders" => write(
+                "official MCP auth headers",
+                wire::result(&id, json!({"ok": false, "reason": "official_auth_unavailable"})),
+            ),
+            "interaction/browserList" | "interaction/browserExecute" => write(
+                "browser request",
+                wire::error_reply(&id, -32601, "zcode-acp provides no browser to ZCode"),
+            ),
+            m if m.starts_with("automation/") => write(
+                "automation request",
+                wire::error_reply(&id, -32601, "zcode-acp does not run ZCode automations"),
+            ),
+            _ => match params.get("sessionId").and_then(Value::as_str) {
+                Some(session) => Inbound::Event(RoutedEvent {
+                    route: session_route(session),
+                    payload: text.into(),
+                }),
+                None => write(
+                    "unknown request",
+                    wire::error_reply(&id, -32601, &format!("zcode-acp does not serve {method}")),
+                ),
+            },
+        }
+    }
+
+    fn start_op(&mut self, op_id: u64, op: &ConnectionOp, first: u64) -> Result<Step, MapperError> {
+        let (pending, method, params, timeout) = match op {
+            ConnectionOp::Setup => {
+                (PendingOp::Setup, "runtime/capabilities", json!({}), SETUP_TIMEOUT_MS)
+            }
+            ConnectionOp::Probe(workspace) => (
+                PendingOp::Probe,
+                "session/list",
+                json!({"workspace": workspace_ref(workspace), "limit": 1}),
+                LIST_TIMEOUT_MS,
+            ),
+            ConnectionOp::ListSessions(params) => {
+                let params = acp_params(params)?;
+                let cwd = params.get("cwd").and_then(Value::as_str).map(str::to_string);
+                // `includeArchived` is never sent: it defaults to false on 0.16.9, and 0.17
+                // refuses the key (reference RELEASES §3.1).
+                let mut list = json!({"limit": 100});
+                if let Some(cwd) = &cwd {
+                    list["workspace"] = workspace_ref(cwd);
+                }
+                (PendingOp::List { cwd }, "session/list", list, LIST_TIMEOUT_MS)
+            }
+        };
+        self.ops.insert(op_id, pending);
+        Ok(Step::Wait(Outgoing {
+            requests: vec![NativeRequest {
+                id: first,
+                bytes: wire::request(first, method, params),
+                label: method.to_string(),
+                timeout_ms: timeout,
+            }],
+            ..Outgoing::default()
+        }))
+    }
+
+    fn finish_op(&mut self, op: PendingOp, reply: &NativeReply) -> Result<OpResult, MapperError> {
+        match op {
+            PendingOp::Setup => {
+                self.identity = Some(identity(&reply.body)?);
+                Ok(OpResult { response: "{}".to_string(), updates: Vec::new() })
+            }
+            PendingOp::Probe => {
+                ok_body(&reply.body, "session/list")?;
+                Ok(OpResult { response: "{}".to_string(), updates: Vec::new() })
+            }
+            PendingOp::List { cwd } => {
+                let result = ok_body(&reply.body, "session/list")?;
+                Ok(OpResult {
+                    response: sessions(&result, cwd.as_deref())?.to_string(),
+                    updates: Vec::new(),
+                })
+            }
+        }
+    }
+}
+
+fn notification(text: String, method: &str, params: &Value) -> Result<Inbound, MapperError> {
+    let routed = |session: &str| {
+        Inbound::Event(RoutedEvent { route: session_route(session), payload: text.clone().into() })
+    };
+    Ok(match method {
+        "session/event" => match params.get("sessionId").and_then(Value::as_str) {
+            Some(session) => routed(session),
+            None => return Err(protocol("ZCode sent a session/event without a sessionId")),
+        },
+        "v4/conversation/frame" => {
+            match params
+                .get("topic")
+                .and_then(Value::as_str)
+                .and_then(|t| t.strip_prefix("conversation/"))
+            {
+                Some(session) if !session.is_empty() => routed(session),
+                _ => {
+                    Inbound::Ignored("v4 frame of a topic zcode-acp does not subscribe".to_string())
+                }
+            }
+        }
+        "startup/storageState" => {
+            let phase = params.get("phase").and_then(Value::as_str).unwrap_or("");
+            if phase == "failed" {
+                let code = params.get("errorCode").and_then(Value::as_str).unwrap_or("unknown");
+                return Err(native(format!("ZCode could not open its session database ({code})")));
+            }
+            Inbound::Ignored(format!("storage start-up: {phase}"))
+        }
+        // State and telemetry the session takes from its V4 frames, or that means nothing for
+        // ACP; named so that an unlisted notification is reported as such in the logs.
+        "state.updated"
+        | "process/resourceSample"
+        | "process/mcpTelemetry"
+        | "process/mcpResourceSamples"
+        | "process/toolExecResource"
+        | "process/networkRequests"
+        | "plugins/operationProgress"
+        | "interaction/providerRuntimeHeadersCancelled"
+        | "computer-use/operation-event"
+        | "v4/telemetry/event"
+        | "v4/telemetry/local-ttft"
+        | "v4/cua/permission-observation" => Inbound::Ignored(method.to_string()),
+        other => Inbound::Ignored(format!("unlisted notification {other}")),
+    })
+}
+
+/// What the Agent says about itself: the protocol generation, and the capabilities it reports.
+fn identity(body: &ReplyBody) -> Result<String, MapperError> {
+    match body {
+        ReplyBody::Ok(data) => {
+            let caps = native_value(data.as_text().unwrap_or(""), "runtime/capabilities")?;
+            let mut names: Vec<&str> = caps
+                .as_object()
+                .map(|m| {
+                    m.iter()
+                        .filter(|(_, v)| v.as_bool() == Some(true))
+                        .map(|(k, _)| k.as_str())
+                        .collect()
+                })
+                .unwrap_or_default();
+            names.sort_unstable();
+            Ok(format!("zcode-protocol/1 capabilities:{}", names.join(",")))
+        }
+        // Before 3.15.1 the method does not exist: the Agent is still the ZCode Protocol.
+        ReplyBody::Error(error) if error.kind == ErrorKind::Unsupported => {
+            Ok("zcode-protocol/1".to_string())
+        }
+        ReplyBody::Error(error) => Err(error.clone()),
+        ReplyBody::Lost(why) => {
+            Err(native(format!("ZCode did not answer runtime/capabilities: {why}")))
+        }
+    }
+}
+
+pub fn ok_body(body: &ReplyBody, what: &str) -> Result<Value, MapperError> {
+    match body {
+        ReplyBody::Ok(data) => native_value(data.as_text().unwrap_or(""), what),
+        ReplyBody::Error(error) => Err(error.clone()),
+        ReplyBody::Lost(why) => Err(native(format!("ZCode did not answer {what}: {why}"))),
+    }
+}
+
+/// Desktop keys a workspace by its path (the Agent's convention `workspaceIdentity || path`).
+pub fn workspace_ref(path: &str) -> Value {
+    json!({"workspacePath": path, "workspaceKey": path})
+}
+
+/// ACP `session/list` result from the Agent's.
+fn sessions(result: &Value, cwd: Option<&str>) -> Result<Value, MapperError> {
+    let list = result
+        .get("sessions")
+        .and_then(Value::as_array)
+        .ok_or_else(|| protocol("session/list result has no `sessions` list"))?;
+    let mut out = Vec::new();
+    for info in list {
+        let Some(id) = info.get("sessionId").or_else(|| info.get("id")).and_then(Value::as_str)
+        else {
+            return Err(protocol("session/list entry has no session id"));
+        };
+        let path = info
+            .pointer("/workspace/workspacePath")
+            .and_then(Value::as_str)
+            .or(cwd)
+            .unwrap_or_default();
+        let mut entry = json!({"sessionId": id, "cwd": path});
+        if let Some(title) = info.get("title").and_then(Value::as_str).filter(|t| !t.is_empty()) {
+            entry["title"] = json!(title);
+        }
+        match info.get("updatedAt") {
+            Some(Value::Number(n)) if n.as_u64().is_some() => {
+                entry["updatedAt"] = json!(iso8601(n.as_u64().unwrap_or(0)))
+            }
+            Some(Value::String(s)) => entry["updatedAt"] = json!(s),
+            _ => {}
+        }
+        out.push(entry);
+    }
+    Ok(json!({"sessions": out}))
+}
+
+impl Operations<ConnectionOp> for AppServerConnection {
+    fn start(&mut self, op_id: u64, op: &ConnectionOp, first: u64) -> Result<Step, MapperFault> {
+        Ok(self.start_op(op_id, op, first).unwrap_or_else(|e| Step::Done(Err(e))))
+    }
+
+    fn resume(
+        &mut self,
+        op_id: u64,
+        reply: Option<&NativeReply>,
+        _first: u64,
+    ) -> Result<Step, MapperFault> {
+        let op = self
+            .ops
+            .remove(&op_id)
+            .ok_or_else(|| MapperFault(format!("no connection op {op_id}")))?;
+        let reply = reply
+            .ok_or_else(|| MapperFault("connection op resumed without its reply".to_string()))?;
+        Ok(Step::Done(self.finish_op(op, reply)))
+    }
+}
+
+impl MapperConnection for AppServerConnection {
+    fn push(&mut self, bytes: &[u8]) -> Result<Vec<Inbound>, MapperError> {
+        let lines = self.lines.push(bytes)?;
+        lines.into_iter().map(|line| self.inbound(line)).collect()
+    }
+
+    fn finish(&mut self) -> Result<Vec<Inbound>, MapperError> {
+        let lines = self.lines.finish()?;
+        lines.into_iter().map(|line| self.inbound(line)).collect()
+    }
+
+    fn identity(&mut self) -> Result<Option<String>, MapperFault> {
+        Ok(self.identity.clone())
+    }
+}

@@ -1,0 +1,158 @@
+use serde_json::{Value, json};
+use zcode_contract::{
+    ConnectionOp, Inbound, MapperConnection, NativeReply, Operations, ReplyBody, Step,
+};
+
+use crate::connection::AppServerConnection;
+
+fn push(conn: &mut AppServerConnection, lines: &[Value]) -> Vec<Inbound> {
+    let mut bytes = Vec::new();
+    for line in lines {
+        bytes.extend_from_slice(line.to_string().as_bytes());
+        bytes.push(b'\n');
+    }
+    conn.push(&bytes).unwrap()
+}
+
+fn written(inbound: &Inbound) -> Value {
+    let Inbound::Write(write) = inbound else { panic!("not a write: {inbound:?}") };
+    assert!(write.secret.is_none());
+    serde_json::from_slice(&write.bytes).unwrap()
+}
+
+#[test]
+fn frames_lines_across_pushes_and_routes_by_session() {
+    let mut conn = AppServerConnection::new();
+    assert!(conn.push(b"{\"id\":3,\"res").unwrap().is_empty());
+    let inbound = conn.push(b"ult\":{\"a\":1}}\n{\"method\":\"session/event\",\"params\":{\"sessionId\":\"s1\",\"seq\":1}}\n").unwrap();
+    assert!(matches!(&inbound[0], Inbound::Reply(NativeReply { id: 3, body: ReplyBody::Ok(_) })));
+    assert!(matches!(&inbound[1], Inbound::Event(e) if e.route == "session/s1"));
+    let frames = push(
+        &mut conn,
+        &[
+            json!({"method": "v4/conversation/frame", "params": {"topic": "conversation/s1"}}),
+            json!({"method": "v4/conversation/frame", "params": {"topic": "workspace-config/w"}}),
+            json!({"method": "process/resourceSample", "params": {}}),
+            json!({"method": "startup/storageState", "params": {"phase": "ready"}}),
+            json!({"id": "server-4", "method": "interaction/requestPermission", "params": {"sessionId": "s1"}}),
+        ],
+    );
+    assert!(matches!(&frames[0], Inbound::Event(e) if e.route == "session/s1"));
+    assert!(matches!(&frames[1], Inbound::Ignored(_)));
+    assert!(matches!(&frames[2], Inbound::Ignored(m) if m == "process/resourceSample"));
+    assert!(matches!(&frames[3], Inbound::Ignored(_)));
+    assert!(matches!(&frames[4], Inbound::Event(e) if e.route == "session/s1"));
+    assert_eq!(conn.finish().unwrap(), Vec::new());
+    assert_eq!(conn.push(b"{\"id\":9,\"result\":{}}").unwrap(), Vec::new());
+    assert!(matches!(conn.finish().unwrap()[0], Inbound::Reply(NativeReply { id: 9, .. })));
+}
+
+#[test]
+fn answers_what_needs_no_client_itself() {
+    let mut conn = AppServerConnection::new();
+    let inbound = push(
+        &mut conn,
+        &[
+            json!({"id": "server-1", "method": "session/requestRuntimePreferences", "params": {"sessionId": "s1", "scope": "runtime-materialization"}}),
+            json!({"id": "server-2", "method": "interaction/requestOfficialMcpAuthHeaders", "params": {"requestId": "r"}}),
+            json!({"id": "server-3", "method": "interaction/browserList", "params": {"sessionId": "s1"}}),
+            json!({"id": "server-4", "method": "automation/create", "params": {}}),
+            json!({"id": "server-5", "method": "mystery/thing", "params": {}}),
+        ],
+    );
+    assert_eq!(
+        written(&inbound[0]),
+        json!({"id": "server-1", "result": {"nativeSearchEnhancementsEnabled": false, "memoryEnabled": false, "askUserQuestionAutoResolutionEnabled": false}})
+    );
+    assert_eq!(
+        written(&inbound[1]),
+        json!({"id": "server-2", "result": {"ok": false, "reason": "official_auth_unavailable"}})
+    );
+    assert_eq!(written(&inbound[2])["error"]["code"], -32601);
+    assert_eq!(
+        written(&inbound[3])["error"]["message"],
+        "zcode-acp does not run ZCode automations"
+    );
+    assert_eq!(written(&inbound[4])["error"]["message"], "zcode-acp does not serve mystery/thing");
+}
+
+#[test]
+fn fails_closed_on_frames_it_cannot_trust() {
+    let bad = [
+        b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n".to_vec(),
+        b"not json\n".to_vec(),
+        b"{\"id\":\"invalid-message\",\"error\":{\"code\":-32600,\"message\":\"Invalid ZCode Protocol message\"}}\n".to_vec(),
+        b"{\"method\":\"startup/storageState\",\"params\":{\"phase\":\"failed\",\"errorCode\":\"locked\"}}\n".to_vec(),
+        b"{\"method\":\"session/event\",\"params\":{}}\n".to_vec(),
+        vec![0xff, b'\n'],
+    ];
+    for bytes in bad {
+        assert!(
+            AppServerConnection::new().push(&bytes).is_err(),
+            "{}",
+            String::from_utf8_lossy(&bytes)
+        );
+    }
+}
+
+fn run(conn: &mut AppServerConnection, op: ConnectionOp, reply: Value) -> (Value, Step) {
+    let Step::Wait(out) = conn.start(1, &op, 7).unwrap() else { panic!() };
+    assert_eq!(out.requests.len(), 1);
+    assert_eq!(out.requests[0].id, 7);
+    let sent: Value = serde_json::from_slice(&out.requests[0].bytes).unwrap();
+    let body = match reply.get("error") {
+        Some(error) => ReplyBody::Error(crate::wire::native_error(error)),
+        None => ReplyBody::Ok(reply.to_string().into()),
+    };
+    (sent, conn.resume(1, Some(&NativeReply { id: 7, body }), 8).unwrap())
+}
+
+#[test]
+fn setup_reads_what_the_agent_reports_about_itself() {
+    let mut conn = AppServerConnection::new();
+    let (sent, step) = run(&mut conn, ConnectionOp::Setup, json!({"independentPlanState": true}));
+    assert_eq!(sent, json!({"id": 7, "method": "runtime/capabilities", "params": {}}));
+    assert!(matches!(step, Step::Done(Ok(_))));
+    assert_eq!(conn.identity().unwrap().as_deref(), Some(crate::contract::CURRENT_IDENTITY));
+
+    let mut old = AppServerConnection::new();
+    run(
+        &mut old,
+        ConnectionOp::Setup,
+        json!({"error": {"code": -32601, "message": "Method not found: runtime/capabilities"}}),
+    );
+    assert_eq!(old.identity().unwrap().as_deref(), Some("zcode-protocol/1"));
+}
+
+#[test]
+fn lists_sessions_without_parameters_a_release_refuses() {
+    let mut conn = AppServerConnection::new();
+    let reply = json!({"sessions": [
+        {"sessionId": "sess_1", "title": "Fix it", "updatedAt": 1_764_500_000_000_u64, "workspace": {"workspacePath": "/w", "workspaceKey": "/w"}},
+        {"id": "sess_2", "title": "", "updatedAt": "2026-10-01T00:00:00Z"},
+    ]});
+    let (sent, step) =
+        run(&mut conn, ConnectionOp::ListSessions(json!({"cwd": "/w"}).to_string()), reply);
+    assert_eq!(
+        sent["params"],
+        json!({"limit": 100, "workspace": {"workspacePath": "/w", "workspaceKey": "/w"}})
+    );
+    assert!(sent["params"].get("includeArchived").is_none());
+    let Step::Done(Ok(result)) = step else { panic!() };
+    let response: Value = serde_json::from_str(&result.response).unwrap();
+    assert_eq!(
+        response,
+        json!({"sessions": [
+            {"sessionId": "sess_1", "cwd": "/w", "title": "Fix it", "updatedAt": "2025-11-30T10:53:20.000Z"},
+            {"sessionId": "sess_2", "cwd": "/w", "updatedAt": "2026-10-01T00:00:00Z"},
+        ]})
+    );
+    let (_, failed) = run(
+        &mut conn,
+        ConnectionOp::Probe("/w".into()),
+        json!({"error": {"code": -32602, "message": "Unrecognized key"}}),
+    );
+    assert!(
+        matches!(failed, Step::Done(Err(e)) if e.kind == zcode_contract::ErrorKind::InvalidParams)
+    );
+}

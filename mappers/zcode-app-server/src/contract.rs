@@ -1,0 +1,199 @@
+//! Which installs this mapper drives, how their Agent is started, and where the core finds the
+//! credentials the Agent asks for.
+
+use zcode_contract::{
+    AuthCommand, Contract, CredentialEncoding, CredentialLookup, CredentialSource, DesktopLayout,
+    FilePin, LaunchPlan, Layout, LayoutKind, MapperError, Os, Release, VerifiedInstall,
+    VersionProbe,
+};
+
+use crate::json::internal;
+use crate::releases::RELEASES;
+
+pub const PROTOCOL_ID: &str = "zcode-app-server";
+/// The file role of the Agent entry in every release.
+pub const CLI_ROLE: &str = "cli";
+/// What an Agent of 3.15.1 and later reports in `setup` (see `connection::Identity`).
+pub const CURRENT_IDENTITY: &str = "zcode-protocol/1 capabilities:independentPlanState";
+/// Credential source: the Coding Plan API key Desktop stores for the signed-in account.
+pub const CODING_PLAN_KEY_SOURCE: &str = "coding-plan-api-key";
+/// The Agent's Cron* tools call back into the host (`automation/*`), which zcode-acp does not
+/// serve; they are hidden as the TypeScript bridge does (reference APP §1.3).
+pub const DISALLOWED_TOOLS: &str = "CronCreate CronList CronUpdate CronDelete";
+
+const METADATA_PAIRS: [(&str, &str); 3] = [
+    ("runtime", "electron-node"),
+    ("entry", "zcode.cjs"),
+    ("source", "apps/zcode-cli/packages/cli/dist/zcode.cjs"),
+];
+
+fn pairs(items: &[(&str, &str)]) -> Vec<(String, String)> {
+    items.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+}
+
+fn desktop_layout(os: Os) -> Layout {
+    let (executable, resources) = match os {
+        Os::Macos => (
+            "Contents/Frameworks/ZCode Helper.app/Contents/MacOS/ZCode Helper",
+            "Contents/Resources",
+        ),
+        Os::Linux => ("zcode", "resources"),
+        Os::Windows => ("ZCode.exe", "resources"),
+    };
+    Layout::Desktop(DesktopLayout {
+        os,
+        executable: executable.to_string(),
+        cli_entry: format!("{resources}/glm/zcode.cjs"),
+        metadata: format!("{resources}/glm/.node-bundle-meta.json"),
+        metadata_pairs: pairs(&METADATA_PAIRS),
+        metadata_platform_key: "platform".to_string(),
+        metadata_entry_key: "entry".to_string(),
+        host_archive: format!("{resources}/app.asar"),
+    })
+}
+
+fn release(info: &crate::releases::ReleaseInfo) -> Release {
+    Release {
+        id: info.id.to_string(),
+        kind: LayoutKind::Desktop,
+        app_version: info.app_version.to_string(),
+        cli_version: info.cli_version.to_string(),
+        files: vec![FilePin {
+            role: CLI_ROLE.to_string(),
+            path: "glm/zcode.cjs".to_string(),
+            sha256: info.cli_sha256.map(str::to_string),
+            required_exports: Vec::new(),
+        }],
+        // A pinned Agent needs no identity; an unpinned one must report what 3.15.1 reports.
+        identity: match info.cli_sha256 {
+            Some(_) => None,
+            None => Some(CURRENT_IDENTITY.to_string()),
+        },
+        simulated: false,
+    }
+}
+
+/// The Coding Plan key of the signed-in account: `account-provider:coding-plan:<account
+/// provider id>:account:<user id>:api-key`, the user id read from `oauth:<family>:user_info`.
+fn coding_plan_key() -> CredentialSource {
+    CredentialSource {
+        name: CODING_PLAN_KEY_SOURCE.to_string(),
+        file: ".zcode/v2/credentials.json".to_string(),
+        key: "account-provider:coding-plan:{provider}:account:{uid}:api-key".to_string(),
+        lookups: vec![CredentialLookup {
+            name: "uid".to_string(),
+            key: "oauth:{family}:user_info".to_string(),
+            field: "id".to_string(),
+        }],
+        encodings: vec![CredentialEncoding::Plain],
+    }
+}
+
+pub fn contract() -> Contract {
+    Contract {
+        protocol_id: PROTOCOL_ID.to_string(),
+        description: "ZCode Desktop 3.14.3-4.0.0 Agent (`zcode.cjs app-server --stdio`, CLI \
+                      0.16.9-0.18.0): NDJSON, the V4 conversation next to legacy session/*, \
+                      reverse requests"
+            .to_string(),
+        layouts: [Os::Macos, Os::Linux, Os::Windows].into_iter().map(desktop_layout).collect(),
+        releases: RELEASES.iter().map(release).collect(),
+        cli_version_probe: VersionProbe {
+            args: vec!["{cli-entry}".to_string(), "version".to_string()],
+            env: pairs(&[("ELECTRON_RUN_AS_NODE", "1")]),
+        },
+        credentials_file: ".zcode/v2/credentials.json".to_string(),
+        credential_sources: vec![coding_plan_key()],
+    }
+}
+
+/// `path` joined with `tail` using the separator the path already uses.
+fn join(path: &str, tail: &[&str]) -> String {
+    let sep = if path.contains('\\') && !path.contains('/') { '\\' } else { '/' };
+    let mut out = path.trim_end_matches(['/', '\\']).to_string();
+    for part in tail {
+        out.push(sep);
+        out.push_str(part);
+    }
+    out
+}
+
+/// The folder two levels above the CLI entry: `<resources>` of `<resources>/glm/zcode.cjs`.
+fn resources_dir(cli_entry: &str) -> Result<&str, MapperError> {
+    let mut rest = cli_entry;
+    for _ in 0..2 {
+        let cut = rest
+            .rfind(['/', '\\'])
+            .ok_or_else(|| internal("The verified CLI entry does not lie in <resources>/glm/"))?;
+        rest = &rest[..cut];
+    }
+    Ok(rest)
+}
+
+fn known_release(install: &VerifiedInstall) -> Result<(), MapperError> {
+    if RELEASES.iter().any(|r| r.id == install.release_id) {
+        Ok(())
+    } else {
+        Err(internal(format!(
+            "Release {} is not part of this mapper's contract",
+            install.release_id
+        )))
+    }
+}
+
+/// The Agent as Desktop starts it: its own Electron run as Node on `glm/zcode.cjs app-server
+/// --stdio`, with the two provider tables Desktop hands it, and without the service-origin
+/// overrides that would send signing and billing to a model provider's host.
+pub fn launch_plan(install: &VerifiedInstall) -> Result<LaunchPlan, MapperError> {
+    known_release(install)?;
+    let resources = resources_dir(&install.cli_entry)?;
+    let env = vec![
+        ("ELECTRON_RUN_AS_NODE".to_string(), "1".to_string()),
+        (
+            "ZCODE_BUILTIN_PROVIDER_CONFIG_FILE".to_string(),
+            join(resources, &["config", "provider", "zcode-builtin.json"]),
+        ),
+        (
+            "ZCODE_PERSONAL_PROVIDER_CONFIG_FILE".to_string(),
+            join(&install.home, &[".zcode", "v2", "provider_config.json"]),
+        ),
+        ("ZCODE_APP_VERSION".to_string(), install.app_version.clone()),
+    ];
+    Ok(LaunchPlan {
+        args: vec![
+            install.cli_entry.clone(),
+            "app-server".to_string(),
+            "--stdio".to_string(),
+            "--disallowed-tools".to_string(),
+            DISALLOWED_TOOLS.to_string(),
+        ],
+        env,
+        env_remove: vec!["ZCODE_BASE_URL".to_string(), "ZCODE_ENDPOINT_ORIGIN".to_string()],
+        cwd: install.home.clone(),
+        stdin_preamble: Vec::new(),
+        // The Agent reads nothing before its storage is ready, and buffers what comes earlier;
+        // `setup` is the first request and waits for it.
+        needs_handshake: false,
+    })
+}
+
+/// ZCode's own login (`login --no-browser`) or logout, run by the bundled CLI.
+pub fn auth_plan(
+    install: &VerifiedInstall,
+    command: AuthCommand,
+) -> Result<LaunchPlan, MapperError> {
+    known_release(install)?;
+    let mut args = vec![install.cli_entry.clone()];
+    match command {
+        AuthCommand::Login => args.extend(["login".to_string(), "--no-browser".to_string()]),
+        AuthCommand::Logout => args.push("logout".to_string()),
+    }
+    Ok(LaunchPlan {
+        args,
+        env: pairs(&[("ELECTRON_RUN_AS_NODE", "1")]),
+        env_remove: vec!["ZCODE_BASE_URL".to_string(), "ZCODE_ENDPOINT_ORIGIN".to_string()],
+        cwd: install.home.clone(),
+        stdin_preamble: Vec::new(),
+        needs_handshake: false,
+    })
+}

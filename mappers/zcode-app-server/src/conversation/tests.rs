@@ -1,0 +1,149 @@
+use serde_json::{Value, json};
+use zcode_contract::Action;
+
+use super::{Context, Conversation};
+use crate::tools::Tools;
+use crate::v4::Payload;
+
+fn row(id: u64, kind: &str, rest: Value) -> Value {
+    let mut row =
+        json!({"rowId": id, "turnId": "turn-1", "createdAt": 1, "createdAtSeq": id, "kind": kind});
+    row.as_object_mut().unwrap().extend(rest.as_object().unwrap().clone());
+    row
+}
+
+fn header(state: &str, command: Option<&str>) -> Value {
+    let mut header =
+        row(1, "turnHeader", json!({"origin": "userInput", "state": state, "startedAt": 1}));
+    if let Some(command) = command {
+        header["sourceCommandId"] = json!(command);
+    }
+    header
+}
+
+fn tool(status: &str, extra: Value) -> Value {
+    let mut rest = json!({"toolCallId": "c1", "toolName": "Bash", "status": status, "inputText": "{\"command\":\"cargo test\"}"});
+    rest.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+    row(2, "toolCall", rest)
+}
+
+struct Harness {
+    conversation: Conversation,
+    tools: Tools,
+}
+
+impl Harness {
+    fn watching(command: &str) -> Self {
+        let mut conversation = Conversation::default();
+        conversation.watch(Some(command.to_string()));
+        Self { conversation, tools: Tools::default() }
+    }
+
+    fn deltas(&mut self, deltas: Value) -> Vec<Value> {
+        let deltas = deltas.as_array().unwrap().clone();
+        self.apply(Payload::Deltas(deltas))
+    }
+
+    fn apply(&mut self, payload: Payload) -> Vec<Value> {
+        let mut cx = Context { tools: &mut self.tools, workspace: "/w" };
+        self.conversation
+            .apply(payload, &mut cx)
+            .unwrap()
+            .into_iter()
+            .map(|a| match a {
+                Action::Update(u) => serde_json::from_str(&u).unwrap(),
+                other => panic!("{other:?}"),
+            })
+            .collect()
+    }
+}
+
+#[test]
+fn a_tool_row_is_announced_once_runs_shows_its_output_preview_and_ends() {
+    let mut h = Harness::watching("cmd-1");
+    h.deltas(json!([{"op": "row.appended", "row": header("running", Some("cmd-1"))}]));
+    // Streaming input: nothing to show until the input is whole.
+    assert!(h.deltas(json!([{"op": "row.appended", "row": row(2, "toolCall", json!({"toolCallId": "c1", "toolName": "Bash", "status": "inputStreaming", "inputText": ""}))},
+        {"op": "row.delta", "rowId": 2, "path": "inputText", "append": "{\"command\""}])).is_empty());
+    // A permission question already announced the call: the row does not announce it again.
+    h.tools.set("c1", Some("Bash"), Some(&json!({"command": "cargo test"})));
+    assert!(h.tools.announce("c1", "/w").is_some());
+    assert!(
+        h.deltas(json!([{"op": "row.upserted", "row": tool("pendingApproval", json!({}))}]))
+            .is_empty()
+    );
+    let running = h.deltas(json!([{"op": "row.upserted", "row": tool("running", json!({"outputPreview": {"text": "Compiling", "fullText": "Compiling", "totalLines": 1, "totalBytes": 9, "linesEstimated": false}}))}]));
+    assert_eq!(
+        running[0],
+        json!({"sessionUpdate": "tool_call_update", "toolCallId": "c1", "status": "in_progress"})
+    );
+    assert_eq!(running[1]["content"][0]["content"]["text"], "Compiling");
+    let same = h.deltas(json!([{"op": "row.upserted", "row": tool("running", json!({"outputPreview": {"text": "Compiling", "fullText": "Compiling", "totalLines": 1, "totalBytes": 9, "linesEstimated": false}}))}]));
+    assert!(same.is_empty(), "an unchanged preview is not sent again");
+    let failed = h.deltas(json!([{"op": "row.upserted", "row": tool("error", json!({"error": {"code": "fault.runtime.toolFailed", "message": "exit 101"}}))}]));
+    assert_eq!(
+        failed,
+        [
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": "c1", "status": "failed", "content": [{"type": "content", "content": {"type": "text", "text": "exit 101"}}]})
+        ]
+    );
+    assert!(
+        h.deltas(json!([{"op": "row.upserted", "row": tool("cancelled", json!({}))}])).is_empty(),
+        "a call ends once"
+    );
+}
+
+#[test]
+fn a_tool_row_whose_input_is_only_text_is_parsed_for_its_title_and_a_cancel_fails_it() {
+    let mut h = Harness::watching("cmd-1");
+    h.deltas(json!([{"op": "row.appended", "row": header("running", None)}]));
+    let shown = h.deltas(json!([{"op": "row.appended", "row": tool("running", json!({}))}]));
+    assert_eq!(shown[0]["title"], "Bash: cargo test", "a header naming no command is adopted");
+    assert_eq!(shown[1]["status"], "in_progress");
+    let cancelled = h.deltas(json!([{"op": "row.upserted", "row": tool("cancelled", json!({}))}]));
+    assert_eq!(cancelled[0]["status"], "failed");
+    assert_eq!(cancelled[0]["content"][0]["content"]["text"], "The tool call was cancelled");
+}
+
+#[test]
+fn nothing_is_shown_without_a_prompt_and_removed_rows_are_forgotten() {
+    let mut idle = Harness { conversation: Conversation::default(), tools: Tools::default() };
+    let snapshot = json!({"logEpoch": "e", "seq": 3, "revision": 1, "meta": {"title": "Old", "titleSource": "generated"}, "plan": null,
+        "usage": {"contextWindow": null, "cumulative": {"inputTokens": 0, "outputTokens": 0, "cacheReadTokens": 0, "cacheWriteTokens": 0}},
+        "rows": {"totalCount": 2, "firstRowId": 1, "window": [header("completedSuccess", Some("x")), row(2, "assistantText", json!({"text": "history", "state": "complete"}))]}});
+    assert!(
+        idle.apply(Payload::Snapshot(snapshot)).is_empty(),
+        "history and the known title are not replayed"
+    );
+    assert!(
+        idle.deltas(json!([{"op": "row.delta", "rowId": 2, "path": "text", "append": "x"}]))
+            .is_empty()
+    );
+
+    let mut h = Harness::watching("cmd-1");
+    h.deltas(json!([{"op": "row.appended", "row": header("running", Some("cmd-1"))},
+        {"op": "row.appended", "row": row(2, "assistantText", json!({"text": "draft", "state": "streaming"}))}]));
+    // A retry cut the branch: the row is gone, and a new row of that id starts from nothing.
+    h.deltas(json!([{"op": "row.removed", "fromRowId": 2}]));
+    let again = h.deltas(json!([{"op": "row.appended", "row": row(2, "assistantText", json!({"text": "other", "state": "streaming"}))}]));
+    assert_eq!(again[0]["content"]["text"], "other");
+    assert!(!h.conversation.turn_closed());
+    h.deltas(json!([{"op": "row.upserted", "row": header("completedInterrupted", Some("cmd-1"))}]));
+    assert!(h.conversation.turn_closed());
+}
+
+#[test]
+fn plans_are_shown_and_cleared_only_once_shown() {
+    let mut h = Harness::watching("cmd-1");
+    assert!(h.deltas(json!([{"op": "state.updated", "patch": {"plan": null}}])).is_empty());
+    let plan = h.deltas(json!([{"op": "state.updated", "patch": {"plan": {"items": [{"id": "1", "content": "Do it", "status": "inProgress"}], "updatedAt": 1}}}]));
+    assert_eq!(
+        plan[0]["entries"][0],
+        json!({"content": "Do it", "priority": "medium", "status": "in_progress"})
+    );
+    let cleared = h.deltas(json!([{"op": "state.updated", "patch": {"plan": null}}]));
+    assert_eq!(cleared, [json!({"sessionUpdate": "plan", "entries": []})]);
+    let usage = h.deltas(json!([{"op": "state.updated", "patch": {"usage": {"contextWindow": {"usedTokens": 10, "maxTokens": 100, "autoCompactThresholdTokens": null}, "cumulative": {"inputTokens": 0, "outputTokens": 0, "cacheReadTokens": 0, "cacheWriteTokens": 0}}}},
+        {"op": "pluginUi.resourceUpdated", "pluginId": "p", "serverName": "s", "uri": "u", "subscribers": []}]));
+    assert_eq!(usage, [json!({"sessionUpdate": "usage_update", "used": 10, "size": 100})]);
+}

@@ -1,0 +1,86 @@
+//! `session/messages` → the ACP updates that replay a loaded session.
+
+use serde_json::{Value, json};
+use zcode_contract::MapperError;
+
+use crate::json::{protocol, text};
+use crate::tools;
+
+fn chunk(kind: &str, text_: &str) -> String {
+    text(&json!({"sessionUpdate": kind, "content": {"type": "text", "text": text_}}))
+}
+
+/// The visible history in order: user and assistant text, thinking, and each tool once with
+/// its final state. Hidden messages (reminders, summaries the transcript hides) are left out.
+pub fn replay(result: &Value, workspace: &str) -> Result<Vec<String>, MapperError> {
+    let messages = result
+        .get("messages")
+        .and_then(Value::as_array)
+        .ok_or_else(|| protocol("session/messages result has no `messages`"))?;
+    let mut out = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for message in messages {
+        let info = message.get("info").unwrap_or(&Value::Null);
+        // The same message can appear at several positions (reference APP §4.1).
+        if let Some(id) = info.get("id").or_else(|| info.get("messageId")).and_then(Value::as_str)
+            && !seen.insert(id.to_string())
+        {
+            continue;
+        }
+        if info.pointer("/semantics/transcriptVisibility").and_then(Value::as_str) == Some("hidden")
+        {
+            continue;
+        }
+        let user = info.get("role").and_then(Value::as_str) == Some("user");
+        for part in message.get("parts").and_then(Value::as_array).into_iter().flatten() {
+            match part.get("type").and_then(Value::as_str) {
+                Some("text") => {
+                    if let Some(t) =
+                        part.get("text").and_then(Value::as_str).filter(|t| !t.is_empty())
+                    {
+                        out.push(chunk(
+                            if user { "user_message_chunk" } else { "agent_message_chunk" },
+                            t,
+                        ));
+                    }
+                }
+                Some("reasoning") if part.get("ignored").and_then(Value::as_bool) != Some(true) => {
+                    if let Some(t) = part
+                        .get("text")
+                        .or_else(|| part.get("content"))
+                        .and_then(Value::as_str)
+                        .filter(|t| !t.is_empty())
+                    {
+                        out.push(chunk("agent_thought_chunk", t));
+                    }
+                }
+                Some("tool") => {
+                    let Some(id) =
+                        part.get("callID").or_else(|| part.get("callId")).and_then(Value::as_str)
+                    else {
+                        continue;
+                    };
+                    let name = part.get("tool").and_then(Value::as_str).unwrap_or("Tool");
+                    let state = part.get("state").unwrap_or(&Value::Null);
+                    let mut calls = tools::Tools::default();
+                    calls.set(id, Some(name), state.get("input"));
+                    if let Some(mut call) = calls.announce(id, workspace) {
+                        let status = match state.get("status").and_then(Value::as_str) {
+                            Some("completed") => "completed",
+                            Some("error") => "failed",
+                            Some("running") => "in_progress",
+                            _ => "pending",
+                        };
+                        call["status"] = json!(status);
+                        if let Some(output) = state.get("output").filter(|o| !o.is_null()) {
+                            call["rawOutput"] = output.clone();
+                        }
+                        out.push(text(&call));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(out)
+}

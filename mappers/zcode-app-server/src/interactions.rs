@@ -1,0 +1,373 @@
+//! Reverse requests of the Agent that wait on the user or on a credential, and how each is
+//! answered (`bootstrap/src/zcode-protocol/interaction-broker.ts` of 3.15.1).
+
+use serde_json::{Map, Value, json};
+use zcode_contract::{InteractionOutcome, MapperError, NativeWrite, SecretFill};
+
+use crate::contract::CODING_PLAN_KEY_SOURCE;
+use crate::json::{acp_params, protocol, required_str, text};
+use crate::tools;
+use crate::wire;
+
+/// ZCode's plan-approval question and its approving answer.
+pub const PLAN_QUESTION: &str = "Review this implementation plan.";
+pub const PLAN_APPROVE: &str = "approve";
+/// Offered when ZCode's options hold no denying one, so the core always has a way to refuse.
+pub const SYNTHETIC_DENY: &str = "zcode-acp:deny";
+/// The sentinel ZCode uses for an MCP elicitation field answered with free text.
+const FREE_TEXT: &str = "__zcode_free_text__";
+
+/// What a pending interaction is, and what its answer must look like.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Kind {
+    /// ZCode's options, each with the response object ZCode wants back when it is chosen.
+    Permission {
+        options: Vec<(String, Value)>,
+    },
+    /// AskUserQuestion and MCP elicitation: question texts, in form-field order.
+    Questions {
+        questions: Vec<String>,
+    },
+    Plan,
+}
+
+/// One interaction ZCode waits on, keyed by its business `requestId` (stable across the
+/// re-announces that come with new reverse-request ids).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Pending {
+    pub request_id: String,
+    /// The id of the newest announcement: answering any of them resolves ZCode's one request.
+    pub reverse_id: Value,
+    pub kind: Kind,
+    pub answered: bool,
+}
+
+/// ACP kind of a ZCode permission option, by its kind, else by what it decides.
+fn acp_kind(kind: &str, response: &Value) -> &'static str {
+    match kind {
+        "allow_once" | "allow" => "allow_once",
+        "allow_always" | "allow_project" => "allow_always",
+        "reject_always" => "reject_always",
+        "reject_once" | "deny" | "reject" => "reject_once",
+        _ if response.get("decision").and_then(Value::as_str) == Some("allow") => "allow_once",
+        _ => "reject_once",
+    }
+}
+
+/// `interaction/requestPermission` → ACP `session/request_permission` with ZCode's options one
+/// to one, and the native option that denies.
+pub fn permission(
+    id: &Value,
+    params: &Value,
+    workspace: &str,
+    tool_input: Option<&Value>,
+) -> Result<(Pending, Value, String), MapperError> {
+    let what = "interaction/requestPermission";
+    let request_id = required_str(params, "requestId", what)?;
+    let tool_call_id = required_str(params, "toolCallId", what)?;
+    let tool_name = required_str(params, "toolName", what)?;
+    let input = params.get("input").filter(|i| !i.is_null()).or(tool_input);
+    let native = params
+        .get("options")
+        .and_then(Value::as_array)
+        .filter(|o| !o.is_empty())
+        .ok_or_else(|| protocol(format!("{what}: no options")))?;
+    let mut options = Vec::new();
+    let mut acp_options = Vec::new();
+    let mut deny = None;
+    for option in native {
+        let option_id = required_str(option, "optionId", what)?;
+        let response = option
+            .get("response")
+            .cloned()
+            .ok_or_else(|| protocol(format!("{what}: option {option_id} has no response")))?;
+        let kind = acp_kind(option.get("kind").and_then(Value::as_str).unwrap_or(""), &response);
+        if deny.is_none() && response.get("decision").and_then(Value::as_str) == Some("deny") {
+            deny = Some(option_id.to_string());
+        }
+        let name = option.get("name").and_then(Value::as_str).unwrap_or(option_id);
+        acp_options.push(json!({"optionId": option_id, "name": name, "kind": kind}));
+        options.push((option_id.to_string(), response));
+    }
+    let deny = match deny {
+        Some(deny) => deny,
+        None => {
+            acp_options
+                .push(json!({"optionId": SYNTHETIC_DENY, "name": "Deny", "kind": "reject_once"}));
+            options.push((SYNTHETIC_DENY.to_string(), json!({"decision": "deny"})));
+            SYNTHETIC_DENY.to_string()
+        }
+    };
+    let reason = params.get("reason").and_then(Value::as_str).unwrap_or("");
+    let mut tool_call = json!({
+        "toolCallId": tool_call_id,
+        "title": if reason.is_empty() { tools::title(tool_name, input, workspace) } else { reason.to_string() },
+        "kind": tools::kind(tool_name),
+    });
+    if let Some(input) = input {
+        tool_call["rawInput"] = input.clone();
+    }
+    let locations = tools::locations(input, workspace);
+    if !locations.is_empty() {
+        tool_call["locations"] = json!(locations);
+    }
+    if let Some(diff) = tools::input_diff(tool_name, input, workspace) {
+        tool_call["content"] = json!([diff]);
+    }
+    let pending = Pending {
+        request_id: request_id.to_string(),
+        reverse_id: id.clone(),
+        kind: Kind::Permission { options },
+        answered: false,
+    };
+    Ok((pending, json!({"toolCall": tool_call, "options": acp_options}), deny))
+}
+
+fn choice(value: &str, title: &str) -> Value {
+    json!({"const": value, "title": title})
+}
+
+/// `interaction/requestUserInput` → an ACP form: plan approval (`schema.interaction ==
+/// "plan_approval"`), MCP elicitation (`"mcp_elicitation"`, one question a schema field) or
+/// AskUserQuestion (`questions[]`).
+pub fn user_input(id: &Value, params: &Value) -> Result<(Pending, Value), MapperError> {
+    let what = "interaction/requestUserInput";
+    let request_id = required_str(params, "requestId", what)?;
+    let interaction = params.pointer("/schema/interaction").and_then(Value::as_str);
+    let prompt = params.get("prompt").and_then(Value::as_str).filter(|p| !p.is_empty());
+    let pending = |kind| Pending {
+        request_id: request_id.to_string(),
+        reverse_id: id.clone(),
+        kind,
+        answered: false,
+    };
+    if interaction == Some("plan_approval") {
+        let plan = params.pointer("/input/plan").and_then(Value::as_str).unwrap_or("");
+        let message = if plan.is_empty() {
+            PLAN_QUESTION.to_string()
+        } else {
+            format!("{PLAN_QUESTION}\n\n{plan}")
+        };
+        let form = json!({
+            "mode": "form",
+            "message": message,
+            "requestedSchema": {
+                "type": "object",
+                "properties": {
+                    "decision": {"type": "string", "title": "Plan", "oneOf": [
+                        choice(PLAN_APPROVE, "Approve and start implementing"),
+                        choice("revise", "Keep planning"),
+                    ]},
+                    "feedback": {"type": "string", "title": "Feedback", "description": "What to change in the plan (when keeping on planning)"},
+                },
+                "required": ["decision"],
+            },
+        });
+        return Ok((pending(Kind::Plan), form));
+    }
+    let questions = params
+        .get("questions")
+        .or_else(|| params.pointer("/input/questions"))
+        .and_then(Value::as_array)
+        .filter(|q| !q.is_empty())
+        .ok_or_else(|| protocol(format!("{what}: no questions")))?;
+    let mut properties = Map::new();
+    let mut required = Vec::new();
+    let mut texts = Vec::new();
+    for (index, question) in questions.iter().enumerate() {
+        let text = required_str(question, "question", what)?;
+        let header = question.get("header").and_then(Value::as_str).unwrap_or(text);
+        let options: Vec<(&str, &str)> = question
+            .get("options")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|o| {
+                let value = o.get("value").or_else(|| o.get("label")).and_then(Value::as_str)?;
+                Some((value, o.get("label").and_then(Value::as_str).unwrap_or(value)))
+            })
+            .collect();
+        let free = options.iter().any(|(value, _)| *value == FREE_TEXT) || options.is_empty();
+        let choices: Vec<Value> =
+            options.iter().filter(|(v, _)| *v != FREE_TEXT).map(|(v, l)| choice(v, l)).collect();
+        let field = if free {
+            json!({"type": "string", "title": header, "description": text})
+        } else if question.get("multiSelect").and_then(Value::as_bool) == Some(true) {
+            json!({"type": "array", "title": header, "description": text, "items": {"anyOf": choices}})
+        } else {
+            json!({"type": "string", "title": header, "description": text, "oneOf": choices})
+        };
+        let key = format!("q{index}");
+        properties.insert(key.clone(), field);
+        required.push(json!(key));
+        texts.push(text.to_string());
+    }
+    let message = prompt.map(str::to_string).unwrap_or_else(|| texts.join("\n"));
+    let form = json!({
+        "mode": "form",
+        "message": message,
+        "requestedSchema": {"type": "object", "properties": properties, "required": required},
+    });
+    Ok((pending(Kind::Questions { questions: texts }), form))
+}
+
+/// How ZCode must be answered: the reply to the reverse request, and the same answer as a V4
+/// `resolveInteraction` payload.
+#[derive(Debug, PartialEq)]
+pub struct Answer {
+    pub reply: Value,
+    pub v4: Value,
+}
+
+fn decline(reason: Option<&str>) -> Answer {
+    let mut reply = json!({"action": "decline"});
+    if let Some(reason) = reason {
+        reply["reason"] = json!(reason);
+    }
+    Answer { reply, v4: json!({"action": "decline"}) }
+}
+
+fn accept(content: Value) -> Answer {
+    Answer {
+        reply: json!({"action": "accept", "content": content}),
+        v4: json!({"action": "accept", "content": content}),
+    }
+}
+
+/// An answer as ZCode takes it. Anything but a clear allow or accept becomes a deny or a
+/// decline: a permission is never allowed because something failed.
+pub fn answer(kind: &Kind, outcome: &InteractionOutcome) -> Result<Answer, MapperError> {
+    match kind {
+        Kind::Permission { options } => {
+            let deny = || {
+                options
+                    .iter()
+                    .find(|(_, r)| r.get("decision").and_then(Value::as_str) == Some("deny"))
+            };
+            let chosen = match outcome {
+                InteractionOutcome::Selected(id) => {
+                    options.iter().find(|(o, _)| o == id).or_else(deny)
+                }
+                _ => deny(),
+            };
+            let (option_id, response) = chosen
+                .cloned()
+                .unwrap_or_else(|| (SYNTHETIC_DENY.to_string(), json!({"decision": "deny"})));
+            Ok(Answer { reply: response, v4: json!({"optionId": option_id}) })
+        }
+        Kind::Plan => {
+            let InteractionOutcome::Elicited(result) = outcome else { return Ok(decline(None)) };
+            let result = acp_params(result)?;
+            if result.get("action").and_then(Value::as_str) != Some("accept") {
+                return Ok(decline(None));
+            }
+            let content = result.get("content").cloned().unwrap_or(Value::Null);
+            let feedback = content
+                .get("feedback")
+                .and_then(Value::as_str)
+                .map(str::trim)
+                .filter(|f| !f.is_empty());
+            Ok(match (content.get("decision").and_then(Value::as_str), feedback) {
+                (Some(PLAN_APPROVE), _) => {
+                    accept(json!({"answers": {PLAN_QUESTION: PLAN_APPROVE}}))
+                }
+                // Feedback goes back as the plan's answer: ZCode keeps planning with it.
+                (_, Some(feedback)) => accept(json!({"answers": {PLAN_QUESTION: feedback}})),
+                _ => decline(Some("The plan was not approved")),
+            })
+        }
+        Kind::Questions { questions } => {
+            let InteractionOutcome::Elicited(result) = outcome else { return Ok(decline(None)) };
+            let result = acp_params(result)?;
+            match result.get("action").and_then(Value::as_str) {
+                Some("accept") => {}
+                Some("cancel") => {
+                    return Ok(Answer {
+                        reply: json!({"action": "cancel"}),
+                        v4: json!({"action": "cancel"}),
+                    });
+                }
+                _ => return Ok(decline(None)),
+            }
+            let mut answers = Map::new();
+            for (index, question) in questions.iter().enumerate() {
+                let value = result.pointer(&format!("/content/q{index}"));
+                let answer = match value {
+                    Some(Value::String(s)) if !s.trim().is_empty() => Some(s.trim().to_string()),
+                    Some(Value::Array(items)) => {
+                        let picked: Vec<&str> = items.iter().filter_map(Value::as_str).collect();
+                        (!picked.is_empty()).then(|| picked.join(", "))
+                    }
+                    Some(Value::Bool(b)) => Some(b.to_string()),
+                    Some(Value::Number(n)) => Some(n.to_string()),
+                    _ => None,
+                };
+                if let Some(answer) = answer {
+                    answers.insert(question.clone(), json!(answer));
+                }
+            }
+            Ok(accept(json!({"answers": answers})))
+        }
+    }
+}
+
+/// Why a provider cannot get its runtime headers headlessly, by its account access mode.
+fn header_refusal(mode: Option<&str>) -> String {
+    match mode {
+        Some("start-plan") => "Start Plan models need an Aliyun captcha that only the ZCode desktop app can solve; choose a GLM Coding Plan model for editor sessions".to_string(),
+        Some(other) => format!("zcode-acp cannot authorise {other} account models; choose a GLM Coding Plan model"),
+        None => "zcode-acp cannot authorise this provider's requests".to_string(),
+    }
+}
+
+/// `interaction/requestProviderRuntimeHeaders`: an individual Coding Plan account gets the API
+/// key Desktop stored for it, filled by the core (the mapper never sees it); anything else a
+/// refusal that says why. Either answer keeps ZCode's result shape.
+pub fn provider_headers(id: &Value, params: &Value) -> Result<NativeWrite, MapperError> {
+    let what = "interaction/requestProviderRuntimeHeaders";
+    let provider = required_str(params, "providerId", what)?;
+    let access = params.get("accountAccess");
+    let mode = access.and_then(|a| a.get("mode")).and_then(Value::as_str);
+    let family = access.and_then(|a| a.get("accountType")).and_then(Value::as_str);
+    let refusal =
+        |message: &str| wire::result(id, json!({"headersApplied": false, "errorMessage": message}));
+    match (mode, family) {
+        (Some("individual-coding-plan"), Some(family @ ("zai" | "bigmodel"))) => {
+            let placeholder = "@@zcode-acp:coding-plan-api-key@@";
+            Ok(NativeWrite {
+                bytes: wire::result(
+                    id,
+                    json!({"headersApplied": true, "requestAuth": {"apiKey": placeholder}}),
+                ),
+                label: "provider runtime headers".to_string(),
+                secret: Some(SecretFill {
+                    placeholder: placeholder.to_string(),
+                    source: CODING_PLAN_KEY_SOURCE.to_string(),
+                    args: vec![
+                        ("provider".to_string(), provider.to_string()),
+                        ("family".to_string(), family.to_string()),
+                    ],
+                    fallback: refusal(
+                        "zcode-acp found no readable Coding Plan API key for the signed-in ZCode account: open ZCode once to sign in (ZCode 3.18 and later store the sign-in as enc:v2, which zcode-acp cannot read yet)",
+                    ),
+                }),
+            })
+        }
+        _ => {
+            Ok(NativeWrite::new("provider runtime headers refused", refusal(&header_refusal(mode))))
+        }
+    }
+}
+
+/// The reply to the reverse request for `answer` (used when it is not answered over V4).
+pub fn reply_write(pending: &Pending, answer: &Answer) -> NativeWrite {
+    NativeWrite::new("interaction answer", wire::result(&pending.reverse_id, answer.reply.clone()))
+}
+
+/// An ACP permission request as the JSON text the contract carries.
+pub fn request_text(request: &Value) -> String {
+    text(request)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,313 @@
+//! Tool calls as ACP shows them: the same kinds, titles and diff rules as the host generations,
+//! so a client sees one surface whichever ZCode it drives.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+
+/// ACP tool kind from a ZCode tool name (case-insensitive substring rules, first match wins).
+pub fn kind(name: &str) -> &'static str {
+    const RULES: [(&[&str], &str); 8] = [
+        (&["read"], "read"),
+        (&["write", "edit"], "edit"),
+        (&["delete", "remove"], "delete"),
+        (&["move", "rename"], "move"),
+        (&["search", "grep", "glob"], "search"),
+        (&["bash", "shell", "command"], "execute"),
+        (&["fetch", "web"], "fetch"),
+        (&["think", "plan"], "think"),
+    ];
+    let name = name.to_ascii_lowercase();
+    RULES
+        .iter()
+        .find(|(needles, _)| needles.iter().any(|n| name.contains(n)))
+        .map_or("other", |(_, kind)| kind)
+}
+
+const PATH_KEYS: [&str; 5] = ["file_path", "filePath", "path", "notebook_path", "notebookPath"];
+const SUBJECT_KEYS: [&str; 5] = ["command", "pattern", "query", "url", "description"];
+const TITLE_CHARS: usize = 80;
+
+fn is_absolute(path: &str) -> bool {
+    path.starts_with('/')
+        || path.starts_with('\\')
+        || path.get(1..3) == Some(":\\")
+        || path.get(1..3) == Some(":/")
+}
+
+fn absolute(path: &str, workspace: &str) -> String {
+    if is_absolute(path) {
+        path.to_string()
+    } else {
+        format!("{}/{}", workspace.trim_end_matches('/'), path.trim_start_matches("./"))
+    }
+}
+
+/// Files a tool input names, absolute against the workspace.
+pub fn locations(input: Option<&Value>, workspace: &str) -> Vec<Value> {
+    let mut out: Vec<String> = Vec::new();
+    if let Some(Value::Object(map)) = input {
+        for key in PATH_KEYS {
+            if let Some(path) = map.get(key).and_then(Value::as_str).filter(|p| !p.is_empty()) {
+                let path = absolute(path, workspace);
+                if !out.contains(&path) {
+                    out.push(path);
+                }
+            }
+        }
+    }
+    out.into_iter().map(|path| json!({"path": path})).collect()
+}
+
+fn shorten(text: &str) -> String {
+    let line = text.trim().lines().next().unwrap_or_default();
+    let mut shown: String = line.chars().take(TITLE_CHARS).collect();
+    if shown.len() < line.len() || line.len() < text.trim().len() {
+        shown.push('…');
+    }
+    shown
+}
+
+/// `Read src/a.rs`, `Bash: cargo test`, else the tool's name.
+pub fn title(name: &str, input: Option<&Value>, workspace: &str) -> String {
+    let Some(Value::Object(map)) = input else { return name.to_string() };
+    let text = |key: &&str| map.get(*key).and_then(Value::as_str).filter(|t| !t.trim().is_empty());
+    if let Some(path) = PATH_KEYS.iter().find_map(text) {
+        let shown = path
+            .strip_prefix(workspace)
+            .and_then(|rest| rest.strip_prefix(['/', '\\']))
+            .filter(|rest| !rest.is_empty())
+            .unwrap_or(path);
+        return format!("{name} {}", shorten(shown));
+    }
+    match SUBJECT_KEYS.iter().find_map(text) {
+        Some(subject) => format!("{name}: {}", shorten(subject)),
+        None => name.to_string(),
+    }
+}
+
+pub fn text_content(text: &str) -> Value {
+    json!({"type": "content", "content": {"type": "text", "text": text}})
+}
+
+/// The change an editing tool's input describes (`Edit`'s `old_string` → `new_string`, a
+/// written file's `content`), shown with the permission question and after the tool ran.
+pub fn input_diff(name: &str, input: Option<&Value>, workspace: &str) -> Option<Value> {
+    let Some(Value::Object(map)) = input else { return None };
+    if kind(name) != "edit" {
+        return None;
+    }
+    let path = locations(input, workspace).first()?["path"].as_str()?.to_string();
+    let s = |key: &str| map.get(key).and_then(Value::as_str);
+    match (s("old_string"), s("new_string"), s("content")) {
+        (Some(old), Some(new), _) => {
+            Some(json!({"type": "diff", "path": path, "oldText": old, "newText": new}))
+        }
+        (None, None, Some(new)) => Some(json!({"type": "diff", "path": path, "newText": new})),
+        _ => None,
+    }
+}
+
+/// Readable text of a legacy tool result (`content` when it is text, else the JSON).
+pub fn result_text(result: &Value) -> String {
+    match result {
+        Value::Null => String::new(),
+        Value::String(text) => text.clone(),
+        Value::Object(map) => match map.get("content") {
+            Some(Value::String(text)) => text.clone(),
+            Some(Value::Array(parts)) => parts
+                .iter()
+                .filter_map(|p| p.get("text").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join("\n"),
+            _ => map
+                .get("output")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .unwrap_or_else(|| result.to_string()),
+        },
+        other => other.to_string(),
+    }
+}
+
+#[derive(Default)]
+struct Call {
+    name: Option<String>,
+    input_text: String,
+    input: Option<Value>,
+    announced: bool,
+    done: bool,
+}
+
+/// Tool calls of the current turn, by ZCode tool-call id.
+#[derive(Default)]
+pub struct Tools {
+    calls: BTreeMap<String, Call>,
+}
+
+impl Tools {
+    pub fn clear(&mut self) {
+        self.calls.clear();
+    }
+
+    fn call(&mut self, id: &str) -> &mut Call {
+        self.calls.entry(id.to_string()).or_default()
+    }
+
+    pub fn input_started(&mut self, id: &str, name: Option<&str>) {
+        let call = self.call(id);
+        if let Some(name) = name {
+            call.name = Some(name.to_string());
+        }
+        call.input_text.clear();
+    }
+
+    pub fn input_delta(&mut self, id: &str, delta: &str) {
+        self.call(id).input_text.push_str(delta);
+    }
+
+    /// Streamed input is complete: parse it (a tool whose text is not JSON keeps none).
+    pub fn input_ended(&mut self, id: &str) {
+        let call = self.call(id);
+        if call.input.is_none() && !call.input_text.is_empty() {
+            call.input = serde_json::from_str(&call.input_text).ok();
+        }
+    }
+
+    pub fn set(&mut self, id: &str, name: Option<&str>, input: Option<&Value>) {
+        let call = self.call(id);
+        if let Some(name) = name.filter(|n| !n.is_empty()) {
+            call.name = Some(name.to_string());
+        }
+        if let Some(input) = input.filter(|i| !i.is_null()) {
+            call.input = Some(input.clone());
+        }
+    }
+
+    pub fn input(&self, id: &str) -> Option<&Value> {
+        self.calls.get(id).and_then(|c| c.input.as_ref())
+    }
+
+    /// The `tool_call` announcement, once per call (None when already announced).
+    pub fn announce(&mut self, id: &str, workspace: &str) -> Option<Value> {
+        let call = self.call(id);
+        if call.announced {
+            return None;
+        }
+        call.announced = true;
+        let name = call.name.clone().unwrap_or_else(|| "Tool".to_string());
+        let input = call.input.clone();
+        let mut update = json!({
+            "sessionUpdate": "tool_call",
+            "toolCallId": id,
+            "title": title(&name, input.as_ref(), workspace),
+            "kind": kind(&name),
+            "status": "pending",
+        });
+        if let Some(input) = &input {
+            update["rawInput"] = input.clone();
+        }
+        let locations = locations(input.as_ref(), workspace);
+        if !locations.is_empty() {
+            update["locations"] = json!(locations);
+        }
+        if let Some(diff) = input_diff(&name, input.as_ref(), workspace) {
+            update["content"] = json!([diff]);
+        }
+        Some(update)
+    }
+
+    pub fn started(&mut self, id: &str) -> Value {
+        json!({"sessionUpdate": "tool_call_update", "toolCallId": id, "status": "in_progress"})
+    }
+
+    /// Progress of a running tool: ZCode's tails are cumulative, so the content is replaced.
+    pub fn progress(&mut self, id: &str, tail: &str) -> Value {
+        json!({"sessionUpdate": "tool_call_update", "toolCallId": id, "status": "in_progress", "content": [text_content(tail)]})
+    }
+
+    /// The final update, once (None for a repeated end).
+    pub fn finished(&mut self, id: &str, outcome: Outcome<'_>, workspace: &str) -> Option<Value> {
+        let call = self.call(id);
+        if call.done {
+            return None;
+        }
+        call.done = true;
+        let name = call.name.clone().unwrap_or_default();
+        let input = call.input.clone();
+        Some(match outcome {
+            Outcome::Done { text, raw } => {
+                let mut content: Vec<Value> =
+                    input_diff(&name, input.as_ref(), workspace).into_iter().collect();
+                if !text.is_empty() {
+                    content.push(text_content(&text));
+                }
+                let mut update = json!({"sessionUpdate": "tool_call_update", "toolCallId": id, "status": "completed", "rawOutput": raw});
+                if !content.is_empty() {
+                    update["content"] = json!(content);
+                }
+                update
+            }
+            Outcome::Failed(message) => json!({
+                "sessionUpdate": "tool_call_update",
+                "toolCallId": id,
+                "status": "failed",
+                "content": [text_content(if message.is_empty() { "Tool execution failed" } else { message })],
+            }),
+        })
+    }
+}
+
+/// How a tool call ended: its readable output and the native result it came from, or why not.
+pub enum Outcome<'a> {
+    Done { text: String, raw: &'a Value },
+    Failed(&'a str),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_titles_and_diffs_follow_the_host_generations() {
+        assert_eq!(kind("Bash"), "execute");
+        assert_eq!(kind("MultiEdit"), "edit");
+        assert_eq!(kind("Glob"), "search");
+        assert_eq!(kind("TodoWrite"), "edit");
+        assert_eq!(kind("Agent"), "other");
+        let input = json!({"file_path": "/w/src/a.rs", "old_string": "a", "new_string": "b"});
+        assert_eq!(title("Edit", Some(&input), "/w"), "Edit src/a.rs");
+        assert_eq!(
+            title("Bash", Some(&json!({"command": "cargo test\nmore"})), "/w"),
+            "Bash: cargo test…"
+        );
+        assert_eq!(
+            input_diff("Edit", Some(&input), "/w"),
+            Some(json!({"type": "diff", "path": "/w/src/a.rs", "oldText": "a", "newText": "b"}))
+        );
+        assert_eq!(input_diff("Read", Some(&input), "/w"), None);
+        assert_eq!(
+            locations(Some(&json!({"path": "b.txt"})), "/w"),
+            vec![json!({"path": "/w/b.txt"})]
+        );
+    }
+
+    #[test]
+    fn announces_and_finishes_each_call_once() {
+        let mut tools = Tools::default();
+        tools.input_started("t1", Some("Bash"));
+        tools.input_delta("t1", "{\"command\":");
+        tools.input_delta("t1", "\"ls\"}");
+        tools.input_ended("t1");
+        let call = tools.announce("t1", "/w").unwrap();
+        assert_eq!(call["title"], "Bash: ls");
+        assert_eq!(call["rawInput"], json!({"command": "ls"}));
+        assert!(tools.announce("t1", "/w").is_none());
+        let raw = json!({"content": "a\nb"});
+        let done = tools
+            .finished("t1", Outcome::Done { text: result_text(&raw), raw: &raw }, "/w")
+            .unwrap();
+        assert_eq!(done["content"][0]["content"]["text"], "a\nb");
+        assert!(tools.finished("t1", Outcome::Failed("late"), "/w").is_none());
+    }
+}

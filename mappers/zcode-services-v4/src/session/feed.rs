@@ -1,0 +1,492 @@
+//! Following the conversation: physical frames in, logical frames applied in sequence, and
+//! recovery when the stream is damaged or has a gap.
+//!
+//! Rules (ZCode 3.15.1 `zcode-protocol-v4/transport.ts`, `wire.ts`; V4S §5.1): a snapshot frame
+//! has `fromSeq` 0 and `snapshot.seq == toSeq`; a delta frame must start at the current `seq`
+//! and moves it to `toSeq`; logical frame ordinals strictly increase. A gap, an older frame or
+//! damage in transit asks for `resyncConversationV4{base: null, forceSnapshot: true}` (a
+//! request announced by `map`); until the `recovery` snapshot arrives other frames are dropped,
+//! and damage in the recovery itself is a protocol break. When a snapshot's window does not
+//! reach back to the rows the client already knows, the rows in between are paged with
+//! `conversationRowsRangeV4` first, so nothing is lost; frames arriving meanwhile wait.
+
+use serde_json::{Value, json};
+use zcode_contract::{Action, MapperError, NativeReply};
+
+use crate::json::{Fields, protocol};
+use crate::rpc::{self, Call};
+use crate::session::interactions::Context;
+use crate::session::track::Emitted;
+use crate::session::{MapRequest, ServicesSession, State, update};
+use crate::v4::rows::{self, Row};
+use crate::v4::state::{Conversation, RowsWindow};
+use crate::v4::wire::{self, Assembler, Delivery, Payload, Wire, WireError};
+
+/// Rows per page (ZCode's `rowsRangeMaxLimit`).
+pub const PAGE_ROWS: u64 = 200;
+/// Pages fetched to close one gap; more means the stream lost too much to catch up.
+const MAX_CATCH_UP_PAGES: u32 = 10;
+/// Frames held while a gap is being closed.
+const MAX_HELD_FRAMES: usize = 1024;
+const MAX_HELD_BYTES: usize = 32 * 1024 * 1024;
+
+#[derive(Default)]
+pub enum Phase {
+    /// Subscribed; the initial snapshot has not arrived.
+    #[default]
+    AwaitSnapshot,
+    Live,
+    /// A resync was asked for; frames before the recovery snapshot are dropped.
+    Recovering,
+    /// A snapshot is held while older rows are paged.
+    CatchingUp(Box<CatchUp>),
+}
+
+pub struct CatchUp {
+    conversation: Conversation,
+    window: Vec<Row>,
+    watermark: u64,
+    /// Rows between the watermark and the window, oldest first.
+    collected: Vec<Row>,
+    pages: u32,
+    held: Vec<String>,
+    held_bytes: usize,
+}
+
+#[derive(Default)]
+pub struct Sync {
+    pub phase: Phase,
+    pub assembler: Assembler,
+    pub last_ordinal: u64,
+}
+
+impl Sync {
+    pub fn live(&self) -> bool {
+        matches!(self.phase, Phase::Live)
+    }
+}
+
+/// The native call of a request `map` announced.
+pub fn call(state: &State, workspace: &str, request: &MapRequest) -> Call {
+    let bound = state.bound.as_ref();
+    match request {
+        MapRequest::Resync => Call::agent(
+            "resyncConversationV4",
+            json!({
+                "workspacePath": workspace,
+                "subscriptionId": bound.and_then(|b| b.subscription_id.clone()),
+                "base": null,
+                "forceSnapshot": true,
+            }),
+        ),
+        MapRequest::RowsPage { before } => rows_range(
+            workspace,
+            bound.map(|b| b.session_id.as_str()).unwrap_or_default(),
+            Some(*before),
+        ),
+    }
+}
+
+/// `conversationRowsRangeV4{workspacePath, sessionId, limit, beforeRowId?}`.
+pub fn rows_range(workspace: &str, session_id: &str, before: Option<u64>) -> Call {
+    let mut params =
+        json!({"workspacePath": workspace, "sessionId": session_id, "limit": PAGE_ROWS});
+    if let Some(before) = before {
+        params["beforeRowId"] = json!(before);
+    }
+    Call::agent("conversationRowsRangeV4", params)
+}
+
+/// One page of `conversationRowsRangeV4`: `{rows (rowId ascending), atSeq, atRevision,
+/// atLogEpoch, hasMore}`.
+pub struct Page {
+    pub rows: Vec<Row>,
+    pub log_epoch: String,
+    pub has_more: bool,
+}
+
+pub fn page(result: &Value) -> Result<Page, MapperError> {
+    let label = "zcode-agent.conversationRowsRangeV4";
+    let read = || -> Result<Page, MapperError> {
+        let fields = Fields::native(result, "rows page")?;
+        let rows = fields.array("rows")?.iter().map(rows::parse).collect::<Result<Vec<_>, _>>()?;
+        if rows.windows(2).any(|pair| pair[0].id >= pair[1].id) {
+            return Err(protocol("rows page: rows are not in rowId order"));
+        }
+        fields.u64("atSeq")?;
+        fields.u64("atRevision")?;
+        Ok(Page {
+            rows,
+            log_epoch: fields.non_empty_str("atLogEpoch")?.to_string(),
+            has_more: fields.bool("hasMore")?,
+        })
+    };
+    read().map_err(|problem| rpc::invalid_result(label, &problem))
+}
+
+pub fn on_event(
+    session: &mut ServicesSession,
+    json: &str,
+    out: &mut Vec<Action>,
+) -> Result<(), MapperError> {
+    let value: Value = serde_json::from_str(json)
+        .map_err(|e| protocol(format!("A conversation frame is not JSON: {e}")))?;
+    let Some((topic, subscription)) = wire::route_of(&value) else {
+        return Err(protocol("A conversation frame names no topic or subscription"));
+    };
+    let Some(bound) = &session.state.bound else {
+        out.push(Action::Ignore("frame before the session was opened".into()));
+        return Ok(());
+    };
+    if topic != bound.topic {
+        // ZCode fans conversation frames out per workspace: other sessions' frames share the route.
+        out.push(Action::Ignore("frame of another conversation".into()));
+        return Ok(());
+    }
+    if bound.subscription_id.as_deref() != Some(subscription) {
+        out.push(Action::Ignore("frame of another subscription".into()));
+        return Ok(());
+    }
+    if let Phase::CatchingUp(catch_up) = &mut session.state.sync.phase {
+        catch_up.held_bytes += json.len();
+        catch_up.held.push(json.to_string());
+        if catch_up.held.len() > MAX_HELD_FRAMES || catch_up.held_bytes > MAX_HELD_BYTES {
+            return Err(protocol(
+                "Too many conversation frames arrived while a gap in the stream was being closed",
+            ));
+        }
+        return Ok(());
+    }
+    intake(session, value, out)
+}
+
+fn intake(
+    session: &mut ServicesSession,
+    value: Value,
+    out: &mut Vec<Action>,
+) -> Result<(), MapperError> {
+    let wire = match wire::parse(value) {
+        Ok(wire) => wire,
+        Err(WireError::Break(message)) => return Err(protocol(message)),
+        Err(WireError::Fault(message)) => return fault(session, message, out),
+    };
+    let sync = &mut session.state.sync;
+    let envelope = wire.envelope().clone();
+    let awaiting = matches!(sync.phase, Phase::AwaitSnapshot | Phase::Recovering);
+    if matches!(sync.phase, Phase::Recovering) && envelope.delivery != Delivery::Recovery {
+        out.push(Action::Ignore("frame before the recovery snapshot".into()));
+        return Ok(());
+    }
+    let continuing = sync.assembler.in_progress() && matches!(wire, Wire::Fragment { .. });
+    let restarts = awaiting && envelope.delivery != Delivery::Online;
+    if !continuing && !restarts && envelope.ordinal <= sync.last_ordinal {
+        let message =
+            format!("frame ordinal {} does not follow {}", envelope.ordinal, sync.last_ordinal);
+        return fault(session, message, out);
+    }
+    let (envelope, frame) = match sync.assembler.accept(wire) {
+        Ok(Some(done)) => done,
+        Ok(None) => {
+            out.push(Action::Ignore("fragment".into()));
+            return Ok(());
+        }
+        Err(WireError::Fault(message)) => return fault(session, message, out),
+        Err(WireError::Break(message)) => return Err(protocol(message)),
+    };
+    sync.last_ordinal = envelope.ordinal;
+    let frame = match wire::logical(&envelope, frame) {
+        Ok(frame) => frame,
+        Err(WireError::Fault(message)) => return fault(session, message, out),
+        Err(WireError::Break(message)) => return Err(protocol(message)),
+    };
+    session.state.clock = session.state.clock.max(frame.sent_at);
+    match frame.payload {
+        Payload::Snapshot(snapshot) => {
+            let (conversation, rows) = Conversation::parse(&snapshot)?;
+            let bound = session.state.bound.as_ref().expect("bound above");
+            if conversation.session_id != bound.session_id {
+                return Err(protocol("A snapshot of another session arrived on this subscription"));
+            }
+            if frame.from_seq != 0 || conversation.seq != frame.to_seq {
+                return fault(session, "a snapshot frame's sequence is inconsistent".into(), out);
+            }
+            install(session, conversation, rows, out)
+        }
+        Payload::Deltas(deltas) => {
+            let Some(conversation) = &session.state.conversation else {
+                return fault(session, "deltas arrived before a snapshot".into(), out);
+            };
+            if frame.from_seq != conversation.seq || awaiting {
+                let message = format!(
+                    "a gap in the conversation log (at {}, frame from {})",
+                    conversation.seq, frame.from_seq
+                );
+                return fault(session, message, out);
+            }
+            let mut state_changed = false;
+            for delta in &deltas {
+                state_changed |= apply_delta(&mut session.state, delta, out)?;
+            }
+            session.state.conversation.as_mut().expect("checked above").seq = frame.to_seq;
+            if state_changed {
+                state_updated(&mut session.state, out)?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Damage or a gap: resync (a second fault while recovering is a protocol break).
+fn fault(
+    session: &mut ServicesSession,
+    message: String,
+    out: &mut Vec<Action>,
+) -> Result<(), MapperError> {
+    if matches!(session.state.sync.phase, Phase::Recovering) {
+        return Err(protocol(format!("The V4 recovery failed: {message}")));
+    }
+    session.state.sync.phase = Phase::Recovering;
+    session.state.sync.assembler.reset();
+    session.announce(MapRequest::Resync);
+    out.push(Action::Ignore(format!("resynchronising the conversation: {message}")));
+    Ok(())
+}
+
+/// A snapshot arrived: reconcile it with what the client knows, paging older rows first if the
+/// window does not reach back far enough.
+fn install(
+    session: &mut ServicesSession,
+    conversation: Conversation,
+    rows: RowsWindow,
+    out: &mut Vec<Action>,
+) -> Result<(), MapperError> {
+    let watermark = session.state.tracker.watermark();
+    if let (Some(watermark), Some(first)) = (watermark, rows.window.first())
+        && first.id > watermark
+        && rows.first_row_id != Some(first.id)
+    {
+        let before = first.id;
+        session.state.sync.phase = Phase::CatchingUp(Box::new(CatchUp {
+            conversation,
+            window: rows.window,
+            watermark,
+            collected: Vec::new(),
+            pages: 0,
+            held: Vec::new(),
+            held_bytes: 0,
+        }));
+        session.announce(MapRequest::RowsPage { before });
+        out.push(Action::Ignore("paging rows the stream skipped".into()));
+        return Ok(());
+    }
+    let coverage = rows.window.first().map(|row| row.id);
+    finish(session, conversation, rows.window, coverage, out)
+}
+
+fn finish(
+    session: &mut ServicesSession,
+    conversation: Conversation,
+    rows: Vec<Row>,
+    coverage: Option<u64>,
+    out: &mut Vec<Action>,
+) -> Result<(), MapperError> {
+    let state = &mut session.state;
+    let watermark = state.tracker.watermark();
+    let workspace = state.workspace.clone();
+    if let Some(from) = coverage.filter(|_| watermark.is_some()) {
+        let present: Vec<u64> = rows.iter().map(|row| row.id).collect();
+        state.tracker.forget_missing(from, &present);
+    }
+    for row in &rows {
+        let emitted = if state.tracker.knows(row.id) {
+            state.tracker.upserted(row, &workspace)?
+        } else if watermark.is_some_and(|w| row.id > w) {
+            state.tracker.appended(row, &workspace)?
+        } else {
+            state.tracker.baseline(row);
+            Emitted::default()
+        };
+        emit(state, emitted, out);
+    }
+    state.settings.config = Some(conversation.config.clone());
+    state.conversation = Some(conversation);
+    state.sync.phase = Phase::Live;
+    state_updated(state, out)
+}
+
+fn emit(state: &mut State, emitted: Emitted, out: &mut Vec<Action>) {
+    for signal in &emitted.signals {
+        state.turn.signal(signal);
+    }
+    out.extend(emitted.updates.iter().map(update));
+}
+
+/// Applies one delta; true when it changed the state (not only rows).
+fn apply_delta(
+    state: &mut State,
+    delta: &Value,
+    out: &mut Vec<Action>,
+) -> Result<bool, MapperError> {
+    let fields = Fields::native(delta, "V4 delta")?;
+    let op = fields.one_of(
+        "op",
+        &[
+            "row.appended",
+            "row.upserted",
+            "row.removed",
+            "row.delta",
+            "state.updated",
+            "pluginUi.resourceUpdated",
+            "pluginUi.resourceListChanged",
+            "pluginUi.instanceClosed",
+            "pluginUi.appToolCall",
+            "workflowRun.updated",
+            "workflowRun.removed",
+        ],
+    )?;
+    let workspace = state.workspace.clone();
+    let emitted = match op {
+        "row.appended" | "row.upserted" => {
+            fields.only(&["op", "row"])?;
+            let row = rows::parse(fields.value("row")?)?;
+            if op == "row.appended" {
+                state.tracker.appended(&row, &workspace)?
+            } else {
+                state.tracker.upserted(&row, &workspace)?
+            }
+        }
+        "row.removed" => {
+            fields.only(&["op", "fromRowId"])?;
+            state.tracker.removed(fields.u64("fromRowId")?);
+            out.push(Action::Ignore("rows removed (an edit or retry elsewhere)".into()));
+            return Ok(false);
+        }
+        "row.delta" => {
+            fields.only(&["op", "rowId", "path", "append"])?;
+            state.tracker.delta(fields.u64("rowId")?, fields.str("path")?, fields.str("append")?)?
+        }
+        "state.updated" => {
+            fields.only(&["op", "patch"])?;
+            let conversation = state.conversation.as_mut().expect("deltas follow a snapshot");
+            conversation.apply_patch(fields.value("patch")?)?;
+            return Ok(true);
+        }
+        // Live-only plugin UI traffic and per-run workflow increments (this client does not
+        // declare `workflowRunDeltas`): nothing of them reaches ACP.
+        other => {
+            out.push(Action::Ignore(other.to_string()));
+            return Ok(false);
+        }
+    };
+    emit(state, emitted, out);
+    Ok(false)
+}
+
+/// After a state change: interactions not surfaced yet, and metadata that changed.
+fn state_updated(state: &mut State, out: &mut Vec<Action>) -> Result<(), MapperError> {
+    let Some(conversation) = &state.conversation else { return Ok(()) };
+    state.settings.config = Some(conversation.config.clone());
+    let interactions = conversation.interactions.clone();
+    let plan_operations = state.plan_operations();
+    let cx = Context {
+        workspace: &state.workspace,
+        running: state.turn.running() && !state.turn.cancelled,
+        plan_operations,
+        tracker: &mut state.tracker,
+        plan: &mut state.plan,
+    };
+    let (actions, problem) = state.interactions.surface(&interactions, cx)?;
+    out.extend(actions);
+    if let Some(problem) = problem
+        && let Some(action) = state.turn.break_turn(problem)
+    {
+        let plan_operations = state.plan_operations();
+        out.extend(state.plan.remove(plan_operations).into_iter().map(Action::Update));
+        out.push(action);
+    }
+    out.extend(state.metadata()?.into_iter().map(Action::Update));
+    Ok(())
+}
+
+/// A reply to a request `map` announced.
+pub fn on_reply(
+    session: &mut ServicesSession,
+    reply: &NativeReply,
+    out: &mut Vec<Action>,
+) -> Result<(), MapperError> {
+    let Some(request) = session.in_flight.remove(&reply.id) else {
+        out.push(Action::Ignore("reply to no request of this session".into()));
+        return Ok(());
+    };
+    match request {
+        MapRequest::Resync => {
+            let result =
+                rpc::reply_value(reply, "zcode-agent.resyncConversationV4").map_err(|problem| {
+                    protocol(format!("The V4 resync failed: {}", problem.message))
+                })?;
+            let ack = Fields::native(&result, "resync result")?.object("ack", "resync ack")?;
+            ack.non_empty_str("subscriptionId")?;
+            out.push(Action::Ignore("resync acknowledged".into()));
+            Ok(())
+        }
+        MapRequest::RowsPage { .. } => {
+            let result = rpc::reply_value(reply, "zcode-agent.conversationRowsRangeV4")?;
+            let page = page(&result)?;
+            let Phase::CatchingUp(catch_up) = &mut session.state.sync.phase else {
+                return Err(protocol("A rows page arrived outside a catch-up"));
+            };
+            if page.log_epoch != catch_up.conversation.log_epoch {
+                return Err(protocol(
+                    "ZCode's conversation log changed while a gap was being closed",
+                ));
+            }
+            let reached =
+                page.rows.first().is_none_or(|row| row.id <= catch_up.watermark) || !page.has_more;
+            let mut older: Vec<Row> =
+                page.rows.into_iter().filter(|row| row.id > catch_up.watermark).collect();
+            let before = older.first().map(|row| row.id);
+            older.append(&mut catch_up.collected);
+            catch_up.collected = older;
+            catch_up.pages += 1;
+            if !reached {
+                if catch_up.pages >= MAX_CATCH_UP_PAGES {
+                    return Err(protocol(
+                        "The conversation stream skipped too many rows to catch up",
+                    ));
+                }
+                let before = before.expect("not reached means a row above the watermark");
+                session.announce(MapRequest::RowsPage { before });
+                return Ok(());
+            }
+            let Phase::CatchingUp(catch_up) =
+                std::mem::replace(&mut session.state.sync.phase, Phase::Live)
+            else {
+                unreachable!("matched above")
+            };
+            let CatchUp { conversation, window, mut collected, held, .. } = *catch_up;
+            let coverage = collected.first().or(window.first()).map(|row| row.id);
+            collected.extend(window);
+            finish(session, conversation, collected, coverage, out)?;
+            for frame in held {
+                on_event(session, &frame, out)?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// At the end of a batch: does the turn end?
+pub fn settle(session: &mut ServicesSession, out: &mut Vec<Action>) -> Result<(), MapperError> {
+    let state = &mut session.state;
+    let Some(conversation) = &state.conversation else { return Ok(()) };
+    if let Some(terminal) = state.turn.check(conversation, state.sync.live()) {
+        let keep_proposal =
+            matches!(terminal, zcode_contract::Terminal::Stop(zcode_contract::StopReason::EndTurn));
+        if !keep_proposal {
+            let plan_operations = state.plan_operations();
+            out.extend(state.plan.remove(plan_operations).into_iter().map(Action::Update));
+        }
+        out.push(Action::Terminal(terminal));
+    }
+    Ok(())
+}

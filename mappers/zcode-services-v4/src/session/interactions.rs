@@ -1,0 +1,953 @@
+//! What ZCode waits on: the V4 state's `pendingInteractions` (ZCode 3.15.1
+//! `zcode-protocol-v4/snapshot.ts`) — permissions, structured input (questions, plan approval,
+//! MCP elicitation) and workspace hook reviews — each surfaced once under the key
+//! `interaction:<interactionId>` and answered exactly once with `resolveInteraction`.
+//! Nothing is allowed by default: what cannot be shown gets the native refusal.
+//!
+//! The ACP shapes are those of the desktop-host generations
+//! (`zcode-host-common/src/interactions.rs`): permission option kinds from the native
+//! decision, questions as `answer_<i>` form fields, plan approval as a one-choice form with the
+//! plan shown as a proposal.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::{Map, Value, json};
+use zcode_contract::{
+    Action, ErrorKind, Interaction, InteractionAnswer, InteractionOutcome, InteractionRequest,
+    MapperError, PermissionRequest,
+};
+
+use crate::acp::plan::PlanView;
+use crate::acp::tools::{default_title, input_diff, locations, tool_kind};
+use crate::json::{Fields, error, internal, protocol, text};
+use crate::session::track::Tracker;
+
+const PLAN_TOOL: &str = "ExitPlanMode";
+const PLAN_MESSAGE_FALLBACK: &str = "Review this implementation plan.";
+const QUESTION_MESSAGE_FALLBACK: &str = "ZCode needs additional input";
+const PLAN_FAILED: &str = "Plan approval request failed";
+const NO_CLIENT_FOR_PLAN: &str = "No active client can approve the plan";
+const NO_CLIENT_FOR_INPUT: &str = "No active client can handle structured input";
+const BAD_ANSWER: &str = "Structured input answer does not match the requested form";
+/// ZCode's MCP elicitation marks a free-text field with this option value (zcode-releases.md
+/// §3.5).
+const FREE_TEXT_OPTION: &str = "__zcode_free_text__";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Decision {
+    Allow,
+    Deny,
+}
+
+#[derive(Clone, Debug)]
+struct Question {
+    text: String,
+    values: Vec<String>,
+    multi: bool,
+}
+
+/// The native answer each open interaction will get.
+#[derive(Clone, Debug)]
+enum Pending {
+    Permission {
+        options: Vec<String>,
+        deny: String,
+    },
+    /// Refused: answered with the native deny option whatever the outcome.
+    Deny {
+        option: String,
+    },
+    /// Refused: answered with a native decline whatever the outcome.
+    Decline,
+    Questions {
+        questions: Vec<Question>,
+    },
+    /// A prompt without questions: one choice among `options`, or free text.
+    Single {
+        options: Vec<String>,
+    },
+    PlanPermission {
+        options: Vec<(String, Decision)>,
+        deny: String,
+    },
+    PlanQuestion {
+        question: String,
+        values: Vec<String>,
+    },
+    /// A workspace hook review: only the user can decide, in ZCode itself; nothing is sent.
+    Unanswerable,
+}
+
+/// What a resolved interaction sends: the `resolveInteraction` answer (or nothing), the plan
+/// view updates, and whether a plan was approved.
+pub struct Answered {
+    pub interaction_id: String,
+    pub answer: Option<Value>,
+    pub updates: Vec<String>,
+    pub plan_approved: bool,
+}
+
+#[derive(Default)]
+pub struct Interactions {
+    pending: BTreeMap<String, (String, Pending)>,
+    /// Every interaction id ever surfaced: ZCode repeats the list in every state update.
+    seen: BTreeSet<String>,
+}
+
+/// The context a request is surfaced in.
+pub struct Context<'a> {
+    pub workspace: &'a str,
+    pub running: bool,
+    pub plan_operations: bool,
+    pub tracker: &'a mut Tracker,
+    pub plan: &'a mut PlanView,
+}
+
+fn key(interaction_id: &str) -> String {
+    format!("interaction:{interaction_id}")
+}
+
+fn interaction(key: &str, request: InteractionRequest) -> Action {
+    Action::Interaction(Interaction { key: key.to_string(), request })
+}
+
+impl Interactions {
+    /// Surfaces the interactions of `list` not seen before. Returns the actions and, when one
+    /// cannot be shown during a running turn, the problem that breaks the turn.
+    pub fn surface(
+        &mut self,
+        list: &[Value],
+        cx: Context<'_>,
+    ) -> Result<(Vec<Action>, Option<MapperError>), MapperError> {
+        let mut actions = Vec::new();
+        let mut problem = None;
+        let Context { workspace, running, plan_operations, tracker, plan } = cx;
+        for item in list {
+            let fields = Fields::native(item, "pending interaction")?;
+            let id = fields.non_empty_str("interactionId")?.to_string();
+            if !self.seen.insert(id.clone()) {
+                continue;
+            }
+            let key = key(&id);
+            let payload = fields.value("payload")?;
+            let (mut found, pending, refusal) = match fields.str("kind")? {
+                "permission" => {
+                    permission(&key, payload, running, workspace, plan_operations, tracker, plan)?
+                }
+                "userInput" => user_input(&key, payload, running, plan_operations, plan)?,
+                _ => (
+                    vec![interaction(
+                        &key,
+                        InteractionRequest::Headless(
+                            "ZCode asks for a workspace hook review".into(),
+                        ),
+                    )],
+                    Pending::Unanswerable,
+                    Some(error(
+                        ErrorKind::Unsupported,
+                        "ZCode asks for a workspace hook review, which only ZCode itself can answer: review \
+                         the workspace's hooks with `zcode hooks trust`, then retry",
+                    )),
+                ),
+            };
+            if running && let Some(refusal) = refusal {
+                problem.get_or_insert(refusal);
+            }
+            actions.append(&mut found);
+            self.pending.insert(key, (id, pending));
+        }
+        Ok((actions, problem))
+    }
+
+    /// The core's answer as the native answer. An unknown or already answered key is an error.
+    pub fn answer(
+        &mut self,
+        answer: &InteractionAnswer,
+        plan_operations: bool,
+        plan: &mut PlanView,
+    ) -> Result<Answered, MapperError> {
+        let (interaction_id, pending) = self.pending.remove(&answer.key).ok_or_else(|| {
+            internal(format!("Unknown or already answered interaction: {}", answer.key))
+        })?;
+        let outcome = &answer.outcome;
+        let mut answered =
+            Answered { interaction_id, answer: None, updates: Vec::new(), plan_approved: false };
+        answered.answer = match pending {
+            Pending::Permission { options, deny } => Some(json!({"optionId": match outcome {
+                InteractionOutcome::Selected(id) if options.contains(id) => id.clone(),
+                _ => deny,
+            }})),
+            Pending::Deny { option } => Some(json!({"optionId": option})),
+            Pending::Decline => Some(json!({"action": "decline"})),
+            Pending::Unanswerable => None,
+            Pending::Questions { questions } => Some(match elicited(outcome) {
+                Ok(Elicited::Accept(content)) => match structured_content(&questions, content) {
+                    Ok(content) => json!({"action": "accept", "content": content}),
+                    Err(_) => json!({"action": "decline"}),
+                },
+                Ok(Elicited::Cancel) => json!({"action": "cancel"}),
+                Ok(Elicited::Decline) | Err(_) => json!({"action": "decline"}),
+            }),
+            Pending::Single { options } => Some(match elicited(outcome) {
+                Ok(Elicited::Accept(content)) => {
+                    match content.get("answer_0").and_then(Value::as_str) {
+                        Some(choice) if options.is_empty() => json!({"freeText": choice}),
+                        Some(choice) if options.iter().any(|o| o == choice) => {
+                            json!({"optionId": choice})
+                        }
+                        _ => json!({"action": "decline"}),
+                    }
+                }
+                Ok(Elicited::Cancel) => json!({"action": "cancel"}),
+                Ok(Elicited::Decline) | Err(_) => json!({"action": "decline"}),
+            }),
+            Pending::PlanPermission { options, deny } => {
+                let chosen = selected_plan_option(outcome)
+                    .and_then(|id| options.into_iter().find(|(option, _)| *option == id));
+                match chosen {
+                    Some((id, Decision::Allow)) => {
+                        answered.updates = plan.accept(plan_operations);
+                        answered.plan_approved = true;
+                        Some(json!({"optionId": id}))
+                    }
+                    Some((id, Decision::Deny)) => {
+                        answered.updates = plan.remove(plan_operations);
+                        Some(json!({"optionId": id}))
+                    }
+                    None => {
+                        answered.updates = plan.remove(plan_operations);
+                        Some(json!({"optionId": deny}))
+                    }
+                }
+            }
+            Pending::PlanQuestion { question, values } => match selected_plan_option(outcome) {
+                Some(id) if values.contains(&id) => {
+                    answered.updates = plan.accept(plan_operations);
+                    answered.plan_approved = true;
+                    Some(
+                        json!({"action": "accept", "content": {"answer_0": id, "answers": {question: [id]}, "answer": id}}),
+                    )
+                }
+                _ => {
+                    answered.updates = plan.remove(plan_operations);
+                    let cancelled = matches!(elicited(outcome), Ok(Elicited::Cancel));
+                    Some(json!({"action": if cancelled { "cancel" } else { "decline" }}))
+                }
+            },
+        };
+        Ok(answered)
+    }
+}
+
+// ----- permissions ---------------------------------------------------------------------------
+
+struct NativeOption {
+    id: String,
+    label: String,
+    decision: Result<Decision, String>,
+    remembers: bool,
+}
+
+/// Options with their decision: `allowOnce` / `allowAlways` allow, `deny` denies, `custom`
+/// decides by its `response.decision` (`escalate` / `modify` have no ACP form). Option ids must
+/// be unique: ZCode resolves an answer by id, first match, so a duplicated id could turn a
+/// refusal into an allow.
+fn native_options(payload: &Fields<'_>) -> Result<Vec<NativeOption>, MapperError> {
+    let mut seen = BTreeSet::new();
+    let mut options = Vec::new();
+    for option in payload.array("options")? {
+        let fields = Fields::native(option, "permission option")?;
+        let id = fields.non_empty_str("optionId")?.to_string();
+        if !seen.insert(id.clone()) {
+            return Err(protocol(format!("permission: option id `{id}` is not unique")));
+        }
+        let response = fields.opt_object("response", "permission option response")?;
+        let response_decision = match &response {
+            Some(response) => response.opt_str("decision")?,
+            None => None,
+        };
+        let remembers = match &response {
+            Some(response) => {
+                response.opt_array("permissionUpdates")?.is_some_and(|updates| !updates.is_empty())
+            }
+            None => false,
+        };
+        let kind = fields.one_of("kind", &["allowOnce", "allowAlways", "deny", "custom"])?;
+        let decision = match (kind, response_decision) {
+            ("allowOnce" | "allowAlways", None | Some("allow")) => Ok(Decision::Allow),
+            ("deny", None | Some("deny")) => Ok(Decision::Deny),
+            ("custom", Some("allow")) => Ok(Decision::Allow),
+            ("custom", Some("deny")) => Ok(Decision::Deny),
+            (_, Some(other @ ("escalate" | "modify"))) => Err(other.to_string()),
+            (kind, Some(other)) if ["allow", "deny"].contains(&other) => {
+                return Err(protocol(format!(
+                    "permission option `{id}`: kind {kind} contradicts decision {other}"
+                )));
+            }
+            (_, Some(other)) => {
+                return Err(protocol(format!(
+                    "permission option `{id}`: unknown decision `{other}`"
+                )));
+            }
+            ("custom", None) => Err("custom".to_string()),
+            _ => unreachable!("kinds are checked above"),
+        };
+        options.push(NativeOption {
+            remembers: remembers || kind == "allowAlways",
+            label: fields.str("label")?.to_string(),
+            decision,
+            id,
+        });
+    }
+    if options.is_empty() {
+        return Err(protocol("permission: field `options` must not be empty"));
+    }
+    Ok(options)
+}
+
+type Surfaced = (Vec<Action>, Pending, Option<MapperError>);
+
+fn headless(key: &str, why: &str) -> Vec<Action> {
+    vec![interaction(key, InteractionRequest::Headless(why.to_string()))]
+}
+
+fn plan_text(value: Option<&Value>) -> Option<&str> {
+    match value? {
+        Value::String(text) => Some(text.as_str()),
+        Value::Object(map) => map.get("plan").and_then(Value::as_str),
+        _ => None,
+    }
+    .filter(|plan| !plan.trim().is_empty())
+}
+
+fn permission(
+    key: &str,
+    payload: &Value,
+    running: bool,
+    workspace: &str,
+    plan_operations: bool,
+    tracker: &mut Tracker,
+    plan: &mut PlanView,
+) -> Result<Surfaced, MapperError> {
+    let fields = Fields::native(payload, "permission request")?;
+    let tool_call_id = fields.str("toolCallId")?;
+    let tool_name = fields.str("toolName")?;
+    let summary = fields.str("summary")?;
+    let options = native_options(&fields)?;
+    let deny = options.iter().find(|o| o.decision == Ok(Decision::Deny)).map(|o| o.id.clone());
+    let unrepresentable = options.iter().find_map(|o| o.decision.as_ref().err()).cloned();
+    let Some(deny) = deny else {
+        // No safe answer exists: the request itself is a protocol break.
+        return Err(protocol(if tool_name == PLAN_TOOL {
+            "ZCode plan approval must provide both allow and deny options"
+        } else {
+            "ZCode permission request does not provide a native deny option"
+        }));
+    };
+    let refuse = |why: &str, problem: Option<MapperError>| -> Result<Surfaced, MapperError> {
+        Ok((headless(key, why), Pending::Deny { option: deny.clone() }, problem))
+    };
+    let (name, row_input) =
+        tracker.tool(tool_call_id).unwrap_or_else(|| (tool_name.to_string(), None));
+    let input = row_input.or_else(|| fields.get("detail").filter(|d| d.is_object()).cloned());
+
+    if tool_name == PLAN_TOOL {
+        let problem = match &unrepresentable {
+            Some(decision) => {
+                Some(protocol(format!("ZCode plan option has unsupported decision: {decision}")))
+            }
+            None if !options.iter().any(|o| o.decision == Ok(Decision::Allow)) => {
+                Some(protocol("ZCode plan approval must provide both allow and deny options"))
+            }
+            None => None,
+        };
+        let content = plan_text(fields.get("detail")).or_else(|| plan_text(input.as_ref()));
+        let (Some(content), None) = (content, &problem) else {
+            let problem =
+                problem.unwrap_or_else(|| protocol("ZCode plan approval has no plan content"));
+            return refuse(PLAN_FAILED, Some(problem));
+        };
+        if !running {
+            return refuse(NO_CLIENT_FOR_PLAN, None);
+        }
+        let message = if summary.is_empty() { PLAN_MESSAGE_FALLBACK } else { summary };
+        let interaction_id = key.trim_start_matches("interaction:");
+        let mut actions: Vec<Action> = plan
+            .publish(plan_operations, interaction_id, content)
+            .into_iter()
+            .map(Action::Update)
+            .collect();
+        let choices = options.iter().map(|o| choice(&o.id, &o.label, None)).collect();
+        actions.push(interaction(
+            key,
+            InteractionRequest::Elicitation(plan_form(Some(tool_call_id), message, choices)),
+        ));
+        let decisions = options
+            .iter()
+            .filter_map(|o| o.decision.clone().ok().map(|d| (o.id.clone(), d)))
+            .collect();
+        return Ok((actions, Pending::PlanPermission { options: decisions, deny }, None));
+    }
+
+    if let Some(decision) = unrepresentable {
+        let problem = error(
+            ErrorKind::Unsupported,
+            format!("Native permission decision cannot be represented in ACP v1: {decision}"),
+        );
+        return refuse("ZCode permission options cannot be shown", Some(problem));
+    }
+    if !running {
+        return refuse("ZCode asked for permission outside a prompt turn", None);
+    }
+    let mut actions = Vec::new();
+    // The tool first, so clients can attach the question to it.
+    if let Some(announcement) = tracker.announce_for_permission(tool_call_id, workspace) {
+        actions.push(Action::Update(text(&announcement)));
+    }
+    let acp_options: Vec<Value> = options
+        .iter()
+        .map(|o| {
+            let kind = match (o.decision == Ok(Decision::Allow), o.remembers) {
+                (true, false) => "allow_once",
+                (true, true) => "allow_always",
+                (false, false) => "reject_once",
+                (false, true) => "reject_always",
+            };
+            json!({"optionId": o.id, "name": o.label, "kind": kind})
+        })
+        .collect();
+    let mut tool_call = json!({
+        "toolCallId": tool_call_id,
+        "title": if summary.is_empty() { default_title(&name, input.as_ref(), workspace) } else { summary.to_string() },
+        "kind": tool_kind(&name),
+    });
+    if let Some(input) = &input {
+        tool_call["rawInput"] = input.clone();
+    }
+    let found = locations(input.as_ref(), workspace);
+    if !found.is_empty() {
+        tool_call["locations"] = json!(found);
+    }
+    if let Some(diff) = input_diff(&name, input.as_ref(), workspace) {
+        tool_call["content"] = json!([diff]);
+    }
+    let request = json!({"toolCall": tool_call, "options": acp_options});
+    actions.push(interaction(
+        key,
+        InteractionRequest::Permission(PermissionRequest {
+            request: text(&request),
+            deny_option: deny.clone(),
+        }),
+    ));
+    Ok((
+        actions,
+        Pending::Permission { options: options.into_iter().map(|o| o.id).collect(), deny },
+        None,
+    ))
+}
+
+// ----- structured input ----------------------------------------------------------------------
+
+fn choice(value: &str, title: &str, description: Option<&str>) -> Value {
+    let mut choice = json!({"const": value, "title": title});
+    if let Some(description) = description {
+        choice["description"] = json!(description);
+    }
+    choice
+}
+
+/// The plan approval form: one required `optionId` choice.
+fn plan_form(tool_call_id: Option<&str>, message: &str, choices: Vec<Value>) -> String {
+    let mut form = json!({
+        "mode": "form",
+        "message": message,
+        "requestedSchema": {
+            "type": "object",
+            "properties": {"optionId": {"type": "string", "title": "Plan approval", "description": message, "oneOf": choices}},
+            "required": ["optionId"],
+        },
+    });
+    if let Some(id) = tool_call_id.filter(|id| !id.is_empty()) {
+        form["toolCallId"] = json!(id);
+    }
+    text(&form)
+}
+
+fn questions(fields: &Fields<'_>) -> Result<Vec<(Question, Value)>, MapperError> {
+    let Some(items) = fields.opt_array("questions")? else {
+        return Ok(Vec::new());
+    };
+    items
+        .iter()
+        .map(|item| {
+            let q = Fields::native(item, "userInput question")?;
+            let text = q.non_empty_str("question")?;
+            let header = q.str("header")?;
+            let mut values = Vec::new();
+            let mut choices = Vec::new();
+            for option in q.array("options")? {
+                let o = Fields::native(option, "userInput option")?;
+                let value = o.str("value")?;
+                if value == FREE_TEXT_OPTION {
+                    continue;
+                }
+                choices.push(choice(value, o.str("label")?, o.opt_str("description")?));
+                values.push(value.to_string());
+            }
+            // A question without options is answered with free text, even if multi-select.
+            let multi = q.opt_bool("multiSelect")?.unwrap_or(false) && !choices.is_empty();
+            let title = if header.is_empty() { text } else { header };
+            let mut schema = json!({"type": if multi { "array" } else { "string" }, "title": title, "description": text});
+            if multi {
+                schema["items"] = json!({"anyOf": choices});
+                schema["minItems"] = json!(1);
+            } else if !choices.is_empty() {
+                schema["oneOf"] = json!(choices);
+            }
+            Ok((Question { text: text.to_string(), values, multi }, schema))
+        })
+        .collect()
+}
+
+fn user_input(
+    key: &str,
+    payload: &Value,
+    running: bool,
+    plan_operations: bool,
+    plan: &mut PlanView,
+) -> Result<Surfaced, MapperError> {
+    let fields = Fields::native(payload, "userInput request")?;
+    let prompt = fields.str("prompt")?;
+    let free_text = fields.bool("freeText")?;
+    let tool_call_id = fields.opt_str("toolCallId")?;
+    let questions = questions(&fields)?;
+    let refuse = |why: &str, problem: Option<MapperError>| -> Result<Surfaced, MapperError> {
+        Ok((headless(key, why), Pending::Decline, problem))
+    };
+    let is_plan = fields.get("schema").and_then(|s| s.get("interaction")).and_then(Value::as_str)
+        == Some("plan_approval");
+    if is_plan {
+        let checked = plan_text(fields.get("input"))
+            .ok_or_else(|| protocol("ZCode plan approval has no plan content"))
+            .and_then(|content| match questions.as_slice() {
+                [(question, _)] if !question.multi && !question.values.is_empty() => {
+                    Ok((content, question))
+                }
+                _ => {
+                    Err(protocol("ZCode plan approval must ask exactly one single-choice question"))
+                }
+            });
+        let (content, question) = match checked {
+            Ok(found) => found,
+            Err(problem) => return refuse(PLAN_FAILED, Some(problem)),
+        };
+        if !running {
+            return refuse(NO_CLIENT_FOR_PLAN, None);
+        }
+        let message = if prompt.is_empty() { question.text.as_str() } else { prompt };
+        let choices = match &questions[0].1["oneOf"] {
+            Value::Array(choices) => choices.clone(),
+            _ => Vec::new(),
+        };
+        let interaction_id = key.trim_start_matches("interaction:");
+        let mut actions: Vec<Action> = plan
+            .publish(plan_operations, interaction_id, content)
+            .into_iter()
+            .map(Action::Update)
+            .collect();
+        actions.push(interaction(
+            key,
+            InteractionRequest::Elicitation(plan_form(tool_call_id, message, choices)),
+        ));
+        let pending = Pending::PlanQuestion {
+            question: question.text.clone(),
+            values: question.values.clone(),
+        };
+        return Ok((actions, pending, None));
+    }
+    if fields.opt_bool("sensitive")? == Some(true) {
+        let problem = error(
+            ErrorKind::Unsupported,
+            "ZCode asks for sensitive input, which only ZCode itself may collect",
+        );
+        return refuse("ZCode asks for sensitive input", Some(problem));
+    }
+    let message = if prompt.is_empty() { QUESTION_MESSAGE_FALLBACK } else { prompt };
+    let (properties, required, pending) = if questions.is_empty() {
+        let options: Vec<(String, String)> = match fields.opt_array("options")? {
+            Some(options) => options
+                .iter()
+                .map(|o| {
+                    let o = Fields::native(o, "userInput option")?;
+                    Ok((o.non_empty_str("optionId")?.to_string(), o.str("label")?.to_string()))
+                })
+                .collect::<Result<_, MapperError>>()?,
+            None => Vec::new(),
+        };
+        if options.is_empty() && !free_text {
+            let problem = error(
+                ErrorKind::Unsupported,
+                "ZCode requested structured input without anything to answer",
+            );
+            return refuse(NO_CLIENT_FOR_INPUT, Some(problem));
+        }
+        let mut schema = json!({"type": "string", "title": message, "description": message});
+        if !options.is_empty() {
+            schema["oneOf"] = json!(
+                options.iter().map(|(id, label)| choice(id, label, None)).collect::<Vec<_>>()
+            );
+        }
+        let mut properties = Map::new();
+        properties.insert("answer_0".into(), schema);
+        (
+            properties,
+            vec![json!("answer_0")],
+            Pending::Single { options: options.into_iter().map(|(id, _)| id).collect() },
+        )
+    } else {
+        let mut properties = Map::new();
+        let mut required = Vec::new();
+        for (index, (_, schema)) in questions.iter().enumerate() {
+            properties.insert(format!("answer_{index}"), schema.clone());
+            required.push(json!(format!("answer_{index}")));
+        }
+        (
+            properties,
+            required,
+            Pending::Questions { questions: questions.into_iter().map(|(q, _)| q).collect() },
+        )
+    };
+    if !running {
+        return refuse(NO_CLIENT_FOR_INPUT, None);
+    }
+    let mut form = json!({
+        "mode": "form",
+        "message": message,
+        "requestedSchema": {"type": "object", "properties": properties, "required": required},
+    });
+    if let Some(id) = tool_call_id.filter(|id| !id.is_empty()) {
+        form["toolCallId"] = json!(id);
+    }
+    Ok((vec![interaction(key, InteractionRequest::Elicitation(text(&form)))], pending, None))
+}
+
+// ----- answers -------------------------------------------------------------------------------
+
+enum Elicited {
+    Accept(Map<String, Value>),
+    Decline,
+    Cancel,
+}
+
+fn elicited(outcome: &InteractionOutcome) -> Result<Elicited, String> {
+    let json = match outcome {
+        InteractionOutcome::Elicited(json) => json,
+        InteractionOutcome::Unavailable(reason) => return Err(reason.clone()),
+        InteractionOutcome::Selected(_) => {
+            return Err("The client answered a form with a permission option".into());
+        }
+    };
+    let value: Value =
+        serde_json::from_str(json).map_err(|_| "Malformed elicitation response".to_string())?;
+    match value.get("action").and_then(Value::as_str) {
+        Some("accept") => match value.get("content") {
+            Some(Value::Object(content)) => Ok(Elicited::Accept(content.clone())),
+            None | Some(Value::Null) => Ok(Elicited::Accept(Map::new())),
+            Some(_) => Err("Malformed elicitation response".into()),
+        },
+        Some("decline") => Ok(Elicited::Decline),
+        Some("cancel") => Ok(Elicited::Cancel),
+        _ => Err("Malformed elicitation response".into()),
+    }
+}
+
+/// The native content of accepted answers: the client's content, `answers` keyed by question
+/// text, and `answer` when there is a single question (the plugin's and ZCode's reading).
+fn structured_content(
+    questions: &[Question],
+    content: Map<String, Value>,
+) -> Result<Value, String> {
+    let mut answers = Map::new();
+    for (index, question) in questions.iter().enumerate() {
+        let values: Vec<String> = match content.get(&format!("answer_{index}")) {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::String(value)) if !question.multi => vec![value.clone()],
+            Some(Value::Array(items)) if question.multi => items
+                .iter()
+                .map(|item| item.as_str().map(str::to_string).ok_or_else(|| BAD_ANSWER.to_string()))
+                .collect::<Result<_, _>>()?,
+            Some(_) => return Err(BAD_ANSWER.to_string()),
+        };
+        if !question.values.is_empty()
+            && values.iter().any(|value| !question.values.contains(value))
+        {
+            return Err(BAD_ANSWER.to_string());
+        }
+        answers.insert(question.text.clone(), json!(values));
+    }
+    let single = (questions.len() == 1).then(|| content.get("answer_0").cloned()).flatten();
+    let mut native = content;
+    native.insert("answers".to_string(), Value::Object(answers));
+    if let Some(answer) = single {
+        native.insert("answer".to_string(), answer);
+    }
+    Ok(Value::Object(native))
+}
+
+fn selected_plan_option(outcome: &InteractionOutcome) -> Option<String> {
+    match elicited(outcome) {
+        Ok(Elicited::Accept(content)) => {
+            content.get("optionId").and_then(Value::as_str).map(str::to_string)
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn surface(
+        list: Value,
+        running: bool,
+    ) -> (Interactions, Vec<Action>, Option<MapperError>, PlanView) {
+        let mut interactions = Interactions::default();
+        let mut tracker = Tracker::default();
+        let mut plan = PlanView::default();
+        let cx = Context {
+            workspace: "/w",
+            running,
+            plan_operations: true,
+            tracker: &mut tracker,
+            plan: &mut plan,
+        };
+        let (actions, problem) = interactions.surface(list.as_array().unwrap(), cx).unwrap();
+        (interactions, actions, problem, plan)
+    }
+
+    fn permission_item(options: Value) -> Value {
+        json!([{"interactionId": "i1", "kind": "permission", "anchorRowId": 3, "createdAt": 1,
+                "payload": {"kind": "permission", "toolCallId": "c1", "toolName": "Bash", "summary": "Run ls",
+                            "detail": {"command": "ls"}, "options": options}}])
+    }
+
+    fn answer(key: &str, outcome: InteractionOutcome) -> InteractionAnswer {
+        InteractionAnswer { key: key.into(), outcome }
+    }
+
+    #[test]
+    fn permissions_map_options_and_answer_once() {
+        let options = json!([
+            {"optionId": "allowOnce", "label": "Allow once", "kind": "allowOnce"},
+            {"optionId": "allowAlways", "label": "Always allow in this project", "kind": "allowAlways", "response": {"decision": "allow", "permissionUpdates": [{}]}},
+            {"optionId": "deny", "label": "Deny", "kind": "deny"},
+        ]);
+        let (mut interactions, actions, problem, mut plan) =
+            surface(permission_item(options.clone()), true);
+        assert!(problem.is_none());
+        let [
+            Action::Interaction(Interaction {
+                key,
+                request: InteractionRequest::Permission(request),
+            }),
+        ] = actions.as_slice()
+        else {
+            panic!("{actions:?}")
+        };
+        assert_eq!(key, "interaction:i1");
+        assert_eq!(request.deny_option, "deny");
+        let acp: Value = serde_json::from_str(&request.request).unwrap();
+        assert_eq!(
+            acp["toolCall"],
+            json!({"toolCallId": "c1", "title": "Run ls", "kind": "execute", "rawInput": {"command": "ls"}})
+        );
+        let kinds: Vec<_> = acp["options"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| o["kind"].as_str().unwrap())
+            .collect();
+        assert_eq!(kinds, ["allow_once", "allow_always", "reject_once"]);
+        let selected = interactions
+            .answer(&answer(key, InteractionOutcome::Selected("allowOnce".into())), true, &mut plan)
+            .unwrap();
+        assert_eq!(
+            (selected.interaction_id.as_str(), selected.answer.unwrap()),
+            ("i1", json!({"optionId": "allowOnce"}))
+        );
+        assert!(
+            interactions
+                .answer(
+                    &answer(key, InteractionOutcome::Selected("allowOnce".into())),
+                    true,
+                    &mut plan
+                )
+                .is_err()
+        );
+        // The same list again surfaces nothing.
+        let mut tracker = Tracker::default();
+        let cx = Context {
+            workspace: "/w",
+            running: true,
+            plan_operations: true,
+            tracker: &mut tracker,
+            plan: &mut plan,
+        };
+        assert!(
+            interactions
+                .surface(permission_item(options).as_array().unwrap(), cx)
+                .unwrap()
+                .0
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn anything_but_an_offered_option_denies() {
+        let options = json!([{"optionId": "ok", "label": "Allow", "kind": "allowOnce"}, {"optionId": "no", "label": "Deny", "kind": "deny"}]);
+        let (mut interactions, _, _, mut plan) = surface(permission_item(options), true);
+        let denied = interactions
+            .answer(
+                &answer("interaction:i1", InteractionOutcome::Selected("fullAccess".into())),
+                true,
+                &mut plan,
+            )
+            .unwrap();
+        assert_eq!(denied.answer.unwrap(), json!({"optionId": "no"}));
+    }
+
+    #[test]
+    fn refuses_what_cannot_be_shown() {
+        let outside = json!([{"optionId": "ok", "label": "Allow", "kind": "allowOnce"}, {"optionId": "no", "label": "Deny", "kind": "deny"}]);
+        let (mut interactions, actions, problem, mut plan) =
+            surface(permission_item(outside), false);
+        assert!(matches!(
+            &actions[0],
+            Action::Interaction(Interaction { request: InteractionRequest::Headless(_), .. })
+        ));
+        assert!(problem.is_none());
+        assert_eq!(
+            interactions
+                .answer(
+                    &answer("interaction:i1", InteractionOutcome::Unavailable("x".into())),
+                    true,
+                    &mut plan
+                )
+                .unwrap()
+                .answer
+                .unwrap(),
+            json!({"optionId": "no"})
+        );
+        let escalate = json!([{"optionId": "up", "label": "Escalate", "kind": "custom", "response": {"decision": "escalate"}}, {"optionId": "no", "label": "Deny", "kind": "deny"}]);
+        let (_, _, problem, _) = surface(permission_item(escalate), true);
+        assert_eq!(
+            problem.unwrap().message,
+            "Native permission decision cannot be represented in ACP v1: escalate"
+        );
+        let mut interactions = Interactions::default();
+        let mut tracker = Tracker::default();
+        let mut plan = PlanView::default();
+        let no_deny =
+            permission_item(json!([{"optionId": "ok", "label": "Allow", "kind": "allowOnce"}]));
+        let cx = Context {
+            workspace: "/w",
+            running: true,
+            plan_operations: true,
+            tracker: &mut tracker,
+            plan: &mut plan,
+        };
+        assert_eq!(
+            interactions.surface(no_deny.as_array().unwrap(), cx).err().unwrap().message,
+            "ZCode permission request does not provide a native deny option"
+        );
+        let twice = permission_item(
+            json!([{"optionId": "x", "label": "Allow", "kind": "allowOnce"}, {"optionId": "x", "label": "Deny", "kind": "deny"}]),
+        );
+        let mut tracker = Tracker::default();
+        let cx = Context {
+            workspace: "/w",
+            running: true,
+            plan_operations: true,
+            tracker: &mut tracker,
+            plan: &mut plan,
+        };
+        assert!(Interactions::default().surface(twice.as_array().unwrap(), cx).is_err());
+        let hooks = json!([{"interactionId": "h", "kind": "workspaceHookReview", "anchorRowId": null, "createdAt": 1, "payload": {"kind": "workspaceHookReview", "interactionId": "h"}}]);
+        let (mut interactions, actions, problem, mut plan) = surface(hooks, true);
+        assert!(matches!(
+            &actions[0],
+            Action::Interaction(Interaction { request: InteractionRequest::Headless(_), .. })
+        ));
+        assert!(problem.unwrap().message.contains("zcode hooks trust"));
+        assert!(
+            interactions
+                .answer(
+                    &answer("interaction:h", InteractionOutcome::Unavailable("x".into())),
+                    true,
+                    &mut plan
+                )
+                .unwrap()
+                .answer
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn questions_become_forms_and_answers_native_content() {
+        let list = json!([{"interactionId": "q", "kind": "userInput", "anchorRowId": 1, "createdAt": 1,
+            "payload": {"kind": "userInput", "prompt": "Pick", "freeText": false, "toolName": "AskUserQuestion", "toolCallId": "c9",
+                        "questions": [{"question": "Which?", "header": "Choice", "options": [{"value": "a", "label": "A"}, {"value": "b", "label": "B"}]}]}}]);
+        let (mut interactions, actions, _, mut plan) = surface(list, true);
+        let Action::Interaction(Interaction {
+            request: InteractionRequest::Elicitation(form), ..
+        }) = &actions[0]
+        else {
+            panic!()
+        };
+        let form: Value = serde_json::from_str(form).unwrap();
+        assert_eq!(form["toolCallId"], "c9");
+        assert_eq!(
+            form["requestedSchema"]["properties"]["answer_0"]["oneOf"][1],
+            json!({"const": "b", "title": "B"})
+        );
+        let accepted = interactions
+            .answer(
+                &answer(
+                    "interaction:q",
+                    InteractionOutcome::Elicited(
+                        r#"{"action":"accept","content":{"answer_0":"b"}}"#.into(),
+                    ),
+                ),
+                true,
+                &mut plan,
+            )
+            .unwrap();
+        assert_eq!(
+            accepted.answer.unwrap(),
+            json!({"action": "accept", "content": {"answer_0": "b", "answers": {"Which?": ["b"]}, "answer": "b"}})
+        );
+    }
+
+    #[test]
+    fn plan_approval_shows_the_plan_and_approves() {
+        let list = json!([{"interactionId": "p", "kind": "userInput", "anchorRowId": 1, "createdAt": 1,
+            "payload": {"kind": "userInput", "prompt": "", "freeText": false, "input": {"plan": "# Plan"}, "schema": {"interaction": "plan_approval"},
+                        "questions": [{"question": "Review this implementation plan.", "header": "Plan", "options": [{"value": "approve", "label": "Approve"}]}]}}]);
+        let (mut interactions, actions, _, mut plan) = surface(list, true);
+        assert!(matches!(&actions[0], Action::Update(update) if update.contains("plan_update")));
+        let approved = interactions
+            .answer(
+                &answer(
+                    "interaction:p",
+                    InteractionOutcome::Elicited(
+                        r#"{"action":"accept","content":{"optionId":"approve"}}"#.into(),
+                    ),
+                ),
+                true,
+                &mut plan,
+            )
+            .unwrap();
+        assert!(approved.plan_approved);
+        assert_eq!(approved.answer.unwrap()["content"]["answer"], "approve");
+    }
+}

@@ -1,0 +1,203 @@
+//! The mapping state of one native session: operations (open, prompt, cancel, settings,
+//! answers, close) as step machines, and the mapping of the session's conversation frames.
+
+pub mod command;
+mod feed;
+pub mod interactions;
+mod open;
+mod ops;
+mod prompt;
+pub mod settings;
+pub mod track;
+pub mod turn;
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+use zcode_contract::{
+    Action, ClientFeatures, Effects, MapperError, NativeReply, NativeRequest, Outgoing,
+    SessionInit, SessionInput, SessionOp, Step, Terminal,
+};
+
+use crate::acp::plan::PlanView;
+use crate::json::text;
+use crate::session::feed::Sync;
+use crate::session::interactions::Interactions;
+use crate::session::settings::Settings;
+use crate::session::track::Tracker;
+use crate::session::turn::Turn;
+use crate::text::derived_uuid;
+use crate::v4::state::Conversation;
+
+/// The native session this resource is bound to.
+#[derive(Clone, Debug)]
+pub struct Bound {
+    pub session_id: String,
+    /// `conversation/<sessionId>`.
+    pub topic: String,
+    /// The listen's request id: the event route.
+    pub listen_id: u64,
+    pub subscription_id: Option<String>,
+}
+
+/// Everything a session knows, shared by its operations and its frame mapping.
+pub struct State {
+    pub workspace: String,
+    pub client: ClientFeatures,
+    pub bound: Option<Bound>,
+    pub conversation: Option<Conversation>,
+    pub sync: Sync,
+    pub tracker: Tracker,
+    pub settings: Settings,
+    pub interactions: Interactions,
+    pub plan: PlanView,
+    pub turn: Turn,
+    /// The CLI's clock at the last frame (ms): the only time the mapper knows.
+    pub clock: f64,
+    /// Commands sent (for command ids).
+    pub commands: u64,
+    /// The stream broke: nothing more is mapped and no prompt is sent.
+    pub broken: Option<String>,
+}
+
+impl State {
+    pub fn plan_operations(&self) -> bool {
+        self.client.plan_operations
+    }
+
+    /// A fresh command id: deterministic (there is no randomness), and mixed with the native
+    /// session's log position so a restarted adapter does not repeat an id.
+    pub fn command_id(&mut self) -> String {
+        self.commands += 1;
+        let session = self.bound.as_ref().map(|b| b.session_id.as_str()).unwrap_or_default();
+        let (epoch, seq) = match &self.conversation {
+            Some(c) => (c.log_epoch.as_str(), c.seq.to_string()),
+            None => ("", String::new()),
+        };
+        derived_uuid(&[
+            "zcode-acp-command",
+            session,
+            &self.commands.to_string(),
+            epoch,
+            &seq,
+            &self.clock.to_string(),
+        ])
+    }
+
+    /// Metadata updates that changed, as action updates.
+    pub fn metadata(&mut self) -> Result<Vec<String>, MapperError> {
+        let plan_operations = self.plan_operations();
+        self.settings.metadata(self.conversation.as_ref(), plan_operations)
+    }
+}
+
+/// A request the session's mapping needs, announced by `map` and written by `issue`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum MapRequest {
+    Resync,
+    /// `conversationRowsRangeV4` for rows before `before`.
+    RowsPage {
+        before: u64,
+    },
+}
+
+/// The session resource.
+pub struct ServicesSession {
+    state: State,
+    ops: BTreeMap<u64, ops::PendingOp>,
+    announced: Vec<MapRequest>,
+    in_flight: BTreeMap<u64, MapRequest>,
+}
+
+impl ServicesSession {
+    pub fn new(init: &SessionInit) -> Self {
+        Self {
+            state: State {
+                workspace: init.workspace.clone(),
+                client: init.client,
+                bound: None,
+                conversation: None,
+                sync: Sync::default(),
+                tracker: Tracker::default(),
+                settings: Settings::default(),
+                interactions: Interactions::default(),
+                plan: PlanView::default(),
+                turn: Turn::default(),
+                clock: 0.0,
+                commands: 0,
+                broken: None,
+            },
+            ops: BTreeMap::new(),
+            announced: Vec::new(),
+            in_flight: BTreeMap::new(),
+        }
+    }
+
+    pub fn start(&mut self, op_id: u64, op: &SessionOp, first: u64) -> Step {
+        ops::start(self, op_id, op, first)
+    }
+
+    pub fn resume(&mut self, op_id: u64, reply: Option<&NativeReply>, first: u64) -> Step {
+        ops::resume(self, op_id, reply, first)
+    }
+
+    /// Maps a batch of input in arrival order; a protocol break is a `terminal(broken)`.
+    pub fn map(&mut self, inputs: &[SessionInput]) -> Effects {
+        let mut actions = Vec::new();
+        for input in inputs {
+            if let Some(reason) = &self.state.broken {
+                actions.push(Action::Ignore(format!("input after a protocol break ({reason})")));
+                continue;
+            }
+            let result = match input {
+                SessionInput::Event(payload) => match payload.as_text() {
+                    Some(json) => feed::on_event(self, json, &mut actions),
+                    None => Err(crate::json::protocol("A conversation event is not JSON text")),
+                },
+                SessionInput::Reply(reply) => feed::on_reply(self, reply, &mut actions),
+            };
+            if let Err(problem) = result {
+                self.break_stream(problem, &mut actions);
+            }
+        }
+        if self.state.broken.is_none()
+            && let Err(problem) = feed::settle(self, &mut actions)
+        {
+            self.break_stream(problem, &mut actions);
+        }
+        Effects { actions, writes: Vec::new(), requests: self.announced.len() as u32 }
+    }
+
+    /// Writes the requests the last `map` announced.
+    pub fn issue(&mut self, first: u64) -> Outgoing {
+        let workspace = self.state.workspace.clone();
+        let mut requests: Vec<NativeRequest> = Vec::new();
+        for (index, request) in std::mem::take(&mut self.announced).into_iter().enumerate() {
+            let id = first + index as u64;
+            let call = feed::call(&self.state, &workspace, &request);
+            requests.push(call.into_request(id));
+            self.in_flight.insert(id, request);
+        }
+        Outgoing { requests, ..Outgoing::default() }
+    }
+
+    fn announce(&mut self, request: MapRequest) {
+        if !self.announced.contains(&request) && !self.in_flight.values().any(|r| *r == request) {
+            self.announced.push(request);
+        }
+    }
+
+    /// The stream cannot be followed any more: the turn (if any) ends broken, and the session
+    /// maps nothing more. A load opens it again.
+    fn break_stream(&mut self, problem: MapperError, actions: &mut Vec<Action>) {
+        self.state.broken = Some(problem.message.clone());
+        self.announced.clear();
+        self.state.turn.phase = turn::TurnPhase::Ended;
+        actions.push(Action::Terminal(Terminal::Broken(problem)));
+    }
+}
+
+/// `Action::Update` from an ACP JSON value.
+pub fn update(value: &Value) -> Action {
+    Action::Update(text(value))
+}

@@ -1,0 +1,790 @@
+//! Session operations as step machines: each step writes its requests and the replies decide
+//! the next step or the outcome.
+//!
+//! - create: `initialize` → `createSession{persistence:"immediate"}` → listen + subscribe.
+//! - load: `initialize` → `resumeSession` → the history, oldest first (below) → listen +
+//!   subscribe. resume: the same without the history.
+//! - prompt: (`setAutoDrain{true}` if a stop paused the queue) → `sendText{startNow}`; done
+//!   when ZCode admitted the input. The turn's end comes from the frames.
+//! - cancel: `setAutoDrain{false}` → `stop{expectedForegroundExecutionId}` → `deleteQueueItem`
+//!   for what is queued (the plugin's sequence, V4S §4); the end comes from the frames.
+//! - set-mode / set-config-option: `switchCollaborationMode` / `switchModelConfig`.
+//! - answer: `resolveInteraction`. close: dispose the listen, `unsubscribeConversationV4`; no
+//!   `closeSession`, which may delete the product session (zcode-releases.md §3.6).
+//!
+//! The history of a load is paged backwards by `conversationRowsRangeV4` (`beforeRowId`), but
+//! must reach the client oldest first, page by page, in bounded memory. So a first pass walks
+//! back recording only the page boundaries (and keeps the newest page); a second pass fetches
+//! the older pages again from the oldest on and streams each as it comes; the newest page goes
+//! last. Rows appended meanwhile reach the client through the subscription's snapshot.
+
+use std::collections::VecDeque;
+
+use serde_json::{Value, json};
+use zcode_contract::{ErrorKind, MapperError, NativeReply, OpResult, Outgoing, SessionOp, Step};
+
+use crate::connection;
+use crate::json::{Fields, error, internal, invalid_params, parse, protocol, text};
+use crate::rpc::{self, Call};
+use crate::session::command::{self, Ack, CAS_ATTEMPTS, Command};
+use crate::session::feed::{self, Page};
+use crate::session::open::{self, Open, OpenKind};
+use crate::session::settings::{
+    MODEL_OPTION, PLAN_MODE, PLAN_OPTION, THOUGHT_LEVEL_OPTION, is_editing_mode, model_value,
+};
+use crate::session::turn::TurnPhase;
+use crate::session::{Bound, ServicesSession, prompt};
+use crate::sessions;
+use crate::v4::rows::Row;
+
+/// History pages at most (200 rows each).
+const MAX_HISTORY_PAGES: usize = 5000;
+
+pub struct PendingOp {
+    /// The request whose reply continues the op (`None`: the step awaited nothing).
+    waiting: Option<(u64, String)>,
+    stage: Stage,
+}
+
+enum Stage {
+    Initialize(Open),
+    Session(Open),
+    ConfirmMissing { session_id: String, failure: MapperError },
+    Walk(Box<Walk>),
+    Replay(Box<Walk>),
+    Subscribe(OpenKind),
+    Commands(Box<Commands>),
+    Unsubscribe,
+}
+
+/// The two passes over a loaded session's history.
+struct Walk {
+    /// `beforeRowId` of each page, newest page first (`None`: the tail).
+    cursors: Vec<Option<u64>>,
+    /// The newest page, streamed last.
+    tail: Vec<Row>,
+    epoch: Option<String>,
+    /// The page the second pass fetches.
+    next: usize,
+    last_streamed: Option<u64>,
+}
+
+struct Commands {
+    steps: VecDeque<Command>,
+    current: Option<(Command, u32)>,
+    finish: Finish,
+}
+
+enum Finish {
+    Prompt { command_id: String, updates: Vec<String> },
+    Cancel,
+    Mode { mode: String, plan: bool, option_response: bool },
+    Thought { level: String },
+    Answer { updates: Vec<String> },
+}
+
+#[allow(clippy::large_enum_variant)] // a short-lived return value
+enum Next {
+    /// Write `calls` (the last one continues the op) after `outgoing`; with `listen`, a frame
+    /// listen for (workspace, session) goes first, its id becoming the session's route.
+    Send {
+        stage: Stage,
+        calls: Vec<Call>,
+        outgoing: Outgoing,
+        listen: Option<(String, String)>,
+    },
+    Done(OpResult),
+}
+
+fn done(response: Value, updates: Vec<String>) -> Next {
+    Next::Done(OpResult { response: text(&response), updates })
+}
+
+fn send(stage: Stage, call: Call) -> Next {
+    Next::Send { stage, calls: vec![call], outgoing: Outgoing::default(), listen: None }
+}
+
+pub fn start(session: &mut ServicesSession, op_id: u64, op: &SessionOp, first: u64) -> Step {
+    if session.ops.contains_key(&op_id) {
+        return Step::Done(Err(internal(format!("Operation {op_id} is already running"))));
+    }
+    let next = match op {
+        SessionOp::Create(params) => begin_open(session, OpenKind::Create, params),
+        SessionOp::Load(params) => begin_open(session, OpenKind::Load, params),
+        SessionOp::Resume(params) => begin_open(session, OpenKind::Resume, params),
+        SessionOp::Prompt(params) => prompt_op(session, params),
+        SessionOp::Cancel => cancel(session),
+        SessionOp::FinishTurn => finish_turn(session),
+        SessionOp::SetMode(params) => set_mode(session, params),
+        SessionOp::SetConfigOption(params) => set_config_option(session, params),
+        SessionOp::Answer(answer) => {
+            let plan_operations = session.state.plan_operations();
+            session
+                .state
+                .interactions
+                .answer(answer, plan_operations, &mut session.state.plan)
+                .and_then(|answered| {
+                    let updates = answered.updates;
+                    match answered.answer {
+                        None => Ok(done(json!({}), updates)),
+                        Some(native) => {
+                            let payload =
+                                json!({"interactionId": answered.interaction_id, "answer": native});
+                            let id = session.state.command_id();
+                            let steps = vec![Command::new("resolveInteraction", payload, id)];
+                            commands(session, steps, Finish::Answer { updates })
+                        }
+                    }
+                })
+        }
+        SessionOp::Close => close(session),
+    };
+    step(session, op_id, first, next)
+}
+
+pub fn resume(
+    session: &mut ServicesSession,
+    op_id: u64,
+    reply: Option<&NativeReply>,
+    first: u64,
+) -> Step {
+    let Some(op) = session.ops.remove(&op_id) else {
+        return Step::Done(Err(internal(format!("Operation {op_id} is not waiting for a reply"))));
+    };
+    let result = match (&op.waiting, reply) {
+        (Some((id, label)), Some(reply)) if reply.id == *id => rpc::reply_value(reply, label),
+        (None, None) => Ok(Value::Null),
+        (Some((id, _)), Some(reply)) => {
+            return Step::Done(Err(internal(format!(
+                "Reply {} does not answer request {id} of operation {op_id}",
+                reply.id
+            ))));
+        }
+        (Some(_), None) => {
+            return Step::Done(Err(internal(format!(
+                "Operation {op_id} resumed without its reply"
+            ))));
+        }
+        (None, Some(reply)) => {
+            return Step::Done(Err(internal(format!(
+                "Operation {op_id} awaited no reply, got {}",
+                reply.id
+            ))));
+        }
+    };
+    let next = advance(session, op.stage, result);
+    step(session, op_id, first, next)
+}
+
+fn step(
+    session: &mut ServicesSession,
+    op_id: u64,
+    first: u64,
+    next: Result<Next, MapperError>,
+) -> Step {
+    match next {
+        Ok(Next::Send { stage, calls, mut outgoing, listen }) => {
+            let mut id = first;
+            if let Some((workspace, session_id)) = listen {
+                outgoing.requests.push(rpc::listen_frames(id, &workspace, &session_id));
+                outgoing.routes_added.push(rpc::route(id));
+                if let Some(bound) = &mut session.state.bound {
+                    bound.listen_id = id;
+                }
+                id += 1;
+            }
+            for call in calls {
+                outgoing.requests.push(call.into_request(id));
+                id += 1;
+            }
+            let waiting = outgoing
+                .requests
+                .last()
+                .filter(|r| r.awaits_reply())
+                .map(|r| (r.id, r.label.clone()));
+            session.ops.insert(op_id, PendingOp { waiting, stage });
+            Step::Wait(outgoing)
+        }
+        Ok(Next::Done(result)) => Step::Done(Ok(result)),
+        Err(problem) => Step::Done(Err(problem)),
+    }
+}
+
+fn bound(session: &ServicesSession) -> Result<&Bound, MapperError> {
+    session.state.bound.as_ref().ok_or_else(|| internal("The native session is not open"))
+}
+
+// ----- create / load / resume ----------------------------------------------------------------
+
+fn begin_open(
+    session: &mut ServicesSession,
+    kind: OpenKind,
+    params: &str,
+) -> Result<Next, MapperError> {
+    let open = open::request(kind, params)?;
+    if session.state.bound.is_some() {
+        return Err(internal("This session resource is already bound to a native session"));
+    }
+    let call = connection::initialize(&session.state.workspace);
+    Ok(send(Stage::Initialize(open), call))
+}
+
+fn advance(
+    session: &mut ServicesSession,
+    stage: Stage,
+    result: Result<Value, MapperError>,
+) -> Result<Next, MapperError> {
+    let workspace = session.state.workspace.clone();
+    match stage {
+        Stage::Initialize(open) => {
+            connection::check_initialized(&result?)?;
+            let call = match &open.session_id {
+                None => Call::agent(
+                    "createSession",
+                    json!({"workspacePath": workspace, "persistence": "immediate", "mcpServers": open.mcp_servers}),
+                ),
+                Some(id) => Call::agent(
+                    "resumeSession",
+                    json!({"workspacePath": workspace, "sessionId": id, "mcpServers": open.mcp_servers}),
+                ),
+            };
+            Ok(send(Stage::Session(open), call.timeout(rpc::OPEN_TIMEOUT_MS)))
+        }
+        Stage::Session(open) => match (result, &open.session_id) {
+            // ZCode's error for an unknown session is free text: ask for its sessions instead.
+            (Err(failure), Some(id)) if failure.kind == ErrorKind::Native => Ok(send(
+                Stage::ConfirmMissing { session_id: id.clone(), failure },
+                sessions::list_call(&workspace),
+            )),
+            (result, _) => opened(session, open, &result?),
+        },
+        Stage::ConfirmMissing { session_id, failure } => {
+            let listed = result?;
+            let known = listed.as_array().is_some_and(|sessions| {
+                sessions.iter().any(|s| s["sessionId"] == session_id.as_str())
+            });
+            if known {
+                Err(failure)
+            } else {
+                Err(error(ErrorKind::NotFound, format!("Unknown session: {session_id}")))
+            }
+        }
+        Stage::Walk(walk) => walked(session, walk, feed::page(&result?)?),
+        Stage::Replay(walk) => replayed(session, walk, feed::page(&result?)?),
+        Stage::Subscribe(kind) => subscribed(session, kind, &result?),
+        Stage::Commands(commands) => acknowledged(session, *commands, result),
+        Stage::Unsubscribe => {
+            result?;
+            Ok(done(json!({}), Vec::new()))
+        }
+    }
+}
+
+fn opened(session: &mut ServicesSession, open: Open, result: &Value) -> Result<Next, MapperError> {
+    let opened = open::opened(result)
+        .map_err(|e| rpc::invalid_result("zcode-agent.createSession/resumeSession", &e))?;
+    if let Some(requested) = &open.session_id {
+        if opened.workspace != session.state.workspace {
+            return Err(invalid_params("Session belongs to a different workspace"));
+        }
+        if opened.session_id != *requested {
+            return Err(protocol("ZCode resumed a different session than requested"));
+        }
+    }
+    let state = &mut session.state;
+    state.settings.config = Some(opened.config);
+    state.settings.thought_labels = opened.thought_labels;
+    state.settings.commands = opened.commands;
+    state.bound = Some(Bound {
+        topic: format!("conversation/{}", opened.session_id),
+        session_id: opened.session_id,
+        listen_id: 0,
+        subscription_id: None,
+    });
+    if open.kind == OpenKind::Load {
+        let walk = Walk {
+            cursors: vec![None],
+            tail: Vec::new(),
+            epoch: None,
+            next: 0,
+            last_streamed: None,
+        };
+        let call = feed::rows_range(&session.state.workspace, &bound(session)?.session_id, None);
+        return Ok(send(Stage::Walk(Box::new(walk)), call));
+    }
+    Ok(subscribe(session, open.kind, Vec::new()))
+}
+
+fn check_epoch(walk: &mut Walk, page: &Page) -> Result<(), MapperError> {
+    match &walk.epoch {
+        None => walk.epoch = Some(page.log_epoch.clone()),
+        Some(epoch) if *epoch != page.log_epoch => {
+            return Err(error(
+                ErrorKind::Native,
+                "ZCode's history changed while it was being read; load the session again",
+            ));
+        }
+        Some(_) => {}
+    }
+    Ok(())
+}
+
+/// Streams rows newer than the last streamed one.
+fn stream(session: &mut ServicesSession, walk: &mut Walk, rows: &[Row]) -> Vec<String> {
+    let workspace = session.state.workspace.clone();
+    let mut updates = Vec::new();
+    for row in rows {
+        if walk.last_streamed.is_some_and(|last| row.id <= last) {
+            continue;
+        }
+        updates.extend(session.state.tracker.history(row, &workspace).iter().map(text));
+        walk.last_streamed = Some(row.id);
+    }
+    updates
+}
+
+/// First pass: one more page walked back.
+fn walked(
+    session: &mut ServicesSession,
+    mut walk: Box<Walk>,
+    page: Page,
+) -> Result<Next, MapperError> {
+    check_epoch(&mut walk, &page)?;
+    let index = walk.cursors.len() - 1;
+    if page.has_more
+        && let Some(first) = page.rows.first()
+    {
+        if walk.cursors.len() >= MAX_HISTORY_PAGES {
+            return Err(error(ErrorKind::Unsupported, "The session's history is too long to load"));
+        }
+        if index == 0 {
+            walk.tail = page.rows.clone();
+        }
+        walk.cursors.push(Some(first.id));
+        let call =
+            feed::rows_range(&session.state.workspace, &bound(session)?.session_id, Some(first.id));
+        return Ok(send(Stage::Walk(walk), call));
+    }
+    // The oldest page: it goes first.
+    let updates = stream(session, &mut walk, &page.rows);
+    if index == 0 {
+        return Ok(subscribe(session, OpenKind::Load, updates));
+    }
+    walk.next = index - 1;
+    next_page(session, walk, updates)
+}
+
+/// Second pass: a page fetched again, streamed.
+fn replayed(
+    session: &mut ServicesSession,
+    mut walk: Box<Walk>,
+    page: Page,
+) -> Result<Next, MapperError> {
+    check_epoch(&mut walk, &page)?;
+    let updates = stream(session, &mut walk, &page.rows);
+    walk.next -= 1;
+    next_page(session, walk, updates)
+}
+
+fn next_page(
+    session: &mut ServicesSession,
+    mut walk: Box<Walk>,
+    mut updates: Vec<String>,
+) -> Result<Next, MapperError> {
+    if walk.next == 0 {
+        let tail = std::mem::take(&mut walk.tail);
+        updates.extend(stream(session, &mut walk, &tail));
+        return Ok(subscribe(session, OpenKind::Load, updates));
+    }
+    let call = feed::rows_range(
+        &session.state.workspace,
+        &bound(session)?.session_id,
+        walk.cursors[walk.next],
+    );
+    let outgoing = Outgoing { updates, ..Outgoing::default() };
+    Ok(Next::Send { stage: Stage::Replay(walk), calls: vec![call], outgoing, listen: None })
+}
+
+/// Listen first, then subscribe, in one step: the route is registered before either is
+/// written, so the initial snapshot cannot arrive unrouted.
+fn subscribe(session: &mut ServicesSession, kind: OpenKind, updates: Vec<String>) -> Next {
+    let workspace = session.state.workspace.clone();
+    let bound = session.state.bound.as_mut().expect("bound before subscribing");
+    let call = Call::agent(
+        "subscribeConversationV4",
+        json!({"workspacePath": workspace, "sessionId": bound.session_id}),
+    )
+    .timeout(rpc::OPEN_TIMEOUT_MS);
+    let session_id = bound.session_id.clone();
+    Next::Send {
+        stage: Stage::Subscribe(kind),
+        calls: vec![call],
+        outgoing: Outgoing { updates, ..Outgoing::default() },
+        listen: Some((workspace, session_id)),
+    }
+}
+
+fn subscribed(
+    session: &mut ServicesSession,
+    kind: OpenKind,
+    result: &Value,
+) -> Result<Next, MapperError> {
+    let label = "zcode-agent.subscribeConversationV4";
+    let read = || -> Result<String, MapperError> {
+        let fields = Fields::native(result, "subscribe result")?;
+        fields.only(&["ack"])?;
+        let ack = fields.object("ack", "subscribe ack")?;
+        ack.one_of("mode", &["snapshot", "resume"])?;
+        ack.str("logEpoch")?;
+        Ok(ack.non_empty_str("subscriptionId")?.to_string())
+    };
+    let subscription_id = read().map_err(|e| rpc::invalid_result(label, &e))?;
+    let bound = session.state.bound.as_mut().expect("bound before subscribing");
+    bound.subscription_id = Some(subscription_id);
+    let session_id = bound.session_id.clone();
+    let modes = session.state.settings.mode_state()?;
+    let options = session.state.settings.config_options();
+    Ok(match kind {
+        OpenKind::Create => {
+            let updates = session.state.metadata()?;
+            done(
+                json!({"sessionId": session_id, "modes": modes, "configOptions": options}),
+                updates,
+            )
+        }
+        OpenKind::Load => {
+            let updates = session.state.metadata()?;
+            done(json!({"modes": modes, "configOptions": options}), updates)
+        }
+        OpenKind::Resume => done(json!({"modes": modes, "configOptions": options}), Vec::new()),
+    })
+}
+
+// ----- prompt, cancel, finish ----------------------------------------------------------------
+
+fn prompt_op(session: &mut ServicesSession, params: &str) -> Result<Next, MapperError> {
+    let params = parse(params, ErrorKind::InvalidParams, "session/prompt params")?;
+    let fields = Fields::acp(&params, "session/prompt params")?;
+    let text = prompt::text(fields.array("prompt")?)?;
+    bound(session)?;
+    if let Some(reason) = &session.state.broken {
+        return Err(protocol(format!(
+            "This session stopped following ZCode ({reason}); load it again"
+        )));
+    }
+    if session.state.turn.running() {
+        return Err(internal("A prompt turn is already running in this session"));
+    }
+    let conversation = session.state.conversation.as_ref();
+    let (routing, reason) =
+        conversation.map_or(("startNow", None), |c| (c.input_routing.0, c.input_routing.1.clone()));
+    if routing == "reject" {
+        let reason = reason.unwrap_or_else(|| "no reason given".into());
+        return Err(error(ErrorKind::Native, format!("ZCode does not accept input now: {reason}")));
+    }
+    let auto_drain = conversation.is_none_or(|c| c.auto_drain);
+    let mut steps = Vec::new();
+    if !auto_drain {
+        let id = session.state.command_id();
+        steps.push(Command::new("setAutoDrain", json!({"autoDrain": true}), id));
+    }
+    let command_id = session.state.command_id();
+    let mut payload = json!({"text": text, "requestedDelivery": "startNow"});
+    if routing == "choice" {
+        // A queue held after a stop: send now and keep what others queued.
+        payload["heldQueueDisposition"] = json!("keepQueueAndSend");
+    }
+    steps.push(Command::new("sendText", payload, command_id.clone()));
+    let plan_operations = session.state.plan_operations();
+    // A proposal left from an unfinished turn must not outlive it.
+    let mut updates = session.state.plan.remove(plan_operations);
+    updates.extend(session.state.metadata()?);
+    let watermark = session.state.tracker.watermark();
+    session.state.turn.start(&command_id, watermark);
+    session.state.tracker.own_input(&command_id);
+    commands(session, steps, Finish::Prompt { command_id, updates })
+}
+
+fn cancel(session: &mut ServicesSession) -> Result<Next, MapperError> {
+    bound(session)?;
+    let running = session.state.turn.running();
+    if running {
+        session.state.turn.cancelled = true;
+    }
+    let mut steps = Vec::new();
+    let (auto_drain, can_stop, execution, queue) = match &session.state.conversation {
+        Some(c) => (
+            c.auto_drain,
+            c.control.can_stop,
+            c.control
+                .active_works
+                .iter()
+                .find(|w| w.kind == "primaryTurn" && w.foreground_execution_id.is_some())
+                .or_else(|| {
+                    c.control.active_works.iter().find(|w| w.foreground_execution_id.is_some())
+                })
+                .and_then(|w| w.foreground_execution_id.clone()),
+            c.queue_items.clone(),
+        ),
+        None => (true, false, None, Vec::new()),
+    };
+    if auto_drain {
+        let id = session.state.command_id();
+        steps.push(Command::new("setAutoDrain", json!({"autoDrain": false}), id));
+    }
+    if can_stop || running {
+        let payload = match execution {
+            Some(id) => json!({"expectedForegroundExecutionId": id}),
+            None => json!({}),
+        };
+        let id = session.state.command_id();
+        steps.push(Command::new("stop", payload, id));
+    }
+    for item in queue {
+        let id = session.state.command_id();
+        steps.push(Command::new("deleteQueueItem", json!({"queueItemId": item}), id));
+    }
+    if steps.is_empty() {
+        return Ok(done(json!({}), Vec::new()));
+    }
+    commands(session, steps, Finish::Cancel)
+}
+
+/// Final metadata and the session's cumulative usage (the V4 state's `usage.cumulative`,
+/// as the desktop generations report the session's totals).
+fn finish_turn(session: &mut ServicesSession) -> Result<Next, MapperError> {
+    let plan_operations = session.state.plan_operations();
+    let mut updates = session.state.metadata()?;
+    updates.extend(session.state.plan.finish_turn(plan_operations));
+    session.state.turn = Default::default();
+    let usage = match &session.state.conversation {
+        Some(c) => {
+            let u = &c.usage;
+            json!({
+                "totalTokens": u.input + u.output + u.cache_read + u.cache_write,
+                "inputTokens": u.input,
+                "outputTokens": u.output,
+                "cachedReadTokens": u.cache_read,
+                "cachedWriteTokens": u.cache_write,
+            })
+        }
+        None => Value::Null,
+    };
+    Ok(done(usage, updates))
+}
+
+// ----- settings ------------------------------------------------------------------------------
+
+fn set_mode(session: &mut ServicesSession, params: &str) -> Result<Next, MapperError> {
+    let params = parse(params, ErrorKind::InvalidParams, "session/set_mode params")?;
+    let mode = Fields::acp(&params, "session/set_mode params")?.str("modeId")?.to_string();
+    if mode != PLAN_MODE && !is_editing_mode(&mode) {
+        return Err(invalid_params(format!("Unknown ZCode mode: {mode}")));
+    }
+    bound(session)?;
+    let plan = mode == PLAN_MODE;
+    mode_commands(session, mode, plan, false)
+}
+
+fn mode_commands(
+    session: &mut ServicesSession,
+    mode: String,
+    plan: bool,
+    option_response: bool,
+) -> Result<Next, MapperError> {
+    let id = session.state.command_id();
+    let steps = vec![Command::new("switchCollaborationMode", json!({"mode": mode}), id)];
+    commands(session, steps, Finish::Mode { mode, plan, option_response })
+}
+
+fn set_config_option(session: &mut ServicesSession, params: &str) -> Result<Next, MapperError> {
+    let params = parse(params, ErrorKind::InvalidParams, "session/set_config_option params")?;
+    let fields = Fields::acp(&params, "session/set_config_option params")?;
+    let config_id = fields.str("configId")?;
+    let kind = fields.opt_str("type")?;
+    let value = fields.get("value");
+    bound(session)?;
+    let config = session.state.settings.config.clone().unwrap_or_default();
+    match config_id {
+        PLAN_OPTION => {
+            let (Some("boolean"), Some(Value::Bool(on))) = (kind, value) else {
+                return Err(invalid_params("zcode.plan takes a boolean value"));
+            };
+            let mode =
+                if *on { PLAN_MODE.to_string() } else { session.state.settings.editing_mode() };
+            mode_commands(session, mode, *on, true)
+        }
+        MODEL_OPTION | THOUGHT_LEVEL_OPTION if kind.is_none_or(|kind| kind == "value_id") => {
+            let value = match value {
+                Some(Value::String(value)) => value.clone(),
+                other => other.map_or_else(|| "<missing>".to_string(), Value::to_string),
+            };
+            if config_id == MODEL_OPTION {
+                if value == model_value(&config.provider, &config.model) && !config.model.is_empty()
+                {
+                    let options = session.state.settings.config_options();
+                    return Ok(done(json!({"configOptions": options}), Vec::new()));
+                }
+                return Err(invalid_params(format!("Unknown ZCode model: {value}")));
+            }
+            if !config.thought_levels.contains(&value) {
+                return Err(invalid_params(format!("Unknown thought level: {value}")));
+            }
+            let payload =
+                json!({"provider": config.provider, "model": config.model, "thought": value});
+            let id = session.state.command_id();
+            commands(
+                session,
+                vec![Command::new("switchModelConfig", payload, id)],
+                Finish::Thought { level: value },
+            )
+        }
+        _ => Err(invalid_params(format!("Unknown config option: {config_id}"))),
+    }
+}
+
+// ----- commands ------------------------------------------------------------------------------
+
+fn commands(
+    session: &mut ServicesSession,
+    steps: Vec<Command>,
+    finish: Finish,
+) -> Result<Next, MapperError> {
+    let commands = Commands { steps: steps.into(), current: None, finish };
+    next_command(session, Box::new(commands), None)
+}
+
+fn next_command(
+    session: &mut ServicesSession,
+    mut commands: Box<Commands>,
+    retry_at: Option<u64>,
+) -> Result<Next, MapperError> {
+    let (command, attempts) = match (commands.current.take(), retry_at) {
+        (Some((command, attempts)), Some(_)) => (command, attempts + 1),
+        _ => match commands.steps.pop_front() {
+            Some(command) => (command, 1),
+            None => return finished(session, *commands),
+        },
+    };
+    let bound = bound(session)?;
+    let revision =
+        retry_at.or(session.state.conversation.as_ref().map(|c| c.revision)).unwrap_or(0);
+    let call =
+        command.call(&session.state.workspace, &bound.session_id, revision, session.state.clock);
+    commands.current = Some((command, attempts));
+    Ok(send(Stage::Commands(commands), call))
+}
+
+fn acknowledged(
+    session: &mut ServicesSession,
+    commands: Commands,
+    result: Result<Value, MapperError>,
+) -> Result<Next, MapperError> {
+    let (command, attempts) = commands.current.clone().expect("a command is in flight");
+    let outcome = result
+        .and_then(|result| command::parse_ack(&result, &command.command_id))
+        .and_then(|ack| match ack {
+            Ack::Stale { revision } if command.is_cas() && attempts < CAS_ATTEMPTS => {
+                Ok(Some(revision))
+            }
+            ack if command.kind == "sendText" => {
+                command::check_input_accepted(&ack, &command.command_id).map(|_| None)
+            }
+            Ack::Accepted(_) | Ack::Noop => Ok(None),
+            Ack::Stale { .. } => Err(error(
+                ErrorKind::Native,
+                format!("ZCode kept refusing {} as stale", command.kind),
+            )),
+            Ack::Refused { status, reason } => {
+                Err(error(ErrorKind::Native, format!("ZCode {status} {}: {reason}", command.kind)))
+            }
+        });
+    match outcome {
+        Ok(Some(revision)) => next_command(session, Box::new(commands), Some(revision)),
+        Ok(None) => {
+            if command.kind == "sendText" {
+                session.state.turn.accepted = true;
+            }
+            next_command(session, Box::new(commands), None)
+        }
+        Err(problem) => {
+            if matches!(commands.finish, Finish::Prompt { .. }) {
+                session.state.turn = Default::default();
+            }
+            Err(problem)
+        }
+    }
+}
+
+fn finished(session: &mut ServicesSession, commands: Commands) -> Result<Next, MapperError> {
+    let state = &mut session.state;
+    Ok(match commands.finish {
+        Finish::Prompt { command_id, updates } => {
+            debug_assert_eq!(state.turn.command_id.as_deref(), Some(command_id.as_str()));
+            done(json!({}), updates)
+        }
+        Finish::Cancel => {
+            let plan_operations = state.plan_operations();
+            // Taken down only once the stop was accepted; otherwise the turn's end does it.
+            done(json!({}), state.plan.remove(plan_operations))
+        }
+        Finish::Mode { mode, plan, option_response } => {
+            let config = state.settings.config.get_or_insert_with(Default::default);
+            let was_planning = config.plan_enabled == Some(true) || config.mode == PLAN_MODE;
+            if plan {
+                config.plan_enabled = Some(true);
+            } else {
+                config.mode = mode;
+                config.plan_enabled = Some(false);
+            }
+            let mode_update = json!({"sessionUpdate": "current_mode_update", "currentModeId": state.settings.current_mode()?});
+            let options = state.settings.config_options();
+            let mut updates = vec![text(&mode_update)];
+            if was_planning != plan || option_response {
+                updates.push(text(
+                    &json!({"sessionUpdate": "config_option_update", "configOptions": options}),
+                ));
+            }
+            state.settings.remember(&updates);
+            let response =
+                if option_response { json!({"configOptions": options}) } else { json!({}) };
+            done(response, updates)
+        }
+        Finish::Thought { level } => {
+            if let Some(config) = &mut state.settings.config {
+                config.thought = level;
+            }
+            let options = state.settings.config_options();
+            let updates = vec![text(
+                &json!({"sessionUpdate": "config_option_update", "configOptions": options}),
+            )];
+            state.settings.remember(&updates);
+            done(json!({"configOptions": options}), updates)
+        }
+        Finish::Answer { updates } => done(json!({}), updates),
+    })
+}
+
+// ----- close ---------------------------------------------------------------------------------
+
+fn close(session: &mut ServicesSession) -> Result<Next, MapperError> {
+    let Some(bound) = session.state.bound.take() else {
+        return Ok(done(json!({}), Vec::new()));
+    };
+    if session.state.turn.phase == TurnPhase::Running {
+        session.state.turn.phase = TurnPhase::Ended;
+    }
+    let outgoing = Outgoing {
+        routes_removed: vec![rpc::route(bound.listen_id)],
+        writes: vec![rpc::dispose_listen(bound.listen_id)],
+        ..Outgoing::default()
+    };
+    let calls = match bound.subscription_id {
+        Some(subscription_id) => vec![Call::agent(
+            "unsubscribeConversationV4",
+            json!({"workspacePath": session.state.workspace, "subscriptionId": subscription_id}),
+        )],
+        None => Vec::new(),
+    };
+    Ok(Next::Send { stage: Stage::Unsubscribe, calls, outgoing, listen: None })
+}

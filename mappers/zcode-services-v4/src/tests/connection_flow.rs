@@ -1,0 +1,177 @@
+//! The connection: handshake, framing and connection operations.
+
+use serde_json::{Value, json};
+use zcode_contract::{ConnectionOp, ErrorKind, Inbound, NativeData, ReplyBody, Step};
+
+use super::support::*;
+use crate::ServicesConnection;
+use crate::ipc::message::{Response, encode_response};
+use crate::ipc::value::IpcValue;
+
+fn stream() -> Vec<u8> {
+    [
+        hello_line(),
+        initialize(),
+        success(1, &json!({"kind": "hello"})),
+        event(7, &json!({"wireVersion": 3})),
+        encode_response(&Response::Error {
+            id: 2,
+            body: IpcValue::json(
+                r#"{"message":"Unknown session","name":"Error","stack":[],"code":"E_NO"}"#,
+            ),
+        }),
+        encode_response(&Response::Success { id: 3, body: IpcValue::Undefined }),
+    ]
+    .concat()
+}
+
+/// What the stream means, split anywhere.
+fn inbound(chunks: &[&[u8]]) -> Vec<Inbound> {
+    let mut connection = ServicesConnection::new();
+    let mut out = Vec::new();
+    for chunk in chunks {
+        out.extend(connection.push(chunk).unwrap());
+    }
+    out.extend(connection.finish().unwrap());
+    out
+}
+
+#[test]
+fn acknowledges_the_hello_then_reads_replies_and_events_split_at_every_byte() {
+    let stream = stream();
+    let whole = inbound(&[&stream]);
+    assert_eq!(whole.len(), 6, "{whole:?}");
+    let Inbound::Write(ack) = &whole[0] else { panic!("{:?}", whole[0]) };
+    assert_eq!(ack.label, "zcode-hello-ack");
+    let ack: Value = serde_json::from_slice(&ack.bytes).unwrap();
+    assert_eq!(
+        (ack["type"].as_str(), ack["clientId"].as_str()),
+        (Some("zcode-hello-ack"), Some("zcode-acp"))
+    );
+    assert_eq!(whole[1], Inbound::Ready);
+    let Inbound::Reply(reply) = &whole[2] else { panic!() };
+    assert_eq!(reply.body, ReplyBody::Ok(NativeData::Text(r#"{"kind":"hello"}"#.into())));
+    let Inbound::Event(event) = &whole[3] else { panic!() };
+    assert_eq!(event.route, "7");
+    let Inbound::Reply(error) = &whole[4] else { panic!() };
+    let ReplyBody::Error(error) = &error.body else { panic!() };
+    assert_eq!((error.kind, error.message.as_str()), (ErrorKind::Native, "Unknown session"));
+    let data: Value = serde_json::from_str(error.data.as_deref().unwrap()).unwrap();
+    assert_eq!(data, json!({"nativeCode": "E_NO", "nativeName": "Error"}));
+    let Inbound::Reply(undefined) = &whole[5] else { panic!() };
+    assert_eq!(undefined.body, ReplyBody::Ok(NativeData::Text("null".into())));
+    for split in 0..=stream.len() {
+        assert_eq!(inbound(&[&stream[..split], &stream[split..]]), whole, "split at {split}");
+    }
+    // And byte by byte.
+    let bytes: Vec<&[u8]> = stream.chunks(1).collect();
+    assert_eq!(inbound(&bytes), whole);
+}
+
+#[test]
+fn identifies_the_server_by_its_hello() {
+    let mut connection = ServicesConnection::new();
+    assert_eq!(connection.identity(), None);
+    connection.push(&hello_line()).unwrap();
+    assert_eq!(connection.identity().as_deref(), Some("3.14.3"));
+}
+
+#[test]
+fn fails_closed_on_a_broken_stream() {
+    let push = |bytes: &[u8]| ServicesConnection::new().push(bytes).err().map(|e| e.message);
+    assert_eq!(
+        push(b"Welcome to the server\n").unwrap(),
+        "The Services Server did not start with its JSON hello line"
+    );
+    let mut before_init = hello_line();
+    before_init.extend(success(1, &json!({})));
+    assert_eq!(
+        push(&before_init).unwrap(),
+        "The Services Server sent a message before its Initialize"
+    );
+    let mut twice = hello_line();
+    twice.extend(initialize());
+    twice.extend(initialize());
+    assert_eq!(push(&twice).unwrap(), "The Services Server initialized twice");
+    let mut keepalive = hello_line();
+    keepalive.extend([9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+    assert!(push(&keepalive).unwrap().contains("type 9"));
+    assert!(push(&vec![b'x'; 70 * 1024]).unwrap().contains("64 KiB"));
+    let mut cut = ServicesConnection::new();
+    cut.push(&hello_line()).unwrap();
+    cut.push(&initialize()[..5]).unwrap();
+    assert_eq!(cut.finish().unwrap_err().message, "The Services Server output ends inside a frame");
+    assert_eq!(
+        ServicesConnection::new().finish().unwrap_err().message,
+        "The Services Server exited before its hello"
+    );
+}
+
+#[test]
+fn sets_up_v4_with_hello_client_hello_and_preferences() {
+    let mut connection = ServicesConnection::new();
+    let first = wait(connection.start(1, &ConnectionOp::Setup, 10));
+    assert_eq!(first.requests.len(), 1);
+    assert_eq!(call(&first.requests[0]), ("helloConversationV4".into(), Value::Null));
+    assert_eq!(first.requests[0].timeout_ms, 10_000);
+    let hello = json!({"kind": "hello", "protocolVersion": 3, "connectionId": "c", "clientMode": "desktop-continuous", "deliveryProfile": "continuous",
+                       "serverTime": 1, "capabilities": {"nativeDialogs": true, "localTerminal": true, "binaryFrames": false, "compression": "none", "independentPlanState": true}, "auth": {}});
+    let second = wait(connection.resume(1, Some(&reply(10, hello.clone())), 11));
+    let calls: Vec<_> = second.requests.iter().map(call).collect();
+    assert_eq!(calls[0].0, "initializeConversationV4");
+    assert_eq!(calls[0].1["kind"], "clientHello");
+    assert_eq!(calls[0].1["protocolVersion"], 3);
+    assert_eq!(calls[0].1["clientId"], "zcode-acp");
+    assert_eq!(
+        calls[1],
+        (
+            "syncAppRuntimePreferences".into(),
+            json!({"askUserQuestionAutoResolutionEnabled": false})
+        )
+    );
+    assert_eq!(second.requests.iter().map(|r| r.id).collect::<Vec<_>>(), [11, 12]);
+    assert!(wait(connection.resume(1, Some(&reply(12, Value::Null)), 13)).requests.is_empty());
+    assert_eq!(done(connection.resume(1, Some(&reply(11, Value::Null)), 13)).0, json!({}));
+
+    let mut old = ServicesConnection::new();
+    wait(old.start(1, &ConnectionOp::Setup, 1));
+    let mut no_plan = hello.clone();
+    no_plan["capabilities"]["independentPlanState"] = json!(false);
+    let Step::Done(Err(problem)) = old.resume(1, Some(&reply(1, no_plan)), 2) else { panic!() };
+    assert_eq!(
+        (problem.kind, problem.message.as_str()),
+        (ErrorKind::Unsupported, "The Services Server has no independent plan state")
+    );
+}
+
+#[test]
+fn probes_and_lists_after_checking_the_workspace() {
+    let mut connection = ServicesConnection::new();
+    let probe = wait(connection.start(2, &ConnectionOp::Probe("/w".into()), 1));
+    assert_eq!(call(&probe.requests[0]), ("initialize".into(), json!({"workspacePath": "/w"})));
+    let Step::Done(Err(problem)) =
+        connection.resume(2, Some(&reply(1, json!({"available": false, "reasonCode": "provider_not_ready", "reason": "No provider"}))), 2)
+    else {
+        panic!()
+    };
+    assert_eq!(problem.kind, ErrorKind::AuthRequired);
+    assert!(problem.message.starts_with("No provider."));
+
+    let list = wait(connection.start(3, &ConnectionOp::ListSessions(r#"{"cwd":"/w"}"#.into()), 5));
+    assert_eq!(call(&list.requests[0]).0, "initialize");
+    let sessions = wait(connection.resume(
+        3,
+        Some(&reply(5, json!({"available": true, "workspaceKey": "/w"}))),
+        6,
+    ));
+    assert_eq!(
+        call(&sessions.requests[0]),
+        ("listSessions".into(), json!({"workspacePath": "/w"}))
+    );
+    let listed = json!([{"sessionId": "s1", "workspace": {"workspacePath": "/w"}, "title": "First", "updatedAt": 1_760_000_000_000u64}]);
+    let (response, _) = done(connection.resume(3, Some(&reply(6, listed)), 7));
+    assert_eq!(
+        response,
+        json!({"sessions": [{"sessionId": "s1", "cwd": "/w", "title": "First", "updatedAt": "2025-10-09T08:53:20.000Z"}]})
+    );
+}

@@ -1,0 +1,485 @@
+//! The physical V4 wire frame an `onDynamicConversationFrame` event carries, and the
+//! reassembly of fragmented logical frames (ZCode 3.15.1 `zcode-protocol-v4/wire.ts`,
+//! `wire-reassembly.ts`; `PROTOCOL_V4_LIMITS` in `core.ts`).
+//!
+//! A complete frame carries the logical frame itself; a large logical frame travels as
+//! fragments of its UTF-8 JSON bytes, base64-encoded, with the byte count and a CRC-32 of the
+//! whole. Reassembly accepts fragments in any order and identical repeats, as ZCode's own
+//! assembler does, and one logical frame at a time.
+//!
+//! Errors are of two kinds. A [`Fault`] is damage in transit (a bad checksum, base64, length
+//! or fragment set): the remedy is a resync, which sends the state again. A
+//! [`WireError::Break`] is a frame this mapper does not understand (a field, kind or version it
+//! does not know): sending the same content again would not help, so it is a protocol break.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use crate::json::Fields;
+use crate::v4::checksum::{crc32_hex, decode_base64};
+
+pub const WIRE_VERSION: u64 = 3;
+/// `logicalFrameAssemblyMaxBytes`.
+pub const MAX_LOGICAL_BYTES: u64 = 16 * 1024 * 1024;
+/// `logicalFrameAssemblyMaxFragments`.
+pub const MAX_FRAGMENTS: u64 = 1024;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WireError {
+    /// Damaged in transit: resync.
+    Fault(String),
+    /// Not understood: a protocol break.
+    Break(String),
+}
+
+fn fault<T>(message: impl Into<String>) -> Result<T, WireError> {
+    Err(WireError::Fault(message.into()))
+}
+
+fn broken(problem: zcode_contract::MapperError) -> WireError {
+    WireError::Break(problem.message)
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Delivery {
+    Initial,
+    Online,
+    Recovery,
+}
+
+/// What every physical frame says about itself.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Envelope {
+    pub delivery: Delivery,
+    pub logical_frame_id: String,
+    pub ordinal: u64,
+    pub topic: String,
+    pub subscription_id: String,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Wire {
+    Complete {
+        envelope: Envelope,
+        frame: Value,
+    },
+    Fragment {
+        envelope: Envelope,
+        index: u64,
+        count: u64,
+        logical_bytes: u64,
+        checksum: String,
+        data: String,
+    },
+}
+
+impl Wire {
+    pub fn envelope(&self) -> &Envelope {
+        match self {
+            Wire::Complete { envelope, .. } | Wire::Fragment { envelope, .. } => envelope,
+        }
+    }
+}
+
+/// The topic and subscription a frame claims, read before anything else: frames of other
+/// conversations share the route (ZCode fans conversation frames out per workspace) and are
+/// not this session's to judge.
+pub fn route_of(value: &Value) -> Option<(&str, &str)> {
+    Some((value.get("topic")?.as_str()?, value.get("subscriptionId")?.as_str()?))
+}
+
+pub fn parse(value: Value) -> Result<Wire, WireError> {
+    let fields = Fields::native(&value, "V4 wire frame").map_err(broken)?;
+    let version = fields.u64("wireVersion").map_err(broken)?;
+    if version != WIRE_VERSION {
+        return Err(WireError::Break(format!("V4 wire version {version} is not {WIRE_VERSION}")));
+    }
+    let kind = fields.one_of("kind", &["complete", "fragment"]).map_err(broken)?;
+    let delivery =
+        match fields.one_of("deliveryKind", &["initial", "online", "recovery"]).map_err(broken)? {
+            "initial" => Delivery::Initial,
+            "online" => Delivery::Online,
+            _ => Delivery::Recovery,
+        };
+    let envelope = Envelope {
+        delivery,
+        logical_frame_id: fields.non_empty_str("logicalFrameId").map_err(broken)?.to_string(),
+        ordinal: fields.u64("logicalFrameOrdinal").map_err(broken)?,
+        topic: fields.non_empty_str("topic").map_err(broken)?.to_string(),
+        subscription_id: fields.non_empty_str("subscriptionId").map_err(broken)?.to_string(),
+    };
+    if envelope.ordinal == 0 {
+        return Err(WireError::Break("V4 wire frame: logicalFrameOrdinal must be positive".into()));
+    }
+    const COMMON: [&str; 7] = [
+        "wireVersion",
+        "kind",
+        "deliveryKind",
+        "logicalFrameId",
+        "logicalFrameOrdinal",
+        "topic",
+        "subscriptionId",
+    ];
+    if kind == "complete" {
+        fields.only(&[&COMMON[..], &["frame"]].concat()).map_err(broken)?;
+        let Value::Object(mut map) = value else { unreachable!("checked above") };
+        let frame = map
+            .remove("frame")
+            .ok_or_else(|| WireError::Break("V4 wire frame: missing field `frame`".into()))?;
+        return Ok(Wire::Complete { envelope, frame });
+    }
+    fields
+        .only(
+            &[
+                &COMMON[..],
+                &["fragmentIndex", "fragmentCount", "logicalBytes", "checksum", "dataBase64"],
+            ]
+            .concat(),
+        )
+        .map_err(broken)?;
+    let checksum = fields.object("checksum", "V4 fragment checksum").map_err(broken)?;
+    checksum.only(&["algorithm", "value"]).map_err(broken)?;
+    checksum.one_of("algorithm", &["crc32"]).map_err(broken)?;
+    let value_hex = checksum.str("value").map_err(broken)?;
+    if value_hex.len() != 8
+        || !value_hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    {
+        return Err(WireError::Break(
+            "V4 fragment checksum: `value` is not 8 lowercase hex digits".into(),
+        ));
+    }
+    Ok(Wire::Fragment {
+        index: fields.u64("fragmentIndex").map_err(broken)?,
+        count: fields.u64("fragmentCount").map_err(broken)?,
+        logical_bytes: fields.u64("logicalBytes").map_err(broken)?,
+        checksum: value_hex.to_string(),
+        data: fields.str("dataBase64").map_err(broken)?.to_string(),
+        envelope,
+    })
+}
+
+struct Assembly {
+    envelope: Envelope,
+    count: u64,
+    logical_bytes: u64,
+    checksum: String,
+    parts: BTreeMap<u64, Vec<u8>>,
+    bytes: u64,
+}
+
+/// Reassembles one logical frame at a time.
+#[derive(Default)]
+pub struct Assembler {
+    current: Option<Assembly>,
+}
+
+impl Assembler {
+    /// Drops a partial assembly (after a fault, or when a resync starts over).
+    pub fn reset(&mut self) {
+        self.current = None;
+    }
+
+    pub fn in_progress(&self) -> bool {
+        self.current.is_some()
+    }
+
+    /// The logical frame a physical frame completes, if any.
+    pub fn accept(&mut self, wire: Wire) -> Result<Option<(Envelope, Value)>, WireError> {
+        match wire {
+            Wire::Complete { envelope, frame } => {
+                if self.current.is_some() {
+                    return fault(
+                        "a complete frame arrived while fragments were being reassembled",
+                    );
+                }
+                Ok(Some((envelope, frame)))
+            }
+            Wire::Fragment { envelope, index, count, logical_bytes, checksum, data } => {
+                if count == 0 || count > MAX_FRAGMENTS || count > logical_bytes || index >= count {
+                    return fault(format!(
+                        "fragment {index} of {count} for {logical_bytes} bytes is inconsistent"
+                    ));
+                }
+                if logical_bytes > MAX_LOGICAL_BYTES {
+                    return fault(format!(
+                        "a logical frame of {logical_bytes} bytes exceeds 16 MiB"
+                    ));
+                }
+                let assembly = self.current.get_or_insert_with(|| Assembly {
+                    envelope: envelope.clone(),
+                    count,
+                    logical_bytes,
+                    checksum: checksum.clone(),
+                    parts: BTreeMap::new(),
+                    bytes: 0,
+                });
+                if assembly.envelope != envelope
+                    || assembly.count != count
+                    || assembly.logical_bytes != logical_bytes
+                    || assembly.checksum != checksum
+                {
+                    return fault("fragments of different logical frames are interleaved");
+                }
+                let Some(decoded) = decode_base64(&data) else {
+                    return fault("a fragment's data is not canonical base64");
+                };
+                if let Some(previous) = assembly.parts.get(&index) {
+                    if *previous != decoded {
+                        return fault(format!(
+                            "fragment {index} arrived twice with different bytes"
+                        ));
+                    }
+                    return Ok(None);
+                }
+                assembly.bytes += decoded.len() as u64;
+                if assembly.bytes > logical_bytes {
+                    return fault("fragments hold more bytes than their logical frame");
+                }
+                assembly.parts.insert(index, decoded);
+                if (assembly.parts.len() as u64) < count {
+                    return Ok(None);
+                }
+                let assembly = self.current.take().expect("assembling");
+                if assembly.bytes != logical_bytes {
+                    return fault("fragments hold fewer bytes than their logical frame");
+                }
+                let mut logical = Vec::with_capacity(logical_bytes as usize);
+                for part in assembly.parts.into_values() {
+                    logical.extend_from_slice(&part);
+                }
+                if crc32_hex(&logical) != assembly.checksum {
+                    return fault("a reassembled logical frame fails its CRC-32");
+                }
+                let Ok(text) = std::str::from_utf8(&logical) else {
+                    return fault("a reassembled logical frame is not UTF-8");
+                };
+                match serde_json::from_str(text) {
+                    Ok(frame) => Ok(Some((assembly.envelope, frame))),
+                    Err(_) => fault("a reassembled logical frame is not JSON"),
+                }
+            }
+        }
+    }
+}
+
+/// The logical frame (`createTopicFrameSchema`): `(fromSeq, toSeq]` of the conversation log.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LogicalFrame {
+    pub from_seq: u64,
+    pub to_seq: u64,
+    /// The CLI's clock (ms): the only time the mapper knows.
+    pub sent_at: f64,
+    pub payload: Payload,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Payload {
+    Snapshot(Value),
+    Deltas(Vec<Value>),
+}
+
+/// Reads a logical frame; its topic and subscription must be the envelope's (a mismatch is
+/// ZCode's `frameAssemblyMetadataMismatch`, a fault).
+pub fn logical(envelope: &Envelope, frame: Value) -> Result<LogicalFrame, WireError> {
+    let fields = Fields::native(&frame, "V4 logical frame").map_err(broken)?;
+    fields
+        .only(&[
+            "topic",
+            "subscriptionId",
+            "fromSeq",
+            "toSeq",
+            "sentAt",
+            "payload",
+            "ttft",
+            "ttftRelated",
+        ])
+        .map_err(broken)?;
+    if fields.str("topic").map_err(broken)? != envelope.topic
+        || fields.str("subscriptionId").map_err(broken)? != envelope.subscription_id
+    {
+        return fault("a logical frame names another topic or subscription than its envelope");
+    }
+    let from_seq = fields.u64("fromSeq").map_err(broken)?;
+    let to_seq = fields.u64("toSeq").map_err(broken)?;
+    let sent_at = fields.f64("sentAt").map_err(broken)?;
+    if to_seq < from_seq {
+        return fault(format!("a logical frame runs backwards ({from_seq} to {to_seq})"));
+    }
+    let payload = fields.object("payload", "V4 frame payload").map_err(broken)?;
+    let payload = match payload.one_of("kind", &["snapshot", "deltas"]).map_err(broken)? {
+        "snapshot" => {
+            payload.only(&["kind", "snapshot"]).map_err(broken)?;
+            Payload::Snapshot(payload.value("snapshot").map_err(broken)?.clone())
+        }
+        _ => {
+            payload.only(&["kind", "deltas"]).map_err(broken)?;
+            Payload::Deltas(payload.array("deltas").map_err(broken)?.clone())
+        }
+    };
+    Ok(LogicalFrame { from_seq, to_seq, sent_at, payload })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::v4::checksum::encode_base64;
+
+    fn envelope_json(kind: &str) -> Value {
+        json!({"wireVersion": 3, "kind": kind, "deliveryKind": "online", "logicalFrameId": "f1",
+               "logicalFrameOrdinal": 4, "topic": "conversation/s", "subscriptionId": "sub"})
+    }
+
+    fn fragments(logical: &[u8], pieces: usize) -> Vec<Wire> {
+        let size = logical.len().div_ceil(pieces);
+        logical
+            .chunks(size)
+            .enumerate()
+            .map(|(index, chunk)| {
+                let mut value = envelope_json("fragment");
+                value["fragmentIndex"] = json!(index);
+                value["fragmentCount"] = json!(logical.chunks(size).count());
+                value["logicalBytes"] = json!(logical.len());
+                value["checksum"] = json!({"algorithm": "crc32", "value": crc32_hex(logical)});
+                value["dataBase64"] = json!(encode_base64(chunk));
+                parse(value).unwrap()
+            })
+            .collect()
+    }
+
+    fn logical_text() -> Vec<u8> {
+        json!({"topic": "conversation/s", "subscriptionId": "sub", "fromSeq": 1, "toSeq": 2, "sentAt": 5,
+               "payload": {"kind": "deltas", "deltas": [{"op": "row.delta", "rowId": 1, "path": "text", "append": "héllo wörld"}]}})
+        .to_string()
+        .into_bytes()
+    }
+
+    #[test]
+    fn reassembles_fragments_in_any_order_with_repeats() {
+        let text = logical_text();
+        let mut parts = fragments(&text, 5);
+        parts.reverse();
+        let repeat = parts[1].clone();
+        parts.insert(2, repeat);
+        let mut assembler = Assembler::default();
+        let mut done = None;
+        for part in parts {
+            if let Some(found) = assembler.accept(part).unwrap() {
+                assert!(done.is_none(), "completed once");
+                done = Some(found);
+            }
+        }
+        let (envelope, frame) = done.unwrap();
+        let frame = logical(&envelope, frame).unwrap();
+        assert_eq!((frame.from_seq, frame.to_seq), (1, 2));
+        assert!(!assembler.in_progress());
+    }
+
+    #[test]
+    fn a_wrong_checksum_or_broken_fragment_set_is_a_fault() {
+        let text = logical_text();
+        let mut parts = fragments(&text, 3);
+        if let Wire::Fragment { checksum, .. } = &mut parts[0] {
+            *checksum = "00000000".into();
+        }
+        let mut assembler = Assembler::default();
+        assert_eq!(assembler.accept(parts.remove(0)), Ok(None));
+        assert!(
+            matches!(assembler.accept(parts.remove(0)), Err(WireError::Fault(_))),
+            "interleaved checksums"
+        );
+
+        let mut parts = fragments(&text, 3);
+        for part in &mut parts {
+            if let Wire::Fragment { checksum, .. } = part {
+                *checksum = "00000000".into();
+            }
+        }
+        let mut assembler = Assembler::default();
+        let results: Vec<_> = parts.into_iter().map(|p| assembler.accept(p)).collect();
+        assert_eq!(
+            results[2],
+            Err(WireError::Fault("a reassembled logical frame fails its CRC-32".into()))
+        );
+
+        let mut assembler = Assembler::default();
+        let mut parts = fragments(&text, 2);
+        assembler.accept(parts.remove(0)).unwrap();
+        let complete = parse({
+            let mut v = envelope_json("complete");
+            v["frame"] = json!({});
+            v
+        })
+        .unwrap();
+        assert!(matches!(assembler.accept(complete), Err(WireError::Fault(_))));
+
+        let mut bad = envelope_json("fragment");
+        bad["fragmentIndex"] = json!(0);
+        bad["fragmentCount"] = json!(1);
+        bad["logicalBytes"] = json!(2);
+        bad["checksum"] = json!({"algorithm": "crc32", "value": crc32_hex(b"hi")});
+        bad["dataBase64"] = json!("aGk");
+        assert_eq!(
+            Assembler::default().accept(parse(bad).unwrap()),
+            Err(WireError::Fault("a fragment's data is not canonical base64".into()))
+        );
+    }
+
+    #[test]
+    fn unknown_shapes_are_breaks() {
+        let mut other = envelope_json("complete");
+        other["frame"] = json!({});
+        other["extra"] = json!(1);
+        assert_eq!(
+            parse(other).unwrap_err(),
+            WireError::Break("V4 wire frame: unknown field `extra`".into())
+        );
+        let mut version = envelope_json("complete");
+        version["wireVersion"] = json!(4);
+        assert_eq!(
+            parse(version).unwrap_err(),
+            WireError::Break("V4 wire version 4 is not 3".into())
+        );
+        let kind = json!({"wireVersion": 3, "kind": "delta"});
+        assert!(matches!(parse(kind), Err(WireError::Break(_))));
+        let mut checksum = envelope_json("fragment");
+        for (k, v) in [
+            ("fragmentIndex", json!(0)),
+            ("fragmentCount", json!(1)),
+            ("logicalBytes", json!(1)),
+            ("dataBase64", json!("YQ==")),
+        ] {
+            checksum[k] = v;
+        }
+        checksum["checksum"] = json!({"algorithm": "crc32", "value": "ABCDEF01"});
+        assert!(matches!(parse(checksum), Err(WireError::Break(_))));
+    }
+
+    #[test]
+    fn reads_logical_frames_strictly() {
+        let envelope = match parse({
+            let mut v = envelope_json("complete");
+            v["frame"] = json!({});
+            v
+        })
+        .unwrap()
+        {
+            Wire::Complete { envelope, .. } => envelope,
+            _ => unreachable!(),
+        };
+        let frame = json!({"topic": "conversation/s", "subscriptionId": "sub", "fromSeq": 0, "toSeq": 3, "sentAt": 1,
+                           "payload": {"kind": "snapshot", "snapshot": {"x": 1}}});
+        assert_eq!(logical(&envelope, frame).unwrap().payload, Payload::Snapshot(json!({"x": 1})));
+        let other = json!({"topic": "conversation/t", "subscriptionId": "sub", "fromSeq": 0, "toSeq": 0, "sentAt": 1,
+                           "payload": {"kind": "deltas", "deltas": []}});
+        assert!(matches!(logical(&envelope, other), Err(WireError::Fault(_))));
+        let backwards = json!({"topic": "conversation/s", "subscriptionId": "sub", "fromSeq": 5, "toSeq": 4, "sentAt": 1,
+                               "payload": {"kind": "deltas", "deltas": []}});
+        assert!(matches!(logical(&envelope, backwards), Err(WireError::Fault(_))));
+        let unknown = json!({"topic": "conversation/s", "subscriptionId": "sub", "fromSeq": 0, "toSeq": 0, "sentAt": 1,
+                             "payload": {"kind": "patch"}});
+        assert!(matches!(logical(&envelope, unknown), Err(WireError::Break(_))));
+    }
+}

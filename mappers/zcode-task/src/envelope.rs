@@ -1,0 +1,490 @@
+//! The bridge's NDJSON envelope: framing of host stdout, classification of frames, and the
+//! bytes of the requests the mapper sends.
+//!
+//! Every frame is one JSON object per line without a `jsonrpc` member: `{id, result}`,
+//! `{id, error}`, or the one notification the bridge sends, `{"method":"event", ...}`. Anything
+//! else fails the transport: the bridge never sends it, so it can only mean a broken host.
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{Value, json};
+use zcode_contract::{
+    ErrorKind, Inbound, MapperError, NativeData, NativeReply, ReplyBody, RoutedEvent,
+};
+
+use zcode_mapper_sdk::json::{Fields, protocol};
+
+/// Longest frame accepted, and longest unterminated buffer kept while waiting for a newline.
+pub const MAX_FRAME_BYTES: usize = 16 * 1024 * 1024;
+
+/// Splits host stdout into lines and classifies them. Once it has failed, it stays failed.
+#[derive(Default)]
+pub struct Framer {
+    buffer: Vec<u8>,
+    /// How much of `buffer` is known to contain no newline.
+    scanned: usize,
+    failed: Option<MapperError>,
+}
+
+impl Framer {
+    pub fn push(&mut self, bytes: &[u8]) -> Result<Vec<Inbound>, MapperError> {
+        self.check_usable()?;
+        self.buffer.extend_from_slice(bytes);
+        let result = self.drain_lines();
+        self.remember_failure(result)
+    }
+
+    /// End of stdout: a final line without a newline is still a frame.
+    pub fn finish(&mut self) -> Result<Vec<Inbound>, MapperError> {
+        self.check_usable()?;
+        let rest = std::mem::take(&mut self.buffer);
+        self.scanned = 0;
+        let result = frame(&rest).map(|inbound| inbound.into_iter().collect());
+        self.remember_failure(result)
+    }
+
+    fn check_usable(&self) -> Result<(), MapperError> {
+        match &self.failed {
+            Some(error) => {
+                Err(protocol(format!("The native transport already failed: {}", error.message)))
+            }
+            None => Ok(()),
+        }
+    }
+
+    fn remember_failure(
+        &mut self,
+        result: Result<Vec<Inbound>, MapperError>,
+    ) -> Result<Vec<Inbound>, MapperError> {
+        if let Err(error) = &result {
+            self.failed = Some(error.clone());
+            self.buffer = Vec::new();
+        }
+        result
+    }
+
+    fn drain_lines(&mut self) -> Result<Vec<Inbound>, MapperError> {
+        let mut inbound = Vec::new();
+        let mut start = 0;
+        let mut search_from = self.scanned;
+        while let Some(offset) = self.buffer[search_from..].iter().position(|&b| b == b'\n') {
+            let end = search_from + offset;
+            inbound.extend(frame(&self.buffer[start..end])?);
+            start = end + 1;
+            search_from = start;
+        }
+        self.buffer.drain(..start);
+        self.scanned = self.buffer.len();
+        if self.buffer.len() > MAX_FRAME_BYTES {
+            return Err(oversized());
+        }
+        Ok(inbound)
+    }
+}
+
+fn oversized() -> MapperError {
+    protocol(format!("Native protocol frame exceeded {MAX_FRAME_BYTES} bytes"))
+}
+
+/// One line (without its newline): `None` for a blank line.
+fn frame(line: &[u8]) -> Result<Option<Inbound>, MapperError> {
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    if line.len() > MAX_FRAME_BYTES {
+        return Err(oversized());
+    }
+    let text = std::str::from_utf8(line)
+        .map_err(|_| protocol("Native protocol contained invalid UTF-8"))?;
+    if text.trim().is_empty() {
+        return Ok(None);
+    }
+    if let Some(event) = event_as_is(text) {
+        return Ok(Some(event));
+    }
+    let value: Value = serde_json::from_str(text)
+        .map_err(|_| protocol("Native stdout contained a non-JSON frame"))?;
+    classify(&value).map(Some)
+}
+
+/// The frame that comes by the thousand during a turn, `{"method": "event", "params":
+/// {"subscriptionId", "event"}}`, read without building a tree of the event: its text is
+/// routed as it came (`map-event` parses it anyway). Only a frame [`classify`] would accept as
+/// an event is taken; anything else goes the general way, which has the errors.
+fn event_as_is(text: &str) -> Option<Inbound> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Frame<'a> {
+        method: &'a str,
+        #[serde(borrow)]
+        params: Params<'a>,
+        #[serde(default, borrow)]
+        #[allow(dead_code)] // accepted, not used
+        trace: Option<&'a RawValue>,
+    }
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Params<'a> {
+        #[serde(rename = "subscriptionId")]
+        subscription_id: String,
+        #[serde(borrow)]
+        event: &'a RawValue,
+    }
+    let frame: Frame<'_> = serde_json::from_str(text).ok()?;
+    let Params { subscription_id, event } = frame.params;
+    let usable = frame.method == "event" && !subscription_id.is_empty();
+    (usable && event.get().starts_with('{')).then(|| {
+        Inbound::Event(RoutedEvent {
+            route: subscription_id,
+            payload: NativeData::Text(event.get().to_string()),
+        })
+    })
+}
+
+/// What a parsed frame means.
+pub fn classify(frame: &Value) -> Result<Inbound, MapperError> {
+    let Value::Object(map) = frame else {
+        return Err(protocol("Native frame is not a JSON object"));
+    };
+    if let Some(method) = map.get("method") {
+        let method = method.as_str().unwrap_or("<non-string method>");
+        if map.contains_key("id") {
+            return Err(protocol(format!("Unsupported native reverse request: {method}")));
+        }
+        if method != "event" {
+            return Err(protocol(format!("Unsupported host notification: {method}")));
+        }
+        return event(frame);
+    }
+    let fields = Fields::native(frame, "Native response")?;
+    let id = match map.get("id") {
+        Some(Value::Null) if map.contains_key("error") => {
+            let message = error_message(fields.object("error", "Native error")?)?;
+            return Err(protocol(format!(
+                "The host bridge reported an error for no request: {message}"
+            )));
+        }
+        Some(id) => {
+            id.as_u64().ok_or_else(|| protocol("Native response id is not a request id of ours"))?
+        }
+        None => return Err(protocol("Native frame has neither an id nor a method")),
+    };
+    let body = match (map.get("result"), map.get("error")) {
+        (Some(result), None) => {
+            fields.only(&["id", "result"])?;
+            ReplyBody::Ok(NativeData::Text(result.to_string()))
+        }
+        (None, Some(_)) => {
+            fields.only(&["id", "error"])?;
+            ReplyBody::Error(native_error(fields.object("error", "Native error")?)?)
+        }
+        _ => return Err(protocol("Native response must carry exactly one of result and error")),
+    };
+    Ok(Inbound::Reply(NativeReply { id, body }))
+}
+
+fn event(frame: &Value) -> Result<Inbound, MapperError> {
+    let fields = Fields::native(frame, "Native event notification")?;
+    fields.only(&["method", "params", "trace"])?;
+    let params = fields.object("params", "Native event params")?;
+    params.only(&["subscriptionId", "event"])?;
+    let route = params.non_empty_str("subscriptionId")?;
+    let event = params.value("event")?;
+    if !event.is_object() {
+        return Err(protocol("Native event params: field `event` must be a JSON object"));
+    }
+    Ok(Inbound::Event(RoutedEvent {
+        route: route.to_string(),
+        payload: NativeData::Text(event.to_string()),
+    }))
+}
+
+fn error_message<'a>(error: Fields<'a>) -> Result<&'a str, MapperError> {
+    error.non_empty_str("message")
+}
+
+fn native_error(error: Fields<'_>) -> Result<MapperError, MapperError> {
+    error.only(&["code", "message", "data"])?;
+    let code = error
+        .value("code")?
+        .as_i64()
+        .ok_or_else(|| protocol("Native error: field `code` must be an integer"))?;
+    let message = error_message(error)?;
+    Ok(MapperError {
+        kind: ErrorKind::Native,
+        message: message.to_string(),
+        data: Some(json!({ "nativeCode": code }).to_string()),
+    })
+}
+
+/// A bridge service, named as the bridge's protocol descriptor names it (the bridge maps it to
+/// a host channel).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Service(&'static str);
+
+impl Service {
+    /// Channel `zcode-agent`.
+    pub const AGENT: Service = Service("agent");
+    /// Channel `zcode-task`.
+    pub const TASK: Service = Service("task");
+
+    /// A service a generation adds (its bridge must allowlist it).
+    pub const fn named(name: &'static str) -> Service {
+        Service(name)
+    }
+
+    pub fn name(self) -> &'static str {
+        self.0
+    }
+}
+
+/// `{"id":N,"method":"__call","params":{"service","method","params"}}` and a newline.
+pub fn call_bytes(id: u64, service: Service, method: &str, params: &Value) -> Vec<u8> {
+    line(&json!({
+        "id": id,
+        "method": "__call",
+        "params": {"service": service.name(), "method": method, "params": params},
+    }))
+}
+
+/// `__subscribe` to a session's dynamic events, snapshot first.
+pub fn subscribe_bytes(
+    id: u64,
+    subscription_id: &str,
+    workspace: &str,
+    session_id: &str,
+) -> Vec<u8> {
+    line(&json!({
+        "id": id,
+        "method": "__subscribe",
+        "params": {
+            "subscriptionId": subscription_id,
+            "target": {
+                "workspacePath": workspace,
+                "sessionId": session_id,
+                "deliveryKind": "desktop-continuous",
+                "includeSnapshot": true,
+            },
+        },
+    }))
+}
+
+pub fn unsubscribe_bytes(id: u64, subscription_id: &str) -> Vec<u8> {
+    line(
+        &json!({"id": id, "method": "__unsubscribe", "params": {"subscriptionId": subscription_id}}),
+    )
+}
+
+fn line(value: &Value) -> Vec<u8> {
+    let mut bytes = value.to_string().into_bytes();
+    bytes.push(b'\n');
+    bytes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reply(id: u64, json: &str) -> Inbound {
+        Inbound::Reply(NativeReply { id, body: ReplyBody::Ok(json.into()) })
+    }
+
+    fn message(result: Result<Vec<Inbound>, MapperError>) -> String {
+        let error = result.unwrap_err();
+        assert_eq!(error.kind, ErrorKind::Protocol);
+        error.message
+    }
+
+    #[test]
+    fn joins_partial_chunks_into_frames() {
+        let mut framer = Framer::default();
+        assert_eq!(framer.push(b"{\"id\":1,\"res").unwrap(), []);
+        assert_eq!(framer.push(b"ult\":{\"a\":1}}").unwrap(), []);
+        assert_eq!(
+            framer.push(b"\n{\"id\":2,\"result\":null}\n{\"id\"").unwrap(),
+            [reply(1, "{\"a\":1}"), reply(2, "null")]
+        );
+        assert_eq!(framer.push(b":3,\"result\":true}\n").unwrap(), [reply(3, "true")]);
+    }
+
+    #[test]
+    fn strips_crlf_and_skips_blank_lines() {
+        let mut framer = Framer::default();
+        let frames = framer.push(b"\r\n  \n{\"id\":7,\"result\":[]}\r\n\n").unwrap();
+        assert_eq!(frames, [reply(7, "[]")]);
+    }
+
+    #[test]
+    fn parses_a_final_frame_without_newline() {
+        let mut framer = Framer::default();
+        assert_eq!(framer.push(b"{\"id\":4,\"result\":1}").unwrap(), []);
+        assert_eq!(framer.finish().unwrap(), [reply(4, "1")]);
+        assert_eq!(Framer::default().finish().unwrap(), []);
+    }
+
+    #[test]
+    fn rejects_oversized_frames_and_buffers() {
+        let mut framer = Framer::default();
+        let big = vec![b' '; MAX_FRAME_BYTES + 1];
+        assert_eq!(message(framer.push(&big)), "Native protocol frame exceeded 16777216 bytes");
+        let mut framer = Framer::default();
+        let mut line = vec![b' '; MAX_FRAME_BYTES + 1];
+        line.push(b'\n');
+        assert_eq!(message(framer.push(&line)), "Native protocol frame exceeded 16777216 bytes");
+        // Exactly at the limit is fine (a blank line here).
+        let mut framer = Framer::default();
+        let mut line = vec![b' '; MAX_FRAME_BYTES];
+        line.push(b'\n');
+        assert_eq!(framer.push(&line).unwrap(), []);
+    }
+
+    #[test]
+    fn rejects_invalid_utf8_and_non_json() {
+        assert_eq!(
+            message(Framer::default().push(b"{\"id\":1,\"result\":\"\xff\"}\n")),
+            "Native protocol contained invalid UTF-8"
+        );
+        assert_eq!(
+            message(Framer::default().push(b"hello\n")),
+            "Native stdout contained a non-JSON frame"
+        );
+        assert_eq!(message(Framer::default().push(b"[1]\n")), "Native frame is not a JSON object");
+        let mut framer = Framer::default();
+        framer.push(b"nope").unwrap();
+        assert_eq!(message(framer.finish()), "Native stdout contained a non-JSON frame");
+    }
+
+    #[test]
+    fn stays_failed_after_an_error() {
+        let mut framer = Framer::default();
+        assert!(framer.push(b"x\n").is_err());
+        assert_eq!(
+            message(framer.push(b"{\"id\":1,\"result\":1}\n")),
+            "The native transport already failed: Native stdout contained a non-JSON frame"
+        );
+    }
+
+    #[test]
+    fn classifies_errors_and_events() {
+        let error =
+            classify(&json!({"id": 2, "error": {"code": -32000, "message": "boom", "data": null}}))
+                .unwrap();
+        assert_eq!(
+            error,
+            Inbound::Reply(NativeReply {
+                id: 2,
+                body: ReplyBody::Error(MapperError {
+                    kind: ErrorKind::Native,
+                    message: "boom".to_string(),
+                    data: Some("{\"nativeCode\":-32000}".to_string()),
+                }),
+            })
+        );
+        let event = classify(
+            &json!({"method": "event", "params": {"subscriptionId": "s", "event": {"type": "x"}}}),
+        )
+        .unwrap();
+        assert_eq!(
+            event,
+            Inbound::Event(RoutedEvent { route: "s".into(), payload: "{\"type\":\"x\"}".into() })
+        );
+    }
+
+    #[test]
+    fn fails_closed_on_unknown_shapes() {
+        let cases = [
+            (
+                json!({"id": 1, "method": "interaction/unknown", "params": {}}),
+                "Unsupported native reverse request: interaction/unknown",
+            ),
+            (
+                json!({"method": "progress", "params": {}}),
+                "Unsupported host notification: progress",
+            ),
+            (
+                json!({"id": null, "error": {"code": -32700, "message": "Invalid JSON"}}),
+                "The host bridge reported an error for no request: Invalid JSON",
+            ),
+            (json!({"id": "1", "result": 1}), "Native response id is not a request id of ours"),
+            (json!({"id": 1}), "Native response must carry exactly one of result and error"),
+            (
+                json!({"id": 1, "result": 1, "error": {"code": 1, "message": "x"}}),
+                "Native response must carry exactly one of result and error",
+            ),
+            (
+                json!({"id": 1, "result": 1, "extra": true}),
+                "Native response: unexpected field `extra`",
+            ),
+            (
+                json!({"id": 1, "error": {"code": "x", "message": "m"}}),
+                "Native error: field `code` must be an integer",
+            ),
+            (
+                json!({"id": 1, "error": {"code": 1, "message": ""}}),
+                "Native error: field `message` must not be empty",
+            ),
+            (json!({"result": 1}), "Native frame has neither an id nor a method"),
+            (
+                json!({"method": "event", "params": {"subscriptionId": "", "event": {}}}),
+                "Native event params: field `subscriptionId` must not be empty",
+            ),
+            (
+                json!({"method": "event", "params": {"subscriptionId": "s", "event": {}, "x": 1}}),
+                "Native event params: unexpected field `x`",
+            ),
+            (
+                json!({"method": "event", "params": {"subscriptionId": "s", "event": 3}}),
+                "Native event params: field `event` must be a JSON object",
+            ),
+        ];
+        for (frame, expected) in cases {
+            let error = classify(&frame).unwrap_err();
+            assert_eq!(error.message, expected, "{frame}");
+            assert_eq!(error.kind, ErrorKind::Protocol);
+            // The same line through the framer: the event fast path takes none of them.
+            let error = Framer::default().push(format!("{frame}\n").as_bytes()).unwrap_err();
+            assert_eq!(error.message, expected, "{frame}");
+        }
+        for line in [
+            r#"{"method":"event","params":{"subscriptionId":"s","event":{}},"id":1}"#,
+            r#"{"method":"event","params":{"subscriptionId":"s","event":[]}}"#,
+            r#"{"method":"events","params":{"subscriptionId":"s","event":{}}}"#,
+        ] {
+            assert!(Framer::default().push(format!("{line}\n").as_bytes()).is_err(), "{line}");
+        }
+    }
+
+    #[test]
+    fn routes_event_text_as_it_came() {
+        let line = br#"{"params": {"event": {"type": "x", "a": [1, 2]}, "subscriptionId": "s"}, "trace": {"t": 1}, "method": "event"}"#;
+        let inbound = Framer::default().push(&[&line[..], b"\n"].concat()).unwrap();
+        let event =
+            RoutedEvent { route: "s".into(), payload: r#"{"type": "x", "a": [1, 2]}"#.into() };
+        assert_eq!(inbound, [Inbound::Event(event)]);
+        // An escaped method name is still an event, read the general way.
+        let line =
+            br#"{"method":"\u0065vent","params":{"subscriptionId":"s","event":{"type":"x"}}}"#;
+        let inbound = Framer::default().push(&[&line[..], b"\n"].concat()).unwrap();
+        let event = RoutedEvent { route: "s".into(), payload: r#"{"type":"x"}"#.into() };
+        assert_eq!(inbound, [Inbound::Event(event)]);
+    }
+
+    #[test]
+    fn builds_bridge_requests() {
+        let bytes = call_bytes(5, Service::TASK, "stopGeneration", &json!({"taskId": "s"}));
+        assert!(bytes.ends_with(b"\n"));
+        let value: Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(
+            value,
+            json!({"id": 5, "method": "__call", "params": {"service": "task", "method": "stopGeneration", "params": {"taskId": "s"}}})
+        );
+        let value: Value = serde_json::from_slice(&subscribe_bytes(1, "sub", "/w", "s")).unwrap();
+        assert_eq!(
+            value["params"]["target"],
+            json!({"workspacePath": "/w", "sessionId": "s", "deliveryKind": "desktop-continuous", "includeSnapshot": true})
+        );
+        let value: Value = serde_json::from_slice(&unsubscribe_bytes(2, "sub")).unwrap();
+        assert_eq!(
+            value,
+            json!({"id": 2, "method": "__unsubscribe", "params": {"subscriptionId": "sub"}})
+        );
+    }
+}

@@ -1,0 +1,111 @@
+//! `session/load` history replay: persisted messages → ACP updates, in order.
+
+use serde_json::{Value, json};
+use zcode_contract::MapperError;
+
+use crate::settings::{Message, Role};
+use crate::tools::{Status, ToolCallView, completed_content, error_content};
+use zcode_mapper_sdk::json::{Fields, protocol, text};
+use zcode_mapper_sdk::uri::uri_basename;
+
+pub fn replay(messages: &[Message], workspace: &str) -> Result<Vec<String>, MapperError> {
+    let mut updates = Vec::new();
+    for message in messages {
+        let message_id = message.info.message_id.as_deref();
+        for part in &message.parts {
+            if let Some(update) = part_update(message.info.role, message_id, part, workspace)? {
+                updates.push(text(&update));
+            }
+        }
+    }
+    Ok(updates)
+}
+
+fn chunk(kind: &str, content: Value, message_id: Option<&str>) -> Value {
+    let mut chunk = json!({"sessionUpdate": kind, "content": content});
+    if let Some(id) = message_id {
+        chunk["messageId"] = json!(id);
+    }
+    chunk
+}
+
+fn part_update(
+    role: Role,
+    message_id: Option<&str>,
+    part: &Value,
+    workspace: &str,
+) -> Result<Option<Value>, MapperError> {
+    let message_kind = match role {
+        Role::User => "user_message_chunk",
+        Role::Assistant => "agent_message_chunk",
+    };
+    let part_type = part.get("type").and_then(Value::as_str).unwrap_or_default();
+    match (part_type, role) {
+        ("text", _) | ("reasoning", Role::Assistant) => {
+            let text = part.get("text").and_then(Value::as_str).unwrap_or_default();
+            if text.is_empty() {
+                return Ok(None);
+            }
+            let kind = if part_type == "reasoning" { "agent_thought_chunk" } else { message_kind };
+            Ok(Some(chunk(kind, json!({"type": "text", "text": text}), message_id)))
+        }
+        ("file", _) => {
+            let fields =
+                Fields::native(part, "Persisted file part").map_err(|_| malformed("file"))?;
+            let url = fields.non_empty_str("url").map_err(|_| malformed("file"))?;
+            let name = fields
+                .opt_str("filename")
+                .ok()
+                .flatten()
+                .filter(|name| !name.is_empty())
+                .map(str::to_string)
+                .or_else(|| uri_basename(url))
+                .unwrap_or_else(|| url.to_string());
+            let mut link = json!({"type": "resource_link", "uri": url, "name": name});
+            if let Some(mime) = fields.opt_str("mime").ok().flatten() {
+                link["mimeType"] = json!(mime);
+            }
+            Ok(Some(chunk(message_kind, link, message_id)))
+        }
+        ("tool", _) => tool_part(part, workspace).map(Some),
+        // Other persisted parts (step markers, snapshots, ...) have no ACP form.
+        _ => Ok(None),
+    }
+}
+
+fn malformed(kind: &str) -> MapperError {
+    protocol(format!("Persisted {kind} part is malformed"))
+}
+
+fn tool_part(part: &Value, workspace: &str) -> Result<Value, MapperError> {
+    let fields = Fields::native(part, "Persisted tool part").map_err(|_| malformed("tool"))?;
+    let id = fields.non_empty_str("callId").map_err(|_| malformed("tool"))?;
+    let name = fields.non_empty_str("tool").map_err(|_| malformed("tool"))?;
+    let state = fields.object("state", "Persisted tool state").map_err(|_| malformed("tool"))?;
+    let status = match state.str("status").map_err(|_| malformed("tool"))? {
+        "pending" => Status::Pending,
+        "running" => Status::InProgress,
+        "completed" => Status::Completed,
+        "error" => Status::Failed,
+        other => return Err(protocol(format!("Unsupported persisted tool status: {other}"))),
+    };
+    let input = state.get("input");
+    let (raw_output, content) = match status {
+        Status::Completed => {
+            let output = state.get("output");
+            (output, completed_content(name, output.unwrap_or(&Value::Null), input, workspace))
+        }
+        Status::Failed => (state.get("error"), error_content(state.get("error"))),
+        _ => (None, Vec::new()),
+    };
+    let view = ToolCallView {
+        id,
+        name,
+        title: state.opt_str("title").ok().flatten(),
+        status,
+        raw_input: input,
+        raw_output,
+        content,
+    };
+    Ok(view.to_update(workspace))
+}
