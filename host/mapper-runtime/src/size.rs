@@ -79,17 +79,7 @@ macro_rules! no_bytes {
     };
 }
 
-no_bytes!(
-    ResourceAny,
-    bool,
-    u32,
-    u64,
-    Os,
-    LayoutKind,
-    ErrorKind,
-    StopReason,
-    ClientFeatures
-);
+no_bytes!(ResourceAny, bool, u32, u64, Os, LayoutKind, ErrorKind, StopReason, ClientFeatures);
 
 impl ByteSize for CredentialEncoding {
     fn byte_size(&self) -> usize {
