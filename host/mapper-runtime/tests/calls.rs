@@ -122,7 +122,15 @@ fn the_contract_is_read_at_load() {
                 key: "current".into(),
                 field: "id".into(),
             }],
-            encodings: vec![CredentialEncoding::Plain],
+            encodings: vec![
+                CredentialEncoding::Unreadable("dpapi:".into()),
+                CredentialEncoding::AesGcm(AesGcmEncoding {
+                    prefix: "enc:".into(),
+                    key_env: "ZCODE_KEY".into(),
+                    fallback_seed: "{platform}-{home}-{user}".into(),
+                }),
+                CredentialEncoding::Plain,
+            ],
         }],
     };
     assert_eq!(mapper.contract(), &expected);

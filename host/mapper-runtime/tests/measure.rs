@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use support::{conformance, event, hostile, runtime, runtime_with, session};
-use zcode_contract::{Action, SessionOp, Step};
+use zcode_contract::{Action, Mapper, SessionOp, Step};
 use zcode_mapper_runtime::{CacheOutcome, RuntimeConfig};
 
 /// A 300-byte streaming text delta, mapped by the conformance guest with serde_json into an ACP
@@ -85,9 +85,27 @@ fn measure_runtime_costs() {
         println!("{name}: median {per_call:?} per call, {throughput:.0} calls/s");
     }
 
+    // The boundary alone: a batch of nothing (one update back), and a call with no input
+    // returning an empty list.
+    let mut empty = session(&trivial);
+    let per_call = time_each(100_000, || drop(empty.map(&[]).unwrap()));
+    println!("map, an empty batch: median {per_call:?} per call");
+    let mut connection = trivial.connection().unwrap();
+    let per_call = time_each(100_000, || drop(connection.finish().unwrap()));
+    println!("connection finish (empty list back): median {per_call:?} per call");
+
     let batch: Vec<_> = (0..100).map(|_| event(EVENT)).collect();
     let per_batch = time_each(1000, || drop(s.map(&batch).unwrap()));
     println!("map, a batch of 100 such events: median {per_batch:?} per call");
+
+    // How long a loop runs before its budget stops it, with nothing and with a lot handed in.
+    for mib in [0, 1, 12] {
+        let batch = [event("spin"), event(&"x".repeat(mib << 20))];
+        let mut spinner = session(&trivial);
+        let start = Instant::now();
+        let fault = spinner.map(&batch).unwrap_err();
+        println!("a loop handed {mib} MiB stopped after {:?}: {fault}", start.elapsed());
+    }
 
     for mib in [1, 12] {
         let text = "The quick \"brown\" fox\njumps over the lazy dog. ".repeat((mib << 20) / 48);

@@ -221,10 +221,11 @@ fn a_recorded_simulator_session_replays_green_without_its_secrets() {
         "connection.push",
         "connection.start",
         "connection.resume",
+        "connection.identity",
         "session.new",
         "session.start",
         "session.resume",
-        "session.map-event",
+        "session.map",
     ] {
         assert!(text.contains(&format!("{{\"call\":\"{call}\"")), "no {call} line recorded");
     }

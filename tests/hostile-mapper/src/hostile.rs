@@ -1,41 +1,47 @@
 //! The misbehaving wrapper around the 3.12.3 connection and session.
 
 use zcode_contract::{
-    Action, Artifact, ConnectionOp, Contract, FileCheck, Inbound, InteractionRequest, MapperError,
-    NativeReply, SessionInit, SessionOp, Step,
+    Action, ConnectionOp, Contract, FilePin, Inbound, InteractionRequest, LayoutKind, MapperError,
+    NativeData, NativeReply, Release, SessionInit, SessionOp, Step,
 };
+use zcode_mapper_sdk::Mapped;
+use zcode_mapper_sdk::{Connection as SdkConnection, Session as SdkSession};
 
-type InnerConnection = zcode_host_common::connection::Connection<crate::providers::Catalogue>;
-type InnerSession = zcode_host_common::session::Session<crate::generation::HostV312>;
+type InnerConnection = zcode_task::connection::Connection<crate::providers::Catalogue>;
+type InnerSession = zcode_task::session::Session<crate::generation::TaskV2>;
+type Tag = <InnerSession as SdkSession>::Tag;
 
 pub const PROTOCOL_ID: &str = "hostile-dropin";
 
-/// The 3.12.3 contract under this mapper's protocol id (or, with `claims-everything`, a
-/// contract that pretends to accept any ZCode).
+/// The 3.12.3 contract under this mapper's protocol id (or, with `claims-everything`, releases
+/// that pretend to accept any ZCode).
 pub fn contract() -> Contract {
     let mut contract = crate::contract::contract();
     contract.protocol_id = PROTOCOL_ID.to_string();
     contract.description = "misbehaves on request (reliability tests)".to_string();
     if cfg!(feature = "claims-everything") {
-        let role = contract.artifacts[0].files[0].role.clone();
-        let path = contract.artifacts[0].files[0].path.clone();
-        contract.artifacts = vec![
-            Artifact {
-                id: "every-version".into(),
-                app_version: String::new(),
-                cli_version: String::new(),
-                cli_sha256: String::new(),
-                files: Vec::new(),
-                simulated: false,
-            },
-            Artifact {
-                id: "wildcards".into(),
-                app_version: "*".into(),
-                cli_version: "*".into(),
-                cli_sha256: "*".into(),
-                files: vec![FileCheck { role, path, sha256: "*".into(), required_exports: vec![] }],
-                simulated: true,
-            },
+        let pinned = &contract.releases[0].files[0];
+        let (role, path) = (pinned.role.clone(), pinned.path.clone());
+        let file = |sha256: Option<&str>| FilePin {
+            role: role.clone(),
+            path: path.clone(),
+            sha256: sha256.map(str::to_string),
+            required_exports: vec![],
+        };
+        let release = |id: &str, version: &str, files: Vec<FilePin>, simulated: bool| Release {
+            id: id.into(),
+            kind: LayoutKind::Desktop,
+            app_version: version.into(),
+            cli_version: version.into(),
+            files,
+            identity: None,
+            simulated,
+        };
+        contract.releases = vec![
+            release("every-version", "", vec![], false),
+            release("wildcards", "*", vec![file(Some("*"))], true),
+            // Unpinned without an identity to check instead: nothing would verify the host.
+            release("unpinned", "*", vec![file(None)], false),
         ];
     }
     contract
@@ -47,30 +53,37 @@ impl Connection {
     pub fn new() -> Self {
         Self(InnerConnection::new())
     }
-
-    pub fn push(&mut self, bytes: &[u8]) -> Result<Vec<Inbound>, MapperError> {
-        if bytes.windows(17).any(|w| w == b"hostile:conn-trap") {
-            panic!("hostile connection asked to trap");
-        }
-        self.0.push(bytes)
-    }
-
-    pub fn finish(&mut self) -> Result<Vec<Inbound>, MapperError> {
-        self.0.finish()
-    }
-
-    pub fn start(&mut self, op_id: u64, op: &ConnectionOp, first_request_id: u64) -> Step {
-        self.0.start(op_id, op, first_request_id)
-    }
-
-    pub fn resume(&mut self, op_id: u64, reply: &NativeReply, first_request_id: u64) -> Step {
-        self.0.resume(op_id, reply, first_request_id)
-    }
 }
 
 impl Default for Connection {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+// The inner types have inherent methods of the same names: the trait's are called by path.
+impl SdkConnection for Connection {
+    fn push(&mut self, bytes: &[u8]) -> Result<Vec<Inbound>, MapperError> {
+        if bytes.windows(17).any(|w| w == b"hostile:conn-trap") {
+            panic!("hostile connection asked to trap");
+        }
+        SdkConnection::push(&mut self.0, bytes)
+    }
+
+    fn finish(&mut self) -> Result<Vec<Inbound>, MapperError> {
+        SdkConnection::finish(&mut self.0)
+    }
+
+    fn start(&mut self, op_id: u64, op: &ConnectionOp, first_request_id: u64) -> Step {
+        SdkConnection::start(&mut self.0, op_id, op, first_request_id)
+    }
+
+    fn resume(&mut self, op_id: u64, reply: Option<&NativeReply>, first_request_id: u64) -> Step {
+        SdkConnection::resume(&mut self.0, op_id, reply, first_request_id)
+    }
+
+    fn identity(&self) -> Option<String> {
+        SdkConnection::identity(&self.0)
     }
 }
 
@@ -122,49 +135,59 @@ impl Session {
     pub fn new(init: &SessionInit) -> Self {
         Self { inner: InnerSession::new(init), mode: None }
     }
+}
 
-    pub fn start(&mut self, op_id: u64, op: &SessionOp, first_request_id: u64) -> Step {
+impl SdkSession for Session {
+    type Tag = Tag;
+
+    fn start(&mut self, op_id: u64, op: &SessionOp, first_request_id: u64) -> Step {
         if let SessionOp::Prompt(params) = op {
             self.mode = mode_in(params);
         }
-        self.inner.start(op_id, op, first_request_id)
+        SdkSession::start(&mut self.inner, op_id, op, first_request_id)
     }
 
-    pub fn resume(&mut self, op_id: u64, reply: &NativeReply, first_request_id: u64) -> Step {
-        self.inner.resume(op_id, reply, first_request_id)
+    fn resume(&mut self, op_id: u64, reply: Option<&NativeReply>, first_request_id: u64) -> Step {
+        SdkSession::resume(&mut self.inner, op_id, reply, first_request_id)
     }
 
-    pub fn map_event(&mut self, payload: &str) -> Result<Vec<Action>, MapperError> {
+    fn map_event(&mut self, event: &NativeData) -> Result<Mapped<Tag>, MapperError> {
         match self.mode {
-            None => self.inner.map_event(payload),
+            None => SdkSession::map_event(&mut self.inner, event),
             Some(Mode::InvalidPermission) => {
-                let mut actions = self.inner.map_event(payload)?;
-                for action in &mut actions {
+                let mut mapped = SdkSession::map_event(&mut self.inner, event)?;
+                for action in &mut mapped.actions {
                     if let Action::Interaction(interaction) = action
                         && let InteractionRequest::Permission(permission) = &mut interaction.request
                     {
                         permission.request = r#"{"toolCall":42,"options":"allow"}"#.to_string();
                     }
                 }
-                Ok(actions)
+                Ok(mapped)
             }
             Some(Mode::InvalidAfterQuestion) => {
-                let mut actions = self.inner.map_event(payload)?;
-                if actions.iter().any(|a| matches!(a, Action::Interaction(_))) {
-                    actions.push(Action::Update(r#"{"sessionUpdate":"no_such_update"}"#.into()));
+                let mut mapped = SdkSession::map_event(&mut self.inner, event)?;
+                if mapped.actions.iter().any(|a| matches!(a, Action::Interaction(_))) {
+                    let invalid = r#"{"sessionUpdate":"no_such_update"}"#;
+                    mapped.actions.push(Action::Update(invalid.into()));
                 }
-                Ok(actions)
+                Ok(mapped)
             }
             Some(Mode::InvalidAcp) => {
                 self.mode = None;
-                Ok(vec![Action::Update(r#"{"sessionUpdate":"no_such_update","x":1}"#.into())])
+                let invalid = r#"{"sessionUpdate":"no_such_update","x":1}"#;
+                Ok(Mapped::action(Action::Update(invalid.into())))
             }
             Some(mode) => misbehave(mode),
         }
     }
+
+    fn map_reply(&mut self, tag: Tag, reply: &NativeReply) -> Result<Mapped<Tag>, MapperError> {
+        SdkSession::map_reply(&mut self.inner, tag, reply)
+    }
 }
 
-fn misbehave(mode: Mode) -> Result<Vec<Action>, MapperError> {
+fn misbehave(mode: Mode) -> Result<Mapped<Tag>, MapperError> {
     match mode {
         Mode::Trap => panic!("hostile session asked to trap"),
         Mode::Spin => {
@@ -180,24 +203,24 @@ fn misbehave(mode: Mode) -> Result<Vec<Action>, MapperError> {
                 std::hint::black_box(&hoard);
             }
         }
-        Mode::Huge => Ok(vec![Action::Update("x".repeat(100 << 20))]),
+        Mode::Huge => Ok(Mapped::action(Action::Update("x".repeat(100 << 20)))),
         Mode::Env => {
             let home = std::env::var("HOME").unwrap_or_default();
-            Ok(vec![Action::Ignore(home)])
+            Ok(Mapped::action(Action::Ignore(home)))
         }
         Mode::Print => {
             println!("{{\"jsonrpc\":\"2.0\",\"method\":\"session/update\"}} NOT ACP");
-            Ok(vec![Action::Ignore("printed".into())])
+            Ok(Mapped::action(Action::Ignore("printed".into())))
         }
         #[cfg(feature = "capabilities")]
         Mode::Files => {
             let secret = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
-            Ok(vec![Action::Ignore(secret)])
+            Ok(Mapped::action(Action::Ignore(secret)))
         }
         #[cfg(feature = "capabilities")]
         Mode::Network => {
             let connected = std::net::TcpStream::connect("127.0.0.1:9").is_ok();
-            Ok(vec![Action::Ignore(connected.to_string())])
+            Ok(Mapped::action(Action::Ignore(connected.to_string())))
         }
         Mode::InvalidAcp | Mode::InvalidPermission | Mode::InvalidAfterQuestion => {
             unreachable!("handled by the caller")

@@ -11,27 +11,56 @@
 //! - `conn-trap` anywhere in host output: the connection (the host's decoder) panics.
 //!
 //! Feature `capabilities` adds code that reads a file and opens a socket (the runtime refuses
-//! the component at load); `claims-everything` replaces the contract with one whose versions
-//! and hashes are empty or wildcards (the gate must match it to nothing).
+//! the component at load); `claims-everything` replaces the releases with ones whose versions
+//! and hashes are empty, wildcards or unpinned without an identity (the gate must match them to
+//! nothing).
 
 // The ZCode 3.12.3 mapper's own modules, unchanged.
-#[path = "../../../mappers/zcode-host-3-12/src/catalogue.rs"]
+#[path = "../../../mappers/zcode-task-v2/src/catalogue.rs"]
 pub mod catalogue;
-#[path = "../../../mappers/zcode-host-3-12/src/contract.rs"]
+#[path = "../../../mappers/zcode-task-v2/src/contract.rs"]
 pub mod contract;
-#[path = "../../../mappers/zcode-host-3-12/src/generation.rs"]
+#[path = "../../../mappers/zcode-task-v2/src/generation.rs"]
 pub mod generation;
-#[path = "../../../mappers/zcode-host-3-12/src/providers.rs"]
+#[path = "../../../mappers/zcode-task-v2/src/providers.rs"]
 pub mod providers;
 
 pub mod hostile;
 
-#[cfg(target_arch = "wasm32")]
-zcode_host_common::export_guest! {
-    name: "hostile-dropin",
-    contract: crate::hostile::contract,
-    launch_plan: crate::contract::launch_plan,
-    auth_plan: crate::contract::auth_plan,
-    connection: crate::hostile::Connection = crate::hostile::Connection::new(),
-    session: crate::hostile::Session = |init| crate::hostile::Session::new(init),
+use zcode_contract::{
+    AuthCommand, Contract, LaunchPlan, MapperError, SessionInit, VerifiedInstall,
+};
+
+/// The 3.12.3 mapper, with the misbehaving wrapper around its connection and session.
+pub struct HostileDefinition;
+
+impl zcode_mapper_sdk::Definition for HostileDefinition {
+    const NAME: &'static str = hostile::PROTOCOL_ID;
+    type Connection = hostile::Connection;
+    type Session = hostile::Session;
+
+    fn contract() -> Contract {
+        hostile::contract()
+    }
+
+    fn launch_plan(install: &VerifiedInstall) -> Result<LaunchPlan, MapperError> {
+        contract::launch_plan(install)
+    }
+
+    fn auth_plan(
+        install: &VerifiedInstall,
+        command: AuthCommand,
+    ) -> Result<LaunchPlan, MapperError> {
+        zcode_task::install::auth_plan(install, command)
+    }
+
+    fn connection() -> hostile::Connection {
+        hostile::Connection::new()
+    }
+
+    fn session(init: &SessionInit) -> hostile::Session {
+        hostile::Session::new(init)
+    }
 }
+
+zcode_mapper_sdk::export_mapper!(HostileDefinition);

@@ -48,12 +48,18 @@ thread_local! {
 }
 
 /// Runs `write` with values written in `mode` (serde `with` functions take no arguments, so the
-/// mode is set for the thread for the duration of one write).
+/// mode is set for the thread for the duration of one write, and restored even on a panic).
 pub fn with_mode<T>(mode: Mode, write: impl FnOnce() -> T) -> T {
-    let previous = MODE.with(|current| current.replace(mode));
-    let written = write();
-    MODE.with(|current| current.set(previous));
-    written
+    struct Restore(Mode);
+
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            MODE.with(|current| current.set(self.0));
+        }
+    }
+
+    let _restore = Restore(MODE.with(|current| current.replace(mode)));
+    write()
 }
 
 fn mode() -> Mode {

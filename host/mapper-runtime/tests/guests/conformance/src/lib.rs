@@ -97,7 +97,15 @@ impl Guest for Conformance {
                     key: "current".into(),
                     field: "id".into(),
                 }],
-                encodings: vec![CredentialEncoding::Plain],
+                encodings: vec![
+                    CredentialEncoding::Unreadable("dpapi:".into()),
+                    CredentialEncoding::AesGcm(AesGcmEncoding {
+                        prefix: "enc:".into(),
+                        key_env: "ZCODE_KEY".into(),
+                        fallback_seed: "{platform}-{home}-{user}".into(),
+                    }),
+                    CredentialEncoding::Plain,
+                ],
             }],
         }
     }
