@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Checks the ACP Registry entry, and each archive given the way the registry's CI runs it:
 #
-#   tests/registry/run.sh [target/dist/zcode-acp-<version>-<target>.tar.gz ...]
+#   tests/registry/run.sh [--release] [target/dist/zcode-acp-<version>-<target>.tar.gz ...]
 #
 # Installs jsonschema (the registry's validator) into target/registry-venv when missing, then
 # runs check.py, which prints one line per check and ends with "N passed, M failed".
