@@ -34,11 +34,11 @@ fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("repository root")
 }
 
-fn binary() -> &'static str {
-    env!("CARGO_BIN_EXE_zcode-acp")
+fn binary() -> &'static Path {
+    support::agent_binary()
 }
 
-fn sha256_of(path: &str) -> String {
+fn sha256_of(path: &Path) -> String {
     let bytes = std::fs::read(path).expect("read the zcode-acp binary");
     Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }

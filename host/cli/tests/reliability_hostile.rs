@@ -71,7 +71,7 @@ fn hostile_agent(env: &TestEnv, policy: Policy) -> Agent {
 
 /// `zcode-acp --simulate --simulate-version 3.12.3 --mappers-dir <dir> doctor --json`.
 fn doctor(env: &TestEnv, dir: &Path) -> Value {
-    let output = Command::new(env!("CARGO_BIN_EXE_zcode-acp"))
+    let output = Command::new(agent_binary())
         .args(["--simulate", "--simulate-version", "3.12.3", "--mappers-dir"])
         .arg(dir)
         .args(["doctor", "--json"])
@@ -210,7 +210,7 @@ fn a_mapper_that_imports_files_or_sockets_never_loads() {
     let env = TestEnv::new();
     let dir = mappers_dir(&env, &["capabilities"]);
     // `mapper list` and `doctor` say which drop-in was refused and why.
-    let listed = Command::new(env!("CARGO_BIN_EXE_zcode-acp"))
+    let listed = Command::new(agent_binary())
         .arg("--mappers-dir")
         .arg(&dir)
         .args(["mapper", "list"])

@@ -172,7 +172,7 @@ fn the_log_file_is_created_private_and_only_appended_to() {
 #[test]
 fn a_relative_log_file_is_refused_before_anything_starts() {
     let env = TestEnv::new();
-    let output = Command::new(env!("CARGO_BIN_EXE_zcode-acp"))
+    let output = Command::new(agent_binary())
         .arg("--simulate")
         .env("HOME", env.path().join("home"))
         .env("ZCODE_ACP_LOG_FILE", "relative/agent.log")

@@ -15,6 +15,11 @@ use zcode_contract::ClientFeatures;
 
 use crate::LOGIN_METHOD_ID;
 
+/// The `clientCapabilities._meta` key by which clients declared terminal auth before
+/// `auth.terminal` existed. The ACP Registry's CI still declares it this way (and only this
+/// way), so an agent that reads `auth.terminal` alone offers it no auth method and is refused.
+const LEGACY_TERMINAL_AUTH_META: &str = "terminal-auth";
+
 pub fn initialize_response(client: &ClientCapabilities, version: &str) -> InitializeResponse {
     let capabilities = AgentCapabilities::new()
         .load_session(true)
@@ -30,7 +35,7 @@ pub fn initialize_response(client: &ClientCapabilities, version: &str) -> Initia
         )
         .auth(AgentAuthCapabilities::new().logout(LogoutCapabilities::new()));
     let mut auth_methods = Vec::new();
-    if client.auth.terminal {
+    if runs_terminal_auth(client) {
         auth_methods.push(AuthMethod::Terminal(
             AuthMethodTerminal::new(LOGIN_METHOD_ID, "ZCode login")
                 .description("Sign in with ZCode's own login (opens a URL to visit in a browser)")
@@ -43,10 +48,60 @@ pub fn initialize_response(client: &ClientCapabilities, version: &str) -> Initia
         .agent_info(Implementation::new("zcode-acp", version).title("ZCode via ACP"))
 }
 
+/// Whether the client can run a terminal auth method: `auth.terminal`, or the legacy
+/// `_meta["terminal-auth"]: true`.
+fn runs_terminal_auth(client: &ClientCapabilities) -> bool {
+    client.auth.terminal
+        || client
+            .meta
+            .as_ref()
+            .and_then(|meta| meta.get(LEGACY_TERMINAL_AUTH_META))
+            .is_some_and(|value| value.as_bool() == Some(true))
+}
+
 /// The client features the mapper and coordinator adapt to.
 pub fn client_features(client: &ClientCapabilities) -> ClientFeatures {
     ClientFeatures {
         plan_operations: client.plan.is_some(),
         form_elicitation: client.elicitation.as_ref().is_some_and(|e| e.form.is_some()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{Value, json};
+
+    fn auth_methods(client_capabilities: Value) -> Value {
+        let client: ClientCapabilities =
+            serde_json::from_value(client_capabilities).expect("client capabilities");
+        serde_json::to_value(initialize_response(&client, "0.0.0")).unwrap()["authMethods"].clone()
+    }
+
+    #[test]
+    fn terminal_auth_is_offered_to_clients_that_declare_it_either_way() {
+        let login = json!([{"type": "terminal", "id": LOGIN_METHOD_ID, "name": "ZCode login",
+            "description": "Sign in with ZCode's own login (opens a URL to visit in a browser)",
+            "args": ["login"]}]);
+        assert_eq!(auth_methods(json!({"auth": {"terminal": true}})), login);
+        // What the ACP Registry's CI sends (registry .github/workflows/client.py).
+        let registry = json!({"terminal": true, "fs": {"readTextFile": true, "writeTextFile": true},
+            "_meta": {"terminal_output": true, "terminal-auth": true}});
+        assert_eq!(auth_methods(registry), login);
+    }
+
+    #[test]
+    fn clients_that_cannot_run_terminal_auth_are_offered_none() {
+        for client in [
+            json!({}),
+            json!({"terminal": true}),
+            json!({"auth": {"terminal": false}}),
+            json!({"_meta": {"terminal-auth": false}}),
+            json!({"_meta": {"terminal-auth": "yes"}}),
+            json!({"_meta": {"terminal_output": true}}),
+        ] {
+            let methods = auth_methods(client.clone());
+            assert!(methods.is_null() || methods == json!([]), "{client}: {methods}");
+        }
     }
 }

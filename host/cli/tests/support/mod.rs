@@ -25,7 +25,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -45,6 +45,22 @@ pub const METHOD_NOT_FOUND: i64 = -32601;
 pub const INVALID_PARAMS: i64 = -32602;
 pub const INTERNAL_ERROR: i64 = -32603;
 pub const RESOURCE_NOT_FOUND: i64 = -32002;
+
+/// The zcode-acp binary under test: the one cargo built for these tests, or the absolute path in
+/// `ZCODE_ACP_E2E_BIN` (CI points it at the static musl build of `scripts/dist`, so the same
+/// suite proves the binary that ships).
+pub fn agent_binary() -> &'static Path {
+    static BINARY: OnceLock<PathBuf> = OnceLock::new();
+    BINARY.get_or_init(|| match std::env::var_os("ZCODE_ACP_E2E_BIN") {
+        Some(path) => {
+            let path = PathBuf::from(path);
+            assert!(path.is_absolute(), "ZCODE_ACP_E2E_BIN must be absolute: {}", path.display());
+            assert!(path.is_file(), "ZCODE_ACP_E2E_BIN names no file: {}", path.display());
+            path
+        }
+        None => PathBuf::from(env!("CARGO_BIN_EXE_zcode-acp")),
+    })
+}
 
 // ----- the per-test environment --------------------------------------------------------------
 
@@ -156,7 +172,7 @@ impl Agent {
         extra: &[(&str, &str)],
     ) -> Self {
         let root = env.path();
-        let mut command = Command::new(env!("CARGO_BIN_EXE_zcode-acp"));
+        let mut command = Command::new(agent_binary());
         command
             .args(args)
             .env_clear()

@@ -265,7 +265,7 @@ impl Bystander {
 /// Loads (and so compiles and caches) the mappers `target_args` name, with the cache every
 /// agent of the tests uses: a cold compile of a drop-in mapper must not eat a hang guard.
 pub fn warm_mapper_cache(env: &TestEnv, target_args: &[&str]) {
-    let output = Command::new(env!("CARGO_BIN_EXE_zcode-acp"))
+    let output = Command::new(super::agent_binary())
         .args(target_args)
         .args(["mapper", "list"])
         .env("XDG_CACHE_HOME", super::shared_cache_dir())
@@ -284,7 +284,7 @@ pub fn warm_mapper_cache(env: &TestEnv, target_args: &[&str]) {
 /// runtime is this binary's simulator. Returns the install root.
 pub fn fake_install(env: &TestEnv, name: &str, variant: &str) -> PathBuf {
     let dir = env.path().join(name);
-    let output = Command::new(env!("CARGO_BIN_EXE_zcode-acp"))
+    let output = Command::new(super::agent_binary())
         .args(["simulator", "install"])
         .arg(&dir)
         .args(["--variant", variant])
