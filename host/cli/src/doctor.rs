@@ -74,6 +74,7 @@ pub fn version(target: &Target) -> ExitCode {
     println!("zcode-acp {}", env!("CARGO_PKG_VERSION"));
     println!("ACP 1");
     println!("WIT {}", zcode_contract::WIT_PACKAGE);
+    println!("simulated releases (--simulate-version): {}", zcode_sim::profile_names().join(", "));
     let Ok(launcher) = Launcher::new(target.clone()) else { return ExitCode::FAILURE };
     match launcher.prepared() {
         Ok(prepared) => {

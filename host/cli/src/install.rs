@@ -3,7 +3,8 @@
 
 use std::path::PathBuf;
 
-use zcode_fake_install::{FakeInstall, Runner};
+use zcode_fake_install::{FakeInstall, FakeLayout, Runner};
+use zcode_sim::InstallKind;
 
 use crate::paths;
 
@@ -16,9 +17,20 @@ pub struct SimulatedInstall {
     pub root: PathBuf,
 }
 
-/// Lays out a fresh simulated install. Its sessions persist in the cache folder, so they can
-/// be listed and loaded by later processes like those of a real install.
-pub fn prepare(app_version: &str) -> Result<SimulatedInstall, String> {
+/// Lays out a fresh simulated install of `release` (a name `--simulate-version` takes: `3.11.2`,
+/// `desktop-3.18.2`, `runtime-4.0.0`, ...). Its sessions persist in the cache folder, so they
+/// can be listed and loaded by later processes like those of a real install.
+pub fn prepare(release: &str) -> Result<SimulatedInstall, String> {
+    let release = zcode_sim::simulated_release(release).ok_or_else(|| {
+        format!(
+            "the simulator plays no release `{release}`; it plays {}",
+            zcode_sim::profile_names().join(", ")
+        )
+    })?;
+    let layout = match release.kind {
+        InstallKind::Desktop => FakeLayout::Desktop,
+        InstallKind::Runtime => FakeLayout::Runtime,
+    };
     let dir = tempfile::Builder::new()
         .prefix("zcode-acp-sim-")
         .tempdir()
@@ -29,7 +41,8 @@ pub fn prepare(app_version: &str) -> Result<SimulatedInstall, String> {
         args.extend(["--state".to_string(), state.display().to_string()]);
     }
     let root = FakeInstall::builder(dir.path().join("ZCode"))
-        .app_version(app_version)
+        .app_version(release.app_version)
+        .layout(layout)
         .runner(Runner { program: exe, args })
         .build()
         .map_err(|e| format!("cannot create the simulated install: {e}"))?;

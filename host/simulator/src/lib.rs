@@ -24,6 +24,41 @@ mod turn;
 pub use runtime::{platform, run_runner, run_runtime};
 pub use services::profile::{RUNTIME_PROFILES, RuntimeProfile};
 
+/// What kind of install a simulated release is played behind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InstallKind {
+    /// A desktop app (the host bridge of 3.11/3.12, or the Agent of 3.14 and later).
+    Desktop,
+    /// A standalone runtime folder run by Node (the Services Server).
+    Runtime,
+}
+
+/// A release the simulator plays, as `--simulate-version` names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SimulatedRelease {
+    pub name: &'static str,
+    pub kind: InstallKind,
+    /// The app version the install's package file carries (what selects the profile).
+    pub app_version: &'static str,
+}
+
+/// The simulated release named `name` (see [`profile_names`]).
+pub fn simulated_release(name: &str) -> Option<SimulatedRelease> {
+    if let Some(profile) = profile::PROFILES.iter().find(|p| p.app_version == name) {
+        let app_version = profile.app_version;
+        return Some(SimulatedRelease { name: app_version, kind: InstallKind::Desktop, app_version });
+    }
+    if let Some(profile) = app_server::by_name(name) {
+        let (name, app_version) = (profile.name, profile.app_version);
+        return Some(SimulatedRelease { name, kind: InstallKind::Desktop, app_version });
+    }
+    RuntimeProfile::named(name).map(|profile| SimulatedRelease {
+        name: profile.name,
+        kind: InstallKind::Runtime,
+        app_version: profile.server_version,
+    })
+}
+
 /// Stable names of every simulated release: a bare app version for the host-bridge profiles
 /// (`3.11.2`), `desktop-<version>` for the app-server ones (`desktop-3.18.2`), `runtime-<version>`
 /// for the Services Server ones (`runtime-4.0.0`), as `--simulate-version` takes them.
