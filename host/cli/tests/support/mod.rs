@@ -62,6 +62,22 @@ pub fn agent_binary() -> &'static Path {
     })
 }
 
+/// The release `--simulate` plays in these tests: `ZCODE_ACP_E2E_SIMULATE_VERSION` (CI runs the
+/// suite once per protocol generation, e.g. `desktop-3.18.2`, `runtime-4.0.0`), else the
+/// simulator's default (3.11.2).
+pub fn simulated_release() -> Option<&'static str> {
+    static RELEASE: OnceLock<Option<String>> = OnceLock::new();
+    RELEASE.get_or_init(|| std::env::var("ZCODE_ACP_E2E_SIMULATE_VERSION").ok()).as_deref()
+}
+
+/// `--simulate`, and `--simulate-version <v>` when the suite runs against another release.
+pub fn simulate_args() -> Vec<&'static str> {
+    match simulated_release() {
+        Some(release) => vec!["--simulate", "--simulate-version", release],
+        None => vec!["--simulate"],
+    }
+}
+
 // ----- the per-test environment --------------------------------------------------------------
 
 /// Folders of one test: home, data, temp and the simulator's session store, plus workspaces.
@@ -158,9 +174,10 @@ impl Agent {
         Self::start_with_env(env, policy, &[])
     }
 
-    /// Starts the agent with extra environment variables (simulator faults, sign-out, ...).
+    /// Starts the agent with extra environment variables (simulator faults, sign-out, ...),
+    /// simulating the release of [`simulated_release`].
     pub fn start_with_env(env: &TestEnv, policy: Policy, extra: &[(&str, &str)]) -> Self {
-        Self::start_with_args(env, policy, &["--simulate"], extra)
+        Self::start_with_args(env, policy, &simulate_args(), extra)
     }
 
     /// Starts `zcode-acp <args>` (no `--simulate` unless `args` has it) in `env`'s isolated
