@@ -89,6 +89,14 @@ impl Launcher {
 
     /// Starts the host for the install discovery selected.
     pub async fn start(&self, selected: &Selected) -> Result<Host, CoordinatorError> {
+        if !selected.overrides.is_empty() {
+            tracing::info!(
+                target: "zcode_acp::host",
+                mapper = %selected.source,
+                overrides = %selected.overrides.join(", "),
+                "a trusted drop-in mapper takes precedence over the embedded ones for this install"
+            );
+        }
         let mapper = self.mapper(selected).map_err(|e| CoordinatorError::failed("mappers", e))?;
         // ZCODE_ACP_RECORD: every mapper call of this host's connection and sessions is recorded.
         let mapper = zcode_recorder::record_from_env(mapper)

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use clap::Subcommand;
 use zcode_contract::{Contract, Layout, LayoutKind, Mapper};
+use zcode_discovery::EMBEDDED_SOURCE_PREFIX;
 use zcode_mapper_runtime::WasmMapper;
 use zcode_mapper_trust::{TrustStore, read_capped, sha256_hex};
 
@@ -241,7 +242,7 @@ fn load(which: &str) -> Result<Vec<Arc<WasmMapper>>, String> {
         return chosen
             .into_iter()
             .map(|(n, bytes)| {
-                runtime.load_bytes(&format!("embedded:{n}"), bytes).map_err(|e| e.to_string())
+                runtime.load_bytes(&format!("{EMBEDDED_SOURCE_PREFIX}{n}"), bytes).map_err(|e| e.to_string())
             })
             .collect();
     }

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use zcode_contract::Mapper;
-use zcode_discovery::{DropInReport, DropInTrust, MapperContract};
+use zcode_discovery::{DropInReport, DropInTrust, EMBEDDED_SOURCE_PREFIX, MapperContract};
 use zcode_mapper_runtime::{MapperRuntime, RuntimeConfig, WasmMapper};
 use zcode_mapper_trust::{Admission, TrustStore};
 
@@ -29,7 +29,7 @@ impl MapperSet {
         let mut mappers = Vec::new();
         for (name, bytes) in zcode_embedded_mappers::EMBEDDED {
             let mapper = runtime
-                .load_bytes(&format!("embedded:{name}"), bytes)
+                .load_bytes(&format!("{EMBEDDED_SOURCE_PREFIX}{name}"), bytes)
                 .map_err(|e| format!("the embedded mapper {name} does not load: {e}"))?;
             mappers.push(mapper);
         }

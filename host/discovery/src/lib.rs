@@ -51,7 +51,9 @@ pub use root::{
     Candidate, INSTALL_ENV, INSTALL_FLAG, InstallRoot, RootError, RootSource, Search,
     default_candidates, how_to_point, process_env, resolve_install_root,
 };
-pub use select::{Selected, SelectionError, VersionStanding, select, version_standing};
+pub use select::{
+    EMBEDDED_SOURCE_PREFIX, Selected, SelectionError, VersionStanding, select, version_standing,
+};
 pub use uninstall::{
     RecordedRegistry, SystemRegistry, UninstallEntry, UninstallRegistry, root_of, zcode_roots,
 };

@@ -1,9 +1,11 @@
 //! Choosing the one mapper (and release) that accepts the install.
 //!
-//! A release whose every file matched a pin is stronger evidence than one that leaves files
-//! unpinned, so pinned acceptances win over unpinned ones (the simulator's pinned release of a
-//! version over a real release of that version known only by its identity). Among equals,
-//! exactly one must accept.
+//! A trusted drop-in is how a user brings a newer or fixed mapper for an install: when one
+//! accepts, the embedded mappers that accept the same install give way to it. Then a release
+//! whose every file matched a pin is stronger evidence than one that leaves files unpinned, so
+//! pinned acceptances win over unpinned ones (the simulator's pinned release of a version over a
+//! real release of that version known only by its identity). Among equals, exactly one must
+//! accept.
 
 use std::cmp::Ordering;
 use std::fmt::Write;
@@ -13,6 +15,14 @@ use zcode_contract::{LayoutKind, VerifiedInstall};
 
 use crate::verdict::{Accepted, ContractVerdict, Findings, Inspection, Pinning};
 use crate::version::compare_versions;
+
+/// How the sources of embedded mappers start (`embedded:zcode-task-v1`); any other source is a
+/// drop-in file.
+pub const EMBEDDED_SOURCE_PREFIX: &str = "embedded:";
+
+fn is_drop_in(source: &str) -> bool {
+    !source.starts_with(EMBEDDED_SOURCE_PREFIX)
+}
 
 /// The mapper and release that accept the install.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -28,6 +38,8 @@ pub struct Selected {
     /// What the host must report about itself at setup (the release's `identity`); the core
     /// refuses a host that reports anything else.
     pub identity: Option<String>,
+    /// Embedded mappers that accepted the install too, and gave way to this drop-in.
+    pub overrides: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -127,12 +139,27 @@ pub fn select(inspection: &Inspection) -> Result<Selected, SelectionError> {
         .enumerate()
         .flat_map(|(index, verdict)| verdict.accepted().map(move |a| (index, verdict, a)))
         .collect();
+    let (drop_ins, embedded): (Vec<_>, Vec<_>) =
+        accepted.iter().copied().partition(|(_, verdict, _)| is_drop_in(&verdict.source));
+    let (candidates, overrides) = match drop_ins.is_empty() {
+        true => (embedded, Vec::new()),
+        false => {
+            let mut overridden: Vec<String> =
+                embedded.iter().map(|(_, verdict, _)| verdict.source.clone()).collect();
+            overridden.dedup();
+            (drop_ins, overridden)
+        }
+    };
     let pinned: Vec<_> =
-        accepted.iter().filter(|(_, _, a)| a.pinning() == Pinning::Pinned).copied().collect();
-    let strongest = if pinned.is_empty() { accepted } else { pinned };
+        candidates.iter().filter(|(_, _, a)| a.pinning() == Pinning::Pinned).copied().collect();
+    let strongest = if pinned.is_empty() { candidates } else { pinned };
     match strongest.as_slice() {
         [] => Err(SelectionError::NoneAccepted(none_accepted(inspection))),
-        [(index, verdict, release)] => Ok(selected(inspection, *index, verdict, release)),
+        [(index, verdict, release)] => {
+            let mut selected = selected(inspection, *index, verdict, release);
+            selected.overrides = overrides;
+            Ok(selected)
+        }
         many => Err(SelectionError::Ambiguous {
             install_root: inspection.install_root.display().to_string(),
             matches: many
@@ -176,6 +203,7 @@ fn selected(
         simulated: release.simulated,
         pinning: release.pinning(),
         identity: release.identity.clone(),
+        overrides: Vec::new(),
     }
 }
 

@@ -254,6 +254,27 @@ fn two_accepting_mappers_are_an_error_naming_both() {
 }
 
 #[test]
+fn a_trusted_drop_in_takes_precedence_over_embedded_mappers_of_the_same_install() {
+    let fixture = Fixture::new(Variant::Good);
+    let (embedded, drop_in) = (contract(), contract());
+    let inspection =
+        fixture.inspect(&[("embedded:zcode-task-v1", &embedded), ("/m/fixed.wasm", &drop_in)]);
+    let selected = select(&inspection).unwrap();
+    assert_eq!(selected.source, "/m/fixed.wasm");
+    assert_eq!(selected.overrides, ["embedded:zcode-task-v1"]);
+
+    // Two embedded mappers, or two drop-ins, for one install are still an error.
+    let both_embedded = fixture.inspect(&[("embedded:a", &embedded), ("embedded:b", &drop_in)]);
+    assert!(matches!(select(&both_embedded), Err(SelectionError::Ambiguous { .. })));
+    let two_drop_ins = fixture.inspect(&[
+        ("embedded:a", &embedded),
+        ("/m/x.wasm", &drop_in),
+        ("/m/y.wasm", &drop_in),
+    ]);
+    assert!(matches!(select(&two_drop_ins), Err(SelectionError::Ambiguous { .. })));
+}
+
+#[test]
 fn when_none_accepts_the_error_lists_what_was_found_and_expected() {
     let fixture = Fixture::new(Variant::WrongAppVersion);
     let mut other = contract();
