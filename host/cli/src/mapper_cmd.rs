@@ -242,7 +242,9 @@ fn load(which: &str) -> Result<Vec<Arc<WasmMapper>>, String> {
         return chosen
             .into_iter()
             .map(|(n, bytes)| {
-                runtime.load_bytes(&format!("{EMBEDDED_SOURCE_PREFIX}{n}"), bytes).map_err(|e| e.to_string())
+                runtime
+                    .load_bytes(&format!("{EMBEDDED_SOURCE_PREFIX}{n}"), bytes)
+                    .map_err(|e| e.to_string())
             })
             .collect();
     }

@@ -226,8 +226,9 @@ fn a_mapper_that_imports_files_or_sockets_never_loads() {
     for import in ["wasi:filesystem/preopens", "wasi:sockets/tcp"] {
         assert!(refused.contains(import), "names the refused import {import}: {listed}");
     }
+    // The refused drop-in takes nothing over: the embedded 3.12 mapper drives the install.
     let report = doctor(&env, &dir);
-    assert_ne!(report["ok"], true, "{report:#}");
+    assert_eq!(accepted_by(&report), ["embedded:zcode-task-v2"], "{report:#}");
     let drop_ins = &report["dropIns"];
     assert_eq!(drop_ins.as_array().map(Vec::len), Some(1), "{report:#}");
     assert!(drop_ins[0]["path"].as_str().unwrap().ends_with("hostile.wasm"), "{drop_ins}");
@@ -237,18 +238,36 @@ fn a_mapper_that_imports_files_or_sockets_never_loads() {
     );
     assert!(drop_ins[0]["error"].as_str().unwrap().contains("wasi:sockets/tcp"), "{drop_ins}");
 
-    // Over ACP: the only mapper that could drive 3.12.3 was refused, so nothing starts.
+    // Over ACP the session is the embedded mapper's.
+    assert_session_is_embedded(&env, &dir);
+}
+
+/// Sources of the mappers doctor says accept the install.
+fn accepted_by(report: &serde_json::Value) -> Vec<String> {
+    let mappers = report["mappers"].as_array().expect("mappers in the report");
+    mappers
+        .iter()
+        .filter(|m| m["verdict"] == "accepted")
+        .map(|m| m["source"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+/// A session on the simulated 3.12.3 install with `dir` as the drop-in folder works, driven by
+/// the embedded mapper: the refused drop-in never runs.
+fn assert_session_is_embedded(env: &TestEnv, dir: &std::path::Path) {
     let workspace = env.workspace("ws");
     let args =
         ["--simulate", "--simulate-version", "3.12.3", "--mappers-dir", dir.to_str().unwrap()];
-    let mut agent = Agent::start_with_args(&env, policy::refuse_all(), &args, &[]);
+    let mut agent = Agent::start_with_args(env, policy::refuse_all(), &args, &[]);
     agent.initialize(plain_client());
     let response =
         agent.request("session/new", serde_json::json!({"cwd": workspace, "mcpServers": []}));
-    let (_, message) = agent.error_of(&response, "session/new without a loadable mapper");
-    assert!(message.starts_with("No usable ZCode install"), "{message}");
-    assert!(agent.live_descendants().is_empty());
-    Invariants::new(&env).finish(agent);
+    assert!(response["result"]["sessionId"].is_string(), "{response}");
+    assert!(
+        agent.stderr().contains("embedded:zcode-task-v2"),
+        "the embedded mapper started the host"
+    );
+    Invariants::new(env).finish(agent);
 }
 
 #[test]
@@ -256,7 +275,7 @@ fn a_contract_that_claims_every_zcode_is_refused_by_the_gate() {
     let env = TestEnv::new();
     let dir = mappers_dir(&env, &["claims-everything"]);
     let report = doctor(&env, &dir);
-    assert_ne!(report["ok"], true, "{report:#}");
+    assert_eq!(accepted_by(&report), ["embedded:zcode-task-v2"], "{report:#}");
     let hostile = report["mappers"]
         .as_array()
         .expect("mappers in the report")
@@ -267,15 +286,5 @@ fn a_contract_that_claims_every_zcode_is_refused_by_the_gate() {
     let reason = hostile["reason"].as_str().unwrap_or_default();
     assert!(!reason.is_empty(), "a clear reason: {hostile:#}");
 
-    let workspace = env.workspace("ws");
-    let args =
-        ["--simulate", "--simulate-version", "3.12.3", "--mappers-dir", dir.to_str().unwrap()];
-    let mut agent = Agent::start_with_args(&env, policy::refuse_all(), &args, &[]);
-    agent.initialize(plain_client());
-    let response =
-        agent.request("session/new", serde_json::json!({"cwd": workspace, "mcpServers": []}));
-    let (_, message) = agent.error_of(&response, "session/new with an everything-contract");
-    assert!(message.starts_with("No usable ZCode install"), "{message}");
-    assert!(agent.live_descendants().is_empty(), "the gate started a host");
-    Invariants::new(&env).finish(agent);
+    assert_session_is_embedded(&env, &dir);
 }

@@ -37,7 +37,7 @@ pub struct HostileDefinition;
 impl zcode_mapper_sdk::Definition for HostileDefinition {
     const NAME: &'static str = hostile::PROTOCOL_ID;
     type Connection = hostile::Connection;
-    type Session = hostile::Session;
+    type Session = zcode_mapper_sdk::Mapping<hostile::Session>;
 
     fn contract() -> Contract {
         hostile::contract()
@@ -58,8 +58,8 @@ impl zcode_mapper_sdk::Definition for HostileDefinition {
         hostile::Connection::new()
     }
 
-    fn session(init: &SessionInit) -> hostile::Session {
-        hostile::Session::new(init)
+    fn session(init: &SessionInit) -> Self::Session {
+        zcode_mapper_sdk::Mapping::new(hostile::Session::new(init))
     }
 }
 
