@@ -55,18 +55,19 @@ fn smoke_start(launcher: &Arc<Launcher>, selected: &zcode_discovery::Selected) -
                     .await;
                 host.bridge.shutdown().await;
                 probe
-                    .map(|_| ())
+                    .map(|result| serde_json::from_str(&result.response).ok())
                     .map_err(|e| zcode_coordinator::CoordinatorError::from(e).to_string())
             })
         });
     let duration_ms = started.elapsed().as_millis() as u64;
     match outcome {
-        Ok(()) => SmokeResult {
+        Ok(probe) => SmokeResult {
             passed: true,
             duration_ms,
             detail: "the host started, answered initialize and shut down cleanly".into(),
+            probe,
         },
-        Err(detail) => SmokeResult { passed: false, duration_ms, detail },
+        Err(detail) => SmokeResult { passed: false, duration_ms, detail, probe: None },
     }
 }
 

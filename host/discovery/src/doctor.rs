@@ -22,6 +22,9 @@ pub struct SmokeResult {
     pub passed: bool,
     pub duration_ms: u64,
     pub detail: String,
+    /// What the host said when probed with a workspace (the mapper's answer: availability,
+    /// sign-in), when it answered.
+    pub probe: Option<serde_json::Value>,
 }
 
 /// Presence of ZCode's credentials file (its contents are never read).

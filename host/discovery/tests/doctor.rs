@@ -15,7 +15,7 @@ use zcode_discovery::{
 use zcode_fake_install::{Variant, write_appimage_file};
 
 fn passed() -> SmokeResult {
-    SmokeResult { passed: true, duration_ms: 42, detail: "host answered".into() }
+    SmokeResult { passed: true, duration_ms: 42, detail: "host answered".into(), probe: None }
 }
 
 fn discovery_with(
@@ -146,7 +146,8 @@ fn accepted_without_a_smoke_start_is_not_ok() {
     assert_eq!(report.authentication, Authentication::Unknown, "no home directory known");
     assert!(report.to_text().lines().any(|l| l == "smoke: not run"));
 
-    let failed = SmokeResult { passed: false, duration_ms: 7, detail: "exit 1".into() };
+    let failed =
+        SmokeResult { passed: false, duration_ms: 7, detail: "exit 1".into(), probe: None };
     let report = DoctorReport::new(&discovery, None, Some(failed));
     assert!(!report.ok);
     assert!(report.hint.unwrap().contains("did not start"));

@@ -127,7 +127,7 @@ pub fn trust_mapper(env: &TestEnv, file: &Path) {
 
 /// One mapper cache for every test of every binary: compiling the mapper is the slow part of
 /// starting a session, and the cache is keyed by the component's hash, so sharing is safe.
-fn shared_cache_dir() -> PathBuf {
+pub fn shared_cache_dir() -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("e2e-cache");
     std::fs::create_dir_all(&dir).expect("create shared cache dir");
     dir
