@@ -39,6 +39,27 @@ const ZCODE_NAMES: &[&str] = &[
     "zcode-task\"",
     "model-selection",
     "sendConversationCommandV4",
+    // The app-server generation (Desktop 3.14 and later).
+    "session/create",
+    "session/send",
+    "session/subscribe",
+    "v4/command",
+    "v4/conversation",
+    "interaction/request",
+    "requestRuntimePreferences",
+    "updateAccountConfig",
+    "\"app-server\"",
+    // The Services Server generation (the standalone runtime).
+    "zcode-hello",
+    "helloConversationV4",
+    "subscribeConversationV4",
+    "onDynamicConversationFrame",
+    "conversationRowsRangeV4",
+    "ZCODE_SERVICE_AUTHORITY_MODE",
+    "zcode-server.cjs",
+    // ZCode's credential store.
+    "ZCODE_CREDENTIAL_SECRET",
+    "zcodejwttoken",
     "ELECTRON_RUN_AS_NODE",
     "init-local",
     "taskId",
@@ -46,6 +67,9 @@ const ZCODE_NAMES: &[&str] = &[
 
 const CORE_CRATES: &[&str] = &[
     "contract",
+    "credentials",
+    "mapper-trust",
+    "recorder",
     "discovery",
     "mapper-runtime",
     "embedded-mappers",
