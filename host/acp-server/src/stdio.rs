@@ -8,6 +8,9 @@
 //!   never run with altered text. Either way the error echoes at most 1 KiB of the line.
 //! - **Input behind an `initialize` request waits for its answer** ([`gate`]), so a request
 //!   pipelined right behind it sees the initialized connection.
+//! - **A line is at most [`MAX_LINE_BYTES`] long.** A longer one is read to its end without
+//!   being kept, and answered with an error naming the limit (under the request's id when it is
+//!   near the start of the line): no client line can make the agent hold gigabytes.
 //! - **Frames are written in batches.** The SDK writes and flushes each frame with a blocking
 //!   call; during a busy turn that is one syscall and one thread hop per text delta. Here the
 //!   frames go to a writer thread, which writes everything queued so far in one syscall.
@@ -30,6 +33,11 @@ pub use malformed::ECHO_LIMIT;
 
 /// A batch stops growing here, so one write never holds megabytes of frames back.
 const MAX_BATCH: usize = 1 << 20;
+
+/// The longest line read from the client: four times the size limit of one ACP message (the
+/// coordinator's, 4 MiB), room for JSON escaping. What lies between is refused by the
+/// coordinator with invalid params naming the message limit.
+pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 
 /// The transport, and the writer that must be [`StdoutWriter::finish`]ed after the connection
 /// ends so the last frames reach stdout before the process exits.
@@ -59,8 +67,13 @@ pub fn stdin_lines(
         loop {
             gate.wait_open().await;
             let mut line = Vec::new();
-            if input.read_until(b'\n', &mut line).await? == 0 {
-                return Ok(None);
+            match read_line_capped(&mut input, &mut line, MAX_LINE_BYTES).await? {
+                Read::End => return Ok(None),
+                Read::Line => {}
+                Read::TooLong(bytes) => {
+                    let _ = replies.send(malformed::too_long_reply(&line, bytes, MAX_LINE_BYTES));
+                    continue;
+                }
             }
             if line.last() == Some(&b'\n') {
                 line.pop();
@@ -83,6 +96,51 @@ pub fn stdin_lines(
             let _ = replies.send(reply);
         }
     })
+}
+
+enum Read {
+    End,
+    Line,
+    /// The line had this many bytes; `line` holds its start.
+    TooLong(usize),
+}
+
+/// Reads one line into `line` (newline included), keeping at most `cap` bytes of it: a longer
+/// line is consumed to its end and reported with its length, its first bytes in `line`.
+async fn read_line_capped(
+    input: &mut (impl tokio::io::AsyncBufRead + Unpin),
+    line: &mut Vec<u8>,
+    cap: usize,
+) -> io::Result<Read> {
+    let mut total = 0usize;
+    loop {
+        let buffer = input.fill_buf().await?;
+        if buffer.is_empty() {
+            return Ok(match total {
+                0 => Read::End,
+                _ if total > cap => Read::TooLong(total),
+                _ => Read::Line,
+            });
+        }
+        let (chunk, done) = match memchr_newline(buffer) {
+            Some(end) => (&buffer[..=end], true),
+            None => (buffer, false),
+        };
+        let taken = chunk.len();
+        if line.len() < cap {
+            let room = cap - line.len();
+            line.extend_from_slice(&chunk[..taken.min(room)]);
+        }
+        total += taken;
+        input.consume(taken);
+        if done {
+            return Ok(if total > cap { Read::TooLong(total) } else { Read::Line });
+        }
+    }
+}
+
+fn memchr_newline(bytes: &[u8]) -> Option<usize> {
+    bytes.iter().position(|&b| b == b'\n')
 }
 
 /// The SDK's outgoing side: each frame is queued for the writer thread.
@@ -173,6 +231,40 @@ mod tests {
         let ids: Vec<&Value> = replies.iter().map(|r| &r["id"]).collect();
         assert_eq!(ids, [&Value::Null, &Value::Null, &Value::Null, &json!(7), &Value::Null]);
         assert!(replies.iter().all(|r| r["error"]["code"] == -32700), "{replies:?}");
+    }
+
+    #[tokio::test]
+    async fn a_line_over_the_cap_is_consumed_and_answered_without_being_kept() {
+        let cap = 64;
+        let long = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"x\",\"p\":\"{}\"}}\n",
+            "y".repeat(500)
+        );
+        let exact = format!("{}\n", "z".repeat(cap - 1));
+        let input = format!("{long}{exact}tail");
+        let mut reader = BufReader::with_capacity(16, input.as_bytes());
+        let mut line = Vec::new();
+        match read_line_capped(&mut reader, &mut line, cap).await.unwrap() {
+            Read::TooLong(bytes) => assert_eq!(bytes, long.len()),
+            _ => panic!("the long line is refused"),
+        }
+        assert_eq!(line.len(), cap, "only the start of it is kept");
+        let reply: Value =
+            serde_json::from_str(&malformed::too_long_reply(&line, long.len(), cap)).unwrap();
+        assert_eq!(
+            (reply["id"].clone(), reply["error"]["code"].clone()),
+            (json!(9), json!(-32602))
+        );
+        let mut line = Vec::new();
+        assert!(matches!(read_line_capped(&mut reader, &mut line, cap).await.unwrap(), Read::Line));
+        assert_eq!(line, exact.as_bytes(), "a line of exactly the cap is read whole");
+        let mut line = Vec::new();
+        assert!(matches!(read_line_capped(&mut reader, &mut line, cap).await.unwrap(), Read::Line));
+        assert_eq!(line, b"tail");
+        assert!(matches!(
+            read_line_capped(&mut reader, &mut Vec::new(), cap).await.unwrap(),
+            Read::End
+        ));
     }
 
     #[tokio::test]

@@ -1,5 +1,7 @@
 //! The gate between mapper output and the ACP client: everything a mapper says is ACP is
-//! parsed into the typed schema here, or refused. Nothing else in the core reads mapper JSON.
+//! parsed into the typed schema here, or refused — invalid, or larger than any ACP message
+//! zcode-acp writes (`CoordinatorConfig::max_message_bytes`). Nothing else in the core reads
+//! mapper JSON.
 
 use agent_client_protocol::v1::schema::{
     CreateElicitationRequest, RequestPermissionRequest, SessionId, SessionUpdate,
@@ -7,6 +9,68 @@ use agent_client_protocol::v1::schema::{
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use zcode_contract::MapperFault;
+
+use crate::error::CoordinatorError;
+
+/// Why the gate refused mapper output.
+#[derive(Debug, Clone)]
+pub enum Refused {
+    /// Not valid ACP: the mapper is at fault.
+    Invalid(MapperFault),
+    /// Valid, but over the size limit: the content is too large, nobody is at fault; the
+    /// request it belongs to is answered with invalid params naming the limit.
+    TooLarge(CoordinatorError),
+}
+
+impl Refused {
+    /// As the error of the request the output belongs to.
+    pub fn into_error(self) -> CoordinatorError {
+        match self {
+            Refused::Invalid(fault) => fault.into(),
+            Refused::TooLarge(error) => error,
+        }
+    }
+
+    /// For a stream that goes on: keeps the first too-large refusal in `slot` (the caller fails
+    /// the request with it when the stream ends), passes an invalid one on.
+    pub fn keep_too_large(self, slot: &mut Option<CoordinatorError>) -> Result<(), MapperFault> {
+        match self {
+            Refused::Invalid(fault) => Err(fault),
+            Refused::TooLarge(error) => {
+                slot.get_or_insert(error);
+                Ok(())
+            }
+        }
+    }
+}
+
+impl From<MapperFault> for Refused {
+    fn from(fault: MapperFault) -> Self {
+        Refused::Invalid(fault)
+    }
+}
+
+/// Refuses a message of `bytes` over `limit`, saying what it was and what the limit is.
+pub fn check_size(what: &str, bytes: usize, limit: usize) -> Result<(), CoordinatorError> {
+    if bytes <= limit {
+        return Ok(());
+    }
+    Err(CoordinatorError::InvalidParams(format!(
+        "{what} is too large: {} (the limit is {} per ACP message)",
+        describe_bytes(bytes),
+        describe_bytes(limit)
+    )))
+}
+
+/// MiB to one decimal from 1 MiB on, bytes below.
+fn describe_bytes(bytes: usize) -> String {
+    const MIB: usize = 1024 * 1024;
+    if bytes >= MIB {
+        format!("{:.1} MiB", bytes as f64 / MIB as f64)
+    } else {
+        format!("{bytes} bytes")
+    }
+}
 
 /// Parses a mapper's JSON text as the ACP type `T`.
 pub fn parse<T: DeserializeOwned>(what: &str, json: &str) -> Result<T, MapperFault> {
@@ -17,24 +81,34 @@ pub fn update(json: &str) -> Result<SessionUpdate, MapperFault> {
     parse("session update", json)
 }
 
-pub fn updates(json: &[String]) -> Result<Vec<SessionUpdate>, MapperFault> {
-    json.iter().map(|u| update(u)).collect()
+/// Parses updates, each within `limit` bytes.
+pub fn updates(json: &[String], limit: usize) -> Result<Vec<SessionUpdate>, Refused> {
+    json.iter()
+        .map(|u| {
+            check_size("an update from ZCode", u.len(), limit).map_err(Refused::TooLarge)?;
+            Ok(update(u)?)
+        })
+        .collect()
 }
 
 /// `{"toolCall", "options"}` from the mapper plus this session's id.
 pub fn permission_request(
     session_id: &SessionId,
     json: &str,
-) -> Result<RequestPermissionRequest, MapperFault> {
-    parse_with_session("permission request", session_id, json)
+    limit: usize,
+) -> Result<RequestPermissionRequest, Refused> {
+    check_size("a permission question from ZCode", json.len(), limit).map_err(Refused::TooLarge)?;
+    Ok(parse_with_session("permission request", session_id, json)?)
 }
 
 /// Form elicitation params from the mapper plus this session's id.
 pub fn elicitation_request(
     session_id: &SessionId,
     json: &str,
-) -> Result<CreateElicitationRequest, MapperFault> {
-    parse_with_session("elicitation request", session_id, json)
+    limit: usize,
+) -> Result<CreateElicitationRequest, Refused> {
+    check_size("a question from ZCode", json.len(), limit).map_err(Refused::TooLarge)?;
+    Ok(parse_with_session("elicitation request", session_id, json)?)
 }
 
 fn parse_with_session<T: DeserializeOwned>(
@@ -70,6 +144,11 @@ mod tests {
         assert!(matches!(update(chunk).unwrap(), SessionUpdate::AgentMessageChunk(_)));
 
         let unknown = update(r#"{"sessionUpdate":"made_up","x":1}"#).unwrap_err();
+        assert!(matches!(updates(&[chunk.to_string()], chunk.len()), Ok(u) if u.len() == 1));
+        let Err(Refused::TooLarge(error)) = updates(&[chunk.to_string()], chunk.len() - 1) else {
+            panic!("one byte over the limit is refused");
+        };
+        assert!(error.to_string().contains("the limit is"), "{error}");
         assert!(unknown.0.contains("session update"), "{unknown}");
         assert!(update("not json").is_err());
         assert!(update(r#"{"content":{"type":"text","text":"hi"}}"#).is_err());
@@ -78,9 +157,9 @@ mod tests {
     #[test]
     fn injects_the_session_into_permission_requests() {
         let json = r#"{"toolCall":{"toolCallId":"t1","title":"Edit"},"options":[{"optionId":"allow","name":"Allow","kind":"allow_once"}]}"#;
-        let request = permission_request(&SessionId::new("s1"), json).unwrap();
+        let request = permission_request(&SessionId::new("s1"), json, 1 << 20).unwrap();
         assert_eq!(request.session_id.0.as_ref(), "s1");
         assert_eq!(request.options.len(), 1);
-        assert!(permission_request(&SessionId::new("s1"), "[1]").is_err());
+        assert!(permission_request(&SessionId::new("s1"), "[1]", 1 << 20).is_err());
     }
 }

@@ -12,8 +12,11 @@ pub struct CoordinatorConfig {
     pub interaction_timeout: Duration,
     /// How long the host may take to end a turn after being asked to stop.
     pub cancel_grace: Duration,
-    /// Largest accepted `session/prompt` (serialized), below the native 16 MiB frame cap.
-    pub max_prompt_bytes: usize,
+    /// The size limit of one ACP message, either way: a `session/prompt` (serialized, with its
+    /// embedded resources), and an update, a permission question or a form the agent sends (a
+    /// tool output, a diff, a replayed message). Well below the mappers' 16 MiB native frames,
+    /// so a history or a tool call that repeats such content still fits in one.
+    pub max_message_bytes: usize,
 }
 
 impl Default for CoordinatorConfig {
@@ -22,7 +25,7 @@ impl Default for CoordinatorConfig {
             client: ClientFeatures::default(),
             interaction_timeout: Duration::from_secs(30 * 60),
             cancel_grace: Duration::from_secs(30),
-            max_prompt_bytes: 12 * 1024 * 1024,
+            max_message_bytes: 4 * 1024 * 1024,
         }
     }
 }

@@ -33,6 +33,7 @@ pub use host::{Host, HostLauncher, HostSlot};
 pub use session::{BoundSession, PendingPrompt};
 pub use workspace::canonical_workspace;
 
+use acp_json::Refused;
 use session::{Binding, SessionHandle, UpdatePort};
 
 #[derive(Clone)]
@@ -122,14 +123,37 @@ impl Coordinator {
         op: SessionOp,
     ) -> Result<(R, Opened), CoordinatorError> {
         let binding = self.bind(workspace).await?;
-        let mut port = known.clone().map(|id| UpdatePort::new(id, self.inner.client.clone()));
+        let limit = self.inner.config.max_message_bytes;
+        let mut port =
+            known.clone().map(|id| UpdatePort::new(id, self.inner.client.clone(), limit));
+        let mut too_large = None;
         let mut sink = |streamed: Vec<String>| match port.as_mut() {
-            Some(port) => port.send_json(&streamed),
+            Some(port) => {
+                port.send_json(&streamed).or_else(|refused| refused.keep_too_large(&mut too_large))
+            }
             None => Err(MapperFault(format!("updates streamed before {method} named a session"))),
         };
-        let result = binding.link.op(op, &mut sink).await?;
-        let response: R = acp_json::parse(&format!("{method} response"), &result.response)?;
-        let updates = acp_json::updates(&result.updates)?;
+        let result = binding.link.op(op, &mut sink).await;
+        let opened = match too_large {
+            Some(error) => Err(error),
+            None => result.map_err(CoordinatorError::from).and_then(|result| {
+                let response: R = acp_json::parse(&format!("{method} response"), &result.response)?;
+                let updates =
+                    acp_json::updates(&result.updates, limit).map_err(Refused::into_error)?;
+                Ok((response, updates))
+            }),
+        };
+        let (response, updates) = match opened {
+            Ok(opened) => opened,
+            Err(error) => {
+                // The native side may be open already (subscribed, loaded): release it, or the
+                // next attempt finds it taken.
+                if let Err(close) = binding.link.op(SessionOp::Close, &mut |_| Ok(())).await {
+                    tracing::debug!(target: "zcode_acp::session", %close, "closing a session that failed to open");
+                }
+                return Err(error);
+            }
+        };
         let after = match port {
             Some(port) => {
                 port.send(updates);
@@ -194,13 +218,7 @@ impl Coordinator {
     pub fn prompt(&self, request: PromptRequest) -> Result<PendingPrompt, CoordinatorError> {
         let handle = self.session(&request.session_id)?;
         let json = acp_json::to_json(&request);
-        if json.len() > self.inner.config.max_prompt_bytes {
-            return Err(CoordinatorError::InvalidParams(format!(
-                "the prompt is too large: {} bytes (limit {} bytes)",
-                json.len(),
-                self.inner.config.max_prompt_bytes
-            )));
-        }
+        acp_json::check_size("the prompt", json.len(), self.inner.config.max_message_bytes)?;
         handle.start_prompt(json)
     }
 

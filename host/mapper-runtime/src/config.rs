@@ -11,13 +11,13 @@ pub struct RuntimeConfig {
     /// Directory for precompiled mappers (e.g. `~/.cache/zcode-acp/mappers`); `None` compiles
     /// every mapper on each load.
     pub cache_dir: Option<PathBuf>,
-    /// Linear memory one mapper instance may grow to. Inputs the core passes in are copied into
-    /// this memory too, so it also bounds the size of one call's arguments.
-    pub memory_limit_bytes: usize,
+    /// Linear memory one mapper instance may grow to during a call. Inputs the core passes in
+    /// are copied into this memory too, so it also bounds the size of one call's arguments.
+    pub memory: SizeBudget,
     /// The CPU limit of each call.
     pub fuel: FuelBudget,
     /// Total bytes of strings and byte lists one call may return.
-    pub output_limit_bytes: usize,
+    pub output: SizeBudget,
     /// Stack the WebAssembly code of a call may use (an engine setting).
     pub max_wasm_stack_bytes: usize,
 }
@@ -26,9 +26,9 @@ impl Default for RuntimeConfig {
     fn default() -> Self {
         Self {
             cache_dir: None,
-            memory_limit_bytes: 64 * MIB,
+            memory: SizeBudget { base: 64 * MIB, per_byte: 8 },
             fuel: FuelBudget::default(),
-            output_limit_bytes: 16 * MIB,
+            output: SizeBudget { base: 16 * MIB, per_byte: 4 },
             max_wasm_stack_bytes: 512 * 1024,
         }
     }
@@ -66,6 +66,24 @@ impl FuelBudget {
     }
 }
 
+/// A byte limit of one call that grows with what the call is handed, like the fuel: a mapper
+/// holds its input, what it parses it into and what it returns, and ACP output repeats what a
+/// native event carries (a written file's text is in the tool call, its diff and the permission
+/// question). Input the core accepts (`docs/reliability.md`, size limits) must never hit it; a
+/// mapper that allocates or returns without bound still does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SizeBudget {
+    pub base: usize,
+    pub per_byte: usize,
+}
+
+impl SizeBudget {
+    /// The limit of a call handed `input`. Memory a mapper already holds is not taken back.
+    pub(crate) fn for_call(&self, input: Input) -> usize {
+        self.base.saturating_add(self.per_byte.saturating_mul(input.bytes))
+    }
+}
+
 /// What one call hands the mapper, for its fuel budget.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Input {
@@ -83,10 +101,10 @@ impl Input {
     }
 }
 
-/// Formats a byte count for messages: whole MiB when exact, bytes otherwise.
+/// Formats a byte count for messages: MiB to one decimal from 1 MiB on, bytes below.
 pub(crate) fn describe_bytes(bytes: usize) -> String {
-    if bytes >= MIB && bytes.is_multiple_of(MIB) {
-        format!("{} MiB", bytes / MIB)
+    if bytes >= MIB {
+        format!("{:.1} MiB", bytes as f64 / MIB as f64)
     } else {
         format!("{bytes} bytes")
     }
@@ -105,5 +123,14 @@ mod tests {
         assert_eq!(budget.for_call(Input { bytes: 5, items: 3 }, 0), 1350);
         let huge = FuelBudget { base: u64::MAX - 1, per_byte: u64::MAX, per_input: 1 };
         assert_eq!(huge.for_call(Input { bytes: usize::MAX, items: 1 }, usize::MAX), u64::MAX);
+    }
+
+    #[test]
+    fn size_limits_grow_with_the_input_only() {
+        let budget = SizeBudget { base: 100, per_byte: 4 };
+        assert_eq!(budget.for_call(Input::NONE), 100);
+        assert_eq!(budget.for_call(Input { bytes: 10, items: 7 }), 140);
+        let huge = SizeBudget { base: usize::MAX - 1, per_byte: 2 };
+        assert_eq!(huge.for_call(Input::bytes(usize::MAX)), usize::MAX);
     }
 }

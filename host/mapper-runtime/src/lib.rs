@@ -21,7 +21,7 @@ mod sandbox;
 mod size;
 
 pub use cache::CacheOutcome;
-pub use config::{FuelBudget, RuntimeConfig};
+pub use config::{FuelBudget, RuntimeConfig, SizeBudget};
 pub use error::{EngineError, LoadError, LoadFailure};
 pub use mapper::{WasmConnection, WasmMapper, WasmSession};
 pub use policy::WitAge;

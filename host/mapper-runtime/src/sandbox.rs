@@ -10,7 +10,7 @@ use zcode_contract::MapperFault;
 use crate::bindings::exports::zcode::mapper::mapper::Guest;
 use crate::bindings::zcode::mapper::{logging, types};
 use crate::bindings::{ZcodeMapper, ZcodeMapperPre};
-use crate::config::{FuelBudget, Input, RuntimeConfig, describe_bytes};
+use crate::config::{FuelBudget, Input, RuntimeConfig, SizeBudget, describe_bytes};
 use crate::size::ByteSize;
 
 /// A component holds several core instances, tables and memories (the adapter, the main
@@ -28,18 +28,14 @@ const LOG_LINES_PER_CALL: u32 = 200;
 /// The limits every call and store of one mapper runs under.
 #[derive(Clone, Debug)]
 pub(crate) struct Limits {
-    pub memory_bytes: usize,
+    pub memory: SizeBudget,
     pub fuel: FuelBudget,
-    pub output_bytes: usize,
+    pub output: SizeBudget,
 }
 
 impl Limits {
     pub fn from_config(config: &RuntimeConfig) -> Self {
-        Self {
-            memory_bytes: config.memory_limit_bytes,
-            fuel: config.fuel,
-            output_bytes: config.output_limit_bytes,
-        }
+        Self { memory: config.memory, fuel: config.fuel, output: config.output }
     }
 }
 
@@ -51,8 +47,8 @@ pub(crate) struct StoreState {
 
 impl StoreState {
     fn new(mapper: Arc<str>, limits: &Limits) -> Self {
+        // The memory cap is checked by `CappedLimits`, per call; the rest by `StoreLimits`.
         let inner = StoreLimitsBuilder::new()
-            .memory_size(limits.memory_bytes)
             .table_elements(MAX_TABLE_ELEMENTS)
             .instances(MAX_CORE_INSTANCES)
             .tables(MAX_TABLES)
@@ -62,7 +58,7 @@ impl StoreState {
         Self {
             limiter: CappedLimits {
                 inner,
-                cap: limits.memory_bytes,
+                cap: limits.memory.for_call(Input::NONE),
                 refused_growth: None,
                 grown: 0,
             },
@@ -91,6 +87,7 @@ impl ResourceLimiter for CappedLimits {
     ) -> wasmtime::Result<bool> {
         if desired > self.cap {
             self.refused_growth = Some(desired);
+            return Ok(false);
         }
         let allowed = self.inner.memory_growing(current, desired, maximum)?;
         if allowed {
@@ -237,7 +234,7 @@ impl Instance {
         set_fuel(&mut store, fuel)?;
         let exports = pre
             .instantiate(&mut store)
-            .map_err(|err| MapperFault(describe_failure(&err, store.data(), limits, fuel)))?;
+            .map_err(|err| MapperFault(describe_failure(&err, store.data(), fuel)))?;
         // What the instance starts with is not data it was handed.
         store.data_mut().limiter.grown = 0;
         Ok(Self { store, exports, limits: limits.clone(), poisoned: None })
@@ -257,6 +254,9 @@ impl Instance {
             )));
         }
         self.store.data_mut().log.start_call();
+        let state = self.store.data_mut();
+        state.limiter.cap = self.limits.memory.for_call(input);
+        state.limiter.refused_growth = None;
         let fuel = self.limits.fuel.for_call(input, self.store.data().limiter.grown);
         set_fuel(&mut self.store, fuel)?;
         let outcome = invoke(self.exports.zcode_mapper_mapper(), &mut self.store);
@@ -264,15 +264,17 @@ impl Instance {
         let output = match outcome {
             Ok(output) => output,
             Err(err) => {
-                let message = describe_failure(&err, self.store.data(), &self.limits, fuel);
+                let message = describe_failure(&err, self.store.data(), fuel);
                 return Err(self.poison(message));
             }
         };
         let size = output.byte_size();
-        if size > self.limits.output_bytes {
+        let limit = self.limits.output.for_call(input);
+        if size > limit {
             return Err(self.poison(format!(
-                "mapper returned {size} bytes in one call, over the output limit of {}",
-                describe_bytes(self.limits.output_bytes)
+                "mapper returned {size} bytes in one call, over the output limit of {} for this \
+                 call",
+                describe_bytes(limit)
             )));
         }
         Ok(output)
@@ -297,16 +299,12 @@ fn set_fuel(store: &mut Store<StoreState>, fuel: u64) -> Result<(), MapperFault>
 
 /// A clear message for a failed call: which limit was hit, or what the trap was. `fuel` is
 /// what the call was given.
-fn describe_failure(
-    err: &wasmtime::Error,
-    state: &StoreState,
-    limits: &Limits,
-    fuel: u64,
-) -> String {
+fn describe_failure(err: &wasmtime::Error, state: &StoreState, fuel: u64) -> String {
     if let Some(desired) = state.limiter.refused_growth {
         return format!(
-            "memory limit of {} exceeded (the mapper tried to grow its memory to {desired} bytes)",
-            describe_bytes(limits.memory_bytes)
+            "memory limit of {} for this call exceeded (the mapper tried to grow its memory to \
+             {desired} bytes)",
+            describe_bytes(state.limiter.cap)
         );
     }
     match err.downcast_ref::<Trap>() {

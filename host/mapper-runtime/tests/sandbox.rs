@@ -55,26 +55,28 @@ fn the_fuel_budget_is_configurable() {
 #[test]
 fn growing_memory_past_the_cap_fails() {
     let fault = fault_in_one_session(mapper(), "grow");
-    assert!(fault.starts_with("memory limit of 64 MiB exceeded"), "{fault}");
+    assert!(fault.starts_with("memory limit of 64.0 MiB for this call exceeded"), "{fault}");
 }
 
 #[test]
 fn the_memory_cap_is_configurable() {
-    let config = RuntimeConfig { memory_limit_bytes: 16 << 20, ..RuntimeConfig::default() };
+    let memory = zcode_mapper_runtime::SizeBudget { base: 16 << 20, per_byte: 8 };
+    let config = RuntimeConfig { memory, ..RuntimeConfig::default() };
     let mapper = load_hostile(&runtime_with(config));
     let fault = fault_in_one_session(mapper, "grow");
-    assert!(fault.starts_with("memory limit of 16 MiB exceeded"), "{fault}");
+    assert!(fault.starts_with("memory limit of 16.0 MiB for this call exceeded"), "{fault}");
 }
 
 #[test]
 fn a_100_mb_result_cannot_even_be_built() {
     let fault = fault_in_one_session(mapper(), "huge-string");
-    assert!(fault.starts_with("memory limit of 64 MiB exceeded"), "{fault}");
+    assert!(fault.starts_with("memory limit of 64.0 MiB for this call exceeded"), "{fault}");
 }
 
 #[test]
 fn output_over_the_output_limit_is_refused() {
-    let config = RuntimeConfig { output_limit_bytes: 1 << 20, ..RuntimeConfig::default() };
+    let output = zcode_mapper_runtime::SizeBudget { base: 1 << 20, per_byte: 4 };
+    let config = RuntimeConfig { output, ..RuntimeConfig::default() };
     let mapper = load_hostile(&runtime_with(config));
     within_bound({
         let mapper = mapper.clone();
@@ -84,7 +86,10 @@ fn output_over_the_output_limit_is_refused() {
         }
     });
     let fault = fault_in_one_session(mapper, "string:2000000");
-    assert_eq!(fault, "mapper returned 2000000 bytes in one call, over the output limit of 1 MiB");
+    assert_eq!(
+        fault,
+        "mapper returned 2000000 bytes in one call, over the output limit of 1.0 MiB for this call"
+    );
 }
 
 #[test]

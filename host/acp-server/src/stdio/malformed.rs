@@ -31,6 +31,33 @@ pub fn not_utf8_reply(lossy: &str) -> String {
     reply(id.unwrap_or(Value::Null), data)
 }
 
+/// The answer to a line of `bytes` bytes, over `limit`, of which `start` was kept: invalid
+/// params naming the limit, under the request's id when the start of the line shows it (a
+/// request's `id` usually comes first), else under `null`.
+pub fn too_long_reply(start: &[u8], bytes: usize, limit: usize) -> String {
+    let head = String::from_utf8_lossy(&start[..start.len().min(ECHO_LIMIT)]);
+    let id = id_near_start(&head).unwrap_or(Value::Null);
+    let message = format!(
+        "The message is too large: {bytes} bytes (the limit is {} MiB per line)",
+        limit / (1024 * 1024)
+    );
+    let data = json!({"line": prefix(&head, ECHO_LIMIT), "truncated": true, "lineBytes": bytes});
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32602, "message": message, "data": data}})
+        .to_string()
+}
+
+/// `"id": <number or string>` in the first bytes of a request line.
+fn id_near_start(head: &str) -> Option<Value> {
+    let at = head.find("\"id\"")? + 4;
+    let rest = head[at..].trim_start().strip_prefix(':')?.trim_start();
+    if let Some(quoted) = rest.strip_prefix('"') {
+        let end = quoted.find('"')?;
+        return Some(Value::String(quoted[..end].to_string()));
+    }
+    let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
+    digits.parse::<u64>().ok().map(Value::from)
+}
+
 fn error_data(line: &str, reason: Option<&str>) -> Value {
     let prefix = prefix(line, ECHO_LIMIT);
     let mut data = json!({

@@ -14,14 +14,14 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use zcode_bridge::{OpFailure, SessionInbound, SessionLink};
 use zcode_contract::{
-    Action, Interaction, InteractionAnswer, InteractionOutcome, InteractionRequest, MapperFault,
-    OpResult, SessionInput, SessionOp, StopReason, Terminal,
+    Action, ErrorKind, Interaction, InteractionAnswer, InteractionOutcome, InteractionRequest,
+    MapperError, OpResult, SessionInput, SessionOp, StopReason, Terminal,
 };
 
 use super::interaction::{ask_elicitation, ask_permission, refusal};
 use super::turn::{Ending, Pending, Phase, PromptReply, Turn};
 use super::{BoundSession, Command};
-use crate::acp_json;
+use crate::acp_json::{self, Refused};
 use crate::client::ClientPort;
 use crate::config::CoordinatorConfig;
 use crate::error::CoordinatorError;
@@ -80,7 +80,7 @@ impl SessionActor {
         commands: mpsc::UnboundedSender<Command>,
     ) -> Self {
         Self {
-            updates: UpdatePort { id: id.clone(), client: client.clone() },
+            updates: UpdatePort::new(id.clone(), client.clone(), config.max_message_bytes),
             id,
             link,
             client,
@@ -180,8 +180,8 @@ impl SessionActor {
         tracing::info!(target: LOG, session = %self.id, "prompt started");
         match self.op(SessionOp::Prompt(request)).await {
             Ok(result) => {
-                if let Err(fault) = self.send_update_json(&result.updates) {
-                    return self.fail_session(fault.to_string()).await;
+                if let Err(refused) = self.send_update_json(&result.updates) {
+                    return self.on_refused(refused).await;
                 }
                 let turn = self.turn.as_mut().expect("turn set above");
                 if turn.phase == Phase::Sending {
@@ -241,9 +241,26 @@ impl SessionActor {
     }
 
     /// Runs a session operation; what it streams while it waits goes to the client at once.
+    /// Streamed updates over the size limit are not sent, and the operation fails with invalid
+    /// params naming the limit.
     async fn op(&self, op: SessionOp) -> Result<OpResult, OpFailure> {
         let mut updates = self.updates.clone();
-        self.link.op(op, &mut |streamed| updates.send_json(&streamed)).await
+        let mut too_large = None;
+        let result = self
+            .link
+            .op(op, &mut |streamed| {
+                updates
+                    .send_json(&streamed)
+                    .or_else(|refused| refused.keep_too_large(&mut too_large))
+            })
+            .await;
+        match too_large {
+            Some(error) => {
+                let message = error.to_string();
+                Err(OpFailure::Mapper(MapperError::new(ErrorKind::InvalidParams, message)))
+            }
+            None => result,
+        }
     }
 
     async fn run_op(&mut self, op: SessionOp) -> Result<OpResult, CoordinatorError> {
@@ -251,11 +268,14 @@ impl SessionActor {
             return Err(session_failed(reason));
         }
         let result = self.op(op).await?;
-        if let Err(fault) = self.send_update_json(&result.updates) {
-            self.fail_session(fault.to_string()).await;
-            return Err(fault.into());
+        match self.send_update_json(&result.updates) {
+            Ok(()) => Ok(result),
+            Err(Refused::TooLarge(error)) => Err(error),
+            Err(Refused::Invalid(fault)) => {
+                self.fail_session(fault.to_string()).await;
+                Err(fault.into())
+            }
         }
-        Ok(result)
     }
 
     // ----- native input ------------------------------------------------------------------
@@ -271,8 +291,8 @@ impl SessionActor {
         for action in actions {
             match action {
                 Action::Update(json) => {
-                    if let Err(fault) = self.send_update_json(std::slice::from_ref(&json)) {
-                        return self.fail_session(fault.to_string()).await;
+                    if let Err(refused) = self.send_update_json(std::slice::from_ref(&json)) {
+                        self.on_refused(refused).await;
                     }
                 }
                 Action::Interaction(interaction) => self.on_interaction(interaction).await,
@@ -306,7 +326,8 @@ impl SessionActor {
         let timeout = self.config.interaction_timeout;
         let asking = match request {
             InteractionRequest::Permission(asked) => {
-                match acp_json::permission_request(&self.id, &asked.request) {
+                let limit = self.config.max_message_bytes;
+                match acp_json::permission_request(&self.id, &asked.request, limit) {
                     Ok(request) => Some(ask_permission(
                         &self.client,
                         &self.commands,
@@ -315,14 +336,16 @@ impl SessionActor {
                         asked.deny_option,
                         timeout,
                     )),
-                    Err(fault) => {
-                        self.answer(key, refusal(deny_option.as_deref(), "invalid request")).await;
-                        return self.fail_session(fault.to_string()).await;
+                    Err(refused) => {
+                        let why = "the question cannot be asked";
+                        self.answer(key, refusal(deny_option.as_deref(), why)).await;
+                        return self.on_refused(refused).await;
                     }
                 }
             }
             InteractionRequest::Elicitation(json) if self.config.client.form_elicitation => {
-                match acp_json::elicitation_request(&self.id, &json) {
+                let limit = self.config.max_message_bytes;
+                match acp_json::elicitation_request(&self.id, &json, limit) {
                     Ok(request) => Some(ask_elicitation(
                         &self.client,
                         &self.commands,
@@ -330,9 +353,9 @@ impl SessionActor {
                         request,
                         timeout,
                     )),
-                    Err(fault) => {
-                        self.answer(key, refusal(None, "invalid request")).await;
-                        return self.fail_session(fault.to_string()).await;
+                    Err(refused) => {
+                        self.answer(key, refusal(None, "the question cannot be asked")).await;
+                        return self.on_refused(refused).await;
                     }
                 }
             }
@@ -402,13 +425,15 @@ impl SessionActor {
         }
         let turn = self.turn.take().expect("checked above");
         let usage = match self.op(SessionOp::FinishTurn).await {
-            Ok(result) => {
-                if let Err(fault) = self.send_update_json(&result.updates) {
+            Ok(result) => match self.send_update_json(&result.updates) {
+                Ok(()) => usage_from(&result.response),
+                // The turn ended natively: it is answered with the error, nothing to stop.
+                Err(Refused::TooLarge(error)) => return self.respond(turn, Err(error)),
+                Err(Refused::Invalid(fault)) => {
                     self.respond(turn, Err(fault.clone().into()));
                     return self.fail_session(fault.to_string()).await;
                 }
-                usage_from(&result.response)
-            }
+            },
             Err(failure) => {
                 // The turn itself ended; only its final metadata is missing.
                 tracing::warn!(target: LOG, session = %self.id, error = %CoordinatorError::from(failure), "could not collect the turn's final state");
@@ -450,11 +475,15 @@ impl SessionActor {
         }
         let op = SessionOp::Answer(InteractionAnswer { key, outcome });
         match self.op(op).await {
-            Ok(result) => {
-                if let Err(fault) = self.send_update_json(&result.updates) {
+            Ok(result) => match self.send_update_json(&result.updates) {
+                Ok(()) => {}
+                Err(Refused::TooLarge(error)) => {
+                    self.answer_failure.get_or_insert(AnswerFailure::Turn(error));
+                }
+                Err(Refused::Invalid(fault)) => {
                     self.answer_failure.get_or_insert(AnswerFailure::Session(fault.to_string()));
                 }
-            }
+            },
             Err(failure) => {
                 let error = CoordinatorError::from(failure);
                 tracing::warn!(target: LOG, session = %self.id, %error, "answering ZCode failed");
@@ -487,8 +516,21 @@ impl SessionActor {
 
     // ----- plumbing ----------------------------------------------------------------------
 
-    fn send_update_json(&self, updates: &[String]) -> Result<(), MapperFault> {
+    fn send_update_json(&self, updates: &[String]) -> Result<(), Refused> {
         self.updates.clone().send_json(updates)
+    }
+
+    /// Mapper output the gate refused: invalid output fails the session (the mapper is at
+    /// fault); output over the size limit fails the turn it belongs to with an error naming the
+    /// limit, and the session goes on.
+    async fn on_refused(&mut self, refused: Refused) {
+        match refused {
+            Refused::Invalid(fault) => self.fail_session(fault.to_string()).await,
+            Refused::TooLarge(error) if self.turn.is_some() => self.break_turn(error).await,
+            Refused::TooLarge(error) => {
+                tracing::warn!(target: LOG, session = %self.id, %error, "update outside a turn not sent");
+            }
+        }
     }
 
     fn send_updates(&self, updates: Vec<SessionUpdate>) {
@@ -579,16 +621,18 @@ fn drain_batch(
 pub(crate) struct UpdatePort {
     id: SessionId,
     client: Arc<dyn ClientPort>,
+    /// The size limit of one update.
+    limit: usize,
 }
 
 impl UpdatePort {
-    pub(crate) fn new(id: SessionId, client: Arc<dyn ClientPort>) -> Self {
-        Self { id, client }
+    pub(crate) fn new(id: SessionId, client: Arc<dyn ClientPort>, limit: usize) -> Self {
+        Self { id, client, limit }
     }
 
     /// Parses mapper JSON into ACP updates (all of them, or none are sent) and sends them.
-    pub(crate) fn send_json(&mut self, updates: &[String]) -> Result<(), MapperFault> {
-        let updates = acp_json::updates(updates)?;
+    pub(crate) fn send_json(&mut self, updates: &[String]) -> Result<(), Refused> {
+        let updates = acp_json::updates(updates, self.limit)?;
         self.send(updates);
         Ok(())
     }

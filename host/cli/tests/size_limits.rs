@@ -1,0 +1,177 @@
+//! One size limit, end to end (issue 12): 4 MiB per ACP message, whichever way it goes. A
+//! prompt (with its embedded resources) up to it is carried to ZCode; one above it is refused
+//! up front with invalid params naming the limit. What ZCode sends back — a tool's output, a
+//! diff to allow, a replayed message — reaches the client up to the limit; above it the request
+//! it belongs to is answered with invalid params naming the limit, nothing is half-sent, a
+//! permission is denied natively, and the session goes on.
+//!
+//! Sizes near the limit are exact on the ACP side (the test knows the frame). On the native
+//! side the test uses content well inside the limit and content over it: how much ACP text a
+//! native byte becomes (a diff repeats the file) is the mapper's.
+
+mod support;
+
+use serde_json::{Value, json};
+use support::*;
+
+const LIMIT: usize = 4 * 1024 * 1024;
+const MIB: usize = 1024 * 1024;
+
+/// A prompt whose serialized params are about `bytes` long (the text fills the rest).
+fn prompt_of_about(session: &str, bytes: usize, first_line: &str) -> Value {
+    let empty = text_prompt(session, first_line).to_string().len();
+    let text = format!("{first_line}\n{}", "x".repeat(bytes - empty - 1));
+    text_prompt(session, &text)
+}
+
+fn assert_refused_naming_the_limit(agent: &Agent, response: &Value, what: &str) {
+    let (code, message) = agent.error_of(response, what);
+    assert_eq!(code, INVALID_PARAMS, "{what}: {message}");
+    assert!(message.contains("too large") && message.contains("4.0 MiB"), "{what}: {message}");
+}
+
+/// Plays `steps` (a scenario file in the workspace) as the next turn.
+fn play(agent: &mut Agent, env: &TestEnv, session: &str, name: &str, steps: &[Value]) -> Value {
+    let file = env.workspace("ws").join(name);
+    let text: String = steps.iter().map(|s| format!("{s}\n")).collect();
+    std::fs::write(&file, text).unwrap();
+    agent.prompt(session, &format!("sim:file {name}"))
+}
+
+#[test]
+fn a_prompt_up_to_the_limit_is_carried_and_one_above_it_is_refused_up_front() {
+    let env = TestEnv::new();
+    let workspace = env.workspace("ws");
+    let (mut agent, session) =
+        Agent::with_session(&env, policy::refuse_all(), plain_client(), &workspace);
+    // A few hundred bytes of slack for how the agent serializes the request it checks.
+    let under = prompt_of_about(&session, LIMIT - 512, "sim:reply ok");
+    let response = agent.request("session/prompt", under);
+    assert_eq!(
+        agent.result_of(&response, "a prompt just under the limit")["stopReason"],
+        "end_turn"
+    );
+    let over = prompt_of_about(&session, LIMIT + 1, "sim:reply ok");
+    let response = agent.request("session/prompt", over);
+    assert_refused_naming_the_limit(&agent, &response, "a prompt one byte over the limit");
+    agent.prompt_ok(&session, "still here", "end_turn");
+    assert!(agent.finish().success());
+}
+
+#[test]
+fn an_embedded_resource_counts_towards_the_prompt() {
+    let env = TestEnv::new();
+    let workspace = env.workspace("ws");
+    let (mut agent, session) =
+        Agent::with_session(&env, policy::refuse_all(), plain_client(), &workspace);
+    let resource = |bytes: usize| {
+        json!({"sessionId": session, "prompt": [
+            {"type": "text", "text": "sim:reply read it"},
+            {"type": "resource", "resource": {"uri": "file:///virtual/big.log", "mimeType": "text/plain",
+             "text": "l".repeat(bytes)}},
+        ]})
+    };
+    let fits = agent.request("session/prompt", resource(LIMIT - 1024));
+    assert_eq!(agent.result_of(&fits, "a resource under the limit")["stopReason"], "end_turn");
+    let too_big = agent.request("session/prompt", resource(LIMIT));
+    assert_refused_naming_the_limit(&agent, &too_big, "a resource at the limit (plus its prompt)");
+    agent.prompt_ok(&session, "still here", "end_turn");
+    assert!(agent.finish().success());
+}
+
+#[test]
+fn a_large_tool_output_reaches_the_client_and_one_over_the_limit_fails_only_its_turn() {
+    let env = TestEnv::new();
+    let workspace = env.workspace("ws");
+    let (mut agent, session) =
+        Agent::with_session(&env, policy::refuse_all(), plain_client(), &workspace);
+    let output = |bytes: usize| {
+        vec![
+            json!({"step": "tool", "name": "Bash", "id": format!("t{bytes}"), "input": {"command": "cat big.log"},
+                   "result": {"content": "o".repeat(bytes), "exitCode": 0}}),
+            json!({"step": "text", "text": "done"}),
+        ]
+    };
+    let fits = play(&mut agent, &env, &session, "fits.jsonl", &output(MIB));
+    assert_eq!(agent.result_of(&fits, "a 1 MiB tool output")["stopReason"], "end_turn");
+    let updates = agent.updates(&session);
+    let delivered = tool_content_text(&tool_updates(&updates, &format!("t{MIB}")));
+    assert_eq!(delivered.len(), MIB, "the whole output reached the client");
+
+    let over = play(&mut agent, &env, &session, "over.jsonl", &output(LIMIT + MIB));
+    assert_refused_naming_the_limit(&agent, &over, "a tool output over the limit");
+    // The session goes on once ZCode has ended the stopped turn.
+    let again = agent.prompt_when_idle(&session, "sim:reply still here");
+    assert_eq!(again["stopReason"], "end_turn");
+    assert!(agent.finish().success());
+}
+
+#[test]
+fn a_diff_over_the_limit_is_denied_natively_and_nothing_is_written() {
+    let env = TestEnv::new();
+    let workspace = env.workspace("ws");
+    let (mut agent, session) = Agent::with_session(
+        &env,
+        policy::permission_kind("allow_once"),
+        plain_client(),
+        &workspace,
+    );
+    let write = |path: &str, bytes: usize| {
+        vec![json!({"step": "tool", "name": "Write", "id": path,
+                    "input": {"file_path": path, "content": "w".repeat(bytes)},
+                    "permission": true, "write": {"path": path, "content": "w".repeat(bytes)}})]
+    };
+    let fits = play(&mut agent, &env, &session, "small.jsonl", &write("small.txt", 256 * 1024));
+    assert_eq!(agent.result_of(&fits, "a 256 KiB write")["stopReason"], "end_turn");
+    assert_eq!(std::fs::read(workspace.join("small.txt")).unwrap().len(), 256 * 1024);
+
+    let over = play(&mut agent, &env, &session, "big.jsonl", &write("big.txt", LIMIT + MIB));
+    assert_refused_naming_the_limit(&agent, &over, "a write whose diff is over the limit");
+    assert!(!workspace.join("big.txt").exists(), "the write was never allowed");
+    let again = agent.prompt_when_idle(&session, "sim:reply still here");
+    assert_eq!(again["stopReason"], "end_turn");
+    assert!(agent.finish().success());
+}
+
+#[test]
+fn a_history_message_over_the_limit_refuses_the_load_and_resume_still_works() {
+    let env = TestEnv::new();
+    let workspace = env.workspace("ws");
+    let (mut agent, session) =
+        Agent::with_session(&env, policy::refuse_all(), plain_client(), &workspace);
+    let reply =
+        |bytes: usize| vec![json!({"step": "text", "text": "r".repeat(bytes), "chunk_size": MIB})];
+    let fits = play(&mut agent, &env, &session, "fits.jsonl", &reply(MIB));
+    assert_eq!(agent.result_of(&fits, "a 1 MiB reply")["stopReason"], "end_turn");
+    assert!(agent.finish().success());
+
+    // A new process loads it: the 1 MiB message replays.
+    let mut agent = Agent::start(&env);
+    agent.initialize(plain_client());
+    let load = |agent: &mut Agent| {
+        agent.request(
+            "session/load",
+            json!({"sessionId": session, "cwd": workspace, "mcpServers": []}),
+        )
+    };
+    let loaded = load(&mut agent);
+    agent.result_of(&loaded, "loading a session with a 1 MiB message");
+    let replayed = chunk_text(&agent.updates(&session), "agent_message_chunk");
+    assert_eq!(replayed.len(), MIB);
+
+    // Its reply streamed in 1 MiB chunks, but the history holds one message over the limit.
+    let over = play(&mut agent, &env, &session, "over.jsonl", &reply(LIMIT + MIB));
+    assert_eq!(agent.result_of(&over, "a 5 MiB reply in chunks")["stopReason"], "end_turn");
+    assert!(agent.finish().success());
+    let mut agent = Agent::start(&env);
+    agent.initialize(plain_client());
+    let refused = load(&mut agent);
+    assert_refused_naming_the_limit(&agent, &refused, "a load replaying a 5 MiB message");
+    let resumed = agent.request(
+        "session/resume",
+        json!({"sessionId": session, "cwd": workspace, "mcpServers": []}),
+    );
+    agent.result_of(&resumed, "resume after the refused load");
+    agent.prompt_ok(&session, "sim:reply still here", "end_turn");
+    assert!(agent.finish().success());
+}
