@@ -398,7 +398,11 @@ fn handle(server: &Arc<Server>, request: Request) {
 fn call(server: &Arc<Server>, id: i64, channel: &str, method: &str, args: Vec<Option<Value>>) {
     let mut delay = None;
     let mut duplicate = false;
-    for armed in server.faults.take(method) {
+    let mut armed = server.faults.take(method);
+    if let Some(command) = channels::command_point(method, &args) {
+        armed.extend(server.faults.take(command));
+    }
+    for armed in armed {
         match armed.fault {
             Fault::Late => delay = Some(armed.delay),
             Fault::Duplicate => duplicate = true,

@@ -17,8 +17,9 @@ use crate::host::catalog;
 use crate::services::server::{Server, Shared};
 use crate::services::turn::history_count;
 
-/// Every command type of `commandPayloadSchemas` (3.15.1).
-const COMMAND_TYPES: &[&str] = &[
+/// Every command type of `commandPayloadSchemas` (3.15.1); each is a fault point too (a
+/// `sendConversationCommandV4` carrying that type).
+pub const COMMAND_TYPES: &[&str] = &[
     "createSession",
     "createSelectionSideSession",
     "sendText",
