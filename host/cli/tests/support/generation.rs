@@ -33,15 +33,33 @@ pub fn generation() -> Generation {
 /// not, a line on the real stderr (not captured by the test harness) names the test's reason,
 /// so a skip is never silent.
 pub fn applies(generations: &[Generation], why_not: &str) -> bool {
-    let current = generation();
-    if generations.contains(&current) {
+    if generations.contains(&generation()) {
         return true;
     }
+    skip(why_not);
+    false
+}
+
+/// Says on the real stderr that the running test does not apply to the release under test,
+/// and why (the caller returns).
+pub fn skip(why_not: &str) {
     let release = simulated_release().unwrap_or("3.11.2");
     let thread = std::thread::current();
     let test = thread.name().unwrap_or("a test");
+    let current = generation();
     let _ = writeln!(std::io::stderr(), "skipped for {release} ({current:?}): {test}: {why_not}");
-    false
+}
+
+/// `<fault>@<point>` for `ZCODE_SIM_FAULT`, or `None` (and a visible skip) when the generation
+/// has no such call.
+pub fn fault_at(fault: &str, point: Point) -> Option<String> {
+    match fault_point(point) {
+        Some(name) => Some(format!("{fault}@{name}")),
+        None => {
+            skip(&format!("this generation has no {point:?} call to arm `{fault}` at"));
+            None
+        }
+    }
 }
 
 /// What a fault point means, across generations.

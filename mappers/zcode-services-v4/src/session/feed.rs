@@ -409,7 +409,9 @@ fn state_updated(state: &mut State, out: &mut Vec<Action>) -> Result<(), MapperE
         out.extend(state.plan.remove(plan_operations).into_iter().map(Action::Update));
         out.push(action);
     }
-    out.extend(state.metadata()?.into_iter().map(Action::Update));
+    if !state.opening {
+        out.extend(state.metadata()?.into_iter().map(Action::Update));
+    }
     Ok(())
 }
 

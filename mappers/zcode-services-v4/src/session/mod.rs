@@ -58,6 +58,9 @@ pub struct State {
     pub commands: u64,
     /// The stream broke: nothing more is mapped and no prompt is sent.
     pub broken: Option<String>,
+    /// An open (create, load, resume) has not answered yet: metadata the initial snapshot
+    /// brings waits for the answer (ACP sends a session's metadata after its open response).
+    pub opening: bool,
 }
 
 impl State {
@@ -126,6 +129,7 @@ impl ServicesSession {
                 clock: 0.0,
                 commands: 0,
                 broken: None,
+                opening: false,
             },
             ops: BTreeMap::new(),
             announced: Vec::new(),

@@ -227,6 +227,7 @@ fn begin_open(
     if session.state.bound.is_some() {
         return Err(internal("This session resource is already bound to a native session"));
     }
+    session.state.opening = true;
     let call = connection::initialize(&session.state.workspace);
     Ok(send(Stage::Initialize(open), call))
 }
@@ -445,6 +446,7 @@ fn subscribed(
     let bound = session.state.bound.as_mut().expect("bound before subscribing");
     bound.subscription_id = Some(subscription_id);
     let session_id = bound.session_id.clone();
+    session.state.opening = false;
     let modes = session.state.settings.mode_state()?;
     let options = session.state.settings.config_options();
     Ok(match kind {
@@ -459,6 +461,8 @@ fn subscribed(
             let updates = session.state.metadata()?;
             done(json!({"modes": modes, "configOptions": options}), updates)
         }
+        // A resume answers with nothing before its response (the core sends a load's or
+        // resume's updates ahead of it): the metadata goes out with the next state change.
         OpenKind::Resume => done(json!({"modes": modes, "configOptions": options}), Vec::new()),
     })
 }

@@ -345,7 +345,7 @@ fn execute(
             }
             _ => Decision::rejected("proto.invalidPayload", "mode: expected queue|guide"),
         },
-        "resolveInteraction" => resolve_interaction(conversation, envelope),
+        "resolveInteraction" => resolve_interaction(server, conversation, envelope),
         "renameSession" => match payload.get("title").and_then(Value::as_str) {
             None => Decision::rejected("proto.invalidPayload", "title: expected string"),
             Some(title) => {
@@ -454,7 +454,11 @@ fn stop(conversation: &mut Conversation, payload: &Map<String, Value>) -> Decisi
     Decision::accepted(None)
 }
 
-fn resolve_interaction(conversation: &mut Conversation, envelope: &Envelope<'_>) -> Decision {
+fn resolve_interaction(
+    server: &Server,
+    conversation: &mut Conversation,
+    envelope: &Envelope<'_>,
+) -> Decision {
     let payload = envelope.payload;
     let (Some(id), Some(answer)) =
         (payload.get("interactionId").and_then(Value::as_str), payload.get("answer"))
@@ -473,11 +477,15 @@ fn resolve_interaction(conversation: &mut Conversation, envelope: &Envelope<'_>)
         );
     }
     let Some(waiting) = conversation.waiting.remove(id) else {
-        return Decision::noop(if conversation.resolved.contains(id) {
+        let reason = if conversation.resolved.contains(id) {
             "proto.alreadyResolved"
         } else {
             "proto.interactionNotFound"
-        });
+        };
+        conversation.record.permission_answered(id, format!("ignored:{reason}"));
+        // Saved at once: no turn end may come to save an answer that arrives after it.
+        server.persist(conversation);
+        return Decision::noop(reason);
     };
     conversation.resolved.insert(id.to_owned());
     let option_id = answer.get("optionId").and_then(Value::as_str);
