@@ -446,10 +446,10 @@ impl Turn {
                         "summary": permission.reason, "detail": detail, "options": options},
         });
         let interaction_id = interaction["interactionId"].as_str().unwrap_or_default().to_owned();
-        self.conversation().record.permissions.push(PermissionRecord {
-            interaction_id: interaction_id.clone(),
-            answers: Vec::new(),
-        });
+        self.conversation()
+            .record
+            .permissions
+            .push(PermissionRecord { interaction_id: interaction_id.clone(), answers: Vec::new() });
         let answer =
             self.interact(row, interaction, Expect::Permission { option_ids }, point).await?;
         let declined = matches!(answer["action"].as_str(), Some("decline" | "cancel"));

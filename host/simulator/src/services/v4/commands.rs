@@ -250,7 +250,9 @@ pub fn handle(server: &Arc<Server>, workspace: &str, raw: &Value) -> (Value, Opt
         };
         return (ack(envelope.command_id, revision, &decision), None);
     }
-    if CAS_COMMANDS.contains(&envelope.kind) && envelope.base_revision != Some(revision) {
+    let cas = CAS_COMMANDS.contains(&envelope.kind);
+    let raced = cas && server.stale_next_cas.swap(false, std::sync::atomic::Ordering::SeqCst);
+    if cas && (envelope.base_revision != Some(revision) || raced) {
         let decision = Decision {
             status: "stale",
             reason: Some("proto.staleRevision".into()),
@@ -629,6 +631,8 @@ fn send_text(
 }
 
 /// `modelSelection`, `mode` and `planEnabled` of a submission become the session's.
+// A short-lived refusal; it is larger only where the workspace build orders JSON maps.
+#[allow(clippy::result_large_err)]
 fn apply_submission(
     server: &Server,
     conversation: &mut Conversation,
