@@ -43,7 +43,8 @@ fn every_release_has_a_setup_trace() {
     for release in contract.releases.iter().filter(|r| !r.simulated) {
         let path = traces_dir().join(format!("setup-runtime-{}.jsonl", release.app_version));
         let text = fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        let identity = format!(r#"{{"call":"connection.identity","expect":"{}"}}"#, release.app_version);
+        let identity =
+            format!(r#"{{"call":"connection.identity","expect":"{}"}}"#, release.app_version);
         assert!(text.contains(&identity), "{} checks the identity", path.display());
     }
 }
