@@ -1,5 +1,6 @@
-//! Fuzzing the `zcode-task-v1` mapper natively: its decoder of host stdout
-//! ([`frames`]) and its mapping of native events to ACP ([`events`]).
+//! Fuzzing the mappers natively: the `zcode-task-v1` decoder of host stdout ([`frames`]) and
+//! its mapping of native events to ACP ([`events`]), and the `zcode-services-v4` decoder of
+//! the Services Server's binary stdout ([`services`]).
 //!
 //! Each module exposes a `check_*` function that panics when a property is broken. The
 //! libFuzzer targets (`fuzz_targets/`, run with `cargo +nightly fuzz run <target> --features
@@ -11,6 +12,7 @@ pub mod events;
 pub mod frames;
 mod host;
 mod mutate;
+pub mod services;
 mod templates;
 
 pub use templates::{event_templates, frame_templates};

@@ -20,6 +20,7 @@ const SHARED_INPUTS: &[&str] = &[
     "mappers/Cargo.lock",
     "tests/fixtures/fake-zcode-host",
     "tests/fixtures/fake-zcode-host-3.12",
+    "tests/fixtures/fake-zcode-runtime",
 ];
 
 /// What a member crate may hold that its build reads (its `target/` must not be watched).

@@ -14,6 +14,7 @@
 mod acp;
 mod cold_start;
 mod env;
+mod history_load;
 mod mapper;
 mod memory;
 mod procfs;
@@ -62,6 +63,12 @@ struct Args {
     /// Memory: runs with 1 and with 10 sessions.
     #[arg(long, default_value_t = 5)]
     memory_runs: usize,
+    /// History load: messages in the long session.
+    #[arg(long, default_value_t = 10_000)]
+    history_messages: u64,
+    /// History load: runs of each load (empty and long, interleaved).
+    #[arg(long, default_value_t = 5)]
+    history_runs: usize,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -71,6 +78,7 @@ enum Which {
     Mapper,
     ColdStart,
     Memory,
+    HistoryLoad,
 }
 
 fn main() -> ExitCode {
@@ -112,6 +120,9 @@ fn run(args: &Args) -> Result<(), String> {
     }
     if all || args.which == Which::Memory {
         println!("{}", memory::run(&env, args.memory_runs)?);
+    }
+    if all || args.which == Which::HistoryLoad {
+        println!("{}", history_load::run(&env, args.history_messages, args.history_runs)?);
     }
     println!("load average at the end: {}", load_average());
     Ok(())

@@ -116,14 +116,19 @@ fn a_session_is_refused_from_another_workspace() {
     let elsewhere = env.workspace("elsewhere");
     let session = session_with_history(&env, &home);
 
-    // In a new process: ZCode says the session belongs elsewhere.
+    // In a new process: ZCode says the session belongs elsewhere. (The Services Server asks
+    // the workspace's own Agent, which does not have it: for this cwd the session is unknown.)
+    let refused_with = match generation() {
+        Generation::ServicesServer => RESOURCE_NOT_FOUND,
+        _ => INVALID_PARAMS,
+    };
     let mut agent = Agent::start(&env);
     agent.initialize(plain_client());
     for method in ["session/load", "session/resume"] {
         let response = agent
             .request(method, json!({"sessionId": session, "cwd": elsewhere, "mcpServers": []}));
         let (code, message) = agent.error_of(&response, &format!("{method} from another cwd"));
-        assert_eq!(code, INVALID_PARAMS, "{method}: {message}");
+        assert_eq!(code, refused_with, "{method}: {message}");
     }
     // Nothing from the session leaked to the client.
     assert!(agent.updates(&session).is_empty(), "{:#?}", agent.updates(&session));

@@ -395,6 +395,11 @@ fn a_failing_turn_is_a_json_rpc_error_never_end_turn() {
 
 #[test]
 fn native_result_types_map_to_their_stop_reasons() {
+    let why = "V4 turn headers end completedSuccess, completedInterrupted or failed: there is no \
+               result type to map (an unknown header state: runtime_services.rs)";
+    if !applies(&[Generation::HostBridge, Generation::AppServer], why) {
+        return;
+    }
     let env = TestEnv::new();
     let workspace = env.workspace("ws");
     let (mut agent, session) =
@@ -439,6 +444,11 @@ const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+
 
 #[test]
 fn rich_prompt_content_is_accepted_and_kept_in_the_history() {
+    let why = "images and audio need V4's attachment upload, which the Services Server mapper \
+               does not implement: runtime_services.rs tests their clear refusal and the text kinds";
+    if !applies(&[Generation::HostBridge, Generation::AppServer], why) {
+        return;
+    }
     let env = TestEnv::new();
     let workspace = env.workspace("ws");
     std::fs::write(workspace.join("notes.md"), "# notes\n").unwrap();

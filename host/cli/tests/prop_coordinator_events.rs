@@ -63,6 +63,13 @@ fn breaking_steps_suppressed() -> bool {
     std::env::var("ZCODE_FUZZ_SUPPRESS").unwrap_or_default().contains("broken-turn-drain")
 }
 
+/// The Services Server profiles play the scenario language as V4 state: a raw `event` step is
+/// sent as a V4 delta (which no bridge-era event is: it breaks the turn), and `session_event`
+/// steps have no V4 counterpart (nothing is sent, so nothing is unknown).
+fn v4() -> bool {
+    generation() == Generation::ServicesServer
+}
+
 fn one_step() -> BoxedStrategy<Step> {
     let file = (any::<bool>(), 0..1000u32)
         .prop_map(|(allow, n)| format!("{}-{n}.txt", if allow { "allow" } else { "deny" }));
@@ -90,7 +97,10 @@ fn one_step() -> BoxedStrategy<Step> {
         1 => (0..15u32).prop_map(|ms| step(json!({"step": "sleep", "ms": ms}))),
         2 => proptest::sample::select(KNOWN_SESSION_EVENTS.to_vec())
             .prop_map(|t| step(json!({"step": "session_event", "type": t, "payload": {"title": "x"}}))),
-        1 => Just(step(json!({"step": "event", "event": {"type": "state.updated", "notification": {"status": "running"}}}))),
+        1 => Just(Step {
+            unknown: v4(),
+            ..step(json!({"step": "event", "event": {"type": "state.updated", "notification": {"status": "running"}}}))
+        }),
         1 => prop_oneof![Just("success"), Just("max_tokens"), Just("refusal"), Just("cancelled")]
             .prop_map(|r| Step { ends: true, ..step(json!({"step": "end", "result": r})) }),
         1 => text().prop_map(|m| Step { ends: true, ..step(json!({"step": "fail", "message": m})) }),
@@ -100,7 +110,7 @@ fn one_step() -> BoxedStrategy<Step> {
     }
     let breaking = prop_oneof![
         (0..1000u32).prop_map(|n| Step {
-            unknown: true,
+            unknown: !v4(),
             ..step(
                 json!({"step": "session_event", "type": format!("fuzz.session.{n}"), "payload": {}})
             )

@@ -323,6 +323,16 @@ fn resume_replays_from_the_start_then_marks_the_end_and_the_state() {
     assert_eq!(state(&before[complete + 1]), Some("idle"), "the state after the replay: {kinds:?}");
     assert_eq!(before.len(), complete + 2, "nothing between the state and the answer: {kinds:?}");
 
+    // In V4 the session's title and usage come with the initial snapshot, which follows the
+    // answer: let them arrive before looking at what the next resume sends.
+    if generation() == Generation::ServicesServer {
+        agent.wait_update(&session, "the title from the initial snapshot", |u| {
+            kind(u) == "session_info_update"
+        });
+        agent.wait_update(&session, "the usage from the initial snapshot", |u| {
+            kind(u) == "usage_update"
+        });
+    }
     // Without a cursor: no replay and no marker, but the state still comes first.
     let mark = agent.transcript().frames.last().map_or(0, |f| f.seq);
     let id = agent.send_request("session/resume", json!({"sessionId": session, "cwd": workspace}));

@@ -56,7 +56,8 @@ fn host_crash_mid_permission_allows_nothing_and_fails_every_session_of_that_host
 fn host_crash_during_session_new_is_a_clear_error_every_time() {
     // Each fresh host crashes at the same point again (the fault is armed per host process):
     // every session/new fails clearly, nothing hangs, and no host is left behind.
-    for point in ["createSession", "subscribe", "initialize"] {
+    let subscribe = fault_point(Point::Subscribe).unwrap_or("subscribe");
+    for point in ["createSession", subscribe, "initialize"] {
         let env = TestEnv::new();
         let workspace = env.workspace("ws");
         let fault = format!("crash@{point}");
@@ -126,8 +127,15 @@ fn an_oversize_native_frame_fails_the_host_not_the_process() {
 fn a_malformed_response_to_a_method_fails_the_host_with_a_clear_error() {
     let env = TestEnv::new();
     let workspace = env.workspace("ws");
-    let fault = [("ZCODE_SIM_FAULT", "malformed@setMode")];
-    let mut agent = Agent::start_with_env(&env, policy::refuse_all(), &fault);
+    // A line that is not JSON for the host bridge; a binary message with an unknown value tag
+    // for the Services Server.
+    let (name, says) = match generation() {
+        Generation::ServicesServer => ("corrupt-message", "framing"),
+        _ => ("malformed", "JSON"),
+    };
+    let Some(fault) = fault_at(name, Point::SetMode) else { return };
+    let mut agent =
+        Agent::start_with_env(&env, policy::refuse_all(), &[("ZCODE_SIM_FAULT", &fault)]);
     agent.initialize(plain_client());
     let bystander = Bystander::open(&mut agent, &env);
     let session = agent.new_session(&workspace);
@@ -135,7 +143,7 @@ fn a_malformed_response_to_a_method_fails_the_host_with_a_clear_error() {
         agent.request("session/set_mode", json!({"sessionId": session, "modeId": "plan"}));
     let (code, message) = agent.error_of(&response, "set_mode answered with garbage");
     assert_eq!(code, INTERNAL_ERROR, "{message}");
-    assert!(message.contains("non-JSON") || message.contains("JSON"), "{message}");
+    assert!(message.contains(says), "{message}");
     bystander.check(&mut agent, Reach::WholeHost);
     Invariants::new(&env).finish(agent);
 }
@@ -162,6 +170,11 @@ fn invalid_utf8_from_the_host_at_a_permission_denies_nothing_and_allows_nothing(
 
 #[test]
 fn an_unknown_reverse_request_fails_only_its_session_and_names_the_request() {
+    let why = "the Services Server sends no reverse request in standalone mode (one is a \
+               transport break: runtime_services.rs); the scenario's event is a malformed delta";
+    if !applies(&[Generation::HostBridge, Generation::AppServer], why) {
+        return;
+    }
     let env = TestEnv::new();
     let workspace = env.workspace("ws");
     let scenario = workspace.join("reverse.jsonl");
@@ -215,7 +228,12 @@ fn unknown_events_and_sequence_gaps_fail_only_their_session() {
     let mut agent = Agent::start(&env);
     agent.initialize(plain_client());
     let bystander = Bystander::open(&mut agent, &env);
-    for fault in ["unknown-event", "unknown-session-event", "seq-gap"] {
+    // V4 repairs a sequence gap by a resync (faults.rs, runtime_services.rs): not a failure.
+    let faults: &[&str] = match generation() {
+        Generation::ServicesServer => &["unknown-event", "unknown-session-event"],
+        _ => &["unknown-event", "unknown-session-event", "seq-gap"],
+    };
+    for fault in faults {
         let session = agent.new_session(&workspace);
         let response = agent.prompt(&session, &format!("sim:fault {fault}"));
         assert!(response.get("error").is_some(), "{fault} ended normally: {response}");
@@ -230,10 +248,11 @@ fn unknown_events_and_sequence_gaps_fail_only_their_session() {
 fn a_host_that_never_answers_the_usage_request_still_ends_the_turn() {
     // The stalled call (30 s timeout, below the hang guard) only carries the turn's final
     // usage: the turn ended natively, so the prompt ends normally, without usage.
+    let Some(fault) = fault_at("stall", Point::Usage) else { return };
     let env = TestEnv::new();
     let workspace = env.workspace("ws");
-    let fault = [("ZCODE_SIM_FAULT", "stall@getTaskTokenUsage")];
-    let mut agent = Agent::start_with_env(&env, policy::refuse_all(), &fault);
+    let mut agent =
+        Agent::start_with_env(&env, policy::refuse_all(), &[("ZCODE_SIM_FAULT", &fault)]);
     agent.initialize(plain_client());
     let session = agent.new_session(&workspace);
     let result = agent.prompt_ok(&session, "usage never comes", "end_turn");
@@ -250,10 +269,19 @@ fn a_host_that_never_answers_the_usage_request_still_ends_the_turn() {
 fn a_host_that_never_acknowledges_a_permission_answer_does_not_hang_the_prompt() {
     // The allow is sent, but the host never acknowledges it (30 s timeout). The prompt must
     // end within the hang guard — with an error, since nobody knows whether the answer landed.
+    let why = "the Services Server's commands time out after 60 s (the plugin's limit), which \
+               is the hang guard itself; the host bridge answers in 30 s";
+    if !applies(&[Generation::HostBridge, Generation::AppServer], why) {
+        return;
+    }
+    let Some(fault) = fault_at("stall", Point::AnswerPermission) else { return };
     let env = TestEnv::new();
     let workspace = env.workspace("ws");
-    let fault = [("ZCODE_SIM_FAULT", "stall@respondPermission")];
-    let mut agent = Agent::start_with_env(&env, policy::permission_kind("allow_once"), &fault);
+    let mut agent = Agent::start_with_env(
+        &env,
+        policy::permission_kind("allow_once"),
+        &[("ZCODE_SIM_FAULT", &fault)],
+    );
     agent.initialize(plain_client());
     let session = agent.new_session(&workspace);
     let (code, message) = failing_prompt(&mut agent, &session, "sim:edit stalled.txt maybe");
@@ -266,10 +294,12 @@ fn a_host_that_never_acknowledges_a_permission_answer_does_not_hang_the_prompt()
 fn a_late_prompt_acknowledgement_loses_no_event() {
     // The host starts the turn at once but acknowledges sendPrompt 1.5 s later: the turn's
     // events arrive before the acknowledgement and must not be lost or reordered.
+    let Some(fault) = fault_at("late", Point::SendPrompt) else { return };
+    let fault = format!("{fault}=1500");
     let env = TestEnv::new();
     let workspace = env.workspace("ws");
-    let fault = [("ZCODE_SIM_FAULT", "late@sendPrompt=1500")];
-    let mut agent = Agent::start_with_env(&env, policy::refuse_all(), &fault);
+    let mut agent =
+        Agent::start_with_env(&env, policy::refuse_all(), &[("ZCODE_SIM_FAULT", &fault)]);
     agent.initialize(plain_client());
     let session = agent.new_session(&workspace);
     agent.prompt_ok(&session, "sim:stream 300", "end_turn");
@@ -280,10 +310,15 @@ fn a_late_prompt_acknowledgement_loses_no_event() {
 
 #[test]
 fn a_late_permission_acknowledgement_is_waited_for() {
+    let Some(fault) = fault_at("late", Point::AnswerPermission) else { return };
+    let fault = format!("{fault}=1500");
     let env = TestEnv::new();
     let workspace = env.workspace("ws");
-    let fault = [("ZCODE_SIM_FAULT", "late@respondPermission=1500")];
-    let mut agent = Agent::start_with_env(&env, policy::permission_kind("allow_once"), &fault);
+    let mut agent = Agent::start_with_env(
+        &env,
+        policy::permission_kind("allow_once"),
+        &[("ZCODE_SIM_FAULT", &fault)],
+    );
     agent.initialize(plain_client());
     let session = agent.new_session(&workspace);
     agent.prompt_ok(&session, "sim:edit late.txt allowed late", "end_turn");
@@ -293,7 +328,12 @@ fn a_late_permission_acknowledgement_is_waited_for() {
 
 #[test]
 fn duplicate_host_responses_are_dropped_everywhere() {
-    for point in ["createSession", "subscribe", "respondPermission", "stopGeneration"] {
+    let points = [Point::Subscribe, Point::AnswerPermission, Point::Stop];
+    let Some(points) = points.into_iter().map(fault_point).collect::<Option<Vec<_>>>() else {
+        skip("this generation has no fault point for every duplicated answer");
+        return;
+    };
+    for point in std::iter::once("createSession").chain(points) {
         let env = TestEnv::new();
         let workspace = env.workspace("ws");
         let fault = format!("duplicate@{point}");

@@ -62,8 +62,12 @@ fn session_with_secrets(level: &str) -> String {
     agent.prompt_ok(&session, "sim:read", "end_turn");
     agent.prompt_ok(&session, "sim:edit out.txt INPUT-SECRET-77c2", "end_turn");
     // Provider runtime headers cannot be supplied headlessly: the turn fails, nothing leaks.
+    // (The Services Server supplies them itself: there the turn ends normally.)
     let headers = agent.prompt_when_idle_response(&session, "sim:headers");
-    assert!(headers.get("error").is_some(), "{headers}");
+    match generation() {
+        Generation::ServicesServer => assert!(headers.get("result").is_some(), "{headers}"),
+        _ => assert!(headers.get("error").is_some(), "{headers}"),
+    }
 
     // The secrets the client may see did reach it: their absence from the logs means something.
     let wire: String = agent.transcript().frames.iter().map(|f| f.value.to_string()).collect();

@@ -46,7 +46,11 @@ pub struct SimulatedRelease {
 pub fn simulated_release(name: &str) -> Option<SimulatedRelease> {
     if let Some(profile) = profile::PROFILES.iter().find(|p| p.app_version == name) {
         let app_version = profile.app_version;
-        return Some(SimulatedRelease { name: app_version, kind: InstallKind::Desktop, app_version });
+        return Some(SimulatedRelease {
+            name: app_version,
+            kind: InstallKind::Desktop,
+            app_version,
+        });
     }
     if let Some(profile) = app_server::by_name(name) {
         let (name, app_version) = (profile.name, profile.app_version);

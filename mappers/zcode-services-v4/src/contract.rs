@@ -20,7 +20,8 @@ mod simulator {
 }
 
 pub const PROTOCOL_ID: &str = "zcode-services-v4";
-pub const SIMULATED_RELEASE_ID: &str = "zcode-services-sim-3.14.3";
+/// The simulated releases' ids: this prefix and the app version (`zcode-services-sim-4.0.0`).
+pub const SIMULATED_RELEASE_PREFIX: &str = "zcode-services-sim-";
 
 pub const RUNTIME_DIR: &str = "zcode";
 pub const PACKAGE_FILE: &str = "package.json";
@@ -45,13 +46,15 @@ struct RuntimeRelease {
     cli_version: &'static str,
 }
 
-/// The runtime archives with a public Agent version (zcode-releases.md §1, §2.6). 4.0.0
-/// (`zcode-runtime-v4.0.0-paseo.1`) is not listed: no public source shows its Agent version,
-/// and a release is never guessed.
-const RELEASES: [RuntimeRelease; 3] = [
+/// The runtime archives of zcode-releases.md §1, §2.6 (`zcode-runtime-v<version>-paseo.1`).
+/// 4.0.0's bundled Agent version is not public: 0.18.0 is **assumed**, the same version the
+/// simulator's `runtime-4.0.0` profile and the app-server mapper's `zcode-desktop-4.0.0` assume.
+/// A 4.0.0 runtime whose Agent prints anything else is refused, never guessed.
+const RELEASES: [RuntimeRelease; 4] = [
     RuntimeRelease { id: "zcode-runtime-3.14.3", app_version: "3.14.3", cli_version: "0.16.9" },
     RuntimeRelease { id: "zcode-runtime-3.16.2", app_version: "3.16.2", cli_version: "0.17.0" },
     RuntimeRelease { id: "zcode-runtime-3.17.2", app_version: "3.17.2", cli_version: "0.17.1" },
+    RuntimeRelease { id: "zcode-runtime-4.0.0", app_version: "4.0.0", cli_version: "0.18.0" },
 ];
 
 fn pin(role: &str, path: &str, sha256: Option<&str>) -> FilePin {
@@ -79,13 +82,15 @@ fn real(release: &RuntimeRelease) -> Release {
     }
 }
 
-/// The simulator's runtime: its fixture files, pinned, and the version its hello reports.
-fn simulated() -> Release {
+/// The simulator's runtime playing `release`: the same versions, the files a fake runtime
+/// install lays out (`host/fake-install`), pinned, and the version its hello reports. Pinned,
+/// it wins over the real release of the same versions, which is known only by its identity.
+fn simulated(release: &RuntimeRelease) -> Release {
     Release {
-        id: SIMULATED_RELEASE_ID.to_string(),
+        id: format!("{SIMULATED_RELEASE_PREFIX}{}", release.app_version),
         kind: LayoutKind::Runtime,
-        app_version: "3.14.3".to_string(),
-        cli_version: "0.16.5".to_string(),
+        app_version: release.app_version.to_string(),
+        cli_version: release.cli_version.to_string(),
         files: vec![
             pin(SERVER_ROLE, SERVER_PATH, Some(simulator::SIM_SERVER_SHA256)),
             pin(AGENT_ROLE, CLI_ENTRY, Some(simulator::SIM_AGENT_SHA256)),
@@ -95,7 +100,7 @@ fn simulated() -> Release {
                 Some(simulator::SIM_PROVIDER_TABLE_SHA256),
             ),
         ],
-        identity: Some("3.14.3".to_string()),
+        identity: Some(release.app_version.to_string()),
         simulated: true,
     }
 }
@@ -114,11 +119,11 @@ pub fn layout() -> RuntimeLayout {
 pub fn contract() -> Contract {
     Contract {
         protocol_id: PROTOCOL_ID.to_string(),
-        description: "ZCode stdio Services Server (runtime archives 3.14.3 to 3.17.2) on plain \
+        description: "ZCode stdio Services Server (runtime archives 3.14.3 to 4.0.0) on plain \
                       Node: JSON hello, VS Code-style binary IPC, one V4 conversation state"
             .to_string(),
         layouts: vec![Layout::Runtime(layout())],
-        releases: RELEASES.iter().map(real).chain([simulated()]).collect(),
+        releases: RELEASES.iter().map(real).chain(RELEASES.iter().map(simulated)).collect(),
         // `node agent/zcode.cjs --version` prints the Agent version (V4S §2.1).
         cli_version_probe: VersionProbe {
             args: vec!["{cli-entry}".to_string(), "--version".to_string()],
@@ -137,9 +142,11 @@ fn check_release(install: &VerifiedInstall) -> Result<(), MapperError> {
     if install.kind != LayoutKind::Runtime {
         return Err(internal("This mapper drives standalone runtimes only"));
     }
-    if !RELEASES.iter().any(|r| r.id == install.release_id)
-        && install.release_id != SIMULATED_RELEASE_ID
-    {
+    let known = |r: &RuntimeRelease| {
+        r.id == install.release_id
+            || install.release_id.strip_prefix(SIMULATED_RELEASE_PREFIX) == Some(r.app_version)
+    };
+    if !RELEASES.iter().any(known) {
         return Err(internal(format!(
             "Release {} is not part of this mapper's contract",
             install.release_id
@@ -244,37 +251,41 @@ mod tests {
                 "zcode-runtime-3.14.3",
                 "zcode-runtime-3.16.2",
                 "zcode-runtime-3.17.2",
-                "zcode-services-sim-3.14.3"
+                "zcode-runtime-4.0.0",
+                "zcode-services-sim-3.14.3",
+                "zcode-services-sim-3.16.2",
+                "zcode-services-sim-3.17.2",
+                "zcode-services-sim-4.0.0",
             ]
         );
-        for release in contract.releases.iter().filter(|r| !r.simulated) {
-            assert!(release.files.iter().all(|f| f.sha256.is_none()), "{} is pinned", release.id);
+        for release in &contract.releases {
             assert_eq!(release.identity.as_deref(), Some(release.app_version.as_str()));
             assert_eq!(release.kind, LayoutKind::Runtime);
+            assert_eq!(release.pinned(), release.simulated, "{}", release.id);
         }
-        let versions: Vec<_> = contract
-            .releases
-            .iter()
-            .map(|r| (r.app_version.as_str(), r.cli_version.as_str()))
-            .collect();
-        assert_eq!(
-            versions[..3],
-            [("3.14.3", "0.16.9"), ("3.16.2", "0.17.0"), ("3.17.2", "0.17.1")]
-        );
-        let simulated = contract.release(SIMULATED_RELEASE_ID).unwrap();
-        assert!(simulated.simulated && simulated.pinned());
+        let versions = |simulated: bool| -> Vec<_> {
+            let releases = contract.releases.iter().filter(|r| r.simulated == simulated);
+            releases.map(|r| (r.app_version.as_str(), r.cli_version.as_str())).collect()
+        };
+        let expected =
+            [("3.14.3", "0.16.9"), ("3.16.2", "0.17.0"), ("3.17.2", "0.17.1"), ("4.0.0", "0.18.0")];
+        assert_eq!(versions(false), expected);
+        assert_eq!(versions(true), expected, "the simulator plays each release's versions");
+        // The pins are those of the files `host/fake-install` writes for a runtime install.
         let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures");
         let expected = [
             "fake-zcode-runtime/server/remote/zcode-server.cjs",
             "fake-zcode-host/zcode.cjs",
             "fake-zcode-host-3.12/config/provider/zcode-builtin.json",
         ];
-        for (file, fixture) in simulated.files.iter().zip(expected) {
-            assert_eq!(
-                file.sha256.as_deref(),
-                Some(sha256_hex(&fixtures.join(fixture)).as_str()),
-                "{fixture}"
-            );
+        for simulated in contract.releases.iter().filter(|r| r.simulated) {
+            for (file, fixture) in simulated.files.iter().zip(expected) {
+                assert_eq!(
+                    file.sha256.as_deref(),
+                    Some(sha256_hex(&fixtures.join(fixture)).as_str()),
+                    "{fixture}"
+                );
+            }
         }
         let layout = contract.runtime_layout().unwrap();
         assert_eq!(
@@ -306,10 +317,12 @@ mod tests {
 
     #[test]
     fn refuses_installs_of_other_releases_or_layouts() {
-        assert_eq!(
-            launch_plan(&install("zcode-runtime-9.9.9")).unwrap_err().message,
-            "Release zcode-runtime-9.9.9 is not part of this mapper's contract"
-        );
+        for unknown in ["zcode-runtime-9.9.9", "zcode-services-sim-9.9.9", "zcode-sim-3.14.3"] {
+            assert_eq!(
+                launch_plan(&install(unknown)).unwrap_err().message,
+                format!("Release {unknown} is not part of this mapper's contract")
+            );
+        }
         let mut desktop = install("zcode-runtime-3.14.3");
         desktop.kind = LayoutKind::Desktop;
         assert!(launch_plan(&desktop).is_err());
@@ -323,7 +336,7 @@ mod tests {
 
     #[test]
     fn runs_the_runtimes_cli_for_login_and_logout() {
-        let login = auth_plan(&install("zcode-services-sim-3.14.3"), AuthCommand::Login).unwrap();
+        let login = auth_plan(&install("zcode-services-sim-4.0.0"), AuthCommand::Login).unwrap();
         assert_eq!(login.args, ["/opt/rt/zcode/agent/zcode.cjs", "login", "--no-browser"]);
         let logout = auth_plan(&install("zcode-runtime-3.17.2"), AuthCommand::Logout).unwrap();
         assert_eq!(logout.args, ["/opt/rt/zcode/agent/zcode.cjs", "logout"]);

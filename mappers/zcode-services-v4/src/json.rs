@@ -29,6 +29,46 @@ pub fn text(value: &Value) -> String {
     value.to_string()
 }
 
+/// JSON text with every object's keys in sorted order, whatever map serde_json was built with
+/// (a workspace build of the mappers orders keys by insertion, a lone crate sorts them): the
+/// bytes of a native request are then the same in every build, so recordings and golden
+/// traces compare byte for byte. ZCode reads the keys in any order.
+pub fn canonical_text(value: &Value) -> String {
+    let mut out = String::new();
+    write_canonical(value, &mut out);
+    out
+}
+
+fn write_canonical(value: &Value, out: &mut String) {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (index, key) in keys.into_iter().enumerate() {
+                if index > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(key.clone()).to_string());
+                out.push(':');
+                write_canonical(&map[key], out);
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (index, item) in items.iter().enumerate() {
+                if index > 0 {
+                    out.push(',');
+                }
+                write_canonical(item, out);
+            }
+            out.push(']');
+        }
+        scalar => out.push_str(&scalar.to_string()),
+    }
+}
+
 /// Parses JSON text; a failure is an error of `kind` naming `what`.
 pub fn parse(json: &str, kind: ErrorKind, what: &str) -> Result<Value, MapperError> {
     serde_json::from_str(json).map_err(|e| error(kind, format!("{what} is not valid JSON: {e}")))
@@ -228,5 +268,17 @@ mod tests {
             Fields::native(&json!([1]), "x").err().unwrap().message,
             "x must be a JSON object"
         );
+    }
+
+    #[test]
+    fn canonical_text_sorts_keys_at_every_depth() {
+        let value: Value =
+            serde_json::from_str(r#"{"b":1,"a":[{"z":null,"y":"\u00e9"}],"c":{"e":true,"d":2.5}}"#)
+                .unwrap();
+        assert_eq!(
+            canonical_text(&value),
+            r#"{"a":[{"y":"é","z":null}],"b":1,"c":{"d":2.5,"e":true}}"#
+        );
+        assert_eq!(serde_json::from_str::<Value>(&canonical_text(&value)).unwrap(), value);
     }
 }

@@ -104,9 +104,11 @@ pub struct NativePermission {
 
 /// Every permission request the simulator persisted in `env`, across sessions. (The simulator
 /// saves a session's recent events when a turn ends; a host that died mid-turn loses the
-/// unsaved tail, which can only hide requests, never invent resolutions.)
+/// unsaved tail, which can only hide requests, never invent resolutions.) The Services Server
+/// profiles keep theirs as `permissions` in `services/sessions/<id>.json`: each answer that
+/// reached ZCode, applied (`allow`, `deny`) or not (`ignored:<reason>`).
 pub fn native_permissions(env: &TestEnv) -> Vec<NativePermission> {
-    let mut found = Vec::new();
+    let mut found = services_permissions(env);
     let Ok(files) = std::fs::read_dir(env.sim_state().join("sessions")) else { return found };
     for file in files.flatten() {
         let Ok(text) = std::fs::read_to_string(file.path()) else { continue };
@@ -128,6 +130,26 @@ pub fn native_permissions(env: &TestEnv) -> Vec<NativePermission> {
         }
         for (request_id, resolutions) in requests {
             found.push(NativePermission { session: session.clone(), request_id, resolutions });
+        }
+    }
+    found
+}
+
+fn services_permissions(env: &TestEnv) -> Vec<NativePermission> {
+    let mut found = Vec::new();
+    let dir = env.sim_state().join("services").join("sessions");
+    let Ok(files) = std::fs::read_dir(dir) else { return found };
+    for file in files.flatten() {
+        let Ok(text) = std::fs::read_to_string(file.path()) else { continue };
+        let Ok(stored) = serde_json::from_str::<Value>(&text) else { continue };
+        let session = stored["sessionId"].as_str().unwrap_or_default().to_string();
+        for permission in stored["permissions"].as_array().into_iter().flatten() {
+            let answers = permission["answers"].as_array().into_iter().flatten();
+            found.push(NativePermission {
+                session: session.clone(),
+                request_id: permission["interactionId"].as_str().unwrap_or_default().into(),
+                resolutions: answers.filter_map(Value::as_str).map(str::to_string).collect(),
+            });
         }
     }
     found

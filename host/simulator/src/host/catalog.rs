@@ -165,6 +165,29 @@ pub fn find_selected_model(requested: &Value) -> Option<&'static Model> {
     MODELS.iter().find(|model| model.provider_id == provider && model.model_id == model_id)
 }
 
+/// Every model as a `ZCodeModelOption` with its reasoning levels (`{ref, label, providerLabel,
+/// reasoning: {levels: [{value, label}], defaultLevel}}`), the way the Agent's session
+/// snapshots list the registry in `settings.model.available` (ZCode 3.15.1
+/// `zcode-agent-model-state.ts` reads those fields to build its model picker).
+pub fn model_options() -> Vec<Value> {
+    MODELS
+        .iter()
+        .map(|model| {
+            let levels: Vec<Value> = model
+                .reasoning_levels
+                .iter()
+                .map(|value| json!({"value": value, "label": level_label(value)}))
+                .collect();
+            json!({
+                "ref": model_ref(model),
+                "label": model.label,
+                "providerLabel": model.provider_label,
+                "reasoning": {"levels": levels, "defaultLevel": model.default_level()},
+            })
+        })
+        .collect()
+}
+
 pub fn default_selected_model() -> &'static Model {
     &MODELS[0]
 }

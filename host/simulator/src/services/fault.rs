@@ -42,6 +42,9 @@ pub enum Fault {
     InvalidUtf8,
     /// Claim a version in the hello line that is not the package's.
     WrongHelloVersion,
+    /// Answer the next CAS command `stale` although its `baseRevision` is right (another
+    /// client's change raced it).
+    StaleCas,
 }
 
 const NAMES: &[(&str, Fault)] = &[
@@ -60,6 +63,7 @@ const NAMES: &[(&str, Fault)] = &[
     ("oversize", Fault::Oversize),
     ("invalid-utf8", Fault::InvalidUtf8),
     ("wrong-hello-version", Fault::WrongHelloVersion),
+    ("stale-cas", Fault::StaleCas),
 ];
 
 /// Points outside methods and turns.
@@ -104,6 +108,7 @@ impl Fault {
             Fault::SplitWrites | Fault::SlowStart => START,
             Fault::WrongHelloVersion => HELLO,
             Fault::Late | Fault::Duplicate => "helloConversationV4",
+            Fault::StaleCas => "sendConversationCommandV4",
             _ => "stream",
         }
     }
@@ -193,7 +198,7 @@ fn check_point(fault: Fault, point: &str, methods: &[&str]) -> Result<(), String
     let fits = match fault {
         Fault::SplitWrites | Fault::SlowStart => point == START,
         Fault::WrongHelloVersion => point == HELLO,
-        Fault::Late | Fault::Duplicate => is_method,
+        Fault::Late | Fault::Duplicate | Fault::StaleCas => is_method,
         Fault::Crash | Fault::Exit | Fault::Stall => true,
         _ => is_method || is_turn,
     };

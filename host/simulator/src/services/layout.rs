@@ -8,6 +8,9 @@
 //! <root>/zcode/agent/zcode.cjs
 //! <root>/zcode/agent/provider/zcode-builtin.json
 //! ```
+//!
+//! or the runtime directory itself (`package.json`, `server/`, `agent/` at the root), as the
+//! Paseo plugin's managed entries `zcode-<version>-<sha12>/` are, their Node in a sibling entry.
 
 use std::path::{Path, PathBuf};
 
@@ -15,33 +18,35 @@ use super::profile::RuntimeProfile;
 
 pub const PACKAGE_NAME: &str = "zcode-runtime";
 
-pub fn package_json(root: &Path) -> PathBuf {
-    root.join("zcode/package.json")
+/// The runtime directory of `root`: its `zcode/` when there is one, else the root itself when
+/// its own `package.json` names the runtime package; `None` for any other folder (a desktop
+/// install), so the Desktop profiles get their turn.
+pub fn runtime_dir(root: &Path) -> Option<PathBuf> {
+    let nested = root.join("zcode");
+    if nested.join("package.json").is_file() {
+        return Some(nested);
+    }
+    let text = std::fs::read_to_string(root.join("package.json")).ok()?;
+    let package: serde_json::Value = serde_json::from_str(&text).ok()?;
+    (package.get("name").and_then(|name| name.as_str()) == Some(PACKAGE_NAME))
+        .then(|| root.to_path_buf())
 }
 
-pub fn server_entry(root: &Path) -> PathBuf {
-    root.join("zcode/server/remote/zcode-server.cjs")
+pub fn server_entry(dir: &Path) -> PathBuf {
+    dir.join("server/remote/zcode-server.cjs")
 }
 
-pub fn agent_entry(root: &Path) -> PathBuf {
-    root.join("zcode/agent/zcode.cjs")
+pub fn agent_entry(dir: &Path) -> PathBuf {
+    dir.join("agent/zcode.cjs")
 }
 
-pub fn builtin_provider_config(root: &Path) -> PathBuf {
-    root.join("zcode/agent/provider/zcode-builtin.json")
-}
-
-/// The Node executable inside the root (what a launch plan runs).
-pub fn node_executable(root: &Path) -> PathBuf {
-    if cfg!(windows) { root.join("node/node.exe") } else { root.join("node/bin/node") }
-}
-
-/// `None` when the root is not a runtime root at all (no `zcode/package.json`), so the
-/// Desktop profiles get their turn; otherwise the profile or why there is none.
-pub fn detect(root: &Path) -> Option<Result<&'static RuntimeProfile, String>> {
-    let path = package_json(root);
+/// `None` when the root is not a runtime root at all, so the Desktop profiles get their turn;
+/// otherwise its runtime directory and the profile, or why there is none.
+pub fn detect(root: &Path) -> Option<Result<(PathBuf, &'static RuntimeProfile), String>> {
+    let dir = runtime_dir(root)?;
+    let path = dir.join("package.json");
     let text = std::fs::read_to_string(&path).ok()?;
-    Some(read_profile(&path, &text))
+    Some(read_profile(&path, &text).map(|profile| (dir, profile)))
 }
 
 fn read_profile(path: &Path, text: &str) -> Result<&'static RuntimeProfile, String> {
@@ -64,15 +69,33 @@ mod tests {
     fn root_with(package: &str) -> tempfile::TempDir {
         let root = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(root.path().join("zcode")).unwrap();
-        std::fs::write(package_json(root.path()), package).unwrap();
+        std::fs::write(root.path().join("zcode/package.json"), package).unwrap();
         root
     }
 
     #[test]
     fn detects_runtime_roots_only() {
         let root = root_with(r#"{"name":"zcode-runtime","version":"3.17.2"}"#);
-        assert_eq!(detect(root.path()).unwrap().unwrap().name, "runtime-3.17.2");
+        let (dir, profile) = detect(root.path()).unwrap().unwrap();
+        assert_eq!((dir, profile.name), (root.path().join("zcode"), "runtime-3.17.2"));
         assert!(detect(tempfile::tempdir().unwrap().path()).is_none());
+    }
+
+    #[test]
+    fn a_managed_entry_is_its_own_runtime_directory() {
+        let entry = tempfile::tempdir().unwrap();
+        std::fs::write(
+            entry.path().join("package.json"),
+            r#"{"name":"zcode-runtime","version":"4.0.0"}"#,
+        )
+        .unwrap();
+        let (dir, profile) = detect(entry.path()).unwrap().unwrap();
+        assert_eq!((dir.as_path(), profile.name), (entry.path(), "runtime-4.0.0"));
+        // Another package at the root is no runtime: the Desktop profiles get their turn.
+        let other = tempfile::tempdir().unwrap();
+        std::fs::write(other.path().join("package.json"), r#"{"name":"zcode","version":"4.0.0"}"#)
+            .unwrap();
+        assert!(detect(other.path()).is_none());
     }
 
     #[test]

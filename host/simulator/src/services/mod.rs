@@ -30,14 +30,20 @@ const NODE_VERSION_ENV: &str = "ZCODE_SIM_NODE_VERSION";
 
 /// Runs what the runtime's Node was asked to run, if `root` is a runtime root at all.
 pub fn run_if_runtime(root: &Path, argv: &[OsString]) -> Option<ExitCode> {
-    let profile = match layout::detect(root)? {
-        Ok(profile) => profile,
+    let (dir, profile) = match layout::detect(root)? {
+        Ok(found) => found,
         Err(message) => return Some(fail(1, &format!("zcode-sim: {message}"))),
     };
-    Some(run_node(root, profile, argv))
+    Some(run_node(root, &dir, profile, argv))
 }
 
-fn run_node(root: &Path, profile: &'static RuntimeProfile, argv: &[OsString]) -> ExitCode {
+/// `root` is what the launcher names (sessions are kept under it), `dir` its runtime directory.
+fn run_node(
+    root: &Path,
+    dir: &Path,
+    profile: &'static RuntimeProfile,
+    argv: &[OsString],
+) -> ExitCode {
     let args: Vec<String> = argv.iter().map(|arg| arg.to_string_lossy().into_owned()).collect();
     let node_version =
         std::env::var(NODE_VERSION_ENV).unwrap_or_else(|_| profile.node_version.to_owned());
@@ -53,14 +59,14 @@ fn run_node(root: &Path, profile: &'static RuntimeProfile, argv: &[OsString]) ->
             println!("{identity}");
             ExitCode::SUCCESS
         }
-        Some(script) if is_entry(script, &layout::server_entry(root)) => {
+        Some(script) if is_entry(script, &layout::server_entry(dir)) => {
             if args.iter().any(|arg| arg == "--version") {
                 println!("{}", profile.server_version);
                 return ExitCode::SUCCESS;
             }
             server::run(root, profile)
         }
-        Some(script) if is_entry(script, &layout::agent_entry(root)) => {
+        Some(script) if is_entry(script, &layout::agent_entry(dir)) => {
             match args.get(1).map(String::as_str) {
                 Some("--version") if args.len() == 2 => {
                     let version = std::env::var(AGENT_VERSION_ENV)

@@ -57,6 +57,8 @@ pub struct Server {
     /// The `clientId` the first `initializeConversationV4` bound.
     pub client_id: Mutex<Option<String>>,
     pub ask_auto_resolution: AtomicBool,
+    /// `stale-cas` fired: the next CAS command is answered stale whatever its base.
+    pub stale_next_cas: AtomicBool,
     pub settings: Mutex<Value>,
     /// A sign-in started by `oauth.startOAuthWithPolling`, waiting to be polled.
     pub pending_oauth: Mutex<Option<String>>,
@@ -145,6 +147,10 @@ impl Server {
                 Err(Frozen)
             }
             Fault::Stall => Err(Frozen),
+            Fault::StaleCas => {
+                self.stale_next_cas.store(true, Ordering::SeqCst);
+                Ok(())
+            }
             fault if fault.is_frame_fault() => {
                 self.router.arm(fault);
                 Ok(())
@@ -201,6 +207,7 @@ pub fn run(root: &Path, profile: &'static RuntimeProfile) -> std::process::ExitC
             signed_out: AtomicBool::new(crate::auth::signed_out()),
             client_id: Mutex::new(None),
             ask_auto_resolution: AtomicBool::new(true),
+            stale_next_cas: AtomicBool::new(false),
             settings: Mutex::new(json!({})),
             pending_oauth: Mutex::new(None),
             sessions: Mutex::new(HashMap::new()),
@@ -398,7 +405,11 @@ fn handle(server: &Arc<Server>, request: Request) {
 fn call(server: &Arc<Server>, id: i64, channel: &str, method: &str, args: Vec<Option<Value>>) {
     let mut delay = None;
     let mut duplicate = false;
-    for armed in server.faults.take(method) {
+    let mut armed = server.faults.take(method);
+    if let Some(command) = channels::command_point(method, &args) {
+        armed.extend(server.faults.take(command));
+    }
+    for armed in armed {
         match armed.fault {
             Fault::Late => delay = Some(armed.delay),
             Fault::Duplicate => duplicate = true,

@@ -117,6 +117,7 @@ mod tests {
             plan: serde_json::Value::Null,
             always_allowed: Default::default(),
             mcp_servers: serde_json::Value::Null,
+            permissions: Vec::new(),
         }
     }
 

@@ -102,7 +102,7 @@ impl IpcValue {
     }
 
     /// The value as JSON text: undefined is `null`, arrays are converted element by element,
-    /// JSON is passed through unparsed. Bytes have no JSON form here: no call this mapper makes
+    /// JSON is checked to be one JSON value and passed through unparsed. Bytes have no JSON form here: no call this mapper makes
     /// answers with them.
     pub fn into_json_text(self) -> Result<String, DecodeError> {
         let mut out = String::new();
@@ -125,7 +125,16 @@ impl IpcValue {
                 }
                 out.push(']');
             }
-            IpcValue::Json(text) => out.push_str(&text),
+            IpcValue::Json(text) => {
+                // ZCode reads a tag-5 value with `JSON.parse`, which refuses text that is not
+                // exactly one JSON value. Passed on unchecked, such text would be spliced into
+                // the JSON of its array (`1,2` inside a one-element array read as two
+                // elements) or reach a session as a body that is not JSON at all.
+                if serde_json::from_str::<&serde_json::value::RawValue>(&text).is_err() {
+                    return fail("a JSON value (tag 5) is not one valid JSON value");
+                }
+                out.push_str(&text)
+            }
             IpcValue::Int(int) => out.push_str(&int.to_string()),
         }
         Ok(())
@@ -315,5 +324,17 @@ mod tests {
         ]);
         assert_eq!(value.into_json_text().unwrap(), r#"[null,"a\"b",-3,{"x":true}]"#);
         assert!(IpcValue::Bytes { tag: 3, bytes: vec![] }.into_json_text().is_err());
+    }
+
+    /// Finding F-12 (docs/reliability.md): tag-5 text that is not one JSON value was spliced
+    /// into its array's JSON, or handed on as a body that is not JSON.
+    #[test]
+    fn refuses_json_text_that_is_not_one_json_value() {
+        for text in ["1,2", " ", "", "{\"a\":1} {}", "[1", "tru"] {
+            let inside = IpcValue::Array(vec![IpcValue::json(text)]);
+            assert!(inside.into_json_text().is_err(), "{text:?} inside an array");
+            assert!(IpcValue::json(text).into_json_text().is_err(), "{text:?} alone");
+        }
+        assert_eq!(IpcValue::json(" [1, 2] ").into_json_text().unwrap(), " [1, 2] ");
     }
 }

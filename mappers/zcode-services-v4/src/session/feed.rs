@@ -236,6 +236,14 @@ fn intake(
     }
 }
 
+/// Drops the live stream and asks for a recovery snapshot.
+pub fn resync(session: &mut ServicesSession, out: &mut Vec<Action>, why: &str) {
+    session.state.sync.phase = Phase::Recovering;
+    session.state.sync.assembler.reset();
+    session.announce(MapRequest::Resync);
+    out.push(Action::Ignore(format!("resynchronising the conversation: {why}")));
+}
+
 /// Damage or a gap: resync (a second fault while recovering is a protocol break).
 fn fault(
     session: &mut ServicesSession,
@@ -245,10 +253,7 @@ fn fault(
     if matches!(session.state.sync.phase, Phase::Recovering) {
         return Err(protocol(format!("The V4 recovery failed: {message}")));
     }
-    session.state.sync.phase = Phase::Recovering;
-    session.state.sync.assembler.reset();
-    session.announce(MapRequest::Resync);
-    out.push(Action::Ignore(format!("resynchronising the conversation: {message}")));
+    resync(session, out, &message);
     Ok(())
 }
 
@@ -404,7 +409,9 @@ fn state_updated(state: &mut State, out: &mut Vec<Action>) -> Result<(), MapperE
         out.extend(state.plan.remove(plan_operations).into_iter().map(Action::Update));
         out.push(action);
     }
-    out.extend(state.metadata()?.into_iter().map(Action::Update));
+    if !state.opening {
+        out.extend(state.metadata()?.into_iter().map(Action::Update));
+    }
     Ok(())
 }
 

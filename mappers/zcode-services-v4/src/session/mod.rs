@@ -58,6 +58,9 @@ pub struct State {
     pub commands: u64,
     /// The stream broke: nothing more is mapped and no prompt is sent.
     pub broken: Option<String>,
+    /// An open (create, load, resume) has not answered yet: metadata the initial snapshot
+    /// brings waits for the answer (ACP sends a session's metadata after its open response).
+    pub opening: bool,
 }
 
 impl State {
@@ -126,6 +129,7 @@ impl ServicesSession {
                 clock: 0.0,
                 commands: 0,
                 broken: None,
+                opening: false,
             },
             ops: BTreeMap::new(),
             announced: Vec::new(),
@@ -187,13 +191,42 @@ impl ServicesSession {
         }
     }
 
-    /// The stream cannot be followed any more: the turn (if any) ends broken, and the session
-    /// maps nothing more. A load opens it again.
+    /// Something in the stream was not understood. The running turn ends broken (never
+    /// `end_turn`); what was mapped of the state can no longer be trusted, so the session
+    /// drops the live stream and asks for a fresh snapshot, as for damage in transit: once the
+    /// recovery snapshot is understood, the session follows ZCode again and ZCode's own end of
+    /// the broken turn frees it. A break before the first snapshot or during a recovery (the
+    /// snapshot itself is not understood) is final: the session maps nothing more and a load
+    /// opens it again.
     fn break_stream(&mut self, problem: MapperError, actions: &mut Vec<Action>) {
-        self.state.broken = Some(problem.message.clone());
-        self.announced.clear();
-        self.state.turn.phase = turn::TurnPhase::Ended;
-        actions.push(Action::Terminal(Terminal::Broken(problem)));
+        let subscribed = self.state.bound.as_ref().is_some_and(|b| b.subscription_id.is_some());
+        let recoverable = subscribed
+            && self.state.conversation.is_some()
+            && !matches!(
+                self.state.sync.phase,
+                feed::Phase::Recovering | feed::Phase::AwaitSnapshot
+            );
+        if !recoverable {
+            self.state.broken = Some(problem.message.clone());
+            self.announced.clear();
+            self.state.turn.phase = turn::TurnPhase::Ended;
+            actions.push(Action::Terminal(Terminal::Broken(problem)));
+            return;
+        }
+        let reason = problem.message.clone();
+        match self.state.turn.break_turn(problem) {
+            Some(terminal) => {
+                let plan_operations = self.state.plan_operations();
+                actions.extend(
+                    self.state.plan.remove(plan_operations).into_iter().map(Action::Update),
+                );
+                actions.push(terminal);
+            }
+            None => {
+                actions.push(Action::Ignore(format!("not understood outside a turn: {reason}")))
+            }
+        }
+        feed::resync(self, actions, &reason);
     }
 }
 

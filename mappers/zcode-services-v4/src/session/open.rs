@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use zcode_contract::{ErrorKind, MapperError};
 
 use crate::json::{Fields, error, invalid_params, parse};
+use crate::session::settings::ModelChoice;
 use crate::v4::state::Config;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,7 +66,39 @@ pub struct Opened {
     pub workspace: String,
     pub config: Config,
     pub thought_labels: Vec<(String, String)>,
+    pub models: Vec<ModelChoice>,
     pub commands: Vec<Value>,
+}
+
+/// `settings.model.available[]` entries (`ZCodeModelOption`: `{ref:{providerId, modelId},
+/// label?, providerLabel?, reasoning?:{levels:[{value, label?}], defaultLevel?},
+/// disabledReason?}`); a model with a `disabledReason` cannot be chosen and is not offered.
+fn model_choices(model: &Fields<'_>) -> Result<Vec<ModelChoice>, MapperError> {
+    let mut choices = Vec::new();
+    for entry in model.opt_array("available")?.map(Vec::as_slice).unwrap_or_default() {
+        let entry = Fields::native(entry, "available model")?;
+        if entry.get("disabledReason").is_some_and(|reason| !reason.is_null()) {
+            continue;
+        }
+        let reference = entry.object("ref", "available model ref")?;
+        let provider = reference.non_empty_str("providerId")?.to_string();
+        let model = reference.non_empty_str("modelId")?.to_string();
+        let label = entry.opt_str("label")?.filter(|l| !l.is_empty()).unwrap_or(&model).to_string();
+        let provider_label = entry.opt_str("providerLabel")?.map(str::to_string);
+        let mut levels = Vec::new();
+        let mut default_level = None;
+        if let Some(reasoning) = entry.opt_object("reasoning", "model reasoning")? {
+            for level in reasoning.array("levels")? {
+                let level = Fields::native(level, "reasoning level")?;
+                let value = level.non_empty_str("value")?.to_string();
+                let label = level.opt_str("label")?.unwrap_or(&value).to_string();
+                levels.push((value, label));
+            }
+            default_level = reasoning.opt_str("defaultLevel")?.map(str::to_string);
+        }
+        choices.push(ModelChoice { provider, model, label, provider_label, levels, default_level });
+    }
+    Ok(choices)
 }
 
 pub fn opened(result: &Value) -> Result<Opened, MapperError> {
@@ -79,17 +112,20 @@ pub fn opened(result: &Value) -> Result<Opened, MapperError> {
     let mut config =
         Config { mode: "build".into(), plan_enabled: Some(false), ..Config::default() };
     let mut thought_labels = Vec::new();
+    let mut models = Vec::new();
     if let Some(settings) = fields.opt_object("settings", "session settings")? {
         if let Some(mode) = settings.opt_object("mode", "session mode")? {
             config.mode = mode.str("current")?.to_string();
         }
-        if let Some(model) = settings.opt_object("model", "session model")?
-            && let Some(current) = model.opt_object("current", "current model")?
-        {
-            config.provider = current.str("providerId")?.to_string();
-            config.model = current.str("modelId")?.to_string();
-            if let Some(options) = current.opt_object("options", "model options")? {
-                config.thought = options.opt_str("reasoningLevel")?.unwrap_or_default().to_string();
+        if let Some(model) = settings.opt_object("model", "session model")? {
+            models = model_choices(&model)?;
+            if let Some(current) = model.opt_object("current", "current model")? {
+                config.provider = current.str("providerId")?.to_string();
+                config.model = current.str("modelId")?.to_string();
+                if let Some(options) = current.opt_object("options", "model options")? {
+                    config.thought =
+                        options.opt_str("reasoningLevel")?.unwrap_or_default().to_string();
+                }
             }
         }
         if let Some(thought) = settings.opt_object("thoughtLevel", "session thought level")? {
@@ -116,7 +152,7 @@ pub fn opened(result: &Value) -> Result<Opened, MapperError> {
         }
         commands.push(entry);
     }
-    Ok(Opened { session_id, workspace, config, thought_labels, commands })
+    Ok(Opened { session_id, workspace, config, thought_labels, models, commands })
 }
 
 /// ACP MCP server configurations in ZCode's shapes: stdio `{name, command, args, env}`, http
@@ -207,5 +243,31 @@ mod tests {
             [json!({"name": "compact", "description": "Compact", "input": {"hint": "notes"}})]
         );
         assert!(super::opened(&json!({"session": {"sessionId": ""}})).is_err());
+    }
+
+    #[test]
+    fn offers_the_models_of_the_snapshot_without_disabled_ones() {
+        let snapshot = |available: Value| {
+            json!({
+                "session": {"sessionId": "s1", "workspace": {"workspacePath": "/w"}},
+                "settings": {"model": {"current": {"providerId": "p", "modelId": "a"}, "available": available}},
+            })
+        };
+        let opened = opened(&snapshot(json!([
+            {"ref": {"providerId": "p", "modelId": "a"}, "label": "A", "providerLabel": "P",
+             "reasoning": {"levels": [{"value": "low", "label": "Low"}, {"value": "max"}], "defaultLevel": "low"}},
+            {"ref": {"providerId": "q", "modelId": "b"}},
+            {"ref": {"providerId": "q", "modelId": "c"}, "disabledReason": "not entitled"},
+        ])))
+        .unwrap();
+        let ids: Vec<_> =
+            opened.models.iter().map(|m| (&*m.provider, &*m.model, &*m.label)).collect();
+        assert_eq!(ids, [("p", "a", "A"), ("q", "b", "b")]);
+        let a = &opened.models[0];
+        assert_eq!(a.levels, [("low".into(), "Low".into()), ("max".into(), "max".into())]);
+        assert_eq!((a.thought_for("max"), a.thought_for("high")), ("max".into(), "low".into()));
+        assert_eq!(opened.models[1].thought_for("high"), "");
+        // A model without its ref is not one ZCode can switch to: the snapshot is refused.
+        assert!(super::opened(&snapshot(json!([{"label": "no ref"}]))).is_err());
     }
 }

@@ -30,7 +30,8 @@ use crate::session::command::{self, Ack, CAS_ATTEMPTS, Command};
 use crate::session::feed::{self, Page};
 use crate::session::open::{self, Open, OpenKind};
 use crate::session::settings::{
-    MODEL_OPTION, PLAN_MODE, PLAN_OPTION, THOUGHT_LEVEL_OPTION, is_editing_mode, model_value,
+    MODEL_OPTION, ModelChoice, PLAN_MODE, PLAN_OPTION, THOUGHT_LEVEL_OPTION, is_editing_mode,
+    model_value,
 };
 use crate::session::turn::TurnPhase;
 use crate::session::{Bound, ServicesSession, prompt};
@@ -80,6 +81,7 @@ enum Finish {
     Cancel,
     Mode { mode: String, plan: bool, option_response: bool },
     Thought { level: String },
+    Model { choice: ModelChoice, thought: String },
     Answer { updates: Vec<String> },
 }
 
@@ -225,6 +227,7 @@ fn begin_open(
     if session.state.bound.is_some() {
         return Err(internal("This session resource is already bound to a native session"));
     }
+    session.state.opening = true;
     let call = connection::initialize(&session.state.workspace);
     Ok(send(Stage::Initialize(open), call))
 }
@@ -294,6 +297,7 @@ fn opened(session: &mut ServicesSession, open: Open, result: &Value) -> Result<N
     let state = &mut session.state;
     state.settings.config = Some(opened.config);
     state.settings.thought_labels = opened.thought_labels;
+    state.settings.models = opened.models;
     state.settings.commands = opened.commands;
     state.bound = Some(Bound {
         topic: format!("conversation/{}", opened.session_id),
@@ -442,6 +446,7 @@ fn subscribed(
     let bound = session.state.bound.as_mut().expect("bound before subscribing");
     bound.subscription_id = Some(subscription_id);
     let session_id = bound.session_id.clone();
+    session.state.opening = false;
     let modes = session.state.settings.mode_state()?;
     let options = session.state.settings.config_options();
     Ok(match kind {
@@ -456,6 +461,8 @@ fn subscribed(
             let updates = session.state.metadata()?;
             done(json!({"modes": modes, "configOptions": options}), updates)
         }
+        // A resume answers with nothing before its response (the core sends a load's or
+        // resume's updates ahead of it): the metadata goes out with the next state change.
         OpenKind::Resume => done(json!({"modes": modes, "configOptions": options}), Vec::new()),
     })
 }
@@ -625,7 +632,21 @@ fn set_config_option(session: &mut ServicesSession, params: &str) -> Result<Next
                     let options = session.state.settings.config_options();
                     return Ok(done(json!({"configOptions": options}), Vec::new()));
                 }
-                return Err(invalid_params(format!("Unknown ZCode model: {value}")));
+                let Some(choice) = (session.state.settings.models.iter())
+                    .find(|m| model_value(&m.provider, &m.model) == value)
+                    .cloned()
+                else {
+                    return Err(invalid_params(format!("Unknown ZCode model: {value}")));
+                };
+                let thought = choice.thought_for(&config.thought);
+                let payload =
+                    json!({"provider": choice.provider, "model": choice.model, "thought": thought});
+                let id = session.state.command_id();
+                return commands(
+                    session,
+                    vec![Command::new("switchModelConfig", payload, id)],
+                    Finish::Model { choice, thought },
+                );
             }
             if !config.thought_levels.contains(&value) {
                 return Err(invalid_params(format!("Unknown thought level: {value}")));
@@ -753,6 +774,27 @@ fn finished(session: &mut ServicesSession, commands: Commands) -> Result<Next, M
         Finish::Thought { level } => {
             if let Some(config) = &mut state.settings.config {
                 config.thought = level;
+            }
+            let options = state.settings.config_options();
+            let updates = vec![text(
+                &json!({"sessionUpdate": "config_option_update", "configOptions": options}),
+            )];
+            state.settings.remember(&updates);
+            done(json!({"configOptions": options}), updates)
+        }
+        Finish::Model { choice, thought } => {
+            // Optimistic, as for the other settings: the next state update says what ZCode did.
+            if let Some(config) = &mut state.settings.config {
+                config.provider = choice.provider;
+                config.model = choice.model;
+                config.thought = thought;
+                config.thought_levels =
+                    choice.levels.iter().map(|(level, _)| level.clone()).collect();
+            }
+            for (level, label) in choice.levels {
+                if !state.settings.thought_labels.iter().any(|(known, _)| *known == level) {
+                    state.settings.thought_labels.push((level, label));
+                }
             }
             let options = state.settings.config_options();
             let updates = vec![text(

@@ -6,9 +6,11 @@
 //!
 //! Where the values come from: the V4 snapshot's `config` (`provider`, `model`, `thought`,
 //! `thoughtLevels`, `mode`, `planEnabled`) once subscribed; before that, the session snapshot
-//! `createSession` / `resumeSession` return. The model option lists only the current model: the
-//! only catalogue call (`model-selection.getView`) returns provider credentials with the model
-//! list (V4S §3.2), and a secret never enters a mapper.
+//! `createSession` / `resumeSession` return. The models to choose from are that snapshot's
+//! `settings.model.available` (ids, labels and reasoning levels, no credentials: ZCode 3.15.1
+//! builds its own model picker from it, `packages/shared/src/zcode-agent-model-state.ts`).
+//! `model-selection.getView` is never called: it returns provider API keys and headers with
+//! its list (V4S §3.2), and a secret never enters a mapper.
 
 use std::collections::BTreeMap;
 
@@ -52,9 +54,38 @@ pub fn model_value(provider: &str, model: &str) -> String {
     text(&json!([provider, model]))
 }
 
+/// A model the session snapshot offers (`ZCodeModelOption`): its ref, labels and reasoning
+/// levels (the last is the default when the snapshot names none, as ZCode's own projection).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ModelChoice {
+    pub provider: String,
+    pub model: String,
+    pub label: String,
+    pub provider_label: Option<String>,
+    pub levels: Vec<(String, String)>,
+    pub default_level: Option<String>,
+}
+
+impl ModelChoice {
+    /// The thought level to switch to with this model: the current one if it offers it, else
+    /// its default.
+    pub fn thought_for(&self, current: &str) -> String {
+        if self.levels.iter().any(|(level, _)| level == current) {
+            return current.to_string();
+        }
+        self.default_level
+            .clone()
+            .filter(|default| self.levels.iter().any(|(level, _)| level == default))
+            .or_else(|| self.levels.last().map(|(level, _)| level.clone()))
+            .unwrap_or_default()
+    }
+}
+
 #[derive(Default)]
 pub struct Settings {
     pub config: Option<Config>,
+    /// The models to choose from, from the session snapshot.
+    pub models: Vec<ModelChoice>,
     /// Labels of thought levels (`value → label`), from the session snapshot.
     pub thought_labels: Vec<(String, String)>,
     /// ACP `availableCommands` entries.
@@ -118,9 +149,26 @@ impl Settings {
             }));
         } else {
             let value = model_value(&config.provider, &config.model);
+            let choice = |provider: &str, model: &str, name: &str, description: &str| json!({"value": model_value(provider, model), "name": name, "description": description});
+            let mut choices: Vec<Value> = Vec::new();
+            // The current model first when the catalogue does not list it (it may have left
+            // the registry): what ZCode runs is always shown.
+            if !self.models.iter().any(|m| m.provider == config.provider && m.model == config.model)
+            {
+                choices.push(choice(
+                    &config.provider,
+                    &config.model,
+                    &config.model,
+                    &config.provider,
+                ));
+            }
+            for m in &self.models {
+                let description = m.provider_label.as_deref().unwrap_or(&m.provider);
+                choices.push(choice(&m.provider, &m.model, &m.label, description));
+            }
             options.push(json!({
                 "id": MODEL_OPTION, "name": "Model", "category": "model", "type": "select", "currentValue": value,
-                "options": [{"value": value, "name": config.model, "description": config.provider}],
+                "options": choices,
             }));
         }
         if !config.thought_levels.is_empty() {

@@ -477,9 +477,9 @@ fn fragments_reassemble_and_a_bad_checksum_resyncs() {
 }
 
 #[test]
-fn unknown_ops_and_rows_break_the_stream_never_silently() {
+fn unknown_ops_and_rows_break_the_turn_then_a_recovery_snapshot_resumes_the_session() {
     let (mut session, next) = live();
-    prompted(&mut session, next);
+    let command_id = prompted(&mut session, next);
     let broken = frame(
         &mut session,
         2,
@@ -488,17 +488,43 @@ fn unknown_ops_and_rows_break_the_stream_never_silently() {
     let found = terminals(&broken);
     let [Terminal::Broken(problem)] = found.as_slice() else { panic!("{broken:?}") };
     assert_eq!(problem.message, "V4 delta: unknown `op` value `row.teleported`");
+    assert_eq!(broken.requests, 1, "a fresh snapshot is asked for: {broken:?}");
+    let resync = session.issue(50);
+    assert_eq!(call(&resync.requests[0]).0, "resyncConversationV4");
+    // What follows on the live stream is not trusted any more.
     let after = frame(&mut session, 3, deltas_frame(SID, SUB, 2, 3, json!([])));
-    assert!(matches!(&after.actions[0], Action::Ignore(_)));
-    let Step::Done(Err(refused)) = session.start(
+    assert!(matches!(&after.actions[0], Action::Ignore(_)), "{after:?}");
+    assert!(terminals(&after).is_empty());
+    // ZCode ended the turn (the core stopped it): the recovery shows it idle, and the broken
+    // turn ends for the core, cancelled, with the rows it missed.
+    let mut recovered = snapshot(
+        SID,
+        3,
+        json!([
+            row(
+                11,
+                "userInput",
+                json!({"origin": "realUser", "text": "Fix it", "sourceCommandId": command_id})
+            ),
+            row(12, "assistantText", json!({"text": "Partly", "state": "interrupted"})),
+        ]),
+    );
+    recovered["control"] = idle_control();
+    recovered["rows"]["firstRowId"] = json!(11);
+    let recovery = map(
+        &mut session,
+        vec![frame_input(&complete(4, "recovery", SUB, SID, snapshot_frame(SID, SUB, &recovered)))],
+    );
+    assert_eq!(terminals(&recovery), [Terminal::Stop(StopReason::Cancelled)], "{recovery:?}");
+    // The session follows ZCode again: the next prompt goes out.
+    let again = wait(session.start(
         9,
-        &SessionOp::Prompt(r#"{"prompt":[{"type":"text","text":"x"}]}"#.into()),
+        &SessionOp::Prompt(r#"{"prompt":[{"type":"text","text":"again"}]}"#.into()),
         60,
-    ) else {
-        panic!()
-    };
-    assert!(refused.message.contains("load it again"));
+    ));
+    assert_eq!(call(&again.requests[0]).0, "sendConversationCommandV4");
 
+    // A snapshot that is not understood during the recovery is final.
     let (mut other, _) = live();
     let row_kind = frame(
         &mut other,
@@ -511,7 +537,21 @@ fn unknown_ops_and_rows_break_the_stream_never_silently() {
             json!([{"op": "row.appended", "row": row(5, "hologram", json!({}))}]),
         ),
     );
-    assert!(matches!(terminals(&row_kind).as_slice(), [Terminal::Broken(_)]));
+    assert!(terminals(&row_kind).is_empty(), "no turn runs: {row_kind:?}");
+    assert_eq!(row_kind.requests, 1);
+    other.issue(70);
+    let still = snapshot(SID, 2, json!([row(5, "hologram", json!({}))]));
+    let failed = map(
+        &mut other,
+        vec![frame_input(&complete(3, "recovery", SUB, SID, snapshot_frame(SID, SUB, &still)))],
+    );
+    assert!(matches!(terminals(&failed).as_slice(), [Terminal::Broken(_)]), "{failed:?}");
+    let Step::Done(Err(refused)) =
+        other.start(9, &SessionOp::Prompt(r#"{"prompt":[{"type":"text","text":"x"}]}"#.into()), 80)
+    else {
+        panic!()
+    };
+    assert!(refused.message.contains("load it again"), "{refused:?}");
 }
 
 #[test]

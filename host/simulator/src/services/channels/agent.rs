@@ -193,9 +193,17 @@ fn session_view(server: &Server, conversation: &Conversation) -> Value {
         session["title"] = json!(record.title);
     }
     let model = record.config.model();
+    let signed_out = server.is_signed_out();
+    let mut settings =
+        catalog::selection_settings(model, &record.config.thought, &record.config.mode, signed_out);
+    // The Services Server forwards the Agent's session snapshot, whose create and resume
+    // answers list every usable model (the app-server profiles' `modelAvailability: all`).
+    if !signed_out {
+        settings["model"]["available"] = Value::Array(catalog::model_options());
+    }
     json!({
         "session": session,
-        "settings": catalog::selection_settings(model, &record.config.thought, &record.config.mode, server.is_signed_out()),
+        "settings": settings,
         "slashCommands": catalog::slash_commands(),
     })
 }

@@ -13,6 +13,7 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use super::server::{Server, Shared};
+use super::v4::commands;
 
 /// An error the channel server sends as `[202, id]` (`{message, name, stack, …}`).
 #[derive(Debug, Clone, PartialEq)]
@@ -103,7 +104,21 @@ pub fn all_methods() -> Vec<&'static str> {
     methods.extend_from_slice(usage_stats::METHODS);
     methods.extend_from_slice(account::OAUTH_METHODS);
     methods.extend_from_slice(account::SETTING_METHODS);
+    // A V4 command is a point of its own (`stall@resolveInteraction`): the command call that
+    // carries it. (`createSession` is also a method; the method is what a fault there means.)
+    let commands: Vec<&'static str> =
+        commands::COMMAND_TYPES.iter().copied().filter(|kind| !methods.contains(kind)).collect();
+    methods.extend(commands);
     methods
+}
+
+/// The V4 command type a `sendConversationCommandV4` call carries, when it is a known one.
+pub fn command_point(method: &str, args: &[Option<Value>]) -> Option<&'static str> {
+    if method != "sendConversationCommandV4" {
+        return None;
+    }
+    let kind = args.first()?.as_ref()?.pointer("/envelope/type")?.as_str()?;
+    commands::COMMAND_TYPES.iter().copied().find(|known| *known == kind)
 }
 
 /// Serves one call; `None` when no such channel exists.

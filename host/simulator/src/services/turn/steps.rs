@@ -12,7 +12,7 @@ use crate::scenario::{
     ToolOutcome, default_permission_options, split_chars,
 };
 use crate::services::fault::Fault;
-use crate::services::v4::conversation::{Batch, Expect, Interrupt, Key, Waiting};
+use crate::services::v4::conversation::{Batch, Expect, Interrupt, Key, PermissionRecord, Waiting};
 
 const PLAN_QUESTION: &str = "Review this implementation plan.";
 /// Deltas per frame of a bulk `stream` step.
@@ -445,6 +445,11 @@ impl Turn {
             "payload": {"kind": "permission", "toolCallId": call_id, "toolName": tool,
                         "summary": permission.reason, "detail": detail, "options": options},
         });
+        let interaction_id = interaction["interactionId"].as_str().unwrap_or_default().to_owned();
+        self.conversation()
+            .record
+            .permissions
+            .push(PermissionRecord { interaction_id: interaction_id.clone(), answers: Vec::new() });
         let answer =
             self.interact(row, interaction, Expect::Permission { option_ids }, point).await?;
         let declined = matches!(answer["action"].as_str(), Some("decline" | "cancel"));
@@ -456,6 +461,7 @@ impl Turn {
         let decision =
             if declined { "deny" } else { response["decision"].as_str().unwrap_or("deny") };
         let allowed = matches!(decision, "allow" | "modify");
+        self.conversation().record.permission_answered(&interaction_id, decision);
         let remember =
             response["permissionUpdates"].as_array().is_some_and(|updates| !updates.is_empty());
         if allowed && remember {

@@ -17,8 +17,9 @@ use crate::host::catalog;
 use crate::services::server::{Server, Shared};
 use crate::services::turn::history_count;
 
-/// Every command type of `commandPayloadSchemas` (3.15.1).
-const COMMAND_TYPES: &[&str] = &[
+/// Every command type of `commandPayloadSchemas` (3.15.1); each is a fault point too (a
+/// `sendConversationCommandV4` carrying that type).
+pub const COMMAND_TYPES: &[&str] = &[
     "createSession",
     "createSelectionSideSession",
     "sendText",
@@ -249,7 +250,9 @@ pub fn handle(server: &Arc<Server>, workspace: &str, raw: &Value) -> (Value, Opt
         };
         return (ack(envelope.command_id, revision, &decision), None);
     }
-    if CAS_COMMANDS.contains(&envelope.kind) && envelope.base_revision != Some(revision) {
+    let cas = CAS_COMMANDS.contains(&envelope.kind);
+    let raced = cas && server.stale_next_cas.swap(false, std::sync::atomic::Ordering::SeqCst);
+    if cas && (envelope.base_revision != Some(revision) || raced) {
         let decision = Decision {
             status: "stale",
             reason: Some("proto.staleRevision".into()),
@@ -344,7 +347,7 @@ fn execute(
             }
             _ => Decision::rejected("proto.invalidPayload", "mode: expected queue|guide"),
         },
-        "resolveInteraction" => resolve_interaction(conversation, envelope),
+        "resolveInteraction" => resolve_interaction(server, conversation, envelope),
         "renameSession" => match payload.get("title").and_then(Value::as_str) {
             None => Decision::rejected("proto.invalidPayload", "title: expected string"),
             Some(title) => {
@@ -453,7 +456,11 @@ fn stop(conversation: &mut Conversation, payload: &Map<String, Value>) -> Decisi
     Decision::accepted(None)
 }
 
-fn resolve_interaction(conversation: &mut Conversation, envelope: &Envelope<'_>) -> Decision {
+fn resolve_interaction(
+    server: &Server,
+    conversation: &mut Conversation,
+    envelope: &Envelope<'_>,
+) -> Decision {
     let payload = envelope.payload;
     let (Some(id), Some(answer)) =
         (payload.get("interactionId").and_then(Value::as_str), payload.get("answer"))
@@ -472,11 +479,15 @@ fn resolve_interaction(conversation: &mut Conversation, envelope: &Envelope<'_>)
         );
     }
     let Some(waiting) = conversation.waiting.remove(id) else {
-        return Decision::noop(if conversation.resolved.contains(id) {
+        let reason = if conversation.resolved.contains(id) {
             "proto.alreadyResolved"
         } else {
             "proto.interactionNotFound"
-        });
+        };
+        conversation.record.permission_answered(id, format!("ignored:{reason}"));
+        // Saved at once: no turn end may come to save an answer that arrives after it.
+        server.persist(conversation);
+        return Decision::noop(reason);
     };
     conversation.resolved.insert(id.to_owned());
     let option_id = answer.get("optionId").and_then(Value::as_str);
@@ -620,6 +631,8 @@ fn send_text(
 }
 
 /// `modelSelection`, `mode` and `planEnabled` of a submission become the session's.
+// A short-lived refusal; it is larger only where the workspace build orders JSON maps.
+#[allow(clippy::result_large_err)]
 fn apply_submission(
     server: &Server,
     conversation: &mut Conversation,

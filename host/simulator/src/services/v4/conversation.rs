@@ -100,6 +100,30 @@ pub struct StoredConversation {
     pub always_allowed: BTreeSet<String>,
     #[serde(default)]
     pub mcp_servers: Value,
+    /// Every permission interaction asked, with what each answer ZCode received did: the
+    /// decision it applied, or `ignored:<reason>` (an answer that changed nothing). Tests read
+    /// it to prove a question was answered natively exactly once.
+    #[serde(default)]
+    pub permissions: Vec<PermissionRecord>,
+}
+
+/// One permission interaction and the answers it received, in order.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PermissionRecord {
+    pub interaction_id: String,
+    pub answers: Vec<String>,
+}
+
+impl StoredConversation {
+    /// Records what an answer to permission `interaction_id` did (no-op for other ids).
+    pub fn permission_answered(&mut self, interaction_id: &str, outcome: impl Into<String>) {
+        if let Some(record) =
+            self.permissions.iter_mut().find(|record| record.interaction_id == interaction_id)
+        {
+            record.answers.push(outcome.into());
+        }
+    }
 }
 
 /// Top-level snapshot keys a patch can replace.
@@ -280,6 +304,7 @@ impl Conversation {
             plan: Value::Null,
             always_allowed: BTreeSet::new(),
             mcp_servers: Value::Null,
+            permissions: Vec::new(),
         };
         Conversation::new(record, false, router)
     }
