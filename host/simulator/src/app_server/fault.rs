@@ -16,6 +16,8 @@ pub enum AppFault {
     Stall,
     /// Write a line that is not JSON.
     Malformed,
+    /// Write a line with bytes that are not UTF-8.
+    InvalidUtf8,
     /// Write a `session/event` whose `type` no client knows.
     UnknownEvent,
     /// The next `session/event` of the session skips sequence numbers.
@@ -45,6 +47,7 @@ const NAMES: &[(&str, AppFault)] = &[
     ("exit", AppFault::Exit),
     ("stall", AppFault::Stall),
     ("malformed", AppFault::Malformed),
+    ("invalid-utf8", AppFault::InvalidUtf8),
     ("unknown-event", AppFault::UnknownEvent),
     ("seq-gap", AppFault::SeqGap),
     ("v4-seq-gap", AppFault::V4SeqGap),
@@ -96,7 +99,8 @@ impl AppFault {
             AppFault::Evict => "turn-end",
             AppFault::InteractionRace => "permission",
             AppFault::HeadersStorm => "model-request",
-            AppFault::Crash | AppFault::Malformed | AppFault::UnknownEvent => "stream",
+            AppFault::Crash | AppFault::Malformed | AppFault::InvalidUtf8 => "stream",
+            AppFault::UnknownEvent => "stream",
             AppFault::Exit | AppFault::Stall => "permission",
             AppFault::SeqGap | AppFault::V4SeqGap => "stream",
         }

@@ -409,7 +409,13 @@ impl Server {
     /// Handles one request to completion and writes its response.
     async fn handle(self: Arc<Self>, id: Value, method: String, params: Option<Value>) {
         // Faults about the request itself; the others are consumed by the handlers.
-        let generic = [AppFault::Crash, AppFault::Exit, AppFault::Stall, AppFault::Malformed];
+        let generic = [
+            AppFault::Crash,
+            AppFault::Exit,
+            AppFault::Stall,
+            AppFault::Malformed,
+            AppFault::InvalidUtf8,
+        ];
         for armed in self.faults.take_kinds(&method, &generic) {
             match armed.fault {
                 AppFault::Crash => {
@@ -417,6 +423,7 @@ impl Server {
                 }
                 AppFault::Exit => return self.out.exit(1, None),
                 AppFault::Stall => return std::future::pending().await,
+                AppFault::InvalidUtf8 => self.out.bytes(INVALID_UTF8_LINE.to_vec()),
                 _ => self.out.bytes(MALFORMED_LINE.to_vec()),
             }
         }
@@ -519,3 +526,6 @@ pub fn not_simulated(method: &str) -> ProtocolError {
 
 /// The line the `malformed` fault writes: cut off in the middle of an object.
 pub const MALFORMED_LINE: &[u8] = b"{\"method\":\"session/event\",\"params\":{\"sessionId\":\n";
+/// What the `invalid-utf8` fault writes: a frame whose string holds bytes that are not UTF-8.
+pub const INVALID_UTF8_LINE: &[u8] =
+    b"{\"method\":\"session/event\",\"params\":\"\xff\xfe\xfd\"}\n";
