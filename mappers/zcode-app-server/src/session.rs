@@ -5,15 +5,15 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 use zcode_contract::{
-    Action, ClientFeatures, Effects, ErrorKind, Interaction, InteractionAnswer, InteractionRequest,
-    MapperError, NativeReply, NativeRequest, NativeWrite, OpResult, Outgoing, PermissionRequest,
-    ReplyBody, SessionInit, SessionInput, SessionOp, Step, Terminal,
+    Action, Effects, ErrorKind, Interaction, InteractionAnswer, InteractionRequest, MapperError,
+    NativeReply, NativeRequest, NativeWrite, OpResult, Outgoing, PermissionRequest, ReplyBody,
+    SessionInit, SessionInput, SessionOp, Step, Terminal,
 };
 
 use crate::connection::{ok_body, session_route, workspace_ref};
 use crate::conversation::{self, Conversation};
 use crate::events::{self, Turn};
-use crate::interactions::{self, Kind, Pending};
+use crate::interactions::{self, Pending};
 use crate::json::{acp_params, invalid_params, native, native_value, protocol, text};
 use crate::releases::{self, Profile};
 use crate::tools::Tools;
@@ -28,6 +28,7 @@ const REPLAY_PAGE: usize = 200;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Stage {
     Capabilities,
+    GuardedProbe,
     Open,
     Messages,
     Replay,
@@ -66,7 +67,6 @@ enum Op {
 
 pub struct AppServerSession {
     workspace: String,
-    client: ClientFeatures,
     profile: Profile,
     id: Option<String>,
     ops: BTreeMap<u64, Op>,
@@ -85,6 +85,8 @@ pub struct AppServerSession {
     thought: Option<String>,
     models: Vec<Value>,
     thoughts: Vec<Value>,
+    /// ACP `available_commands_update` from the opened session's slash commands.
+    commands: Option<Value>,
     /// The V4 conversation: the turn's content where the Agent has V4.
     conversation: Conversation,
     /// The legacy stream ended the turn before the V4 frames carrying its last content came:
@@ -159,6 +161,27 @@ fn mcp_servers(servers: Option<&Value>) -> Result<Value, MapperError> {
     Ok(json!(out))
 }
 
+/// The session's slash commands (`slashCommands` of the session state: name, description,
+/// an optional input hint) as an ACP `available_commands_update`; typed as prompt text, ZCode
+/// runs them itself.
+fn available_commands(state: &Value) -> Option<Value> {
+    let commands: Vec<Value> = state
+        .get("slashCommands")?
+        .as_array()?
+        .iter()
+        .filter_map(|command| {
+            let name = command.get("name")?.as_str()?;
+            let description = command.get("description").and_then(Value::as_str).unwrap_or("");
+            let mut acp = json!({"name": name, "description": description});
+            if let Some(hint) = command.get("inputHint").and_then(Value::as_str) {
+                acp["input"] = json!({"hint": hint});
+            }
+            Some(acp)
+        })
+        .collect();
+    Some(json!({"sessionUpdate": "available_commands_update", "availableCommands": commands}))
+}
+
 /// The prompt as the one text ZCode takes.
 fn prompt_text(params: &Value) -> Result<String, MapperError> {
     let blocks = params
@@ -206,7 +229,6 @@ impl AppServerSession {
     pub fn new(init: &SessionInit) -> Self {
         Self {
             workspace: init.workspace.clone(),
-            client: init.client,
             profile: releases::OLD,
             id: None,
             ops: BTreeMap::new(),
@@ -223,6 +245,7 @@ impl AppServerSession {
             thought: None,
             models: Vec::new(),
             thoughts: Vec::new(),
+            commands: None,
             conversation: Conversation::default(),
             pending_terminal: None,
         }
@@ -532,7 +555,7 @@ impl AppServerSession {
         let native_answer = interactions::answer(&pending.kind, &answer.outcome)?;
         let sid = self.sid()?.to_string();
         // Both paths reach the same ZCode request and the first answer wins; only one is sent.
-        if self.profile.v4_resolve_interaction && self.v4.active() {
+        if self.profile.v4_resolve_interaction && self.v4.active() && !native_answer.v4.is_null() {
             let payload = json!({"interactionId": pending.request_id, "answer": native_answer.v4});
             let command = self.v4.command(&sid, "resolveInteraction", payload, false);
             self.ops.insert(
@@ -583,10 +606,12 @@ impl AppServerSession {
                     .and_then(|body| if legacy { Ok(()) } else { v4::ack(&body).map(|_| ()) });
                 match outcome {
                     Ok(()) => {
-                        self.mode = Some(mode.clone());
                         let update =
                             json!({"sessionUpdate": "current_mode_update", "currentModeId": mode});
-                        Ok(done(json!({}), vec![text(&update)]))
+                        // Announced already when ZCode's state change came before the answer.
+                        let updates = self.mode_seen(Action::Update(text(&update)));
+                        let updates = updates.map(|_| text(&update)).into_iter().collect();
+                        Ok(done(json!({}), updates))
                     }
                     // A V4 switch that lost a race with another change: the legacy call has no
                     // revision guard.
@@ -698,21 +723,20 @@ impl AppServerSession {
                 let reply = reply.ok_or_else(|| protocol("open resumed without a reply"))?;
                 self.profile =
                     Profile::detect(ok_body(&reply.body, "runtime/capabilities").ok().as_ref());
-                let workspace = workspace_ref(&self.workspace);
-                let req = match &resume {
-                    None => request(
-                        first,
-                        "session/create",
-                        json!({"workspace": workspace, "mcpServers": mcp}),
-                    ),
-                    Some(id) => request(
-                        first,
-                        "session/resume",
-                        json!({"sessionId": id, "workspace": workspace, "mcpServers": mcp}),
-                    ),
-                };
+                if self.profile.v4_resolve_interaction {
+                    next(self, Stage::GuardedProbe, Vec::new());
+                    let probe =
+                        json!({"sessionId": releases::GUARDED_PROBE_SESSION, "mode": "guarded"});
+                    return Ok(wait(vec![request(first, "session/setMode", probe)]));
+                }
                 next(self, Stage::Open, Vec::new());
-                Ok(wait(vec![req]))
+                Ok(wait(vec![self.open_request(first, resume.as_deref(), &mcp)]))
+            }
+            Stage::GuardedProbe => {
+                let reply = reply.ok_or_else(|| protocol("open resumed without a reply"))?;
+                self.profile = self.profile.with_guarded_probe(&reply.body);
+                next(self, Stage::Open, Vec::new());
+                Ok(wait(vec![self.open_request(first, resume.as_deref(), &mcp)]))
             }
             Stage::Open => {
                 let reply = reply.ok_or_else(|| protocol("open resumed without a reply"))?;
@@ -720,6 +744,18 @@ impl AppServerSession {
                     &reply.body,
                     if resume.is_some() { "session/resume" } else { "session/create" },
                 )?;
+                // The Agent resumes a session whatever workspace it is given; a session is only
+                // ever opened in its own, so nothing of it reaches a client of another.
+                if resume.is_some()
+                    && let Some(own) =
+                        state.pointer("/session/workspace/workspacePath").and_then(Value::as_str)
+                    && own != self.workspace
+                {
+                    return Err(invalid_params(format!(
+                        "The session belongs to the workspace {own}, not {}",
+                        self.workspace
+                    )));
+                }
                 let sid = match &resume {
                     Some(id) => id.clone(),
                     None => state
@@ -729,6 +765,7 @@ impl AppServerSession {
                         .to_string(),
                 };
                 self.settings(&state);
+                self.commands = available_commands(&state);
                 self.v4 = Subscription::new(&sid);
                 self.id = Some(sid.clone());
                 let route = session_route(&sid);
@@ -823,8 +860,24 @@ impl AppServerSession {
         }
     }
 
+    /// `session/create`, or `session/resume` of the session being loaded or resumed.
+    fn open_request(&self, first: u64, resume: Option<&str>, mcp: &Value) -> NativeRequest {
+        let workspace = workspace_ref(&self.workspace);
+        match resume {
+            None => {
+                request(first, "session/create", json!({"workspace": workspace, "mcpServers": mcp}))
+            }
+            Some(id) => request(
+                first,
+                "session/resume",
+                json!({"sessionId": id, "workspace": workspace, "mcpServers": mcp}),
+            ),
+        }
+    }
+
     fn opened(&mut self, created: bool, _updates: Vec<String>) -> Result<Step, MapperError> {
-        Ok(done(self.opened_response(created)?, Vec::new()))
+        let updates = self.commands.take().map(|update| text(&update)).into_iter().collect();
+        Ok(done(self.opened_response(created)?, updates))
     }
 
     // ----- input ---------------------------------------------------------------------------
@@ -877,7 +930,18 @@ impl AppServerSession {
                     return;
                 }
                 if let Some(seq) = params.get("seq").and_then(Value::as_u64).filter(|s| *s != 0) {
+                    let expected = self.event_seq.map(|last| last + 1);
                     self.event_seq = Some(seq);
+                    // Session events are numbered one by one; a jump means some never came (the
+                    // turn's result among them, perhaps): the turn cannot be trusted to end.
+                    if let Some(expected) = expected.filter(|e| seq > *e && self.running) {
+                        effects.actions.push(Action::Terminal(Terminal::Broken(protocol(
+                            format!(
+                                "ZCode skipped session events: expected event {expected}, got {seq}"
+                            ),
+                        ))));
+                        return;
+                    }
                 }
                 let v4_content = self.v4.active();
                 let mut turn = Turn {
@@ -915,10 +979,14 @@ impl AppServerSession {
                         workspace: &self.workspace,
                     };
                     match self.conversation.apply(payload, &mut cx) {
-                        Ok(actions) if actions.is_empty() => {
-                            effects.actions.push(Action::Ignore("v4 frame applied".to_string()))
+                        Ok(actions) => {
+                            let actions: Vec<Action> =
+                                actions.into_iter().filter_map(|a| self.mode_seen(a)).collect();
+                            if actions.is_empty() {
+                                effects.actions.push(Action::Ignore("v4 frame applied".into()));
+                            }
+                            effects.actions.extend(actions);
                         }
-                        Ok(actions) => effects.actions.extend(actions),
                         Err(error) => {
                             effects.actions.push(Action::Terminal(Terminal::Broken(error)));
                             return;
@@ -944,6 +1012,22 @@ impl AppServerSession {
             },
             other => effects.actions.push(Action::Ignore(format!("notification {other}"))),
         }
+    }
+
+    /// A mode the client already has is not announced again (the V4 state repeats the mode a
+    /// `set_mode` just switched to); any other mode is now the session's.
+    fn mode_seen(&mut self, action: Action) -> Option<Action> {
+        let Action::Update(update) = &action else { return Some(action) };
+        let Ok(value) = serde_json::from_str::<Value>(update) else { return Some(action) };
+        if value.get("sessionUpdate").and_then(Value::as_str) != Some("current_mode_update") {
+            return Some(action);
+        }
+        let mode = value.get("currentModeId").and_then(Value::as_str).map(str::to_string);
+        if mode == self.mode {
+            return None;
+        }
+        self.mode = mode;
+        Some(action)
     }
 
     fn reverse_request(&mut self, id: Value, method: &str, params: &Value, effects: &mut Effects) {
@@ -1052,18 +1136,12 @@ impl AppServerSession {
             return Ok(());
         }
         let (pending, form) = interactions::user_input(&id, params)?;
+        // A client without forms is the core's to refuse: it declines natively and fails the
+        // turn, so a question nobody could see never ends as if it had been answered.
         let request = if !self.running || self.cancelled {
             InteractionRequest::Headless(
                 "ZCode asked a question outside a running turn".to_string(),
             )
-        } else if !self.client.form_elicitation {
-            InteractionRequest::Headless(format!(
-                "The client cannot show ZCode's question ({})",
-                match pending.kind {
-                    Kind::Plan => "plan approval",
-                    _ => "a form",
-                }
-            ))
         } else {
             InteractionRequest::Elicitation(text(&form))
         };
