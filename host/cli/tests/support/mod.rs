@@ -15,6 +15,7 @@
 #![allow(dead_code)] // each test binary uses a different part of the driver
 
 mod acp;
+pub mod generation;
 pub mod policy;
 mod processes;
 pub mod reliability;
@@ -32,6 +33,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 pub use acp::*;
+#[allow(unused_imports)] // each test binary uses a different part of the driver
+pub use generation::{Generation, generation, skip_unless};
 pub use policy::{AgentRequest, Policy, Reply};
 use processes::{SeenProcess, descendants, is_alive, scan_tree, spawn_watcher};
 use wire::shorten;

@@ -106,6 +106,9 @@ pub struct NativePermission {
 /// saves a session's recent events when a turn ends; a host that died mid-turn loses the
 /// unsaved tail, which can only hide requests, never invent resolutions.)
 pub fn native_permissions(env: &TestEnv) -> Vec<NativePermission> {
+    if super::generation() == super::Generation::AppServer {
+        return app_server_permissions(env);
+    }
     let mut found = Vec::new();
     let Ok(files) = std::fs::read_dir(env.sim_state().join("sessions")) else { return found };
     for file in files.flatten() {
@@ -131,6 +134,33 @@ pub fn native_permissions(env: &TestEnv) -> Vec<NativePermission> {
         }
     }
     found
+}
+
+/// The Desktop Agent simulator's own record of each permission it asked and decided
+/// (`app-server/permissions.jsonl`, written as it happens).
+fn app_server_permissions(env: &TestEnv) -> Vec<NativePermission> {
+    let path = env.sim_state().join("app-server").join("permissions.jsonl");
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let mut requests: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
+    for line in text.lines() {
+        let Ok(entry) = serde_json::from_str::<Value>(line) else { continue };
+        let key = (
+            entry["sessionId"].as_str().unwrap_or_default().to_string(),
+            entry["requestId"].as_str().unwrap_or_default().to_string(),
+        );
+        let resolutions = requests.entry(key).or_default();
+        if let Some(decision) = entry["decision"].as_str() {
+            resolutions.push(decision.to_string());
+        }
+    }
+    requests
+        .into_iter()
+        .map(|((session, request_id), resolutions)| NativePermission {
+            session,
+            request_id,
+            resolutions,
+        })
+        .collect()
 }
 
 /// Waits (hang guard only) until the simulator has saved an answer to a permission of
