@@ -2,9 +2,9 @@
 //! credentials the Agent asks for.
 
 use zcode_contract::{
-    AuthCommand, Contract, CredentialEncoding, CredentialLookup, CredentialSource, DesktopLayout,
-    FilePin, LaunchPlan, Layout, LayoutKind, MapperError, Os, Release, VerifiedInstall,
-    VersionProbe,
+    AesGcmEncoding, AuthCommand, Contract, CredentialEncoding, CredentialLookup, CredentialSource,
+    DesktopLayout, FilePin, LaunchPlan, Layout, LayoutKind, MapperError, Os, Release,
+    VerifiedInstall, VersionProbe,
 };
 
 use crate::json::internal;
@@ -121,8 +121,25 @@ fn coding_plan_key() -> CredentialSource {
             key: "oauth:{family}:user_info".to_string(),
             field: "id".to_string(),
         }],
-        encodings: vec![CredentialEncoding::Plain],
+        encodings: credential_encodings(),
     }
+}
+
+/// How Desktop stores its credentials, in the order the core tries them: `enc:v1` (AES-256-GCM
+/// with a key from `ZCODE_CREDENTIAL_SECRET` or the machine seed, ZCode's
+/// `credential-cipher.ts` as its public ports describe it; the core decrypts), `enc:v2` (3.18:
+/// unlocked through the OS credential store, layout not public: refused, the fill's fallback
+/// says so), then the clear.
+pub fn credential_encodings() -> Vec<CredentialEncoding> {
+    vec![
+        CredentialEncoding::AesGcm(AesGcmEncoding {
+            prefix: "enc:v1:".to_string(),
+            key_env: "ZCODE_CREDENTIAL_SECRET".to_string(),
+            fallback_seed: "zcode-credential-fallback:{platform}:{home}:{user}".to_string(),
+        }),
+        CredentialEncoding::Unreadable("enc:v2:".to_string()),
+        CredentialEncoding::Plain,
+    ]
 }
 
 pub fn contract() -> Contract {

@@ -67,6 +67,13 @@ fn lists_each_release_with_its_pin_or_identity() {
         "account-provider:coding-plan:{provider}:account:{uid}:api-key"
     );
     assert_eq!(contract.cli_version_probe.args, ["{cli-entry}", "version"]);
+    // The core decrypts enc:v1, refuses enc:v2 (OS credential store) and reads the clear.
+    let encodings = &contract.credential_sources[0].encodings;
+    assert!(matches!(&encodings[0], zcode_contract::CredentialEncoding::AesGcm(form)
+        if form.prefix == "enc:v1:" && form.key_env == "ZCODE_CREDENTIAL_SECRET"
+            && form.fallback_seed == "zcode-credential-fallback:{platform}:{home}:{user}"));
+    assert_eq!(encodings[1], zcode_contract::CredentialEncoding::Unreadable("enc:v2:".into()));
+    assert_eq!(encodings[2], zcode_contract::CredentialEncoding::Plain);
 }
 
 fn sha256_hex(path: &std::path::Path) -> String {

@@ -37,6 +37,18 @@ enum Stage {
     V4Subscribe,
 }
 
+/// Where a prompt is. ZCode evicts an idle session's runtime (APP §1.5, §8.20): the prompt is
+/// then refused as not active (`-32004`, V4 `proto.sessionNotFound`) until the session is
+/// resumed, so a refused prompt resumes the session, subscribes again and is sent once more.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum PromptStage {
+    Sent,
+    Resume,
+    Subscribe,
+    V4Subscribe,
+    Resent,
+}
+
 enum Op {
     Opening {
         stage: Stage,
@@ -45,7 +57,10 @@ enum Op {
         mcp: Value,
         pending_updates: Vec<String>,
     },
-    Prompt,
+    Prompt {
+        text: String,
+        stage: PromptStage,
+    },
     Cancel,
     Mode {
         mode: String,
@@ -85,6 +100,9 @@ pub struct AppServerSession {
     thought: Option<String>,
     models: Vec<Value>,
     thoughts: Vec<Value>,
+    /// The MCP servers the session was opened with (a resume after an eviction sends them
+    /// again: ZCode keeps them per runtime, not per session).
+    mcp: Value,
     /// ACP `available_commands_update` from the opened session's slash commands.
     commands: Option<Value>,
     /// The V4 conversation: the turn's content where the Agent has V4.
@@ -159,6 +177,18 @@ fn mcp_servers(servers: Option<&Value>) -> Result<Value, MapperError> {
         }
     }
     Ok(json!(out))
+}
+
+/// ZCode refused the prompt because the session has no resident runtime (it was evicted):
+/// `-32004` on the legacy path, `rejected` / `proto.sessionNotFound` over V4.
+fn not_active(body: &Result<Value, MapperError>) -> bool {
+    match body {
+        Ok(ack) => {
+            ack.get("status").and_then(Value::as_str) == Some("rejected")
+                && ack.get("reasonCode").and_then(Value::as_str) == Some("proto.sessionNotFound")
+        }
+        Err(error) => error.kind == ErrorKind::NotFound,
+    }
 }
 
 /// The session's slash commands (`slashCommands` of the session state: name, description,
@@ -246,6 +276,7 @@ impl AppServerSession {
             models: Vec::new(),
             thoughts: Vec::new(),
             commands: None,
+            mcp: json!([]),
             conversation: Conversation::default(),
             pending_terminal: None,
         }
@@ -351,6 +382,7 @@ impl AppServerSession {
                     ),
                 };
                 let mcp = mcp_servers(params.get("mcpServers"))?;
+                self.mcp = mcp.clone();
                 self.ops.insert(
                     op_id,
                     Op::Opening {
@@ -371,20 +403,9 @@ impl AppServerSession {
                 self.usage = None;
                 self.pending_terminal = None;
                 self.tools.clear();
-                self.ops.insert(op_id, Op::Prompt);
-                Ok(wait(vec![if self.v4.active() {
-                    let command = self.v4.command(
-                        &sid,
-                        "sendText",
-                        json!({"text": text, "requestedDelivery": "startNow"}),
-                        false,
-                    );
-                    // ZCode attributes the turn to this command (`turnHeader.sourceCommandId`).
-                    self.conversation.watch(command["commandId"].as_str().map(str::to_string));
-                    request(first, "v4/command", command)
-                } else {
-                    request(first, "session/send", json!({"sessionId": sid, "content": text}))
-                }]))
+                let send = self.send_prompt(&sid, &text, first);
+                self.ops.insert(op_id, Op::Prompt { text, stage: PromptStage::Sent });
+                Ok(wait(vec![send]))
             }
             SessionOp::Cancel => {
                 let sid = self.sid()?.to_string();
@@ -475,6 +496,94 @@ impl AppServerSession {
                 self.v4.subscription_id = None;
                 self.ops.insert(op_id, Op::Close);
                 Ok(Step::Wait(outgoing))
+            }
+        }
+    }
+
+    /// The prompt's text to ZCode: V4 `sendText` where the session has V4, else `session/send`.
+    fn send_prompt(&mut self, sid: &str, text: &str, first: u64) -> NativeRequest {
+        if self.v4.active() {
+            let command = self.v4.command(
+                sid,
+                "sendText",
+                json!({"text": text, "requestedDelivery": "startNow"}),
+                false,
+            );
+            // ZCode attributes the turn to this command (`turnHeader.sourceCommandId`).
+            self.conversation.watch(command["commandId"].as_str().map(str::to_string));
+            request(first, "v4/command", command)
+        } else {
+            request(first, "session/send", json!({"sessionId": sid, "content": text}))
+        }
+    }
+
+    /// The prompt operation after a reply: done when ZCode accepted it; an evicted session is
+    /// resumed and subscribed again, then the prompt is sent once more.
+    fn prompt_step(
+        &mut self,
+        op_id: u64,
+        text: String,
+        stage: PromptStage,
+        reply: Option<&NativeReply>,
+        first: u64,
+    ) -> Result<Step, MapperError> {
+        let reply = reply.ok_or_else(|| protocol("prompt resumed without a reply"))?;
+        let sid = self.sid()?.to_string();
+        let next = |this: &mut Self, stage, req| {
+            this.ops.insert(op_id, Op::Prompt { text: text.clone(), stage });
+            Ok(wait(vec![req]))
+        };
+        match stage {
+            PromptStage::Sent | PromptStage::Resent => {
+                let body = ok_body(&reply.body, "prompt");
+                if stage == PromptStage::Sent && not_active(&body) {
+                    let workspace = workspace_ref(&self.workspace);
+                    let params =
+                        json!({"sessionId": sid, "workspace": workspace, "mcpServers": self.mcp});
+                    return next(
+                        self,
+                        PromptStage::Resume,
+                        request(first, "session/resume", params),
+                    );
+                }
+                let accepted = body.and_then(|body| {
+                    if body.get("status").is_some() { v4::ack(&body).map(|_| ()) } else { Ok(()) }
+                });
+                match accepted {
+                    Ok(()) => Ok(done(json!({}), Vec::new())),
+                    Err(error) => Err(error),
+                }
+            }
+            PromptStage::Resume => {
+                let state = ok_body(&reply.body, "session/resume")?;
+                self.settings(&state);
+                let params = json!({"sessionId": sid, "deliveryKind": "desktop-continuous", "includeSnapshot": false});
+                next(self, PromptStage::Subscribe, request(first, "session/subscribe", params))
+            }
+            PromptStage::Subscribe => {
+                let result = ok_body(&reply.body, "session/subscribe")?;
+                self.event_seq = result.get("eventSeq").and_then(Value::as_u64);
+                if !self.v4.active() {
+                    let send = self.send_prompt(&sid, &text, first);
+                    return next(self, PromptStage::Resent, send);
+                }
+                let params = json!({"topic": format!("conversation/{sid}"), "connectionId": self.v4.connection_id, "clientMode": "desktop-continuous"});
+                next(
+                    self,
+                    PromptStage::V4Subscribe,
+                    request(first, "v4/conversation/subscribe", params),
+                )
+            }
+            PromptStage::V4Subscribe => {
+                let result = ok_body(&reply.body, "v4/conversation/subscribe")?;
+                let ack =
+                    result.get("ack").ok_or_else(|| protocol("v4 subscribe without an ack"))?;
+                self.v4.resubscribed(
+                    ack.get("subscriptionId").and_then(Value::as_str).map(str::to_string),
+                    ack.get("logEpoch").and_then(Value::as_str).map(str::to_string),
+                );
+                let send = self.send_prompt(&sid, &text, first);
+                next(self, PromptStage::Resent, send)
             }
         }
     }
@@ -584,19 +693,13 @@ impl AppServerSession {
             Op::Opening { stage, replay, resume, mcp, pending_updates } => {
                 self.opening(op_id, stage, replay, resume, mcp, pending_updates, reply, first)
             }
-            Op::Prompt => {
-                let result = reply.ok_or_else(|| protocol("prompt resumed without a reply"));
-                let outcome = result.and_then(|r| ok_body(&r.body, "prompt")).and_then(|body| {
-                    if body.get("status").is_some() { v4::ack(&body).map(|_| ()) } else { Ok(()) }
-                });
-                match outcome {
-                    Ok(()) => Ok(done(json!({}), Vec::new())),
-                    Err(error) => {
-                        self.running = false;
-                        self.conversation.unwatch();
-                        Err(error)
-                    }
+            Op::Prompt { text, stage } => {
+                let step = self.prompt_step(op_id, text, stage, reply, first);
+                if step.is_err() {
+                    self.running = false;
+                    self.conversation.unwatch();
                 }
+                step
             }
             // Whatever the stop's fate, the turn ends through its events or the core's drain.
             Op::Cancel => Ok(done(json!({}), Vec::new())),

@@ -40,6 +40,9 @@ pub enum AppFault {
     SnapshotFirst,
     /// Wait `n` ms (default 2000) before reading stdin.
     SlowStart,
+    /// Play an Agent without V4: `v4/connection/flow` is `Method not found` (no known release
+    /// is one; it drives a host's legacy-only path).
+    NoV4,
 }
 
 const NAMES: &[(&str, AppFault)] = &[
@@ -59,6 +62,7 @@ const NAMES: &[(&str, AppFault)] = &[
     ("close-deletes", AppFault::CloseDeletes),
     ("snapshot-first", AppFault::SnapshotFirst),
     ("slow-start", AppFault::SlowStart),
+    ("no-v4", AppFault::NoV4),
 ];
 
 /// Points inside a turn.
@@ -96,6 +100,7 @@ impl AppFault {
             AppFault::StaleCas => "v4/command",
             AppFault::CloseDeletes => "session/close",
             AppFault::SnapshotFirst => "v4/conversation/subscribe",
+            AppFault::NoV4 => "v4/connection/flow",
             AppFault::Evict => "turn-end",
             AppFault::InteractionRace => "permission",
             AppFault::HeadersStorm => "model-request",
@@ -194,6 +199,7 @@ fn check_point(fault: AppFault, point: &str) -> Result<(), String> {
         AppFault::Busy | AppFault::StaleCas | AppFault::CloseDeletes | AppFault::SnapshotFirst => {
             is_method
         }
+        AppFault::NoV4 => point == "v4/connection/flow",
         AppFault::InteractionRace => matches!(point, "permission" | "question" | "plan"),
         AppFault::HeadersStorm => point == "model-request",
         _ => point != "start",

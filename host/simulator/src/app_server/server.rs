@@ -42,6 +42,9 @@ pub struct Options {
     pub auto_resolution: Duration,
     pub chunk_delay: Option<Duration>,
     pub scenario_file: Option<PathBuf>,
+    /// `ZCODE_SIM_ENTITLED_ACCOUNTS`: account providers entitled from the start, as if the
+    /// host had pushed their account state (a test stand-in for Desktop's account push).
+    pub entitled_accounts: Vec<String>,
 }
 
 fn millis(name: &str, default: u64) -> Result<Duration, String> {
@@ -82,6 +85,13 @@ impl Options {
             auto_resolution: millis("ZCODE_SIM_AUTO_RESOLUTION_MS", 90_000)?,
             chunk_delay,
             scenario_file,
+            entitled_accounts: std::env::var("ZCODE_SIM_ENTITLED_ACCOUNTS")
+                .unwrap_or_default()
+                .split(',')
+                .map(str::trim)
+                .filter(|id| !id.is_empty())
+                .map(str::to_owned)
+                .collect(),
         })
     }
 }
@@ -227,6 +237,7 @@ impl Server {
         out: Arc<Output>,
     ) -> Arc<Server> {
         let writer = out.clone();
+        let options_accounts = options.entitled_accounts.clone();
         let interactions = Arc::new(Interactions::default());
         let claims = interactions.clone();
         let reverse =
@@ -242,7 +253,7 @@ impl Server {
             state: Mutex::new(State {
                 store,
                 sessions: HashMap::new(),
-                entitlements: Entitlements::default(),
+                entitlements: Entitlements::entitled(&options_accounts),
                 gateway: Gateway::default(),
                 out: out.clone(),
                 auto_resolution: HashMap::new(),

@@ -1086,3 +1086,66 @@ fn titles_and_usage_come_from_v4_once() {
     let legacy = driver.event(event(5, "session.titleUpdated", json!({"title": "Fix it"})));
     assert!(updates(&legacy).is_empty(), "the legacy title is the same fact");
 }
+
+#[test]
+fn an_evicted_session_is_resumed_and_the_prompt_sent_again() {
+    let mut driver = opened(true, true);
+    let mut commands = 0;
+    let mut evicted = agent(true);
+    let (sent, _, step) = driver.run(
+        SessionOp::Prompt(json!({"prompt": [{"type": "text", "text": "Fix it"}]}).to_string()),
+        &mut |f: &Value| match f["method"].as_str().unwrap() {
+            "v4/command" => {
+                commands += 1;
+                if commands == 1 {
+                    json!({"commandId": f["params"]["commandId"], "status": "rejected",
+                           "reasonCode": "proto.sessionNotFound", "revisionAtDecision": 0})
+                } else {
+                    json!({"commandId": f["params"]["commandId"], "status": "accepted", "revisionAtDecision": 1})
+                }
+            }
+            "v4/conversation/subscribe" => {
+                json!({"ack": {"subscriptionId": "sub-2", "mode": "snapshot", "logEpoch": "e2"}})
+            }
+            _ => evicted(f),
+        },
+    );
+    assert!(matches!(step, Step::Done(Ok(_))), "{step:?}");
+    let methods: Vec<_> = sent.iter().map(|f| f["method"].as_str().unwrap()).collect();
+    assert_eq!(
+        methods,
+        [
+            "v4/command",
+            "session/resume",
+            "session/subscribe",
+            "v4/conversation/subscribe",
+            "v4/command"
+        ]
+    );
+    assert_eq!(sent[1]["params"]["sessionId"], "sess_1");
+    assert_eq!(sent[1]["params"]["mcpServers"], json!([]));
+    assert_ne!(sent[0]["params"]["commandId"], sent[4]["params"]["commandId"]);
+    assert_eq!(sent[4]["params"]["payload"]["text"], "Fix it");
+    // Frames of the new subscription are applied; the old one's are not.
+    let old = driver.event(json!({"method": "v4/conversation/frame", "params": {"wireVersion": 3, "kind": "complete", "deliveryKind": "online", "logicalFrameId": "f", "logicalFrameOrdinal": 2, "topic": "conversation/sess_1", "subscriptionId": "sub-1",
+        "frame": {"topic": "conversation/sess_1", "subscriptionId": "sub-1", "fromSeq": 5, "toSeq": 6, "sentAt": 1, "payload": {"kind": "deltas", "deltas": []}}}}));
+    assert!(
+        matches!(&old.actions[..], [Action::Ignore(why)] if why.contains("another subscription"))
+    );
+
+    // Refused twice: no loop, the prompt fails with ZCode's reason.
+    let mut driver = opened(true, true);
+    let mut always = agent(true);
+    let (_, _, step) = driver.run(
+        SessionOp::Prompt(json!({"prompt": [{"type": "text", "text": "again"}]}).to_string()),
+        &mut |f: &Value| match f["method"].as_str().unwrap() {
+            "v4/command" => json!({"commandId": f["params"]["commandId"], "status": "rejected",
+                                   "reasonCode": "proto.sessionNotFound", "revisionAtDecision": 0}),
+            _ => always(f),
+        },
+    );
+    assert!(
+        matches!(&step, Step::Done(Err(e)) if e.message.contains("proto.sessionNotFound")),
+        "{step:?}"
+    );
+}
