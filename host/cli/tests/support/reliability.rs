@@ -102,14 +102,13 @@ pub struct NativePermission {
     pub resolutions: Vec<String>,
 }
 
-/// Every permission request the simulator persisted in `env`, across sessions. (The simulator
-/// saves a session's recent events when a turn ends; a host that died mid-turn loses the
-/// unsaved tail, which can only hide requests, never invent resolutions.)
+/// Every permission request the simulator persisted in `env`, across sessions. (The host
+/// simulator saves a session's recent events when a turn ends; a host that died mid-turn loses
+/// the unsaved tail, which can only hide requests, never invent resolutions. The Desktop Agent
+/// simulator records each one as it happens.)
 pub fn native_permissions(env: &TestEnv) -> Vec<NativePermission> {
-    if super::generation() == super::Generation::AppServer {
-        return app_server_permissions(env);
-    }
-    let mut found = Vec::new();
+    // Whichever simulator ran (a test may play another release than the suite's).
+    let mut found = app_server_permissions(env);
     let Ok(files) = std::fs::read_dir(env.sim_state().join("sessions")) else { return found };
     for file in files.flatten() {
         let Ok(text) = std::fs::read_to_string(file.path()) else { continue };
