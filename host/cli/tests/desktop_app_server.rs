@@ -353,14 +353,20 @@ fn enc_v1(clear: &str, secret: &str) -> String {
     format!("enc:v1:{}.{}.{}", part(&iv), part(&tag), part(&sealed))
 }
 
-/// One turn on an entitled account model; returns the prompt's response, everything logged
-/// and the recording.
-fn turn_on_account(env: &TestEnv, workspace: &Path, entitled: &str) -> (Value, String, String) {
+/// One turn on an entitled account model (with the simulator `fault` armed, if any); returns
+/// the prompt's response, everything logged and the recording.
+fn turn_on_account(
+    env: &TestEnv,
+    workspace: &Path,
+    entitled: &str,
+    fault: &str,
+) -> (Value, String, String) {
     let (record_var, record_file) = recording(env);
     let extra = [
         ("ZCODE_SIM_ENTITLED_ACCOUNTS", entitled),
         ("ZCODE_CREDENTIAL_SECRET", MACHINE_SECRET),
         ("ZCODE_ACP_LOG", "trace"),
+        ("ZCODE_SIM_FAULT", fault),
         (record_var, record_file.as_str()),
     ];
     let mut agent = Agent::start_with_env(env, policy::refuse_all(), &extra);
@@ -388,11 +394,16 @@ fn provider_headers_carry_the_plan_key_from_the_credentials_file_and_nowhere_els
         let env = TestEnv::new();
         let workspace = env.workspace("ws");
         write_credentials(&env, &stored);
-        let (response, logged, recorded) = turn_on_account(&env, &workspace, PLAN);
+        // A storm: five header requests for the turn's one model request.
+        let (response, logged, recorded) =
+            turn_on_account(&env, &workspace, PLAN, "headers-storm@model-request");
         // The simulated Agent checks the key it gets against the credentials file (a plain one
         // exactly; an enc:v1 one must be non-empty, and the core only fills what decrypts).
         assert_eq!(response["result"]["stopReason"], "end_turn", "{form}: {response}");
-        assert!(recorded.contains("interaction/requestProviderRuntimeHeaders"), "{form}");
+        // Each request is in the recording three times (the bytes pushed, the event the
+        // connection routed, the input the session mapped): five requests, at least 15.
+        let asked = recorded.matches("interaction/requestProviderRuntimeHeaders").count();
+        assert!(asked >= 15, "{form}: every request of the storm was answered: {asked}");
         for (place, text) in [("log", &logged), ("recording", &recorded)] {
             assert!(!text.contains(SECRET_KEY), "{form}: the key is in the {place}");
             assert!(
@@ -412,7 +423,7 @@ fn enc_v2_sign_ins_and_start_plan_are_refused_with_their_reason() {
     let env = TestEnv::new();
     let workspace = env.workspace("ws");
     write_credentials(&env, "enc:v2:opaque-to-zcode-acp");
-    let (response, logged, _) = turn_on_account(&env, &workspace, PLAN);
+    let (response, logged, _) = turn_on_account(&env, &workspace, PLAN, "");
     let message = response["error"]["message"].as_str().unwrap_or_default();
     assert!(message.contains("enc:v2"), "says why: {response}");
     assert!(!logged.contains("opaque-to-zcode-acp"));
@@ -421,7 +432,7 @@ fn enc_v2_sign_ins_and_start_plan_are_refused_with_their_reason() {
     let env = TestEnv::new();
     let workspace = env.workspace("ws");
     write_credentials(&env, SECRET_KEY);
-    let (response, _, _) = turn_on_account(&env, &workspace, "account:zai-start-plan");
+    let (response, _, _) = turn_on_account(&env, &workspace, "account:zai-start-plan", "");
     let message = response["error"]["message"].as_str().unwrap_or_default();
     assert!(message.contains("Start Plan") && message.contains("captcha"), "{response}");
 }
