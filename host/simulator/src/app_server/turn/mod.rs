@@ -816,15 +816,11 @@ impl Turn {
                    "contextWindow": window}),
         );
         self.event(kind, payload);
+        // The context usage is the model's (ModelComplete), before the turn closes its header
+        // (TurnComplete); the control state follows the close.
+        self.v4_patch(&["usage"]);
         self.upsert_row(self.turn_row, json!({"state": header}));
-        self.v4_patch(&[
-            "control",
-            "availability",
-            "inputRouting",
-            "usage",
-            "queue",
-            "pendingInteractions",
-        ]);
+        self.v4_patch(&["control", "availability", "inputRouting", "queue", "pendingInteractions"]);
         let reason = if kind == "turn.failed" { "prompt_failed" } else { "prompt_completed" };
         let mut state = self.state();
         if let Ok(mut patch) = state.settings(self.session_id()) {
