@@ -79,9 +79,15 @@ fn unknown_native_events_fail_the_turn() {
     let (code, message) = failing_turn(&mut agent, &session, "sim:fault unknown-event");
     assert_eq!(code, INTERNAL_ERROR);
     assert!(message.contains(names[0]), "names the event: {message}");
-    let (code, message) = agent.prompt_when_idle_error(&session, "sim:fault unknown-session-event");
-    assert_eq!(code, INTERNAL_ERROR);
-    assert!(message.contains(names[1]), "names the event: {message}");
+    // The host generations have two event channels (dynamic events and session events), the
+    // Services Server's V4 state plays both as deltas; the Desktop Agent has one, which the
+    // first fault already covered.
+    if generation() != Generation::AppServer {
+        let (code, message) =
+            agent.prompt_when_idle_error(&session, "sim:fault unknown-session-event");
+        assert_eq!(code, INTERNAL_ERROR);
+        assert!(message.contains(names[1]), "names the event: {message}");
+    }
     assert!(agent.finish().success());
 }
 
@@ -146,6 +152,14 @@ fn a_host_that_never_ends_a_stopped_turn_still_yields_cancelled() {
 
 #[test]
 fn a_duplicated_host_response_is_dropped() {
+    if !skip_unless(
+        "a_duplicated_host_response_is_dropped",
+        generation::is_host(),
+        "`duplicate` is a fault of the host simulator's bridge; the Desktop Agent's duplicate \
+         answers are covered by re-announced requests (desktop_app_server.rs)",
+    ) {
+        return;
+    }
     let env = TestEnv::new();
     let workspace = env.workspace("ws");
     let Some(fault) = fault_at("duplicate", Point::SendPrompt) else { return };
@@ -160,6 +174,14 @@ fn a_duplicated_host_response_is_dropped() {
 
 #[test]
 fn a_signed_out_zcode_asks_the_user_to_log_in() {
+    if !skip_unless(
+        "a_signed_out_zcode_asks_the_user_to_log_in",
+        generation::is_host(),
+        "the Desktop Agent has no sign-in gate before its first model request; a missing \
+         sign-in is the runtime-headers refusal (desktop_app_server.rs)",
+    ) {
+        return;
+    }
     let env = TestEnv::new();
     let workspace = env.workspace("ws");
     let mut agent =

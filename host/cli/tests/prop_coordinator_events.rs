@@ -70,6 +70,25 @@ fn v4() -> bool {
     generation() == Generation::ServicesServer
 }
 
+/// The native results a scenario may end with: the generation's own vocabulary (the Desktop
+/// Agent's `resultType` is a closed enum; 3.11's host passes any result on; the V4 header has
+/// no result type, so the Services simulator plays the host's words as header states).
+fn endings() -> Vec<&'static str> {
+    if v4() {
+        return vec!["success", "max_tokens", "refusal", "cancelled"];
+    }
+    let mut endings: Vec<&str> = generation::result_types().into_iter().map(|(r, _)| r).collect();
+    endings.push("cancelled");
+    endings
+}
+
+/// A raw dynamic event (`event` step). The Desktop Agent has no dynamic-event channel: a frame
+/// of that shape is a broken host, not a broken turn, so its scenarios play `instead` (unknown
+/// events come as session events there).
+fn dynamic_event(event: Step, instead: Step) -> Step {
+    if generation() == Generation::AppServer { instead } else { event }
+}
+
 fn one_step() -> BoxedStrategy<Step> {
     let file = (any::<bool>(), 0..1000u32)
         .prop_map(|(allow, n)| format!("{}-{n}.txt", if allow { "allow" } else { "deny" }));
@@ -97,11 +116,14 @@ fn one_step() -> BoxedStrategy<Step> {
         1 => (0..15u32).prop_map(|ms| step(json!({"step": "sleep", "ms": ms}))),
         2 => proptest::sample::select(KNOWN_SESSION_EVENTS.to_vec())
             .prop_map(|t| step(json!({"step": "session_event", "type": t, "payload": {"title": "x"}}))),
-        1 => Just(Step {
-            unknown: v4(),
-            ..step(json!({"step": "event", "event": {"type": "state.updated", "notification": {"status": "running"}}}))
-        }),
-        1 => prop_oneof![Just("success"), Just("max_tokens"), Just("refusal"), Just("cancelled")]
+        1 => Just(dynamic_event(
+            Step {
+                unknown: v4(),
+                ..step(json!({"step": "event", "event": {"type": "state.updated", "notification": {"status": "running"}}}))
+            },
+            step(json!({"step": "session_event", "type": "streamRecovery.updated", "payload": {}})),
+        )),
+        1 => proptest::sample::select(endings())
             .prop_map(|r| Step { ends: true, ..step(json!({"step": "end", "result": r})) }),
         1 => text().prop_map(|m| Step { ends: true, ..step(json!({"step": "fail", "message": m})) }),
     ];
@@ -109,19 +131,22 @@ fn one_step() -> BoxedStrategy<Step> {
         return ordinary.boxed();
     }
     let breaking = prop_oneof![
-        (0..1000u32).prop_map(|n| Step {
+        1 => (0..1000u32).prop_map(|n| Step {
             unknown: !v4(),
             ..step(
                 json!({"step": "session_event", "type": format!("fuzz.session.{n}"), "payload": {}})
             )
         }),
-        (0..1000u32).prop_map(|n| Step {
+        1 => (0..1000u32).prop_map(|n| Step {
             unknown: true,
-            ..step(json!({"step": "event", "event": {"type": format!("fuzz.dynamic.{n}")}}))
+            ..dynamic_event(
+                step(json!({"step": "event", "event": {"type": format!("fuzz.dynamic.{n}")}})),
+                step(json!({"step": "session_event", "type": format!("fuzz.other.{n}"), "payload": {}})),
+            )
         }),
-        prop_oneof![Just("unknown-event"), Just("unknown-session-event")]
+        1 => prop_oneof![Just("unknown-event"), Just("unknown-session-event")]
             .prop_map(|f| Step { unknown: true, ..step(json!({"step": "fault", "fault": f})) }),
-        Just(Step { ends: true, ..step(json!({"step": "end", "result": "exploded"})) }),
+        1 => Just(Step { ends: true, ..step(json!({"step": "end", "result": "exploded"})) }),
     ];
     prop_oneof![22 => ordinary, 4 => breaking].boxed()
 }

@@ -345,7 +345,14 @@ fn resume_replays_from_the_start_then_marks_the_end_and_the_state() {
         .filter(|(s, _)| *s > mark && *s < seq)
         .map(|(_, u)| u)
         .collect();
-    assert_eq!(after.iter().map(kind).collect::<Vec<_>>(), ["state_update"], "{after:#?}");
+    // (Session metadata a generation sends once a session is open, such as its slash commands
+    // or context usage, may still trail the first resume: it is neither replay nor state.)
+    let after: Vec<&str> = after
+        .iter()
+        .map(kind)
+        .filter(|k| !matches!(*k, "usage_update" | "available_commands_update"))
+        .collect();
+    assert_eq!(after, ["state_update"], "{after:#?}");
     // An unknown cursor is invalid params.
     let response = agent.request(
         "session/resume",
@@ -444,6 +451,14 @@ fn auth_login_confirms_the_terminal_login_and_sessions_take_v2_mcp_servers() {
     assert!(agent.finish().success());
 
     // Signed out: auth/login and session/new say so (-32000, with what to do).
+    if !skip_unless(
+        "auth_login_confirms_the_terminal_login_and_sessions_take_v2_mcp_servers (signed out)",
+        generation::is_host(),
+        "the Desktop Agent has no sign-in gate at session creation; its first model request \
+         asks for the account's key (desktop_app_server.rs)",
+    ) {
+        return;
+    }
     let env = TestEnv::new();
     let workspace = env.workspace("ws");
     let mut agent =

@@ -127,21 +127,35 @@ fn an_oversize_native_frame_fails_the_host_not_the_process() {
 fn a_malformed_response_to_a_method_fails_the_host_with_a_clear_error() {
     let env = TestEnv::new();
     let workspace = env.workspace("ws");
-    // A line that is not JSON for the host bridge; a binary message with an unknown value tag
-    // for the Services Server.
-    let (name, says) = match generation() {
-        Generation::ServicesServer => ("corrupt-message", "framing"),
-        _ => ("malformed", "JSON"),
+    // The fault fires at the native method an ACP request becomes: `session/set_mode` is the
+    // host's `setMode` (a line that is not JSON) and the Services Server's mode command (a
+    // binary message with an unknown value tag); for the Desktop Agent it is `session/list`
+    // (its mode switch is a `v4/command`, like the bystander's prompt, so it cannot be told
+    // apart).
+    let (fault, says, method, params) = match generation() {
+        Generation::AppServer => (
+            "malformed@session/list".to_string(),
+            "JSON",
+            "session/list",
+            Some(json!({"cwd": workspace})),
+        ),
+        generation => {
+            let (name, says) = match generation {
+                Generation::ServicesServer => ("corrupt-message", "framing"),
+                _ => ("malformed", "JSON"),
+            };
+            let Some(fault) = fault_at(name, Point::SetMode) else { return };
+            (fault, says, "session/set_mode", None)
+        }
     };
-    let Some(fault) = fault_at(name, Point::SetMode) else { return };
     let mut agent =
         Agent::start_with_env(&env, policy::refuse_all(), &[("ZCODE_SIM_FAULT", &fault)]);
     agent.initialize(plain_client());
     let bystander = Bystander::open(&mut agent, &env);
     let session = agent.new_session(&workspace);
-    let response =
-        agent.request("session/set_mode", json!({"sessionId": session, "modeId": "plan"}));
-    let (code, message) = agent.error_of(&response, "set_mode answered with garbage");
+    let params = params.unwrap_or_else(|| json!({"sessionId": session, "modeId": "plan"}));
+    let response = agent.request(method, params);
+    let (code, message) = agent.error_of(&response, &format!("{method} answered with garbage"));
     assert_eq!(code, INTERNAL_ERROR, "{message}");
     assert!(message.contains(says), "{message}");
     bystander.check(&mut agent, Reach::WholeHost);
@@ -177,26 +191,35 @@ fn an_unknown_reverse_request_fails_only_its_session_and_names_the_request() {
     }
     let env = TestEnv::new();
     let workspace = env.workspace("ws");
-    let scenario = workspace.join("reverse.jsonl");
-    std::fs::write(
-        &scenario,
-        concat!(
-            r#"{"step":"text","text":"Before the fault."}"#,
-            "\n",
-            r#"{"step":"event","event":{"type":"sandbox.approval.request","request":{"requestId":"r-1","sessionId":"x"}}}"#,
-            "\n",
-            r#"{"step":"text","text":"After the fault."}"#,
-            "\n"
-        ),
-    )
-    .unwrap();
     let mut agent = Agent::start(&env);
     agent.initialize(plain_client());
     let bystander = Bystander::open(&mut agent, &env);
     let session = agent.new_session(&workspace);
+    // A request of the host's no release has: the host's dynamic request event, or a request
+    // of the Desktop Agent to its host, for this session.
+    let (request, name) = if generation::is_host() {
+        (
+            json!({"type": "sandbox.approval.request",
+                   "request": {"requestId": "r-1", "sessionId": "x"}}),
+            "sandbox.approval.request",
+        )
+    } else {
+        (
+            json!({"type": "request", "id": "server-900", "method": "interaction/requestSandboxApproval",
+                   "params": {"requestId": "r-1", "sessionId": session}}),
+            "interaction/requestSandboxApproval",
+        )
+    };
+    let lines = [
+        json!({"step": "text", "text": "Before the fault."}),
+        json!({"step": "event", "event": request}),
+        json!({"step": "text", "text": "After the fault."}),
+    ];
+    let scenario: Vec<String> = lines.iter().map(Value::to_string).collect();
+    std::fs::write(workspace.join("reverse.jsonl"), scenario.join("\n") + "\n").unwrap();
     let (code, message) = failing_prompt(&mut agent, &session, "sim:file reverse.jsonl");
     assert_eq!(code, INTERNAL_ERROR, "{message}");
-    assert!(message.contains("sandbox.approval.request"), "names the request: {message}");
+    assert!(message.contains(name), "names the request: {message}");
     assert!(agent.agent_requests().is_empty(), "nothing unknown reached the client");
     bystander.check(&mut agent, Reach::SessionOnly);
     // The victim session itself recovers once the broken turn has ended natively.
@@ -246,6 +269,13 @@ fn unknown_events_and_sequence_gaps_fail_only_their_session() {
 
 #[test]
 fn a_host_that_never_answers_the_usage_request_still_ends_the_turn() {
+    if !skip_unless(
+        "a_host_that_never_answers_the_usage_request_still_ends_the_turn",
+        generation::is_host(),
+        "the Desktop Agent's turn result carries the turn's usage: nothing is asked after it",
+    ) {
+        return;
+    }
     // The stalled call (30 s timeout, below the hang guard) only carries the turn's final
     // usage: the turn ended natively, so the prompt ends normally, without usage.
     let Some(fault) = fault_at("stall", Point::Usage) else { return };
@@ -267,6 +297,13 @@ fn a_host_that_never_answers_the_usage_request_still_ends_the_turn() {
 
 #[test]
 fn a_host_that_never_acknowledges_a_permission_answer_does_not_hang_the_prompt() {
+    if !skip_unless(
+        "a_host_that_never_acknowledges_a_permission_answer_does_not_hang_the_prompt",
+        generation::is_host(),
+        "the fault point is the host service's `respondPermission`; the Desktop Agent takes the answer as a reply or a V4 command, whose stall is a stalled prompt",
+    ) {
+        return;
+    }
     // The allow is sent, but the host never acknowledges it (30 s timeout). The prompt must
     // end within the hang guard — with an error, since nobody knows whether the answer landed.
     let why = "the Services Server's commands time out after 60 s (the plugin's limit), which \
@@ -292,6 +329,13 @@ fn a_host_that_never_acknowledges_a_permission_answer_does_not_hang_the_prompt()
 
 #[test]
 fn a_late_prompt_acknowledgement_loses_no_event() {
+    if !skip_unless(
+        "a_late_prompt_acknowledgement_loses_no_event",
+        generation::is_host(),
+        "`late` is a fault of the host simulator's bridge; the Desktop Agent writes a request's notifications and answer in one ordered write",
+    ) {
+        return;
+    }
     // The host starts the turn at once but acknowledges sendPrompt 1.5 s later: the turn's
     // events arrive before the acknowledgement and must not be lost or reordered.
     let Some(fault) = fault_at("late", Point::SendPrompt) else { return };
@@ -310,6 +354,12 @@ fn a_late_prompt_acknowledgement_loses_no_event() {
 
 #[test]
 fn a_late_permission_acknowledgement_is_waited_for() {
+    let why = "`late` is a fault of the host simulator's bridge and the Services Server's \
+               commands; the Desktop Agent writes a request's notifications and answer in one \
+               ordered write";
+    if !applies(&[Generation::HostBridge, Generation::ServicesServer], why) {
+        return;
+    }
     let Some(fault) = fault_at("late", Point::AnswerPermission) else { return };
     let fault = format!("{fault}=1500");
     let env = TestEnv::new();
@@ -328,6 +378,10 @@ fn a_late_permission_acknowledgement_is_waited_for() {
 
 #[test]
 fn duplicate_host_responses_are_dropped_everywhere() {
+    let why = "the Desktop Agent's repeats are re-announced requests (desktop_app_server.rs)";
+    if !applies(&[Generation::HostBridge, Generation::ServicesServer], why) {
+        return;
+    }
     let points = [Point::Subscribe, Point::AnswerPermission, Point::Stop];
     let Some(points) = points.into_iter().map(fault_point).collect::<Option<Vec<_>>>() else {
         skip("this generation has no fault point for every duplicated answer");

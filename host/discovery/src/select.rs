@@ -97,7 +97,13 @@ impl VersionStanding {
 
 /// What the install's app version is to the mappers' releases, once its version was read.
 pub fn version_standing(inspection: &Inspection) -> Option<(LayoutKind, VersionStanding)> {
-    let findings = inspection.verdicts.iter().map(|v| &v.findings).find(|f| f.layout.is_some())?;
+    // The first mapper that read the install's version (a mapper of another layout kind,
+    // listed first, finds a layout it cannot read a version from).
+    let findings = inspection
+        .verdicts
+        .iter()
+        .map(|v| &v.findings)
+        .find(|f| f.layout.is_some() && f.app_version.is_some())?;
     let (kind, found) = (findings.layout?, findings.app_version.clone()?);
     let releases: Vec<_> = inspection
         .verdicts

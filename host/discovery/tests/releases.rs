@@ -83,6 +83,23 @@ fn a_pinned_release_wins_over_an_unpinned_one_of_the_same_version() {
 }
 
 #[test]
+fn the_version_standing_is_read_past_a_mapper_of_another_layout_kind() {
+    // A runtime-only contract listed first finds no runtime folder (and so no version) in a
+    // desktop install: the standing comes from the mapper that read the desktop's version.
+    let fixture = Fixture::new(Variant::NewerVersion);
+    let mut runtime_only = contract();
+    runtime_only.layouts.retain(|l| l.kind() == LayoutKind::Runtime);
+    runtime_only.releases.retain(|r| r.kind == LayoutKind::Runtime);
+    let desktop = desktop_contract();
+    let inspection =
+        fixture.inspect(&[("test:runtime", &runtime_only), ("test:desktop", &desktop)]);
+    assert!(matches!(
+        version_standing(&inspection),
+        Some((LayoutKind::Desktop, VersionStanding::Newer { .. }))
+    ));
+}
+
+#[test]
 fn a_newer_version_than_any_known_is_refused_naming_the_newest() {
     let fixture = Fixture::new(Variant::NewerVersion);
     let mut known = real_unpinned();

@@ -15,15 +15,24 @@ fn the_cli_prints_its_version_as_the_real_one_does() {
             assert!(output.status.success(), "{app} {flag}");
             assert_eq!(String::from_utf8_lossy(&output.stdout), format!("{cli}\n"), "{app} {flag}");
         }
+        // The subcommand is in the 3.14.0 copy of `run.ts` too (zzycxz/FreeCodeZ@c56e4414).
         let output = desktop.run(&["version"], &[]);
-        if has_315(app) {
-            assert_eq!(String::from_utf8_lossy(&output.stdout), format!("{cli}\n"), "{app}");
-        } else {
-            // The subcommand arrived with 3.15.
-            assert_eq!(output.status.code(), Some(1), "{app}");
-            let stderr = String::from_utf8_lossy(&output.stderr);
-            assert!(stderr.starts_with("Unknown command: version\n\n"), "{app}: {stderr}");
-        }
+        assert!(output.status.success(), "{app} version");
+        assert_eq!(String::from_utf8_lossy(&output.stdout), format!("{cli}\n"), "{app}");
+    }
+}
+
+#[test]
+fn the_cli_takes_the_hosts_tool_disallow_list_on_every_release() {
+    for (app, _) in RELEASES {
+        let desktop = Desktop::new(app);
+        let args = ["--version", "--disallowed-tools", "CronCreate CronList"];
+        let output = desktop.run(&args, &[]);
+        assert!(output.status.success(), "{app}: {output:?}");
+        let bare = desktop.run(&["--version", "--disallowed-tools"], &[]);
+        assert_eq!(bare.status.code(), Some(1), "{app}");
+        let stderr = String::from_utf8_lossy(&bare.stderr);
+        assert!(stderr.starts_with("--disallowed-tools requires at least one tool."), "{stderr}");
     }
 }
 

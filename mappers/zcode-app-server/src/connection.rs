@@ -32,11 +32,33 @@ pub fn runtime_preferences() -> Value {
 
 const SETUP_TIMEOUT_MS: u32 = 120_000;
 const LIST_TIMEOUT_MS: u32 = 30_000;
+/// Sessions per ACP `session/list` page. The Agent's list has a `limit` but no offset, so a page
+/// asks for everything up to one past its end (newest first, a stable order) and keeps its part.
+pub const PAGE_SIZE: usize = 50;
+const CURSOR_PREFIX: &str = "zcode-sessions-from-";
 
 enum PendingOp {
     Setup,
     Probe,
-    List { cwd: Option<String> },
+    List { cwd: Option<String>, offset: usize },
+}
+
+/// The page offset an ACP cursor names; `0` without one.
+fn list_offset(params: &Value) -> Result<usize, MapperError> {
+    match params.get("cursor") {
+        None | Some(Value::Null) => Ok(0),
+        Some(cursor) => cursor
+            .as_str()
+            .and_then(|c| c.strip_prefix(CURSOR_PREFIX))
+            .and_then(|offset| offset.parse::<usize>().ok())
+            .filter(|offset| *offset > 0 && offset.is_multiple_of(PAGE_SIZE))
+            .ok_or_else(|| {
+                MapperError::new(
+                    ErrorKind::InvalidParams,
+                    format!("Unknown session list cursor: {cursor}"),
+                )
+            }),
+    }
 }
 
 #[derive(Default)]
@@ -106,13 +128,14 @@ impl AppServerConnection {
             ConnectionOp::ListSessions(params) => {
                 let params = acp_params(params)?;
                 let cwd = params.get("cwd").and_then(Value::as_str).map(str::to_string);
+                let offset = list_offset(&params)?;
                 // `includeArchived` is never sent: it defaults to false on 0.16.9, and 0.17
                 // refuses the key (reference RELEASES §3.1).
-                let mut list = json!({"limit": 100});
+                let mut list = json!({"limit": offset + PAGE_SIZE + 1});
                 if let Some(cwd) = &cwd {
                     list["workspace"] = workspace_ref(cwd);
                 }
-                (PendingOp::List { cwd }, "session/list", list, LIST_TIMEOUT_MS)
+                (PendingOp::List { cwd, offset }, "session/list", list, LIST_TIMEOUT_MS)
             }
         };
         self.ops.insert(op_id, pending);
@@ -137,10 +160,10 @@ impl AppServerConnection {
                 ok_body(&reply.body, "session/list")?;
                 Ok(OpResult { response: "{}".to_string(), updates: Vec::new() })
             }
-            PendingOp::List { cwd } => {
+            PendingOp::List { cwd, offset } => {
                 let result = ok_body(&reply.body, "session/list")?;
                 Ok(OpResult {
-                    response: sessions(&result, cwd.as_deref())?.to_string(),
+                    response: sessions(&result, cwd.as_deref(), offset)?.to_string(),
                     updates: Vec::new(),
                 })
             }
@@ -236,8 +259,8 @@ pub fn workspace_ref(path: &str) -> Value {
     json!({"workspacePath": path, "workspaceKey": path})
 }
 
-/// ACP `session/list` result from the Agent's.
-fn sessions(result: &Value, cwd: Option<&str>) -> Result<Value, MapperError> {
+/// The ACP `session/list` page at `offset` of the Agent's list, with a cursor when more follow.
+fn sessions(result: &Value, cwd: Option<&str>, offset: usize) -> Result<Value, MapperError> {
     let list = result
         .get("sessions")
         .and_then(Value::as_array)
@@ -266,7 +289,13 @@ fn sessions(result: &Value, cwd: Option<&str>) -> Result<Value, MapperError> {
         }
         out.push(entry);
     }
-    Ok(json!({"sessions": out}))
+    let more = out.len() > offset + PAGE_SIZE;
+    let page: Vec<Value> = out.into_iter().skip(offset).take(PAGE_SIZE).collect();
+    let mut response = json!({"sessions": page});
+    if more {
+        response["nextCursor"] = json!(format!("{CURSOR_PREFIX}{}", offset + PAGE_SIZE));
+    }
+    Ok(response)
 }
 
 impl zcode_mapper_sdk::Connection for AppServerConnection {

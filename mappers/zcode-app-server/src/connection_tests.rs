@@ -134,7 +134,7 @@ fn lists_sessions_without_parameters_a_release_refuses() {
         run(&mut conn, ConnectionOp::ListSessions(json!({"cwd": "/w"}).to_string()), reply);
     assert_eq!(
         sent["params"],
-        json!({"limit": 100, "workspace": {"workspacePath": "/w", "workspaceKey": "/w"}})
+        json!({"limit": 51, "workspace": {"workspacePath": "/w", "workspaceKey": "/w"}})
     );
     assert!(sent["params"].get("includeArchived").is_none());
     let Step::Done(Ok(result)) = step else { panic!() };
@@ -153,5 +153,40 @@ fn lists_sessions_without_parameters_a_release_refuses() {
     );
     assert!(
         matches!(failed, Step::Done(Err(e)) if e.kind == zcode_contract::ErrorKind::InvalidParams)
+    );
+}
+
+#[test]
+fn pages_the_list_with_a_cursor_and_refuses_a_bogus_one() {
+    let entries: Vec<Value> = (0..120)
+        .map(|i| json!({"sessionId": format!("sess_{i}"), "title": "", "updatedAt": 1}))
+        .collect();
+    let mut conn = AppServerConnection::new();
+    let list = |cursor: Option<&str>| {
+        let mut params = json!({"cwd": "/w"});
+        if let Some(cursor) = cursor {
+            params["cursor"] = json!(cursor);
+        }
+        ConnectionOp::ListSessions(params.to_string())
+    };
+    let mut seen = Vec::new();
+    let mut cursor: Option<String> = None;
+    for expected_limit in [51, 101, 151] {
+        // The Agent answers at most `limit` entries, newest first.
+        let (sent, step) = run(&mut conn, list(cursor.as_deref()), json!({"sessions": entries}));
+        assert_eq!(sent["params"]["limit"], expected_limit);
+        let Step::Done(Ok(result)) = step else { panic!() };
+        let page: Value = serde_json::from_str(&result.response).unwrap();
+        seen.extend(page["sessions"].as_array().unwrap().iter().map(|s| s["sessionId"].clone()));
+        cursor = page.get("nextCursor").and_then(Value::as_str).map(str::to_string);
+        if cursor.is_none() {
+            break;
+        }
+    }
+    assert_eq!(seen.len(), 120, "every session on exactly one page");
+    assert_eq!(seen[50], "sess_50");
+    let bogus = conn.start(2, &list(Some("bogus")), 9);
+    assert!(
+        matches!(bogus, Step::Done(Err(e)) if e.kind == zcode_contract::ErrorKind::InvalidParams)
     );
 }

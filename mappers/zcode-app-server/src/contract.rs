@@ -2,19 +2,31 @@
 //! credentials the Agent asks for.
 
 use zcode_contract::{
-    AuthCommand, Contract, CredentialEncoding, CredentialLookup, CredentialSource, DesktopLayout,
-    FilePin, LaunchPlan, Layout, LayoutKind, MapperError, Os, Release, VerifiedInstall,
-    VersionProbe,
+    AesGcmEncoding, AuthCommand, Contract, CredentialEncoding, CredentialLookup, CredentialSource,
+    DesktopLayout, FilePin, LaunchPlan, Layout, LayoutKind, MapperError, Os, Release,
+    VerifiedInstall, VersionProbe,
 };
 
 use crate::json::internal;
-use crate::releases::RELEASES;
+use crate::releases::{RELEASES, ReleaseInfo};
+
+#[allow(dead_code)] // the shared build script hashes the host fixtures this generation lacks
+mod simulator {
+    include!(concat!(env!("OUT_DIR"), "/simulator_hashes.rs"));
+}
 
 pub const PROTOCOL_ID: &str = "zcode-app-server";
 /// The file role of the Agent entry in every release.
 pub const CLI_ROLE: &str = "cli";
 /// What an Agent of 3.15.1 and later reports in `setup` (see `connection::Identity`).
 pub const CURRENT_IDENTITY: &str = "zcode-protocol/1 capabilities:independentPlanState";
+/// The file role of the built-in provider table the Agent needs at start-up (pinned for the
+/// simulated releases; real releases find it at the same place, `launch_plan`).
+pub const PROVIDER_CONFIG_ROLE: &str = "provider-config";
+/// Where Desktop bundles that table, relative to `<resources>`.
+pub const PROVIDER_CONFIG_PATH: &str = "config/provider/zcode-builtin.json";
+/// Release ids of the simulator's Desktop profiles start with this, then the app version.
+pub const SIMULATED_RELEASE_PREFIX: &str = "zcode-desktop-sim-";
 /// Credential source: the Coding Plan API key Desktop stores for the signed-in account.
 pub const CODING_PLAN_KEY_SOURCE: &str = "coding-plan-api-key";
 /// The Agent's Cron* tools call back into the host (`automation/*`), which zcode-acp does not
@@ -52,7 +64,7 @@ fn desktop_layout(os: Os) -> Layout {
     })
 }
 
-fn release(info: &crate::releases::ReleaseInfo) -> Release {
+fn release(info: &ReleaseInfo) -> Release {
     Release {
         id: info.id.to_string(),
         kind: LayoutKind::Desktop,
@@ -73,6 +85,30 @@ fn release(info: &crate::releases::ReleaseInfo) -> Release {
     }
 }
 
+/// The simulator's play of a release (`--simulate-version desktop-<app>`): the same versions,
+/// every file pinned to the simulator's fixtures, so no identity is needed. A fake install
+/// whose `zcode.cjs` differs falls back to the real release, which checks the identity.
+fn simulated_release(info: &ReleaseInfo) -> Release {
+    let pin = |role: &str, path: &str, sha256: &str| FilePin {
+        role: role.to_string(),
+        path: path.to_string(),
+        sha256: Some(sha256.to_string()),
+        required_exports: Vec::new(),
+    };
+    Release {
+        id: format!("{SIMULATED_RELEASE_PREFIX}{}", info.app_version),
+        kind: LayoutKind::Desktop,
+        app_version: info.app_version.to_string(),
+        cli_version: info.cli_version.to_string(),
+        files: vec![
+            pin(CLI_ROLE, "glm/zcode.cjs", simulator::SIM_CLI_SHA256),
+            pin(PROVIDER_CONFIG_ROLE, PROVIDER_CONFIG_PATH, simulator::SIM_PROVIDER_CONFIG_SHA256),
+        ],
+        identity: None,
+        simulated: true,
+    }
+}
+
 /// The Coding Plan key of the signed-in account: `account-provider:coding-plan:<account
 /// provider id>:account:<user id>:api-key`, the user id read from `oauth:<family>:user_info`.
 fn coding_plan_key() -> CredentialSource {
@@ -85,8 +121,25 @@ fn coding_plan_key() -> CredentialSource {
             key: "oauth:{family}:user_info".to_string(),
             field: "id".to_string(),
         }],
-        encodings: vec![CredentialEncoding::Plain],
+        encodings: credential_encodings(),
     }
+}
+
+/// How Desktop stores its credentials, in the order the core tries them: `enc:v1` (AES-256-GCM
+/// with a key from `ZCODE_CREDENTIAL_SECRET` or the machine seed, ZCode's
+/// `credential-cipher.ts` as its public ports describe it; the core decrypts), `enc:v2` (3.18:
+/// unlocked through the OS credential store, layout not public: refused, the fill's fallback
+/// says so), then the clear.
+pub fn credential_encodings() -> Vec<CredentialEncoding> {
+    vec![
+        CredentialEncoding::AesGcm(AesGcmEncoding {
+            prefix: "enc:v1:".to_string(),
+            key_env: "ZCODE_CREDENTIAL_SECRET".to_string(),
+            fallback_seed: "zcode-credential-fallback:{platform}:{home}:{user}".to_string(),
+        }),
+        CredentialEncoding::Unreadable("enc:v2:".to_string()),
+        CredentialEncoding::Plain,
+    ]
 }
 
 pub fn contract() -> Contract {
@@ -97,7 +150,11 @@ pub fn contract() -> Contract {
                       reverse requests"
             .to_string(),
         layouts: [Os::Macos, Os::Linux, Os::Windows].into_iter().map(desktop_layout).collect(),
-        releases: RELEASES.iter().map(release).collect(),
+        releases: RELEASES
+            .iter()
+            .map(release)
+            .chain(RELEASES.iter().map(simulated_release))
+            .collect(),
         cli_version_probe: VersionProbe {
             args: vec!["{cli-entry}".to_string(), "version".to_string()],
             env: pairs(&[("ELECTRON_RUN_AS_NODE", "1")]),
@@ -131,7 +188,10 @@ fn resources_dir(cli_entry: &str) -> Result<&str, MapperError> {
 }
 
 fn known_release(install: &VerifiedInstall) -> Result<(), MapperError> {
-    if RELEASES.iter().any(|r| r.id == install.release_id) {
+    let simulated = |r: &ReleaseInfo| {
+        install.release_id.strip_prefix(SIMULATED_RELEASE_PREFIX) == Some(r.app_version)
+    };
+    if RELEASES.iter().any(|r| r.id == install.release_id || simulated(r)) {
         Ok(())
     } else {
         Err(internal(format!(
@@ -151,7 +211,7 @@ pub fn launch_plan(install: &VerifiedInstall) -> Result<LaunchPlan, MapperError>
         ("ELECTRON_RUN_AS_NODE".to_string(), "1".to_string()),
         (
             "ZCODE_BUILTIN_PROVIDER_CONFIG_FILE".to_string(),
-            join(resources, &["config", "provider", "zcode-builtin.json"]),
+            join(resources, &PROVIDER_CONFIG_PATH.split('/').collect::<Vec<_>>()),
         ),
         (
             "ZCODE_PERSONAL_PROVIDER_CONFIG_FILE".to_string(),

@@ -25,6 +25,7 @@ fn lists_each_release_with_its_pin_or_identity() {
     let ids: Vec<_> = contract
         .releases
         .iter()
+        .filter(|r| !r.simulated)
         .map(|r| (r.app_version.as_str(), r.cli_version.as_str()))
         .collect();
     assert_eq!(
@@ -56,7 +57,8 @@ fn lists_each_release_with_its_pin_or_identity() {
         Some("fad4c35c4c36ec210d8a06d3fa0e77de23c8545e2eb6ff90aea1eb38d1e6275f")
     );
     assert_eq!(pinned.identity, None);
-    for release in contract.releases.iter().filter(|r| r.id != "zcode-desktop-3.14.5") {
+    let real = contract.releases.iter().filter(|r| !r.simulated);
+    for release in real.filter(|r| r.id != "zcode-desktop-3.14.5") {
         assert!(!release.pinned() && !release.simulated, "{}", release.id);
         assert_eq!(release.identity.as_deref(), Some(CURRENT_IDENTITY), "{}", release.id);
     }
@@ -65,6 +67,48 @@ fn lists_each_release_with_its_pin_or_identity() {
         "account-provider:coding-plan:{provider}:account:{uid}:api-key"
     );
     assert_eq!(contract.cli_version_probe.args, ["{cli-entry}", "version"]);
+    // The core decrypts enc:v1, refuses enc:v2 (OS credential store) and reads the clear.
+    let encodings = &contract.credential_sources[0].encodings;
+    assert!(matches!(&encodings[0], zcode_contract::CredentialEncoding::AesGcm(form)
+        if form.prefix == "enc:v1:" && form.key_env == "ZCODE_CREDENTIAL_SECRET"
+            && form.fallback_seed == "zcode-credential-fallback:{platform}:{home}:{user}"));
+    assert_eq!(encodings[1], zcode_contract::CredentialEncoding::Unreadable("enc:v2:".into()));
+    assert_eq!(encodings[2], zcode_contract::CredentialEncoding::Plain);
+}
+
+fn sha256_hex(path: &std::path::Path) -> String {
+    use sha2::{Digest, Sha256};
+    let bytes = std::fs::read(path).unwrap();
+    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[test]
+fn pins_a_simulated_twin_of_every_release_to_the_simulators_files() {
+    let contract = contract();
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures");
+    let cli = sha256_hex(&fixtures.join("fake-zcode-host/zcode.cjs"));
+    let table =
+        sha256_hex(&fixtures.join("fake-zcode-host-3.12/config/provider/zcode-builtin.json"));
+    let (simulated, real): (Vec<_>, Vec<_>) = contract.releases.iter().partition(|r| r.simulated);
+    assert_eq!(simulated.len(), real.len());
+    for (twin, real) in simulated.iter().zip(&real) {
+        assert_eq!(twin.id, format!("zcode-desktop-sim-{}", real.app_version));
+        assert_eq!((&twin.app_version, &twin.cli_version), (&real.app_version, &real.cli_version));
+        assert!(twin.pinned() && twin.identity.is_none(), "{}", twin.id);
+        let pins: Vec<_> = twin
+            .files
+            .iter()
+            .map(|f| (f.role.as_str(), f.path.as_str(), f.sha256.clone().unwrap()))
+            .collect();
+        assert_eq!(
+            pins,
+            [
+                ("cli", "glm/zcode.cjs", cli.clone()),
+                ("provider-config", "config/provider/zcode-builtin.json", table.clone())
+            ]
+        );
+        assert!(launch_plan(&install(&twin.id)).is_ok(), "{}", twin.id);
+    }
 }
 
 #[test]

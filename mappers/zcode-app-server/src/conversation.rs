@@ -58,6 +58,8 @@ pub struct Conversation {
     rows: BTreeMap<u64, Row>,
     snapshot_seen: bool,
     title: Option<String>,
+    /// The collaboration mode the session state last named (`config.mode`).
+    mode: Option<String>,
     /// A plan with entries is on the client's screen (so a removed plan must be cleared).
     plan_shown: bool,
 }
@@ -193,6 +195,17 @@ impl Conversation {
                 out.push(update(json!({"sessionUpdate": "session_info_update", "title": title})));
             }
             self.title = Some(title.to_string());
+        }
+        // ZCode changes the mode itself too (an approved plan leaves `plan`).
+        if let Some(mode) = state.pointer("/config/mode").and_then(Value::as_str)
+            && self.mode.as_deref() != Some(mode)
+        {
+            if !initial {
+                out.push(update(
+                    json!({"sessionUpdate": "current_mode_update", "currentModeId": mode}),
+                ));
+            }
+            self.mode = Some(mode.to_string());
         }
         if let Some(window) = state.pointer("/usage/contextWindow")
             && let (Some(used), Some(size)) = (

@@ -75,6 +75,19 @@ pub fn replay(result: &Value, workspace: &str) -> Result<Vec<String>, MapperErro
                         if let Some(output) = state.get("output").filter(|o| !o.is_null()) {
                             call["rawOutput"] = output.clone();
                         }
+                        // What the tool said (its output, or why it failed) as the live turn
+                        // showed it: a replay loses nothing the client saw.
+                        let said = match status {
+                            "failed" => state.get("error"),
+                            _ => state.get("output"),
+                        };
+                        if let Some(said) = said.and_then(Value::as_str).filter(|s| !s.is_empty()) {
+                            let item = json!({"type": "content", "content": {"type": "text", "text": said}});
+                            match call.get_mut("content").and_then(Value::as_array_mut) {
+                                Some(content) => content.push(item),
+                                None => call["content"] = json!([item]),
+                            }
+                        }
                         out.push(text(&call));
                     }
                 }

@@ -20,15 +20,24 @@ const FREE_TEXT: &str = "__zcode_free_text__";
 /// What a pending interaction is, and what its answer must look like.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Kind {
-    /// ZCode's options, each with the response object ZCode wants back when it is chosen.
+    /// ZCode's options: the ACP option id, ZCode's own id when it names exactly this option
+    /// (`None` when another option shares it), and the response object ZCode wants back.
     Permission {
-        options: Vec<(String, Value)>,
+        options: Vec<(String, Option<String>, Value)>,
     },
-    /// AskUserQuestion and MCP elicitation: question texts, in form-field order.
+    /// AskUserQuestion and MCP elicitation: the questions, in form-field order.
     Questions {
-        questions: Vec<String>,
+        questions: Vec<Question>,
     },
     Plan,
+}
+
+/// One question of a form: its text (the key ZCode reads the answer under) and the values it
+/// offers (`None`: free text).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Question {
+    pub text: String,
+    pub choices: Option<Vec<String>>,
 }
 
 /// One interaction ZCode waits on, keyed by its business `requestId` (stable across the
@@ -75,26 +84,33 @@ pub fn permission(
     let mut options = Vec::new();
     let mut acp_options = Vec::new();
     let mut deny = None;
-    for option in native {
+    let ids: Vec<&str> =
+        native.iter().filter_map(|o| o.get("optionId").and_then(Value::as_str)).collect();
+    for (index, option) in native.iter().enumerate() {
         let option_id = required_str(option, "optionId", what)?;
         let response = option
             .get("response")
             .cloned()
             .ok_or_else(|| protocol(format!("{what}: option {option_id} has no response")))?;
         let kind = acp_kind(option.get("kind").and_then(Value::as_str).unwrap_or(""), &response);
+        // Two options under one id would make the client's choice (and a V4 answer by id,
+        // which ZCode matches to the first) ambiguous: each gets an id of its own, and the
+        // answer then goes back as the chosen option's own response.
+        let shared = ids.iter().filter(|id| **id == option_id).count() > 1;
+        let acp_id = if shared { format!("{option_id}#{index}") } else { option_id.to_string() };
         if deny.is_none() && response.get("decision").and_then(Value::as_str) == Some("deny") {
-            deny = Some(option_id.to_string());
+            deny = Some(acp_id.clone());
         }
         let name = option.get("name").and_then(Value::as_str).unwrap_or(option_id);
-        acp_options.push(json!({"optionId": option_id, "name": name, "kind": kind}));
-        options.push((option_id.to_string(), response));
+        acp_options.push(json!({"optionId": acp_id, "name": name, "kind": kind}));
+        options.push((acp_id, (!shared).then(|| option_id.to_string()), response));
     }
     let deny = match deny {
         Some(deny) => deny,
         None => {
             acp_options
                 .push(json!({"optionId": SYNTHETIC_DENY, "name": "Deny", "kind": "reject_once"}));
-            options.push((SYNTHETIC_DENY.to_string(), json!({"decision": "deny"})));
+            options.push((SYNTHETIC_DENY.to_string(), None, json!({"decision": "deny"})));
             SYNTHETIC_DENY.to_string()
         }
     };
@@ -200,9 +216,15 @@ pub fn user_input(id: &Value, params: &Value) -> Result<(Pending, Value), Mapper
         let key = format!("q{index}");
         properties.insert(key.clone(), field);
         required.push(json!(key));
-        texts.push(text.to_string());
+        let offered = options.iter().filter(|(v, _)| *v != FREE_TEXT);
+        texts.push(Question {
+            text: text.to_string(),
+            choices: (!free).then(|| offered.map(|(v, _)| v.to_string()).collect()),
+        });
     }
-    let message = prompt.map(str::to_string).unwrap_or_else(|| texts.join("\n"));
+    let message = prompt
+        .map(str::to_string)
+        .unwrap_or_else(|| texts.iter().map(|q| q.text.as_str()).collect::<Vec<_>>().join("\n"));
     let form = json!({
         "mode": "form",
         "message": message,
@@ -242,18 +264,27 @@ pub fn answer(kind: &Kind, outcome: &InteractionOutcome) -> Result<Answer, Mappe
             let deny = || {
                 options
                     .iter()
-                    .find(|(_, r)| r.get("decision").and_then(Value::as_str) == Some("deny"))
+                    .find(|(_, _, r)| r.get("decision").and_then(Value::as_str) == Some("deny"))
             };
             let chosen = match outcome {
                 InteractionOutcome::Selected(id) => {
-                    options.iter().find(|(o, _)| o == id).or_else(deny)
+                    options.iter().find(|(o, _, _)| o == id).or_else(deny)
                 }
                 _ => deny(),
             };
-            let (option_id, response) = chosen
+            let (_, native_id, response) = chosen
                 .cloned()
-                .unwrap_or_else(|| (SYNTHETIC_DENY.to_string(), json!({"decision": "deny"})));
-            Ok(Answer { reply: response, v4: json!({"optionId": option_id}) })
+                .unwrap_or_else(|| (String::new(), None, json!({"decision": "deny"})));
+            // A V4 answer names ZCode's option id; an option without an id of its own (or the
+            // synthetic deny) is answered only with its response, on the reverse request.
+            let v4 = match native_id {
+                Some(id) => json!({"optionId": id}),
+                None if response.get("decision").and_then(Value::as_str) == Some("deny") => {
+                    json!({"optionId": SYNTHETIC_DENY})
+                }
+                None => Value::Null,
+            };
+            Ok(Answer { reply: response, v4 })
         }
         Kind::Plan => {
             let InteractionOutcome::Elicited(result) = outcome else { return Ok(decline(None)) };
@@ -292,19 +323,28 @@ pub fn answer(kind: &Kind, outcome: &InteractionOutcome) -> Result<Answer, Mappe
             let mut answers = Map::new();
             for (index, question) in questions.iter().enumerate() {
                 let value = result.pointer(&format!("/content/q{index}"));
-                let answer = match value {
-                    Some(Value::String(s)) if !s.trim().is_empty() => Some(s.trim().to_string()),
+                let picked: Vec<String> = match value {
+                    Some(Value::String(s)) if !s.trim().is_empty() => vec![s.trim().to_string()],
                     Some(Value::Array(items)) => {
-                        let picked: Vec<&str> = items.iter().filter_map(Value::as_str).collect();
-                        (!picked.is_empty()).then(|| picked.join(", "))
+                        items.iter().filter_map(Value::as_str).map(str::to_string).collect()
                     }
-                    Some(Value::Bool(b)) => Some(b.to_string()),
-                    Some(Value::Number(n)) => Some(n.to_string()),
-                    _ => None,
+                    Some(Value::Bool(b)) => vec![b.to_string()],
+                    Some(Value::Number(n)) => vec![n.to_string()],
+                    _ => Vec::new(),
                 };
-                if let Some(answer) = answer {
-                    answers.insert(question.clone(), json!(answer));
+                // A value the form did not offer is never passed on as the user's choice: the
+                // whole answer is declined (the client broke the form it was given).
+                if let Some(choices) = &question.choices
+                    && picked.iter().any(|p| !choices.contains(p))
+                {
+                    return Ok(decline(Some("The answer is not one of the offered choices")));
                 }
+                if !picked.is_empty() {
+                    answers.insert(question.text.clone(), json!(picked.join(", ")));
+                }
+            }
+            if answers.is_empty() {
+                return Ok(decline(Some("No question was answered")));
             }
             Ok(accept(json!({"answers": answers})))
         }

@@ -4,12 +4,46 @@
 /// What one release's Agent accepts beyond the common protocol.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Profile {
-    /// The legacy mode enum has `guarded` (3.15.1 source); older copies lack it.
+    /// The legacy mode enum has `guarded` (3.15.1 source); the 3.14.0 copy lacks it.
     pub guarded_mode: bool,
     /// Reverse requests race a V4 `resolveInteraction` on the same id and the first answer wins
-    /// (3.15.1 `interaction-response-race.ts`). Without it the reply to the reverse request is
-    /// the only answer.
+    /// (`interaction-response-race.ts`, in the 3.14.0 and 3.15.1 sources). Without it the reply
+    /// to the reverse request is the only answer.
     pub v4_resolve_interaction: bool,
+}
+
+/// An Agent that does not answer `runtime/capabilities`: no public release is known to be one.
+pub const OLD: Profile = Profile { guarded_mode: false, v4_resolve_interaction: false };
+
+/// The session id of the `guarded` probe: no session has it (ids are `sess_` + hex).
+pub const GUARDED_PROBE_SESSION: &str = "zcode-acp-mode-probe";
+
+impl Profile {
+    /// The profile of an Agent that answered `runtime/capabilities` with `reply`. The mapper
+    /// is not told its release; it reads what the Agent says. Every release answers the method
+    /// (the 3.14.0 and 3.15.1 sources, and a live 3.14-era recording), so it marks the V4 race,
+    /// not `guarded`: that needs [`Profile::with_guarded_probe`].
+    pub fn detect(reply: Option<&serde_json::Value>) -> Profile {
+        match reply {
+            Some(caps) if caps.get("independentPlanState").is_some() => {
+                Profile { guarded_mode: false, v4_resolve_interaction: true }
+            }
+            _ => OLD,
+        }
+    }
+
+    /// Whether the Agent has `guarded`, from its answer to `session/setMode {sessionId:
+    /// GUARDED_PROBE_SESSION, mode: "guarded"}`: the Agent checks the params before it looks the
+    /// session up (3.15.1 `server-operations.ts` `setMode`), so an Agent without the mode
+    /// refuses them (`-32602`) and one with it says the session is not there (`-32004`).
+    /// Nothing else proves the mode, so anything else leaves it out.
+    pub fn with_guarded_probe(self, reply: &zcode_contract::ReplyBody) -> Profile {
+        let known = matches!(
+            reply,
+            zcode_contract::ReplyBody::Error(error) if error.kind == zcode_contract::ErrorKind::NotFound
+        );
+        Profile { guarded_mode: known, ..self }
+    }
 }
 
 /// One release of the Desktop that bundles the Agent.
@@ -23,23 +57,6 @@ pub struct ReleaseInfo {
     /// shared with the simulator (`docs/mapper-zcode-app-server.md` §1). An install printing
     /// another version is refused like any unknown release; nothing is guessed at run time.
     pub cli_version_assumed: bool,
-}
-
-/// Before `runtime/capabilities` (3.14.x as far as the facts go).
-pub const OLD: Profile = Profile { guarded_mode: false, v4_resolve_interaction: false };
-/// 3.15.1 source, assumed for 0.17.x, 3.18 and 4.0 (no public diff says otherwise).
-pub const CURRENT: Profile = Profile { guarded_mode: true, v4_resolve_interaction: true };
-
-impl Profile {
-    /// The profile a host that answered `runtime/capabilities` with `reply` has: the method came
-    /// with 3.15.1 together with `guarded` and the V4 interaction race, so its presence is the
-    /// marker (the mapper is not told the release; it reads what the host says).
-    pub fn detect(reply: Option<&serde_json::Value>) -> Profile {
-        match reply {
-            Some(caps) if caps.get("independentPlanState").is_some() => CURRENT,
-            _ => OLD,
-        }
-    }
 }
 
 pub const RELEASES: [ReleaseInfo; 10] = [

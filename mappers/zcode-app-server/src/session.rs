@@ -5,15 +5,15 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 use zcode_contract::{
-    Action, ClientFeatures, Effects, ErrorKind, Interaction, InteractionAnswer, InteractionRequest,
-    MapperError, NativeReply, NativeRequest, NativeWrite, OpResult, Outgoing, PermissionRequest,
-    ReplyBody, SessionInit, SessionInput, SessionOp, Step, Terminal,
+    Action, Effects, ErrorKind, Interaction, InteractionAnswer, InteractionRequest, MapperError,
+    NativeReply, NativeRequest, NativeWrite, OpResult, Outgoing, PermissionRequest, ReplyBody,
+    SessionInit, SessionInput, SessionOp, Step, Terminal,
 };
 
 use crate::connection::{ok_body, session_route, workspace_ref};
 use crate::conversation::{self, Conversation};
 use crate::events::{self, Turn};
-use crate::interactions::{self, Kind, Pending};
+use crate::interactions::{self, Pending};
 use crate::json::{acp_params, invalid_params, native, native_value, protocol, text};
 use crate::releases::{self, Profile};
 use crate::tools::Tools;
@@ -28,12 +28,25 @@ const REPLAY_PAGE: usize = 200;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Stage {
     Capabilities,
+    GuardedProbe,
     Open,
     Messages,
     Replay,
     Subscribe,
     Flow,
     V4Subscribe,
+}
+
+/// Where a prompt is. ZCode evicts an idle session's runtime (APP §1.5, §8.20): the prompt is
+/// then refused as not active (`-32004`, V4 `proto.sessionNotFound`) until the session is
+/// resumed, so a refused prompt resumes the session, subscribes again and is sent once more.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum PromptStage {
+    Sent,
+    Resume,
+    Subscribe,
+    V4Subscribe,
+    Resent,
 }
 
 enum Op {
@@ -44,7 +57,10 @@ enum Op {
         mcp: Value,
         pending_updates: Vec<String>,
     },
-    Prompt,
+    Prompt {
+        text: String,
+        stage: PromptStage,
+    },
     Cancel,
     Mode {
         mode: String,
@@ -66,7 +82,6 @@ enum Op {
 
 pub struct AppServerSession {
     workspace: String,
-    client: ClientFeatures,
     profile: Profile,
     id: Option<String>,
     ops: BTreeMap<u64, Op>,
@@ -85,6 +100,11 @@ pub struct AppServerSession {
     thought: Option<String>,
     models: Vec<Value>,
     thoughts: Vec<Value>,
+    /// The MCP servers the session was opened with (a resume after an eviction sends them
+    /// again: ZCode keeps them per runtime, not per session).
+    mcp: Value,
+    /// ACP `available_commands_update` from the opened session's slash commands.
+    commands: Option<Value>,
     /// The V4 conversation: the turn's content where the Agent has V4.
     conversation: Conversation,
     /// The legacy stream ended the turn before the V4 frames carrying its last content came:
@@ -159,6 +179,39 @@ fn mcp_servers(servers: Option<&Value>) -> Result<Value, MapperError> {
     Ok(json!(out))
 }
 
+/// ZCode refused the prompt because the session has no resident runtime (it was evicted):
+/// `-32004` on the legacy path, `rejected` / `proto.sessionNotFound` over V4.
+fn not_active(body: &Result<Value, MapperError>) -> bool {
+    match body {
+        Ok(ack) => {
+            ack.get("status").and_then(Value::as_str) == Some("rejected")
+                && ack.get("reasonCode").and_then(Value::as_str) == Some("proto.sessionNotFound")
+        }
+        Err(error) => error.kind == ErrorKind::NotFound,
+    }
+}
+
+/// The session's slash commands (`slashCommands` of the session state: name, description,
+/// an optional input hint) as an ACP `available_commands_update`; typed as prompt text, ZCode
+/// runs them itself.
+fn available_commands(state: &Value) -> Option<Value> {
+    let commands: Vec<Value> = state
+        .get("slashCommands")?
+        .as_array()?
+        .iter()
+        .filter_map(|command| {
+            let name = command.get("name")?.as_str()?;
+            let description = command.get("description").and_then(Value::as_str).unwrap_or("");
+            let mut acp = json!({"name": name, "description": description});
+            if let Some(hint) = command.get("inputHint").and_then(Value::as_str) {
+                acp["input"] = json!({"hint": hint});
+            }
+            Some(acp)
+        })
+        .collect();
+    Some(json!({"sessionUpdate": "available_commands_update", "availableCommands": commands}))
+}
+
 /// The prompt as the one text ZCode takes.
 fn prompt_text(params: &Value) -> Result<String, MapperError> {
     let blocks = params
@@ -206,7 +259,6 @@ impl AppServerSession {
     pub fn new(init: &SessionInit) -> Self {
         Self {
             workspace: init.workspace.clone(),
-            client: init.client,
             profile: releases::OLD,
             id: None,
             ops: BTreeMap::new(),
@@ -223,6 +275,8 @@ impl AppServerSession {
             thought: None,
             models: Vec::new(),
             thoughts: Vec::new(),
+            commands: None,
+            mcp: json!([]),
             conversation: Conversation::default(),
             pending_terminal: None,
         }
@@ -328,6 +382,7 @@ impl AppServerSession {
                     ),
                 };
                 let mcp = mcp_servers(params.get("mcpServers"))?;
+                self.mcp = mcp.clone();
                 self.ops.insert(
                     op_id,
                     Op::Opening {
@@ -348,20 +403,9 @@ impl AppServerSession {
                 self.usage = None;
                 self.pending_terminal = None;
                 self.tools.clear();
-                self.ops.insert(op_id, Op::Prompt);
-                Ok(wait(vec![if self.v4.active() {
-                    let command = self.v4.command(
-                        &sid,
-                        "sendText",
-                        json!({"text": text, "requestedDelivery": "startNow"}),
-                        false,
-                    );
-                    // ZCode attributes the turn to this command (`turnHeader.sourceCommandId`).
-                    self.conversation.watch(command["commandId"].as_str().map(str::to_string));
-                    request(first, "v4/command", command)
-                } else {
-                    request(first, "session/send", json!({"sessionId": sid, "content": text}))
-                }]))
+                let send = self.send_prompt(&sid, &text, first);
+                self.ops.insert(op_id, Op::Prompt { text, stage: PromptStage::Sent });
+                Ok(wait(vec![send]))
             }
             SessionOp::Cancel => {
                 let sid = self.sid()?.to_string();
@@ -456,6 +500,94 @@ impl AppServerSession {
         }
     }
 
+    /// The prompt's text to ZCode: V4 `sendText` where the session has V4, else `session/send`.
+    fn send_prompt(&mut self, sid: &str, text: &str, first: u64) -> NativeRequest {
+        if self.v4.active() {
+            let command = self.v4.command(
+                sid,
+                "sendText",
+                json!({"text": text, "requestedDelivery": "startNow"}),
+                false,
+            );
+            // ZCode attributes the turn to this command (`turnHeader.sourceCommandId`).
+            self.conversation.watch(command["commandId"].as_str().map(str::to_string));
+            request(first, "v4/command", command)
+        } else {
+            request(first, "session/send", json!({"sessionId": sid, "content": text}))
+        }
+    }
+
+    /// The prompt operation after a reply: done when ZCode accepted it; an evicted session is
+    /// resumed and subscribed again, then the prompt is sent once more.
+    fn prompt_step(
+        &mut self,
+        op_id: u64,
+        text: String,
+        stage: PromptStage,
+        reply: Option<&NativeReply>,
+        first: u64,
+    ) -> Result<Step, MapperError> {
+        let reply = reply.ok_or_else(|| protocol("prompt resumed without a reply"))?;
+        let sid = self.sid()?.to_string();
+        let next = |this: &mut Self, stage, req| {
+            this.ops.insert(op_id, Op::Prompt { text: text.clone(), stage });
+            Ok(wait(vec![req]))
+        };
+        match stage {
+            PromptStage::Sent | PromptStage::Resent => {
+                let body = ok_body(&reply.body, "prompt");
+                if stage == PromptStage::Sent && not_active(&body) {
+                    let workspace = workspace_ref(&self.workspace);
+                    let params =
+                        json!({"sessionId": sid, "workspace": workspace, "mcpServers": self.mcp});
+                    return next(
+                        self,
+                        PromptStage::Resume,
+                        request(first, "session/resume", params),
+                    );
+                }
+                let accepted = body.and_then(|body| {
+                    if body.get("status").is_some() { v4::ack(&body).map(|_| ()) } else { Ok(()) }
+                });
+                match accepted {
+                    Ok(()) => Ok(done(json!({}), Vec::new())),
+                    Err(error) => Err(error),
+                }
+            }
+            PromptStage::Resume => {
+                let state = ok_body(&reply.body, "session/resume")?;
+                self.settings(&state);
+                let params = json!({"sessionId": sid, "deliveryKind": "desktop-continuous", "includeSnapshot": false});
+                next(self, PromptStage::Subscribe, request(first, "session/subscribe", params))
+            }
+            PromptStage::Subscribe => {
+                let result = ok_body(&reply.body, "session/subscribe")?;
+                self.event_seq = result.get("eventSeq").and_then(Value::as_u64);
+                if !self.v4.active() {
+                    let send = self.send_prompt(&sid, &text, first);
+                    return next(self, PromptStage::Resent, send);
+                }
+                let params = json!({"topic": format!("conversation/{sid}"), "connectionId": self.v4.connection_id, "clientMode": "desktop-continuous"});
+                next(
+                    self,
+                    PromptStage::V4Subscribe,
+                    request(first, "v4/conversation/subscribe", params),
+                )
+            }
+            PromptStage::V4Subscribe => {
+                let result = ok_body(&reply.body, "v4/conversation/subscribe")?;
+                let ack =
+                    result.get("ack").ok_or_else(|| protocol("v4 subscribe without an ack"))?;
+                self.v4.resubscribed(
+                    ack.get("subscriptionId").and_then(Value::as_str).map(str::to_string),
+                    ack.get("logEpoch").and_then(Value::as_str).map(str::to_string),
+                );
+                let send = self.send_prompt(&sid, &text, first);
+                next(self, PromptStage::Resent, send)
+            }
+        }
+    }
+
     fn set_mode(&mut self, op_id: u64, mode: &str, first: u64) -> Result<Step, MapperError> {
         if !releases::modes(self.profile).iter().any(|(id, _, _)| *id == mode) {
             return Err(invalid_params(format!("Unknown mode {mode}")));
@@ -532,7 +664,7 @@ impl AppServerSession {
         let native_answer = interactions::answer(&pending.kind, &answer.outcome)?;
         let sid = self.sid()?.to_string();
         // Both paths reach the same ZCode request and the first answer wins; only one is sent.
-        if self.profile.v4_resolve_interaction && self.v4.active() {
+        if self.profile.v4_resolve_interaction && self.v4.active() && !native_answer.v4.is_null() {
             let payload = json!({"interactionId": pending.request_id, "answer": native_answer.v4});
             let command = self.v4.command(&sid, "resolveInteraction", payload, false);
             self.ops.insert(
@@ -561,19 +693,13 @@ impl AppServerSession {
             Op::Opening { stage, replay, resume, mcp, pending_updates } => {
                 self.opening(op_id, stage, replay, resume, mcp, pending_updates, reply, first)
             }
-            Op::Prompt => {
-                let result = reply.ok_or_else(|| protocol("prompt resumed without a reply"));
-                let outcome = result.and_then(|r| ok_body(&r.body, "prompt")).and_then(|body| {
-                    if body.get("status").is_some() { v4::ack(&body).map(|_| ()) } else { Ok(()) }
-                });
-                match outcome {
-                    Ok(()) => Ok(done(json!({}), Vec::new())),
-                    Err(error) => {
-                        self.running = false;
-                        self.conversation.unwatch();
-                        Err(error)
-                    }
+            Op::Prompt { text, stage } => {
+                let step = self.prompt_step(op_id, text, stage, reply, first);
+                if step.is_err() {
+                    self.running = false;
+                    self.conversation.unwatch();
                 }
+                step
             }
             // Whatever the stop's fate, the turn ends through its events or the core's drain.
             Op::Cancel => Ok(done(json!({}), Vec::new())),
@@ -583,10 +709,12 @@ impl AppServerSession {
                     .and_then(|body| if legacy { Ok(()) } else { v4::ack(&body).map(|_| ()) });
                 match outcome {
                     Ok(()) => {
-                        self.mode = Some(mode.clone());
                         let update =
                             json!({"sessionUpdate": "current_mode_update", "currentModeId": mode});
-                        Ok(done(json!({}), vec![text(&update)]))
+                        // Announced already when ZCode's state change came before the answer.
+                        let updates = self.mode_seen(Action::Update(text(&update)));
+                        let updates = updates.map(|_| text(&update)).into_iter().collect();
+                        Ok(done(json!({}), updates))
                     }
                     // A V4 switch that lost a race with another change: the legacy call has no
                     // revision guard.
@@ -698,21 +826,20 @@ impl AppServerSession {
                 let reply = reply.ok_or_else(|| protocol("open resumed without a reply"))?;
                 self.profile =
                     Profile::detect(ok_body(&reply.body, "runtime/capabilities").ok().as_ref());
-                let workspace = workspace_ref(&self.workspace);
-                let req = match &resume {
-                    None => request(
-                        first,
-                        "session/create",
-                        json!({"workspace": workspace, "mcpServers": mcp}),
-                    ),
-                    Some(id) => request(
-                        first,
-                        "session/resume",
-                        json!({"sessionId": id, "workspace": workspace, "mcpServers": mcp}),
-                    ),
-                };
+                if self.profile.v4_resolve_interaction {
+                    next(self, Stage::GuardedProbe, Vec::new());
+                    let probe =
+                        json!({"sessionId": releases::GUARDED_PROBE_SESSION, "mode": "guarded"});
+                    return Ok(wait(vec![request(first, "session/setMode", probe)]));
+                }
                 next(self, Stage::Open, Vec::new());
-                Ok(wait(vec![req]))
+                Ok(wait(vec![self.open_request(first, resume.as_deref(), &mcp)]))
+            }
+            Stage::GuardedProbe => {
+                let reply = reply.ok_or_else(|| protocol("open resumed without a reply"))?;
+                self.profile = self.profile.with_guarded_probe(&reply.body);
+                next(self, Stage::Open, Vec::new());
+                Ok(wait(vec![self.open_request(first, resume.as_deref(), &mcp)]))
             }
             Stage::Open => {
                 let reply = reply.ok_or_else(|| protocol("open resumed without a reply"))?;
@@ -720,6 +847,18 @@ impl AppServerSession {
                     &reply.body,
                     if resume.is_some() { "session/resume" } else { "session/create" },
                 )?;
+                // The Agent resumes a session whatever workspace it is given; a session is only
+                // ever opened in its own, so nothing of it reaches a client of another.
+                if resume.is_some()
+                    && let Some(own) =
+                        state.pointer("/session/workspace/workspacePath").and_then(Value::as_str)
+                    && own != self.workspace
+                {
+                    return Err(invalid_params(format!(
+                        "The session belongs to the workspace {own}, not {}",
+                        self.workspace
+                    )));
+                }
                 let sid = match &resume {
                     Some(id) => id.clone(),
                     None => state
@@ -729,6 +868,7 @@ impl AppServerSession {
                         .to_string(),
                 };
                 self.settings(&state);
+                self.commands = available_commands(&state);
                 self.v4 = Subscription::new(&sid);
                 self.id = Some(sid.clone());
                 let route = session_route(&sid);
@@ -823,8 +963,24 @@ impl AppServerSession {
         }
     }
 
+    /// `session/create`, or `session/resume` of the session being loaded or resumed.
+    fn open_request(&self, first: u64, resume: Option<&str>, mcp: &Value) -> NativeRequest {
+        let workspace = workspace_ref(&self.workspace);
+        match resume {
+            None => {
+                request(first, "session/create", json!({"workspace": workspace, "mcpServers": mcp}))
+            }
+            Some(id) => request(
+                first,
+                "session/resume",
+                json!({"sessionId": id, "workspace": workspace, "mcpServers": mcp}),
+            ),
+        }
+    }
+
     fn opened(&mut self, created: bool, _updates: Vec<String>) -> Result<Step, MapperError> {
-        Ok(done(self.opened_response(created)?, Vec::new()))
+        let updates = self.commands.take().map(|update| text(&update)).into_iter().collect();
+        Ok(done(self.opened_response(created)?, updates))
     }
 
     // ----- input ---------------------------------------------------------------------------
@@ -877,7 +1033,18 @@ impl AppServerSession {
                     return;
                 }
                 if let Some(seq) = params.get("seq").and_then(Value::as_u64).filter(|s| *s != 0) {
+                    let expected = self.event_seq.map(|last| last + 1);
                     self.event_seq = Some(seq);
+                    // Session events are numbered one by one; a jump means some never came (the
+                    // turn's result among them, perhaps): the turn cannot be trusted to end.
+                    if let Some(expected) = expected.filter(|e| seq > *e && self.running) {
+                        effects.actions.push(Action::Terminal(Terminal::Broken(protocol(
+                            format!(
+                                "ZCode skipped session events: expected event {expected}, got {seq}"
+                            ),
+                        ))));
+                        return;
+                    }
                 }
                 let v4_content = self.v4.active();
                 let mut turn = Turn {
@@ -915,10 +1082,14 @@ impl AppServerSession {
                         workspace: &self.workspace,
                     };
                     match self.conversation.apply(payload, &mut cx) {
-                        Ok(actions) if actions.is_empty() => {
-                            effects.actions.push(Action::Ignore("v4 frame applied".to_string()))
+                        Ok(actions) => {
+                            let actions: Vec<Action> =
+                                actions.into_iter().filter_map(|a| self.mode_seen(a)).collect();
+                            if actions.is_empty() {
+                                effects.actions.push(Action::Ignore("v4 frame applied".into()));
+                            }
+                            effects.actions.extend(actions);
                         }
-                        Ok(actions) => effects.actions.extend(actions),
                         Err(error) => {
                             effects.actions.push(Action::Terminal(Terminal::Broken(error)));
                             return;
@@ -944,6 +1115,22 @@ impl AppServerSession {
             },
             other => effects.actions.push(Action::Ignore(format!("notification {other}"))),
         }
+    }
+
+    /// A mode the client already has is not announced again (the V4 state repeats the mode a
+    /// `set_mode` just switched to); any other mode is now the session's.
+    fn mode_seen(&mut self, action: Action) -> Option<Action> {
+        let Action::Update(update) = &action else { return Some(action) };
+        let Ok(value) = serde_json::from_str::<Value>(update) else { return Some(action) };
+        if value.get("sessionUpdate").and_then(Value::as_str) != Some("current_mode_update") {
+            return Some(action);
+        }
+        let mode = value.get("currentModeId").and_then(Value::as_str).map(str::to_string);
+        if mode == self.mode {
+            return None;
+        }
+        self.mode = mode;
+        Some(action)
     }
 
     fn reverse_request(&mut self, id: Value, method: &str, params: &Value, effects: &mut Effects) {
@@ -1052,18 +1239,12 @@ impl AppServerSession {
             return Ok(());
         }
         let (pending, form) = interactions::user_input(&id, params)?;
+        // A client without forms is the core's to refuse: it declines natively and fails the
+        // turn, so a question nobody could see never ends as if it had been answered.
         let request = if !self.running || self.cancelled {
             InteractionRequest::Headless(
                 "ZCode asked a question outside a running turn".to_string(),
             )
-        } else if !self.client.form_elicitation {
-            InteractionRequest::Headless(format!(
-                "The client cannot show ZCode's question ({})",
-                match pending.kind {
-                    Kind::Plan => "plan approval",
-                    _ => "a form",
-                }
-            ))
         } else {
             InteractionRequest::Elicitation(text(&form))
         };

@@ -72,6 +72,17 @@ impl Subscription {
         self.subscription_id.is_some()
     }
 
+    /// A new subscription to the same topic (after the session was resumed): its frames start
+    /// over from a snapshot. Command ids keep counting (ZCode deduplicates them persistently).
+    pub fn resubscribed(&mut self, subscription_id: Option<String>, log_epoch: Option<String>) {
+        self.subscription_id = subscription_id;
+        self.log_epoch = log_epoch;
+        self.seq = None;
+        self.revision = None;
+        self.resyncing = false;
+        self.fragments.clear();
+    }
+
     /// A frame notification's params.
     pub fn frame(&mut self, wire: &Value) -> Result<FrameOutcome, MapperError> {
         if wire.get("wireVersion").and_then(Value::as_u64) != Some(WIRE_VERSION) {

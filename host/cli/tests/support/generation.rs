@@ -1,11 +1,15 @@
-//! Which protocol generation the simulated release under test speaks, and the simulator's
-//! names (fault points) for what a test means in that generation.
+//! Which ZCode protocol generation the suite runs against (`ZCODE_ACP_E2E_SIMULATE_VERSION`),
+//! the simulator's names (fault points) for what a test means in that generation, and the ZCode
+//! facts that differ between generations (mode ids, form fields, result vocabulary).
 //!
-//! Most tests are about the core and hold for every generation. A test about one generation's
-//! own behaviour (a native method a fault is armed at, a switch only one simulator has) asks
-//! [`applies`]: for the other generations it says why it does not apply, visibly, and returns.
+//! Most tests are about the core and hold for every generation; they ask this module only for
+//! the facts they need. A test about one generation's own behaviour (a native method a fault is
+//! armed at, a switch only one simulator has) asks [`applies`] or [`skip_unless`]: for the other
+//! generations it says why it does not apply, visibly, and returns.
 
 use std::io::Write;
+
+use serde_json::Value;
 
 use super::simulated_release;
 
@@ -20,13 +24,32 @@ pub enum Generation {
     ServicesServer,
 }
 
-/// The generation of [`simulated_release`] (the default, 3.11.2, is the host bridge).
+/// The generation of [`simulated_release`] (the default, 3.11.2, is the host bridge). A name
+/// the suite does not know fails the test rather than running another generation.
 pub fn generation() -> Generation {
     match simulated_release() {
-        Some(release) if release.starts_with("desktop-") => Generation::AppServer,
-        Some(release) if release.starts_with("runtime-") => Generation::ServicesServer,
-        _ => Generation::HostBridge,
+        None | Some("3.11.2" | "3.12.3") => Generation::HostBridge,
+        Some(name) if name.starts_with("desktop-") => Generation::AppServer,
+        Some(name) if name.starts_with("runtime-") => Generation::ServicesServer,
+        Some(other) => panic!("ZCODE_ACP_E2E_SIMULATE_VERSION names no known release: {other}"),
     }
+}
+
+/// The task-protocol host generations (3.11.2, 3.12.3): the host simulator's switches apply.
+pub fn is_host() -> bool {
+    generation() == Generation::HostBridge
+}
+
+/// The app version of the release under test (`3.18.2` for `desktop-3.18.2`).
+pub fn app_version() -> &'static str {
+    let release = simulated_release().unwrap_or("3.11.2");
+    release.rsplit('-').next().unwrap_or(release)
+}
+
+/// Whether the release's app version is at least `major.minor`.
+pub fn at_least(major: u64, minor: u64) -> bool {
+    let mut parts = app_version().split('.').map(|p| p.parse::<u64>().unwrap_or(0));
+    (parts.next().unwrap_or(0), parts.next().unwrap_or(0)) >= (major, minor)
 }
 
 /// Whether a test written for `generations` applies to the release under test. When it does
@@ -38,6 +61,14 @@ pub fn applies(generations: &[Generation], why_not: &str) -> bool {
     }
     skip(why_not);
     false
+}
+
+/// [`applies`] for a condition finer than a generation (a release, a switch).
+pub fn skip_unless(test: &str, applies: bool, why_not: &str) -> bool {
+    if !applies {
+        skip(&format!("{test}: {why_not}"));
+    }
+    applies
 }
 
 /// Says on the real stderr that the running test does not apply to the release under test,
@@ -105,3 +136,73 @@ pub fn fault_point(point: Point) -> Option<&'static str> {
         Generation::AppServer => None,
     }
 }
+
+/// The ACP mode ids a new session offers, in the mapper's order.
+pub fn mode_ids() -> Vec<&'static str> {
+    match generation() {
+        // The V4 commands also know `guarded` (3.15.1 `switchCollaborationMode`), and plan is an
+        // independent flag; a session cannot know its release, so every release offers it.
+        Generation::ServicesServer => vec!["build", "edit", "yolo", "guarded", "plan"],
+        Generation::AppServer if at_least(3, 15) => vec!["build", "edit", "plan", "yolo", "guarded"],
+        _ => vec!["build", "edit", "plan", "yolo"],
+    }
+}
+
+/// The slash command every simulated workspace offers.
+pub fn a_slash_command() -> &'static str {
+    match generation() {
+        Generation::AppServer => "compact",
+        _ => "review",
+    }
+}
+
+/// Native result types of `sim:end <type>` and the ACP stop reasons they map to.
+pub fn result_types() -> Vec<(&'static str, &'static str)> {
+    match generation() {
+        // `turn.completed.resultType` is a closed enum (3.15.1 `zcode-protocol/index.ts`).
+        Generation::AppServer => vec![
+            ("error_max_budget", "max_tokens"),
+            ("error_max_turns", "max_turn_requests"),
+            ("error_max_tool_calls", "max_turn_requests"),
+            ("success", "end_turn"),
+        ],
+        _ => vec![
+            ("max_tokens", "max_tokens"),
+            ("refusal", "refusal"),
+            ("max_turn_requests", "max_turn_requests"),
+            ("success", "end_turn"),
+        ],
+    }
+}
+
+/// The simulator's local models only: the Desktop Agent lists its account (Coding Plan) models
+/// after an account push, which zcode-acp does not make (README, Honest limits).
+pub fn one_local_model() -> bool {
+    generation() == Generation::AppServer
+}
+
+/// The properties of a form's `requestedSchema`, in the order the form lists them.
+pub fn form_fields(params: &Value) -> Vec<(String, Value)> {
+    params["requestedSchema"]["properties"]
+        .as_object()
+        .map(|props| props.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+        .unwrap_or_default()
+}
+
+/// The form field that offers `choice` as one of its constants (`oneOf` or `items.anyOf`).
+pub fn field_offering(params: &Value, choices: &[&str]) -> Option<(String, String)> {
+    form_fields(params).into_iter().find_map(|(name, field)| {
+        let offered = field["oneOf"].as_array().or_else(|| field["items"]["anyOf"].as_array())?;
+        choices.iter().find_map(|choice| {
+            offered
+                .iter()
+                .any(|c| c["const"] == *choice)
+                .then(|| (name.clone(), choice.to_string()))
+        })
+    })
+}
+
+/// What approves a plan in a plan-approval form (3.11 host: `allow-plan`, the Agent: `approve`).
+pub const PLAN_APPROVE: [&str; 2] = ["allow-plan", "approve"];
+/// What keeps it from going ahead (3.11 host: `deny-plan`, the Agent: keep planning).
+pub const PLAN_REJECT: [&str; 2] = ["deny-plan", "revise"];

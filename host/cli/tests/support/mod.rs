@@ -34,7 +34,9 @@ use serde_json::{Value, json};
 
 pub use acp::*;
 #[allow(unused_imports)] // each test binary uses a different part
-pub use generation::{Generation, Point, applies, fault_at, fault_point, generation, skip};
+pub use generation::{
+    Generation, Point, applies, fault_at, fault_point, generation, skip, skip_unless,
+};
 pub use policy::{AgentRequest, Policy, Reply};
 use processes::{SeenProcess, descendants, is_alive, scan_tree, spawn_watcher};
 use wire::shorten;

@@ -102,13 +102,16 @@ pub struct NativePermission {
     pub resolutions: Vec<String>,
 }
 
-/// Every permission request the simulator persisted in `env`, across sessions. (The simulator
-/// saves a session's recent events when a turn ends; a host that died mid-turn loses the
-/// unsaved tail, which can only hide requests, never invent resolutions.) The Services Server
-/// profiles keep theirs as `permissions` in `services/sessions/<id>.json`: each answer that
-/// reached ZCode, applied (`allow`, `deny`) or not (`ignored:<reason>`).
+/// Every permission request the simulator persisted in `env`, across sessions. (The host
+/// simulator saves a session's recent events when a turn ends; a host that died mid-turn loses
+/// the unsaved tail, which can only hide requests, never invent resolutions. The Desktop Agent
+/// simulator records each one as it happens. The Services Server profiles keep theirs as
+/// `permissions` in `services/sessions/<id>.json`: each answer that reached ZCode, applied
+/// (`allow`, `deny`) or not (`ignored:<reason>`).)
 pub fn native_permissions(env: &TestEnv) -> Vec<NativePermission> {
-    let mut found = services_permissions(env);
+    // Whichever simulator ran (a test may play another release than the suite's).
+    let mut found = app_server_permissions(env);
+    found.extend(services_permissions(env));
     let Ok(files) = std::fs::read_dir(env.sim_state().join("sessions")) else { return found };
     for file in files.flatten() {
         let Ok(text) = std::fs::read_to_string(file.path()) else { continue };
@@ -153,6 +156,33 @@ fn services_permissions(env: &TestEnv) -> Vec<NativePermission> {
         }
     }
     found
+}
+
+/// The Desktop Agent simulator's own record of each permission it asked and decided
+/// (`app-server/permissions.jsonl`, written as it happens).
+fn app_server_permissions(env: &TestEnv) -> Vec<NativePermission> {
+    let path = env.sim_state().join("app-server").join("permissions.jsonl");
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let mut requests: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
+    for line in text.lines() {
+        let Ok(entry) = serde_json::from_str::<Value>(line) else { continue };
+        let key = (
+            entry["sessionId"].as_str().unwrap_or_default().to_string(),
+            entry["requestId"].as_str().unwrap_or_default().to_string(),
+        );
+        let resolutions = requests.entry(key).or_default();
+        if let Some(decision) = entry["decision"].as_str() {
+            resolutions.push(decision.to_string());
+        }
+    }
+    requests
+        .into_iter()
+        .map(|((session, request_id), resolutions)| NativePermission {
+            session,
+            request_id,
+            resolutions,
+        })
+        .collect()
 }
 
 /// Waits (hang guard only) until the simulator has saved an answer to a permission of

@@ -124,6 +124,12 @@ pub struct Entitlements {
 }
 
 impl Entitlements {
+    /// These account providers entitled, as after a push that named them.
+    pub fn entitled(providers: &[String]) -> Entitlements {
+        let entitled = providers.iter().map(|id| (id.clone(), true)).collect();
+        Entitlements { entitled, last_revision: None }
+    }
+
     pub fn usable(&self, model: &Model) -> bool {
         model.account.is_none() || self.entitled.get(model.provider_id).copied().unwrap_or(false)
     }

@@ -1,7 +1,10 @@
 //! The bundled CLI's command line (3.15.1 source `apps/zcode-cli/packages/cli/src/run.ts`,
-//! `arguments.ts`): `--version` / `-v` print the version and a newline; the `version`
-//! subcommand exists from 3.15 on; `app-server` (alias `agent-server`) starts the Agent on
-//! stdio; an unknown command or option prints a message and the help on stderr and exits 1.
+//! `arguments.ts`; the 3.14.0 copy in `zzycxz/FreeCodeZ` has the same two files): `--version` /
+//! `-v` and the `version` subcommand print the version and a newline; `--disallowed-tools` (or
+//! `--disallowedTools`, also with `=`) is taken out of the arguments before anything else is
+//! parsed, with every value up to the next option; `app-server` (alias `agent-server`) starts
+//! the Agent on stdio; an unknown command or option prints a message and the help on stderr and
+//! exits 1.
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -29,11 +32,15 @@ const CLI_VERSION_ENV: &str = "ZCODE_SIM_CLI_VERSION";
 
 /// Runs the CLI for `args` (the arguments after `zcode.cjs`).
 pub fn run(install_root: &Path, profile: &'static AppServerProfile, args: &[String]) -> ExitCode {
+    let args = match without_disallowed_tools(args) {
+        Ok(args) => args,
+        Err(message) => return usage_error(&message),
+    };
     let command = args.first().map(String::as_str);
     let rest = args.get(1..).unwrap_or_default();
     match command {
         Some("--version" | "-v") => print_version(profile),
-        Some("version") if profile.has_315_deltas() => print_version(profile),
+        Some("version") => print_version(profile),
         Some("--help" | "-h") => {
             println!("{HELP}");
             ExitCode::SUCCESS
@@ -54,6 +61,34 @@ pub fn run(install_root: &Path, profile: &'static AppServerProfile, args: &[Stri
             ExitCode::from(2)
         }
     }
+}
+
+/// The arguments without the tool disallow list (`extractDisallowedToolsArgs`): the flag takes
+/// every following argument that is not an option, and at least one. The list itself changes
+/// nothing here: the scripted model never calls the Cron tools a host hides this way.
+fn without_disallowed_tools(args: &[String]) -> Result<Vec<String>, String> {
+    const FLAGS: [&str; 2] = ["--disallowed-tools", "--disallowedTools"];
+    let is_option = |arg: &str| arg.starts_with('-');
+    let mut kept = Vec::new();
+    let mut args = args.iter().peekable();
+    while let Some(arg) = args.next() {
+        if FLAGS.iter().any(|flag| arg.strip_prefix(flag).is_some_and(|rest| rest.starts_with('=')))
+        {
+            continue;
+        }
+        if !FLAGS.contains(&arg.as_str()) {
+            kept.push(arg.clone());
+            continue;
+        }
+        let mut consumed = false;
+        while args.next_if(|next| !is_option(next)).is_some() {
+            consumed = true;
+        }
+        if !consumed {
+            return Err(format!("{arg} requires at least one tool."));
+        }
+    }
+    Ok(kept)
 }
 
 fn print_version(profile: &AppServerProfile) -> ExitCode {
@@ -154,6 +189,21 @@ mod tests {
 
     fn strings(args: &[&str]) -> Vec<String> {
         args.iter().map(|arg| (*arg).to_owned()).collect()
+    }
+
+    #[test]
+    fn the_tool_disallow_list_is_taken_out_before_parsing() {
+        let args = strings(&["app-server", "--stdio", "--disallowed-tools", "CronCreate CronList"]);
+        assert_eq!(without_disallowed_tools(&args), Ok(strings(&["app-server", "--stdio"])));
+        let args = strings(&["--disallowedTools", "A", "B", "app-server", "--stdio"]);
+        // Every value up to the next option is a tool, the command included (as in ZCode).
+        assert_eq!(without_disallowed_tools(&args), Ok(strings(&["--stdio"])));
+        let args = strings(&["app-server", "--disallowed-tools=CronCreate", "--stdio"]);
+        assert_eq!(without_disallowed_tools(&args), Ok(strings(&["app-server", "--stdio"])));
+        assert_eq!(
+            without_disallowed_tools(&strings(&["app-server", "--disallowed-tools", "--stdio"])),
+            Err("--disallowed-tools requires at least one tool.".into())
+        );
     }
 
     #[test]

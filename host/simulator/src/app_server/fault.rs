@@ -16,6 +16,8 @@ pub enum AppFault {
     Stall,
     /// Write a line that is not JSON.
     Malformed,
+    /// Write a line with bytes that are not UTF-8.
+    InvalidUtf8,
     /// Write a `session/event` whose `type` no client knows.
     UnknownEvent,
     /// The next `session/event` of the session skips sequence numbers.
@@ -38,6 +40,9 @@ pub enum AppFault {
     SnapshotFirst,
     /// Wait `n` ms (default 2000) before reading stdin.
     SlowStart,
+    /// Play an Agent without V4: `v4/connection/flow` is `Method not found` (no known release
+    /// is one; it drives a host's legacy-only path).
+    NoV4,
 }
 
 const NAMES: &[(&str, AppFault)] = &[
@@ -45,6 +50,7 @@ const NAMES: &[(&str, AppFault)] = &[
     ("exit", AppFault::Exit),
     ("stall", AppFault::Stall),
     ("malformed", AppFault::Malformed),
+    ("invalid-utf8", AppFault::InvalidUtf8),
     ("unknown-event", AppFault::UnknownEvent),
     ("seq-gap", AppFault::SeqGap),
     ("v4-seq-gap", AppFault::V4SeqGap),
@@ -56,6 +62,7 @@ const NAMES: &[(&str, AppFault)] = &[
     ("close-deletes", AppFault::CloseDeletes),
     ("snapshot-first", AppFault::SnapshotFirst),
     ("slow-start", AppFault::SlowStart),
+    ("no-v4", AppFault::NoV4),
 ];
 
 /// Points inside a turn.
@@ -93,10 +100,12 @@ impl AppFault {
             AppFault::StaleCas => "v4/command",
             AppFault::CloseDeletes => "session/close",
             AppFault::SnapshotFirst => "v4/conversation/subscribe",
+            AppFault::NoV4 => "v4/connection/flow",
             AppFault::Evict => "turn-end",
             AppFault::InteractionRace => "permission",
             AppFault::HeadersStorm => "model-request",
-            AppFault::Crash | AppFault::Malformed | AppFault::UnknownEvent => "stream",
+            AppFault::Crash | AppFault::Malformed | AppFault::InvalidUtf8 => "stream",
+            AppFault::UnknownEvent => "stream",
             AppFault::Exit | AppFault::Stall => "permission",
             AppFault::SeqGap | AppFault::V4SeqGap => "stream",
         }
@@ -190,6 +199,7 @@ fn check_point(fault: AppFault, point: &str) -> Result<(), String> {
         AppFault::Busy | AppFault::StaleCas | AppFault::CloseDeletes | AppFault::SnapshotFirst => {
             is_method
         }
+        AppFault::NoV4 => point == "v4/connection/flow",
         AppFault::InteractionRace => matches!(point, "permission" | "question" | "plan"),
         AppFault::HeadersStorm => point == "model-request",
         _ => point != "start",

@@ -73,6 +73,9 @@ pub struct ClientRequest {
     pub cancel: Vec<watch::Receiver<bool>>,
     /// The interaction this request asks about, for the race with V4 answers.
     pub interaction: Option<String>,
+    /// Told once the first announcement is written (fault points that mean "while the host
+    /// is being asked" wait for it).
+    pub announced: Option<oneshot::Sender<()>>,
 }
 
 impl ClientRequest {
@@ -86,6 +89,7 @@ impl ClientRequest {
             announce_twice: false,
             cancel: Vec::new(),
             interaction: None,
+            announced: None,
         }
     }
 }
@@ -146,6 +150,9 @@ impl Reverse {
         self.announce(slot, &request);
         if request.announce_twice {
             self.announce(slot, &request);
+        }
+        if let Some(announced) = request.announced.take() {
+            let _ = announced.send(());
         }
         let timeout = async {
             match request.timeout {

@@ -42,6 +42,9 @@ pub struct Options {
     pub auto_resolution: Duration,
     pub chunk_delay: Option<Duration>,
     pub scenario_file: Option<PathBuf>,
+    /// `ZCODE_SIM_ENTITLED_ACCOUNTS`: account providers entitled from the start, as if the
+    /// host had pushed their account state (a test stand-in for Desktop's account push).
+    pub entitled_accounts: Vec<String>,
 }
 
 fn millis(name: &str, default: u64) -> Result<Duration, String> {
@@ -82,6 +85,13 @@ impl Options {
             auto_resolution: millis("ZCODE_SIM_AUTO_RESOLUTION_MS", 90_000)?,
             chunk_delay,
             scenario_file,
+            entitled_accounts: std::env::var("ZCODE_SIM_ENTITLED_ACCOUNTS")
+                .unwrap_or_default()
+                .split(',')
+                .map(str::trim)
+                .filter(|id| !id.is_empty())
+                .map(str::to_owned)
+                .collect(),
         })
     }
 }
@@ -227,6 +237,7 @@ impl Server {
         out: Arc<Output>,
     ) -> Arc<Server> {
         let writer = out.clone();
+        let options_accounts = options.entitled_accounts.clone();
         let interactions = Arc::new(Interactions::default());
         let claims = interactions.clone();
         let reverse =
@@ -242,7 +253,7 @@ impl Server {
             state: Mutex::new(State {
                 store,
                 sessions: HashMap::new(),
-                entitlements: Entitlements::default(),
+                entitlements: Entitlements::entitled(&options_accounts),
                 gateway: Gateway::default(),
                 out: out.clone(),
                 auto_resolution: HashMap::new(),
@@ -409,7 +420,13 @@ impl Server {
     /// Handles one request to completion and writes its response.
     async fn handle(self: Arc<Self>, id: Value, method: String, params: Option<Value>) {
         // Faults about the request itself; the others are consumed by the handlers.
-        let generic = [AppFault::Crash, AppFault::Exit, AppFault::Stall, AppFault::Malformed];
+        let generic = [
+            AppFault::Crash,
+            AppFault::Exit,
+            AppFault::Stall,
+            AppFault::Malformed,
+            AppFault::InvalidUtf8,
+        ];
         for armed in self.faults.take_kinds(&method, &generic) {
             match armed.fault {
                 AppFault::Crash => {
@@ -417,6 +434,7 @@ impl Server {
                 }
                 AppFault::Exit => return self.out.exit(1, None),
                 AppFault::Stall => return std::future::pending().await,
+                AppFault::InvalidUtf8 => self.out.bytes(INVALID_UTF8_LINE.to_vec()),
                 _ => self.out.bytes(MALFORMED_LINE.to_vec()),
             }
         }
@@ -519,3 +537,6 @@ pub fn not_simulated(method: &str) -> ProtocolError {
 
 /// The line the `malformed` fault writes: cut off in the middle of an object.
 pub const MALFORMED_LINE: &[u8] = b"{\"method\":\"session/event\",\"params\":{\"sessionId\":\n";
+/// What the `invalid-utf8` fault writes: a frame whose string holds bytes that are not UTF-8.
+pub const INVALID_UTF8_LINE: &[u8] =
+    b"{\"method\":\"session/event\",\"params\":\"\xff\xfe\xfd\"}\n";

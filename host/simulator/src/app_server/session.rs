@@ -225,6 +225,7 @@ impl Resident {
             "usage",
             "queue",
             "pendingInteractions",
+            "plan",
         ] {
             zone.insert(key.into(), self.zone_value(key));
         }
@@ -236,7 +237,6 @@ impl Resident {
             json!({"revision": 0, "childSessionIds": [], "running": [], "endedTotal": 0}),
         );
         zone.insert("goal".into(), Value::Null);
-        zone.insert("plan".into(), Value::Null);
         zone.insert("workspaceHookAdmission".into(), Value::Null);
         zone
     }
@@ -316,6 +316,27 @@ impl Resident {
                         "cacheWriteTokens": usage.cache_creation_tokens,
                     },
                 })
+            }
+            // The TodoWrite list (3.15.1 `snapshot.ts` `planStateSchema`): `null` until a
+            // first list, statuses `pending` / `inProgress` / `completed`.
+            "plan" if self.record.todos.is_empty() => Value::Null,
+            "plan" => {
+                let items: Vec<Value> = self
+                    .record
+                    .todos
+                    .iter()
+                    .enumerate()
+                    .map(|(index, todo)| {
+                        let status = match todo["status"].as_str() {
+                            Some("in_progress") => "inProgress",
+                            Some("completed") => "completed",
+                            _ => "pending",
+                        };
+                        json!({"id": format!("todo-{index}"), "content": todo["content"],
+                               "status": status})
+                    })
+                    .collect();
+                json!({"items": items, "updatedAt": self.record.updated_at})
             }
             "queue" => {
                 let items: Vec<Value> = self.queue.iter().map(QueuedInput::queue_item).collect();

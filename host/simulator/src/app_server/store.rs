@@ -156,6 +156,25 @@ impl AppStore {
         }
     }
 
+    /// Appends one line to `<state>/app-server/permissions.jsonl`: the simulator's own record
+    /// of each permission it asked (`decision: null`) and what it then decided (`allow` /
+    /// `deny`), read by tests to prove what was really allowed. Not part of the Agent's storage.
+    pub fn audit_permission(&self, session_id: &str, request_id: &str, decision: Option<&str>) {
+        use std::io::Write as _;
+        let line = serde_json::json!({"sessionId": session_id, "requestId": request_id,
+                                      "decision": decision});
+        let written = std::fs::create_dir_all(&self.root).and_then(|()| {
+            let mut file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(self.root.join("permissions.jsonl"))?;
+            file.write_all(format!("{line}\n").as_bytes())
+        });
+        if let Err(error) = written {
+            eprintln!("zcode-sim: cannot record a permission outcome: {error}");
+        }
+    }
+
     /// Every stored session, newest first.
     pub fn list(&self) -> Result<Vec<SessionRecord>, String> {
         let entries = match std::fs::read_dir(self.root.join("sessions")) {

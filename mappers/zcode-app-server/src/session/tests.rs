@@ -65,7 +65,10 @@ impl Driver {
 }
 
 fn create_state() -> Value {
-    json!({"session": {"sessionId": "sess_1"}, "settings": {
+    json!({"session": {"sessionId": "sess_1"},
+      "slashCommands": [{"name": "compact", "description": "Compact the conversation context", "source": "builtin"},
+                        {"name": "goal", "description": "Set a goal", "inputHint": "<objective>", "source": "builtin"}],
+      "settings": {
         "mode": {"current": "build"},
         "model": {"current": {"providerId": "account:zai-individual-coding-plan", "modelId": "GLM-5.3"},
                   "available": [{"ref": {"providerId": "account:zai-individual-coding-plan", "modelId": "GLM-5.3"}, "label": "GLM-5.3", "providerLabel": "Z.ai"}]},
@@ -79,6 +82,9 @@ fn agent(v4: bool) -> impl FnMut(&Value) -> Value {
         "runtime/capabilities" => {
             json!({"error": {"code": -32601, "message": "Method not found: runtime/capabilities"}})
         }
+        "session/setMode" if frame["params"]["sessionId"] == "zcode-acp-mode-probe" => {
+            json!({"error": {"code": -32004, "message": "Session is not active: zcode-acp-mode-probe"}})
+        }
         "session/create" | "session/resume" => create_state(),
         "session/subscribe" => json!({"sessionId": "sess_1", "eventSeq": 4, "events": []}),
         "v4/connection/flow" if v4 => json!({}),
@@ -91,6 +97,17 @@ fn agent(v4: bool) -> impl FnMut(&Value) -> Value {
         }
         "session/send" => json!({"sessionId": "sess_1", "accepted": true, "stateRevision": 3}),
         _ => json!({}),
+    }
+}
+
+/// The 3.14.0 Agent: `runtime/capabilities` and V4, but a mode enum without `guarded`.
+fn agent_314() -> impl FnMut(&Value) -> Value {
+    let mut current = agent(true);
+    move |frame| match frame["method"].as_str().unwrap() {
+        "session/setMode" if frame["params"]["mode"] == "guarded" => json!({"error": {
+            "code": -32602,
+            "message": "Invalid params — mode: Invalid option: expected one of \"plan\"|\"build\"|\"edit\"|\"yolo\"|\"auto\""}}),
+        _ => current(frame),
     }
 }
 
@@ -145,12 +162,16 @@ fn creates_subscribes_both_streams_and_answers_with_modes_and_options() {
         methods,
         [
             "runtime/capabilities",
+            "session/setMode",
             "session/create",
             "session/subscribe",
             "v4/connection/flow",
             "v4/conversation/subscribe"
         ]
     );
+    // The `guarded` probe names no session of the Agent's.
+    assert_eq!(sent[1]["params"], json!({"sessionId": "zcode-acp-mode-probe", "mode": "guarded"}));
+    let sent = &sent[1..];
     assert_eq!(
         sent[1]["params"],
         json!({"workspace": {"workspacePath": "/w", "workspaceKey": "/w"}, "mcpServers": [
@@ -166,7 +187,7 @@ fn creates_subscribes_both_streams_and_answers_with_modes_and_options() {
         json!({"topic": "conversation/sess_1", "connectionId": "zcode-acp-sess_1", "clientMode": "desktop-continuous"})
     );
     // The route exists before the subscribe is written.
-    assert_eq!(steps[2].routes_added, ["session/sess_1"]);
+    assert_eq!(steps[3].routes_added, ["session/sess_1"]);
     let Step::Done(Ok(result)) = step else { panic!() };
     let response: Value = serde_json::from_str(&result.response).unwrap();
     assert_eq!(response["sessionId"], "sess_1");
@@ -181,6 +202,28 @@ fn creates_subscribes_both_streams_and_answers_with_modes_and_options() {
         "account:zai-individual-coding-plan/GLM-5.3"
     );
     assert_eq!(response["configOptions"][1]["currentValue"], "high");
+    // The session's slash commands follow the response.
+    assert_eq!(
+        serde_json::from_str::<Value>(&result.updates[0]).unwrap(),
+        json!({"sessionUpdate": "available_commands_update", "availableCommands": [
+            {"name": "compact", "description": "Compact the conversation context"},
+            {"name": "goal", "description": "Set a goal", "input": {"hint": "<objective>"}}]})
+    );
+
+    // 3.14.x answers runtime/capabilities and has V4, but no `guarded`.
+    let mut v314 = Driver::new(true);
+    let (sent, _, step) =
+        v314.run(SessionOp::Create(json!({"cwd": "/w"}).to_string()), &mut agent_314());
+    assert_eq!(sent.len(), 6, "{sent:#?}");
+    let Step::Done(Ok(result)) = step else { panic!() };
+    let response: Value = serde_json::from_str(&result.response).unwrap();
+    let modes: Vec<_> = response["modes"]["availableModes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(modes, ["build", "edit", "plan", "yolo"], "3.14 has no guarded");
 
     let mut old = Driver::new(true);
     let (sent, _, step) =
@@ -191,7 +234,7 @@ fn creates_subscribes_both_streams_and_answers_with_modes_and_options() {
     assert_eq!(
         response["modes"]["availableModes"].as_array().unwrap().len(),
         4,
-        "3.14 has no guarded"
+        "an Agent without runtime/capabilities is not assumed to have guarded"
     );
 }
 
@@ -490,7 +533,8 @@ fn questions_plans_and_elicitations_become_forms() {
     );
     let asked = headless.event(json!({"id": "server-1", "method": "interaction/requestUserInput", "params": {"requestId": "q-1", "sessionId": "sess_1", "questions": [{"question": "Q", "header": "Q", "options": [{"value": "a", "label": "A"}]}]}}));
     let Action::Interaction(interaction) = &asked.actions[0] else { panic!() };
-    assert!(matches!(interaction.request, InteractionRequest::Headless(_)));
+    // A client without forms is the core's to refuse (it fails the turn); the form is asked.
+    assert!(matches!(interaction.request, InteractionRequest::Elicitation(_)));
     let (_, steps, _) = headless.run(
         SessionOp::Answer(InteractionAnswer {
             key: interaction.key.clone(),
@@ -611,6 +655,7 @@ fn load_replays_history_before_it_subscribes() {
         methods,
         [
             "runtime/capabilities",
+            "session/setMode",
             "session/resume",
             "session/messages",
             "session/subscribe",
@@ -628,6 +673,11 @@ fn load_replays_history_before_it_subscribes() {
         ["user_message_chunk", "agent_thought_chunk", "tool_call", "agent_message_chunk"]
     );
     assert_eq!(streamed[2]["status"], "completed");
+    assert_eq!(
+        streamed[2]["content"],
+        json!([{"type": "content", "content": {"type": "text", "text": "x"}}]),
+        "the tool's output as the live turn showed it"
+    );
     let Step::Done(Ok(result)) = step else { panic!() };
     assert!(serde_json::from_str::<Value>(&result.response).unwrap().get("sessionId").is_none());
 }
@@ -869,7 +919,7 @@ fn the_turn_ends_when_both_streams_have_ended_it_in_either_order() {
             "no end before the legacy result"
         );
     }
-    let end = driver.event(event(16, "turn.completed", json!({"resultType": "error_max_turns"})));
+    let end = driver.event(event(5, "turn.completed", json!({"resultType": "error_max_turns"})));
     assert_eq!(end.actions, [Action::Terminal(Terminal::Stop(StopReason::MaxTurnRequests))]);
 
     // A failed turn is held the same way; an unknown event never is.
@@ -883,12 +933,12 @@ fn the_turn_ends_when_both_streams_have_ended_it_in_either_order() {
         json!([{"op": "row.appended", "row": header(1, "turn-1", &command, "running")}]),
     ));
     let failed = driver.event(event(
-        6,
+        5,
         "turn.failed",
         json!({"error": {"message": "quota", "code": "model_request_failed"}}),
     ));
     assert!(matches!(failed.actions[..], [Action::Ignore(_)]));
-    let unknown = driver.event(event(7, "turn.reticulated", json!({})));
+    let unknown = driver.event(event(6, "turn.reticulated", json!({})));
     assert!(matches!(&unknown.actions[0], Action::Terminal(Terminal::Broken(_))));
     let closed = driver.event(frame(
         6,
@@ -898,6 +948,19 @@ fn the_turn_ends_when_both_streams_have_ended_it_in_either_order() {
     ));
     assert!(
         matches!(&closed.actions[..], [Action::Ignore(_), Action::Terminal(Terminal::Failed(e))] if e.message == "quota")
+    );
+}
+
+#[test]
+fn a_gap_in_the_legacy_event_numbers_breaks_the_running_turn() {
+    let mut driver = opened(true, true);
+    prompt(&mut driver);
+    let next = driver.event(event(5, "turn.started", json!({})));
+    assert!(matches!(next.actions[..], [Action::Ignore(_)]));
+    let gap = driver.event(event(9, "turn.completed", json!({"resultType": "success"})));
+    assert!(
+        matches!(&gap.actions[..], [Action::Terminal(Terminal::Broken(e))] if e.message.contains("expected event 6, got 9")),
+        "{gap:?}"
     );
 }
 
@@ -924,7 +987,7 @@ fn only_the_turn_of_the_prompt_is_shown() {
             json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "mine"}})
         ]
     );
-    let end = driver.event(event(9, "turn.completed", json!({"resultType": "success"})));
+    let end = driver.event(event(5, "turn.completed", json!({"resultType": "success"})));
     assert!(
         matches!(end.actions[..], [Action::Ignore(_)]),
         "their closed header does not end our turn"
@@ -1022,4 +1085,67 @@ fn titles_and_usage_come_from_v4_once() {
     assert!(updates(&same).is_empty());
     let legacy = driver.event(event(5, "session.titleUpdated", json!({"title": "Fix it"})));
     assert!(updates(&legacy).is_empty(), "the legacy title is the same fact");
+}
+
+#[test]
+fn an_evicted_session_is_resumed_and_the_prompt_sent_again() {
+    let mut driver = opened(true, true);
+    let mut commands = 0;
+    let mut evicted = agent(true);
+    let (sent, _, step) = driver.run(
+        SessionOp::Prompt(json!({"prompt": [{"type": "text", "text": "Fix it"}]}).to_string()),
+        &mut |f: &Value| match f["method"].as_str().unwrap() {
+            "v4/command" => {
+                commands += 1;
+                if commands == 1 {
+                    json!({"commandId": f["params"]["commandId"], "status": "rejected",
+                           "reasonCode": "proto.sessionNotFound", "revisionAtDecision": 0})
+                } else {
+                    json!({"commandId": f["params"]["commandId"], "status": "accepted", "revisionAtDecision": 1})
+                }
+            }
+            "v4/conversation/subscribe" => {
+                json!({"ack": {"subscriptionId": "sub-2", "mode": "snapshot", "logEpoch": "e2"}})
+            }
+            _ => evicted(f),
+        },
+    );
+    assert!(matches!(step, Step::Done(Ok(_))), "{step:?}");
+    let methods: Vec<_> = sent.iter().map(|f| f["method"].as_str().unwrap()).collect();
+    assert_eq!(
+        methods,
+        [
+            "v4/command",
+            "session/resume",
+            "session/subscribe",
+            "v4/conversation/subscribe",
+            "v4/command"
+        ]
+    );
+    assert_eq!(sent[1]["params"]["sessionId"], "sess_1");
+    assert_eq!(sent[1]["params"]["mcpServers"], json!([]));
+    assert_ne!(sent[0]["params"]["commandId"], sent[4]["params"]["commandId"]);
+    assert_eq!(sent[4]["params"]["payload"]["text"], "Fix it");
+    // Frames of the new subscription are applied; the old one's are not.
+    let old = driver.event(json!({"method": "v4/conversation/frame", "params": {"wireVersion": 3, "kind": "complete", "deliveryKind": "online", "logicalFrameId": "f", "logicalFrameOrdinal": 2, "topic": "conversation/sess_1", "subscriptionId": "sub-1",
+        "frame": {"topic": "conversation/sess_1", "subscriptionId": "sub-1", "fromSeq": 5, "toSeq": 6, "sentAt": 1, "payload": {"kind": "deltas", "deltas": []}}}}));
+    assert!(
+        matches!(&old.actions[..], [Action::Ignore(why)] if why.contains("another subscription"))
+    );
+
+    // Refused twice: no loop, the prompt fails with ZCode's reason.
+    let mut driver = opened(true, true);
+    let mut always = agent(true);
+    let (_, _, step) = driver.run(
+        SessionOp::Prompt(json!({"prompt": [{"type": "text", "text": "again"}]}).to_string()),
+        &mut |f: &Value| match f["method"].as_str().unwrap() {
+            "v4/command" => json!({"commandId": f["params"]["commandId"], "status": "rejected",
+                                   "reasonCode": "proto.sessionNotFound", "revisionAtDecision": 0}),
+            _ => always(f),
+        },
+    );
+    assert!(
+        matches!(&step, Step::Done(Err(e)) if e.message.contains("proto.sessionNotFound")),
+        "{step:?}"
+    );
 }

@@ -15,10 +15,9 @@ use super::super::schemas;
 use super::super::wire::METHOD_NOT_FOUND;
 use super::super::zod::Schema;
 use super::extra::Extra;
-use super::tools::PermissionRequest;
 use super::{Halt, StepResult, Turn};
 use crate::clock::now_ms;
-use crate::scenario::{Condition, PlanApproval, PlanSource, Question};
+use crate::scenario::{Condition, PlanApproval, Question};
 
 /// The sentinel option of a free-text elicitation field.
 const FREE_TEXT_OPTION: &str = "__zcode_free_text__";
@@ -52,7 +51,6 @@ impl Turn {
         let id = interaction.id.clone();
         let registration = self.server.interactions.register(&id, self.session_id());
         self.set_pending(&interaction, true);
-        self.fault_point(interaction.point).await?;
         let race = self
             .server
             .faults
@@ -81,7 +79,25 @@ impl Turn {
         request.announce_twice = race;
         request.interaction = Some(id.clone());
         request.cancel = vec![self.start.stop.clone(), registration.aborted.clone(), auto.clone()];
-        let outcome = self.server.reverse.request(request).await;
+        // The interaction's fault point is reached once the question is out (a host that dies
+        // "at a permission" dies while the client is deciding), as in the host profiles.
+        let (announced, written) = tokio::sync::oneshot::channel();
+        request.announced = Some(announced);
+        let server = self.server.clone();
+        let asking = server.reverse.request(request);
+        tokio::pin!(asking);
+        let early = tokio::select! {
+            biased;
+            outcome = &mut asking => Some(outcome),
+            _ = written => None,
+        };
+        let outcome = match early {
+            Some(outcome) => outcome,
+            None => {
+                self.fault_point(interaction.point).await?;
+                asking.await
+            }
+        };
         if let Some(timer) = timer {
             timer.abort();
         }
@@ -193,67 +209,54 @@ impl Turn {
         self.model_request().await
     }
 
-    /// `ExitPlanMode`: through a permission, or through `requestUserInput` with the
-    /// `plan_approval` schema. An approved plan leaves plan mode.
+    /// `ExitPlanMode`: `requestUserInput` with the `plan_approval` schema. An approved plan
+    /// leaves plan mode.
     pub(super) async fn plan_approval(&mut self, plan: PlanApproval) -> StepResult {
         let call_id = format!("call_{}", uuid::Uuid::new_v4().simple());
         let tool = "ExitPlanMode";
         let input = json!({"plan": plan.plan});
         let row = self.announce_tool(&call_id, tool, &input, 1);
         let started = now_ms();
-        let approved = match plan.source {
-            PlanSource::Permission => {
-                let request = PermissionRequest {
-                    call_id: &call_id,
-                    tool,
-                    input: &input,
-                    reason: &plan.reason,
-                    risk: "low",
-                    options: super::tools::permission_options(tool),
-                    row,
-                };
-                matches!(
-                    self.ask_permission(request, "plan").await?,
-                    super::tools::Verdict::Allow { .. }
-                )
-            }
-            PlanSource::UserInput => {
-                let request_id = format!("plan-{}", uuid::Uuid::new_v4().simple());
-                let review = "Review this implementation plan.";
-                let questions = json!([{"question": review, "header": "Plan", "options": [
-                    {"value": "approve", "label": "Approve"},
-                    {"value": "revise", "label": "Keep planning"}]}]);
-                let params = json!({
-                    "requestId": request_id, "sessionId": self.start.session_id,
-                    "turnId": self.start.turn_id, "toolCallId": call_id, "toolName": tool,
-                    "prompt": review, "questions": questions, "input": input,
-                    "schema": {"interaction": "plan_approval", "toolName": tool},
-                });
-                let pending = json!({"interactionId": request_id, "kind": "planApproval",
-                                     "toolCallId": call_id, "plan": plan.plan,
-                                     "options": [{"optionId": "approve", "label": "Approve"}],
-                                     "requestedAt": now_ms()});
-                let interaction = Interaction {
-                    id: request_id,
-                    method: "interaction/requestUserInput",
-                    params,
-                    schema: schemas::user_input_response(),
-                    point: "plan",
-                    pending,
-                    permission: None,
-                    auto_resolve: false,
-                };
-                match self.interact(interaction).await? {
-                    Answer::Host(answer) => {
-                        answer["action"] == "accept" && approves(&answer["content"])
-                    }
-                    Answer::V4(answer) => {
-                        answer.option_id.as_deref() == Some("approve")
-                            || (answer.action.as_deref() == Some("accept")
-                                && answer.content.as_ref().is_some_and(approves))
-                    }
-                    _ => false,
+        // The Agent asks every `ExitPlanMode` through `requestUserInput` with the
+        // `plan_approval` schema, whatever the scenario names as its source: the broker routes
+        // the tool there before any permission is built (3.15.1 `interaction-broker.ts`,
+        // `requestExitPlanModeApproval`).
+        let approved = {
+            let request_id = format!("plan-{}", uuid::Uuid::new_v4().simple());
+            let review = "Review this implementation plan.";
+            let questions = json!([{"question": review, "header": "Plan", "options": [
+                {"value": "approve", "label": "Approve"},
+                {"value": "revise", "label": "Keep planning"}]}]);
+            let params = json!({
+                "requestId": request_id, "sessionId": self.start.session_id,
+                "turnId": self.start.turn_id, "toolCallId": call_id, "toolName": tool,
+                "prompt": review, "questions": questions, "input": input,
+                "schema": {"interaction": "plan_approval", "toolName": tool},
+            });
+            let pending = json!({"interactionId": request_id, "kind": "planApproval",
+                                 "toolCallId": call_id, "plan": plan.plan,
+                                 "options": [{"optionId": "approve", "label": "Approve"}],
+                                 "requestedAt": now_ms()});
+            let interaction = Interaction {
+                id: request_id,
+                method: "interaction/requestUserInput",
+                params,
+                schema: schemas::user_input_response(),
+                point: "plan",
+                pending,
+                permission: None,
+                auto_resolve: false,
+            };
+            match self.interact(interaction).await? {
+                Answer::Host(answer) => {
+                    answer["action"] == "accept" && approves(&answer["content"])
                 }
+                Answer::V4(answer) => {
+                    answer.option_id.as_deref() == Some("approve")
+                        || (answer.action.as_deref() == Some("accept")
+                            && answer.content.as_ref().is_some_and(approves))
+                }
+                _ => false,
             }
         };
         if approved {

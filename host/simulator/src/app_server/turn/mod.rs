@@ -274,6 +274,7 @@ impl Turn {
                 if let Some(resident) = self.state().sessions.get_mut(self.session_id()) {
                     resident.record.todos = todos;
                 }
+                self.v4_patch(&["plan"]);
                 Ok(())
             }
             Action::Title(title) => {
@@ -592,6 +593,7 @@ impl Turn {
             AppFault::Exit,
             AppFault::Stall,
             AppFault::Malformed,
+            AppFault::InvalidUtf8,
             AppFault::UnknownEvent,
             AppFault::SeqGap,
             AppFault::V4SeqGap,
@@ -622,6 +624,10 @@ impl Turn {
                 out.bytes(MALFORMED_LINE.to_vec());
                 Ok(())
             }
+            AppFault::InvalidUtf8 => {
+                out.bytes(super::server::INVALID_UTF8_LINE.to_vec());
+                Ok(())
+            }
             AppFault::UnknownEvent => {
                 self.event("sim.unknownEvent", json!({"note": "no client knows this event"}));
                 Ok(())
@@ -649,7 +655,6 @@ impl Turn {
 
     /// A `fault` step of a scenario (the host profiles' fault names).
     fn scenario_fault(&mut self, kind: FaultKind) -> StepResult {
-        let out = self.server.out.clone();
         match kind {
             FaultKind::Crash => self.fire(AppFault::Crash, "scenario"),
             FaultKind::Exit => self.fire(AppFault::Exit, "scenario"),
@@ -659,10 +664,7 @@ impl Turn {
                 self.fire(AppFault::UnknownEvent, "scenario")
             }
             FaultKind::SeqGap => self.fire(AppFault::SeqGap, "scenario"),
-            FaultKind::InvalidUtf8 => {
-                out.bytes(b"{\"method\":\"session/event\",\"params\":\"\xff\xfe\"}\n".to_vec());
-                Ok(())
-            }
+            FaultKind::InvalidUtf8 => self.fire(AppFault::InvalidUtf8, "scenario"),
             FaultKind::Oversize => {
                 let filler = "x".repeat(17 * 1024 * 1024);
                 self.stream_event(json!({"kind": "text_delta", "delta": filler}));
@@ -716,10 +718,18 @@ impl Turn {
             .filter(|part| part["type"] == "text")
             .filter_map(|part| part["text"].as_str())
             .collect();
-        let (result_type, phase) = match &halt {
-            Halt::Completed(result_type) => (result_type.clone(), "completedSuccess"),
-            Halt::Cancelled => ("cancelled".to_owned(), "completedInterrupted"),
-            _ => (String::new(), "completedError"),
+        // The session's `control.phase` and the turn header's `state` (3.15.1 `snapshot.ts`
+        // phases, `rows.ts` header states): every result but success and cancelled is a failed
+        // header (`projection-rows.ts` `mapTurnResultToHeaderState`) and an `error` phase.
+        let (result_type, phase, header) = match &halt {
+            Halt::Completed(result_type) if result_type == "success" => {
+                (result_type.clone(), "completedSuccess", "completedSuccess")
+            }
+            Halt::Completed(result_type) => (result_type.clone(), "error", "failed"),
+            Halt::Cancelled => {
+                ("cancelled".to_owned(), "completedInterrupted", "completedInterrupted")
+            }
+            _ => (String::new(), "error", "failed"),
         };
         let interrupted = matches!(halt, Halt::Cancelled);
         let parts = std::mem::take(&mut self.parts);
@@ -806,15 +816,11 @@ impl Turn {
                    "contextWindow": window}),
         );
         self.event(kind, payload);
-        self.upsert_row(self.turn_row, json!({"state": phase}));
-        self.v4_patch(&[
-            "control",
-            "availability",
-            "inputRouting",
-            "usage",
-            "queue",
-            "pendingInteractions",
-        ]);
+        // The context usage is the model's (ModelComplete), before the turn closes its header
+        // (TurnComplete); the control state follows the close.
+        self.v4_patch(&["usage"]);
+        self.upsert_row(self.turn_row, json!({"state": header}));
+        self.v4_patch(&["control", "availability", "inputRouting", "queue", "pendingInteractions"]);
         let reason = if kind == "turn.failed" { "prompt_failed" } else { "prompt_completed" };
         let mut state = self.state();
         if let Ok(mut patch) = state.settings(self.session_id()) {

@@ -78,6 +78,18 @@ fn v4_options() -> Value {
     ])
 }
 
+/// The `response` of the offered option whose id is `option_id`.
+fn offered_response(options: &Value, option_id: Option<&str>) -> Option<Value> {
+    let option_id = option_id?;
+    options.as_array()?.iter().find(|option| option["optionId"] == option_id).and_then(|option| {
+        // A scenario's own options may name only their decision.
+        option
+            .get("response")
+            .cloned()
+            .or_else(|| option.get("decision").map(|decision| json!({"decision": decision})))
+    })
+}
+
 fn new_call_id() -> String {
     format!("call_{}", uuid::Uuid::new_v4().simple())
 }
@@ -245,6 +257,7 @@ impl Turn {
                    "reason": reason, "input": input, "options": options}),
         );
         self.upsert_row(row, json!({"status": "pendingApproval"}));
+        self.state().store.audit_permission(self.session_id(), &request_id, None);
         let pending_permission = json!({
             "requestId": request_id, "toolCallId": call_id, "toolName": tool, "reason": reason,
             "riskLevel": risk, "input": input, "options": options, "requestedAt": now_ms(),
@@ -254,6 +267,7 @@ impl Turn {
             "toolName": tool, "reason": reason, "riskLevel": risk, "options": v4_options(),
             "requestedAt": now_ms(),
         });
+        let options_offered = options.clone();
         let interaction = Interaction {
             id: request_id.clone(),
             method: "interaction/requestPermission",
@@ -266,6 +280,16 @@ impl Turn {
         };
         let answer = self.interact(interaction).await?;
         let guarded = self.mode() == "guarded";
+        // A V4 answer naming one of the offered options is that option's own response (3.15.1
+        // `interaction-broker.ts` `v4AnswerToPermissionResponse`: exact match first, so an
+        // "always" answer keeps its `permissionUpdates`); only then the V4 ids below.
+        let answer = match answer {
+            Answer::V4(v4) => match offered_response(&options_offered, v4.option_id.as_deref()) {
+                Some(response) => Answer::Host(response),
+                None => Answer::V4(v4),
+            },
+            other => other,
+        };
         let verdict = match answer {
             Answer::Host(answer) => {
                 let decision = answer["decision"].as_str().unwrap_or("deny");
@@ -332,6 +356,7 @@ impl Turn {
             resolved["reason"] = json!(why);
         }
         self.event("permission.resolved", resolved);
+        self.state().store.audit_permission(self.session_id(), &request_id, Some(decision));
         if matches!(verdict, Verdict::Allow { .. }) {
             self.upsert_row(row, json!({"status": "running"}));
         }

@@ -133,6 +133,9 @@ pub async fn dispatch(
     let params = params.as_ref();
     match method {
         "v4/connection/flow" => {
+            if server.faults.take_one(method, super::fault::AppFault::NoV4).is_some() {
+                return Err(ProtocolError::method_not_found(method));
+            }
             let params = parse(&schemas::v4_connection_flow(), params)?;
             let mut state = server.state();
             let out = state.out.clone();
