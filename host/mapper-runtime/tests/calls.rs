@@ -166,10 +166,14 @@ fn launch_and_auth_plans_cross_intact() {
         "release": "runtime-1",
         "versions": ["2.0.0", "2.0.1"],
     });
+    // The argument is JSON text the guest wrote: compared as JSON, since the key order of
+    // `described` depends on serde_json features unified across the workspace.
+    let argument: serde_json::Value = serde_json::from_str(&plan.args[0]).expect("JSON argument");
+    assert_eq!(argument, described);
     assert_eq!(
         plan,
         LaunchPlan {
-            args: vec![described.to_string()],
+            args: plan.args.clone(),
             env: vec![("cli".into(), "/opt/zcode/dist/cli.js".into())],
             env_remove: vec!["cli".into()],
             cwd: "/home/ada".into(),

@@ -720,7 +720,9 @@ mod tests {
             json!({"phase": "draft", "sessionEnded": false, "canStop": false, "stopState": "idle",
                    "stopTargetKind": "unknown", "activeWorks": [], "lastError": null, "apiRetry": null})
         );
-        let reasons: Vec<(String, Value)> = snapshot["availability"]
+        // Sorted here: the map's own order depends on whether serde_json keeps insertion order,
+        // which another crate of the workspace may switch on (`preserve_order`).
+        let mut reasons: Vec<(String, Value)> = snapshot["availability"]
             .as_object()
             .unwrap()
             .iter()
@@ -728,6 +730,7 @@ mod tests {
                 (action.clone(), availability.get("reasonCode").cloned().unwrap_or(json!(true)))
             })
             .collect();
+        reasons.sort_by(|a, b| a.0.cmp(&b.0));
         assert_eq!(
             reasons,
             [
