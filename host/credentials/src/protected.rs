@@ -23,7 +23,10 @@ impl Machine {
         Self {
             platform: zcode_contract::Platform::current().node_os,
             home: home.to_string(),
-            user: account_name().unwrap_or_default(),
+            // ZCode's seed names the user "unknown" when the OS has no name for it.
+            user: account_name()
+                .filter(|name| !name.is_empty())
+                .unwrap_or_else(|| "unknown".into()),
         }
     }
 }
@@ -72,7 +75,11 @@ fn decrypt(body: &str, form: &AesGcmEncoding, machine: &Machine) -> Result<Strin
 }
 
 fn key(form: &AesGcmEncoding, machine: &Machine) -> [u8; 32] {
-    let secret = std::env::var(&form.key_env).ok().filter(|value| !value.is_empty());
+    // The variable counts trimmed, and only when something is left (as ZCode reads it).
+    let secret = std::env::var(&form.key_env)
+        .ok()
+        .map(|value| value.trim().to_string())
+        .filter(|value| !value.is_empty());
     let seed = secret.unwrap_or_else(|| {
         form.fallback_seed
             .replace("{platform}", &machine.platform)

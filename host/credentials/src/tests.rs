@@ -148,6 +148,15 @@ fn decrypts_aes_gcm_values_with_the_variable_or_the_machine_seed() {
     assert_eq!(decode(&by_variable, &forms, &machine).unwrap(), "sk-from-variable");
     // With the variable set, the seed is not the key any more.
     assert!(matches!(decode(&by_seed, &forms, &machine), Err(Unavailable::Undecryptable)));
+
+    // The variable counts trimmed; one of blanks only is no key, and the seed is used.
+    // SAFETY: these variables are read only by this test.
+    unsafe { std::env::set_var("ZCODE_ACP_TEST_PADDED_SECRET", "  let me in\n") };
+    let forms = encodings("ZCODE_ACP_TEST_PADDED_SECRET");
+    assert_eq!(decode(&by_variable, &forms, &machine).unwrap(), "sk-from-variable");
+    unsafe { std::env::set_var("ZCODE_ACP_TEST_BLANK_SECRET", " \t") };
+    let forms = encodings("ZCODE_ACP_TEST_BLANK_SECRET");
+    assert_eq!(decode(&by_seed, &forms, &machine).unwrap(), "sk-from-seed");
 }
 
 #[test]
