@@ -137,13 +137,42 @@ pub fn fault_point(point: Point) -> Option<&'static str> {
     }
 }
 
+/// The thought level a new session starts with, where the simulated release fixes one: 3.11.2's
+/// default, and 3.12.3's last level of the model (ZCode's `projectAppModelOption`).
+pub fn default_thought_level() -> Option<&'static str> {
+    match app_version() {
+        "3.11.2" => Some("medium"),
+        "3.12.3" => Some("high"),
+        _ => None,
+    }
+}
+
+/// Whether plan mode survives loading the session in a new process. 3.12.3's plan is a flag a
+/// native `resumeSession` turns off (docs/mapper-zcode-task-v2.md), so there the session comes
+/// back in its editing mode.
+pub fn plan_survives_a_load() -> bool {
+    app_version() != "3.12.3"
+}
+
+/// Whether each turn's metadata repeats the session's mode (3.11.2's host does; the later
+/// generations send only what changed).
+pub fn repeats_mode_each_turn() -> bool {
+    app_version() == "3.11.2"
+}
+
 /// The ACP mode ids a new session offers, in the mapper's order.
 pub fn mode_ids() -> Vec<&'static str> {
     match generation() {
         // The V4 commands also know `guarded` (3.15.1 `switchCollaborationMode`), and plan is an
         // independent flag; a session cannot know its release, so every release offers it.
         Generation::ServicesServer => vec!["build", "edit", "yolo", "guarded", "plan"],
-        Generation::AppServer if at_least(3, 15) => vec!["build", "edit", "plan", "yolo", "guarded"],
+        // 3.12.3 made plan an independent flag too (docs/mapper-zcode-task-v2.md).
+        Generation::HostBridge if app_version() == "3.12.3" => {
+            vec!["build", "edit", "yolo", "plan"]
+        }
+        Generation::AppServer if at_least(3, 15) => {
+            vec!["build", "edit", "plan", "yolo", "guarded"]
+        }
         _ => vec!["build", "edit", "plan", "yolo"],
     }
 }
