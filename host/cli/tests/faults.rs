@@ -154,7 +154,7 @@ fn a_host_that_never_ends_a_stopped_turn_still_yields_cancelled() {
 fn a_duplicated_host_response_is_dropped() {
     if !skip_unless(
         "a_duplicated_host_response_is_dropped",
-        generation::is_host(),
+        generation() != Generation::AppServer,
         "`duplicate` is a fault of the host simulator's bridge; the Desktop Agent's duplicate \
          answers are covered by re-announced requests (desktop_app_server.rs)",
     ) {
@@ -176,7 +176,7 @@ fn a_duplicated_host_response_is_dropped() {
 fn a_signed_out_zcode_asks_the_user_to_log_in() {
     if !skip_unless(
         "a_signed_out_zcode_asks_the_user_to_log_in",
-        generation::is_host(),
+        generation() != Generation::AppServer,
         "the Desktop Agent has no sign-in gate before its first model request; a missing \
          sign-in is the runtime-headers refusal (desktop_app_server.rs)",
     ) {

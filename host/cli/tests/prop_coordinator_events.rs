@@ -225,6 +225,11 @@ impl Player {
     fn start(&mut self, seat: usize, steps: &[Step]) -> Turn {
         let (session, workspace) = self.seats[seat].clone();
         self.turns += 1;
+        // A file of this scenario may exist from an earlier case on this seat (shrinking
+        // replays a scenario): only what this turn writes may count as written by it.
+        for written in steps.iter().filter_map(|s| s.writes.as_ref()) {
+            let _ = std::fs::remove_file(workspace.join(written));
+        }
         let file = format!("scenario-{}.jsonl", self.turns);
         let lines: Vec<String> = steps.iter().map(|s| s.json.to_string()).collect();
         std::fs::write(workspace.join(&file), lines.join("\n") + "\n").unwrap();

@@ -453,7 +453,7 @@ fn auth_login_confirms_the_terminal_login_and_sessions_take_v2_mcp_servers() {
     // Signed out: auth/login and session/new say so (-32000, with what to do).
     if !skip_unless(
         "auth_login_confirms_the_terminal_login_and_sessions_take_v2_mcp_servers (signed out)",
-        generation::is_host(),
+        generation() != Generation::AppServer,
         "the Desktop Agent has no sign-in gate at session creation; its first model request \
          asks for the account's key (desktop_app_server.rs)",
     ) {

@@ -271,7 +271,7 @@ fn unknown_events_and_sequence_gaps_fail_only_their_session() {
 fn a_host_that_never_answers_the_usage_request_still_ends_the_turn() {
     if !skip_unless(
         "a_host_that_never_answers_the_usage_request_still_ends_the_turn",
-        generation::is_host(),
+        generation() != Generation::AppServer,
         "the Desktop Agent's turn result carries the turn's usage: nothing is asked after it",
     ) {
         return;
@@ -299,7 +299,7 @@ fn a_host_that_never_answers_the_usage_request_still_ends_the_turn() {
 fn a_host_that_never_acknowledges_a_permission_answer_does_not_hang_the_prompt() {
     if !skip_unless(
         "a_host_that_never_acknowledges_a_permission_answer_does_not_hang_the_prompt",
-        generation::is_host(),
+        generation() != Generation::AppServer,
         "the fault point is the host service's `respondPermission`; the Desktop Agent takes the answer as a reply or a V4 command, whose stall is a stalled prompt",
     ) {
         return;
@@ -331,7 +331,7 @@ fn a_host_that_never_acknowledges_a_permission_answer_does_not_hang_the_prompt()
 fn a_late_prompt_acknowledgement_loses_no_event() {
     if !skip_unless(
         "a_late_prompt_acknowledgement_loses_no_event",
-        generation::is_host(),
+        generation() != Generation::AppServer,
         "`late` is a fault of the host simulator's bridge; the Desktop Agent writes a request's notifications and answer in one ordered write",
     ) {
         return;

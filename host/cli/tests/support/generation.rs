@@ -147,11 +147,16 @@ pub fn default_thought_level() -> Option<&'static str> {
     }
 }
 
-/// Whether plan mode survives loading the session in a new process. 3.12.3's plan is a flag a
-/// native `resumeSession` turns off (docs/mapper-zcode-task-v2.md), so there the session comes
-/// back in its editing mode.
+/// Whether plan mode survives loading the session in a new process. From 3.12.3 on, plan is a
+/// flag that a native `resumeSession` turns off (docs/mapper-zcode-task-v2.md, ADR 0011 of the
+/// Paseo plugin), so there the session comes back in its editing mode; the Desktop Agent keeps
+/// it.
 pub fn plan_survives_a_load() -> bool {
-    app_version() != "3.12.3"
+    match generation() {
+        Generation::HostBridge => app_version() == "3.11.2",
+        Generation::AppServer => true,
+        Generation::ServicesServer => false,
+    }
 }
 
 /// Whether each turn's metadata repeats the session's mode (3.11.2's host does; the later
