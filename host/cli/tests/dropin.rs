@@ -295,9 +295,10 @@ fn trust_and_install_precompile_the_drop_in_so_its_first_use_skips_the_compiler(
     let install = ["--mappers-dir", mappers, "mapper", "install", built_echo().to_str().unwrap()];
     let installed = echo.run_with_cache(&install, &cache);
     assert!(installed.status.success(), "{installed:?}");
+    let copy = echo.mappers.join(built_echo().file_name().unwrap()).canonicalize().unwrap();
     let listed = echo.run_with_cache(&args, &cache);
     let stderr = String::from_utf8_lossy(&listed.stderr);
-    let loads = loads_of(&stderr, echo.component());
+    let loads = loads_of(&stderr, copy.to_str().unwrap());
     assert!(loads.len() == 1 && loads[0].contains("cache=Hit"), "{stderr}");
 }
 

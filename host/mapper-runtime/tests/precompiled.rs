@@ -10,19 +10,24 @@ use std::sync::{Arc, Mutex};
 use support::{hostile, map_one, runtime, runtime_with, session, updates};
 use zcode_mapper_runtime::{CacheOutcome, RuntimeConfig, WasmMapper, precompile};
 
-/// A Rust target of this machine's architecture and OS (all wasmtime compares).
-fn target_of(arch: &str) -> String {
+/// This machine's Rust target, close enough for wasmtime (it compares architecture and OS).
+fn this_target() -> String {
     let os = match std::env::consts::OS {
         "macos" => "apple-darwin",
         "windows" => "pc-windows-msvc",
         _ => "unknown-linux-gnu",
     };
-    format!("{arch}-{os}")
+    format!("{}-{os}", std::env::consts::ARCH)
 }
 
-/// An architecture that is not this machine's.
-fn foreign_arch() -> &'static str {
-    if std::env::consts::ARCH == "x86_64" { "aarch64" } else { "x86_64" }
+/// A target of this architecture (the only one this build's Cranelift compiles for) and
+/// another OS.
+fn foreign_target() -> (String, &'static str) {
+    let arch = std::env::consts::ARCH;
+    match std::env::consts::OS {
+        "windows" => (format!("{arch}-unknown-linux-gnu"), "linux"),
+        _ => (format!("{arch}-pc-windows-msvc"), "windows"),
+    }
 }
 
 fn works(mapper: &WasmMapper) {
@@ -31,8 +36,8 @@ fn works(mapper: &WasmMapper) {
 
 #[test]
 fn an_artifact_for_this_machine_is_loaded_without_compiling_or_caching() {
-    let target = target_of(std::env::consts::ARCH);
-    let artifact = precompile(&RuntimeConfig::default(), &target, hostile()).expect("precompile");
+    let artifact =
+        precompile(&RuntimeConfig::default(), &this_target(), hostile()).expect("precompile");
     let cache = tempfile::tempdir().unwrap();
     let runtime = runtime_with(RuntimeConfig {
         cache_dir: Some(cache.path().to_path_buf()),
@@ -50,7 +55,7 @@ fn an_artifact_for_this_machine_is_loaded_without_compiling_or_caching() {
 
 #[test]
 fn an_artifact_wasmtime_refuses_falls_back_to_compiling_with_a_debug_log() {
-    let foreign = target_of(foreign_arch());
+    let (foreign, foreign_os) = foreign_target();
     let artifact = precompile(&RuntimeConfig::default(), &foreign, hostile()).expect("precompile");
     let lines = Arc::new(Mutex::new(Vec::<u8>::new()));
     let subscriber = tracing_subscriber::fmt()
@@ -91,7 +96,8 @@ fn an_artifact_wasmtime_refuses_falls_back_to_compiling_with_a_debug_log() {
         text.lines().filter(|line| line.contains("does not fit this engine")).collect();
     assert_eq!(refused.len(), 3, "two foreign artifacts and the garbage: {text}");
     assert!(refused.iter().all(|line| line.contains("DEBUG")), "{text}");
-    assert!(refused[0].contains(&format!("compiled for architecture '{}'", foreign_arch())));
+    let reason = format!("compiled for operating system '{foreign_os}'");
+    assert!(refused[0].contains(&reason), "{text}");
 }
 
 struct CaptureWriter(Arc<Mutex<Vec<u8>>>);
