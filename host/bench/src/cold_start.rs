@@ -1,5 +1,7 @@
-//! Cold start: process start → `initialize` answered; and `session/new` over the simulator
-//! with a warm mapper cache, against the simulator's own time for the same native work.
+//! Cold start: process start → `initialize` answered; `session/new` over the simulator with a
+//! warm mapper cache, against the simulator's own time for the same native work; and the first
+//! `session/new` with the mapper cache emptied before each run (a first run, or the first run
+//! after an upgrade) against the same with the cache warm, with the peak RSS of each.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -8,6 +10,7 @@ use std::time::Instant;
 
 use crate::acp::Agent;
 use crate::env::BenchEnv;
+use crate::procfs;
 use crate::simhost::{NativeHost, SimulatedInstall, create_op};
 use crate::stats::{Summary, fixed, table};
 
@@ -25,6 +28,7 @@ pub fn run(env: &BenchEnv, runs: usize) -> Result<String, String> {
     let mut second_session = Vec::new();
     let mut native_first = Vec::new();
     let mut native_second = Vec::new();
+    let (mut cold, mut warm) = (FirstSession::default(), FirstSession::default());
     for round in 0..runs {
         let workspace = env.workspace();
         let mut measure = |which: usize| -> Result<(), String> {
@@ -36,6 +40,8 @@ pub fn run(env: &BenchEnv, runs: usize) -> Result<String, String> {
                     first_session.push(ms(first));
                     second_session.push(ms(second));
                 }
+                3 => cold.push(first_session_with(env, Cache::Emptied)?),
+                4 => warm.push(first_session_with(env, Cache::Warm)?),
                 _ => {
                     let (first, second) = time_native_sessions(&install, &workspace)?;
                     native_first.push(ms(first));
@@ -45,17 +51,86 @@ pub fn run(env: &BenchEnv, runs: usize) -> Result<String, String> {
             Ok(())
         };
         // Rotate the order so no variant always follows another.
-        for step in 0..4 {
-            measure((step + round) % 4)?;
+        for step in 0..6 {
+            measure((step + round) % 6)?;
         }
     }
-    Ok(report(
+    let mut out = report(
         runs,
         &initialize,
         &echo,
         [&first_session, &second_session],
         [&native_first, &native_second],
-    ))
+    );
+    out.push_str(&report_cold(runs, &cold, &warm));
+    Ok(out)
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Cache {
+    /// The mapper cache is deleted before the run.
+    Emptied,
+    /// Whatever the runs before left (every run stores what it compiled).
+    Warm,
+}
+
+/// The first `session/new` (ms) and the peak RSS of zcode-acp right after it (MiB).
+#[derive(Default)]
+struct FirstSession {
+    ms: Vec<f64>,
+    peak_mib: Vec<f64>,
+}
+
+impl FirstSession {
+    fn push(&mut self, (ms, peak_mib): (f64, f64)) {
+        self.ms.push(ms);
+        self.peak_mib.push(peak_mib);
+    }
+}
+
+/// Spawn, `initialize`, then the timed first `session/new`; the simulated install and the
+/// discovery caches stay warm in both cases, only the mapper cache differs.
+fn first_session_with(env: &BenchEnv, cache: Cache) -> Result<(f64, f64), String> {
+    if cache == Cache::Emptied {
+        let mappers = env.path("cache").join("zcode-acp/mappers");
+        match std::fs::remove_dir_all(&mappers) {
+            Err(err) if err.kind() != std::io::ErrorKind::NotFound => {
+                return Err(format!("cannot empty {}: {err}", mappers.display()));
+            }
+            _ => {}
+        }
+    }
+    let mut agent = Agent::spawn(env.zcode_acp(&["--simulate"]))?;
+    agent.initialize()?;
+    let started = Instant::now();
+    agent.new_session(&env.workspace())?;
+    let seconds = started.elapsed().as_secs_f64();
+    let peak = procfs::status_bytes(agent.pid(), "VmHWM").ok_or("cannot read VmHWM")?;
+    agent.finish()?;
+    Ok((ms(seconds), peak as f64 / (1024.0 * 1024.0)))
+}
+
+fn report_cold(runs: usize, cold: &FirstSession, warm: &FirstSession) -> String {
+    let [cold_ms, warm_ms, cold_peak, warm_peak] =
+        [&cold.ms, &warm.ms, &cold.peak_mib, &warm.peak_mib].map(|v| Summary::of(v));
+    let rows = vec![
+        vec!["mapper cache emptied before each run".into(), cold_ms.show(2), cold_peak.show(1)],
+        vec!["mapper cache warm".into(), warm_ms.show(2), warm_peak.show(1)],
+    ];
+    let mut out = format!(
+        "\n### cold start: the first `session/new`, mapper cache empty against warm, {runs} runs \
+         each, interleaved with the above (median (min–max))\n\n"
+    );
+    out.push_str(&table(&["first `session/new`", "ms", "peak RSS (VmHWM, MiB)"], &rows));
+    out.push_str(&format!(
+        "\ntargets: an empty cache adds ≤ 10 ms ({} − {} = **{} ms** added); peak RSS with an \
+         empty cache ≤ 20 MiB (**{} MiB**)\n",
+        fixed(cold_ms.median, 2),
+        fixed(warm_ms.median, 2),
+        fixed(cold_ms.median - warm_ms.median, 2),
+        fixed(cold_peak.median, 1),
+    ));
+    out
 }
 
 fn ms(seconds: f64) -> f64 {

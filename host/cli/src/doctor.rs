@@ -80,7 +80,6 @@ pub fn version(target: &Target) -> ExitCode {
     match launcher.prepared() {
         Ok(prepared) => {
             for mapper in &prepared.mappers.mappers {
-                use zcode_contract::Mapper;
                 let contract = mapper.contract();
                 let releases: Vec<String> = contract
                     .releases

@@ -84,7 +84,7 @@ impl Launcher {
     }
 
     pub fn mapper(&self, selected: &Selected) -> Result<Arc<dyn Mapper>, String> {
-        Ok(self.prepared()?.mappers.mappers[selected.mapper_index].clone())
+        Ok(self.prepared()?.mappers.mapper(selected.mapper_index)?)
     }
 
     /// Starts the host for the install discovery selected.

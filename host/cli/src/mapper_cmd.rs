@@ -7,8 +7,7 @@ use std::sync::Arc;
 
 use clap::Subcommand;
 use zcode_contract::{Contract, Layout, LayoutKind, Mapper};
-use zcode_discovery::EMBEDDED_SOURCE_PREFIX;
-use zcode_mapper_runtime::WasmMapper;
+use zcode_mapper_runtime::{CacheOutcome, WasmMapper};
 use zcode_mapper_trust::{TrustStore, read_capped, sha256_hex};
 
 use crate::Target;
@@ -155,6 +154,7 @@ fn trust(target: &Target, file: &Path) -> Result<(), String> {
     let store = paths::trust_file().ok_or("no config folder for the trust file (is $HOME set?)")?;
     TrustStore::trust(&store, &path, &sha256).map_err(|e| e.to_string())?;
     println!("trusted {} (sha256 {sha256})", path.display());
+    precompile(&path, &bytes);
     let folder = drop_in_dir(target).and_then(|dir| std::fs::canonicalize(dir).ok());
     if folder.as_deref() != path.parent() {
         let folder = folder.map_or("none".to_string(), |dir| dir.display().to_string());
@@ -165,6 +165,23 @@ fn trust(target: &Target, file: &Path) -> Result<(), String> {
         );
     }
     Ok(())
+}
+
+/// Loads a newly trusted file once, so that its compiled code is in the mapper cache and the
+/// first session that uses it does not wait for the compiler. Trust is recorded either way: a
+/// file that does not load is only reported (a session would report it too).
+fn precompile(path: &Path, bytes: &[u8]) {
+    let loaded = mappers::runtime().and_then(|runtime| {
+        runtime.load_bytes(&path.display().to_string(), bytes).map_err(|e| e.to_string())
+    });
+    match loaded.as_ref().map(|mapper| mapper.cache_outcome()) {
+        Ok(CacheOutcome::Hit) => println!("already precompiled in the mapper cache"),
+        Ok(CacheOutcome::Miss | CacheOutcome::Replaced(_)) => {
+            println!("precompiled into the mapper cache")
+        }
+        Ok(CacheOutcome::Disabled | CacheOutcome::Embedded) => {}
+        Err(error) => println!("note: it does not load as a mapper: {error}"),
+    }
 }
 
 fn untrust(file: &Path) -> Result<(), String> {
@@ -184,6 +201,8 @@ fn untrust(file: &Path) -> Result<(), String> {
 /// folder atomically, and trusts the copy.
 fn install(target: &Target, file: &Path) -> Result<(), String> {
     let bytes = read_capped(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+    // With the runtime's cache: the check compiles the mapper into it, so the first session
+    // that uses the installed copy (the same bytes) loads it precompiled.
     let runtime = mappers::runtime()?;
     let mapper = runtime
         .load_bytes(&file.display().to_string(), &bytes)
@@ -239,14 +258,7 @@ fn load(which: &str) -> Result<Vec<Arc<WasmMapper>>, String> {
         if chosen.is_empty() {
             return Err(format!("no embedded mapper named {}", name.unwrap_or_default()));
         }
-        return chosen
-            .into_iter()
-            .map(|(n, bytes)| {
-                runtime
-                    .load_bytes(&format!("{EMBEDDED_SOURCE_PREFIX}{n}"), bytes)
-                    .map_err(|e| e.to_string())
-            })
-            .collect();
+        return chosen.into_iter().map(|(n, _)| mappers::load_embedded(&runtime, n)).collect();
     }
     Ok(vec![runtime.load_file(Path::new(which)).map_err(|e| e.to_string())?])
 }

@@ -72,13 +72,20 @@ impl Echo {
     }
 
     fn run(&self, args: &[&str]) -> Output {
+        self.run_with_cache(args, &shared_cache_dir())
+    }
+
+    /// With `cache` as the cache folder (the mapper cache is `<cache>/zcode-acp/mappers`) and
+    /// debug logs on stderr.
+    fn run_with_cache(&self, args: &[&str], cache: &Path) -> Output {
         let root = self.env.path();
         Command::new(agent_binary())
             .args(args)
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into()))
             .env("HOME", root.join("home"))
-            .env("XDG_CACHE_HOME", shared_cache_dir())
+            .env("XDG_CACHE_HOME", cache)
+            .env("ZCODE_ACP_LOG", "debug")
             .env("XDG_DATA_HOME", root.join("data"))
             .env("XDG_CONFIG_HOME", root.join("home").join(".config"))
             .env("TMPDIR", root.join("tmp"))
@@ -244,4 +251,71 @@ fn a_changed_drop_in_is_refused_until_trusted_again_and_install_trusts_its_copy(
     let refused =
         echo.run(&["--mappers-dir", mappers, "mapper", "install", garbage.to_str().unwrap()]);
     assert!(!refused.status.success(), "a file that is no mapper is not installed");
+}
+
+/// The debug line of each load of `source` (`mapper loaded`, with what the cache did).
+fn loads_of<'a>(stderr: &'a str, source: &str) -> Vec<&'a str> {
+    stderr
+        .lines()
+        .filter(|line| line.contains("mapper loaded") && line.contains(&format!("mapper={source}")))
+        .collect()
+}
+
+#[test]
+fn trust_and_install_precompile_the_drop_in_so_its_first_use_skips_the_compiler() {
+    let echo = Echo::new();
+    let cache = echo.env.path().join("cache-trust");
+    let trusted = echo.run_with_cache(&["mapper", "trust", echo.component()], &cache);
+    assert!(trusted.status.success(), "{trusted:?}");
+    assert!(
+        String::from_utf8_lossy(&trusted.stdout).contains("precompiled into the mapper cache"),
+        "{trusted:?}"
+    );
+    let entries = std::fs::read_dir(cache.join("zcode-acp/mappers")).unwrap().count();
+    assert_eq!(entries, 2, "one artifact and its sidecar");
+
+    let mut args = echo.target();
+    args.extend(["mapper".into(), "list".into()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let listed = echo.run_with_cache(&args, &cache);
+    let stderr = String::from_utf8_lossy(&listed.stderr);
+    assert!(listed.status.success(), "{listed:?}");
+    assert_eq!(loads_of(&stderr, echo.component()).len(), 1, "{stderr}");
+    assert!(loads_of(&stderr, echo.component())[0].contains("cache=Hit"), "{stderr}");
+    // Discovery reads the embedded mappers' contracts from the binary: none is loaded until a
+    // session selects it.
+    for (name, _) in zcode_embedded_mappers::EMBEDDED {
+        assert_eq!(loads_of(&stderr, &format!("embedded:{name}")), [""; 0], "{name}: {stderr}");
+    }
+
+    // `mapper install` compiles while it checks the file: its copy is warm too.
+    let cache = echo.env.path().join("cache-install");
+    std::fs::remove_file(&echo.component).unwrap();
+    let mappers = echo.mappers.to_str().unwrap();
+    let install = ["--mappers-dir", mappers, "mapper", "install", built_echo().to_str().unwrap()];
+    let installed = echo.run_with_cache(&install, &cache);
+    assert!(installed.status.success(), "{installed:?}");
+    let copy = echo.mappers.join(built_echo().file_name().unwrap()).canonicalize().unwrap();
+    let listed = echo.run_with_cache(&args, &cache);
+    let stderr = String::from_utf8_lossy(&listed.stderr);
+    let loads = loads_of(&stderr, copy.to_str().unwrap());
+    assert!(loads.len() == 1 && loads[0].contains("cache=Hit"), "{stderr}");
+}
+
+#[test]
+fn with_an_empty_cache_a_session_loads_only_the_selected_embedded_mapper_from_the_binary() {
+    let echo = Echo::new();
+    let cache = echo.env.path().join("cache-empty");
+    // `doctor` runs discovery and starts the selected host, as a first session does.
+    let output = echo.run_with_cache(&["--simulate", "doctor", "--json"], &cache);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let report: Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("doctor --json: {e}: {stderr}"));
+    let selected = report["selectedMapper"]["source"].as_str().expect("a selected mapper");
+    assert!(selected.starts_with("embedded:"), "{report:#}");
+    let loads: Vec<&str> = stderr.lines().filter(|line| line.contains("mapper loaded")).collect();
+    assert_eq!(loads.len(), 1, "{stderr}");
+    assert!(loads[0].contains(&format!("mapper={selected} ")), "{stderr}");
+    assert!(loads[0].contains("cache=Embedded"), "{stderr}");
+    assert!(!cache.join("zcode-acp/mappers").exists(), "nothing was compiled: {stderr}");
 }

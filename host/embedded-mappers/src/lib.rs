@@ -16,6 +16,19 @@ pub fn example(name: &str) -> Option<&'static std::path::Path> {
         .map(|(_, path)| std::path::Path::new(*path))
 }
 
+/// The artifact of the embedded mapper `name` precompiled at build time for the binary's
+/// target, for `MapperRuntime::load_embedded`; `None` when the build could not make one.
+pub fn precompiled(name: &str) -> Option<&'static [u8]> {
+    PRECOMPILED.iter().find(|(embedded, _)| *embedded == name).map(|(_, bytes)| *bytes)
+}
+
+/// The contract of the embedded mapper `name` as JSON (a `zcode_contract::Contract`), as the
+/// runtime read it from the component at build time: discovery needs every contract, but only
+/// the selected mapper needs to be loaded.
+pub fn contract_json(name: &str) -> Option<&'static str> {
+    CONTRACTS.iter().find(|(embedded, _)| *embedded == name).map(|(_, json)| *json)
+}
+
 /// The embedded mapper named `name`.
 pub fn get(name: &str) -> Option<&'static [u8]> {
     EMBEDDED.iter().find(|(embedded, _)| *embedded == name).map(|(_, bytes)| *bytes)

@@ -22,6 +22,8 @@ const CACHE_FORMAT: &str = "zcode-mapper-cache 1";
 /// What the cache did for one load, for reports and tests.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CacheOutcome {
+    /// Loaded from the precompiled artifact built into the binary (embedded mappers only).
+    Embedded,
     /// No cache directory was configured: the mapper was compiled.
     Disabled,
     /// Loaded from a precompiled entry.

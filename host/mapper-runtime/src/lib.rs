@@ -13,6 +13,7 @@ mod bindings {
 mod cache;
 mod config;
 mod convert;
+mod engine;
 mod error;
 mod mapper;
 mod policy;
@@ -22,6 +23,7 @@ mod size;
 
 pub use cache::CacheOutcome;
 pub use config::{FuelBudget, RuntimeConfig, SizeBudget};
+pub use engine::precompile;
 pub use error::{EngineError, LoadError, LoadFailure};
 pub use mapper::{WasmConnection, WasmMapper, WasmSession};
 pub use policy::WitAge;

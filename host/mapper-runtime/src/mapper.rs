@@ -42,7 +42,7 @@ impl WasmMapper {
         Self { origin, contract, pre, limits, cache_outcome }
     }
 
-    /// Whether this load came from the precompiled cache.
+    /// Where this load's compiled code came from: the binary, the cache, or Cranelift.
     pub fn cache_outcome(&self) -> &CacheOutcome {
         &self.cache_outcome
     }

@@ -4,8 +4,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use wasmtime::Engine;
 use wasmtime::component::{Component, Linker};
-use wasmtime::{Config, Engine};
 use zcode_contract::Contract;
 
 use crate::bindings::ZcodeMapperPre;
@@ -13,8 +13,8 @@ use crate::cache::{ArtifactCache, CacheOutcome, Lookup};
 use crate::config::{Input, RuntimeConfig};
 use crate::error::{EngineError, LoadError, LoadFailure, one_line};
 use crate::mapper::WasmMapper;
-use crate::policy;
 use crate::sandbox::{self, Instance, Limits, StoreState};
+use crate::{engine, policy};
 
 /// Loads mappers. Create one per process: it owns the WebAssembly engine (compiler settings,
 /// code memory), which every loaded mapper and instance shares.
@@ -26,9 +26,7 @@ pub struct MapperRuntime {
 
 impl MapperRuntime {
     pub fn new(config: RuntimeConfig) -> Result<Self, EngineError> {
-        let mut engine_config = Config::new();
-        engine_config.consume_fuel(true).max_wasm_stack(config.max_wasm_stack_bytes);
-        let engine = Engine::new(&engine_config).map_err(|err| EngineError(one_line(&err)))?;
+        let engine = engine::engine(&config)?;
         let cache = config.cache_dir.clone().map(|dir| ArtifactCache::new(dir, &engine));
         Ok(Self { engine, limits: Limits::from_config(&config), cache })
     }
@@ -45,8 +43,42 @@ impl MapperRuntime {
     /// Loads a mapper component; `origin` names it in reports and logs (e.g. `embedded
     /// zcode-task-v1` or a path).
     pub fn load_bytes(&self, origin: &str, bytes: &[u8]) -> Result<Arc<WasmMapper>, LoadError> {
+        self.load_with(origin, bytes, None)
+    }
+
+    /// Loads a mapper built into the binary: from `precompiled`, the artifact the build made of
+    /// `bytes` with [`crate::precompile`], when wasmtime accepts it for this engine and CPU;
+    /// else like [`Self::load_bytes`] (compiled, or from the cache), with a debug log. The load
+    /// checks are the same either way.
+    ///
+    /// # Safety
+    ///
+    /// `precompiled` is run as machine code: it must be an artifact [`crate::precompile`] wrote
+    /// (for any target) that is as trusted as the program's own code, such as one the
+    /// program's build script wrote and the program embeds. wasmtime checks its header (version,
+    /// target, engine settings, CPU features), not its code.
+    pub unsafe fn load_embedded(
+        &self,
+        origin: &str,
+        bytes: &[u8],
+        precompiled: Option<&[u8]>,
+    ) -> Result<Arc<WasmMapper>, LoadError> {
+        self.load_with(origin, bytes, precompiled)
+    }
+
+    /// `precompiled`: see the safety contract of [`Self::load_embedded`].
+    fn load_with(
+        &self,
+        origin: &str,
+        bytes: &[u8],
+        precompiled: Option<&[u8]>,
+    ) -> Result<Arc<WasmMapper>, LoadError> {
         let fail = |failure| LoadError { origin: origin.to_string(), failure };
-        let (component, cache_outcome) = self.compile(bytes).map_err(fail)?;
+        let embedded = precompiled.and_then(|artifact| self.deserialize_embedded(origin, artifact));
+        let (component, cache_outcome) = match embedded {
+            Some(component) => (component, CacheOutcome::Embedded),
+            None => self.compile(bytes).map_err(fail)?,
+        };
         check_component(&self.engine, &component).map_err(fail)?;
         let pre = link(&component).map_err(fail)?;
 
@@ -63,6 +95,26 @@ impl MapperRuntime {
             "mapper loaded"
         );
         Ok(Arc::new(WasmMapper::new(origin, contract, pre, self.limits.clone(), cache_outcome)))
+    }
+
+    /// The artifact built into the binary, or `None` (logged) when wasmtime refuses it: a CPU
+    /// without a feature it was compiled for, or a wasmtime built with other settings.
+    fn deserialize_embedded(&self, origin: &str, artifact: &[u8]) -> Option<Component> {
+        // SAFETY: the caller of `load_embedded` vouches for `artifact` (its `# Safety`): an
+        // artifact of `crate::precompile` as trusted as the program's code. wasmtime checks its
+        // header (version, target, CPU features, engine settings) before using any of it.
+        match unsafe { Component::deserialize(&self.engine, artifact) } {
+            Ok(component) => Some(component),
+            Err(err) => {
+                tracing::debug!(
+                    mapper = %origin,
+                    "the precompiled mapper in the binary does not fit this engine, compiling \
+                     it instead: {}",
+                    one_line(&err)
+                );
+                None
+            }
+        }
     }
 
     /// The compiled component, from the cache when possible.
