@@ -9,8 +9,8 @@ use zcode_contract::{
 use super::support::*;
 use crate::ServicesSession;
 
-const SID: &str = "sess-1";
-const SUB: &str = "sub-1";
+pub(super) const SID: &str = "sess-1";
+pub(super) const SUB: &str = "sub-1";
 
 fn init() -> SessionInit {
     SessionInit {
@@ -20,7 +20,7 @@ fn init() -> SessionInit {
 }
 
 /// A created, subscribed session; returns it and the next free request id.
-fn created() -> (ServicesSession, u64) {
+pub(super) fn created() -> (ServicesSession, u64) {
     let mut session = ServicesSession::new(&init());
     let first =
         wait(session.start(1, &SessionOp::Create(r#"{"cwd":"/w","mcpServers":[]}"#.into()), 1));
@@ -53,15 +53,15 @@ fn created() -> (ServicesSession, u64) {
     (session, 5)
 }
 
-fn map(session: &mut ServicesSession, inputs: Vec<SessionInput>) -> Effects {
+pub(super) fn map(session: &mut ServicesSession, inputs: Vec<SessionInput>) -> Effects {
     session.map(&inputs)
 }
 
-fn frame(session: &mut ServicesSession, ordinal: u64, logical: Value) -> Effects {
+pub(super) fn frame(session: &mut ServicesSession, ordinal: u64, logical: Value) -> Effects {
     map(session, vec![frame_input(&complete(ordinal, "online", SUB, SID, logical))])
 }
 
-fn updates(effects: &Effects) -> Vec<Value> {
+pub(super) fn updates(effects: &Effects) -> Vec<Value> {
     effects
         .actions
         .iter()
@@ -72,7 +72,7 @@ fn updates(effects: &Effects) -> Vec<Value> {
         .collect()
 }
 
-fn terminals(effects: &Effects) -> Vec<Terminal> {
+pub(super) fn terminals(effects: &Effects) -> Vec<Terminal> {
     effects
         .actions
         .iter()
@@ -84,7 +84,7 @@ fn terminals(effects: &Effects) -> Vec<Terminal> {
 }
 
 /// Subscribes with the initial snapshot at seq 1.
-fn live() -> (ServicesSession, u64) {
+pub(super) fn live() -> (ServicesSession, u64) {
     let (mut session, next) = created();
     let initial =
         complete(1, "initial", SUB, SID, snapshot_frame(SID, SUB, &snapshot(SID, 1, json!([]))));
@@ -95,7 +95,7 @@ fn live() -> (ServicesSession, u64) {
 }
 
 /// Sends a prompt and has it accepted; returns the command id.
-fn prompted(session: &mut ServicesSession, next: u64) -> String {
+pub(super) fn prompted(session: &mut ServicesSession, next: u64) -> String {
     let send = wait(session.start(
         2,
         &SessionOp::Prompt(
