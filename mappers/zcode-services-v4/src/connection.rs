@@ -130,7 +130,8 @@ impl ServicesConnection {
         }
         self.frames.push(bytes);
         while let Some(message) = self.frames.next_message().map_err(framing)? {
-            out.push(self.inbound(decode_response(&message).map_err(framing)?)?);
+            let response = decode_response(message).map_err(framing)?;
+            out.push(self.inbound(response)?);
         }
         Ok(out)
     }

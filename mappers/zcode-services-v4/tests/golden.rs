@@ -96,7 +96,7 @@ fn frames(bytes: &[u8], decode: impl Fn(&[u8]) -> String) -> Vec<String> {
     decoder.push(binary);
     let mut shown = Vec::new();
     while let Some(message) = decoder.next_message().expect("a trace frame") {
-        shown.push(decode(&message));
+        shown.push(decode(message));
     }
     shown
 }

@@ -135,6 +135,12 @@ impl Server {
     /// Fires a fault whose point was reached; `Err` when the caller must stop (the process is
     /// exiting or the work froze).
     pub fn fire(&self, armed: &ArmedFault) -> Result<(), Frozen> {
+        self.fire_in(armed, None)
+    }
+
+    /// [`Self::fire`] for a fault a turn of conversation `topic` reached: a frame fault is
+    /// that conversation's.
+    pub fn fire_in(&self, armed: &ArmedFault, topic: Option<&str>) -> Result<(), Frozen> {
         match armed.fault {
             Fault::Crash => {
                 let message =
@@ -152,7 +158,7 @@ impl Server {
                 Ok(())
             }
             fault if fault.is_frame_fault() => {
-                self.router.arm(fault);
+                self.router.arm(topic, fault);
                 Ok(())
             }
             fault => {

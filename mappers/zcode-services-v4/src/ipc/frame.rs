@@ -36,11 +36,20 @@ pub struct FrameDecoder {
 
 impl FrameDecoder {
     pub fn push(&mut self, bytes: &[u8]) {
-        if self.start > 0 && self.start >= self.buffer.len() / 2 {
+        self.compact();
+        self.buffer.extend_from_slice(bytes);
+    }
+
+    /// Drops consumed bytes once they are at least half the buffer (amortised, and never a
+    /// copy of a large message the caller still reads).
+    fn compact(&mut self) {
+        if self.start == self.buffer.len() {
+            self.buffer.clear();
+            self.start = 0;
+        } else if self.start > 0 && self.start >= self.buffer.len() / 2 {
             self.buffer.drain(..self.start);
             self.start = 0;
         }
-        self.buffer.extend_from_slice(bytes);
     }
 
     /// Bytes received but not yet part of a complete message.
@@ -48,8 +57,10 @@ impl FrameDecoder {
         self.buffer.len() - self.start
     }
 
-    /// The next complete message, if there is one.
-    pub fn next_message(&mut self) -> Result<Option<Vec<u8>>, DecodeError> {
+    /// The next complete message, if there is one, borrowed from the buffer: a message is
+    /// decoded where it lies rather than copied out first (F-20).
+    pub fn next_message(&mut self) -> Result<Option<&[u8]>, DecodeError> {
+        self.compact();
         let rest = &self.buffer[self.start..];
         if rest.len() < HEADER_LEN {
             return Ok(None);
@@ -67,13 +78,9 @@ impl FrameDecoder {
         if rest.len() < HEADER_LEN + len {
             return Ok(None);
         }
-        let message = rest[HEADER_LEN..HEADER_LEN + len].to_vec();
-        self.start += HEADER_LEN + len;
-        if self.start == self.buffer.len() {
-            self.buffer.clear();
-            self.start = 0;
-        }
-        Ok(Some(message))
+        let from = self.start + HEADER_LEN;
+        self.start = from + len;
+        Ok(Some(&self.buffer[from..from + len]))
     }
 }
 
@@ -95,7 +102,7 @@ mod tests {
             for chunk in [&stream[..split], &stream[split..]] {
                 decoder.push(chunk);
                 while let Some(message) = decoder.next_message().unwrap() {
-                    messages.push(message);
+                    messages.push(message.to_vec());
                 }
             }
             assert_eq!(messages, [b"one".to_vec(), vec![], b"three".to_vec()], "split at {split}");

@@ -125,7 +125,7 @@ pub fn unframe(bytes: &[u8]) -> Result<Vec<u8>, DecodeError> {
     let mut decoder = super::frame::FrameDecoder::default();
     decoder.push(bytes);
     let message =
-        decoder.next_message()?.ok_or_else(|| DecodeError("an incomplete frame".into()))?;
+        decoder.next_message()?.ok_or_else(|| DecodeError("an incomplete frame".into()))?.to_vec();
     if decoder.pending() != 0 {
         return Err(DecodeError("more than one frame".into()));
     }

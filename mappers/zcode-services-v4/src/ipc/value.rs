@@ -105,6 +105,12 @@ impl IpcValue {
     /// JSON is checked to be one JSON value and passed through unparsed. Bytes have no JSON form here: no call this mapper makes
     /// answers with them.
     pub fn into_json_text(self) -> Result<String, DecodeError> {
+        if let IpcValue::Json(text) = self {
+            // An event's or reply's body (one tag-5 value, as ZCode sends them): checked and
+            // handed on as it is, not copied (F-20).
+            check_json(&text)?;
+            return Ok(text);
+        }
         let mut out = String::new();
         self.write_json(&mut out)?;
         Ok(out)
@@ -130,14 +136,19 @@ impl IpcValue {
                 // exactly one JSON value. Passed on unchecked, such text would be spliced into
                 // the JSON of its array (`1,2` inside a one-element array read as two
                 // elements) or reach a session as a body that is not JSON at all.
-                if serde_json::from_str::<&serde_json::value::RawValue>(&text).is_err() {
-                    return fail("a JSON value (tag 5) is not one valid JSON value");
-                }
+                check_json(&text)?;
                 out.push_str(&text)
             }
             IpcValue::Int(int) => out.push_str(&int.to_string()),
         }
         Ok(())
+    }
+}
+
+fn check_json(text: &str) -> Result<(), DecodeError> {
+    match serde_json::from_str::<&serde_json::value::RawValue>(text) {
+        Ok(_) => Ok(()),
+        Err(_) => fail("a JSON value (tag 5) is not one valid JSON value"),
     }
 }
 

@@ -224,7 +224,8 @@ fn intake(
                 return fault(session, message, out);
             }
             let mut state_changed = false;
-            for delta in &deltas {
+            // By value: each delta (and what its row held) is dropped once it is mapped.
+            for delta in deltas {
                 state_changed |= apply_delta(&mut session.state, delta, out)?;
             }
             session.state.conversation.as_mut().expect("checked above").seq = frame.to_seq;
@@ -323,16 +324,17 @@ fn emit(state: &mut State, emitted: Emitted, out: &mut Vec<Action>) {
     for signal in &emitted.signals {
         state.turn.signal(signal);
     }
-    out.extend(emitted.updates.iter().map(update));
+    // Each update's value is dropped as soon as its text is made (F-20).
+    out.extend(emitted.updates.into_iter().map(|value| update(&value)));
 }
 
 /// Applies one delta; true when it changed the state (not only rows).
 fn apply_delta(
     state: &mut State,
-    delta: &Value,
+    mut delta: Value,
     out: &mut Vec<Action>,
 ) -> Result<bool, MapperError> {
-    let fields = Fields::native(delta, "V4 delta")?;
+    let fields = Fields::native(&delta, "V4 delta")?;
     let op = fields.one_of(
         "op",
         &[
@@ -353,7 +355,8 @@ fn apply_delta(
     let emitted = match op {
         "row.appended" | "row.upserted" => {
             fields.only(&["op", "row"])?;
-            let row = rows::parse(fields.value("row")?)?;
+            fields.value("row")?;
+            let row = rows::parse_owned(delta["row"].take())?;
             if op == "row.appended" {
                 state.tracker.appended(&row, &workspace)?
             } else {

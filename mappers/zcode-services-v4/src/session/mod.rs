@@ -186,7 +186,13 @@ impl ServicesSession {
     }
 
     fn announce(&mut self, request: MapRequest) {
-        if !self.announced.contains(&request) && !self.in_flight.values().any(|r| *r == request) {
+        // A resync is only asked for outside a recovery, so one still in flight has already
+        // delivered its snapshot: its reply (which may follow that snapshot) is no answer to
+        // the new one. Skipping it left the session waiting for a snapshot nobody was asked
+        // for, its broken turn never ending (F-21). A page in flight does answer a repeat.
+        let in_flight =
+            request != MapRequest::Resync && self.in_flight.values().any(|r| *r == request);
+        if !self.announced.contains(&request) && !in_flight {
             self.announced.push(request);
         }
     }

@@ -122,13 +122,18 @@ fn chunk(kind: &str, text: &str, message_id: Option<&str>) -> Value {
 }
 
 fn raw_input(tool: &Tool) -> Option<Value> {
-    if let Some(input) = &tool.input {
+    raw_input_of(tool.input.as_ref(), &tool.input_text)
+}
+
+/// The tool's parsed input, else its input text as JSON (or as a string).
+fn raw_input_of(input: Option<&Value>, input_text: &str) -> Option<Value> {
+    if let Some(input) = input {
         return Some(input.clone());
     }
-    if tool.input_text.is_empty() {
+    if input_text.is_empty() {
         return None;
     }
-    Some(serde_json::from_str(&tool.input_text).unwrap_or_else(|_| json!(tool.input_text)))
+    Some(serde_json::from_str(input_text).unwrap_or_else(|_| json!(input_text)))
 }
 
 fn acp_status(status: ToolStatus) -> &'static str {
@@ -141,8 +146,8 @@ fn acp_status(status: ToolStatus) -> &'static str {
 }
 
 /// `{text, truncated?}` of a tool's output: ZCode's `display` is decoration and may be large.
-fn raw_output(tool: &Tool, truncated: Option<&Value>) -> Value {
-    let mut output = json!({"text": tool.output_text});
+fn raw_output(text: &str, truncated: Option<&Value>) -> Value {
+    let mut output = json!({"text": text});
     if let Some(truncated) = truncated {
         output["truncated"] = truncated.clone();
     }
@@ -291,8 +296,15 @@ impl Tracker {
                 if row_tool.input.is_some() {
                     tool.input = row_tool.input.clone();
                 }
-                tool.input_text = row_tool.input_text.clone();
-                if let Some(text) = &row_tool.output_text {
+                // The text is only read while no parsed input is known (F-20: a written
+                // file's text is not kept twice).
+                tool.input_text =
+                    if tool.input.is_none() { row_tool.input_text.clone() } else { String::new() };
+                // A final row's output goes to the client from the row itself; only a running
+                // tool's output is kept, for the deltas that extend it.
+                if let Some(text) = &row_tool.output_text
+                    && !row_tool.status.is_final()
+                {
                     tool.output_text = text.clone();
                 }
                 if !tool.announced && row_tool.status != ToolStatus::InputStreaming {
@@ -519,15 +531,21 @@ fn extend_text(
     Ok(())
 }
 
+/// The tracking of a tool row: only what later changes need (F-20: a final row's output and
+/// a known input's text are not copied; the updates read them from the row).
 fn new_tool(row: &ToolRow) -> Tool {
+    let output_text = match (&row.output_text, row.status) {
+        (Some(text), ToolStatus::Running) => text.clone(),
+        _ => String::new(),
+    };
     Tool {
         tool_call_id: row.tool_call_id.clone(),
         name: row.tool_name.clone(),
         announced: false,
         status: ToolStatus::InputStreaming,
         input: row.input.clone(),
-        input_text: row.input_text.clone(),
-        output_text: row.output_text.clone().unwrap_or_default(),
+        input_text: if row.input.is_none() { row.input_text.clone() } else { String::new() },
+        output_text,
     }
 }
 
@@ -573,16 +591,17 @@ fn transition(tool: &mut Tool, row: &ToolRow, workspace: &str) -> Result<Vec<Val
         )));
     }
     tool.status = to;
-    let id = &tool.tool_call_id;
     let input = raw_input(tool);
-    Ok(vec![match to {
+    let output = row.output_text.as_deref().unwrap_or(&tool.output_text);
+    let id = &tool.tool_call_id;
+    let update = match to {
         ToolStatus::Running => {
             json!({"sessionUpdate": "tool_call_update", "toolCallId": id, "status": "in_progress"})
         }
         ToolStatus::Success => json!({
             "sessionUpdate": "tool_call_update", "toolCallId": id, "status": "completed",
-            "rawOutput": raw_output(tool, row.truncated.as_ref()),
-            "content": completed_content(&tool.name, Some(&tool.output_text), input.as_ref(), workspace),
+            "rawOutput": raw_output(output, row.truncated.as_ref()),
+            "content": completed_content(&tool.name, Some(output), input.as_ref(), workspace),
         }),
         ToolStatus::Error => {
             let mut update = json!({"sessionUpdate": "tool_call_update", "toolCallId": id, "status": "failed",
@@ -594,7 +613,14 @@ fn transition(tool: &mut Tool, row: &ToolRow, workspace: &str) -> Result<Vec<Val
         }
         _ => json!({"sessionUpdate": "tool_call_update", "toolCallId": id, "status": "failed",
                     "content": [tools::text_content(CANCELLED_TOOL)]}),
-    }])
+    };
+    if to.is_final() {
+        // Nothing reads a finished tool's input or output again (F-20).
+        tool.input = None;
+        tool.input_text = String::new();
+        tool.output_text = String::new();
+    }
+    Ok(vec![update])
 }
 
 /// Tracking of a row the client knows as it is now.
@@ -642,24 +668,20 @@ pub fn history_updates(row: &Row, workspace: &str) -> Vec<Value> {
             vec![chunk("agent_thought_chunk", text, response_id.as_deref())]
         }
         RowBody::ToolCall(row_tool) => {
-            let tool = new_tool(row_tool);
-            let input = raw_input(&tool);
+            let name = &row_tool.tool_name;
+            let input = raw_input_of(row_tool.input.as_ref(), &row_tool.input_text);
             let mut update = json!({
                 "sessionUpdate": "tool_call",
-                "toolCallId": tool.tool_call_id,
-                "title": default_title(&tool.name, input.as_ref(), workspace),
-                "kind": tool_kind(&tool.name),
+                "toolCallId": row_tool.tool_call_id,
+                "title": default_title(name, input.as_ref(), workspace),
+                "kind": tool_kind(name),
                 "status": acp_status(row_tool.status),
             });
             let content = match row_tool.status {
                 ToolStatus::Success => {
-                    update["rawOutput"] = raw_output(&tool, row_tool.truncated.as_ref());
-                    completed_content(
-                        &tool.name,
-                        Some(&tool.output_text),
-                        input.as_ref(),
-                        workspace,
-                    )
+                    let output = row_tool.output_text.as_deref().unwrap_or_default();
+                    update["rawOutput"] = raw_output(output, row_tool.truncated.as_ref());
+                    completed_content(name, Some(output), input.as_ref(), workspace)
                 }
                 ToolStatus::Error => {
                     if let Some(error) = &row_tool.error {
@@ -668,7 +690,7 @@ pub fn history_updates(row: &Row, workspace: &str) -> Vec<Value> {
                     error_content(row_tool.error.as_ref(), FAILED_TOOL)
                 }
                 ToolStatus::Cancelled => vec![tools::text_content(CANCELLED_TOOL)],
-                _ => input_diff(&tool.name, input.as_ref(), workspace).into_iter().collect(),
+                _ => input_diff(name, input.as_ref(), workspace).into_iter().collect(),
             };
             if let Some(input) = &input {
                 update["rawInput"] = input.clone();

@@ -2,5 +2,6 @@
 //! Server's side of the wire (`support`).
 
 mod connection_flow;
+mod memory;
 mod session_flow;
 pub mod support;

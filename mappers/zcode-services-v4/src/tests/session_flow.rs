@@ -9,8 +9,8 @@ use zcode_contract::{
 use super::support::*;
 use crate::ServicesSession;
 
-const SID: &str = "sess-1";
-const SUB: &str = "sub-1";
+pub(super) const SID: &str = "sess-1";
+pub(super) const SUB: &str = "sub-1";
 
 fn init() -> SessionInit {
     SessionInit {
@@ -20,7 +20,7 @@ fn init() -> SessionInit {
 }
 
 /// A created, subscribed session; returns it and the next free request id.
-fn created() -> (ServicesSession, u64) {
+pub(super) fn created() -> (ServicesSession, u64) {
     let mut session = ServicesSession::new(&init());
     let first =
         wait(session.start(1, &SessionOp::Create(r#"{"cwd":"/w","mcpServers":[]}"#.into()), 1));
@@ -53,15 +53,15 @@ fn created() -> (ServicesSession, u64) {
     (session, 5)
 }
 
-fn map(session: &mut ServicesSession, inputs: Vec<SessionInput>) -> Effects {
+pub(super) fn map(session: &mut ServicesSession, inputs: Vec<SessionInput>) -> Effects {
     session.map(&inputs)
 }
 
-fn frame(session: &mut ServicesSession, ordinal: u64, logical: Value) -> Effects {
+pub(super) fn frame(session: &mut ServicesSession, ordinal: u64, logical: Value) -> Effects {
     map(session, vec![frame_input(&complete(ordinal, "online", SUB, SID, logical))])
 }
 
-fn updates(effects: &Effects) -> Vec<Value> {
+pub(super) fn updates(effects: &Effects) -> Vec<Value> {
     effects
         .actions
         .iter()
@@ -72,7 +72,7 @@ fn updates(effects: &Effects) -> Vec<Value> {
         .collect()
 }
 
-fn terminals(effects: &Effects) -> Vec<Terminal> {
+pub(super) fn terminals(effects: &Effects) -> Vec<Terminal> {
     effects
         .actions
         .iter()
@@ -84,7 +84,7 @@ fn terminals(effects: &Effects) -> Vec<Terminal> {
 }
 
 /// Subscribes with the initial snapshot at seq 1.
-fn live() -> (ServicesSession, u64) {
+pub(super) fn live() -> (ServicesSession, u64) {
     let (mut session, next) = created();
     let initial =
         complete(1, "initial", SUB, SID, snapshot_frame(SID, SUB, &snapshot(SID, 1, json!([]))));
@@ -95,7 +95,7 @@ fn live() -> (ServicesSession, u64) {
 }
 
 /// Sends a prompt and has it accepted; returns the command id.
-fn prompted(session: &mut ServicesSession, next: u64) -> String {
+pub(super) fn prompted(session: &mut ServicesSession, next: u64) -> String {
     let send = wait(session.start(
         2,
         &SessionOp::Prompt(
@@ -552,6 +552,68 @@ fn unknown_ops_and_rows_break_the_turn_then_a_recovery_snapshot_resumes_the_sess
         panic!()
     };
     assert!(refused.message.contains("load it again"), "{refused:?}");
+}
+
+/// F-21: a second break right after a recovery snapshot, before the first resync's reply
+/// (ZCode writes the snapshot, then the reply): the session must ask for a snapshot again. It
+/// did not (the first resync was still "in flight"), so it waited for good, its broken turn
+/// never ended and every later prompt hung.
+#[test]
+fn a_break_before_the_last_resyncs_reply_asks_for_a_new_snapshot() {
+    let (mut session, next) = live();
+    let command_id = prompted(&mut session, next);
+    let broken =
+        frame(&mut session, 2, deltas_frame(SID, SUB, 1, 2, json!([{"op": "sim.unknownOp"}])));
+    assert!(matches!(terminals(&broken).as_slice(), [Terminal::Broken(_)]), "{broken:?}");
+    assert_eq!(broken.requests, 1);
+    let first = session.issue(50);
+    assert_eq!(call(&first.requests[0]).0, "resyncConversationV4");
+    let mut running = snapshot(
+        SID,
+        3,
+        json!([row(
+            10,
+            "turnHeader",
+            json!({"origin": "userInput", "state": "running", "startedAt": 1, "sourceCommandId": command_id})
+        )]),
+    );
+    running["control"] = running_control();
+    let recovery = complete(3, "recovery", SUB, SID, snapshot_frame(SID, SUB, &running));
+    // The recovery (ZCode still running the turn), then another delta not understood (the
+    // core's stop, say), then the first resync's reply: all in one batch.
+    let again = deltas_frame(SID, SUB, 3, 4, json!([{"op": "sim.unknownOp"}]));
+    let ack = json!({"ack": {"subscriptionId": SUB, "mode": "snapshot", "logEpoch": "epoch"}});
+    let effects = map(
+        &mut session,
+        vec![
+            frame_input(&recovery),
+            frame_input(&complete(4, "online", SUB, SID, again)),
+            SessionInput::Reply(reply(50, ack.clone())),
+        ],
+    );
+    assert!(terminals(&effects).is_empty(), "the turn was already broken: {effects:?}");
+    assert_eq!(effects.requests, 1, "a snapshot is asked for again: {effects:?}");
+    let second = session.issue(51);
+    assert_eq!(call(&second.requests[0]).0, "resyncConversationV4");
+    // Its snapshot shows ZCode's end of the turn: the broken turn ends for the core.
+    let mut ended = snapshot(
+        SID,
+        5,
+        json!([row(
+            10,
+            "turnHeader",
+            json!({"origin": "userInput", "state": "completedInterrupted", "startedAt": 1, "sourceCommandId": command_id})
+        )]),
+    );
+    ended["control"] = idle_control();
+    let recovered = map(
+        &mut session,
+        vec![
+            frame_input(&complete(5, "recovery", SUB, SID, snapshot_frame(SID, SUB, &ended))),
+            SessionInput::Reply(reply(51, ack)),
+        ],
+    );
+    assert_eq!(terminals(&recovered), [Terminal::Stop(StopReason::Cancelled)], "{recovered:?}");
 }
 
 #[test]

@@ -241,6 +241,39 @@ pub fn parse(value: &Value) -> Result<Row, MapperError> {
     Ok(Row { id, body })
 }
 
+/// [`parse`] of a row the caller hands over: its large strings (texts, a tool's input and
+/// output) are moved into the row instead of copied, so a delta's row is held once (F-20).
+pub fn parse_owned(mut value: Value) -> Result<Row, MapperError> {
+    fn take_string(slot: Option<&mut Value>) -> Option<String> {
+        match slot? {
+            Value::String(text) => Some(std::mem::take(text)),
+            _ => None,
+        }
+    }
+    let text = take_string(value.get_mut("text"));
+    let input_text = take_string(value.get_mut("inputText"));
+    let output_text = take_string(value.get_mut("output").and_then(|o| o.get_mut("text")));
+    // The placeholders keep the checks of `parse` (each is still a string).
+    let input = value.get_mut("input").map(Value::take);
+    let mut row = parse(&value)?;
+    match &mut row.body {
+        RowBody::UserInput { text: slot, .. }
+        | RowBody::AssistantText { text: slot, .. }
+        | RowBody::Reasoning { text: slot, .. } => {
+            *slot = text.unwrap_or_default();
+        }
+        RowBody::ToolCall(tool) => {
+            tool.input_text = input_text.unwrap_or_default();
+            if tool.output_text.is_some() {
+                tool.output_text = output_text;
+            }
+            tool.input = input.filter(|input| !input.is_null());
+        }
+        _ => {}
+    }
+    Ok(row)
+}
+
 /// The streamable paths of `row.delta` (`streamablePathSchema`) and the row kinds they apply
 /// to while streaming.
 pub fn delta_applies(row: &RowBody, path: &str) -> Result<bool, MapperError> {

@@ -149,14 +149,15 @@ pub fn parse(value: Value) -> Result<Wire, WireError> {
             "V4 fragment checksum: `value` is not 8 lowercase hex digits".into(),
         ));
     }
-    Ok(Wire::Fragment {
-        index: fields.u64("fragmentIndex").map_err(broken)?,
-        count: fields.u64("fragmentCount").map_err(broken)?,
-        logical_bytes: fields.u64("logicalBytes").map_err(broken)?,
-        checksum: value_hex.to_string(),
-        data: fields.str("dataBase64").map_err(broken)?.to_string(),
-        envelope,
-    })
+    let index = fields.u64("fragmentIndex").map_err(broken)?;
+    let count = fields.u64("fragmentCount").map_err(broken)?;
+    let logical_bytes = fields.u64("logicalBytes").map_err(broken)?;
+    let checksum = value_hex.to_string();
+    fields.str("dataBase64").map_err(broken)?;
+    // Checked above: the data is moved out of the frame, not copied (F-20).
+    let Value::Object(mut map) = value else { unreachable!("checked above") };
+    let Some(Value::String(data)) = map.remove("dataBase64") else { unreachable!("checked") };
+    Ok(Wire::Fragment { index, count, logical_bytes, checksum, data, envelope })
 }
 
 struct Assembly {
@@ -164,8 +165,29 @@ struct Assembly {
     count: u64,
     logical_bytes: u64,
     checksum: String,
-    parts: BTreeMap<u64, Vec<u8>>,
+    /// The logical frame's bytes of fragments `0..ends.len()`, decoded straight into place:
+    /// fragments come in order, so the frame is held once rather than as parts and then a
+    /// concatenation (F-20). `ends[i]` is where fragment `i` ends, to compare a repeat.
+    logical: Vec<u8>,
+    ends: Vec<usize>,
+    /// Fragments that arrived before an earlier one, until it comes.
+    early: BTreeMap<u64, Vec<u8>>,
     bytes: u64,
+}
+
+impl Assembly {
+    /// The bytes fragment `index` brought, if it came already.
+    fn part(&self, index: u64) -> Option<&[u8]> {
+        match usize::try_from(index).ok().filter(|i| *i < self.ends.len()) {
+            Some(i) => Some(&self.logical[if i == 0 { 0 } else { self.ends[i - 1] }..self.ends[i]]),
+            None => self.early.get(&index).map(Vec::as_slice),
+        }
+    }
+
+    fn append(&mut self, bytes: &[u8]) {
+        self.logical.extend_from_slice(bytes);
+        self.ends.push(self.logical.len());
+    }
 }
 
 /// Reassembles one logical frame at a time.
@@ -211,7 +233,11 @@ impl Assembler {
                     count,
                     logical_bytes,
                     checksum: checksum.clone(),
-                    parts: BTreeMap::new(),
+                    // Exactly the announced size (at most 16 MiB, checked above): growing by
+                    // doubling would hold up to twice the frame while it is copied.
+                    logical: Vec::with_capacity(logical_bytes as usize),
+                    ends: Vec::new(),
+                    early: BTreeMap::new(),
                     bytes: 0,
                 });
                 if assembly.envelope != envelope
@@ -224,7 +250,8 @@ impl Assembler {
                 let Some(decoded) = decode_base64(&data) else {
                     return fault("a fragment's data is not canonical base64");
                 };
-                if let Some(previous) = assembly.parts.get(&index) {
+                drop(data);
+                if let Some(previous) = assembly.part(index) {
                     if *previous != decoded {
                         return fault(format!(
                             "fragment {index} arrived twice with different bytes"
@@ -236,18 +263,23 @@ impl Assembler {
                 if assembly.bytes > logical_bytes {
                     return fault("fragments hold more bytes than their logical frame");
                 }
-                assembly.parts.insert(index, decoded);
-                if (assembly.parts.len() as u64) < count {
+                if index == assembly.ends.len() as u64 {
+                    assembly.append(&decoded);
+                    drop(decoded);
+                    while let Some(next) = assembly.early.remove(&(assembly.ends.len() as u64)) {
+                        assembly.append(&next);
+                    }
+                } else {
+                    assembly.early.insert(index, decoded);
+                }
+                if (assembly.ends.len() as u64) < count {
                     return Ok(None);
                 }
                 let assembly = self.current.take().expect("assembling");
                 if assembly.bytes != logical_bytes {
                     return fault("fragments hold fewer bytes than their logical frame");
                 }
-                let mut logical = Vec::with_capacity(logical_bytes as usize);
-                for part in assembly.parts.into_values() {
-                    logical.extend_from_slice(&part);
-                }
+                let logical = assembly.logical;
                 if crc32_hex(&logical) != assembly.checksum {
                     return fault("a reassembled logical frame fails its CRC-32");
                 }
@@ -307,15 +339,26 @@ pub fn logical(envelope: &Envelope, frame: Value) -> Result<LogicalFrame, WireEr
         return fault(format!("a logical frame runs backwards ({from_seq} to {to_seq})"));
     }
     let payload = fields.object("payload", "V4 frame payload").map_err(broken)?;
-    let payload = match payload.one_of("kind", &["snapshot", "deltas"]).map_err(broken)? {
+    let snapshot = match payload.one_of("kind", &["snapshot", "deltas"]).map_err(broken)? {
         "snapshot" => {
             payload.only(&["kind", "snapshot"]).map_err(broken)?;
-            Payload::Snapshot(payload.value("snapshot").map_err(broken)?.clone())
+            payload.value("snapshot").map_err(broken)?;
+            true
         }
         _ => {
             payload.only(&["kind", "deltas"]).map_err(broken)?;
-            Payload::Deltas(payload.array("deltas").map_err(broken)?.clone())
+            payload.array("deltas").map_err(broken)?;
+            false
         }
+    };
+    // Checked above: the payload is moved out of the frame, not copied (F-20).
+    let mut frame = frame;
+    let payload = &mut frame["payload"];
+    let payload = if snapshot {
+        Payload::Snapshot(payload["snapshot"].take())
+    } else {
+        let Value::Array(deltas) = payload["deltas"].take() else { unreachable!("checked") };
+        Payload::Deltas(deltas)
     };
     Ok(LogicalFrame { from_seq, to_seq, sent_at, payload })
 }
@@ -375,6 +418,37 @@ mod tests {
         let frame = logical(&envelope, frame).unwrap();
         assert_eq!((frame.from_seq, frame.to_seq), (1, 2));
         assert!(!assembler.in_progress());
+    }
+
+    /// F-20: fragments are decoded into the frame in place; a repeat of one already placed is
+    /// still compared, and the frame is still whole after fragments out of order.
+    #[test]
+    fn repeats_of_placed_fragments_are_compared() {
+        let text = logical_text();
+        let parts = fragments(&text, 4);
+        let mut assembler = Assembler::default();
+        assert_eq!(assembler.accept(parts[0].clone()), Ok(None));
+        assert_eq!(assembler.accept(parts[0].clone()), Ok(None), "an identical repeat");
+        assert_eq!(assembler.accept(parts[2].clone()), Ok(None), "early");
+        let Wire::Fragment { envelope, index, count, logical_bytes, checksum, .. } =
+            parts[0].clone()
+        else {
+            unreachable!()
+        };
+        let other = Wire::Fragment {
+            envelope,
+            index,
+            count,
+            logical_bytes,
+            checksum,
+            data: encode_base64(b"zz"),
+        };
+        assert!(matches!(assembler.accept(other), Err(WireError::Fault(_))), "changed bytes");
+        let mut assembler = Assembler::default();
+        for index in [1, 3, 0, 2] {
+            let done = assembler.accept(parts[index].clone()).unwrap();
+            assert_eq!(done.is_some(), index == 2, "fragment {index}");
+        }
     }
 
     #[test]

@@ -240,10 +240,15 @@ impl Turn {
 
     /// Fires the faults armed for `point`.
     async fn fault_point(&mut self, point: &str) -> StepResult {
+        let topic = self.topic();
         for armed in self.server.faults.take(point) {
-            self.server.fire(&armed).map_err(|Frozen| Halt::Frozen)?;
+            self.server.fire_in(&armed, Some(&topic)).map_err(|Frozen| Halt::Frozen)?;
         }
         Ok(())
+    }
+
+    fn topic(&self) -> String {
+        self.shared.lock().expect("conversation lock").topic()
     }
 
     fn fire(&mut self, fault: Fault) -> StepResult {
@@ -252,7 +257,8 @@ impl Turn {
             point: "scenario".into(),
             delay: Default::default(),
         };
-        self.server.fire(&armed).map_err(|Frozen| Halt::Frozen)
+        let topic = self.topic();
+        self.server.fire_in(&armed, Some(&topic)).map_err(|Frozen| Halt::Frozen)
     }
 
     /// Guide inputs waiting in the queue join the running turn at a step boundary.
@@ -376,6 +382,8 @@ impl Turn {
         conversation.patch(&mut batch, &keys);
         let server = self.server.clone();
         conversation.commit_with(batch, |conversation| server.persist(conversation));
+        // Faults of this turn that no frame of it carried (it was stopped) end with it.
+        server.router.disarm(&conversation.topic());
         Ok(())
     }
 }

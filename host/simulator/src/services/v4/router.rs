@@ -19,8 +19,9 @@ pub struct Router {
     out: Arc<ServerOutput>,
     /// Listen request id → workspace key.
     listens: Mutex<BTreeMap<i64, String>>,
-    /// Frame faults waiting for the next frame.
-    armed: Mutex<Vec<Fault>>,
+    /// Frame faults waiting for the next frame: of the conversation (topic) that armed them,
+    /// or (`None`, a fault point of the process) of any.
+    armed: Mutex<Vec<(Option<String>, Fault)>>,
     max_physical_bytes: usize,
 }
 
@@ -56,16 +57,31 @@ impl Router {
         self.listens.lock().expect("listens lock").clear();
     }
 
-    /// Arms a frame fault for the next frame that is delivered.
-    pub fn arm(&self, fault: Fault) {
-        self.armed.lock().expect("armed lock").push(fault);
+    /// Arms a frame fault for the next frame that is delivered, of `topic` if given. A turn's
+    /// fault is its conversation's: armed for any frame, one left over when a stopped turn
+    /// sent no more frames broke the next frame of whichever conversation came next (F-21).
+    pub fn arm(&self, topic: Option<&str>, fault: Fault) {
+        self.armed.lock().expect("armed lock").push((topic.map(str::to_owned), fault));
+    }
+
+    /// Drops the frame faults `topic`'s turn armed and no frame of it carried (the turn ended).
+    pub fn disarm(&self, topic: &str) {
+        self.armed.lock().expect("armed lock").retain(|(scope, _)| scope.as_deref() != Some(topic));
+    }
+
+    /// The first fault armed for a frame of `topic`.
+    fn take_armed(&self, topic: &str) -> Option<(Option<String>, Fault)> {
+        let mut armed = self.armed.lock().expect("armed lock");
+        let index =
+            armed.iter().position(|(scope, _)| scope.as_deref().is_none_or(|t| t == topic))?;
+        Some(armed.remove(index))
     }
 
     /// Encodes and writes one logical frame to the workspace's listens.
     pub fn deliver(&self, delivery: &Delivery<'_>, mut logical: Value) {
-        let fault = {
-            let mut armed = self.armed.lock().expect("armed lock");
-            (!armed.is_empty()).then(|| armed.remove(0))
+        let (scope, fault) = match self.take_armed(delivery.topic) {
+            Some((scope, fault)) => (scope, Some(fault)),
+            None => (None, None),
         };
         match fault {
             // The frame is lost: the next one starts past what the client has applied.
@@ -77,7 +93,7 @@ impl Router {
                     deltas.push(json!({"op": "sim.unknownOp", "detail": {"simulated": true}}));
                 } else {
                     // A snapshot frame has no deltas; keep the fault for the next frame.
-                    self.arm(Fault::UnknownDelta);
+                    self.arm(scope.as_deref(), Fault::UnknownDelta);
                 }
             }
             _ => {}
@@ -150,5 +166,31 @@ impl Router {
             _ => return,
         };
         self.out.bytes(bytes);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// F-21: a fault a turn armed is its conversation's, and goes when the turn ends.
+    #[test]
+    fn a_turns_frame_fault_stays_in_its_conversation_and_ends_with_it() {
+        let router = Router::new(ServerOutput::start(false), wire::MAX_FRAME_BYTES);
+        router.arm(Some("conversation/a"), Fault::UnknownDelta);
+        router.arm(Some("conversation/a"), Fault::UnknownDelta);
+        assert_eq!(router.take_armed("conversation/b"), None, "another conversation's frame");
+        assert_eq!(
+            router.take_armed("conversation/a"),
+            Some((Some("conversation/a".into()), Fault::UnknownDelta))
+        );
+        router.arm(None, Fault::CrcMismatch);
+        router.disarm("conversation/a");
+        assert_eq!(
+            router.take_armed("conversation/b"),
+            Some((None, Fault::CrcMismatch)),
+            "a process fault point's fault is any frame's"
+        );
+        assert_eq!(router.take_armed("conversation/a"), None, "the ended turn's fault is gone");
     }
 }
