@@ -16,7 +16,8 @@ pub struct RuntimeConfig {
     pub memory: SizeBudget,
     /// The CPU limit of each call.
     pub fuel: FuelBudget,
-    /// Total bytes of strings and byte lists one call may return.
+    /// Total bytes of strings and byte lists one call may return. It grows with the call's input
+    /// and with the memory the instance held before the call (see [`SizeBudget::for_output`]).
     pub output: SizeBudget,
     /// Stack the WebAssembly code of a call may use (an engine setting).
     pub max_wasm_stack_bytes: usize,
@@ -82,6 +83,15 @@ impl SizeBudget {
     pub(crate) fn for_call(&self, input: Input) -> usize {
         self.base.saturating_add(self.per_byte.saturating_mul(input.bytes))
     }
+
+    /// The output limit of a call handed `input`, in an instance whose memory had grown by
+    /// `held` bytes before the call. A native message assembled over several calls (a V4 frame
+    /// in fragments) is answered by the call that completes it, whose own input is small: what
+    /// earlier calls handed in counts as this call's. Growth during the call does not, so a
+    /// mapper cannot raise its own limit by allocating.
+    pub(crate) fn for_output(&self, input: Input, held: usize) -> usize {
+        self.for_call(Input::bytes(input.bytes.saturating_add(held)))
+    }
 }
 
 /// What one call hands the mapper, for its fuel budget.
@@ -113,6 +123,14 @@ pub(crate) fn describe_bytes(bytes: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_output_limit_counts_the_memory_held_before_the_call() {
+        let budget = SizeBudget { base: 100, per_byte: 4 };
+        assert_eq!(budget.for_output(Input::bytes(10), 0), budget.for_call(Input::bytes(10)));
+        assert_eq!(budget.for_output(Input::bytes(10), 1000), 100 + 4 * 1010);
+        assert_eq!(budget.for_output(Input::bytes(usize::MAX), 1), usize::MAX);
+    }
 
     #[test]
     fn the_budget_grows_with_input_memory_and_batch_size() {

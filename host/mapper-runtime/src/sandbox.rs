@@ -257,7 +257,10 @@ impl Instance {
         let state = self.store.data_mut();
         state.limiter.cap = self.limits.memory.for_call(input);
         state.limiter.refused_growth = None;
-        let fuel = self.limits.fuel.for_call(input, self.store.data().limiter.grown);
+        // What the instance held before this call: data handed in by earlier calls (a frame
+        // assembled from fragments) that this call may work on and answer.
+        let held = self.store.data().limiter.grown;
+        let fuel = self.limits.fuel.for_call(input, held);
         set_fuel(&mut self.store, fuel)?;
         let outcome = invoke(self.exports.zcode_mapper_mapper(), &mut self.store);
         self.store.data_mut().log.finish_call();
@@ -269,7 +272,7 @@ impl Instance {
             }
         };
         let size = output.byte_size();
-        let limit = self.limits.output.for_call(input);
+        let limit = self.limits.output.for_output(input, held);
         if size > limit {
             return Err(self.poison(format!(
                 "mapper returned {size} bytes in one call, over the output limit of {} for this \
