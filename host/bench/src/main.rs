@@ -69,8 +69,9 @@ struct Args {
     /// Memory: deltas of the long turn read by a slow client (0: none).
     #[arg(long, default_value_t = 200_000)]
     slow_deltas: u64,
-    /// Memory: runs of each long turn.
-    #[arg(long, default_value_t = 3)]
+    /// Memory: runs of each long turn (a 1,000,000-delta turn of the Desktop generation takes
+    /// about a minute here).
+    #[arg(long, default_value_t = 2)]
     long_runs: usize,
     /// Relay and long-turn memory: only these generations (default: all three), by the name
     /// the tables use: `3.11.2`, `desktop-3.18.2`, `runtime-4.0.0` (a prefix is enough).

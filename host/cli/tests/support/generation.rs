@@ -143,7 +143,9 @@ pub fn mode_ids() -> Vec<&'static str> {
         // The V4 commands also know `guarded` (3.15.1 `switchCollaborationMode`), and plan is an
         // independent flag; a session cannot know its release, so every release offers it.
         Generation::ServicesServer => vec!["build", "edit", "yolo", "guarded", "plan"],
-        Generation::AppServer if at_least(3, 15) => vec!["build", "edit", "plan", "yolo", "guarded"],
+        Generation::AppServer if at_least(3, 15) => {
+            vec!["build", "edit", "plan", "yolo", "guarded"]
+        }
         _ => vec!["build", "edit", "plan", "yolo"],
     }
 }

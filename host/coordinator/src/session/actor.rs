@@ -39,6 +39,9 @@ const BATCH_BYTES: usize = 1024 * 1024;
 /// slows the host down instead of filling this process.
 const WRITE_AHEAD: usize = 2;
 
+/// Updates sent between two write marks inside one mapped batch.
+const MARK_EVERY: usize = 512;
+
 /// Native input set aside while an operation waits for its native reply (the reply arrives on
 /// the same stream, behind whatever the host wrote before it). Past this the session stops
 /// reading, and the reply waits for its timeout: a host never makes this grow without bound.
@@ -328,11 +331,17 @@ impl SessionActor {
             Ok(actions) => actions,
             Err(fault) => return self.fail_session(fault.to_string()).await,
         };
+        let mut unmarked = 0;
         for action in actions {
             match action {
                 Action::Update(json) => {
                     if let Err(refused) = self.send_update_json(std::slice::from_ref(&json)) {
                         self.on_refused(refused).await;
+                    }
+                    unmarked += 1;
+                    if unmarked == MARK_EVERY {
+                        unmarked = 0;
+                        self.mark_written().await;
                     }
                 }
                 Action::Interaction(interaction) => self.on_interaction(interaction).await,
@@ -344,6 +353,17 @@ impl SessionActor {
             if self.failed.is_some() {
                 return;
             }
+        }
+    }
+
+    /// Marks what has been sent so far; if more than [`WRITE_AHEAD`] marks are still on their
+    /// way, waits for the oldest. One native frame can carry thousands of deltas, so a batch's
+    /// own updates are bounded this way too, not only the number of batches.
+    async fn mark_written(&mut self) {
+        self.written.push_back(self.client.written());
+        while self.written.len() > WRITE_AHEAD {
+            oldest(&mut self.written).await;
+            self.written.pop_front();
         }
     }
 
