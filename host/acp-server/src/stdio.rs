@@ -229,7 +229,11 @@ impl StdoutWriter {
     }
 }
 
-fn write_batches(queued: mpsc::Receiver<Out>, mut output: impl Write, flow: &Flow) -> io::Result<()> {
+fn write_batches(
+    queued: mpsc::Receiver<Out>,
+    mut output: impl Write,
+    flow: &Flow,
+) -> io::Result<()> {
     let mut batch = Vec::with_capacity(64 * 1024);
     let mut marks = Vec::new();
     while let Ok(first) = queued.recv() {

@@ -43,8 +43,7 @@ struct Load {
 }
 
 fn agent(env: &BenchEnv) -> Result<Agent, String> {
-    let mut agent =
-        Agent::spawn(env.zcode_acp(&["--simulate", "--simulate-version", RELEASE]))?;
+    let mut agent = Agent::spawn(env.zcode_acp(&["--simulate", "--simulate-version", RELEASE]))?;
     agent.initialize()?;
     Ok(agent)
 }

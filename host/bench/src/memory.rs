@@ -114,17 +114,31 @@ pub fn long_turns(
          {runs} runs each, interleaved\n\n"
     );
     out.push_str(&table(
-        &["generation", "client", "deltas", "idle MiB", "after the turn MiB", "growth MiB", "turn s"],
+        &[
+            "generation",
+            "client",
+            "deltas",
+            "idle MiB",
+            "after the turn MiB",
+            "growth MiB",
+            "turn s",
+        ],
         &rows,
     ));
-    out.push_str("\ntarget: growth ≤ 5 MB (4.8 MiB) for a 1,000,000-delta turn, fast and slow client\n");
+    out.push_str(
+        "\ntarget: growth ≤ 5 MB (4.8 MiB) for a 1,000,000-delta turn, fast and slow client\n",
+    );
     Ok(out)
 }
 
 /// (idle peak MiB, peak after the turn MiB, turn seconds). The session first streams a short
 /// turn, so what the idle figure holds (mapper instance, buffers at their working size) is
 /// not counted as growth.
-fn long_turn(env: &BenchEnv, generation: &Generation, turn: LongTurn) -> Result<(f64, f64, f64), String> {
+fn long_turn(
+    env: &BenchEnv,
+    generation: &Generation,
+    turn: LongTurn,
+) -> Result<(f64, f64, f64), String> {
     let mut agent = Agent::spawn_paced(env.zcode_acp(generation.args), turn.pace)?;
     agent.initialize()?;
     let session = agent.new_session(&env.workspace())?;

@@ -73,8 +73,12 @@ pub fn run(
             for step in 0..count {
                 match (step + round) % count {
                     0 => limit[g].push(cat_run(&frames[g], events)?),
-                    index => adapters[g][index - 1]
-                        .push(adapter_run(env, generation, binaries[index - 1], events)?),
+                    index => adapters[g][index - 1].push(adapter_run(
+                        env,
+                        generation,
+                        binaries[index - 1],
+                        events,
+                    )?),
                 }
             }
         }
@@ -237,7 +241,9 @@ fn report(
         ],
         &rows,
     ));
-    out.push_str("\ntargets: ≥ 150,000 deltas/s and ≤ 5 µs zcode-acp CPU per delta (stretch 3 µs)\n");
+    out.push_str(
+        "\ntargets: ≥ 150,000 deltas/s and ≤ 5 µs zcode-acp CPU per delta (stretch 3 µs)\n",
+    );
     for (name, deltas, cpu) in headlines {
         let verdict = |met: bool| if met { "met" } else { "missed" };
         out.push_str(&format!(

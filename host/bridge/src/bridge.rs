@@ -163,10 +163,7 @@ impl HostBridge {
 
     /// Binds a mapper session to this host: returns the link and the ordered stream of what is
     /// routed to it (its input, then `TransportClosed` if the transport closes).
-    pub fn link_session(
-        &self,
-        session: Box<dyn MapperSession>,
-    ) -> (SessionLink, SessionReceiver) {
+    pub fn link_session(&self, session: Box<dyn MapperSession>) -> (SessionLink, SessionReceiver) {
         let shared = &self.handle.shared;
         let id = shared.next_link_id.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let (inbound_tx, inbound_rx) = mpsc::channel(SESSION_QUEUE);

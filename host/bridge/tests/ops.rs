@@ -172,8 +172,7 @@ async fn events_go_to_the_session_that_owns_the_route_in_order() {
     // seq 1..=5 on routes a, b, a, nobody, a.
     let script = Script::request("emit", "a,b,a,nobody,a");
     guard(bridge.connection_op(ConnectionOp::Probe(script.text()))).await.unwrap();
-    let a_seqs: Vec<Value> =
-        (0..3).map(|_| event(a_events.try_recv())["seq"].clone()).collect();
+    let a_seqs: Vec<Value> = (0..3).map(|_| event(a_events.try_recv())["seq"].clone()).collect();
     assert_eq!(a_seqs, vec![json!(1), json!(3), json!(5)]);
     assert_eq!(event(b_events.try_recv()), json!({"seq": 2}));
     assert!(a_events.try_recv().is_none() && b_events.try_recv().is_none());

@@ -20,7 +20,8 @@ pub const MARK_METHOD: &str = "$/zcode-acp/written";
 
 /// How the SDK writes a mark notification, up to its number: the sink matches the start of a
 /// frame only, which no text a session sends can reach.
-const MARK_PREFIX: &str = "{\"jsonrpc\":\"2.0\",\"method\":\"$/zcode-acp/written\",\"params\":{\"mark\":";
+const MARK_PREFIX: &str =
+    "{\"jsonrpc\":\"2.0\",\"method\":\"$/zcode-acp/written\",\"params\":{\"mark\":";
 
 /// The marks of one connection that are not written yet.
 #[derive(Default)]
@@ -39,8 +40,8 @@ impl Flow {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let (done, written) = oneshot::channel();
         self.open.lock().unwrap().insert(id, done);
-        let sent = UntypedMessage::new(MARK_METHOD, serde_json::json!({ "mark": id }))
-            .and_then(send);
+        let sent =
+            UntypedMessage::new(MARK_METHOD, serde_json::json!({ "mark": id })).and_then(send);
         if sent.is_err() {
             self.resolve(id);
         }
