@@ -78,11 +78,14 @@ pub fn long_turns(
 ) -> Result<String, String> {
     let mut rows = Vec::new();
     let mut results: Vec<Vec<(f64, f64, f64)>> = Vec::new();
+    // A turn that fails is a finding to report, not the end of the benchmark.
+    let mut failures: Vec<Option<String>> = Vec::new();
     let mut labels = Vec::new();
     for generation in generations {
         for (client, turn) in turns {
             labels.push((generation.name, *client, turn.deltas));
             results.push(Vec::new());
+            failures.push(None);
         }
     }
     for round in 0..runs {
@@ -91,10 +94,31 @@ pub fn long_turns(
             let index = (step + round) % count;
             let generation = &generations[index / turns.len()];
             let (_, turn) = turns[index % turns.len()];
-            results[index].push(long_turn(env, generation, turn)?);
+            if failures[index].is_some() {
+                continue;
+            }
+            match long_turn(env, generation, turn) {
+                Ok(run) => results[index].push(run),
+                Err(error) => failures[index] = Some(error),
+            }
         }
     }
-    for ((generation, client, deltas), runs) in labels.iter().zip(&results) {
+    for (((generation, client, deltas), runs), failure) in
+        labels.iter().zip(&results).zip(&failures)
+    {
+        if let Some(error) = failure {
+            let mut cells =
+                vec![generation.to_string(), client.to_string(), fixed(*deltas as f64, 0)];
+            let error: String = error.chars().take(200).collect();
+            cells.extend([
+                "–".into(),
+                "–".into(),
+                format!("**the turn failed**: {error}"),
+                "–".into(),
+            ]);
+            rows.push(cells);
+            continue;
+        }
         let idle = Summary::of(&runs.iter().map(|r| r.0).collect::<Vec<_>>());
         let after = Summary::of(&runs.iter().map(|r| r.1).collect::<Vec<_>>());
         let growth = Summary::of(&runs.iter().map(|r| r.1 - r.0).collect::<Vec<_>>());
