@@ -41,6 +41,9 @@ pub struct ServerConfig {
     pub version: String,
     /// Coordinator settings; the client features are filled in at `initialize`.
     pub coordinator: CoordinatorConfig,
+    /// The transport's write marks ([`stdio::transport`]): sessions then keep what the client
+    /// has not read yet bounded. `None` for a transport that does not resolve marks.
+    pub flow: Option<Arc<stdio::Flow>>,
 }
 
 /// What both protocol versions share on one connection.

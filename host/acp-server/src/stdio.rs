@@ -15,7 +15,10 @@
 //!   call; during a busy turn that is one syscall and one thread hop per text delta. Here the
 //!   frames go to a writer thread, which writes everything queued so far in one syscall.
 //!   Nothing waits longer: the writer flushes as soon as it has drained the queue.
+//! - **Sessions learn when the client has read their output** ([`flow`]), so what a slow client
+//!   has not read yet stays bounded.
 
+mod flow;
 mod gate;
 mod malformed;
 
@@ -28,6 +31,7 @@ use agent_client_protocol::Lines;
 use futures::{Sink, Stream};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
+pub use flow::{Flow, MARK_METHOD};
 pub use gate::InitializeGate;
 pub use malformed::ECHO_LIMIT;
 
@@ -39,19 +43,40 @@ const MAX_BATCH: usize = 1 << 20;
 /// coordinator with invalid params naming the message limit.
 pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 
-/// The transport, and the writer that must be [`StdoutWriter::finish`]ed after the connection
-/// ends so the last frames reach stdout before the process exits.
+/// The transport, the writer that must be [`StdoutWriter::finish`]ed after the connection
+/// ends so the last frames reach stdout before the process exits, and the connection's
+/// [`Flow`] (for `ServerConfig::flow`).
 pub fn transport() -> (
     Lines<
         impl Sink<String, Error = io::Error> + Send + 'static,
         impl Stream<Item = io::Result<String>> + Send + 'static,
     >,
     StdoutWriter,
+    Arc<Flow>,
 ) {
-    let (writer, frames) = StdoutWriter::spawn(io::stdout());
+    let flow = Arc::new(Flow::default());
+    let (writer, frames) = StdoutWriter::spawn_with(io::stdout(), flow.clone());
     let gate = Arc::new(InitializeGate::default());
-    let incoming = stdin_lines(tokio::io::stdin(), frames.clone(), gate.clone());
-    (Lines::new(frame_sink(frames, gate), incoming), writer)
+    let replies = Replies(frames.clone());
+    let incoming = stdin_lines(tokio::io::stdin(), replies, gate.clone());
+    (Lines::new(frame_sink(frames, gate, flow.clone()), incoming), writer, flow)
+}
+
+/// What goes to the writer thread.
+pub enum Out {
+    Frame(String),
+    /// Resolve this mark once everything before it is written.
+    Mark(u64),
+}
+
+/// Where the stdin reader sends its own answers (to lines that are not JSON).
+#[derive(Clone)]
+pub struct Replies(mpsc::Sender<Out>);
+
+impl Replies {
+    fn send(&self, frame: String) -> Result<(), mpsc::SendError<Out>> {
+        self.0.send(Out::Frame(frame))
+    }
 }
 
 /// The JSON lines of `input`, in order; the stream ends at EOF. Lines that are not JSON are
@@ -59,7 +84,7 @@ pub fn transport() -> (
 /// only once `gate` has seen its answer written.
 pub fn stdin_lines(
     input: impl tokio::io::AsyncRead + Send + Unpin + 'static,
-    replies: mpsc::Sender<String>,
+    replies: Replies,
     gate: Arc<InitializeGate>,
 ) -> impl Stream<Item = io::Result<String>> + Send + 'static {
     let state = (BufReader::new(input), replies, gate);
@@ -143,15 +168,28 @@ fn memchr_newline(bytes: &[u8]) -> Option<usize> {
     bytes.iter().position(|&b| b == b'\n')
 }
 
-/// The SDK's outgoing side: each frame is queued for the writer thread.
+/// The SDK's outgoing side: each frame is queued for the writer thread; a mark stands in the
+/// queue for its place, and is never written.
 fn frame_sink(
-    frames: mpsc::Sender<String>,
+    frames: mpsc::Sender<Out>,
     gate: Arc<InitializeGate>,
+    flow: Arc<Flow>,
 ) -> impl Sink<String, Error = io::Error> + Send {
-    futures::sink::unfold((frames, gate), |(frames, gate), frame: String| async move {
-        gate.on_outgoing(&frame);
-        frames.send(frame).map_err(|_| io::Error::from(io::ErrorKind::BrokenPipe))?;
-        Ok((frames, gate))
+    futures::sink::unfold((frames, gate, flow), |(frames, gate, flow), frame: String| async move {
+        let out = match Flow::recognise(&frame) {
+            Some(mark) => Out::Mark(mark),
+            None => {
+                gate.on_outgoing(&frame);
+                Out::Frame(frame)
+            }
+        };
+        if let Err(mpsc::SendError(out)) = frames.send(out) {
+            if let Out::Mark(mark) = out {
+                flow.resolve(mark);
+            }
+            return Err(io::Error::from(io::ErrorKind::BrokenPipe));
+        }
+        Ok((frames, gate, flow))
     })
 }
 
@@ -162,17 +200,23 @@ pub struct StdoutWriter {
 
 impl StdoutWriter {
     /// Starts the writer on `output`: frames sent on the returned channel are written in
-    /// order, one line each. Sending fails once the output is gone.
-    pub fn spawn(output: impl Write + Send + 'static) -> (Self, mpsc::Sender<String>) {
-        let (frames, queued) = mpsc::channel::<String>();
+    /// order, one line each; marks are resolved in `flow` once what precedes them is written.
+    /// Sending fails once the output is gone.
+    pub fn spawn_with(
+        output: impl Write + Send + 'static,
+        flow: Arc<Flow>,
+    ) -> (Self, mpsc::Sender<Out>) {
+        let (frames, queued) = mpsc::channel::<Out>();
         let (done_tx, done) = mpsc::channel();
         thread::Builder::new()
             .name("acp-stdout".into())
             .spawn(move || {
                 // `write_batches` owns the queue: once `done` is sent, sending fails.
-                if let Err(error) = write_batches(queued, output) {
+                if let Err(error) = write_batches(queued, output, &flow) {
                     tracing::debug!(target: "zcode_acp::acp", %error, "stdout closed");
                 }
+                // Nothing will be written any more: nobody waits for a mark.
+                flow.resolve_all();
                 let _ = done_tx.send(());
             })
             .expect("spawning the stdout writer thread");
@@ -185,19 +229,32 @@ impl StdoutWriter {
     }
 }
 
-fn write_batches(queued: mpsc::Receiver<String>, mut output: impl Write) -> io::Result<()> {
+fn write_batches(
+    queued: mpsc::Receiver<Out>,
+    mut output: impl Write,
+    flow: &Flow,
+) -> io::Result<()> {
     let mut batch = Vec::with_capacity(64 * 1024);
-    while let Ok(frame) = queued.recv() {
+    let mut marks = Vec::new();
+    while let Ok(first) = queued.recv() {
         batch.clear();
-        push_line(&mut batch, frame);
-        while batch.len() < MAX_BATCH {
-            match queued.try_recv() {
-                Ok(frame) => push_line(&mut batch, frame),
-                Err(_) => break,
+        let mut next = Some(first);
+        while let Some(out) = next.take() {
+            match out {
+                Out::Frame(frame) => push_line(&mut batch, frame),
+                Out::Mark(mark) => marks.push(mark),
+            }
+            if batch.len() < MAX_BATCH {
+                next = queued.try_recv().ok();
             }
         }
-        output.write_all(&batch)?;
-        output.flush()?;
+        if !batch.is_empty() {
+            output.write_all(&batch)?;
+            output.flush()?;
+        }
+        for mark in marks.drain(..) {
+            flow.resolve(mark);
+        }
     }
     Ok(())
 }
@@ -223,11 +280,16 @@ mod tests {
         let (replies, replied) = mpsc::channel();
         let gate = Arc::new(InitializeGate::default());
         let lines: Vec<String> =
-            stdin_lines(input, replies, gate).map(Result::unwrap).collect().await;
+            stdin_lines(input, Replies(replies), gate).map(Result::unwrap).collect().await;
         // JSON text goes on (the SDK answers a batch or a bare value itself).
         assert_eq!(lines, ["{\"a\":1}", "[1]"]);
-        let replies: Vec<Value> =
-            replied.try_iter().map(|r| serde_json::from_str(&r).unwrap()).collect();
+        let replies: Vec<Value> = replied
+            .try_iter()
+            .map(|out| match out {
+                Out::Frame(r) => serde_json::from_str(&r).unwrap(),
+                Out::Mark(_) => panic!("no mark here"),
+            })
+            .collect();
         let ids: Vec<&Value> = replies.iter().map(|r| &r["id"]).collect();
         assert_eq!(ids, [&Value::Null, &Value::Null, &Value::Null, &json!(7), &Value::Null]);
         assert!(replies.iter().all(|r| r["error"]["code"] == -32700), "{replies:?}");
@@ -273,7 +335,7 @@ mod tests {
             {\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"session/new\"}\n";
         let (replies, _replied) = mpsc::channel();
         let gate = Arc::new(InitializeGate::default());
-        let mut lines = Box::pin(stdin_lines(input, replies, gate.clone()));
+        let mut lines = Box::pin(stdin_lines(input, Replies(replies), gate.clone()));
         assert!(lines.next().await.unwrap().unwrap().contains("initialize"));
         let second = tokio::spawn(async move { lines.next().await.unwrap().unwrap() });
         tokio::task::yield_now().await;
@@ -298,8 +360,8 @@ mod tests {
     #[tokio::test]
     async fn every_frame_is_written_in_order_before_finish_returns() {
         let output = Shared::default();
-        let (writer, frames) = StdoutWriter::spawn(output.clone());
-        let mut sink = Box::pin(frame_sink(frames, Arc::default()));
+        let (writer, frames) = StdoutWriter::spawn_with(output.clone(), Arc::default());
+        let mut sink = Box::pin(frame_sink(frames, Arc::default(), Arc::default()));
         for n in 0..10_000 {
             sink.send(format!("{{\"n\":{n}}}")).await.unwrap();
         }
@@ -323,8 +385,8 @@ mod tests {
 
     #[tokio::test]
     async fn a_closed_stdout_fails_the_sink() {
-        let (writer, frames) = StdoutWriter::spawn(Closed);
-        let mut sink = Box::pin(frame_sink(frames, Arc::default()));
+        let (writer, frames) = StdoutWriter::spawn_with(Closed, Arc::default());
+        let mut sink = Box::pin(frame_sink(frames, Arc::default(), Arc::default()));
         let _ = sink.send("first".into()).await; // may be queued before the writer fails
         writer.finish(Duration::from_secs(10));
         let error = sink.send("second".into()).await.unwrap_err();

@@ -9,23 +9,84 @@ use serde_json::{Value, json};
 
 const CHUNK_MARK: &[u8] = b"\"agent_message_chunk\"";
 const UPDATE_MARK: &[u8] = b"\"session/update\"";
+const TEXT_MARK: &[u8] = b"\"text\":\"";
+
+/// What a client received of a streamed turn.
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub struct Received {
+    /// `agent_message_chunk` frames.
+    pub chunks: u64,
+    /// Bytes of their text as written on the wire (JSON-escaped; the benchmarks stream
+    /// `lorem ipsum `, which has nothing to escape).
+    pub text_bytes: u64,
+}
+
+/// How the client reads: as fast as it can, or slowly (a pause after every `every` bytes).
+#[derive(Clone, Copy, Debug)]
+pub struct Pace {
+    pub every: usize,
+    pub pause: std::time::Duration,
+}
+
+/// A reader that sleeps `pace.pause` after every `pace.every` bytes it hands on.
+struct Paced<R> {
+    inner: R,
+    pace: Option<Pace>,
+    since_pause: usize,
+}
+
+impl<R: Read> Read for Paced<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let Some(pace) = self.pace else { return self.inner.read(buf) };
+        if self.since_pause >= pace.every {
+            std::thread::sleep(pace.pause);
+            self.since_pause = 0;
+        }
+        let room = (pace.every - self.since_pause).min(buf.len());
+        let read = self.inner.read(&mut buf[..room])?;
+        self.since_pause += read;
+        Ok(read)
+    }
+}
 
 /// Counts `agent_message_chunk` frames in a stream of ACP lines.
 pub struct FrameReader<R> {
-    reader: BufReader<R>,
+    reader: BufReader<Paced<R>>,
     line: Vec<u8>,
     chunk: memmem::Finder<'static>,
     update: memmem::Finder<'static>,
+    text: memmem::Finder<'static>,
 }
 
 impl<R: Read> FrameReader<R> {
     pub fn new(inner: R) -> Self {
+        Self::paced(inner, None)
+    }
+
+    pub fn paced(inner: R, pace: Option<Pace>) -> Self {
+        let capacity = pace.map_or(1 << 20, |pace| pace.every.min(1 << 20));
         Self {
-            reader: BufReader::with_capacity(1 << 20, inner),
+            reader: BufReader::with_capacity(capacity, Paced { inner, pace, since_pause: 0 }),
             line: Vec::with_capacity(4096),
             chunk: memmem::Finder::new(CHUNK_MARK),
             update: memmem::Finder::new(UPDATE_MARK),
+            text: memmem::Finder::new(TEXT_MARK),
         }
+    }
+
+    /// The length of the chunk's text as written (up to its closing unescaped quote).
+    fn chunk_text_bytes(&self) -> u64 {
+        let line = &self.line;
+        let Some(start) = self.text.find(line).map(|at| at + TEXT_MARK.len()) else { return 0 };
+        let mut index = start;
+        while index < line.len() {
+            match line[index] {
+                b'\\' => index += 2,
+                b'"' => break,
+                _ => index += 1,
+            }
+        }
+        (index.min(line.len()) - start) as u64
     }
 
     /// Reads the next line and says what it is; `None` at end of stream. The line itself
@@ -53,14 +114,15 @@ impl<R: Read> FrameReader<R> {
     }
 
     /// Reads to the end, counting message chunks.
-    pub fn count_to_end(&mut self) -> Result<u64, String> {
-        let mut chunks = 0;
+    pub fn count_to_end(&mut self) -> Result<Received, String> {
+        let mut received = Received::default();
         while let Some(kind) = self.next_line()? {
             if kind == LineKind::Chunk {
-                chunks += 1;
+                received.chunks += 1;
+                received.text_bytes += self.chunk_text_bytes();
             }
         }
-        Ok(chunks)
+        Ok(received)
     }
 }
 
@@ -82,7 +144,12 @@ pub struct Agent {
 }
 
 impl Agent {
-    pub fn spawn(mut command: Command) -> Result<Self, String> {
+    pub fn spawn(command: Command) -> Result<Self, String> {
+        Self::spawn_paced(command, None)
+    }
+
+    /// An agent whose stdout this client reads at `pace` (`None`: as fast as it can).
+    pub fn spawn_paced(mut command: Command, pace: Option<Pace>) -> Result<Self, String> {
         let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -91,7 +158,7 @@ impl Agent {
             .map_err(|e| format!("cannot start zcode-acp: {e}"))?;
         let stdout = child.stdout.take().expect("stdout piped");
         let stdin = child.stdin.take();
-        Ok(Self { child, stdin, frames: FrameReader::new(stdout), next_id: 1 })
+        Ok(Self { child, stdin, frames: FrameReader::paced(stdout, pace), next_id: 1 })
     }
 
     pub fn pid(&self) -> u32 {
@@ -118,8 +185,8 @@ impl Agent {
         &mut self,
         id: u64,
         mut capture: Option<&mut dyn Write>,
-    ) -> Result<(Value, u64), String> {
-        let mut chunks = 0;
+    ) -> Result<(Value, Received), String> {
+        let mut received = Received::default();
         loop {
             let Some(kind) = self.frames.next_line()? else {
                 return Err(format!("zcode-acp closed its stdout before answering request {id}"));
@@ -133,7 +200,8 @@ impl Agent {
             }
             match kind {
                 LineKind::Chunk => {
-                    chunks += 1;
+                    received.chunks += 1;
+                    received.text_bytes += self.frames.chunk_text_bytes();
                     continue;
                 }
                 LineKind::OtherUpdate => continue,
@@ -153,7 +221,7 @@ impl Agent {
                 if let Some(error) = frame.get("error") {
                     return Err(format!("request {id} failed: {error}"));
                 }
-                return Ok((frame["result"].clone(), chunks));
+                return Ok((frame["result"].clone(), received));
             }
         }
     }

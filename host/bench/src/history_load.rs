@@ -66,7 +66,7 @@ fn load(env: &BenchEnv, session: &str) -> Result<Load, String> {
     let params = json!({"sessionId": session, "cwd": env.workspace(), "mcpServers": []});
     let id = agent.send_request("session/load", params)?;
     let mut users = UserChunks::default();
-    let (_, agent_chunks) = agent.read_until_response(id, Some(&mut users))?;
+    let agent_chunks = agent.read_until_response(id, Some(&mut users))?.1.chunks;
     let millis = started.elapsed().as_secs_f64() * 1000.0;
     let peak = procfs::status_bytes(agent.pid(), "VmHWM").ok_or("cannot read VmHWM")?;
     agent.finish()?;

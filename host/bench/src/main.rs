@@ -63,6 +63,20 @@ struct Args {
     /// Memory: runs with 1 and with 10 sessions.
     #[arg(long, default_value_t = 5)]
     memory_runs: usize,
+    /// Memory: deltas of the long turn read by a fast client.
+    #[arg(long, default_value_t = 1_000_000)]
+    long_deltas: u64,
+    /// Memory: deltas of the long turn read by a slow client (0: none).
+    #[arg(long, default_value_t = 200_000)]
+    slow_deltas: u64,
+    /// Memory: runs of each long turn (a 1,000,000-delta turn of the Desktop generation takes
+    /// about a minute here).
+    #[arg(long, default_value_t = 2)]
+    long_runs: usize,
+    /// Relay and long-turn memory: only these generations (default: all three), by the name
+    /// the tables use: `3.11.2`, `desktop-3.18.2`, `runtime-4.0.0` (a prefix is enough).
+    #[arg(long, value_name = "NAME")]
+    generation: Vec<String>,
     /// History load: messages in the long session.
     #[arg(long, default_value_t = 10_000)]
     history_messages: u64,
@@ -110,7 +124,11 @@ fn run(args: &Args) -> Result<(), String> {
     let env = BenchEnv::new(binary)?;
     let all = args.which == Which::All;
     if all || args.which == Which::Relay {
-        println!("{}", relay::run(&env, args.events, args.relay_rounds, &args.variant)?);
+        let generations = generations(&args.generation)?;
+        println!(
+            "{}",
+            relay::run(&env, args.events, args.relay_rounds, &args.variant, &generations)?
+        );
     }
     if all || args.which == Which::Mapper {
         println!("{}", mapper::run(&env, args.mapper_rounds, args.deltas, &args.component)?);
@@ -120,12 +138,35 @@ fn run(args: &Args) -> Result<(), String> {
     }
     if all || args.which == Which::Memory {
         println!("{}", memory::run(&env, args.memory_runs)?);
+        let mut turns = vec![("fast", memory::LongTurn { deltas: args.long_deltas, pace: None })];
+        if args.slow_deltas > 0 {
+            let slow = memory::LongTurn { deltas: args.slow_deltas, pace: Some(memory::SLOW) };
+            turns.push(("slow (≤ 4 MB/s)", slow));
+        }
+        let generations = generations(&args.generation)?;
+        println!("{}", memory::long_turns(&env, &generations, &turns, args.long_runs)?);
     }
     if all || args.which == Which::HistoryLoad {
         println!("{}", history_load::run(&env, args.history_messages, args.history_runs)?);
     }
     println!("load average at the end: {}", load_average());
     Ok(())
+}
+
+fn generations(names: &[String]) -> Result<Vec<relay::Generation>, String> {
+    if names.is_empty() {
+        return Ok(relay::GENERATIONS.to_vec());
+    }
+    names
+        .iter()
+        .map(|name| {
+            relay::GENERATIONS
+                .iter()
+                .find(|g| g.name.starts_with(name.as_str()))
+                .copied()
+                .ok_or_else(|| format!("unknown generation `{name}`"))
+        })
+        .collect()
 }
 
 fn machine_facts(binary: &std::path::Path) -> String {

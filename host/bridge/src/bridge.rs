@@ -13,7 +13,7 @@ use crate::driver::drive;
 use crate::error::{BridgeError, OpFailure};
 use crate::group::ProcessGroup;
 use crate::options::BridgeOptions;
-use crate::session::{SessionInbound, SessionLink};
+use crate::session::{SESSION_QUEUE, SessionLink, SessionReceiver};
 use crate::shared::{Owner, Shared, lock};
 use crate::{launch, lifecycle, pumps};
 
@@ -163,15 +163,13 @@ impl HostBridge {
 
     /// Binds a mapper session to this host: returns the link and the ordered stream of what is
     /// routed to it (its input, then `TransportClosed` if the transport closes).
-    pub fn link_session(
-        &self,
-        session: Box<dyn MapperSession>,
-    ) -> (SessionLink, mpsc::UnboundedReceiver<SessionInbound>) {
+    pub fn link_session(&self, session: Box<dyn MapperSession>) -> (SessionLink, SessionReceiver) {
         let shared = &self.handle.shared;
         let id = shared.next_link_id.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let (inbound_tx, inbound_rx) = mpsc::unbounded_channel();
+        let (inbound_tx, inbound_rx) = mpsc::channel(SESSION_QUEUE);
         shared.add_session(id, inbound_tx);
-        (SessionLink::new(id, shared.clone(), session), inbound_rx)
+        let inbound = SessionReceiver::new(inbound_rx, shared.closed_watch());
+        (SessionLink::new(id, shared.clone(), session), inbound)
     }
 
     /// Why the transport closed, once it has.

@@ -67,14 +67,20 @@ pub(crate) async fn read_stdout(shared: Arc<Shared>, mut stdout: ChildStdout) {
             }
             Ok(inbound) => {
                 unframed = 0;
-                inbound.into_iter().for_each(|item| handle(&shared, item));
+                for item in inbound {
+                    handle(&shared, item).await;
+                }
             }
         }
     }
     if shared.closed_reason().is_none() {
         let finished = lock(&shared.connection).finish();
         match finished {
-            Ok(inbound) => inbound.into_iter().for_each(|item| handle(&shared, item)),
+            Ok(inbound) => {
+                for item in inbound {
+                    handle(&shared, item).await;
+                }
+            }
             // A host killed mid-write leaves a cut-off frame: the exit is the news, not the frame.
             Err(error) => {
                 let symptom = format!("host protocol error at end of output: {error}");
@@ -87,19 +93,31 @@ pub(crate) async fn read_stdout(shared: Arc<Shared>, mut stdout: ChildStdout) {
     shared.fail_closed(reason);
 }
 
-fn handle(shared: &Shared, inbound: Inbound) {
-    match inbound {
+/// Acts on one completed frame. Input for a session whose queue is full waits here, so the
+/// reader stops reading until that session catches up.
+async fn handle(shared: &Shared, inbound: Inbound) {
+    let delivery = match inbound {
         Inbound::Reply(reply) => shared.resolve(reply),
         Inbound::Event(event) => shared.route_event(event),
-        Inbound::Write(write) => match shared.prepare_write(&write) {
-            Ok(bytes) => shared.write_now(bytes),
-            Err(fault) => shared.fail_closed(fault.to_string()),
-        },
+        Inbound::Write(write) => {
+            match shared.prepare_write(&write) {
+                Ok(bytes) => shared.write_now(bytes),
+                Err(fault) => shared.fail_closed(fault.to_string()),
+            }
+            None
+        }
         Inbound::Ready => {
             tracing::debug!("host handshake complete");
             shared.mark_ready();
+            None
         }
-        Inbound::Ignored(reason) => tracing::debug!(reason = %reason, "native frame ignored"),
+        Inbound::Ignored(reason) => {
+            tracing::debug!(reason = %reason, "native frame ignored");
+            None
+        }
+    };
+    if let Some(delivery) = delivery {
+        shared.send(delivery).await;
     }
 }
 

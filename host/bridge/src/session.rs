@@ -3,6 +3,7 @@
 
 use std::sync::{Arc, Mutex};
 
+use tokio::sync::{mpsc, watch};
 use zcode_contract::{Action, MapperFault, MapperSession, OpResult, SessionInput, SessionOp};
 
 use crate::driver::{UpdateSink, check, drive, timed_out};
@@ -16,6 +17,64 @@ pub enum SessionInbound {
     Input(SessionInput),
     /// The transport failed closed (or is shutting down); nothing more will arrive.
     TransportClosed(String),
+}
+
+/// Native input queued for one session at most: when the session falls behind, the bridge
+/// stops reading the host's stdout, so the backlog stays in ZCode's pipe, not in this process.
+pub const SESSION_QUEUE: usize = 256;
+
+/// The ordered stream of what is routed to one session: its input (a bounded queue), then
+/// `TransportClosed` once, after everything queued before the close.
+pub struct SessionReceiver {
+    input: mpsc::Receiver<SessionInput>,
+    closed: watch::Receiver<Option<String>>,
+    /// `TransportClosed` was returned; the stream has ended.
+    ended: bool,
+}
+
+impl SessionReceiver {
+    pub(crate) fn new(
+        input: mpsc::Receiver<SessionInput>,
+        closed: watch::Receiver<Option<String>>,
+    ) -> Self {
+        Self { input, closed, ended: false }
+    }
+
+    /// The next item; `None` once `TransportClosed` was returned (or the bridge is gone).
+    pub async fn recv(&mut self) -> Option<SessionInbound> {
+        if self.ended {
+            return None;
+        }
+        let input = tokio::select! {
+            biased;
+            input = self.input.recv() => input,
+            _ = self.closed.wait_for(Option::is_some) => self.input.try_recv().ok(),
+        };
+        match input {
+            Some(input) => Some(SessionInbound::Input(input)),
+            None => self.end(),
+        }
+    }
+
+    /// The next item if one is ready now.
+    pub fn try_recv(&mut self) -> Option<SessionInbound> {
+        if self.ended {
+            return None;
+        }
+        match self.input.try_recv() {
+            Ok(input) => Some(SessionInbound::Input(input)),
+            Err(_) if self.closed.borrow().is_some() => self.end(),
+            Err(_) => None,
+        }
+    }
+
+    fn end(&mut self) -> Option<SessionInbound> {
+        self.ended = true;
+        let reason = self.closed.borrow().clone();
+        Some(SessionInbound::TransportClosed(
+            reason.unwrap_or_else(|| "the host bridge is gone".into()),
+        ))
+    }
 }
 
 /// A mapper session linked to a bridge. Clones share the session; when the last clone is
@@ -113,7 +172,7 @@ impl SessionLink {
                 let label = shared.pending_label(id);
                 if shared.take_pending(id) {
                     let lost = timed_out(id, label.as_deref(), timeout);
-                    shared.deliver(link, SessionInbound::Input(SessionInput::Reply(lost)));
+                    shared.deliver(link, SessionInput::Reply(lost)).await;
                 }
             });
         }

@@ -13,7 +13,6 @@ use zcode_credentials::CredentialStore;
 
 use crate::group::ProcessGroup;
 use crate::options::BridgeOptions;
-use crate::session::SessionInbound;
 
 /// Locks a mutex even if a panicking thread poisoned it: every critical section here leaves
 /// the data consistent, and the bridge must still be able to fail closed and kill its child.
@@ -47,6 +46,9 @@ pub(crate) struct Shared {
     pub(crate) stdout_done: watch::Sender<bool>,
     /// Set once the termination sequence has finished.
     pub(crate) terminated: watch::Sender<bool>,
+    /// Why the transport closed, for the session streams: each ends with it, after the input
+    /// queued before the close.
+    closed: watch::Sender<Option<String>>,
 }
 
 struct State {
@@ -59,7 +61,7 @@ struct State {
     pending: HashMap<u64, Pending>,
     /// Event route → the link that owns it.
     routes: HashMap<String, LinkId>,
-    sessions: HashMap<LinkId, mpsc::UnboundedSender<SessionInbound>>,
+    sessions: HashMap<LinkId, mpsc::Sender<SessionInput>>,
 }
 
 struct Pending {
@@ -91,6 +93,12 @@ pub(crate) struct Submission<'a> {
     /// (id, label, bytes, whether a reply is awaited) in write order.
     pub(crate) requests: Vec<(u64, &'a str, &'a [u8], bool)>,
     pub(crate) reply_to: ReplyTo,
+}
+
+/// Input for one session, to be queued in order by [`Shared::send`].
+pub(crate) struct Delivery {
+    to: mpsc::Sender<SessionInput>,
+    input: SessionInput,
 }
 
 /// Why a submission was refused.
@@ -129,7 +137,13 @@ impl Shared {
             exit: watch::Sender::new(None),
             stdout_done: watch::Sender::new(false),
             terminated: watch::Sender::new(false),
+            closed: watch::Sender::new(None),
         }
+    }
+
+    /// What the session streams watch for the close.
+    pub(crate) fn closed_watch(&self) -> watch::Receiver<Option<String>> {
+        self.closed.subscribe()
     }
 
     pub(crate) fn next_op_id(&self) -> u64 {
@@ -164,13 +178,11 @@ impl Shared {
                 let _ = op.send(NativeReply { id, body: ReplyBody::Lost(reason.clone()) });
             }
         }
-        for session in state.sessions.values() {
-            let _ = session.send(SessionInbound::TransportClosed(reason.clone()));
-        }
         state.routes.clear();
         state.writer = None;
-        state.closed = Some(reason);
+        state.closed = Some(reason.clone());
         drop(state);
+        self.closed.send_replace(Some(reason));
         self.changed.send_replace(());
     }
 
@@ -245,20 +257,24 @@ impl Shared {
     }
 
     /// Hands a reply to the operation waiting for it. A reply nobody waits for (timed out,
-    /// answered twice, never asked) is dropped: it is never matched to another request.
-    pub(crate) fn resolve(&self, reply: NativeReply) {
+    /// answered twice, never asked) is dropped: it is never matched to another request. A
+    /// reply to a session's own request is returned, to be delivered in order with its events.
+    pub(crate) fn resolve(&self, reply: NativeReply) -> Option<Delivery> {
         let mut state = lock(&self.state);
         match state.pending.remove(&reply.id).map(|p| p.reply_to) {
             Some(ReplyTo::Op(op)) => {
                 drop(state);
                 let _ = op.send(reply);
+                None
             }
-            Some(ReplyTo::Session(link)) => {
-                if let Some(session) = state.sessions.get(&link) {
-                    let _ = session.send(SessionInbound::Input(SessionInput::Reply(reply)));
-                }
+            Some(ReplyTo::Session(link)) => state
+                .sessions
+                .get(&link)
+                .map(|to| Delivery { to: to.clone(), input: SessionInput::Reply(reply) }),
+            None => {
+                tracing::warn!(id = reply.id, "late or unknown native response dropped");
+                None
             }
-            None => tracing::warn!(id = reply.id, "late or unknown native response dropped"),
         }
     }
 
@@ -268,24 +284,42 @@ impl Shared {
         self.credentials.fill(write).map_err(|error| MapperFault(error.to_string()))
     }
 
-    /// Delivers an event to the session that owns its route, in arrival order.
-    pub(crate) fn route_event(&self, event: RoutedEvent) {
+    /// Where an event goes: the session that owns its route.
+    pub(crate) fn route_event(&self, event: RoutedEvent) -> Option<Delivery> {
         let state = lock(&self.state);
         let session = state.routes.get(&event.route).and_then(|link| state.sessions.get(link));
         match session {
-            Some(session) => {
-                let _ = session.send(SessionInbound::Input(SessionInput::Event(event.payload)));
+            Some(to) => {
+                Some(Delivery { to: to.clone(), input: SessionInput::Event(event.payload) })
             }
             None => {
-                tracing::debug!(route = %event.route, "native event for an unknown route dropped")
+                tracing::debug!(route = %event.route, "native event for an unknown route dropped");
+                None
             }
         }
     }
 
-    /// Sends `inbound` to the session `link`, if it is still linked.
-    pub(crate) fn deliver(&self, link: LinkId, inbound: SessionInbound) {
-        if let Some(session) = lock(&self.state).sessions.get(&link) {
-            let _ = session.send(inbound);
+    /// Queues input for the session `link`, if it is still linked.
+    pub(crate) async fn deliver(&self, link: LinkId, input: SessionInput) {
+        let to = lock(&self.state).sessions.get(&link).cloned();
+        if let Some(to) = to {
+            self.send(Delivery { to, input }).await;
+        }
+    }
+
+    /// Queues input for a session, waiting while its queue is full: the caller (the stdout
+    /// reader) then reads no further, and the host's writes wait in its pipe. Gives up when
+    /// the transport closes (the session is told so) or the session is gone.
+    pub(crate) async fn send(&self, Delivery { to, input }: Delivery) {
+        let input = match to.try_send(input) {
+            Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => return,
+            Err(mpsc::error::TrySendError::Full(input)) => input,
+        };
+        let mut closed = self.closed.subscribe();
+        tokio::select! {
+            biased;
+            _ = to.send(input) => {}
+            _ = closed.wait_for(Option::is_some) => {}
         }
     }
 
@@ -296,17 +330,12 @@ impl Shared {
         }
     }
 
-    /// Registers a new session's inbound channel; a session linked after the close is told at
-    /// once.
-    pub(crate) fn add_session(&self, link: LinkId, inbound: mpsc::UnboundedSender<SessionInbound>) {
+    /// Registers a new session's inbound queue.
+    pub(crate) fn add_session(&self, link: LinkId, inbound: mpsc::Sender<SessionInput>) {
         let mut state = lock(&self.state);
-        match &state.closed {
-            Some(reason) => {
-                let _ = inbound.send(SessionInbound::TransportClosed(reason.clone()));
-            }
-            None => {
-                state.sessions.insert(link, inbound);
-            }
+        // A session linked after the close reads the close from the watch at once.
+        if state.closed.is_none() {
+            state.sessions.insert(link, inbound);
         }
     }
 

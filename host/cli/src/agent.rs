@@ -25,7 +25,7 @@ pub fn run(target: Target) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let (transport, stdout) = stdio::transport();
+    let (transport, stdout, flow) = stdio::transport();
     let result = runtime.block_on(async {
         // SIGTERM/SIGINT/SIGHUP: take the host's process group down with us.
         if let Err(error) = zcode_bridge::install_signal_cleanup() {
@@ -34,6 +34,7 @@ pub fn run(target: Target) -> ExitCode {
         let config = ServerConfig {
             version: env!("CARGO_PKG_VERSION").to_string(),
             coordinator: CoordinatorConfig::default(),
+            flow: Some(flow),
         };
         let hosts = Arc::new(SessionHosts(launcher.clone()));
         let account = Arc::new(ZcodeAccount(launcher));

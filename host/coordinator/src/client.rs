@@ -27,4 +27,10 @@ pub trait ClientPort: Send + Sync + 'static {
         &self,
         request: CreateElicitationRequest,
     ) -> BoxFuture<'static, Result<CreateElicitationResponse, ClientError>>;
+    /// Resolves once everything queued before it has been written to the client (or can no
+    /// longer be): how a session keeps its streamed output bounded when the client reads
+    /// slowly. A port that writes synchronously resolves at once.
+    fn written(&self) -> BoxFuture<'static, ()> {
+        Box::pin(std::future::ready(()))
+    }
 }

@@ -1,5 +1,7 @@
 //! The coordinator's view of the ACP client, over the SDK connection.
 
+use std::sync::Arc;
+
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     CreateElicitationRequest, CreateElicitationResponse, RequestPermissionRequest,
@@ -8,13 +10,16 @@ use agent_client_protocol::v1::schema::{
 use agent_client_protocol::{BoxFuture, Client};
 use zcode_coordinator::{ClientError, ClientPort};
 
+use crate::stdio::Flow;
+
 pub struct AcpClient {
     cx: ConnectionTo<Client>,
+    flow: Option<Arc<Flow>>,
 }
 
 impl AcpClient {
-    pub fn new(cx: ConnectionTo<Client>) -> Self {
-        Self { cx }
+    pub fn new(cx: ConnectionTo<Client>, flow: Option<Arc<Flow>>) -> Self {
+        Self { cx, flow }
     }
 }
 
@@ -39,5 +44,12 @@ impl ClientPort for AcpClient {
     ) -> BoxFuture<'static, Result<CreateElicitationResponse, ClientError>> {
         let sent = self.cx.send_request(request);
         Box::pin(async move { sent.block_task().await.map_err(|e| ClientError(e.message)) })
+    }
+
+    fn written(&self) -> BoxFuture<'static, ()> {
+        match &self.flow {
+            Some(flow) => flow.mark(|mark| self.cx.send_notification(mark)),
+            None => Box::pin(std::future::ready(())),
+        }
     }
 }

@@ -85,7 +85,7 @@ impl V1Agent {
                 "the connection is already initialized",
             ));
         }
-        let client = Arc::new(AcpClient::new(cx));
+        let client = Arc::new(AcpClient::new(cx, self.state.config.flow.clone()));
         self.state.start_coordinator(client, capabilities::client_features(capabilities));
         tracing::info!(target: LOG, client_version = ?request.protocol_version, "initialized");
         responder.respond(response)

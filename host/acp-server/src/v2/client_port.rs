@@ -10,9 +10,11 @@ use zcode_coordinator::{ClientError, ClientPort};
 use super::sessions::Sessions;
 use super::translate;
 use crate::LOG;
+use crate::stdio::Flow;
 
 pub struct V2Client {
     pub sessions: Arc<Sessions>,
+    pub flow: Option<Arc<Flow>>,
 }
 
 impl ClientPort for V2Client {
@@ -85,6 +87,13 @@ impl ClientPort for V2Client {
             }
             translate::elicitation_response(response).map_err(|e| ClientError(e.to_string()))
         })
+    }
+
+    fn written(&self) -> BoxFuture<'static, ()> {
+        match &self.flow {
+            Some(flow) => flow.mark(|mark| self.sessions.cx().send_notification(mark)),
+            None => Box::pin(std::future::ready(())),
+        }
     }
 }
 

@@ -91,7 +91,8 @@ impl V2Agent {
         let response =
             capabilities::initialize_response(&request.capabilities, &self.state.config.version);
         let sessions = Arc::new(Sessions::new(cx, connection_nonce()));
-        let client = Arc::new(V2Client { sessions: sessions.clone() });
+        let client =
+            Arc::new(V2Client { sessions: sessions.clone(), flow: self.state.config.flow.clone() });
         let coordinator = self
             .state
             .start_coordinator(client, capabilities::client_features(&request.capabilities));

@@ -3,16 +3,17 @@
 //! invariants (one turn at a time, exactly-once native answers, ordered updates, a response
 //! only after the native end) are plain sequential code.
 
-use std::collections::HashSet;
+use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
 
+use agent_client_protocol::BoxFuture;
 use agent_client_protocol::v1::schema::{
     PromptResponse, SessionId, SessionNotification, SessionUpdate, StopReason as AcpStopReason,
     Usage,
 };
 use tokio::sync::mpsc;
 use tokio::time::Instant;
-use zcode_bridge::{OpFailure, SessionInbound, SessionLink};
+use zcode_bridge::{OpFailure, SessionInbound, SessionLink, SessionReceiver};
 use zcode_contract::{
     Action, ErrorKind, Interaction, InteractionAnswer, InteractionOutcome, InteractionRequest,
     MapperError, OpResult, SessionInput, SessionOp, StopReason, Terminal,
@@ -33,9 +34,28 @@ const LOG: &str = "zcode_acp::session";
 const BATCH_INPUTS: usize = 64;
 const BATCH_BYTES: usize = 1024 * 1024;
 
+/// Mapped batches whose updates may be on their way to the client at once. Beyond that the
+/// session takes no more native input until the client has read the oldest: a slow client
+/// slows the host down instead of filling this process.
+const WRITE_AHEAD: usize = 2;
+
+/// Updates sent between two write marks inside one mapped batch.
+const MARK_EVERY: usize = 512;
+
+/// Native input set aside while an operation waits for its native reply (the reply arrives on
+/// the same stream, behind whatever the host wrote before it). Past this the session stops
+/// reading, and the reply waits for its timeout: a host never makes this grow without bound.
+const DEFER_BYTES: usize = 16 * 1024 * 1024;
+
 pub(crate) struct SessionActor {
     id: SessionId,
     link: SessionLink,
+    /// What the bridge routes to this session, in order; `None` once it has ended.
+    inbound: Option<SessionReceiver>,
+    /// Input received while an operation ran, handled before anything newer.
+    deferred: Deferred,
+    /// One per mapped batch still being written to the client, oldest first.
+    written: VecDeque<BoxFuture<'static, ()>>,
     updates: UpdatePort,
     client: Arc<dyn ClientPort>,
     config: CoordinatorConfig,
@@ -66,8 +86,8 @@ impl BoundSession {
     /// Sends the post-response updates and starts processing events. Call after the ACP
     /// response that names the session has been sent.
     pub fn start(self) {
-        let BoundSession { actor, inbound, commands, after, .. } = self;
-        tokio::spawn(actor.run(after, inbound, commands));
+        let BoundSession { actor, commands, after, .. } = self;
+        tokio::spawn(actor.run(after, commands));
     }
 }
 
@@ -75,11 +95,15 @@ impl SessionActor {
     pub fn new(
         id: SessionId,
         link: SessionLink,
+        inbound: SessionReceiver,
         client: Arc<dyn ClientPort>,
         config: CoordinatorConfig,
         commands: mpsc::UnboundedSender<Command>,
     ) -> Self {
         Self {
+            inbound: Some(inbound),
+            deferred: Deferred::default(),
+            written: VecDeque::new(),
             updates: UpdatePort::new(id.clone(), client.clone(), config.max_message_bytes),
             id,
             link,
@@ -98,13 +122,13 @@ impl SessionActor {
     async fn run(
         mut self,
         first_updates: Vec<SessionUpdate>,
-        mut inbound: mpsc::UnboundedReceiver<SessionInbound>,
         mut commands: mpsc::UnboundedReceiver<Command>,
     ) {
         self.send_updates(first_updates);
-        let mut inbound_open = true;
         while !self.closed {
             let deadline = self.turn.as_ref().and_then(|t| t.cancel_deadline);
+            let takes_input = self.written.len() < WRITE_AHEAD
+                && (self.inbound.is_some() || !self.deferred.is_empty());
             tokio::select! {
                 // Commands first: a cancel must not wait behind a long event backlog.
                 biased;
@@ -112,16 +136,21 @@ impl SessionActor {
                     Some(command) => self.on_command(command).await,
                     None => break,
                 },
-                item = inbound.recv(), if inbound_open => match item {
+                () = oldest(&mut self.written) => {
+                    self.written.pop_front();
+                }
+                item = next_input(&mut self.deferred, &mut self.inbound), if takes_input => match item {
                     Some(SessionInbound::Input(first)) => {
-                        let (batch, closed) = drain_batch(first, &mut inbound);
+                        let (batch, closed) =
+                            drain_batch(first, &mut self.deferred, self.inbound.as_mut());
                         self.on_input(&batch).await;
+                        self.written.push_back(self.client.written());
                         if let Some(reason) = closed {
                             self.on_transport_closed(reason);
                         }
                     }
                     Some(SessionInbound::TransportClosed(reason)) => self.on_transport_closed(reason),
-                    None => inbound_open = false,
+                    None => self.inbound = None,
                 },
                 _ = sleep_until(deadline) => self.on_cancel_deadline(),
             }
@@ -242,18 +271,32 @@ impl SessionActor {
 
     /// Runs a session operation; what it streams while it waits goes to the client at once.
     /// Streamed updates over the size limit are not sent, and the operation fails with invalid
-    /// params naming the limit.
-    async fn op(&self, op: SessionOp) -> Result<OpResult, OpFailure> {
+    /// params naming the limit. Native input that arrives meanwhile is set aside (the reply
+    /// may be queued behind it), up to [`DEFER_BYTES`].
+    async fn op(&mut self, op: SessionOp) -> Result<OpResult, OpFailure> {
         let mut updates = self.updates.clone();
         let mut too_large = None;
-        let result = self
-            .link
-            .op(op, &mut |streamed| {
+        let (link, inbound, deferred) = (&self.link, &mut self.inbound, &mut self.deferred);
+        let result = {
+            let mut sink = |streamed: Vec<String>| {
                 updates
                     .send_json(&streamed)
                     .or_else(|refused| refused.keep_too_large(&mut too_large))
-            })
-            .await;
+            };
+            let running = link.op(op, &mut sink);
+            tokio::pin!(running);
+            loop {
+                let room = deferred.bytes < DEFER_BYTES;
+                tokio::select! {
+                    biased;
+                    result = &mut running => break result,
+                    item = receive(inbound), if room && inbound.is_some() => match item {
+                        Some(item) => deferred.push(item),
+                        None => *inbound = None,
+                    },
+                }
+            }
+        };
         match too_large {
             Some(error) => {
                 let message = error.to_string();
@@ -288,11 +331,17 @@ impl SessionActor {
             Ok(actions) => actions,
             Err(fault) => return self.fail_session(fault.to_string()).await,
         };
+        let mut unmarked = 0;
         for action in actions {
             match action {
                 Action::Update(json) => {
                     if let Err(refused) = self.send_update_json(std::slice::from_ref(&json)) {
                         self.on_refused(refused).await;
+                    }
+                    unmarked += 1;
+                    if unmarked == MARK_EVERY {
+                        unmarked = 0;
+                        self.mark_written().await;
                     }
                 }
                 Action::Interaction(interaction) => self.on_interaction(interaction).await,
@@ -304,6 +353,17 @@ impl SessionActor {
             if self.failed.is_some() {
                 return;
             }
+        }
+    }
+
+    /// Marks what has been sent so far; if more than [`WRITE_AHEAD`] marks are still on their
+    /// way, waits for the oldest. One native frame can carry thousands of deltas, so a batch's
+    /// own updates are bounded this way too, not only the number of batches.
+    async fn mark_written(&mut self) {
+        self.written.push_back(self.client.written());
+        while self.written.len() > WRITE_AHEAD {
+            oldest(&mut self.written).await;
+            self.written.pop_front();
         }
     }
 
@@ -595,25 +655,87 @@ fn usage_from(json: &str) -> Option<Usage> {
     }
 }
 
-/// The input that arrived with `first`, up to the batch bounds, and the transport's close if
-/// it came right behind it.
+/// The input that arrived with `first` (set aside first, then queued), up to the batch bounds,
+/// and the transport's close if it came right behind it.
 fn drain_batch(
     first: SessionInput,
-    inbound: &mut mpsc::UnboundedReceiver<SessionInbound>,
+    deferred: &mut Deferred,
+    mut inbound: Option<&mut SessionReceiver>,
 ) -> (Vec<SessionInput>, Option<String>) {
     let mut bytes = first.len();
     let mut batch = vec![first];
     while batch.len() < BATCH_INPUTS && bytes < BATCH_BYTES {
-        match inbound.try_recv() {
-            Ok(SessionInbound::Input(input)) => {
+        let next = match deferred.pop() {
+            Some(item) => Some(item),
+            None => inbound.as_mut().and_then(|inbound| inbound.try_recv()),
+        };
+        match next {
+            Some(SessionInbound::Input(input)) => {
                 bytes += input.len();
                 batch.push(input);
             }
-            Ok(SessionInbound::TransportClosed(reason)) => return (batch, Some(reason)),
-            Err(_) => break,
+            Some(SessionInbound::TransportClosed(reason)) => return (batch, Some(reason)),
+            None => break,
         }
     }
     (batch, None)
+}
+
+/// Input set aside while an operation ran, in arrival order.
+#[derive(Default)]
+struct Deferred {
+    items: VecDeque<SessionInbound>,
+    bytes: usize,
+}
+
+impl Deferred {
+    fn push(&mut self, item: SessionInbound) {
+        self.bytes += inbound_len(&item);
+        self.items.push_back(item);
+    }
+
+    fn pop(&mut self) -> Option<SessionInbound> {
+        let item = self.items.pop_front()?;
+        self.bytes -= inbound_len(&item);
+        Some(item)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+}
+
+fn inbound_len(item: &SessionInbound) -> usize {
+    match item {
+        SessionInbound::Input(input) => input.len(),
+        SessionInbound::TransportClosed(_) => 0,
+    }
+}
+
+/// The next input: what was set aside first, then the queue. `None` when both have ended.
+async fn next_input(
+    deferred: &mut Deferred,
+    inbound: &mut Option<SessionReceiver>,
+) -> Option<SessionInbound> {
+    match deferred.pop() {
+        Some(item) => Some(item),
+        None => receive(inbound).await,
+    }
+}
+
+async fn receive(inbound: &mut Option<SessionReceiver>) -> Option<SessionInbound> {
+    match inbound {
+        Some(inbound) => inbound.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Waits for the oldest batch to be written; never, when none is on its way.
+async fn oldest(written: &mut VecDeque<BoxFuture<'static, ()>>) {
+    match written.front_mut() {
+        Some(written) => written.await,
+        None => std::future::pending().await,
+    }
 }
 
 /// Where a session's updates go: the typed ACP gate, then the client, in order.

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use agent_client_protocol::v1::schema::{PromptResponse, SessionId, SessionUpdate};
 use tokio::sync::{mpsc, oneshot};
-use zcode_bridge::{SessionInbound, SessionLink};
+use zcode_bridge::{SessionLink, SessionReceiver};
 use zcode_contract::{InteractionOutcome, OpResult, SessionOp};
 
 use crate::client::ClientPort;
@@ -97,7 +97,6 @@ impl SessionHandle {
 /// processing events yet: the ACP response naming it must reach the client first.
 pub struct BoundSession {
     pub(crate) actor: SessionActor,
-    pub(crate) inbound: mpsc::UnboundedReceiver<SessionInbound>,
     pub(crate) commands: mpsc::UnboundedReceiver<Command>,
     pub(crate) handle: SessionHandle,
     /// Updates to send once the response is out (session metadata).
@@ -107,7 +106,7 @@ pub struct BoundSession {
 /// A mapper session linked to the host: what a bound session is built from.
 pub(crate) struct Binding {
     pub link: SessionLink,
-    pub inbound: mpsc::UnboundedReceiver<SessionInbound>,
+    pub inbound: SessionReceiver,
 }
 
 impl BoundSession {
@@ -122,7 +121,7 @@ impl BoundSession {
         let Binding { link, inbound } = binding;
         let (tx, commands) = mpsc::unbounded_channel();
         let handle = SessionHandle { workspace, commands: tx.clone() };
-        let actor = SessionActor::new(id, link, client, config, tx);
-        Self { actor, inbound, commands, handle, after }
+        let actor = SessionActor::new(id, link, inbound, client, config, tx);
+        Self { actor, commands, handle, after }
     }
 }

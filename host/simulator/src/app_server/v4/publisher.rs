@@ -193,8 +193,11 @@ impl Publisher {
                         Some((outer, inner)) => &mut row[outer][inner],
                         None => &mut row[path],
                     };
-                    let text = target.as_str().unwrap_or_default().to_owned() + append;
-                    *target = json!(text);
+                    // Appended in place: a turn of n deltas costs O(n), not O(n²).
+                    match target {
+                        Value::String(text) => text.push_str(append),
+                        other => *other = json!(append),
+                    }
                 }
             }
             Some("state.updated") => {

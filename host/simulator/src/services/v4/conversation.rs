@@ -385,9 +385,11 @@ impl Conversation {
             }
             other => &mut row[other],
         };
-        let mut text = slot.as_str().unwrap_or_default().to_owned();
-        text.push_str(append);
-        *slot = Value::String(text);
+        // Appended in place: a turn of n deltas costs O(n), not a copy of the text per delta.
+        match slot {
+            Value::String(text) => text.push_str(append),
+            other => *other = Value::String(append.to_owned()),
+        }
         batch
             .deltas
             .push(json!({"op": "row.delta", "rowId": row_id, "path": path, "append": append}));
