@@ -31,7 +31,8 @@ use agent_client_protocol::Lines;
 use futures::{Sink, Stream};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-pub use flow::{Flow, MARK_METHOD};
+use flow::Placeholder;
+pub use flow::{BLOCK_METHOD, Flow, MARK_METHOD};
 pub use gate::InitializeGate;
 pub use malformed::ECHO_LIMIT;
 
@@ -177,7 +178,11 @@ fn frame_sink(
 ) -> impl Sink<String, Error = io::Error> + Send {
     futures::sink::unfold((frames, gate, flow), |(frames, gate, flow), frame: String| async move {
         let out = match Flow::recognise(&frame) {
-            Some(mark) => Out::Mark(mark),
+            Some(Placeholder::Mark(mark)) => Out::Mark(mark),
+            Some(Placeholder::Block(block)) => match flow.take_block(block) {
+                Some(lines) => Out::Frame(lines),
+                None => return Ok((frames, gate, flow)),
+            },
             None => {
                 gate.on_outgoing(&frame);
                 Out::Frame(frame)
@@ -370,6 +375,34 @@ mod tests {
         let written = String::from_utf8(output.0.lock().unwrap().clone()).unwrap();
         let expected: String = (0..10_000).map(|n| format!("{{\"n\":{n}}}\n")).collect();
         assert_eq!(written, expected);
+    }
+
+    #[tokio::test]
+    async fn a_block_is_written_in_the_place_of_its_placeholder() {
+        let output = Shared::default();
+        let flow = Arc::new(Flow::default());
+        let (writer, frames) = StdoutWriter::spawn_with(output.clone(), flow.clone());
+        let mut sink = Box::pin(frame_sink(frames, Arc::default(), flow.clone()));
+        let mut placeholders = Vec::new();
+        for block in ["{\"b\":1}\n{\"b\":2}", "{\"b\":3}"] {
+            flow.block(block.into(), |message| {
+                let frame =
+                    json!({"jsonrpc": "2.0", "method": message.method, "params": message.params});
+                placeholders.push(frame.to_string());
+                Ok(())
+            })
+            .unwrap();
+        }
+        sink.send("{\"a\":1}".into()).await.unwrap();
+        sink.send(placeholders[0].clone()).await.unwrap();
+        sink.send("{\"a\":2}".into()).await.unwrap();
+        sink.send(placeholders[1].clone()).await.unwrap();
+        // A placeholder seen twice (never sent so by the SDK) writes nothing the second time.
+        sink.send(placeholders[1].clone()).await.unwrap();
+        drop(sink);
+        writer.finish(Duration::from_secs(10));
+        let written = String::from_utf8(output.0.lock().unwrap().clone()).unwrap();
+        assert_eq!(written, "{\"a\":1}\n{\"b\":1}\n{\"b\":2}\n{\"a\":2}\n{\"b\":3}\n");
     }
 
     struct Closed;

@@ -12,6 +12,10 @@ use zcode_contract::MapperFault;
 
 use crate::error::CoordinatorError;
 
+mod chunk;
+
+pub use chunk::{ChunkKind, TextChunk};
+
 /// Why the gate refused mapper output.
 #[derive(Debug, Clone)]
 pub enum Refused {
@@ -77,18 +81,48 @@ pub fn parse<T: DeserializeOwned>(what: &str, json: &str) -> Result<T, MapperFau
     serde_json::from_str(json).map_err(|e| invalid(what, e))
 }
 
+/// A `session/update` the gate let through, for the client.
+#[derive(Debug, Clone)]
+pub enum Update {
+    /// A text chunk in its fixed shape, kept as its parts (most of a turn).
+    Text(TextChunk),
+    /// Any other update, as the schema types (boxed: the schema type is large, chunks are
+    /// most of the stream).
+    Typed(Box<SessionUpdate>),
+}
+
+impl Update {
+    pub fn into_typed(self) -> SessionUpdate {
+        match self {
+            Update::Text(chunk) => chunk.into_update(),
+            Update::Typed(update) => *update,
+        }
+    }
+}
+
+impl From<SessionUpdate> for Update {
+    fn from(update: SessionUpdate) -> Self {
+        Update::Typed(Box::new(update))
+    }
+}
+
 pub fn update(json: &str) -> Result<SessionUpdate, MapperFault> {
     parse("session update", json)
 }
 
-/// Parses updates, each within `limit` bytes.
-pub fn updates(json: &[String], limit: usize) -> Result<Vec<SessionUpdate>, Refused> {
-    json.iter()
-        .map(|u| {
-            check_size("an update from ZCode", u.len(), limit).map_err(Refused::TooLarge)?;
-            Ok(update(u)?)
-        })
-        .collect()
+/// Checks one update within `limit` bytes: a text chunk by its fixed shape, anything else by
+/// the schema types.
+pub fn check_update(json: &str, limit: usize) -> Result<Update, Refused> {
+    check_size("an update from ZCode", json.len(), limit).map_err(Refused::TooLarge)?;
+    match TextChunk::recognise(json) {
+        Some(chunk) => Ok(Update::Text(chunk)),
+        None => Ok(Update::Typed(Box::new(update(json)?))),
+    }
+}
+
+/// Checks updates, each within `limit` bytes.
+pub fn updates(json: &[String], limit: usize) -> Result<Vec<Update>, Refused> {
+    json.iter().map(|u| check_update(u, limit)).collect()
 }
 
 /// `{"toolCall", "options"}` from the mapper plus this session's id.
@@ -144,7 +178,21 @@ mod tests {
         assert!(matches!(update(chunk).unwrap(), SessionUpdate::AgentMessageChunk(_)));
 
         let unknown = update(r#"{"sessionUpdate":"made_up","x":1}"#).unwrap_err();
-        assert!(matches!(updates(&[chunk.to_string()], chunk.len()), Ok(u) if u.len() == 1));
+        assert!(matches!(
+            updates(&[chunk.to_string()], chunk.len()).as_deref(),
+            Ok([Update::Text(TextChunk { kind: ChunkKind::AgentMessageChunk, .. })])
+        ));
+        let plan = r#"{"sessionUpdate":"plan","entries":[]}"#;
+        assert!(
+            matches!(check_update(plan, 1 << 20), Ok(Update::Typed(u)) if matches!(*u, SessionUpdate::Plan(_)))
+        );
+        assert!(matches!(
+            check_update(
+                r#"{"sessionUpdate":"agent_message_chunk","content":{"type":"text"}}"#,
+                1 << 20
+            ),
+            Err(Refused::Invalid(_))
+        ));
         let Err(Refused::TooLarge(error)) = updates(&[chunk.to_string()], chunk.len() - 1) else {
             panic!("one byte over the limit is refused");
         };

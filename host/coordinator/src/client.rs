@@ -5,8 +5,10 @@
 use agent_client_protocol::BoxFuture;
 use agent_client_protocol::v1::schema::{
     CreateElicitationRequest, CreateElicitationResponse, RequestPermissionRequest,
-    RequestPermissionResponse, SessionNotification,
+    RequestPermissionResponse, SessionId, SessionNotification,
 };
+
+use crate::acp_json::Update;
 
 /// Why the client gave no usable answer to a request.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -16,6 +18,13 @@ pub struct ClientError(pub String);
 pub trait ClientPort: Send + Sync + 'static {
     /// Queue a `session/update` notification (ordered with every other message we send).
     fn update(&self, notification: SessionNotification) -> Result<(), ClientError>;
+    /// Queue `session/update` notifications for `session`, in order, as [`update`](Self::update)
+    /// does. A port may write a text chunk from its parts instead of the schema types.
+    fn updates(&self, session: &SessionId, updates: Vec<Update>) -> Result<(), ClientError> {
+        updates.into_iter().try_for_each(|update| {
+            self.update(SessionNotification::new(session.clone(), update.into_typed()))
+        })
+    }
     /// `session/request_permission`. Dropping the future abandons the request (the SDK then
     /// sends `$/cancel_request`).
     fn request_permission(

@@ -20,12 +20,12 @@ use std::sync::{Arc, Mutex};
 use agent_client_protocol::v1::schema::{
     CloseSessionRequest, CloseSessionResponse, ListSessionsRequest, ListSessionsResponse,
     LoadSessionRequest, LoadSessionResponse, NewSessionRequest, NewSessionResponse, PromptRequest,
-    ResumeSessionRequest, ResumeSessionResponse, SessionId, SessionUpdate,
-    SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest,
-    SetSessionModeResponse,
+    ResumeSessionRequest, ResumeSessionResponse, SessionId, SetSessionConfigOptionRequest,
+    SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse,
 };
 use zcode_contract::{ConnectionOp, MapperFault, SessionInit, SessionOp};
 
+pub use acp_json::{ChunkKind, TextChunk, Update};
 pub use client::{ClientError, ClientPort};
 pub use config::CoordinatorConfig;
 pub use error::CoordinatorError;
@@ -322,7 +322,7 @@ impl Coordinator {
 struct Opened {
     binding: Binding,
     /// Updates to send once the response naming the session is out.
-    after: Vec<SessionUpdate>,
+    after: Vec<Update>,
 }
 
 /// The capability is not advertised (ZCode's host works in one directory): refuse it before

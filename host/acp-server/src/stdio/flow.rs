@@ -7,6 +7,12 @@
 //! the writer thread resolves it once every frame before it is written. A session keeps at most
 //! a couple of marks open, so what it has in flight is bounded and a slow client slows ZCode
 //! down instead of filling memory.
+//!
+//! A *block* travels the same way: frames a session wrote out itself (text chunks, from their
+//! checked parts) wait here, and a notification of our own takes their place in the SDK's
+//! queues; the sink writes the frames where it finds it. The SDK then handles one small
+//! message per batch of chunks instead of building and serializing a tree per chunk, and the
+//! order with everything the SDK sends is kept.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -23,11 +29,25 @@ pub const MARK_METHOD: &str = "$/zcode-acp/written";
 const MARK_PREFIX: &str =
     "{\"jsonrpc\":\"2.0\",\"method\":\"$/zcode-acp/written\",\"params\":{\"mark\":";
 
-/// The marks of one connection that are not written yet.
+/// A block's method, and how the SDK writes it up to its number (as for a mark).
+pub const BLOCK_METHOD: &str = "$/zcode-acp/frames";
+const BLOCK_PREFIX: &str =
+    "{\"jsonrpc\":\"2.0\",\"method\":\"$/zcode-acp/frames\",\"params\":{\"block\":";
+
+/// What a frame of ours in the SDK's queue stands for.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Placeholder {
+    Mark(u64),
+    Block(u64),
+}
+
+/// The marks of one connection that are not written yet, and the blocks not yet in the
+/// writer's queue.
 #[derive(Default)]
 pub struct Flow {
     next: AtomicU64,
     open: Mutex<HashMap<u64, oneshot::Sender<()>>>,
+    blocks: Mutex<HashMap<u64, String>>,
 }
 
 impl Flow {
@@ -50,10 +70,35 @@ impl Flow {
         })
     }
 
-    /// The mark a frame is, if it is one.
-    pub(crate) fn recognise(frame: &str) -> Option<u64> {
-        let rest = frame.strip_prefix(MARK_PREFIX)?;
-        rest.strip_suffix("}}")?.parse().ok()
+    /// Queues `frames` (complete frames, one a line, no newline after the last) behind
+    /// everything sent before, through `send`.
+    pub fn block(
+        &self,
+        frames: String,
+        send: impl FnOnce(UntypedMessage) -> Result<(), agent_client_protocol::Error>,
+    ) -> Result<(), agent_client_protocol::Error> {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        self.blocks.lock().unwrap().insert(id, frames);
+        let sent =
+            UntypedMessage::new(BLOCK_METHOD, serde_json::json!({ "block": id })).and_then(send);
+        if sent.is_err() {
+            self.blocks.lock().unwrap().remove(&id);
+        }
+        sent
+    }
+
+    /// The mark or block a frame stands for, if it is one of ours.
+    pub(crate) fn recognise(frame: &str) -> Option<Placeholder> {
+        let number = |rest: &str| rest.strip_suffix("}}")?.parse().ok();
+        if let Some(rest) = frame.strip_prefix(MARK_PREFIX) {
+            return number(rest).map(Placeholder::Mark);
+        }
+        number(frame.strip_prefix(BLOCK_PREFIX)?).map(Placeholder::Block)
+    }
+
+    /// The frames of a block, once: the sink hands them to the writer.
+    pub(crate) fn take_block(&self, id: u64) -> Option<String> {
+        self.blocks.lock().unwrap().remove(&id)
     }
 
     pub(crate) fn resolve(&self, id: u64) {
@@ -65,6 +110,7 @@ impl Flow {
     /// Stdout is gone: nothing will be written any more, so nobody waits.
     pub(crate) fn resolve_all(&self) {
         self.open.lock().unwrap().clear();
+        self.blocks.lock().unwrap().clear();
     }
 }
 
@@ -75,7 +121,9 @@ mod tests {
     #[test]
     fn only_a_whole_mark_frame_is_a_mark() {
         let frame = format!("{MARK_PREFIX}42}}}}");
-        assert_eq!(Flow::recognise(&frame), Some(42));
+        assert_eq!(Flow::recognise(&frame), Some(Placeholder::Mark(42)));
+        let block = format!("{BLOCK_PREFIX}7}}}}");
+        assert_eq!(Flow::recognise(&block), Some(Placeholder::Block(7)));
         // Text that quotes a mark is an ordinary frame.
         let quoted = format!(
             "{{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{{\"text\":{}}}}}",
@@ -98,5 +146,33 @@ mod tests {
         flow.resolve(message.params["mark"].as_u64().unwrap());
         written.await;
         flow.mark(|_| Err(agent_client_protocol::Error::internal_error())).await;
+    }
+
+    #[test]
+    fn a_block_is_taken_once_and_dropped_when_it_cannot_be_sent() {
+        let flow = Flow::default();
+        let mut sent = None;
+        flow.block("a\nb".into(), |message| {
+            sent = Some(message);
+            Ok(())
+        })
+        .unwrap();
+        let message = sent.expect("the placeholder was sent");
+        assert_eq!(message.method, BLOCK_METHOD);
+        // The SDK writes it as the sink expects.
+        let written = serde_json::to_string(&serde_json::json!({
+            "jsonrpc": "2.0", "method": message.method, "params": message.params
+        }))
+        .unwrap();
+        let Some(Placeholder::Block(id)) = Flow::recognise(&written) else {
+            panic!("{written} is a block");
+        };
+        assert_eq!(flow.take_block(id).as_deref(), Some("a\nb"));
+        assert_eq!(flow.take_block(id), None);
+        assert!(
+            flow.block("c".into(), |_| Err(agent_client_protocol::Error::internal_error()))
+                .is_err()
+        );
+        assert!(flow.blocks.lock().unwrap().is_empty());
     }
 }

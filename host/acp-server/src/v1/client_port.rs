@@ -5,11 +5,12 @@ use std::sync::Arc;
 use agent_client_protocol::v1::ConnectionTo;
 use agent_client_protocol::v1::schema::{
     CreateElicitationRequest, CreateElicitationResponse, RequestPermissionRequest,
-    RequestPermissionResponse, SessionNotification,
+    RequestPermissionResponse, SessionId, SessionNotification,
 };
 use agent_client_protocol::{BoxFuture, Client};
-use zcode_coordinator::{ClientError, ClientPort};
+use zcode_coordinator::{ClientError, ClientPort, Update};
 
+use super::chunk_frames;
 use crate::stdio::Flow;
 
 pub struct AcpClient {
@@ -26,6 +27,41 @@ impl AcpClient {
 impl ClientPort for AcpClient {
     fn update(&self, notification: SessionNotification) -> Result<(), ClientError> {
         self.cx.send_notification(notification).map_err(|e| ClientError(e.message))
+    }
+
+    /// Text chunks are written out from their parts and go to stdout as one block per run of
+    /// them; other updates go through the SDK, in between, in order.
+    fn updates(&self, session: &SessionId, updates: Vec<Update>) -> Result<(), ClientError> {
+        let Some(flow) = &self.flow else {
+            return updates.into_iter().try_for_each(|update| {
+                self.update(SessionNotification::new(session.clone(), update.into_typed()))
+            });
+        };
+        let mut block = Vec::new();
+        let send_block = |block: &mut Vec<u8>| {
+            if block.is_empty() {
+                return Ok(());
+            }
+            // One validation of the whole block: every piece written is UTF-8.
+            let frames = String::from_utf8(std::mem::take(block)).expect("frames are UTF-8");
+            flow.block(frames, |placeholder| self.cx.send_notification(placeholder))
+                .map_err(|e| ClientError(e.message))
+        };
+        for update in updates {
+            match update {
+                Update::Text(chunk) => {
+                    if !block.is_empty() {
+                        block.push(b'\n');
+                    }
+                    chunk_frames::write(&mut block, session, &chunk);
+                }
+                Update::Typed(update) => {
+                    send_block(&mut block)?;
+                    self.update(SessionNotification::new(session.clone(), *update))?;
+                }
+            }
+        }
+        send_block(&mut block)
     }
 
     fn request_permission(

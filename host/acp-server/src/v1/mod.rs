@@ -7,6 +7,7 @@
 //! the responder is moved into the task and consumed on every path.
 
 mod capabilities;
+mod chunk_frames;
 mod client_port;
 
 use std::sync::Arc;

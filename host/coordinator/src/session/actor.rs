@@ -8,8 +8,7 @@ use std::sync::Arc;
 
 use agent_client_protocol::BoxFuture;
 use agent_client_protocol::v1::schema::{
-    PromptResponse, SessionId, SessionNotification, SessionUpdate, StopReason as AcpStopReason,
-    Usage,
+    PromptResponse, SessionId, StopReason as AcpStopReason, Usage,
 };
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -22,7 +21,7 @@ use zcode_contract::{
 use super::interaction::{ask_elicitation, ask_permission, refusal};
 use super::turn::{Ending, Pending, Phase, PromptReply, Turn};
 use super::{BoundSession, Command};
-use crate::acp_json::{self, Refused};
+use crate::acp_json::{self, Refused, Update};
 use crate::client::ClientPort;
 use crate::config::CoordinatorConfig;
 use crate::error::CoordinatorError;
@@ -121,7 +120,7 @@ impl SessionActor {
 
     async fn run(
         mut self,
-        first_updates: Vec<SessionUpdate>,
+        first_updates: Vec<Update>,
         mut commands: mpsc::UnboundedReceiver<Command>,
     ) {
         self.send_updates(first_updates);
@@ -331,21 +330,32 @@ impl SessionActor {
             Ok(actions) => actions,
             Err(fault) => return self.fail_session(fault.to_string()).await,
         };
-        let mut unmarked = 0;
+        // Consecutive updates go to the client together (a port may write them as one block);
+        // anything that is not an update goes after the updates before it.
+        let mut run = Vec::new();
         for action in actions {
             match action {
-                Action::Update(json) => {
-                    if let Err(refused) = self.send_update_json(std::slice::from_ref(&json)) {
+                Action::Update(json) => match self.updates.check(&json) {
+                    Ok(update) => {
+                        run.push(update);
+                        if run.len() == MARK_EVERY {
+                            self.updates.send(std::mem::take(&mut run));
+                            self.mark_written().await;
+                        }
+                    }
+                    Err(refused) => {
+                        self.updates.send(std::mem::take(&mut run));
                         self.on_refused(refused).await;
                     }
-                    unmarked += 1;
-                    if unmarked == MARK_EVERY {
-                        unmarked = 0;
-                        self.mark_written().await;
-                    }
+                },
+                Action::Interaction(interaction) => {
+                    self.updates.send(std::mem::take(&mut run));
+                    self.on_interaction(interaction).await
                 }
-                Action::Interaction(interaction) => self.on_interaction(interaction).await,
-                Action::Terminal(terminal) => self.on_terminal(terminal).await,
+                Action::Terminal(terminal) => {
+                    self.updates.send(std::mem::take(&mut run));
+                    self.on_terminal(terminal).await
+                }
                 Action::Ignore(name) => {
                     tracing::trace!(target: LOG, session = %self.id, event = %name, "ignored native event");
                 }
@@ -354,6 +364,7 @@ impl SessionActor {
                 return;
             }
         }
+        self.updates.send(run);
     }
 
     /// Marks what has been sent so far; if more than [`WRITE_AHEAD`] marks are still on their
@@ -593,7 +604,7 @@ impl SessionActor {
         }
     }
 
-    fn send_updates(&self, updates: Vec<SessionUpdate>) {
+    fn send_updates(&self, updates: Vec<Update>) {
         self.updates.send(updates);
     }
 
@@ -738,7 +749,7 @@ async fn oldest(written: &mut VecDeque<BoxFuture<'static, ()>>) {
     }
 }
 
-/// Where a session's updates go: the typed ACP gate, then the client, in order.
+/// Where a session's updates go: the ACP gate, then the client, in order.
 #[derive(Clone)]
 pub(crate) struct UpdatePort {
     id: SessionId,
@@ -752,20 +763,24 @@ impl UpdatePort {
         Self { id, client, limit }
     }
 
-    /// Parses mapper JSON into ACP updates (all of them, or none are sent) and sends them.
+    /// Checks mapper JSON as ACP updates (all of them, or none are sent) and sends them.
     pub(crate) fn send_json(&mut self, updates: &[String]) -> Result<(), Refused> {
         let updates = acp_json::updates(updates, self.limit)?;
         self.send(updates);
         Ok(())
     }
 
-    pub(crate) fn send(&self, updates: Vec<SessionUpdate>) {
-        for update in updates {
-            if let Err(error) =
-                self.client.update(SessionNotification::new(self.id.clone(), update))
-            {
-                tracing::debug!(target: LOG, session = %self.id, %error, "update not delivered");
-            }
+    /// Checks one update from mapper JSON, for [`send`](Self::send).
+    pub(crate) fn check(&self, json: &str) -> Result<Update, Refused> {
+        acp_json::check_update(json, self.limit)
+    }
+
+    pub(crate) fn send(&self, updates: Vec<Update>) {
+        if updates.is_empty() {
+            return;
+        }
+        if let Err(error) = self.client.updates(&self.id, updates) {
+            tracing::debug!(target: LOG, session = %self.id, %error, "update not delivered");
         }
     }
 }

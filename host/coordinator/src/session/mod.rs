@@ -8,11 +8,12 @@ mod turn;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use agent_client_protocol::v1::schema::{PromptResponse, SessionId, SessionUpdate};
+use agent_client_protocol::v1::schema::{PromptResponse, SessionId};
 use tokio::sync::{mpsc, oneshot};
 use zcode_bridge::{SessionLink, SessionReceiver};
 use zcode_contract::{InteractionOutcome, OpResult, SessionOp};
 
+use crate::acp_json::Update;
 use crate::client::ClientPort;
 use crate::config::CoordinatorConfig;
 use crate::error::CoordinatorError;
@@ -100,7 +101,7 @@ pub struct BoundSession {
     pub(crate) commands: mpsc::UnboundedReceiver<Command>,
     pub(crate) handle: SessionHandle,
     /// Updates to send once the response is out (session metadata).
-    pub(crate) after: Vec<SessionUpdate>,
+    pub(crate) after: Vec<Update>,
 }
 
 /// A mapper session linked to the host: what a bound session is built from.
@@ -116,7 +117,7 @@ impl BoundSession {
         binding: Binding,
         client: Arc<dyn ClientPort>,
         config: CoordinatorConfig,
-        after: Vec<SessionUpdate>,
+        after: Vec<Update>,
     ) -> Self {
         let Binding { link, inbound } = binding;
         let (tx, commands) = mpsc::unbounded_channel();
