@@ -2,7 +2,6 @@
 //! (`zcode_contract::golden`, the one `zcode-acp mapper test` runs through the WebAssembly
 //! component). Where each trace comes from: `traces/README.md`.
 
-use std::fs;
 use std::path::{Path, PathBuf};
 
 use zcode_app_server::AppServerMapper;
@@ -14,14 +13,9 @@ fn traces_dir() -> PathBuf {
 
 #[test]
 fn every_trace_replays() {
-    let paths = golden::trace_files(&traces_dir()).expect("traces directory");
-    assert!(paths.len() >= 3, "expected the trace set, found {}", paths.len());
-    for path in paths {
-        let text = fs::read_to_string(&path).expect("trace text");
-        let report = golden::replay(&AppServerMapper, &text);
-        assert!(report.passed(), "{}:\n{}", path.display(), report.render());
-        assert!(report.matched > 0, "{} checks nothing", path.display());
-    }
+    let traces =
+        golden::replay_files(&AppServerMapper, &traces_dir()).unwrap_or_else(|e| panic!("{e}"));
+    assert!(traces >= 3, "expected the full trace set, found {traces}");
 }
 
 /// Rewrites the expectations of marked lines from the native mapper:
@@ -29,10 +23,5 @@ fn every_trace_replays() {
 #[test]
 #[ignore = "rewrites traces/; run explicitly with ZCODE_BLESS=1"]
 fn bless() {
-    assert_eq!(
-        std::env::var("ZCODE_BLESS").as_deref(),
-        Ok("1"),
-        "set ZCODE_BLESS=1 to rewrite traces"
-    );
-    golden::bless_files(&AppServerMapper, &traces_dir()).unwrap_or_else(|e| panic!("{e}"));
+    golden::bless_files_if_asked(&AppServerMapper, &traces_dir()).unwrap_or_else(|e| panic!("{e}"));
 }

@@ -26,14 +26,9 @@ fn traces() -> Vec<PathBuf> {
 
 #[test]
 fn every_trace_replays() {
-    let paths = traces();
-    assert!(paths.len() >= 15, "expected the full trace set, found {}", paths.len());
-    for path in paths {
-        let text = fs::read_to_string(&path).expect("trace text");
-        let report = golden::replay(&ServicesV4Mapper, &text);
-        assert!(report.passed(), "{}:\n{}", path.display(), report.render());
-        assert!(report.matched > 0, "{} checks nothing", path.display());
-    }
+    let traces =
+        golden::replay_files(&ServicesV4Mapper, &traces_dir()).unwrap_or_else(|e| panic!("{e}"));
+    assert!(traces >= 15, "expected the full trace set, found {traces}");
 }
 
 /// Every runtime release the contract names has a trace of its setup and identity.
@@ -207,10 +202,6 @@ fn comments_say_what_each_frame_is() {
 #[test]
 #[ignore = "rewrites traces/; run explicitly with ZCODE_BLESS=1"]
 fn bless() {
-    assert_eq!(
-        std::env::var("ZCODE_BLESS").as_deref(),
-        Ok("1"),
-        "set ZCODE_BLESS=1 to rewrite traces"
-    );
-    golden::bless_files(&ServicesV4Mapper, &traces_dir()).unwrap_or_else(|e| panic!("{e}"));
+    golden::bless_files_if_asked(&ServicesV4Mapper, &traces_dir())
+        .unwrap_or_else(|e| panic!("{e}"));
 }

@@ -14,5 +14,6 @@ mod values;
 
 pub use format::{Call, DEFAULT_SESSION, Line, Outcome, parse_line, write_line};
 pub use replay::{
-    BlessScope, Mismatch, Report, TraceError, bless, bless_files, replay, trace_files,
+    BlessScope, Mismatch, Report, TraceError, bless, bless_files, bless_files_if_asked, replay,
+    replay_files, trace_files,
 };

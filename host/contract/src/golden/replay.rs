@@ -111,6 +111,32 @@ pub fn bless_files(mapper: &dyn Mapper, dir: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// Replays every trace in `dir` through `mapper`: how many there are, or what failed (a
+/// mismatch, or a trace that checks nothing), trace by trace.
+pub fn replay_files(mapper: &dyn Mapper, dir: &Path) -> Result<usize, String> {
+    let paths = trace_files(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut failed = String::new();
+    for path in &paths {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let report = replay(mapper, &text);
+        if !report.passed() {
+            failed += &format!("{}:\n{}\n", path.display(), report.render());
+        } else if report.matched == 0 {
+            failed += &format!("{} checks nothing\n", path.display());
+        }
+    }
+    if failed.is_empty() { Ok(paths.len()) } else { Err(failed) }
+}
+
+/// A mapper crate's `bless` test: [`bless_files`] when `ZCODE_BLESS=1` says the rewrite is
+/// meant, an error otherwise.
+pub fn bless_files_if_asked(mapper: &dyn Mapper, dir: &Path) -> Result<(), String> {
+    if std::env::var("ZCODE_BLESS").as_deref() != Ok("1") {
+        return Err("set ZCODE_BLESS=1 to rewrite traces".to_string());
+    }
+    bless_files(mapper, dir)
+}
+
 /// Replays `trace_text` through `mapper` and compares every `expect`.
 pub fn replay(mapper: &dyn Mapper, trace_text: &str) -> Report {
     let mut report = Report::default();

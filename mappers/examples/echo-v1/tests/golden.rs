@@ -1,7 +1,6 @@
 //! The golden traces in `traces/` replayed through the native mapper (the same replayer
 //! `zcode-acp mapper test` runs through the WebAssembly component).
 
-use std::fs;
 use std::path::{Path, PathBuf};
 
 use echo_v1::EchoMapper;
@@ -11,20 +10,10 @@ fn traces_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("traces")
 }
 
-fn traces() -> Vec<PathBuf> {
-    golden::trace_files(&traces_dir()).expect("traces directory")
-}
-
 #[test]
 fn every_trace_replays() {
-    let paths = traces();
-    assert!(paths.len() >= 3, "expected the full trace set, found {}", paths.len());
-    for path in paths {
-        let text = fs::read_to_string(&path).expect("trace text");
-        let report = golden::replay(&EchoMapper, &text);
-        assert!(report.passed(), "{}:\n{}", path.display(), report.render());
-        assert!(report.matched > 0, "{} checks nothing", path.display());
-    }
+    let traces = golden::replay_files(&EchoMapper, &traces_dir()).unwrap_or_else(|e| panic!("{e}"));
+    assert!(traces >= 3, "expected the full trace set, found {traces}");
 }
 
 /// Rewrites the expectations of marked lines from the native mapper:
@@ -32,10 +21,5 @@ fn every_trace_replays() {
 #[test]
 #[ignore = "rewrites traces/; run explicitly with ZCODE_BLESS=1"]
 fn bless() {
-    assert_eq!(
-        std::env::var("ZCODE_BLESS").as_deref(),
-        Ok("1"),
-        "set ZCODE_BLESS=1 to rewrite traces"
-    );
-    golden::bless_files(&EchoMapper, &traces_dir()).unwrap_or_else(|e| panic!("{e}"));
+    golden::bless_files_if_asked(&EchoMapper, &traces_dir()).unwrap_or_else(|e| panic!("{e}"));
 }
