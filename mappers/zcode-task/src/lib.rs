@@ -13,6 +13,7 @@
 pub mod bridge;
 pub mod connection;
 pub mod envelope;
+pub mod event_text;
 pub mod events;
 pub mod history;
 pub mod install;
