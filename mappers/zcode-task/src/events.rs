@@ -1,7 +1,8 @@
 //! Native dynamic events → actions. The event union is strict: an unknown type, a missing
 //! field or an extra field is a protocol error, never silence.
 
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
 use zcode_contract::{Action, ErrorKind, MapperError, NativeData, StopReason, Terminal};
 
 use crate::event_text;
@@ -269,14 +270,32 @@ fn chunk_kind(kind: &str) -> Result<Option<&'static str>, MapperError> {
     }
 }
 
-/// A text chunk update.
+/// A text chunk update, written out without a tree. The keys come sorted, as the tree wrote
+/// them in the component (`serde_json` without `preserve_order`: only test builds unify it in),
+/// so the component's text is the same byte for byte.
 fn text_chunk(chunk_kind: &'static str, delta: &str, message_id: Option<&str>) -> Action {
-    let mut chunk =
-        json!({"sessionUpdate": chunk_kind, "content": {"type": "text", "text": delta}});
-    if let Some(message_id) = message_id {
-        chunk["messageId"] = json!(message_id);
+    #[derive(Serialize)]
+    struct Chunk<'a> {
+        content: Content<'a>,
+        #[serde(rename = "messageId", skip_serializing_if = "Option::is_none")]
+        message_id: Option<&'a str>,
+        #[serde(rename = "sessionUpdate")]
+        session_update: &'static str,
     }
-    update(&chunk)
+    #[derive(Serialize)]
+    struct Content<'a> {
+        text: &'a str,
+        #[serde(rename = "type")]
+        content_type: &'static str,
+    }
+    let chunk = Chunk {
+        content: Content { text: delta, content_type: "text" },
+        message_id,
+        session_update: chunk_kind,
+    };
+    // Structs of strings always serialize; were it to fail, the core would refuse the empty
+    // update and break the turn.
+    Action::Update(serde_json::to_string(&chunk).unwrap_or_default())
 }
 
 /// The tool input kinds of a stream, for tool `id`; `delta` is read only by the kind that has
@@ -371,6 +390,7 @@ mod tests {
 
     use super::*;
     use crate::test_support::*;
+    use zcode_mapper_sdk::json::canonical;
 
     /// Every session event the typed reader accepts maps as the general reader maps it, step
     /// by step through a turn (sequence checks, tools, an error, the end).
@@ -481,7 +501,8 @@ mod tests {
         );
     }
 
-    /// The chunk's text is the text the tree of the update was written as, escapes and all.
+    /// The chunk's text is the text the tree of the update was written as in the component
+    /// (keys sorted, see `text_chunk`), escapes and all.
     #[test]
     fn text_chunks_keep_the_delta_byte_for_byte() {
         let mut driver = running(true, true);
@@ -498,7 +519,7 @@ mod tests {
                 expected["messageId"] = json!(id);
             }
             let actions = driver.session_event("model.streaming", payload);
-            assert_eq!(actions, [Action::Update(expected.to_string())], "{kind}");
+            assert_eq!(actions, [Action::Update(canonical(&expected))], "{kind}");
         }
     }
 
