@@ -15,6 +15,7 @@ pub mod connection;
 pub mod envelope;
 pub mod event_text;
 pub mod events;
+pub mod final_read;
 pub mod history;
 pub mod install;
 pub mod interactions;
