@@ -11,8 +11,12 @@
 //! so falling back never sees a half-applied event.
 
 use std::borrow::Cow;
+use std::fmt;
+use std::marker::PhantomData;
 
 use serde::Deserialize;
+use serde::de::value::MapAccessDeserializer;
+use serde::de::{Deserializer, MapAccess, Visitor};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
@@ -69,8 +73,9 @@ pub fn read(text: &str) -> Option<SessionEvent<'_>> {
     struct Dynamic<'a> {
         #[serde(rename = "type", borrow)]
         event_type: Text<'a>,
+        // Read in the same pass: a `RawValue` here would scan the event twice.
         #[serde(borrow)]
-        event: &'a RawValue,
+        event: Object<Event<'a>>,
     }
     // The same fields as `events::session_event` checks, with the types it wants; `Option`
     // where it reads `null` as absent.
@@ -96,12 +101,11 @@ pub fn read(text: &str) -> Option<SessionEvent<'_>> {
         payload: &'a RawValue,
     }
 
-    // A derived struct also reads a JSON array, field by field; the general reader refuses it.
-    let dynamic: Dynamic<'_> = object(text)?;
+    let Object(dynamic): Object<Dynamic<'_>> = serde_json::from_str(text).ok()?;
     if dynamic.event_type.as_str() != "session.event" {
         return None;
     }
-    let event: Event<'_> = object(dynamic.event.get())?;
+    let Object(event) = dynamic.event;
     if event.event_id.as_str().is_empty() || event.event_type.as_str().is_empty() {
         return None;
     }
@@ -138,7 +142,7 @@ fn streaming(text: &str) -> Option<Streaming<'_>> {
         #[serde(borrow)]
         input: Option<&'a RawValue>,
     }
-    let payload: Payload<'_> = object(text)?;
+    let Object(payload): Object<Payload<'_>> = serde_json::from_str(text).ok()?;
     let input = match payload.input {
         Some(input) => Some(serde_json::from_str(input.get()).ok()?),
         None => None,
@@ -153,12 +157,26 @@ fn streaming(text: &str) -> Option<Streaming<'_>> {
     })
 }
 
-/// A JSON object read as `T`; `None` for anything else.
-fn object<'a, T: Deserialize<'a>>(text: &'a str) -> Option<T> {
-    if !text.trim_start().starts_with('{') {
-        return None;
+/// A `T` read from a JSON object only. A derived struct also reads a JSON array, field by
+/// field; the general reader refuses one.
+struct Object<T>(T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ObjectVisitor<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for ObjectVisitor<T> {
+            type Value = T;
+
+            fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+                formatter.write_str("a JSON object")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+                T::deserialize(MapAccessDeserializer::new(map))
+            }
+        }
+        deserializer.deserialize_map(ObjectVisitor(PhantomData)).map(Object)
     }
-    serde_json::from_str(text).ok()
 }
 
 #[cfg(test)]
