@@ -1,9 +1,11 @@
 //! Native dynamic events → actions. The event union is strict: an unknown type, a missing
 //! field or an extra field is a protocol error, never silence.
 
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
 use zcode_contract::{Action, ErrorKind, MapperError, NativeData, StopReason, Terminal};
 
+use crate::event_text;
 use crate::interactions;
 use crate::settings::{Publisher, Snapshot, SnapshotRules, session_info_update};
 use crate::state::{State, TurnPhase, update};
@@ -50,6 +52,10 @@ fn dynamic_event(
     payload: &NativeData,
 ) -> Result<Vec<Action>, MapperError> {
     let payload = payload.as_text().ok_or_else(|| protocol("Native event is binary, not JSON"))?;
+    if let Some(event) = event_text::read(payload) {
+        return typed_session_event(state, event);
+    }
+    // The general reader, which has the errors.
     let event = parse(payload, ErrorKind::Protocol, "Native event")?;
     let fields = Fields::native(&event, "Native event")?;
     let event_type = fields.str("type")?;
@@ -118,11 +124,46 @@ fn session_event(state: &mut State, event: &Value) -> Result<Vec<Action>, Mapper
     fields.str("deliveryKind")?;
     let event_type = fields.non_empty_str("type")?;
     let payload = fields.object("payload", "session.event payload")?;
+    if let Some(actions) = sequenced(state, seq, event_type)? {
+        return Ok(actions);
+    }
+    match event_type {
+        "model.streaming" => streaming(state, payload),
+        _ => other_event(state, event_type, timestamp, payload),
+    }
+}
 
+/// A session event read typed ([`event_text`]): the same steps as [`session_event`].
+fn typed_session_event(
+    state: &mut State,
+    event: event_text::SessionEvent<'_>,
+) -> Result<Vec<Action>, MapperError> {
+    let event_type = event.event_type.as_str();
+    if let Some(actions) = sequenced(state, event.seq, event_type)? {
+        return Ok(actions);
+    }
+    match &event.payload {
+        event_text::Payload::Streaming(payload) => typed_streaming(state, payload),
+        event_text::Payload::Tree(payload) => {
+            let payload = Fields::native(payload, "session.event payload")?;
+            other_event(state, event_type, event.timestamp, payload)
+        }
+    }
+}
+
+/// What the sequence and the turn phase decide before an event is mapped: `Some` when that
+/// is all (a replayed, ignored or stale event, or a gap before a turn's end).
+fn sequenced(
+    state: &mut State,
+    seq: u64,
+    event_type: &str,
+) -> Result<Option<Vec<Action>>, MapperError> {
     match state.last_seq {
         // Delivered twice (a backlog replayed after a resubscribe): already handled.
         Some(last) if seq <= last => {
-            return Ok(vec![Action::Ignore(format!("{event_type} (seq {seq} already seen)"))]);
+            return Ok(Some(vec![Action::Ignore(format!(
+                "{event_type} (seq {seq} already seen)"
+            ))]));
         }
         // A lost event mid-turn would silently drop text or a tool step: fail closed.
         Some(last) if seq > last + 1 && state.running() => {
@@ -132,23 +173,32 @@ fn session_event(state: &mut State, event: &Value) -> Result<Vec<Action>, Mapper
                 last + 1
             ));
             if TURN_ENDS.contains(&event_type) {
-                return Ok(state.break_ended_turn(gap));
+                return Ok(Some(state.break_ended_turn(gap)));
             }
             return Err(gap);
         }
         _ => state.last_seq = Some(seq),
     }
     if IGNORED_SESSION_EVENTS.contains(&event_type) {
-        return Ok(vec![Action::Ignore(event_type.to_string())]);
+        return Ok(Some(vec![Action::Ignore(event_type.to_string())]));
     }
     if TURN_EVENTS.contains(&event_type) && !state.running() {
         if state.phase == TurnPhase::Broken && TURN_ENDS.contains(&event_type) {
-            return Ok(state.end_broken_turn());
+            return Ok(Some(state.end_broken_turn()));
         }
-        return Ok(vec![Action::Ignore(format!("{event_type} outside a turn"))]);
+        return Ok(Some(vec![Action::Ignore(format!("{event_type} outside a turn"))]));
     }
+    Ok(None)
+}
+
+/// Every session event but `model.streaming`, from its payload tree.
+fn other_event(
+    state: &mut State,
+    event_type: &str,
+    timestamp: f64,
+    payload: Fields<'_>,
+) -> Result<Vec<Action>, MapperError> {
     match event_type {
-        "model.streaming" => streaming(state, payload),
         "tool.updated" => tool_updated(state, payload),
         "turn.completed" => Ok(turn_completed(state, payload)),
         "turn.failed" => Ok(turn_failed(state, payload)),
@@ -174,32 +224,96 @@ fn tool_call_id<'a>(
 
 fn streaming(state: &mut State, payload: Fields<'_>) -> Result<Vec<Action>, MapperError> {
     let kind = payload.str("kind")?;
-    let chunk_kind = match kind {
-        "text_delta" => Some("agent_message_chunk"),
-        "reasoning_delta" => Some("agent_thought_chunk"),
-        "tool_input_start" | "tool_input_delta" | "tool_input_end" | "tool_call" => None,
-        other => return Err(protocol(format!("Unsupported model stream kind: {other}"))),
-    };
-    if let Some(chunk_kind) = chunk_kind {
+    if let Some(chunk_kind) = chunk_kind(kind)? {
         let delta = payload.opt_str("delta")?.unwrap_or_default();
         if delta.is_empty() {
             return Ok(Vec::new());
         }
-        let mut chunk =
-            json!({"sessionUpdate": chunk_kind, "content": {"type": "text", "text": delta}});
-        if let Some(message_id) = payload.opt_str("assistantMessageId")? {
-            chunk["messageId"] = json!(message_id);
-        }
-        return Ok(vec![update(&chunk)]);
+        let message_id = payload.opt_str("assistantMessageId")?;
+        return Ok(vec![text_chunk(chunk_kind, delta, message_id)]);
     }
     let id = tool_call_id(&payload, || format!("Missing toolCallId for stream kind: {kind}"))?;
     let name = payload.opt_str("toolName")?;
+    let delta = || Ok(payload.opt_str("delta")?.unwrap_or_default());
+    tool_stream(state, kind, id, name, delta, payload.get("input"))
+}
+
+/// [`streaming`] of a payload read typed: every field is known to be of its type.
+fn typed_streaming(
+    state: &mut State,
+    payload: &event_text::Streaming<'_>,
+) -> Result<Vec<Action>, MapperError> {
+    let text = event_text::opt_str;
+    let kind = payload.kind.as_str();
+    if let Some(chunk_kind) = chunk_kind(kind)? {
+        let delta = text(&payload.delta).unwrap_or_default();
+        if delta.is_empty() {
+            return Ok(Vec::new());
+        }
+        return Ok(vec![text_chunk(chunk_kind, delta, text(&payload.assistant_message_id))]);
+    }
+    let id = match text(&payload.tool_call_id) {
+        Some(id) if !id.is_empty() => id,
+        _ => return Err(protocol(format!("Missing toolCallId for stream kind: {kind}"))),
+    };
+    let delta = || Ok(text(&payload.delta).unwrap_or_default());
+    tool_stream(state, kind, id, text(&payload.tool_name), delta, payload.input.as_ref())
+}
+
+/// The ACP chunk a stream kind becomes (`None`: a tool input kind); an unknown kind is an error.
+fn chunk_kind(kind: &str) -> Result<Option<&'static str>, MapperError> {
+    match kind {
+        "text_delta" => Ok(Some("agent_message_chunk")),
+        "reasoning_delta" => Ok(Some("agent_thought_chunk")),
+        "tool_input_start" | "tool_input_delta" | "tool_input_end" | "tool_call" => Ok(None),
+        other => Err(protocol(format!("Unsupported model stream kind: {other}"))),
+    }
+}
+
+/// A text chunk update, written out without a tree. The keys come sorted, as the tree wrote
+/// them in the component (`serde_json` without `preserve_order`: only test builds unify it in),
+/// so the component's text is the same byte for byte.
+fn text_chunk(chunk_kind: &'static str, delta: &str, message_id: Option<&str>) -> Action {
+    #[derive(Serialize)]
+    struct Chunk<'a> {
+        content: Content<'a>,
+        #[serde(rename = "messageId", skip_serializing_if = "Option::is_none")]
+        message_id: Option<&'a str>,
+        #[serde(rename = "sessionUpdate")]
+        session_update: &'static str,
+    }
+    #[derive(Serialize)]
+    struct Content<'a> {
+        text: &'a str,
+        #[serde(rename = "type")]
+        content_type: &'static str,
+    }
+    let chunk = Chunk {
+        content: Content { text: delta, content_type: "text" },
+        message_id,
+        session_update: chunk_kind,
+    };
+    // Structs of strings always serialize; were it to fail, the core would refuse the empty
+    // update and break the turn.
+    Action::Update(serde_json::to_string(&chunk).unwrap_or_default())
+}
+
+/// The tool input kinds of a stream, for tool `id`; `delta` is read only by the kind that has
+/// one.
+fn tool_stream<'a>(
+    state: &mut State,
+    kind: &str,
+    id: &str,
+    name: Option<&str>,
+    delta: impl FnOnce() -> Result<&'a str, MapperError>,
+    input: Option<&Value>,
+) -> Result<Vec<Action>, MapperError> {
     let tools = &mut state.tools;
     match kind {
         "tool_input_start" => tools.input_started(id, name),
-        "tool_input_delta" => tools.input_delta(id, payload.opt_str("delta")?.unwrap_or_default()),
+        "tool_input_delta" => tools.input_delta(id, delta()?),
         "tool_call" => {
-            tools.set_input(id, name, payload.get("input"));
+            tools.set_input(id, name, input);
             return Ok(tools.announce(id, name, &state.workspace).iter().map(update).collect());
         }
         _ => {}
@@ -272,9 +386,142 @@ fn turn_failed(state: &mut State, payload: Fields<'_>) -> Vec<Action> {
 #[cfg(test)]
 mod tests {
     use serde_json::json;
-    use zcode_contract::{Action, ErrorKind, MapperError, StopReason, Terminal};
+    use zcode_contract::{Action, ClientFeatures, ErrorKind, MapperError, StopReason, Terminal};
 
+    use super::*;
     use crate::test_support::*;
+    use zcode_mapper_sdk::json::canonical;
+
+    /// Every session event the typed reader accepts maps as the general reader maps it, step
+    /// by step through a turn (sequence checks, tools, an error, the end).
+    #[test]
+    fn the_typed_reader_maps_as_the_general_one() {
+        let steps = [
+            (
+                1,
+                "model.streaming",
+                json!({"kind": "text_delta", "delta": "Hi \"there\"\n", "assistantMessageId": "m1"}),
+            ),
+            (2, "model.streaming", json!({"kind": "reasoning_delta", "delta": "hmm"})),
+            (3, "model.streaming", json!({"kind": "text_delta", "delta": ""})),
+            (
+                4,
+                "model.streaming",
+                json!({"kind": "tool_input_start", "toolCallId": "t1", "toolName": "Bash"}),
+            ),
+            (
+                5,
+                "model.streaming",
+                json!({"kind": "tool_input_delta", "toolCallId": "t1", "delta": "{\"command\":"}),
+            ),
+            (
+                6,
+                "model.streaming",
+                json!({"kind": "tool_input_delta", "toolCallId": "t1", "delta": "\"ls\"}"}),
+            ),
+            (7, "model.streaming", json!({"kind": "tool_input_end", "toolCallId": "t1"})),
+            (
+                8,
+                "model.streaming",
+                json!({"kind": "tool_call", "toolCallId": "t1", "toolName": "Bash"}),
+            ),
+            (
+                9,
+                "model.streaming",
+                json!({"kind": "tool_call", "toolCallId": "t2", "input": {"pattern": "x"}, "toolName": "Grep"}),
+            ),
+            (10, "tool.updated", json!({"kind": "started", "toolCallId": "t1"})),
+            (11, "session.titleUpdated", json!({"title": "A title"})),
+            (12, "turn.started", json!({})),
+            (12, "model.streaming", json!({"kind": "text_delta", "delta": "again"})),
+            (13, "model.streaming", json!({"kind": "tool_call", "toolCallId": ""})),
+            (15, "model.streaming", json!({"kind": "text_delta", "delta": "after a gap"})),
+            (16, "model.streaming", json!({"kind": "text_start"})),
+            (17, "message.upserted", json!({})),
+            (18, "turn.completed", json!({"resultType": "success"})),
+            (19, "model.streaming", json!({"kind": "text_delta", "delta": "late"})),
+        ];
+        let state = || {
+            let mut state = State::new("/w".into(), ClientFeatures::default());
+            state.start_turn();
+            state
+        };
+        let (mut typed, mut general) = (state(), state());
+        for (seq, event_type, payload) in steps {
+            let event = json!({"type": "session.event", "event": {
+                "eventId": format!("e-{seq}"), "sessionId": "s", "turnId": "t", "seq": seq,
+                "timestamp": 1_757_000_000_000_u64, "deliveryKind": "desktop-continuous",
+                "type": event_type, "payload": payload,
+            }});
+            let text = event.to_string();
+            let read = event_text::read(&text).expect("read typed");
+            let typed_actions = typed_session_event(&mut typed, read);
+            let general_actions = session_event(&mut general, &event["event"]);
+            assert_eq!(typed_actions, general_actions, "seq {seq} {event_type}");
+            assert_eq!((typed.last_seq, typed.phase), (general.last_seq, general.phase));
+        }
+        assert_eq!(typed.phase, TurnPhase::Ended, "the script reached the end of the turn");
+    }
+
+    /// What the typed reader leaves to the general one gets the general one's answer.
+    #[test]
+    fn unusual_deltas_are_mapped_or_refused_as_before() {
+        let mut driver = running(true, true);
+        let extra =
+            json!({"kind": "text_delta", "delta": "x", "partId": "p", "assistantMessageId": "m"});
+        assert_eq!(
+            updates_of(&driver.session_event("model.streaming", extra)),
+            [
+                json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "x"}, "messageId": "m"})
+            ],
+            "a payload's unknown fields are not read"
+        );
+        let wrong = json!({"kind": "text_delta", "delta": 5});
+        assert_eq!(
+            broken_message(&driver.session_event("model.streaming", wrong)),
+            "session.event payload: field `delta` must be a string"
+        );
+        let mut driver = running(true, true);
+        let missing = json!({"delta": "x"});
+        assert_eq!(
+            broken_message(&driver.session_event("model.streaming", missing)),
+            "session.event payload: missing field `kind`"
+        );
+        let mut driver = running(true, true);
+        let event = json!({"type": "session.event", "event": {"eventId": "e", "sessionId": "session-1", "seq": 1, "deliveryKind": "desktop-continuous", "type": "model.streaming", "payload": {"kind": "text_delta", "delta": "x"}}});
+        assert_eq!(
+            broken_message(&driver.event(event)),
+            "session.event: missing field `timestamp`"
+        );
+        let mut driver = running(true, true);
+        let event = json!({"type": "session.event", "event": {"eventId": "e", "sessionId": "session-1", "seq": "1", "timestamp": 1, "deliveryKind": "desktop-continuous", "type": "model.streaming", "payload": {"kind": "text_delta", "delta": "x"}}});
+        assert_eq!(
+            broken_message(&driver.event(event)),
+            "session.event: field `seq` must be a non-negative integer"
+        );
+    }
+
+    /// The chunk's text is the text the tree of the update was written as in the component
+    /// (keys sorted, see `text_chunk`), escapes and all.
+    #[test]
+    fn text_chunks_keep_the_delta_byte_for_byte() {
+        let mut driver = running(true, true);
+        let delta = "a \"quoted\" \\ line\nnext \u{e9}\u{1F600} </x> \u{7}\t";
+        for (message_id, kind, chunk_kind) in [
+            (Some("msg-1"), "text_delta", "agent_message_chunk"),
+            (None, "reasoning_delta", "agent_thought_chunk"),
+        ] {
+            let mut payload = json!({"kind": kind, "delta": delta});
+            let mut expected =
+                json!({"sessionUpdate": chunk_kind, "content": {"type": "text", "text": delta}});
+            if let Some(id) = message_id {
+                payload["assistantMessageId"] = json!(id);
+                expected["messageId"] = json!(id);
+            }
+            let actions = driver.session_event("model.streaming", payload);
+            assert_eq!(actions, [Action::Update(canonical(&expected))], "{kind}");
+        }
+    }
 
     #[test]
     fn streams_text_and_reasoning() {

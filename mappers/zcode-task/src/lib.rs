@@ -13,7 +13,9 @@
 pub mod bridge;
 pub mod connection;
 pub mod envelope;
+pub mod event_text;
 pub mod events;
+pub mod final_read;
 pub mod history;
 pub mod install;
 pub mod interactions;

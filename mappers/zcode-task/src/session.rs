@@ -16,6 +16,7 @@ use zcode_contract::{
 use zcode_mapper_sdk::ops::{Pager, Pending};
 
 use crate::events::{self, Reader};
+use crate::final_read;
 use crate::history;
 use crate::interactions;
 use crate::ops::{self, Outbound};
@@ -238,7 +239,12 @@ impl<G: Generation> Session<G> {
             let Some((reply, label)) = resumed.reply else {
                 return self.streamed(resumed.stage);
             };
-            match (ops::reply_value(reply, &label), &self.opening) {
+            let result = match &resumed.stage {
+                // The turn's whole message comes with it; only its parts' types are read.
+                Stage::FinishSnapshot { .. } => final_read::snapshot_value(reply, &label),
+                _ => ops::reply_value(reply, &label),
+            };
+            match (result, &self.opening) {
                 // The host's error for an unknown session is free text: ask for its sessions.
                 (Err(failure), Some(session_id))
                     if label == "agent.resumeSession" && failure.kind == ErrorKind::Native =>

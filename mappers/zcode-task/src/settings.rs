@@ -117,6 +117,8 @@ pub struct ModeSettings {
 #[serde(rename_all = "camelCase")]
 pub struct Message {
     pub info: MessageInfo,
+    /// Whole where a session is opened (history replays from them); only `{"type": ...}`
+    /// after the turn's final read (`final_read`), the part the cache reads.
     pub parts: Vec<Value>,
 }
 
