@@ -13,6 +13,7 @@ pub mod frames;
 mod host;
 mod mutate;
 pub mod services;
+mod split;
 mod templates;
 
 pub use templates::{event_templates, frame_templates};

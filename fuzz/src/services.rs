@@ -20,16 +20,11 @@ use zcode_services_v4::ipc::frame::HEADER_LEN;
 use zcode_services_v4::ipc::message::{Response, encode_response};
 use zcode_services_v4::ipc::value::{IpcValue, Reader};
 
+use crate::split::{Decoded, check_cuts};
+
 /// A hello as ZCode's `entry-stdio.ts` writes it.
 pub const HELLO: &[u8] =
     b"{\"type\":\"zcode-hello\",\"version\":\"4.0.0\",\"platform\":\"linux\",\"arch\":\"x64\",\"pid\":7}\n";
-
-/// What decoding a stream produced.
-#[derive(Debug, PartialEq)]
-struct Decoded {
-    inbound: Vec<Inbound>,
-    error: Option<String>,
-}
 
 /// libFuzzer entry: the first byte says whether a valid hello and `[200]` come first (so the
 /// fuzzer spends its time on the binary phase), the next four choose the split.
@@ -53,23 +48,12 @@ pub fn handshake_bytes() -> Vec<u8> {
     bytes
 }
 
-/// Checks the decoder's properties for `stream` split as `seed` says.
+/// Checks the decoder's properties for `stream` split as `seed` says (the hello counts as
+/// one item: its acknowledgement).
 pub fn check_stream(stream: &[u8], seed: u32) {
-    let whole = decode(&[stream]);
-    let pieces = split(stream, seed);
-    let piecewise = decode(&pieces);
-    assert_eq!(whole.error, piecewise.error, "the split changed the outcome");
-    if whole.error.is_none() {
-        assert_eq!(whole.inbound, piecewise.inbound, "the split changed what was decoded");
-        let expected = complete_frames_after_hello(stream);
-        assert_eq!(
-            whole.inbound.len(),
-            expected,
-            "{expected} frames (and the hello) gave {} inbound items: silence or invention",
-            whole.inbound.len()
-        );
-    }
-    for item in whole.inbound.iter().chain(&piecewise.inbound) {
+    let [whole, piecewise] =
+        check_cuts(stream, seed, || complete_frames_after_hello(stream), decode);
+    for item in whole.items.iter().chain(&piecewise.items) {
         let text = match item {
             Inbound::Reply(reply) => match &reply.body {
                 ReplyBody::Ok(NativeData::Text(text)) => text,
@@ -96,18 +80,10 @@ pub fn check_stream(stream: &[u8], seed: u32) {
 
 fn decode(pieces: &[&[u8]]) -> Decoded {
     let mut connection = ServicesConnection::new();
-    let mut inbound = Vec::new();
-    for piece in pieces {
-        match connection.push(piece) {
-            Ok(more) => inbound.extend(more),
-            Err(error) => return Decoded { inbound, error: Some(error.message) },
-        }
-    }
-    match connection.finish() {
-        Ok(more) => inbound.extend(more),
-        Err(error) => return Decoded { inbound, error: Some(error.message) },
-    }
-    Decoded { inbound, error: None }
+    crate::split::decode(pieces, |read| match read {
+        Some(bytes) => connection.push(bytes),
+        None => connection.finish(),
+    })
 }
 
 /// The inbound items an error-free decode must give: the acknowledgement of the hello, then
@@ -162,23 +138,6 @@ fn json_of(value: &IpcValue) -> Option<Value> {
         IpcValue::Json(text) => serde_json::from_str(text).ok()?,
         IpcValue::Int(int) => Value::from(*int),
     })
-}
-
-/// Cuts `stream` into pieces of pseudo-random sizes (0 to 64 bytes).
-fn split(stream: &[u8], seed: u32) -> Vec<&[u8]> {
-    let mut state = seed | 1;
-    let mut pieces = Vec::new();
-    let mut rest = stream;
-    while !rest.is_empty() {
-        state ^= state << 13;
-        state ^= state >> 17;
-        state ^= state << 5;
-        let size = (state % 65) as usize;
-        let (piece, tail) = rest.split_at(size.min(rest.len()));
-        pieces.push(piece);
-        rest = tail;
-    }
-    pieces
 }
 
 /// Realistic messages of a session (replies, errors, events with V4 wire frames), framed: the
