@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use zcode_contract::{
     Action, Effects, ErrorKind, Interaction, InteractionAnswer, InteractionRequest, MapperError,
@@ -18,7 +19,7 @@ use crate::json::{acp_params, invalid_params, native, native_value, protocol, te
 use crate::releases::{self, Profile};
 use crate::tools::Tools;
 use crate::v4::{self, FrameOutcome, Subscription};
-use crate::wire::{self, Frame};
+use crate::wire::{self, Frame, raw_value};
 
 const TIMEOUT_MS: u32 = 60_000;
 /// History replays stream this many updates a step.
@@ -1005,23 +1006,42 @@ impl AppServerSession {
                     ))));
                     return;
                 };
-                match wire::classify(line) {
-                    Ok(Frame::Notification { method, params }) => {
-                        self.notification(&method, &params, effects)
+                let read = wire::classify(line).and_then(|frame| match frame {
+                    Frame::Notification { method, params } => {
+                        self.notification(&method, params, effects)
                     }
-                    Ok(Frame::Request { id, method, params }) => {
-                        self.reverse_request(id, &method, &params, effects)
+                    Frame::Request { id, method, params } => {
+                        let (id, params) = (raw_value(Some(id))?, raw_value(params)?);
+                        self.reverse_request(id, &method, &params, effects);
+                        Ok(())
                     }
-                    Ok(Frame::Reply(_)) => {
-                        effects.actions.push(Action::Ignore("reply routed as an event".to_string()))
+                    Frame::Reply(_) => {
+                        effects
+                            .actions
+                            .push(Action::Ignore("reply routed as an event".to_string()));
+                        Ok(())
                     }
-                    Err(error) => effects.actions.push(Action::Terminal(Terminal::Broken(error))),
+                });
+                if let Err(error) = read {
+                    effects.actions.push(Action::Terminal(Terminal::Broken(error)));
                 }
             }
         }
     }
 
-    fn notification(&mut self, method: &str, params: &Value, effects: &mut Effects) {
+    /// A notification routed to the session, its parameters as they came.
+    fn notification(
+        &mut self,
+        method: &str,
+        params: Option<&RawValue>,
+        effects: &mut Effects,
+    ) -> Result<(), MapperError> {
+        let params = raw_value(params)?;
+        self.read_notification(method, &params, effects);
+        Ok(())
+    }
+
+    fn read_notification(&mut self, method: &str, params: &Value, effects: &mut Effects) {
         match method {
             "session/event" => {
                 if let (Some(seq), Some(last)) =
