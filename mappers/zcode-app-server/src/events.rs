@@ -31,38 +31,57 @@ fn chunk(kind: &str, delta: &str) -> Action {
     update(json!({"sessionUpdate": kind, "content": {"type": "text", "text": delta}}))
 }
 
-/// One `session/event` params object.
-pub fn map(turn: &mut Turn<'_>, event: &Value) -> Result<Vec<Action>, MapperError> {
-    let kind = event
-        .get("type")
-        .and_then(Value::as_str)
-        .ok_or_else(|| protocol("session/event without type"))?;
-    let empty = Value::Null;
-    let payload = event.get("payload").unwrap_or(&empty);
-    Ok(match kind {
+/// Why an event of type `kind` is only ignored, whatever its payload says: `None` when it is
+/// mapped. `content`: this stream carries the turn's content (see [`Turn::content`]). The
+/// session asks before it reads the event's payload: with V4, every text delta also comes
+/// here, and is dropped without being read.
+pub fn ignored(kind: &str, content: bool) -> Option<String> {
+    match kind {
         // Shown from the V4 rows and state: the same facts, projected by ZCode itself.
         "model.streaming" | "tool.updated" | "session.titleUpdated" | "session.updated"
-            if !turn.content =>
+            if !content =>
         {
-            vec![Action::Ignore(format!("{kind} (carried by the V4 conversation)"))]
+            Some(format!("{kind} (carried by the V4 conversation)"))
         }
-        "model.streaming" => streaming(turn, payload)?,
-        "tool.updated" => tool(turn, payload)?,
-        "turn.completed" => completed(turn, payload),
-        "turn.failed" => failed(turn, payload),
-        "session.titleUpdated" => match payload.get("title").and_then(Value::as_str).filter(|t| !t.is_empty()) {
-            Some(title) => vec![update(json!({"sessionUpdate": "session_info_update", "title": title}))],
-            None => vec![Action::Ignore(kind.to_string())],
-        },
-        "session.updated" => session_updated(payload),
         // The reverse request carries the question; these only mirror it.
         "permission.requested" | "permission.resolved" | "userInput.requested" | "userInput.resolved"
         // Covered by model.streaming and tool.updated.
         | "message.upserted" | "message.removed" | "part.started" | "part.delta" | "part.upserted" | "part.removed"
         | "turn.started" | "turn.steerQueued" | "turn.steerDrained"
         | "session.created" | "session.resumed" | "session.closed"
-        | "checkpoint.created" | "rewind.triggered" | "streamRecovery.updated" => vec![Action::Ignore(kind.to_string())],
-        other => vec![Action::Terminal(Terminal::Broken(protocol(format!("ZCode sent a session event zcode-acp does not know: {other}"))))],
+        | "checkpoint.created" | "rewind.triggered" | "streamRecovery.updated" => Some(kind.to_string()),
+        _ => None,
+    }
+}
+
+/// One `session/event` params object.
+pub fn map(turn: &mut Turn<'_>, event: &Value) -> Result<Vec<Action>, MapperError> {
+    let kind = event
+        .get("type")
+        .and_then(Value::as_str)
+        .ok_or_else(|| protocol("session/event without type"))?;
+    if let Some(why) = ignored(kind, turn.content) {
+        return Ok(vec![Action::Ignore(why)]);
+    }
+    let empty = Value::Null;
+    let payload = event.get("payload").unwrap_or(&empty);
+    Ok(match kind {
+        "model.streaming" => streaming(turn, payload)?,
+        "tool.updated" => tool(turn, payload)?,
+        "turn.completed" => completed(turn, payload),
+        "turn.failed" => failed(turn, payload),
+        "session.titleUpdated" => {
+            match payload.get("title").and_then(Value::as_str).filter(|t| !t.is_empty()) {
+                Some(title) => {
+                    vec![update(json!({"sessionUpdate": "session_info_update", "title": title}))]
+                }
+                None => vec![Action::Ignore(kind.to_string())],
+            }
+        }
+        "session.updated" => session_updated(payload),
+        other => vec![Action::Terminal(Terminal::Broken(protocol(format!(
+            "ZCode sent a session event zcode-acp does not know: {other}"
+        ))))],
     })
 }
 

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use zcode_contract::{
@@ -19,7 +20,7 @@ use crate::json::{acp_params, invalid_params, native, native_value, protocol, te
 use crate::releases::{self, Profile};
 use crate::tools::Tools;
 use crate::v4::{self, FrameOutcome, Subscription};
-use crate::wire::{self, Frame, raw_value};
+use crate::wire::{self, Frame, raw_str, raw_value};
 
 const TIMEOUT_MS: u32 = 60_000;
 /// History replays stream this many updates a step.
@@ -1036,65 +1037,114 @@ impl AppServerSession {
         params: Option<&RawValue>,
         effects: &mut Effects,
     ) -> Result<(), MapperError> {
+        if method == "session/event" {
+            return self.legacy_event(params, effects);
+        }
         let params = raw_value(params)?;
         self.read_notification(method, &params, effects);
         Ok(())
     }
 
-    fn read_notification(&mut self, method: &str, params: &Value, effects: &mut Effects) {
-        match method {
-            "session/event" => {
-                if let (Some(seq), Some(last)) =
-                    (params.get("seq").and_then(Value::as_u64), self.event_seq)
-                    && seq <= last
-                    && seq != 0
-                {
-                    effects.actions.push(Action::Ignore("duplicate session event".to_string()));
-                    return;
-                }
-                if let Some(seq) = params.get("seq").and_then(Value::as_u64).filter(|s| *s != 0) {
-                    let expected = self.event_seq.map(|last| last + 1);
-                    self.event_seq = Some(seq);
-                    // Session events are numbered one by one; a jump means some never came (the
-                    // turn's result among them, perhaps): the turn cannot be trusted to end.
-                    if let Some(expected) = expected.filter(|e| seq > *e && self.running) {
-                        effects.actions.push(Action::Terminal(Terminal::Broken(protocol(
-                            format!(
-                                "ZCode skipped session events: expected event {expected}, got {seq}"
-                            ),
-                        ))));
-                        return;
-                    }
-                }
-                let v4_content = self.v4.active();
-                let mut turn = Turn {
-                    tools: &mut self.tools,
-                    workspace: &self.workspace,
-                    running: self.running,
-                    usage: &mut self.usage,
-                    content: !v4_content,
-                };
-                match events::map(&mut turn, params) {
-                    Ok(actions) => {
-                        for action in actions {
-                            match action {
-                                // With V4 the turn's last content may still be in a frame on
-                                // its way: the end is held until the V4 turn header closes.
-                                Action::Terminal(
-                                    end @ (Terminal::Stop(_) | Terminal::Failed(_)),
-                                ) if v4_content && !self.conversation.turn_closed() => {
-                                    self.pending_terminal = Some(end);
-                                    effects.actions.push(Action::Ignore(
-                                        "turn end waits for the V4 conversation".to_string(),
-                                    ));
-                                }
-                                other => effects.actions.push(other),
-                            }
+    /// A legacy `session/event`. Its number and type are read first, alone: an event this
+    /// stream only ignores (with V4, every text delta comes twice) is dropped without its
+    /// payload being read. Params the head cannot be read from go the general way, which has
+    /// the errors.
+    fn legacy_event(
+        &mut self,
+        params: Option<&RawValue>,
+        effects: &mut Effects,
+    ) -> Result<(), MapperError> {
+        #[derive(Deserialize)]
+        struct Head<'a> {
+            #[serde(default, borrow)]
+            seq: Option<&'a RawValue>,
+            #[serde(default, borrow, rename = "type")]
+            kind: Option<&'a RawValue>,
+        }
+        let head = params
+            .filter(|p| p.get().starts_with('{'))
+            .and_then(|p| serde_json::from_str::<Head<'_>>(p.get()).ok());
+        let Some(head) = head else {
+            let params = raw_value(params)?;
+            if self.in_sequence(params.get("seq").and_then(Value::as_u64), effects) {
+                self.map_event(&params, effects);
+            }
+            return Ok(());
+        };
+        // The sequence sees every event, dropped or not.
+        let seq = head.seq.and_then(|raw| serde_json::from_str::<u64>(raw.get()).ok());
+        if !self.in_sequence(seq, effects) {
+            return Ok(());
+        }
+        if let Some(why) =
+            raw_str(head.kind).and_then(|kind| events::ignored(&kind, !self.v4.active()))
+        {
+            effects.actions.push(Action::Ignore(why));
+            return Ok(());
+        }
+        self.map_event(&raw_value(params)?, effects);
+        Ok(())
+    }
+
+    /// Checks a legacy event's number: `false` when the event goes no further (a duplicate, or
+    /// a gap that broke the turn).
+    fn in_sequence(&mut self, seq: Option<u64>, effects: &mut Effects) -> bool {
+        if let (Some(seq), Some(last)) = (seq, self.event_seq)
+            && seq <= last
+            && seq != 0
+        {
+            effects.actions.push(Action::Ignore("duplicate session event".to_string()));
+            return false;
+        }
+        if let Some(seq) = seq.filter(|s| *s != 0) {
+            let expected = self.event_seq.map(|last| last + 1);
+            self.event_seq = Some(seq);
+            // Session events are numbered one by one; a jump means some never came (the
+            // turn's result among them, perhaps): the turn cannot be trusted to end.
+            if let Some(expected) = expected.filter(|e| seq > *e && self.running) {
+                effects.actions.push(Action::Terminal(Terminal::Broken(protocol(format!(
+                    "ZCode skipped session events: expected event {expected}, got {seq}"
+                )))));
+                return false;
+            }
+        }
+        true
+    }
+
+    /// A legacy event in sequence, read whole.
+    fn map_event(&mut self, params: &Value, effects: &mut Effects) {
+        let v4_content = self.v4.active();
+        let mut turn = Turn {
+            tools: &mut self.tools,
+            workspace: &self.workspace,
+            running: self.running,
+            usage: &mut self.usage,
+            content: !v4_content,
+        };
+        match events::map(&mut turn, params) {
+            Ok(actions) => {
+                for action in actions {
+                    match action {
+                        // With V4 the turn's last content may still be in a frame on
+                        // its way: the end is held until the V4 turn header closes.
+                        Action::Terminal(end @ (Terminal::Stop(_) | Terminal::Failed(_)))
+                            if v4_content && !self.conversation.turn_closed() =>
+                        {
+                            self.pending_terminal = Some(end);
+                            effects.actions.push(Action::Ignore(
+                                "turn end waits for the V4 conversation".to_string(),
+                            ));
                         }
+                        other => effects.actions.push(other),
                     }
-                    Err(error) => effects.actions.push(Action::Terminal(Terminal::Broken(error))),
                 }
             }
+            Err(error) => effects.actions.push(Action::Terminal(Terminal::Broken(error))),
+        }
+    }
+
+    fn read_notification(&mut self, method: &str, params: &Value, effects: &mut Effects) {
+        match method {
             "v4/conversation/frame" => match self.v4.frame(params) {
                 Ok(FrameOutcome::Applied(payload)) => {
                     let mut cx = conversation::Context {

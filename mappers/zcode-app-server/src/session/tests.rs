@@ -965,6 +965,50 @@ fn a_gap_in_the_legacy_event_numbers_breaks_the_running_turn() {
 }
 
 #[test]
+fn a_legacy_delta_v4_carries_is_dropped_and_still_counted() {
+    let mut driver = opened(true, true);
+    prompt(&mut driver);
+    let delta =
+        |seq: u64| event(seq, "model.streaming", json!({"kind": "text_delta", "delta": "x"}));
+    let carried = Action::Ignore("model.streaming (carried by the V4 conversation)".to_string());
+    assert_eq!(driver.event(delta(5)).actions, std::slice::from_ref(&carried));
+    // However it is written: an escaped type, the members in another order.
+    let escaped = r#"{"method":"session/event","params":{"payload":{"kind":"text_delta","delta":"y"},"type":"model.str\u0065aming","seq":6,"sessionId":"sess_1"}}"#;
+    let effects = driver.session.map(&[SessionInput::Event(escaped.to_string().into())]).unwrap();
+    assert_eq!(effects.actions, std::slice::from_ref(&carried));
+    assert_eq!(
+        driver.event(delta(6)).actions,
+        [Action::Ignore("duplicate session event".to_string())]
+    );
+    // A member named twice goes the general way: the last one counts, as in a tree.
+    let twice = r#"{"method":"session/event","params":{"sessionId":"sess_1","seq":1,"seq":7,"type":"model.streaming","payload":{}}}"#;
+    let effects = driver.session.map(&[SessionInput::Event(twice.to_string().into())]).unwrap();
+    assert_eq!(effects.actions, [carried]);
+    // The dropped events were counted: one missing after them is a gap.
+    let gap = driver.event(delta(9));
+    assert!(
+        matches!(&gap.actions[..], [Action::Terminal(Terminal::Broken(e))] if e.message == "ZCode skipped session events: expected event 8, got 9"),
+        "{gap:?}"
+    );
+}
+
+#[test]
+fn without_v4_the_legacy_delta_is_the_content() {
+    let mut driver = opened(false, true);
+    prompt(&mut driver);
+    let effects =
+        driver.event(event(5, "model.streaming", json!({"kind": "text_delta", "delta": "hi"})));
+    assert_eq!(
+        updates(&effects),
+        [
+            json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "hi"}})
+        ]
+    );
+    let unknown = driver.event(event(6, "model.streaming", json!({"kind": "text_sparkle"})));
+    assert!(matches!(&unknown.actions[..], [Action::Terminal(Terminal::Broken(_))]), "{unknown:?}");
+}
+
+#[test]
 fn only_the_turn_of_the_prompt_is_shown() {
     let mut driver = opened(true, true);
     let sent = prompt(&mut driver);
