@@ -12,9 +12,9 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 use zcode_contract::{Action, MapperError};
 
-use crate::json::{protocol, text};
+use crate::json::{protocol, text, text_chunk};
 use crate::tools::{Outcome, Tools};
-use crate::v4::Payload;
+use crate::v4::{Payload, TextAppend};
 
 /// Row kinds that belong to a turn but carry nothing ACP shows: the echo of the prompt, a
 /// subagent summary (its Agent tool call carries the result), hooks, timeline markers and
@@ -70,7 +70,7 @@ fn update(value: Value) -> Action {
 
 fn chunk(thought: bool, delta: &str) -> Action {
     let kind = if thought { "agent_thought_chunk" } else { "agent_message_chunk" };
-    update(json!({"sessionUpdate": kind, "content": {"type": "text", "text": delta}}))
+    Action::Update(text_chunk(kind, delta))
 }
 
 fn required<'a>(value: &'a Value, key: &str, what: &str) -> Result<&'a Value, MapperError> {
@@ -291,11 +291,31 @@ impl Conversation {
         }
     }
 
+    /// The deltas of a frame that only appends text (`v4::Subscription::appends`), read
+    /// without a tree; the same as [`Conversation::apply`] would do with them.
+    pub fn appends(&mut self, deltas: &[TextAppend<'_>]) -> Result<Vec<Action>, MapperError> {
+        let mut out = Vec::new();
+        for delta in deltas {
+            self.append_text(delta.row_id, &delta.path, &delta.append, &mut out)?;
+        }
+        Ok(out)
+    }
+
     /// `row.delta`: text appended to a streaming row of the watched turn.
     fn append(&mut self, delta: &Value, out: &mut Vec<Action>) -> Result<(), MapperError> {
         let id = row_id(delta, "rowId", "row delta")?;
         let path = required_str(delta, "path", "row delta")?;
         let append = required_str(delta, "append", "row delta")?;
+        self.append_text(id, path, append, out)
+    }
+
+    fn append_text(
+        &mut self,
+        id: u64,
+        path: &str,
+        append: &str,
+        out: &mut Vec<Action>,
+    ) -> Result<(), MapperError> {
         match (self.rows.get_mut(&id), path) {
             (Some(Row::Text { thought, shown }), "text") => {
                 if !append.is_empty() {

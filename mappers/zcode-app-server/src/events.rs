@@ -6,7 +6,7 @@
 use serde_json::{Value, json};
 use zcode_contract::{Action, MapperError, StopReason, Terminal};
 
-use crate::json::{native, protocol, text};
+use crate::json::{native, protocol, text, text_chunk};
 use crate::tools::{Outcome, Tools, result_text};
 
 /// What the event stream needs from the session it maps into.
@@ -28,7 +28,7 @@ fn update(value: Value) -> Action {
 }
 
 fn chunk(kind: &str, delta: &str) -> Action {
-    update(json!({"sessionUpdate": kind, "content": {"type": "text", "text": delta}}))
+    Action::Update(text_chunk(kind, delta))
 }
 
 /// Why an event of type `kind` is only ignored, whatever its payload says: `None` when it is

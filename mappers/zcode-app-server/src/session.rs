@@ -1040,6 +1040,13 @@ impl AppServerSession {
         if method == "session/event" {
             return self.legacy_event(params, effects);
         }
+        if method == "v4/conversation/frame"
+            && let Some(deltas) = params.and_then(|params| self.v4.appends(params))
+        {
+            let actions = self.conversation.appends(&deltas);
+            self.applied(actions, effects);
+            return Ok(());
+        }
         let params = raw_value(params)?;
         self.read_notification(method, &params, effects);
         Ok(())
@@ -1151,25 +1158,8 @@ impl AppServerSession {
                         tools: &mut self.tools,
                         workspace: &self.workspace,
                     };
-                    match self.conversation.apply(payload, &mut cx) {
-                        Ok(actions) => {
-                            let actions: Vec<Action> =
-                                actions.into_iter().filter_map(|a| self.mode_seen(a)).collect();
-                            if actions.is_empty() {
-                                effects.actions.push(Action::Ignore("v4 frame applied".into()));
-                            }
-                            effects.actions.extend(actions);
-                        }
-                        Err(error) => {
-                            effects.actions.push(Action::Terminal(Terminal::Broken(error)));
-                            return;
-                        }
-                    }
-                    if self.conversation.turn_closed()
-                        && let Some(end) = self.pending_terminal.take()
-                    {
-                        effects.actions.push(Action::Terminal(end));
-                    }
+                    let actions = self.conversation.apply(payload, &mut cx);
+                    self.applied(actions, effects);
                 }
                 Ok(FrameOutcome::Skipped(why)) => {
                     effects.actions.push(Action::Ignore(why.to_string()))
@@ -1187,10 +1177,38 @@ impl AppServerSession {
         }
     }
 
+    /// What a V4 frame applied to the conversation shows; a turn end the legacy stream gave
+    /// is let through once the V4 turn header has closed.
+    fn applied(&mut self, actions: Result<Vec<Action>, MapperError>, effects: &mut Effects) {
+        match actions {
+            Ok(actions) => {
+                let actions: Vec<Action> =
+                    actions.into_iter().filter_map(|a| self.mode_seen(a)).collect();
+                if actions.is_empty() {
+                    effects.actions.push(Action::Ignore("v4 frame applied".into()));
+                }
+                effects.actions.extend(actions);
+            }
+            Err(error) => {
+                effects.actions.push(Action::Terminal(Terminal::Broken(error)));
+                return;
+            }
+        }
+        if self.conversation.turn_closed()
+            && let Some(end) = self.pending_terminal.take()
+        {
+            effects.actions.push(Action::Terminal(end));
+        }
+    }
+
     /// A mode the client already has is not announced again (the V4 state repeats the mode a
     /// `set_mode` just switched to); any other mode is now the session's.
     fn mode_seen(&mut self, action: Action) -> Option<Action> {
         let Action::Update(update) = &action else { return Some(action) };
+        // Read only when it can be one (not a text chunk, each of which came here as a tree).
+        if !update.contains("current_mode_update") {
+            return Some(action);
+        }
         let Ok(value) = serde_json::from_str::<Value>(update) else { return Some(action) };
         if value.get("sessionUpdate").and_then(Value::as_str) != Some("current_mode_update") {
             return Some(action);

@@ -1,12 +1,16 @@
 //! The V4 side of one session: the conversation subscription's frames (snapshot, deltas, a
 //! sequence gap and its resync), and `v4/command` envelopes.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use zcode_contract::MapperError;
 
 use crate::json::protocol;
+use crate::wire::{object, raw_str};
 
 /// The wire version the 3.15.1 frames carry (`ZCODE_PROTOCOL_V4_WIRE_VERSION`).
 pub const WIRE_VERSION: u64 = 3;
@@ -23,6 +27,19 @@ pub enum Payload {
     Snapshot(Value),
     /// The changes in `(fromSeq, toSeq]`, in order.
     Deltas(Vec<Value>),
+}
+
+/// A `row.delta`: text appended to a row, read without a tree.
+#[derive(Debug, Deserialize)]
+pub struct TextAppend<'a> {
+    #[serde(borrow)]
+    op: Cow<'a, str>,
+    #[serde(rename = "rowId")]
+    pub row_id: u64,
+    #[serde(borrow)]
+    pub path: Cow<'a, str>,
+    #[serde(borrow)]
+    pub append: Cow<'a, str>,
 }
 
 /// What to do with one `v4/conversation/frame`.
@@ -121,6 +138,69 @@ impl Subscription {
             other => return Err(protocol(format!("V4 frame of unknown kind {other:?}"))),
         };
         self.logical(&frame, recovery)
+    }
+
+    /// The frame that comes by the thousand, read typed without a tree: a complete frame of
+    /// this subscription that continues from the last frame applied, all of whose deltas append
+    /// text to a row. Its deltas, with the frame applied to the sequence; `None` (nothing
+    /// changed) for anything else, which goes the general way ([`Subscription::frame`]), with
+    /// its checks and errors.
+    pub fn appends<'a>(&mut self, params: &'a RawValue) -> Option<Vec<TextAppend<'a>>> {
+        #[derive(Deserialize)]
+        struct Wire<'a> {
+            #[serde(rename = "wireVersion")]
+            wire_version: u64,
+            #[serde(borrow)]
+            kind: Cow<'a, str>,
+            #[serde(borrow, rename = "subscriptionId")]
+            subscription_id: Cow<'a, str>,
+            #[serde(default, borrow, rename = "deliveryKind")]
+            delivery_kind: Option<&'a RawValue>,
+            #[serde(borrow)]
+            frame: &'a RawValue,
+        }
+        #[derive(Deserialize)]
+        struct Frame<'a> {
+            #[serde(rename = "fromSeq")]
+            from_seq: u64,
+            #[serde(rename = "toSeq")]
+            to_seq: u64,
+            #[serde(borrow)]
+            payload: &'a RawValue,
+        }
+        #[derive(Deserialize)]
+        struct Deltas<'a> {
+            #[serde(borrow)]
+            kind: Cow<'a, str>,
+            #[serde(borrow)]
+            deltas: Vec<&'a RawValue>,
+        }
+        let wire: Wire<'a> = object(params)?;
+        if wire.wire_version != WIRE_VERSION
+            || wire.kind != "complete"
+            || Some(&*wire.subscription_id) != self.subscription_id.as_deref()
+        {
+            return None;
+        }
+        let frame: Frame<'a> = object(wire.frame)?;
+        let last = self.seq?;
+        if frame.to_seq <= last || frame.from_seq != last {
+            return None;
+        }
+        let payload: Deltas<'a> = object(frame.payload)?;
+        if payload.kind != "deltas" {
+            return None;
+        }
+        let deltas = payload
+            .deltas
+            .into_iter()
+            .map(|delta| object::<TextAppend<'a>>(delta).filter(|d| d.op == "row.delta"))
+            .collect::<Option<Vec<_>>>()?;
+        self.seq = Some(frame.to_seq);
+        if raw_str(wire.delivery_kind).as_deref() == Some("recovery") {
+            self.resyncing = false;
+        }
+        Some(deltas)
     }
 
     /// Fragments of one logical frame, reassembled in index order once all have come and checked
@@ -453,6 +533,45 @@ mod tests {
         }
         s.frame(&again[0]).unwrap();
         assert!(s.frame(&again[1]).is_err(), "a second failure while recovering breaks");
+    }
+
+    fn raw(value: &Value) -> Box<RawValue> {
+        RawValue::from_string(value.to_string()).unwrap()
+    }
+
+    #[test]
+    fn text_appends_in_sequence_are_read_typed_and_anything_else_is_left_alone() {
+        let mut s = sub();
+        let append = json!({"op": "row.delta", "rowId": 4, "path": "text", "append": "hi"});
+        // Before the snapshot nothing is taken; the general way says why.
+        assert!(s.appends(&raw(&deltas_frame(0, 1, json!([append])))).is_none());
+        s.frame(&snapshot(3)).unwrap();
+        let wire = raw(&deltas_frame(3, 4, json!([append, append])));
+        let read = s.appends(&wire).unwrap();
+        assert_eq!(read.len(), 2);
+        assert_eq!((read[0].row_id, &*read[0].path, &*read[0].append), (4, "text", "hi"));
+        assert_eq!(s.seq, Some(4));
+        for other in [
+            deltas_frame(3, 4, json!([append])), // a duplicate
+            deltas_frame(5, 6, json!([append])), // past a gap
+            deltas_frame(4, 5, json!([append, {"op": "state.updated", "patch": {}}])), // not only text
+            deltas_frame(4, 5, json!([{"op": "row.delta", "rowId": 4, "path": "text"}])),
+            deltas(4, 5, "online", json!({})),
+        ] {
+            assert!(s.appends(&raw(&other)).is_none(), "{other}");
+            assert_eq!(s.seq, Some(4), "nothing changed for {other}");
+        }
+        let mut other_subscription = deltas_frame(4, 5, json!([append]));
+        other_subscription["subscriptionId"] = json!("sub-0");
+        assert!(s.appends(&raw(&other_subscription)).is_none());
+    }
+
+    fn deltas_frame(from: u64, to: u64, deltas: Value) -> Value {
+        complete(
+            json!({"topic": "conversation/s1", "subscriptionId": "sub-1", "fromSeq": from, "toSeq": to, "sentAt": 1,
+            "payload": {"kind": "deltas", "deltas": deltas}}),
+            "online",
+        )
     }
 
     #[test]

@@ -75,6 +75,15 @@ pub fn raw_value(raw: Option<&RawValue>) -> Result<Value, MapperError> {
     }
 }
 
+/// `raw` read as `T` when it is a JSON object: a derived struct also reads an array (by
+/// position), which no ZCode frame is. `None` when it cannot be read so.
+pub fn object<'a, T: Deserialize<'a>>(raw: &'a RawValue) -> Option<T> {
+    if !raw.get().starts_with('{') {
+        return None;
+    }
+    serde_json::from_str(raw.get()).ok()
+}
+
 /// Whether `text`, valid JSON or not, is a JSON object. A struct is also read from an array (by
 /// position), so anything else is refused before the envelope is read.
 fn is_object(text: &str) -> bool {

@@ -1009,6 +1009,40 @@ fn without_v4_the_legacy_delta_is_the_content() {
 }
 
 #[test]
+fn appended_text_reads_the_same_however_its_frame_is_written() {
+    let mut driver = opened(true, true);
+    let sent = prompt(&mut driver);
+    let command = sent[0]["params"]["commandId"].as_str().unwrap().to_string();
+    driver.event(frame(5, 6, "online", json!([
+        {"op": "row.appended", "row": header(1, "turn-1", &command, "running")},
+        {"op": "row.appended", "row": row(2, "turn-1", "assistantText", json!({"text": "a", "state": "streaming"}))},
+    ])));
+    let chunk = |text: &str| json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}});
+    let append =
+        |text: &str| json!({"op": "row.delta", "rowId": 2, "path": "text", "append": text});
+    let appended = driver.event(frame(6, 7, "online", json!([append("b"), append("c\n\"")])));
+    assert_eq!(updates(&appended), [chunk("b"), chunk("c\n\"")]);
+    // Members in another order, an escape, spaces.
+    let escaped = r#"{"params": {"frame": {"payload": {"deltas": [{"append": "\u0064", "path": "text", "rowId": 2, "op": "row.delta"}], "kind": "deltas"}, "toSeq": 8, "fromSeq": 7}, "subscriptionId": "sub-1", "kind": "complete", "wireVersion": 3}, "method": "v4/conversation/frame"}"#;
+    let effects = driver.session.map(&[SessionInput::Event(escaped.to_string().into())]).unwrap();
+    assert_eq!(updates(&effects), [chunk("d")]);
+    // The same frame again is a duplicate; one past a gap is resynced, not shown.
+    let again = driver.event(frame(7, 8, "online", json!([append("d")])));
+    assert_eq!(again.actions, [Action::Ignore("duplicate frame".to_string())]);
+    let past = driver.event(frame(9, 10, "online", json!([append("z")])));
+    assert!(updates(&past).is_empty());
+    assert_eq!(past.requests, 1);
+    // A frame whose frame is a row of values is no frame.
+    let mut shaped = frame(8, 9, "online", json!([append("e")]));
+    shaped["params"]["frame"] = json!([8, 9, {"kind": "deltas", "deltas": [append("e")]}]);
+    let refused = driver.event(shaped);
+    assert!(
+        matches!(&refused.actions[..], [Action::Terminal(Terminal::Broken(e))] if e.message == "V4 frame without fromSeq"),
+        "{refused:?}"
+    );
+}
+
+#[test]
 fn only_the_turn_of_the_prompt_is_shown() {
     let mut driver = opened(true, true);
     let sent = prompt(&mut driver);
@@ -1114,6 +1148,24 @@ fn a_v4_stream_it_cannot_read_breaks_the_turn() {
     );
     assert!(broken(json!([{"op": "row.upserted", "row": row(2, "turn-1", "assistantText", json!({"text": "xyz", "state": "complete"}))}])).contains("rewrote"));
     assert!(broken(json!([{"op": "row.delta", "rowId": 2, "path": "text"}])).contains("append"));
+    // Text appends read typed fail closed as the tree did.
+    assert_eq!(
+        broken(json!([["row.delta", 2, "text", "x"]])),
+        "V4 delta without `op`",
+        "a delta is an object, not a row of values"
+    );
+    assert_eq!(
+        broken(json!([{"op": "row.delta", "rowId": 2.0, "path": "text", "append": "x"}])),
+        "V4 row delta whose `rowId` is not a row id"
+    );
+    assert_eq!(
+        broken(json!([{"op": "row.delta", "rowId": 2, "path": "colour", "append": "x"}])),
+        "V4 row delta of unknown path colour"
+    );
+    assert_eq!(
+        broken(json!([{"op": "row.delta", "rowId": 2, "path": "text", "append": 7}])),
+        "V4 row delta whose `append` is not a string"
+    );
     assert!(broken(json!([{"op": "row.appended", "row": row(3, "turn-1", "toolCall", json!({"toolCallId": "x", "toolName": "Bash", "status": "levitating", "inputText": "{}"}))}])).contains("levitating"));
 }
 
