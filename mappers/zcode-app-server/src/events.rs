@@ -68,7 +68,11 @@ pub fn map(turn: &mut Turn<'_>, event: &Value) -> Result<Vec<Action>, MapperErro
     Ok(match kind {
         "model.streaming" => streaming(turn, payload)?,
         "tool.updated" => tool(turn, payload)?,
-        "turn.completed" => completed(turn, payload),
+        "turn.completed" => completed(
+            turn,
+            payload.get("usage").cloned(),
+            payload.get("resultType").and_then(Value::as_str),
+        ),
         "turn.failed" => failed(turn, payload),
         "session.titleUpdated" => {
             match payload.get("title").and_then(Value::as_str).filter(|t| !t.is_empty()) {
@@ -196,14 +200,21 @@ fn session_updated(payload: &Value) -> Vec<Action> {
     }
 }
 
-fn completed(turn: &mut Turn<'_>, payload: &Value) -> Vec<Action> {
+/// `turn.completed`, from the two members it needs: its `usage` (as it came, `null` kept) and
+/// its `resultType`. (The session reads them alone: the event also carries the turn's whole
+/// text, `response`, which nothing here needs.)
+pub fn completed(
+    turn: &mut Turn<'_>,
+    usage: Option<Value>,
+    result_type: Option<&str>,
+) -> Vec<Action> {
     if !turn.running {
         return vec![Action::Ignore(
             "turn.completed of a turn zcode-acp did not start".to_string(),
         )];
     }
-    *turn.usage = payload.get("usage").cloned();
-    let reason = match payload.get("resultType").and_then(Value::as_str) {
+    *turn.usage = usage;
+    let reason = match result_type {
         Some("success") => Terminal::Stop(StopReason::EndTurn),
         Some("cancelled") => Terminal::Stop(StopReason::Cancelled),
         Some("error_max_turns" | "error_max_tool_calls") => {

@@ -20,7 +20,7 @@ use crate::json::{acp_params, invalid_params, native, native_value, protocol, te
 use crate::releases::{self, Profile};
 use crate::tools::Tools;
 use crate::v4::{self, FrameOutcome, Subscription};
-use crate::wire::{self, Frame, raw_str, raw_value};
+use crate::wire::{self, Frame, object, raw_str, raw_value};
 
 const TIMEOUT_MS: u32 = 60_000;
 /// History replays stream this many updates a step.
@@ -212,6 +212,22 @@ fn available_commands(state: &Value) -> Option<Value> {
         })
         .collect();
     Some(json!({"sessionUpdate": "available_commands_update", "availableCommands": commands}))
+}
+
+/// `turn.completed` as the session reads it: the payload's `usage` and `resultType`, and
+/// nothing of the rest (the turn's whole text is in `response`).
+#[derive(Deserialize)]
+struct Completed<'a> {
+    #[serde(borrow)]
+    payload: &'a RawValue,
+}
+
+#[derive(Deserialize)]
+struct CompletedPayload<'a> {
+    #[serde(default, deserialize_with = "wire::present")]
+    usage: Option<Value>,
+    #[serde(default, borrow, rename = "resultType")]
+    result_type: Option<&'a RawValue>,
 }
 
 /// The prompt as the one text ZCode takes.
@@ -1048,7 +1064,7 @@ impl AppServerSession {
             return Ok(());
         }
         let params = raw_value(params)?;
-        self.read_notification(method, &params, effects);
+        self.read_notification(method, params, effects);
         Ok(())
     }
 
@@ -1083,14 +1099,36 @@ impl AppServerSession {
         if !self.in_sequence(seq, effects) {
             return Ok(());
         }
-        if let Some(why) =
-            raw_str(head.kind).and_then(|kind| events::ignored(&kind, !self.v4.active()))
+        let kind = raw_str(head.kind);
+        if let Some(why) = kind.as_deref().and_then(|kind| events::ignored(kind, !self.v4.active()))
         {
             effects.actions.push(Action::Ignore(why));
             return Ok(());
         }
+        // The end of the turn carries the turn's whole text (`response`): read without it.
+        if kind.as_deref() == Some("turn.completed")
+            && let Some(completed) = params.and_then(object::<Completed<'_>>)
+            && let Some(payload) = object::<CompletedPayload<'_>>(completed.payload)
+        {
+            let result_type = raw_str(payload.result_type);
+            let actions =
+                events::completed(&mut self.turn(), payload.usage, result_type.as_deref());
+            self.event_actions(Ok(actions), effects);
+            return Ok(());
+        }
         self.map_event(&raw_value(params)?, effects);
         Ok(())
+    }
+
+    /// What the legacy stream's mapping needs of the session.
+    fn turn(&mut self) -> Turn<'_> {
+        Turn {
+            tools: &mut self.tools,
+            workspace: &self.workspace,
+            running: self.running,
+            usage: &mut self.usage,
+            content: !self.v4.active(),
+        }
     }
 
     /// Checks a legacy event's number: `false` when the event goes no further (a duplicate, or
@@ -1120,15 +1158,13 @@ impl AppServerSession {
 
     /// A legacy event in sequence, read whole.
     fn map_event(&mut self, params: &Value, effects: &mut Effects) {
+        let actions = events::map(&mut self.turn(), params);
+        self.event_actions(actions, effects);
+    }
+
+    fn event_actions(&mut self, actions: Result<Vec<Action>, MapperError>, effects: &mut Effects) {
         let v4_content = self.v4.active();
-        let mut turn = Turn {
-            tools: &mut self.tools,
-            workspace: &self.workspace,
-            running: self.running,
-            usage: &mut self.usage,
-            content: !v4_content,
-        };
-        match events::map(&mut turn, params) {
+        match actions {
             Ok(actions) => {
                 for action in actions {
                     match action {
@@ -1150,7 +1186,7 @@ impl AppServerSession {
         }
     }
 
-    fn read_notification(&mut self, method: &str, params: &Value, effects: &mut Effects) {
+    fn read_notification(&mut self, method: &str, params: Value, effects: &mut Effects) {
         match method {
             "v4/conversation/frame" => match self.v4.frame(params) {
                 Ok(FrameOutcome::Applied(payload)) => {

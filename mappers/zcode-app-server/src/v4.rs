@@ -100,8 +100,9 @@ impl Subscription {
         self.fragments.clear();
     }
 
-    /// A frame notification's params.
-    pub fn frame(&mut self, wire: &Value) -> Result<FrameOutcome, MapperError> {
+    /// A frame notification's params, taken apart: a turn's last frames carry its whole text,
+    /// which is moved out of them, not copied.
+    pub fn frame(&mut self, mut wire: Value) -> Result<FrameOutcome, MapperError> {
         if wire.get("wireVersion").and_then(Value::as_u64) != Some(WIRE_VERSION) {
             return Err(protocol(format!(
                 "V4 frame of an unknown wire version: {}",
@@ -114,10 +115,10 @@ impl Subscription {
         let recovery = wire.get("deliveryKind").and_then(Value::as_str) == Some("recovery");
         let frame = match wire.get("kind").and_then(Value::as_str) {
             Some("complete") => wire
-                .get("frame")
-                .cloned()
+                .get_mut("frame")
+                .map(Value::take)
                 .ok_or_else(|| protocol("V4 complete frame without `frame`"))?,
-            Some("fragment") => match self.fragment(wire)? {
+            Some("fragment") => match self.fragment(&wire)? {
                 Assembled::Frame(frame) => frame,
                 Assembled::Incomplete => {
                     return Ok(FrameOutcome::Skipped("fragment of an incomplete frame"));
@@ -137,7 +138,7 @@ impl Subscription {
             },
             other => return Err(protocol(format!("V4 frame of unknown kind {other:?}"))),
         };
-        self.logical(&frame, recovery)
+        self.logical(frame, recovery)
     }
 
     /// The frame that comes by the thousand, read typed without a tree: a complete frame of
@@ -278,7 +279,7 @@ impl Subscription {
             .map_err(|e| protocol(format!("V4 frame is not JSON: {e}")))
     }
 
-    fn logical(&mut self, frame: &Value, recovery: bool) -> Result<FrameOutcome, MapperError> {
+    fn logical(&mut self, mut frame: Value, recovery: bool) -> Result<FrameOutcome, MapperError> {
         let from = frame
             .get("fromSeq")
             .and_then(Value::as_u64)
@@ -287,11 +288,13 @@ impl Subscription {
             .get("toSeq")
             .and_then(Value::as_u64)
             .ok_or_else(|| protocol("V4 frame without toSeq"))?;
-        let payload = frame.get("payload").ok_or_else(|| protocol("V4 frame without payload"))?;
+        let payload =
+            frame.get_mut("payload").ok_or_else(|| protocol("V4 frame without payload"))?;
         match payload.get("kind").and_then(Value::as_str) {
             Some("snapshot") => {
                 let snapshot = payload
-                    .get("snapshot")
+                    .get_mut("snapshot")
+                    .map(Value::take)
                     .ok_or_else(|| protocol("V4 snapshot frame without snapshot"))?;
                 self.seq = Some(to);
                 self.resyncing = false;
@@ -299,7 +302,7 @@ impl Subscription {
                     self.log_epoch = Some(epoch.to_string());
                 }
                 self.revision = snapshot.get("revision").and_then(Value::as_u64);
-                Ok(FrameOutcome::Applied(Payload::Snapshot(snapshot.clone())))
+                Ok(FrameOutcome::Applied(Payload::Snapshot(snapshot)))
             }
             Some("deltas") => {
                 let Some(last) = self.seq else {
@@ -323,10 +326,10 @@ impl Subscription {
                     return Ok(FrameOutcome::Gap("V4 sequence gap"));
                 }
                 let deltas = payload
-                    .get("deltas")
-                    .and_then(Value::as_array)
-                    .ok_or_else(|| protocol("V4 deltas frame without deltas"))?
-                    .clone();
+                    .get_mut("deltas")
+                    .and_then(Value::as_array_mut)
+                    .map(std::mem::take)
+                    .ok_or_else(|| protocol("V4 deltas frame without deltas"))?;
                 self.seq = Some(to);
                 if recovery {
                     self.resyncing = false;
@@ -442,43 +445,42 @@ mod tests {
     #[test]
     fn a_gap_starts_one_resync_and_recovery_frames_close_it() {
         let mut s = sub();
-        let FrameOutcome::Applied(Payload::Snapshot(first)) = s.frame(&snapshot(10)).unwrap()
-        else {
+        let FrameOutcome::Applied(Payload::Snapshot(first)) = s.frame(snapshot(10)).unwrap() else {
             panic!()
         };
         assert_eq!(first["meta"]["title"], "T");
         assert_eq!(s.revision, Some(7));
         assert_eq!(
-            applied_patch(s.frame(&deltas(10, 11, "online", json!({"revision": 8}))).unwrap()),
+            applied_patch(s.frame(deltas(10, 11, "online", json!({"revision": 8}))).unwrap()),
             json!({"revision": 8})
         );
         assert_eq!(
-            s.frame(&deltas(10, 11, "online", json!({}))).unwrap(),
+            s.frame(deltas(10, 11, "online", json!({}))).unwrap(),
             FrameOutcome::Skipped("duplicate frame")
         );
         assert_eq!(
-            s.frame(&deltas(12, 13, "online", json!({}))).unwrap(),
+            s.frame(deltas(12, 13, "online", json!({}))).unwrap(),
             FrameOutcome::Gap("V4 sequence gap")
         );
         assert_eq!(s.resync_params("s1")["base"], json!({"logEpoch": "e1", "seq": 11}));
         assert_eq!(
-            s.frame(&deltas(13, 14, "online", json!({}))).unwrap(),
+            s.frame(deltas(13, 14, "online", json!({}))).unwrap(),
             FrameOutcome::Skipped("frame past a gap, resync under way")
         );
         let recovered = deltas(11, 14, "recovery", json!({"revision": 9, "plan": null}));
-        assert_eq!(applied_patch(s.frame(&recovered).unwrap())["revision"], 9);
+        assert_eq!(applied_patch(s.frame(recovered).unwrap())["revision"], 9);
         assert!(!s.resyncing);
         assert_eq!((s.seq, s.revision), (Some(14), Some(9)));
         assert!(matches!(
-            s.frame(&deltas(14, 15, "online", json!({}))).unwrap(),
+            s.frame(deltas(14, 15, "online", json!({}))).unwrap(),
             FrameOutcome::Applied(_)
         ));
         // A recovery that does not continue from the base would leave a hole: it is a break.
         assert_eq!(
-            s.frame(&deltas(17, 18, "online", json!({}))).unwrap(),
+            s.frame(deltas(17, 18, "online", json!({}))).unwrap(),
             FrameOutcome::Gap("V4 sequence gap")
         );
-        assert!(s.frame(&deltas(16, 18, "recovery", json!({}))).is_err());
+        assert!(s.frame(deltas(16, 18, "recovery", json!({}))).is_err());
     }
 
     fn fragments(text: &str, checksum: &str) -> Vec<Value> {
@@ -496,31 +498,34 @@ mod tests {
         let text = snapshot(3)["frame"].to_string();
         let parts = fragments(&text, &crate::crc32::hex(text.as_bytes()));
         assert_eq!(
-            s.frame(&parts[1]).unwrap(),
+            s.frame(parts[1].clone()).unwrap(),
             FrameOutcome::Skipped("fragment of an incomplete frame")
         );
-        assert!(matches!(s.frame(&parts[0]).unwrap(), FrameOutcome::Applied(Payload::Snapshot(_))));
+        assert!(matches!(
+            s.frame(parts[0].clone()).unwrap(),
+            FrameOutcome::Applied(Payload::Snapshot(_))
+        ));
         assert_eq!(s.seq, Some(3));
-        assert!(s.frame(&json!({"wireVersion": 2, "kind": "complete"})).is_err());
+        assert!(s.frame(json!({"wireVersion": 2, "kind": "complete"})).is_err());
         let mut bad = parts[0].clone();
         bad["checksum"]["value"] = json!("ABCDEF01");
-        assert!(s.frame(&bad).is_err(), "a checksum that is not 8 lowercase hex digits");
+        assert!(s.frame(bad).is_err(), "a checksum that is not 8 lowercase hex digits");
         let mut other = parts[0].clone();
         other["checksum"]["algorithm"] = json!("sha256");
-        assert!(s.frame(&other).is_err());
+        assert!(s.frame(other).is_err());
     }
 
     #[test]
     fn a_checksum_mismatch_is_resynced_once_then_breaks() {
         let mut s = sub();
-        s.frame(&snapshot(3)).unwrap();
+        s.frame(snapshot(3)).unwrap();
         let text = deltas(3, 4, "online", json!({"revision": 8}))["frame"].to_string();
         // Same length, one byte changed: only the checksum can tell.
         let corrupt = text.replacen("8", "9", 1);
         let parts = fragments(&corrupt, &crate::crc32::hex(text.as_bytes()));
-        s.frame(&parts[0]).unwrap();
+        s.frame(parts[0].clone()).unwrap();
         assert_eq!(
-            s.frame(&parts[1]).unwrap(),
+            s.frame(parts[1].clone()).unwrap(),
             FrameOutcome::Gap("V4 fragment failed its checksum")
         );
         assert!(s.resyncing);
@@ -531,8 +536,8 @@ mod tests {
             part["logicalFrameId"] = json!("L2");
             part["deliveryKind"] = json!("recovery");
         }
-        s.frame(&again[0]).unwrap();
-        assert!(s.frame(&again[1]).is_err(), "a second failure while recovering breaks");
+        s.frame(again[0].clone()).unwrap();
+        assert!(s.frame(again[1].clone()).is_err(), "a second failure while recovering breaks");
     }
 
     fn raw(value: &Value) -> Box<RawValue> {
@@ -545,7 +550,7 @@ mod tests {
         let append = json!({"op": "row.delta", "rowId": 4, "path": "text", "append": "hi"});
         // Before the snapshot nothing is taken; the general way says why.
         assert!(s.appends(&raw(&deltas_frame(0, 1, json!([append])))).is_none());
-        s.frame(&snapshot(3)).unwrap();
+        s.frame(snapshot(3)).unwrap();
         let wire = raw(&deltas_frame(3, 4, json!([append, append])));
         let read = s.appends(&wire).unwrap();
         assert_eq!(read.len(), 2);
@@ -577,7 +582,7 @@ mod tests {
     #[test]
     fn command_ids_grow_with_the_log() {
         let mut s = sub();
-        s.frame(&snapshot(10)).unwrap();
+        s.frame(snapshot(10)).unwrap();
         let a = s.command("s1", "stop", json!({}), false);
         let b = s.command("s1", "switchCollaborationMode", json!({"mode": "plan"}), true);
         assert_eq!(a["commandId"], "zcode-acp-e1-10-1");

@@ -1043,6 +1043,47 @@ fn appended_text_reads_the_same_however_its_frame_is_written() {
 }
 
 #[test]
+fn the_end_of_a_turn_is_read_without_its_text() {
+    let finish = |end: &str| {
+        let mut driver = opened(false, true);
+        prompt(&mut driver);
+        let effects = driver.session.map(&[SessionInput::Event(end.to_string().into())]).unwrap();
+        let (_, _, step) = driver.run(SessionOp::FinishTurn, &mut agent(false));
+        let Step::Done(Ok(usage)) = step else { panic!("{step:?}") };
+        (effects.actions, serde_json::from_str::<Value>(&usage.response).unwrap())
+    };
+    // Its text first, 8 MB of it, and escapes: what counts is read all the same.
+    let end = format!(
+        r#"{{"method":"session/event","params":{{"sessionId":"sess_1","seq":5,"type":"turn.completed","payload":{{"response":"{}","usage":{{"outputTokens":3,"inputTokens":6}},"result\u0054ype":"succ\u0065ss"}}}}}}"#,
+        "x".repeat(8 << 20)
+    );
+    assert_eq!(
+        finish(&end),
+        (
+            vec![Action::Terminal(Terminal::Stop(StopReason::EndTurn))],
+            json!({"inputTokens": 6, "outputTokens": 3, "totalTokens": 9})
+        )
+    );
+    // A payload it cannot read so goes the general way: no result type is no success.
+    let (actions, usage) = finish(
+        r#"{"method":"session/event","params":{"sessionId":"sess_1","seq":5,"type":"turn.completed","payload":[1]}}"#,
+    );
+    assert!(
+        matches!(&actions[..], [Action::Terminal(Terminal::Failed(e))] if e.message == "ZCode ended the turn with result (none)"),
+        "{actions:?}"
+    );
+    assert_eq!(usage, Value::Null);
+    let (actions, _) = finish(
+        r#"{"method":"session/event","params":{"sessionId":"sess_1","seq":5,"type":"turn.completed","payload":{"resultType":"cancelled","resultType":"success","usage":null}}}"#,
+    );
+    assert_eq!(
+        actions,
+        [Action::Terminal(Terminal::Stop(StopReason::EndTurn))],
+        "the last one counts"
+    );
+}
+
+#[test]
 fn only_the_turn_of_the_prompt_is_shown() {
     let mut driver = opened(true, true);
     let sent = prompt(&mut driver);
