@@ -194,6 +194,33 @@ fn a_reply_result_is_handed_on_byte_identical_however_large() {
 }
 
 #[test]
+fn a_long_line_in_many_pushes_is_one_line_and_what_follows_is_kept() {
+    let mut conn = AppServerConnection::new();
+    let text = "y".repeat(3 * 1024 * 1024);
+    let event = format!(
+        "{{\"method\":\"session/event\",\"params\":{{\"sessionId\":\"s1\",\"payload\":\"{text}\"}}}}"
+    );
+    let bytes = format!("{event}\n  {{\"id\":5,\"result\":7}}  \n{{\"id\":6,");
+    let mut inbound = Vec::new();
+    for chunk in bytes.as_bytes().chunks(64 * 1024) {
+        inbound.extend(conn.push(chunk).unwrap());
+    }
+    inbound.extend(conn.push(b"\"result\":8}\n").unwrap());
+    let [Inbound::Event(routed), Inbound::Reply(five), Inbound::Reply(six)] = &inbound[..] else {
+        panic!("{} inbound", inbound.len())
+    };
+    assert_eq!(routed.payload.as_text(), Some(event.as_str()));
+    assert_eq!((five.id, six.id), (5, 6));
+    // Long or short, a line that is not UTF-8 is refused.
+    let mut bad = vec![b'{'; 2 * 1024 * 1024];
+    bad.extend_from_slice(b"\xff}\n");
+    assert_eq!(
+        refusal(&bad),
+        (ErrorKind::Protocol, "ZCode wrote a line that is not UTF-8".to_string())
+    );
+}
+
+#[test]
 fn routes_by_the_members_it_needs_however_they_are_written() {
     let mut conn = AppServerConnection::new();
     let inbound = conn

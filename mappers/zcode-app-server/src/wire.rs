@@ -196,6 +196,12 @@ pub struct Lines {
 
 /// A line longer than this without a newline is not a frame the Agent writes.
 const MAX_LINE: usize = 64 * 1024 * 1024;
+/// A line at least this long that starts the buffer is handed over whole rather than copied.
+const HAND_OVER: usize = 1024 * 1024;
+
+fn not_utf8() -> MapperError {
+    protocol("ZCode wrote a line that is not UTF-8")
+}
 
 impl Lines {
     pub fn push(&mut self, bytes: &[u8]) -> Result<Vec<String>, MapperError> {
@@ -207,9 +213,23 @@ impl Lines {
         // carries hundreds of deltas, and a shift per line moved the rest each time.
         while let Some(offset) = self.buffer[from..].iter().position(|b| *b == b'\n') {
             let end = from + offset;
-            let text = std::str::from_utf8(&self.buffer[start..end])
-                .map_err(|_| protocol("ZCode wrote a line that is not UTF-8"))?
-                .trim();
+            if start == 0 && end >= HAND_OVER {
+                // A long line (a turn's last frames carry its whole text) that starts the
+                // buffer is the buffer: handed over as the line, not copied.
+                let rest = self.buffer.split_off(end + 1);
+                let mut line = std::mem::replace(&mut self.buffer, rest);
+                line.truncate(end);
+                let line = String::from_utf8(line).map_err(|_| not_utf8())?;
+                match line.trim() {
+                    "" => {}
+                    text if text.len() == line.len() => lines.push(line),
+                    text => lines.push(text.to_string()),
+                }
+                from = 0;
+                continue;
+            }
+            let text =
+                std::str::from_utf8(&self.buffer[start..end]).map_err(|_| not_utf8())?.trim();
             if !text.is_empty() {
                 lines.push(text.to_string());
             }
