@@ -14,7 +14,7 @@ use zcode_contract::{Action, MapperError};
 
 use crate::json::{protocol, text, text_chunk};
 use crate::tools::{Outcome, Tools};
-use crate::v4::{Payload, TextAppend};
+use crate::v4::{Delta, Payload};
 
 /// Row kinds that belong to a turn but carry nothing ACP shows: the echo of the prompt, a
 /// subagent summary (its Agent tool call carries the result), hooks, timeline markers and
@@ -266,24 +266,8 @@ impl Conversation {
         }
         match kind {
             "assistantText" | "reasoning" => {
-                let thought = kind == "reasoning";
                 let full = required_str(row, "text", "text row")?;
-                let Row::Text { shown, .. } = self
-                    .rows
-                    .entry(id)
-                    .or_insert_with(|| Row::Text { thought, shown: String::new() })
-                else {
-                    return Err(protocol(format!("V4 row {id} changed its kind")));
-                };
-                // Text only grows (appends go to streaming rows); a rewrite cannot be shown.
-                let Some(new) = full.strip_prefix(shown.as_str()) else {
-                    return Err(protocol(format!("V4 rewrote the text of row {id}")));
-                };
-                if !new.is_empty() {
-                    out.push(chunk(thought, new));
-                    shown.push_str(new);
-                }
-                Ok(())
+                self.text_row(id, kind == "reasoning", full, out)
             }
             "toolCall" => self.tool(id, row, cx, out),
             quiet if QUIET_ROWS.contains(&quiet) => Ok(()),
@@ -291,14 +275,54 @@ impl Conversation {
         }
     }
 
-    /// The deltas of a frame that only appends text (`v4::Subscription::appends`), read
-    /// without a tree; the same as [`Conversation::apply`] would do with them.
-    pub fn appends(&mut self, deltas: &[TextAppend<'_>]) -> Result<Vec<Action>, MapperError> {
+    /// The deltas of a frame read by `v4::Subscription::deltas`: what [`Conversation::apply`]
+    /// does with them, without a tree of the typed ones.
+    pub fn apply_deltas(
+        &mut self,
+        deltas: &[Delta<'_>],
+        cx: &mut Context<'_>,
+    ) -> Result<Vec<Action>, MapperError> {
         let mut out = Vec::new();
         for delta in deltas {
-            self.append_text(delta.row_id, &delta.path, &delta.append, &mut out)?;
+            match delta {
+                Delta::Append(append) => {
+                    self.append_text(append.row_id, &append.path, &append.append, &mut out)?
+                }
+                Delta::TextRow(row) => {
+                    // As `row` reads a text row: only the watched turn's rows are shown.
+                    let watched = self.watch.as_ref().and_then(|w| w.turn_id.as_deref());
+                    if watched == Some(&*row.turn_id) {
+                        self.text_row(row.row_id, row.kind == "reasoning", &row.text, &mut out)?;
+                    }
+                }
+                Delta::Tree(delta) => self.delta(delta, cx, &mut out)?,
+            }
         }
         Ok(out)
+    }
+
+    /// A text row of the watched turn, whole: what is new in it is shown.
+    fn text_row(
+        &mut self,
+        id: u64,
+        thought: bool,
+        full: &str,
+        out: &mut Vec<Action>,
+    ) -> Result<(), MapperError> {
+        let Row::Text { shown, .. } =
+            self.rows.entry(id).or_insert_with(|| Row::Text { thought, shown: String::new() })
+        else {
+            return Err(protocol(format!("V4 row {id} changed its kind")));
+        };
+        // Text only grows (appends go to streaming rows); a rewrite cannot be shown.
+        let Some(new) = full.strip_prefix(shown.as_str()) else {
+            return Err(protocol(format!("V4 rewrote the text of row {id}")));
+        };
+        if !new.is_empty() {
+            out.push(chunk(thought, new));
+            shown.push_str(new);
+        }
+        Ok(())
     }
 
     /// `row.delta`: text appended to a streaming row of the watched turn.

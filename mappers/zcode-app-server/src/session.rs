@@ -1057,9 +1057,11 @@ impl AppServerSession {
             return self.legacy_event(params, effects);
         }
         if method == "v4/conversation/frame"
-            && let Some(deltas) = params.and_then(|params| self.v4.appends(params))
+            && let Some(deltas) = params.and_then(|params| self.v4.deltas(params))
         {
-            let actions = self.conversation.appends(&deltas);
+            let mut cx =
+                conversation::Context { tools: &mut self.tools, workspace: &self.workspace };
+            let actions = self.conversation.apply_deltas(&deltas, &mut cx);
             self.applied(actions, effects);
             return Ok(());
         }

@@ -29,6 +29,58 @@ pub enum Payload {
     Deltas(Vec<Value>),
 }
 
+/// One delta of a frame read by [`Subscription::deltas`].
+#[derive(Debug)]
+pub enum Delta<'a> {
+    /// `row.delta`: text appended to a row.
+    Append(TextAppend<'a>),
+    /// `row.appended` / `row.upserted` of a text row, whose text is the row's whole text so far
+    /// (a turn's last frames carry its whole message this way).
+    TextRow(TextRow<'a>),
+    /// Any other delta, read as a tree.
+    Tree(Value),
+}
+
+impl<'a> Delta<'a> {
+    /// `None` for a delta that is not an object.
+    fn read(raw: &'a RawValue) -> Option<Self> {
+        #[derive(Deserialize)]
+        struct RowOp<'a> {
+            #[serde(borrow)]
+            op: Cow<'a, str>,
+            #[serde(borrow)]
+            row: &'a RawValue,
+        }
+        if !raw.get().starts_with('{') {
+            return None;
+        }
+        if let Some(append) = object::<TextAppend<'a>>(raw).filter(|d| d.op == "row.delta") {
+            return Some(Delta::Append(append));
+        }
+        if let Some(op) = object::<RowOp<'a>>(raw)
+            && matches!(&*op.op, "row.appended" | "row.upserted")
+            && let Some(row) = object::<TextRow<'a>>(op.row)
+            && matches!(&*row.kind, "assistantText" | "reasoning")
+        {
+            return Some(Delta::TextRow(row));
+        }
+        serde_json::from_str(raw.get()).ok().map(Delta::Tree)
+    }
+}
+
+/// A text row (`assistantText`, `reasoning`), read without a tree.
+#[derive(Debug, Deserialize)]
+pub struct TextRow<'a> {
+    #[serde(rename = "rowId")]
+    pub row_id: u64,
+    #[serde(borrow)]
+    pub kind: Cow<'a, str>,
+    #[serde(borrow, rename = "turnId")]
+    pub turn_id: Cow<'a, str>,
+    #[serde(borrow)]
+    pub text: Cow<'a, str>,
+}
+
 /// A `row.delta`: text appended to a row, read without a tree.
 #[derive(Debug, Deserialize)]
 pub struct TextAppend<'a> {
@@ -141,12 +193,12 @@ impl Subscription {
         self.logical(frame, recovery)
     }
 
-    /// The frame that comes by the thousand, read typed without a tree: a complete frame of
-    /// this subscription that continues from the last frame applied, all of whose deltas append
-    /// text to a row. Its deltas, with the frame applied to the sequence; `None` (nothing
-    /// changed) for anything else, which goes the general way ([`Subscription::frame`]), with
-    /// its checks and errors.
-    pub fn appends<'a>(&mut self, params: &'a RawValue) -> Option<Vec<TextAppend<'a>>> {
+    /// The frame that comes by the thousand, read without a tree of it: a complete frame of
+    /// this subscription that continues from the last frame applied. Its deltas (text appends
+    /// and text rows typed, the rest as trees), with the frame applied to the sequence; `None`
+    /// (nothing changed) for anything else, which goes the general way
+    /// ([`Subscription::frame`]), with its checks and errors.
+    pub fn deltas<'a>(&mut self, params: &'a RawValue) -> Option<Vec<Delta<'a>>> {
         #[derive(Deserialize)]
         struct Wire<'a> {
             #[serde(rename = "wireVersion")]
@@ -192,16 +244,26 @@ impl Subscription {
         if payload.kind != "deltas" {
             return None;
         }
-        let deltas = payload
-            .deltas
-            .into_iter()
-            .map(|delta| object::<TextAppend<'a>>(delta).filter(|d| d.op == "row.delta"))
-            .collect::<Option<Vec<_>>>()?;
+        let deltas = payload.deltas.into_iter().map(Delta::read).collect::<Option<Vec<_>>>()?;
         self.seq = Some(frame.to_seq);
         if raw_str(wire.delivery_kind).as_deref() == Some("recovery") {
             self.resyncing = false;
         }
+        for delta in &deltas {
+            if let Delta::Tree(delta) = delta {
+                self.revised(delta);
+            }
+        }
         Some(deltas)
+    }
+
+    /// A state patch carries the revision the next guarded command names.
+    fn revised(&mut self, delta: &Value) {
+        if delta.get("op").and_then(Value::as_str) == Some("state.updated")
+            && let Some(revision) = delta.pointer("/patch/revision").and_then(Value::as_u64)
+        {
+            self.revision = Some(revision);
+        }
     }
 
     /// Fragments of one logical frame, reassembled in index order once all have come and checked
@@ -335,12 +397,7 @@ impl Subscription {
                     self.resyncing = false;
                 }
                 for delta in &deltas {
-                    if delta.get("op").and_then(Value::as_str) == Some("state.updated")
-                        && let Some(revision) =
-                            delta.pointer("/patch/revision").and_then(Value::as_u64)
-                    {
-                        self.revision = Some(revision);
-                    }
+                    self.revised(delta);
                 }
                 Ok(FrameOutcome::Applied(Payload::Deltas(deltas)))
             }
@@ -545,30 +602,41 @@ mod tests {
     }
 
     #[test]
-    fn text_appends_in_sequence_are_read_typed_and_anything_else_is_left_alone() {
+    fn frames_in_sequence_are_read_without_a_tree_and_anything_else_is_left_alone() {
         let mut s = sub();
         let append = json!({"op": "row.delta", "rowId": 4, "path": "text", "append": "hi"});
         // Before the snapshot nothing is taken; the general way says why.
-        assert!(s.appends(&raw(&deltas_frame(0, 1, json!([append])))).is_none());
+        assert!(s.deltas(&raw(&deltas_frame(0, 1, json!([append])))).is_none());
         s.frame(snapshot(3)).unwrap();
-        let wire = raw(&deltas_frame(3, 4, json!([append, append])));
-        let read = s.appends(&wire).unwrap();
-        assert_eq!(read.len(), 2);
-        assert_eq!((read[0].row_id, &*read[0].path, &*read[0].append), (4, "text", "hi"));
-        assert_eq!(s.seq, Some(4));
+        let text_row = json!({"op": "row.upserted", "row": {"rowId": 4, "turnId": "t", "kind": "reasoning", "text": "hi", "state": "complete"}});
+        let header = json!({"op": "row.upserted", "row": {"rowId": 3, "turnId": "t", "kind": "turnHeader", "state": "running"}});
+        let patch = json!({"op": "state.updated", "patch": {"revision": 9}});
+        let wire = raw(&deltas_frame(3, 4, json!([append, text_row, header, patch])));
+        let read = s.deltas(&wire).unwrap();
+        let [Delta::Append(appended), Delta::TextRow(row), Delta::Tree(tree), Delta::Tree(_)] =
+            &read[..]
+        else {
+            panic!("{read:?}")
+        };
+        assert_eq!((appended.row_id, &*appended.path, &*appended.append), (4, "text", "hi"));
+        assert_eq!(
+            (row.row_id, &*row.kind, &*row.turn_id, &*row.text),
+            (4, "reasoning", "t", "hi")
+        );
+        assert_eq!(tree["row"]["kind"], "turnHeader");
+        assert_eq!((s.seq, s.revision), (Some(4), Some(9)));
         for other in [
             deltas_frame(3, 4, json!([append])), // a duplicate
             deltas_frame(5, 6, json!([append])), // past a gap
-            deltas_frame(4, 5, json!([append, {"op": "state.updated", "patch": {}}])), // not only text
-            deltas_frame(4, 5, json!([{"op": "row.delta", "rowId": 4, "path": "text"}])),
-            deltas(4, 5, "online", json!({})),
+            deltas_frame(4, 5, json!([[1, 2]])), // a delta that is not an object
+            snapshot(5),
         ] {
-            assert!(s.appends(&raw(&other)).is_none(), "{other}");
+            assert!(s.deltas(&raw(&other)).is_none(), "{other}");
             assert_eq!(s.seq, Some(4), "nothing changed for {other}");
         }
         let mut other_subscription = deltas_frame(4, 5, json!([append]));
         other_subscription["subscriptionId"] = json!("sub-0");
-        assert!(s.appends(&raw(&other_subscription)).is_none());
+        assert!(s.deltas(&raw(&other_subscription)).is_none());
     }
 
     fn deltas_frame(from: u64, to: u64, deltas: Value) -> Value {
