@@ -1,8 +1,11 @@
 //! One Agent process: framing, the answers the connection gives itself, and `setup`, `probe`
 //! and `list-sessions`.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use zcode_contract::{
     ConnectionOp, ErrorKind, Inbound, MapperError, NativeReply, NativeRequest, NativeWrite,
@@ -11,7 +14,7 @@ use zcode_contract::{
 
 use crate::json::{acp_params, internal, native, native_value, protocol};
 use crate::time::iso8601;
-use crate::wire::{self, Frame, Lines};
+use crate::wire::{self, Frame, Lines, raw_str, raw_value};
 
 /// The route of everything that belongs to native session `id`.
 pub fn session_route(id: &str) -> String {
@@ -74,44 +77,18 @@ impl AppServerConnection {
     }
 
     fn inbound(&mut self, text: String) -> Result<Inbound, MapperError> {
-        Ok(match wire::classify(&text)? {
-            Frame::Reply(reply) => Inbound::Reply(reply),
-            Frame::Request { id, method, params } => self.request(text, id, &method, &params),
-            Frame::Notification { method, params } => notification(text, &method, &params)?,
-        })
-    }
-
-    fn request(&mut self, text: String, id: Value, method: &str, params: &Value) -> Inbound {
-        let write = |label: &str, bytes| Inbound::Write(NativeWrite::new(label, bytes));
-        match method {
-            "session/requestRuntimePreferences" => {
-                write("runtime preferences", wire::result(&id, runtime_preferences()))
+        let routing = match wire::classify(&text)? {
+            Frame::Reply(reply) => return Ok(Inbound::Reply(reply)),
+            Frame::Request { id, method, params } => request(id, &method, params)?,
+            Frame::Notification { method, params } => notification(&method, params)?,
+        };
+        Ok(match routing {
+            // The line goes to its session as it came: the session reads it itself.
+            Routing::Session(session) => {
+                Inbound::Event(RoutedEvent { route: session_route(&session), payload: text.into() })
             }
-            // Official-plugin MCP servers ask the host for the user's ZCode identity headers;
-            // zcode-acp has none to give, and says so in the Agent's own vocabulary.
-            "interaction/requestOfficialMcpAuthHeaders" => write(
-                "official MCP auth headers",
-                wire::result(&id, json!({"ok": false, "reason": "official_auth_unavailable"})),
-            ),
-            "interaction/browserList" | "interaction/browserExecute" => write(
-                "browser request",
-                wire::error_reply(&id, -32601, "zcode-acp provides no browser to ZCode"),
-            ),
-            m if m.starts_with("automation/") => write(
-                "automation request",
-                wire::error_reply(&id, -32601, "zcode-acp does not run ZCode automations"),
-            ),
-            _ => match params.get("sessionId").and_then(Value::as_str) {
-                Some(session) => Inbound::Event(RoutedEvent {
-                    route: session_route(session),
-                    payload: text.into(),
-                }),
-                None => write(
-                    "unknown request",
-                    wire::error_reply(&id, -32601, &format!("zcode-acp does not serve {method}")),
-                ),
-            },
-        }
+            Routing::Here(inbound) => inbound,
+        })
     }
 
     fn start_op(&mut self, op_id: u64, op: &ConnectionOp, first: u64) -> Result<Step, MapperError> {
@@ -171,34 +148,99 @@ impl AppServerConnection {
     }
 }
 
-fn notification(text: String, method: &str, params: &Value) -> Result<Inbound, MapperError> {
-    let routed = |session: &str| {
-        Inbound::Event(RoutedEvent { route: session_route(session), payload: text.clone().into() })
-    };
-    Ok(match method {
-        "session/event" => match params.get("sessionId").and_then(Value::as_str) {
-            Some(session) => routed(session),
-            None => return Err(protocol("ZCode sent a session/event without a sessionId")),
+/// Where a frame of the Agent goes: to a session, or answered (or ignored) here.
+enum Routing {
+    Session(String),
+    Here(Inbound),
+}
+
+/// The members of a frame's `params` the connection routes by: only these are read (the rest,
+/// a delta's text or a turn's whole message, is skipped, not built into a tree). A member that
+/// is not a string counts as absent, as it did when read from a tree.
+#[derive(Default, Deserialize)]
+struct RouteParams<'a> {
+    #[serde(default, borrow, rename = "sessionId")]
+    session_id: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    topic: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    phase: Option<&'a RawValue>,
+    #[serde(default, borrow, rename = "errorCode")]
+    error_code: Option<&'a RawValue>,
+}
+
+impl<'a> RouteParams<'a> {
+    /// `params` that are not an object (or none) have none of the members.
+    fn read(params: Option<&'a RawValue>) -> Result<Self, MapperError> {
+        match params.filter(|p| p.get().starts_with('{')) {
+            None => Ok(Self::default()),
+            Some(params) => serde_json::from_str(params.get())
+                .map_err(|e| protocol(format!("ZCode wrote parameters that cannot be read: {e}"))),
+        }
+    }
+
+    fn session_id(&self) -> Option<Cow<'a, str>> {
+        raw_str(self.session_id)
+    }
+}
+
+fn request(id: &RawValue, method: &str, params: Option<&RawValue>) -> Result<Routing, MapperError> {
+    let write =
+        |label: &str, bytes| Ok(Routing::Here(Inbound::Write(NativeWrite::new(label, bytes))));
+    let id = || raw_value(Some(id));
+    match method {
+        "session/requestRuntimePreferences" => {
+            write("runtime preferences", wire::result(&id()?, runtime_preferences()))
+        }
+        // Official-plugin MCP servers ask the host for the user's ZCode identity headers;
+        // zcode-acp has none to give, and says so in the Agent's own vocabulary.
+        "interaction/requestOfficialMcpAuthHeaders" => write(
+            "official MCP auth headers",
+            wire::result(&id()?, json!({"ok": false, "reason": "official_auth_unavailable"})),
+        ),
+        "interaction/browserList" | "interaction/browserExecute" => write(
+            "browser request",
+            wire::error_reply(&id()?, -32601, "zcode-acp provides no browser to ZCode"),
+        ),
+        m if m.starts_with("automation/") => write(
+            "automation request",
+            wire::error_reply(&id()?, -32601, "zcode-acp does not run ZCode automations"),
+        ),
+        _ => match RouteParams::read(params)?.session_id() {
+            Some(session) => Ok(Routing::Session(session.into_owned())),
+            None => write(
+                "unknown request",
+                wire::error_reply(&id()?, -32601, &format!("zcode-acp does not serve {method}")),
+            ),
+        },
+    }
+}
+
+fn notification(method: &str, params: Option<&RawValue>) -> Result<Routing, MapperError> {
+    let here = |inbound| Ok(Routing::Here(inbound));
+    match method {
+        "session/event" => match RouteParams::read(params)?.session_id() {
+            Some(session) => Ok(Routing::Session(session.into_owned())),
+            None => Err(protocol("ZCode sent a session/event without a sessionId")),
         },
         "v4/conversation/frame" => {
-            match params
-                .get("topic")
-                .and_then(Value::as_str)
-                .and_then(|t| t.strip_prefix("conversation/"))
-            {
-                Some(session) if !session.is_empty() => routed(session),
-                _ => {
-                    Inbound::Ignored("v4 frame of a topic zcode-acp does not subscribe".to_string())
-                }
+            let topic = raw_str(RouteParams::read(params)?.topic);
+            match topic.as_deref().and_then(|t| t.strip_prefix("conversation/")) {
+                Some(session) if !session.is_empty() => Ok(Routing::Session(session.to_string())),
+                _ => here(Inbound::Ignored(
+                    "v4 frame of a topic zcode-acp does not subscribe".to_string(),
+                )),
             }
         }
         "startup/storageState" => {
-            let phase = params.get("phase").and_then(Value::as_str).unwrap_or("");
+            let params = RouteParams::read(params)?;
+            let phase = raw_str(params.phase).unwrap_or_default();
             if phase == "failed" {
-                let code = params.get("errorCode").and_then(Value::as_str).unwrap_or("unknown");
+                let code = raw_str(params.error_code);
+                let code = code.as_deref().unwrap_or("unknown");
                 return Err(native(format!("ZCode could not open its session database ({code})")));
             }
-            Inbound::Ignored(format!("storage start-up: {phase}"))
+            here(Inbound::Ignored(format!("storage start-up: {phase}")))
         }
         // State and telemetry the session takes from its V4 frames, or that means nothing for
         // ACP; named so that an unlisted notification is reported as such in the logs.
@@ -213,9 +255,9 @@ fn notification(text: String, method: &str, params: &Value) -> Result<Inbound, M
         | "computer-use/operation-event"
         | "v4/telemetry/event"
         | "v4/telemetry/local-ttft"
-        | "v4/cua/permission-observation" => Inbound::Ignored(method.to_string()),
-        other => Inbound::Ignored(format!("unlisted notification {other}")),
-    })
+        | "v4/cua/permission-observation" => here(Inbound::Ignored(method.to_string())),
+        other => here(Inbound::Ignored(format!("unlisted notification {other}"))),
+    }
 }
 
 /// What the Agent says about itself: the protocol generation, and the capabilities it reports.

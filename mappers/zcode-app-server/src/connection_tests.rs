@@ -1,5 +1,5 @@
 use serde_json::{Value, json};
-use zcode_contract::{ConnectionOp, Inbound, NativeReply, ReplyBody, Step};
+use zcode_contract::{ConnectionOp, ErrorKind, Inbound, NativeReply, ReplyBody, Step};
 use zcode_mapper_sdk::Connection as _;
 
 use crate::connection::AppServerConnection;
@@ -92,6 +92,163 @@ fn fails_closed_on_frames_it_cannot_trust() {
             String::from_utf8_lossy(&bytes)
         );
     }
+}
+
+/// The refusal one line gets, with its kind.
+fn refusal(bytes: &[u8]) -> (ErrorKind, String) {
+    let error = AppServerConnection::new().push(bytes).unwrap_err();
+    (error.kind, error.message)
+}
+
+#[test]
+fn each_frame_it_cannot_trust_is_refused_with_its_reason() {
+    let protocol = |message: &str| (ErrorKind::Protocol, message.to_string());
+    let cases: [(&[u8], (ErrorKind, String)); 14] = [
+        (
+            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n",
+            protocol("ZCode wrote a JSON-RPC 2.0 frame; the Agent speaks NDJSON without it"),
+        ),
+        // Present is present, whatever the value.
+        (
+            b"{\"method\":\"session/event\",\"jsonrpc\":null}\n",
+            protocol("ZCode wrote a JSON-RPC 2.0 frame; the Agent speaks NDJSON without it"),
+        ),
+        (b"[1,2]\n", protocol("ZCode wrote a line that is not a JSON object")),
+        (b"\"session/event\"\n", protocol("ZCode wrote a line that is not a JSON object")),
+        (b"{\"params\":{}}\n", protocol("ZCode wrote a frame with neither `id` nor `method`")),
+        // A method that is not a string is no method.
+        (b"{\"method\":7}\n", protocol("ZCode wrote a frame with neither `id` nor `method`")),
+        (
+            b"{\"id\":\"invalid-message\",\"error\":{\"code\":-32600,\"message\":\"Invalid ZCode Protocol message\"}}\n",
+            protocol(
+                "ZCode refused a frame it could not attribute (\"invalid-message\"): Invalid ZCode Protocol message",
+            ),
+        ),
+        (
+            b"{\"id\":null,\"error\":{\"code\":-32700}}\n",
+            protocol("ZCode refused a frame it could not attribute (null): no message"),
+        ),
+        (b"{\"id\":4}\n", protocol("ZCode reply 4 has neither result nor error")),
+        (
+            b"{\"id\":4,\"result\":null,\"error\":{\"message\":\"m\"}}\n",
+            protocol("ZCode reply 4 has both a result and an error"),
+        ),
+        (
+            b"{\"method\":\"session/event\",\"params\":{\"sessionId\":7}}\n",
+            protocol("ZCode sent a session/event without a sessionId"),
+        ),
+        (
+            b"{\"method\":\"session/event\",\"params\":[\"s1\"]}\n",
+            protocol("ZCode sent a session/event without a sessionId"),
+        ),
+        (
+            b"{\"method\":\"startup/storageState\",\"params\":{\"phase\":\"failed\",\"errorCode\":\"locked\"}}\n",
+            (ErrorKind::Native, "ZCode could not open its session database (locked)".to_string()),
+        ),
+        (b"{\xff}\n", protocol("ZCode wrote a line that is not UTF-8")),
+    ];
+    for (bytes, expected) in cases {
+        assert_eq!(refusal(bytes), expected, "{}", String::from_utf8_lossy(bytes));
+    }
+    // Not JSON at all, or a member named twice (which one would count is a guess).
+    for (bytes, start) in [
+        (&b"not json\n"[..], "ZCode wrote a non-JSON line: "),
+        (b"{\"id\":1,\"result\":\n", "ZCode wrote a non-JSON line: "),
+        (b"{\"id\":1,\"result\":1} trailing\n", "ZCode wrote a non-JSON line: "),
+        (b"{\"id\":1,\"id\":2,\"result\":1}\n", "ZCode wrote a frame that is not one envelope: "),
+        (
+            b"{\"method\":\"session/event\",\"params\":{\"sessionId\":\"a\",\"sessionId\":\"b\"}}\n",
+            "ZCode wrote parameters that cannot be read: ",
+        ),
+    ] {
+        let (kind, message) = refusal(bytes);
+        assert_eq!(kind, ErrorKind::Protocol);
+        assert!(message.starts_with(start), "{message}");
+    }
+}
+
+#[test]
+fn a_reply_result_is_handed_on_byte_identical_however_large() {
+    // Keys out of order, spaces, an escape and 20 MB of text: a tree written out again would
+    // change all four (and hold the text several times over).
+    let result = format!(
+        "{{ \"z\" : [1, 2.50, null], \"a\": \"caf\\u00e9 {}\" }}",
+        "x".repeat(20 * 1024 * 1024)
+    );
+    let frame = format!("{{\"result\": {result} , \"id\":12}}\n");
+    let mut conn = AppServerConnection::new();
+    let inbound = conn.push(frame.as_bytes()).unwrap();
+    let [Inbound::Reply(NativeReply { id: 12, body: ReplyBody::Ok(data) })] = &inbound[..] else {
+        panic!("not one reply: {:?}", inbound.len())
+    };
+    assert!(data.as_text() == Some(result.as_str()), "the result text changed");
+    for (line, text) in
+        [("{\"id\":1,\"result\":null}", "null"), ("{\"id\":2,\"result\":\"s\"}", "\"s\"")]
+    {
+        let inbound = conn.push(format!("{line}\n").as_bytes()).unwrap();
+        let [Inbound::Reply(NativeReply { body: ReplyBody::Ok(data), .. })] = &inbound[..] else {
+            panic!("{line}")
+        };
+        assert_eq!(data.as_text(), Some(text));
+    }
+}
+
+#[test]
+fn a_long_line_in_many_pushes_is_one_line_and_what_follows_is_kept() {
+    let mut conn = AppServerConnection::new();
+    let text = "y".repeat(3 * 1024 * 1024);
+    let event = format!(
+        "{{\"method\":\"session/event\",\"params\":{{\"sessionId\":\"s1\",\"payload\":\"{text}\"}}}}"
+    );
+    let bytes = format!("{event}\n  {{\"id\":5,\"result\":7}}  \n{{\"id\":6,");
+    let mut inbound = Vec::new();
+    for chunk in bytes.as_bytes().chunks(64 * 1024) {
+        inbound.extend(conn.push(chunk).unwrap());
+    }
+    inbound.extend(conn.push(b"\"result\":8}\n").unwrap());
+    let [Inbound::Event(routed), Inbound::Reply(five), Inbound::Reply(six)] = &inbound[..] else {
+        panic!("{} inbound", inbound.len())
+    };
+    assert_eq!(routed.payload.as_text(), Some(event.as_str()));
+    assert_eq!((five.id, six.id), (5, 6));
+    // Long or short, a line that is not UTF-8 is refused.
+    let mut bad = vec![b'{'; 2 * 1024 * 1024];
+    bad.extend_from_slice(b"\xff}\n");
+    assert_eq!(
+        refusal(&bad),
+        (ErrorKind::Protocol, "ZCode wrote a line that is not UTF-8".to_string())
+    );
+}
+
+#[test]
+fn routes_by_the_members_it_needs_however_they_are_written() {
+    let mut conn = AppServerConnection::new();
+    let inbound = conn
+        .push(
+            concat!(
+                "{\"params\" : { \"payload\": {\"delta\": \"x\"}, \"sessionId\" : \"s\\u0031\" }, \"method\":\"session/event\"}\n",
+                "{\"method\":\"v4/conversation/frame\",\"params\":{\"topic\":7}}\n",
+                "{\"method\":\"v4/conversation/frame\",\"params\":{\"topic\":\"conversation/\"}}\n",
+                "{\"method\":\"v4/conversation/frame\",\"params\":null}\n",
+                "{\"method\":\"startup/storageState\"}\n",
+                // A null id is an id: the request is answered under it.
+                "{\"id\":null,\"method\":\"mystery/thing\",\"params\":{\"sessionId\":null}}\n",
+            )
+            .as_bytes(),
+        )
+        .unwrap();
+    let Inbound::Event(event) = &inbound[0] else { panic!("{:?}", inbound[0]) };
+    assert_eq!(event.route, "session/s1");
+    // The line as it came, for the session to read.
+    assert!(event.payload.as_text().unwrap().starts_with("{\"params\" : { \"payload\""));
+    for ignored in &inbound[1..4] {
+        assert!(matches!(ignored, Inbound::Ignored(_)), "{ignored:?}");
+    }
+    assert_eq!(inbound[4], Inbound::Ignored("storage start-up: ".to_string()));
+    assert_eq!(
+        written(&inbound[5]),
+        json!({"id": null, "error": {"code": -32601, "message": "zcode-acp does not serve mystery/thing"}})
+    );
 }
 
 fn run(conn: &mut AppServerConnection, op: ConnectionOp, reply: Value) -> (Value, Step) {

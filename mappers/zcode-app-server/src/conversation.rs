@@ -12,9 +12,9 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 use zcode_contract::{Action, MapperError};
 
-use crate::json::{protocol, text};
+use crate::json::{protocol, text, text_chunk};
 use crate::tools::{Outcome, Tools};
-use crate::v4::Payload;
+use crate::v4::{Delta, Payload};
 
 /// Row kinds that belong to a turn but carry nothing ACP shows: the echo of the prompt, a
 /// subagent summary (its Agent tool call carries the result), hooks, timeline markers and
@@ -70,7 +70,7 @@ fn update(value: Value) -> Action {
 
 fn chunk(thought: bool, delta: &str) -> Action {
     let kind = if thought { "agent_thought_chunk" } else { "agent_message_chunk" };
-    update(json!({"sessionUpdate": kind, "content": {"type": "text", "text": delta}}))
+    Action::Update(text_chunk(kind, delta))
 }
 
 fn required<'a>(value: &'a Value, key: &str, what: &str) -> Result<&'a Value, MapperError> {
@@ -266,24 +266,8 @@ impl Conversation {
         }
         match kind {
             "assistantText" | "reasoning" => {
-                let thought = kind == "reasoning";
                 let full = required_str(row, "text", "text row")?;
-                let Row::Text { shown, .. } = self
-                    .rows
-                    .entry(id)
-                    .or_insert_with(|| Row::Text { thought, shown: String::new() })
-                else {
-                    return Err(protocol(format!("V4 row {id} changed its kind")));
-                };
-                // Text only grows (appends go to streaming rows); a rewrite cannot be shown.
-                let Some(new) = full.strip_prefix(shown.as_str()) else {
-                    return Err(protocol(format!("V4 rewrote the text of row {id}")));
-                };
-                if !new.is_empty() {
-                    out.push(chunk(thought, new));
-                    shown.push_str(new);
-                }
-                Ok(())
+                self.text_row(id, kind == "reasoning", full, out)
             }
             "toolCall" => self.tool(id, row, cx, out),
             quiet if QUIET_ROWS.contains(&quiet) => Ok(()),
@@ -291,11 +275,71 @@ impl Conversation {
         }
     }
 
+    /// The deltas of a frame read by `v4::Subscription::deltas`: what [`Conversation::apply`]
+    /// does with them, without a tree of the typed ones.
+    pub fn apply_deltas(
+        &mut self,
+        deltas: &[Delta<'_>],
+        cx: &mut Context<'_>,
+    ) -> Result<Vec<Action>, MapperError> {
+        let mut out = Vec::new();
+        for delta in deltas {
+            match delta {
+                Delta::Append(append) => {
+                    self.append_text(append.row_id, &append.path, &append.append, &mut out)?
+                }
+                Delta::TextRow(row) => {
+                    // As `row` reads a text row: only the watched turn's rows are shown.
+                    let watched = self.watch.as_ref().and_then(|w| w.turn_id.as_deref());
+                    if watched == Some(&*row.turn_id) {
+                        self.text_row(row.row_id, row.kind == "reasoning", &row.text, &mut out)?;
+                    }
+                }
+                Delta::Tree(delta) => self.delta(delta, cx, &mut out)?,
+            }
+        }
+        Ok(out)
+    }
+
+    /// A text row of the watched turn, whole: what is new in it is shown.
+    fn text_row(
+        &mut self,
+        id: u64,
+        thought: bool,
+        full: &str,
+        out: &mut Vec<Action>,
+    ) -> Result<(), MapperError> {
+        let Row::Text { shown, .. } =
+            self.rows.entry(id).or_insert_with(|| Row::Text { thought, shown: String::new() })
+        else {
+            return Err(protocol(format!("V4 row {id} changed its kind")));
+        };
+        // Text only grows (appends go to streaming rows); a rewrite cannot be shown.
+        let Some(new) = full.strip_prefix(shown.as_str()) else {
+            return Err(protocol(format!("V4 rewrote the text of row {id}")));
+        };
+        if !new.is_empty() {
+            out.push(chunk(thought, new));
+            shown.push_str(new);
+        }
+        Ok(())
+    }
+
     /// `row.delta`: text appended to a streaming row of the watched turn.
     fn append(&mut self, delta: &Value, out: &mut Vec<Action>) -> Result<(), MapperError> {
         let id = row_id(delta, "rowId", "row delta")?;
         let path = required_str(delta, "path", "row delta")?;
         let append = required_str(delta, "append", "row delta")?;
+        self.append_text(id, path, append, out)
+    }
+
+    fn append_text(
+        &mut self,
+        id: u64,
+        path: &str,
+        append: &str,
+        out: &mut Vec<Action>,
+    ) -> Result<(), MapperError> {
         match (self.rows.get_mut(&id), path) {
             (Some(Row::Text { thought, shown }), "text") => {
                 if !append.is_empty() {

@@ -6,7 +6,7 @@
 use serde_json::{Value, json};
 use zcode_contract::{Action, MapperError, StopReason, Terminal};
 
-use crate::json::{native, protocol, text};
+use crate::json::{native, protocol, text, text_chunk};
 use crate::tools::{Outcome, Tools, result_text};
 
 /// What the event stream needs from the session it maps into.
@@ -28,7 +28,30 @@ fn update(value: Value) -> Action {
 }
 
 fn chunk(kind: &str, delta: &str) -> Action {
-    update(json!({"sessionUpdate": kind, "content": {"type": "text", "text": delta}}))
+    Action::Update(text_chunk(kind, delta))
+}
+
+/// Why an event of type `kind` is only ignored, whatever its payload says: `None` when it is
+/// mapped. `content`: this stream carries the turn's content (see [`Turn::content`]). The
+/// session asks before it reads the event's payload: with V4, every text delta also comes
+/// here, and is dropped without being read.
+pub fn ignored(kind: &str, content: bool) -> Option<String> {
+    match kind {
+        // Shown from the V4 rows and state: the same facts, projected by ZCode itself.
+        "model.streaming" | "tool.updated" | "session.titleUpdated" | "session.updated"
+            if !content =>
+        {
+            Some(format!("{kind} (carried by the V4 conversation)"))
+        }
+        // The reverse request carries the question; these only mirror it.
+        "permission.requested" | "permission.resolved" | "userInput.requested" | "userInput.resolved"
+        // Covered by model.streaming and tool.updated.
+        | "message.upserted" | "message.removed" | "part.started" | "part.delta" | "part.upserted" | "part.removed"
+        | "turn.started" | "turn.steerQueued" | "turn.steerDrained"
+        | "session.created" | "session.resumed" | "session.closed"
+        | "checkpoint.created" | "rewind.triggered" | "streamRecovery.updated" => Some(kind.to_string()),
+        _ => None,
+    }
 }
 
 /// One `session/event` params object.
@@ -37,32 +60,32 @@ pub fn map(turn: &mut Turn<'_>, event: &Value) -> Result<Vec<Action>, MapperErro
         .get("type")
         .and_then(Value::as_str)
         .ok_or_else(|| protocol("session/event without type"))?;
+    if let Some(why) = ignored(kind, turn.content) {
+        return Ok(vec![Action::Ignore(why)]);
+    }
     let empty = Value::Null;
     let payload = event.get("payload").unwrap_or(&empty);
     Ok(match kind {
-        // Shown from the V4 rows and state: the same facts, projected by ZCode itself.
-        "model.streaming" | "tool.updated" | "session.titleUpdated" | "session.updated"
-            if !turn.content =>
-        {
-            vec![Action::Ignore(format!("{kind} (carried by the V4 conversation)"))]
-        }
         "model.streaming" => streaming(turn, payload)?,
         "tool.updated" => tool(turn, payload)?,
-        "turn.completed" => completed(turn, payload),
+        "turn.completed" => completed(
+            turn,
+            payload.get("usage").cloned(),
+            payload.get("resultType").and_then(Value::as_str),
+        ),
         "turn.failed" => failed(turn, payload),
-        "session.titleUpdated" => match payload.get("title").and_then(Value::as_str).filter(|t| !t.is_empty()) {
-            Some(title) => vec![update(json!({"sessionUpdate": "session_info_update", "title": title}))],
-            None => vec![Action::Ignore(kind.to_string())],
-        },
+        "session.titleUpdated" => {
+            match payload.get("title").and_then(Value::as_str).filter(|t| !t.is_empty()) {
+                Some(title) => {
+                    vec![update(json!({"sessionUpdate": "session_info_update", "title": title}))]
+                }
+                None => vec![Action::Ignore(kind.to_string())],
+            }
+        }
         "session.updated" => session_updated(payload),
-        // The reverse request carries the question; these only mirror it.
-        "permission.requested" | "permission.resolved" | "userInput.requested" | "userInput.resolved"
-        // Covered by model.streaming and tool.updated.
-        | "message.upserted" | "message.removed" | "part.started" | "part.delta" | "part.upserted" | "part.removed"
-        | "turn.started" | "turn.steerQueued" | "turn.steerDrained"
-        | "session.created" | "session.resumed" | "session.closed"
-        | "checkpoint.created" | "rewind.triggered" | "streamRecovery.updated" => vec![Action::Ignore(kind.to_string())],
-        other => vec![Action::Terminal(Terminal::Broken(protocol(format!("ZCode sent a session event zcode-acp does not know: {other}"))))],
+        other => vec![Action::Terminal(Terminal::Broken(protocol(format!(
+            "ZCode sent a session event zcode-acp does not know: {other}"
+        ))))],
     })
 }
 
@@ -177,14 +200,21 @@ fn session_updated(payload: &Value) -> Vec<Action> {
     }
 }
 
-fn completed(turn: &mut Turn<'_>, payload: &Value) -> Vec<Action> {
+/// `turn.completed`, from the two members it needs: its `usage` (as it came, `null` kept) and
+/// its `resultType`. (The session reads them alone: the event also carries the turn's whole
+/// text, `response`, which nothing here needs.)
+pub fn completed(
+    turn: &mut Turn<'_>,
+    usage: Option<Value>,
+    result_type: Option<&str>,
+) -> Vec<Action> {
     if !turn.running {
         return vec![Action::Ignore(
             "turn.completed of a turn zcode-acp did not start".to_string(),
         )];
     }
-    *turn.usage = payload.get("usage").cloned();
-    let reason = match payload.get("resultType").and_then(Value::as_str) {
+    *turn.usage = usage;
+    let reason = match result_type {
         Some("success") => Terminal::Stop(StopReason::EndTurn),
         Some("cancelled") => Terminal::Stop(StopReason::Cancelled),
         Some("error_max_turns" | "error_max_tool_calls") => {

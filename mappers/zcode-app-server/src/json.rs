@@ -55,3 +55,35 @@ pub fn line(value: &Value) -> Vec<u8> {
     bytes.push(b'\n');
     bytes
 }
+
+/// An ACP text chunk (`agent_message_chunk`, `agent_thought_chunk`) written out directly: its
+/// shape is fixed, and a turn sends it by the thousand. The same text as the tree would give
+/// (members in the order it keeps, the text escaped by the same serializer).
+pub fn text_chunk(kind: &str, delta: &str) -> String {
+    let delta = serde_json::to_string(delta).unwrap_or_else(|_| "\"\"".to_string());
+    let mut out = String::with_capacity(delta.len() + kind.len() + 64);
+    out.push_str("{\"sessionUpdate\":\"");
+    out.push_str(kind);
+    out.push_str("\",\"content\":{\"type\":\"text\",\"text\":");
+    out.push_str(&delta);
+    out.push_str("}}");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    #[test]
+    fn a_text_chunk_is_the_text_its_tree_gives() {
+        for delta in
+            ["", "plain", "quote \" backslash \\ slash /", "\n\t\u{1}\u{7f}", "café 😀 \u{2028}"]
+        {
+            for kind in ["agent_message_chunk", "agent_thought_chunk"] {
+                let tree =
+                    json!({"sessionUpdate": kind, "content": {"type": "text", "text": delta}});
+                assert_eq!(super::text_chunk(kind, delta), tree.to_string());
+            }
+        }
+    }
+}

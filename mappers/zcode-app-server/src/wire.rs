@@ -2,67 +2,152 @@
 //! a request (the Agent's own ids are strings, `server-<n>`), `id` with `result`/`error` a
 //! response, `method` alone a notification (`packages/shared/src/zcode-protocol/index.ts`).
 
+use std::borrow::Cow;
+
+use serde::de::IgnoredAny;
+use serde::{Deserialize, Deserializer};
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use zcode_contract::{ErrorKind, MapperError, NativeReply, ReplyBody};
 
 use crate::json::{line, protocol};
 
-/// What one line of Agent output is.
+/// What one line of Agent output is. Its members are borrowed from the line as they came: a
+/// frame is never built into a tree to be classified (a turn's last frames carry its whole
+/// text, megabytes; F-24), and whoever needs a member reads just that.
 #[derive(Debug)]
-pub enum Frame {
+pub enum Frame<'a> {
     /// The answer to one of our requests (our ids are the core's numbers).
     Reply(NativeReply),
     /// A request of the Agent to us.
     Request {
-        id: Value,
-        method: String,
-        params: Value,
+        id: &'a RawValue,
+        method: Cow<'a, str>,
+        params: Option<&'a RawValue>,
     },
     Notification {
-        method: String,
-        params: Value,
+        method: Cow<'a, str>,
+        params: Option<&'a RawValue>,
     },
 }
 
+/// The envelope's members. `present` keeps a member that is `null` (`{"id": null}` is still an
+/// id); `method` is a raw value because one that is not a string counts as absent.
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    #[serde(default, deserialize_with = "present")]
+    jsonrpc: Option<IgnoredAny>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    id: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    method: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    params: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    result: Option<&'a RawValue>,
+    #[serde(default, borrow, deserialize_with = "present")]
+    error: Option<&'a RawValue>,
+}
+
+/// A member that is there, whatever its value (`null` included).
+pub fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
+}
+
+/// The string a raw member holds, borrowed unless it has escapes; `None` for any other value.
+pub fn raw_str(raw: Option<&RawValue>) -> Option<Cow<'_, str>> {
+    #[derive(Deserialize)]
+    struct Text<'a>(#[serde(borrow)] Cow<'a, str>);
+    let raw = raw?;
+    if !raw.get().starts_with('"') {
+        return None;
+    }
+    serde_json::from_str::<Text<'_>>(raw.get()).ok().map(|text| text.0)
+}
+
+/// A raw member as a tree, for the few places that need one (ids, errors, parameters of a
+/// reverse request); `null` when absent, as a tree's missing member reads.
+pub fn raw_value(raw: Option<&RawValue>) -> Result<Value, MapperError> {
+    match raw {
+        None => Ok(Value::Null),
+        Some(raw) => serde_json::from_str(raw.get())
+            .map_err(|e| protocol(format!("ZCode wrote a member that cannot be read: {e}"))),
+    }
+}
+
+/// `raw` read as `T` when it is a JSON object: a derived struct also reads an array (by
+/// position), which no ZCode frame is. `None` when it cannot be read so.
+pub fn object<'a, T: Deserialize<'a>>(raw: &'a RawValue) -> Option<T> {
+    if !raw.get().starts_with('{') {
+        return None;
+    }
+    serde_json::from_str(raw.get()).ok()
+}
+
+/// Whether `text`, valid JSON or not, is a JSON object. A struct is also read from an array (by
+/// position), so anything else is refused before the envelope is read.
+fn is_object(text: &str) -> bool {
+    text.trim_start().starts_with('{')
+}
+
 /// Splits and classifies one complete line.
-pub fn classify(text: &str) -> Result<Frame, MapperError> {
-    let value: Value = serde_json::from_str(text)
-        .map_err(|e| protocol(format!("ZCode wrote a non-JSON line: {e}")))?;
-    let Value::Object(map) = &value else {
-        return Err(protocol("ZCode wrote a line that is not a JSON object"));
-    };
-    if map.contains_key("jsonrpc") {
+pub fn classify(text: &str) -> Result<Frame<'_>, MapperError> {
+    if !is_object(text) {
+        return Err(match serde_json::from_str::<IgnoredAny>(text) {
+            Ok(_) => protocol("ZCode wrote a line that is not a JSON object"),
+            Err(e) => protocol(format!("ZCode wrote a non-JSON line: {e}")),
+        });
+    }
+    let envelope: Envelope<'_> = serde_json::from_str(text).map_err(|e| match e.classify() {
+        // Only a member named twice: JSON.stringify never writes one, and which would win is
+        // a guess.
+        serde_json::error::Category::Data => {
+            protocol(format!("ZCode wrote a frame that is not one envelope: {e}"))
+        }
+        _ => protocol(format!("ZCode wrote a non-JSON line: {e}")),
+    })?;
+    if envelope.jsonrpc.is_some() {
         return Err(protocol(
             "ZCode wrote a JSON-RPC 2.0 frame; the Agent speaks NDJSON without it",
         ));
     }
-    let method = map.get("method").and_then(Value::as_str).map(str::to_string);
-    let params = map.get("params").cloned().unwrap_or(Value::Null);
-    match (map.get("id"), method) {
-        (Some(id), Some(method)) => Ok(Frame::Request { id: id.clone(), method, params }),
+    let Envelope { id, method, params, result, error, .. } = envelope;
+    match (id, raw_str(method)) {
+        (Some(id), Some(method)) => Ok(Frame::Request { id, method, params }),
         (None, Some(method)) => Ok(Frame::Notification { method, params }),
-        (Some(id), None) => reply(id, map),
+        (Some(id), None) => reply(id, result, error),
         (None, None) => Err(protocol("ZCode wrote a frame with neither `id` nor `method`")),
     }
 }
 
-fn reply(id: &Value, map: &serde_json::Map<String, Value>) -> Result<Frame, MapperError> {
-    let Some(number) = id.as_u64() else {
+/// A reply: a successful one's result is handed on as the text it came as, never as a tree (a
+/// session's last read can be megabytes).
+fn reply(
+    id: &RawValue,
+    result: Option<&RawValue>,
+    error: Option<&RawValue>,
+) -> Result<Frame<'static>, MapperError> {
+    let Ok(number) = serde_json::from_str::<u64>(id.get()) else {
         // `parse-error` / `invalid-message`: the Agent refused a frame of ours and cannot say
         // which one. Nothing can be matched, so the transport fails closed.
-        let message = map
-            .get("error")
-            .and_then(|e| e.get("message"))
-            .and_then(Value::as_str)
-            .unwrap_or("no message");
+        let error = raw_value(error)?;
+        let message = error.get("message").and_then(Value::as_str).unwrap_or("no message");
         return Err(protocol(format!(
-            "ZCode refused a frame it could not attribute ({id}): {message}"
+            "ZCode refused a frame it could not attribute ({}): {message}",
+            raw_value(Some(id))?
         )));
     };
-    let body = match (map.get("result"), map.get("error")) {
-        (Some(result), None) => ReplyBody::Ok(result.to_string().into()),
-        (None, Some(error)) => ReplyBody::Error(native_error(error)),
-        _ => return Err(protocol(format!("ZCode reply {number} has neither result nor error"))),
+    let body = match (result, error) {
+        (Some(result), None) => ReplyBody::Ok(result.get().into()),
+        (None, Some(error)) => ReplyBody::Error(native_error(&raw_value(Some(error))?)),
+        (Some(_), Some(_)) => {
+            return Err(protocol(format!("ZCode reply {number} has both a result and an error")));
+        }
+        (None, None) => {
+            return Err(protocol(format!("ZCode reply {number} has neither result nor error")));
+        }
     };
     Ok(Frame::Reply(NativeReply { id: number, body }))
 }
@@ -104,24 +189,55 @@ pub fn error_reply(id: &Value, code: i64, message: &str) -> Vec<u8> {
 #[derive(Default)]
 pub struct Lines {
     buffer: Vec<u8>,
+    /// How much of `buffer` is known to hold no newline: a long line that comes in many pushes
+    /// is scanned once, not once per push.
+    scanned: usize,
 }
 
 /// A line longer than this without a newline is not a frame the Agent writes.
 const MAX_LINE: usize = 64 * 1024 * 1024;
+/// A line at least this long that starts the buffer is handed over whole rather than copied.
+const HAND_OVER: usize = 1024 * 1024;
+
+fn not_utf8() -> MapperError {
+    protocol("ZCode wrote a line that is not UTF-8")
+}
 
 impl Lines {
     pub fn push(&mut self, bytes: &[u8]) -> Result<Vec<String>, MapperError> {
         self.buffer.extend_from_slice(bytes);
         let mut lines = Vec::new();
-        while let Some(end) = self.buffer.iter().position(|b| *b == b'\n') {
-            let raw: Vec<u8> = self.buffer.drain(..=end).collect();
-            let text = std::str::from_utf8(&raw[..raw.len() - 1])
-                .map_err(|_| protocol("ZCode wrote a line that is not UTF-8"))?
-                .trim();
+        let mut start = 0;
+        let mut from = self.scanned;
+        // The lines are copied out once each and the buffer is shifted once per push: a push
+        // carries hundreds of deltas, and a shift per line moved the rest each time.
+        while let Some(offset) = self.buffer[from..].iter().position(|b| *b == b'\n') {
+            let end = from + offset;
+            if start == 0 && end >= HAND_OVER {
+                // A long line (a turn's last frames carry its whole text) that starts the
+                // buffer is the buffer: handed over as the line, not copied.
+                let rest = self.buffer.split_off(end + 1);
+                let mut line = std::mem::replace(&mut self.buffer, rest);
+                line.truncate(end);
+                let line = String::from_utf8(line).map_err(|_| not_utf8())?;
+                match line.trim() {
+                    "" => {}
+                    text if text.len() == line.len() => lines.push(line),
+                    text => lines.push(text.to_string()),
+                }
+                from = 0;
+                continue;
+            }
+            let text =
+                std::str::from_utf8(&self.buffer[start..end]).map_err(|_| not_utf8())?.trim();
             if !text.is_empty() {
                 lines.push(text.to_string());
             }
+            start = end + 1;
+            from = start;
         }
+        self.buffer.drain(..start);
+        self.scanned = self.buffer.len();
         if self.buffer.len() > MAX_LINE {
             return Err(protocol("ZCode wrote a line longer than 64 MiB"));
         }

@@ -965,6 +965,125 @@ fn a_gap_in_the_legacy_event_numbers_breaks_the_running_turn() {
 }
 
 #[test]
+fn a_legacy_delta_v4_carries_is_dropped_and_still_counted() {
+    let mut driver = opened(true, true);
+    prompt(&mut driver);
+    let delta =
+        |seq: u64| event(seq, "model.streaming", json!({"kind": "text_delta", "delta": "x"}));
+    let carried = Action::Ignore("model.streaming (carried by the V4 conversation)".to_string());
+    assert_eq!(driver.event(delta(5)).actions, std::slice::from_ref(&carried));
+    // However it is written: an escaped type, the members in another order.
+    let escaped = r#"{"method":"session/event","params":{"payload":{"kind":"text_delta","delta":"y"},"type":"model.str\u0065aming","seq":6,"sessionId":"sess_1"}}"#;
+    let effects = driver.session.map(&[SessionInput::Event(escaped.to_string().into())]).unwrap();
+    assert_eq!(effects.actions, std::slice::from_ref(&carried));
+    assert_eq!(
+        driver.event(delta(6)).actions,
+        [Action::Ignore("duplicate session event".to_string())]
+    );
+    // A member named twice goes the general way: the last one counts, as in a tree.
+    let twice = r#"{"method":"session/event","params":{"sessionId":"sess_1","seq":1,"seq":7,"type":"model.streaming","payload":{}}}"#;
+    let effects = driver.session.map(&[SessionInput::Event(twice.to_string().into())]).unwrap();
+    assert_eq!(effects.actions, [carried]);
+    // The dropped events were counted: one missing after them is a gap.
+    let gap = driver.event(delta(9));
+    assert!(
+        matches!(&gap.actions[..], [Action::Terminal(Terminal::Broken(e))] if e.message == "ZCode skipped session events: expected event 8, got 9"),
+        "{gap:?}"
+    );
+}
+
+#[test]
+fn without_v4_the_legacy_delta_is_the_content() {
+    let mut driver = opened(false, true);
+    prompt(&mut driver);
+    let effects =
+        driver.event(event(5, "model.streaming", json!({"kind": "text_delta", "delta": "hi"})));
+    assert_eq!(
+        updates(&effects),
+        [
+            json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "hi"}})
+        ]
+    );
+    let unknown = driver.event(event(6, "model.streaming", json!({"kind": "text_sparkle"})));
+    assert!(matches!(&unknown.actions[..], [Action::Terminal(Terminal::Broken(_))]), "{unknown:?}");
+}
+
+#[test]
+fn appended_text_reads_the_same_however_its_frame_is_written() {
+    let mut driver = opened(true, true);
+    let sent = prompt(&mut driver);
+    let command = sent[0]["params"]["commandId"].as_str().unwrap().to_string();
+    driver.event(frame(5, 6, "online", json!([
+        {"op": "row.appended", "row": header(1, "turn-1", &command, "running")},
+        {"op": "row.appended", "row": row(2, "turn-1", "assistantText", json!({"text": "a", "state": "streaming"}))},
+    ])));
+    let chunk = |text: &str| json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}});
+    let append =
+        |text: &str| json!({"op": "row.delta", "rowId": 2, "path": "text", "append": text});
+    let appended = driver.event(frame(6, 7, "online", json!([append("b"), append("c\n\"")])));
+    assert_eq!(updates(&appended), [chunk("b"), chunk("c\n\"")]);
+    // Members in another order, an escape, spaces.
+    let escaped = r#"{"params": {"frame": {"payload": {"deltas": [{"append": "\u0064", "path": "text", "rowId": 2, "op": "row.delta"}], "kind": "deltas"}, "toSeq": 8, "fromSeq": 7}, "subscriptionId": "sub-1", "kind": "complete", "wireVersion": 3}, "method": "v4/conversation/frame"}"#;
+    let effects = driver.session.map(&[SessionInput::Event(escaped.to_string().into())]).unwrap();
+    assert_eq!(updates(&effects), [chunk("d")]);
+    // The same frame again is a duplicate; one past a gap is resynced, not shown.
+    let again = driver.event(frame(7, 8, "online", json!([append("d")])));
+    assert_eq!(again.actions, [Action::Ignore("duplicate frame".to_string())]);
+    let past = driver.event(frame(9, 10, "online", json!([append("z")])));
+    assert!(updates(&past).is_empty());
+    assert_eq!(past.requests, 1);
+    // A frame whose frame is a row of values is no frame.
+    let mut shaped = frame(8, 9, "online", json!([append("e")]));
+    shaped["params"]["frame"] = json!([8, 9, {"kind": "deltas", "deltas": [append("e")]}]);
+    let refused = driver.event(shaped);
+    assert!(
+        matches!(&refused.actions[..], [Action::Terminal(Terminal::Broken(e))] if e.message == "V4 frame without fromSeq"),
+        "{refused:?}"
+    );
+}
+
+#[test]
+fn the_end_of_a_turn_is_read_without_its_text() {
+    let finish = |end: &str| {
+        let mut driver = opened(false, true);
+        prompt(&mut driver);
+        let effects = driver.session.map(&[SessionInput::Event(end.to_string().into())]).unwrap();
+        let (_, _, step) = driver.run(SessionOp::FinishTurn, &mut agent(false));
+        let Step::Done(Ok(usage)) = step else { panic!("{step:?}") };
+        (effects.actions, serde_json::from_str::<Value>(&usage.response).unwrap())
+    };
+    // Its text first, 8 MB of it, and escapes: what counts is read all the same.
+    let end = format!(
+        r#"{{"method":"session/event","params":{{"sessionId":"sess_1","seq":5,"type":"turn.completed","payload":{{"response":"{}","usage":{{"outputTokens":3,"inputTokens":6}},"result\u0054ype":"succ\u0065ss"}}}}}}"#,
+        "x".repeat(8 << 20)
+    );
+    assert_eq!(
+        finish(&end),
+        (
+            vec![Action::Terminal(Terminal::Stop(StopReason::EndTurn))],
+            json!({"inputTokens": 6, "outputTokens": 3, "totalTokens": 9})
+        )
+    );
+    // A payload it cannot read so goes the general way: no result type is no success.
+    let (actions, usage) = finish(
+        r#"{"method":"session/event","params":{"sessionId":"sess_1","seq":5,"type":"turn.completed","payload":[1]}}"#,
+    );
+    assert!(
+        matches!(&actions[..], [Action::Terminal(Terminal::Failed(e))] if e.message == "ZCode ended the turn with result (none)"),
+        "{actions:?}"
+    );
+    assert_eq!(usage, Value::Null);
+    let (actions, _) = finish(
+        r#"{"method":"session/event","params":{"sessionId":"sess_1","seq":5,"type":"turn.completed","payload":{"resultType":"cancelled","resultType":"success","usage":null}}}"#,
+    );
+    assert_eq!(
+        actions,
+        [Action::Terminal(Terminal::Stop(StopReason::EndTurn))],
+        "the last one counts"
+    );
+}
+
+#[test]
 fn only_the_turn_of_the_prompt_is_shown() {
     let mut driver = opened(true, true);
     let sent = prompt(&mut driver);
@@ -1070,6 +1189,24 @@ fn a_v4_stream_it_cannot_read_breaks_the_turn() {
     );
     assert!(broken(json!([{"op": "row.upserted", "row": row(2, "turn-1", "assistantText", json!({"text": "xyz", "state": "complete"}))}])).contains("rewrote"));
     assert!(broken(json!([{"op": "row.delta", "rowId": 2, "path": "text"}])).contains("append"));
+    // Text appends read typed fail closed as the tree did.
+    assert_eq!(
+        broken(json!([["row.delta", 2, "text", "x"]])),
+        "V4 delta without `op`",
+        "a delta is an object, not a row of values"
+    );
+    assert_eq!(
+        broken(json!([{"op": "row.delta", "rowId": 2.0, "path": "text", "append": "x"}])),
+        "V4 row delta whose `rowId` is not a row id"
+    );
+    assert_eq!(
+        broken(json!([{"op": "row.delta", "rowId": 2, "path": "colour", "append": "x"}])),
+        "V4 row delta of unknown path colour"
+    );
+    assert_eq!(
+        broken(json!([{"op": "row.delta", "rowId": 2, "path": "text", "append": 7}])),
+        "V4 row delta whose `append` is not a string"
+    );
     assert!(broken(json!([{"op": "row.appended", "row": row(3, "turn-1", "toolCall", json!({"toolCallId": "x", "toolName": "Bash", "status": "levitating", "inputText": "{}"}))}])).contains("levitating"));
 }
 
