@@ -100,12 +100,6 @@ impl Update {
     }
 }
 
-impl From<SessionUpdate> for Update {
-    fn from(update: SessionUpdate) -> Self {
-        Update::Typed(Box::new(update))
-    }
-}
-
 pub fn update(json: &str) -> Result<SessionUpdate, MapperFault> {
     parse("session update", json)
 }
