@@ -11,8 +11,9 @@
 //! mapping, where an input that fails becomes a `terminal(broken)` action and mapping goes on,
 //! and requests a session makes while mapping, issued with the ids the core hands out and their
 //! replies routed back by tag ([`mapping`]); operations as step machines with checked replies
-//! ([`ops`]); strict JSON readers ([`json`]); and helpers for a sandbox without clock or
-//! randomness ([`time`], [`ids`], [`uri`], [`media`]). Test support: [`acp_check`] (feature
+//! ([`ops`]); strict JSON readers ([`json`]); the plan proposal every generation with a plan
+//! mode shows ([`plan`]); and helpers for a sandbox without clock or randomness ([`time`],
+//! [`ids`], [`uri`], [`media`]). Test support: [`acp_check`] (feature
 //! `acp-check`) and [`component_check`].
 //!
 //! Everything here runs without clock, randomness, filesystem or environment, like the guests:
@@ -27,6 +28,7 @@ pub mod mapping;
 pub mod media;
 pub mod native;
 pub mod ops;
+pub mod plan;
 pub mod time;
 pub mod uri;
 

@@ -21,7 +21,6 @@ pub mod install;
 pub mod interactions;
 pub mod launch;
 pub mod ops;
-pub mod plan;
 pub mod prompt;
 pub mod session;
 pub mod settings;

@@ -3,10 +3,10 @@
 use zcode_contract::{Action, ClientFeatures, MapperError, StopReason, Terminal};
 
 use crate::interactions::Interactions;
-use crate::plan::PlanView;
 use crate::settings::Settings;
 use crate::tools::Tools;
 use zcode_mapper_sdk::json::{internal, text};
+use zcode_mapper_sdk::plan::PlanView;
 
 /// The native session this resource is bound to, and its event subscription (the route).
 #[derive(Clone, Debug)]

@@ -1,12 +1,13 @@
-//! The plan proposal shown while ZCode asks to leave plan mode: published before the approval
-//! question, removed when rejected, cancelled or failed, kept while an accepted plan runs.
+//! The plan proposal shown while the agent asks to leave plan mode: published before the
+//! approval question, removed when rejected, cancelled or failed, kept while an accepted plan
+//! runs. Every generation with a plan mode shows it by these rules.
 //!
 //! With plan operations the proposal is its own markdown plan (`plan_update`/`plan_removed`);
 //! without them it is the legacy single-entry `plan`, cleared with an empty entry list.
 
 use serde_json::{Value, json};
 
-use zcode_mapper_sdk::json::text;
+use crate::json::text;
 
 struct Proposal {
     plan_id: String,
@@ -25,14 +26,10 @@ fn legacy_plan(content: &str, status: &str) -> Value {
 
 impl PlanView {
     /// Shows a new proposal, replacing any previous one.
-    pub fn publish(
-        &mut self,
-        plan_operations: bool,
-        request_id: &str,
-        content: &str,
-    ) -> Vec<String> {
+    /// `key` names the native request that asked (one proposal per request).
+    pub fn publish(&mut self, plan_operations: bool, key: &str, content: &str) -> Vec<String> {
         let mut updates = self.remove(plan_operations);
-        let plan_id = format!("zcode-plan-proposal:{request_id}");
+        let plan_id = format!("zcode-plan-proposal:{key}");
         let update = if plan_operations {
             json!({"sessionUpdate": "plan_update", "plan": {"type": "markdown", "planId": plan_id, "content": content}})
         } else {
@@ -86,7 +83,7 @@ impl PlanView {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use zcode_mapper_sdk::acp_check;
+    use crate::acp_check;
 
     fn parsed(updates: Vec<String>) -> Vec<Value> {
         let values: Vec<Value> = updates.iter().map(|u| serde_json::from_str(u).unwrap()).collect();
