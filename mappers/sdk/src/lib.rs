@@ -12,7 +12,7 @@
 //! and requests a session makes while mapping, issued with the ids the core hands out and their
 //! replies routed back by tag ([`mapping`]); operations as step machines with checked replies
 //! ([`ops`]); strict JSON readers ([`json`]); the plan proposal every generation with a plan
-//! mode shows ([`plan`]); and helpers for a sandbox without clock or randomness ([`time`],
+//! mode shows ([`plan`]) and how a tool call looks ([`tool_view`]); and helpers for a sandbox without clock or randomness ([`time`],
 //! [`ids`], [`uri`], [`media`]). Test support: [`acp_check`] (feature
 //! `acp-check`) and [`component_check`].
 //!
@@ -30,6 +30,7 @@ pub mod native;
 pub mod ops;
 pub mod plan;
 pub mod time;
+pub mod tool_view;
 pub mod uri;
 
 #[cfg(any(test, feature = "acp-check"))]

@@ -1,4 +1,4 @@
-//! Pure text helpers: timestamps, paths, deterministic ids and an incremental text fingerprint.
+//! Pure text helpers: timestamps, deterministic ids and an incremental text fingerprint.
 //! The mapper has no clock or randomness: times and ids come from native data.
 
 /// ISO 8601 (UTC, millisecond precision) of a Unix epoch time in milliseconds.
@@ -29,28 +29,6 @@ fn civil_from_days(days: i64) -> (i64, i64, i64) {
     let month = if shifted_month < 10 { shifted_month + 3 } else { shifted_month - 9 };
     let year = year_of_era + era * 400 + i64::from(month <= 2);
     (year, month, day)
-}
-
-/// Whether a path is absolute on a POSIX or Windows host.
-pub fn is_absolute_path(path: &str) -> bool {
-    let bytes = path.as_bytes();
-    path.starts_with('/')
-        || path.starts_with("\\\\")
-        || (bytes.len() >= 3
-            && bytes[0].is_ascii_alphabetic()
-            && bytes[1] == b':'
-            && (bytes[2] == b'/' || bytes[2] == b'\\'))
-}
-
-/// Joins a relative path onto an absolute directory, using the directory's separator style.
-pub fn join_path(directory: &str, relative: &str) -> String {
-    let separator = if directory.contains('\\') && !directory.contains('/') { '\\' } else { '/' };
-    let relative = relative.strip_prefix("./").unwrap_or(relative);
-    if directory.ends_with(separator) {
-        format!("{directory}{relative}")
-    } else {
-        format!("{directory}{separator}{relative}")
-    }
 }
 
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
@@ -116,12 +94,5 @@ mod tests {
         assert_ne!(derived_uuid(&["ab", ""]), derived_uuid(&["a", "b"]));
         assert_eq!(a.len(), 36);
         assert_eq!(&a[14..15], "8");
-    }
-
-    #[test]
-    fn paths() {
-        assert!(is_absolute_path("/w") && is_absolute_path("C:\\w") && !is_absolute_path("w"));
-        assert_eq!(join_path("/w", "./a.rs"), "/w/a.rs");
-        assert_eq!(join_path("C:\\w", "a.rs"), "C:\\w\\a.rs");
     }
 }

@@ -4,8 +4,9 @@ use serde_json::{Value, json};
 use zcode_contract::MapperError;
 
 use crate::settings::{Message, Role};
-use crate::tools::{Status, ToolCallView, completed_content, error_content};
+use crate::tools::{FAILED_TOOL, Status, ToolCallView, completed_content};
 use zcode_mapper_sdk::json::{Fields, protocol, text};
+use zcode_mapper_sdk::tool_view::error_content;
 use zcode_mapper_sdk::uri::uri_basename;
 
 pub fn replay(messages: &[Message], workspace: &str) -> Result<Vec<String>, MapperError> {
@@ -95,7 +96,7 @@ fn tool_part(part: &Value, workspace: &str) -> Result<Value, MapperError> {
             let output = state.get("output");
             (output, completed_content(name, output.unwrap_or(&Value::Null), input, workspace))
         }
-        Status::Failed => (state.get("error"), error_content(state.get("error"))),
+        Status::Failed => (state.get("error"), error_content(state.get("error"), FAILED_TOOL)),
         _ => (None, Vec::new()),
     };
     let view = ToolCallView {

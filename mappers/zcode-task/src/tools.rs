@@ -7,90 +7,12 @@ use serde_json::{Value, json};
 use zcode_contract::MapperError;
 
 use zcode_mapper_sdk::json::{canonical, protocol};
+use zcode_mapper_sdk::tool_view::{self, PATH_KEYS, text_content};
+pub use zcode_mapper_sdk::tool_view::{default_title, locations, tool_kind};
 use zcode_mapper_sdk::uri::{is_absolute_path, join_path};
 
-/// ACP tool kind from a native tool name (case-insensitive substring rules, first match wins).
-pub fn tool_kind(name: &str) -> &'static str {
-    const RULES: [(&[&str], &str); 8] = [
-        (&["read"], "read"),
-        (&["write", "edit"], "edit"),
-        (&["delete", "remove"], "delete"),
-        (&["move", "rename"], "move"),
-        (&["search", "grep", "glob"], "search"),
-        (&["bash", "shell", "command"], "execute"),
-        (&["fetch", "web"], "fetch"),
-        (&["think", "plan"], "think"),
-    ];
-    let name = name.to_ascii_lowercase();
-    RULES
-        .iter()
-        .find(|(needles, _)| needles.iter().any(|needle| name.contains(needle)))
-        .map_or("other", |(_, kind)| kind)
-}
-
-/// Input keys that name the file a tool works on.
-const PATH_KEYS: [&str; 5] = ["file_path", "filePath", "path", "notebook_path", "notebookPath"];
-
-/// Files a tool input names, made absolute against the workspace.
-pub fn locations(input: Option<&Value>, workspace: &str) -> Vec<Value> {
-    let Some(Value::Object(input)) = input else {
-        return Vec::new();
-    };
-    let mut paths: Vec<String> = Vec::new();
-    for key in PATH_KEYS {
-        if let Some(Value::String(path)) = input.get(key)
-            && !path.is_empty()
-        {
-            let path =
-                if is_absolute_path(path) { path.clone() } else { join_path(workspace, path) };
-            if !paths.contains(&path) {
-                paths.push(path);
-            }
-        }
-    }
-    paths.into_iter().map(|path| json!({"path": path})).collect()
-}
-
-/// Input keys that say what a tool that names no file acts on, most telling first.
-const SUBJECT_KEYS: [&str; 5] = ["command", "pattern", "query", "url", "description"];
-/// A title shows at most this many characters of its subject.
-const TITLE_SUBJECT_CHARS: usize = 80;
-
-/// A title for a tool call ZCode gave none: the tool and what it acts on, as an editor shows it
-/// on the tool's card (`Read src/main.rs`, `Bash: cargo test`), else the tool's name.
-pub fn default_title(name: &str, input: Option<&Value>, workspace: &str) -> String {
-    let Some(Value::Object(input)) = input else {
-        return name.to_string();
-    };
-    let text =
-        |key: &&str| input.get(*key).and_then(Value::as_str).filter(|t| !t.trim().is_empty());
-    if let Some(path) = PATH_KEYS.iter().find_map(text) {
-        let shown = path
-            .strip_prefix(workspace)
-            .and_then(|rest| rest.strip_prefix(['/', '\\']))
-            .filter(|rest| !rest.is_empty())
-            .unwrap_or(path);
-        return format!("{name} {}", shorten(shown));
-    }
-    match SUBJECT_KEYS.iter().find_map(text) {
-        Some(subject) => format!("{name}: {}", shorten(subject)),
-        None => name.to_string(),
-    }
-}
-
-/// The first line of `text`, cut to [`TITLE_SUBJECT_CHARS`] characters.
-fn shorten(text: &str) -> String {
-    let line = text.trim().lines().next().unwrap_or_default();
-    let mut shown: String = line.chars().take(TITLE_SUBJECT_CHARS).collect();
-    if shown.len() < line.len() || line.len() < text.trim().len() {
-        shown.push('…');
-    }
-    shown
-}
-
-fn text_content(text: &str) -> Value {
-    json!({"type": "content", "content": {"type": "text", "text": text}})
-}
+/// What a failed tool shows when its error says nothing.
+pub const FAILED_TOOL: &str = "Tool execution failed";
 
 /// The readable text of a tool result: `result.content` if it is a string, the result itself
 /// if it is a string, else its JSON (unless a diff already shows it).
@@ -184,18 +106,6 @@ pub fn result_content(result: &Value, input: Option<&Value>, workspace: &str) ->
         content.push(text_content(&text));
     }
     content
-}
-
-/// ACP content of a failed tool: the error message.
-pub fn error_content(error: Option<&Value>) -> Vec<Value> {
-    let message = match error {
-        Some(Value::Object(map)) => map.get("message").and_then(Value::as_str),
-        Some(Value::String(text)) => Some(text.as_str()),
-        _ => None,
-    }
-    .filter(|message| !message.is_empty())
-    .unwrap_or("Tool execution failed");
-    vec![text_content(message)]
 }
 
 /// ACP tool-call status names.
@@ -384,7 +294,7 @@ impl Tools {
             "sessionUpdate": "tool_call_update",
             "toolCallId": id,
             "status": "failed",
-            "content": error_content(error),
+            "content": tool_view::error_content(error, FAILED_TOOL),
         });
         if let Some(error) = error {
             update["rawOutput"] = error.clone();
@@ -397,57 +307,6 @@ impl Tools {
 mod tests {
     use super::*;
     use zcode_mapper_sdk::acp_check;
-
-    #[test]
-    fn classifies_tool_names() {
-        let cases = [
-            ("Read", "read"),
-            ("Write", "edit"),
-            ("MultiEdit", "edit"),
-            ("TodoWrite", "edit"),
-            ("DeleteFile", "delete"),
-            ("Rename", "move"),
-            ("Grep", "search"),
-            ("WebSearch", "search"),
-            ("Bash", "execute"),
-            ("WebFetch", "fetch"),
-            ("ExitPlanMode", "think"),
-            ("AskUserQuestion", "other"),
-        ];
-        for (name, kind) in cases {
-            assert_eq!(tool_kind(name), kind, "{name}");
-        }
-    }
-
-    #[test]
-    fn locates_files_named_by_the_input() {
-        let input = json!({"file_path": "/w/a.rs", "path": "src/b.rs", "notebook_path": "/w/a.rs", "command": "ls"});
-        assert_eq!(
-            locations(Some(&input), "/w"),
-            [json!({"path": "/w/a.rs"}), json!({"path": "/w/src/b.rs"})]
-        );
-        assert!(locations(Some(&json!("text")), "/w").is_empty());
-        assert!(locations(None, "/w").is_empty());
-    }
-
-    #[test]
-    fn titles_name_what_the_tool_acts_on() {
-        let title = |name, input: Value| default_title(name, Some(&input), "/w");
-        assert_eq!(
-            title("Write", json!({"file_path": "/w/src/a.rs", "content": "x"})),
-            "Write src/a.rs"
-        );
-        assert_eq!(title("Read", json!({"file_path": "/etc/hosts"})), "Read /etc/hosts");
-        assert_eq!(title("Read", json!({"file_path": "/wx/a.rs"})), "Read /wx/a.rs");
-        assert_eq!(title("Edit", json!({"path": "b.rs", "command": "x"})), "Edit b.rs");
-        assert_eq!(title("Bash", json!({"command": "cargo test\nrm -rf /"})), "Bash: cargo test…");
-        assert_eq!(title("Grep", json!({"pattern": "fn main", "path": ""})), "Grep: fn main");
-        let long = "x".repeat(200);
-        assert_eq!(title("Bash", json!({"command": long})), format!("Bash: {}…", "x".repeat(80)));
-        assert_eq!(title("Task", json!({"other": 1})), "Task");
-        assert_eq!(default_title("Task", Some(&json!("text")), "/w"), "Task");
-        assert_eq!(default_title("Task", None, "/w"), "Task");
-    }
 
     #[test]
     fn editing_inputs_become_diffs() {
