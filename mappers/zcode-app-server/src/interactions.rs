@@ -117,8 +117,8 @@ pub fn permission(
     let reason = params.get("reason").and_then(Value::as_str).unwrap_or("");
     let mut tool_call = json!({
         "toolCallId": tool_call_id,
-        "title": if reason.is_empty() { tools::title(tool_name, input, workspace) } else { reason.to_string() },
-        "kind": tools::kind(tool_name),
+        "title": if reason.is_empty() { tools::default_title(tool_name, input, workspace) } else { reason.to_string() },
+        "kind": tools::tool_kind(tool_name),
     });
     if let Some(input) = input {
         tool_call["rawInput"] = input.clone();

@@ -4,29 +4,7 @@
 use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
-
-/// ACP tool kind from a ZCode tool name (case-insensitive substring rules, first match wins).
-pub fn kind(name: &str) -> &'static str {
-    const RULES: [(&[&str], &str); 8] = [
-        (&["read"], "read"),
-        (&["write", "edit"], "edit"),
-        (&["delete", "remove"], "delete"),
-        (&["move", "rename"], "move"),
-        (&["search", "grep", "glob"], "search"),
-        (&["bash", "shell", "command"], "execute"),
-        (&["fetch", "web"], "fetch"),
-        (&["think", "plan"], "think"),
-    ];
-    let name = name.to_ascii_lowercase();
-    RULES
-        .iter()
-        .find(|(needles, _)| needles.iter().any(|n| name.contains(n)))
-        .map_or("other", |(_, kind)| kind)
-}
-
-const PATH_KEYS: [&str; 5] = ["file_path", "filePath", "path", "notebook_path", "notebookPath"];
-const SUBJECT_KEYS: [&str; 5] = ["command", "pattern", "query", "url", "description"];
-const TITLE_CHARS: usize = 80;
+pub use zcode_mapper_sdk::tool_view::{PATH_KEYS, default_title, text_content, tool_kind};
 
 fn is_absolute(path: &str) -> bool {
     path.starts_with('/')
@@ -59,42 +37,11 @@ pub fn locations(input: Option<&Value>, workspace: &str) -> Vec<Value> {
     out.into_iter().map(|path| json!({"path": path})).collect()
 }
 
-fn shorten(text: &str) -> String {
-    let line = text.trim().lines().next().unwrap_or_default();
-    let mut shown: String = line.chars().take(TITLE_CHARS).collect();
-    if shown.len() < line.len() || line.len() < text.trim().len() {
-        shown.push('…');
-    }
-    shown
-}
-
-/// `Read src/a.rs`, `Bash: cargo test`, else the tool's name.
-pub fn title(name: &str, input: Option<&Value>, workspace: &str) -> String {
-    let Some(Value::Object(map)) = input else { return name.to_string() };
-    let text = |key: &&str| map.get(*key).and_then(Value::as_str).filter(|t| !t.trim().is_empty());
-    if let Some(path) = PATH_KEYS.iter().find_map(text) {
-        let shown = path
-            .strip_prefix(workspace)
-            .and_then(|rest| rest.strip_prefix(['/', '\\']))
-            .filter(|rest| !rest.is_empty())
-            .unwrap_or(path);
-        return format!("{name} {}", shorten(shown));
-    }
-    match SUBJECT_KEYS.iter().find_map(text) {
-        Some(subject) => format!("{name}: {}", shorten(subject)),
-        None => name.to_string(),
-    }
-}
-
-pub fn text_content(text: &str) -> Value {
-    json!({"type": "content", "content": {"type": "text", "text": text}})
-}
-
 /// The change an editing tool's input describes (`Edit`'s `old_string` → `new_string`, a
 /// written file's `content`), shown with the permission question and after the tool ran.
 pub fn input_diff(name: &str, input: Option<&Value>, workspace: &str) -> Option<Value> {
     let Some(Value::Object(map)) = input else { return None };
-    if kind(name) != "edit" {
+    if tool_kind(name) != "edit" {
         return None;
     }
     let path = locations(input, workspace).first()?["path"].as_str()?.to_string();
@@ -200,8 +147,8 @@ impl Tools {
         let mut update = json!({
             "sessionUpdate": "tool_call",
             "toolCallId": id,
-            "title": title(&name, input.as_ref(), workspace),
-            "kind": kind(&name),
+            "title": default_title(&name, input.as_ref(), workspace),
+            "kind": tool_kind(&name),
             "status": "pending",
         });
         if let Some(input) = &input {
@@ -270,15 +217,15 @@ mod tests {
 
     #[test]
     fn kinds_titles_and_diffs_follow_the_host_generations() {
-        assert_eq!(kind("Bash"), "execute");
-        assert_eq!(kind("MultiEdit"), "edit");
-        assert_eq!(kind("Glob"), "search");
-        assert_eq!(kind("TodoWrite"), "edit");
-        assert_eq!(kind("Agent"), "other");
+        assert_eq!(tool_kind("Bash"), "execute");
+        assert_eq!(tool_kind("MultiEdit"), "edit");
+        assert_eq!(tool_kind("Glob"), "search");
+        assert_eq!(tool_kind("TodoWrite"), "edit");
+        assert_eq!(tool_kind("Agent"), "other");
         let input = json!({"file_path": "/w/src/a.rs", "old_string": "a", "new_string": "b"});
-        assert_eq!(title("Edit", Some(&input), "/w"), "Edit src/a.rs");
+        assert_eq!(default_title("Edit", Some(&input), "/w"), "Edit src/a.rs");
         assert_eq!(
-            title("Bash", Some(&json!({"command": "cargo test\nmore"})), "/w"),
+            default_title("Bash", Some(&json!({"command": "cargo test\nmore"})), "/w"),
             "Bash: cargo test…"
         );
         assert_eq!(
