@@ -21,9 +21,7 @@ pub trait ClientPort: Send + Sync + 'static {
     /// Queue `session/update` notifications for `session`, in order, as [`update`](Self::update)
     /// does. A port may write a text chunk from its parts instead of the schema types.
     fn updates(&self, session: &SessionId, updates: Vec<Update>) -> Result<(), ClientError> {
-        updates.into_iter().try_for_each(|update| {
-            self.update(SessionNotification::new(session.clone(), update.into_typed()))
-        })
+        send_each(self, session, updates)
     }
     /// `session/request_permission`. Dropping the future abandons the request (the SDK then
     /// sends `$/cancel_request`).
@@ -42,4 +40,16 @@ pub trait ClientPort: Send + Sync + 'static {
     fn written(&self) -> BoxFuture<'static, ()> {
         Box::pin(std::future::ready(()))
     }
+}
+
+/// Sends `updates` one by one through [`ClientPort::update`], as the schema types: the default
+/// of [`ClientPort::updates`], for a port that may also write them another way.
+pub fn send_each(
+    port: &(impl ClientPort + ?Sized),
+    session: &SessionId,
+    updates: Vec<Update>,
+) -> Result<(), ClientError> {
+    updates.into_iter().try_for_each(|update| {
+        port.update(SessionNotification::new(session.clone(), update.into_typed()))
+    })
 }

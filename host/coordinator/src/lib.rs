@@ -26,7 +26,7 @@ use agent_client_protocol::v1::schema::{
 use zcode_contract::{ConnectionOp, MapperFault, SessionInit, SessionOp};
 
 pub use acp_json::{ChunkKind, TextChunk, Update};
-pub use client::{ClientError, ClientPort};
+pub use client::{ClientError, ClientPort, send_each};
 pub use config::CoordinatorConfig;
 pub use error::CoordinatorError;
 pub use host::{Host, HostLauncher, HostSlot};

@@ -8,7 +8,7 @@ use agent_client_protocol::v1::schema::{
     RequestPermissionResponse, SessionId, SessionNotification,
 };
 use agent_client_protocol::{BoxFuture, Client};
-use zcode_coordinator::{ClientError, ClientPort, Update};
+use zcode_coordinator::{ClientError, ClientPort, Update, send_each};
 
 use super::chunk_frames;
 use crate::stdio::Flow;
@@ -33,9 +33,7 @@ impl ClientPort for AcpClient {
     /// them; other updates go through the SDK, in between, in order.
     fn updates(&self, session: &SessionId, updates: Vec<Update>) -> Result<(), ClientError> {
         let Some(flow) = &self.flow else {
-            return updates.into_iter().try_for_each(|update| {
-                self.update(SessionNotification::new(session.clone(), update.into_typed()))
-            });
+            return send_each(self, session, updates);
         };
         let mut block = Vec::new();
         let send_block = |block: &mut Vec<u8>| {
