@@ -1086,9 +1086,7 @@ impl AppServerSession {
             #[serde(default, borrow, rename = "type")]
             kind: Option<&'a RawValue>,
         }
-        let head = params
-            .filter(|p| p.get().starts_with('{'))
-            .and_then(|p| serde_json::from_str::<Head<'_>>(p.get()).ok());
+        let head = params.and_then(object::<Head<'_>>);
         let Some(head) = head else {
             let params = raw_value(params)?;
             if self.in_sequence(params.get("seq").and_then(Value::as_u64), effects) {
