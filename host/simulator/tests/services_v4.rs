@@ -406,6 +406,34 @@ fn start_now_preempts_the_running_turn() {
     assert_eq!(session.reply_text(), "Hello from the ZCode simulator. You said: right now");
 }
 
+/// An input admitted to start now is the foreground from its acknowledgement on: a stop or a
+/// preempting input right behind it reaches it even if its turn has yet to start.
+#[test]
+fn a_stop_or_a_start_now_right_behind_an_admission_reaches_that_input() {
+    let runtime = Runtime::new("4.0.0");
+    let mut client = runtime.start(&[]);
+    let mut session = Session::create(&mut client, &runtime.ws());
+    // Several rounds: whether the turn has started by the time the stop arrives varies.
+    for round in 0..8 {
+        let slow = session.send_text(&mut client, "sim:slow 600000");
+        assert_eq!(session.command(&mut client, "stop", json!({}))["status"], "accepted");
+        session.until_idle_with(&mut client, slow["commandId"].as_str().unwrap());
+        let header = session.mirror.rows("turnHeader").last().cloned().unwrap();
+        assert_eq!(header["sourceCommandId"], slow["commandId"], "round {round}");
+        assert_eq!(header["state"], "completedInterrupted", "round {round}");
+    }
+    let slow = session.send_text(&mut client, "sim:slow 600000");
+    let now = session.send_text(&mut client, "right now");
+    assert_eq!(now["result"]["delivery"], "startNow");
+    session.until_idle_with(&mut client, now["commandId"].as_str().unwrap());
+    let headers = session.mirror.rows("turnHeader");
+    let state_of = |id: &Value| {
+        headers.iter().find(|h| h["sourceCommandId"] == *id).map(|h| h["state"].clone())
+    };
+    assert_eq!(state_of(&slow["commandId"]), Some(json!("completedInterrupted")));
+    assert_eq!(state_of(&now["commandId"]), Some(json!("completedSuccess")));
+}
+
 #[test]
 fn modes_and_models_follow_the_profile() {
     let old = Runtime::new("3.14.3");

@@ -52,6 +52,7 @@ pub fn drive(server: Arc<Server>, shared: Shared) {
             let next = {
                 let mut conversation = shared.lock().expect("conversation lock");
                 let next = next_input(&mut conversation);
+                conversation.starting = next.is_some();
                 if next.is_none() {
                     conversation.driving = false;
                 }
@@ -138,17 +139,19 @@ impl Turn {
         promoted: bool,
     ) -> Turn {
         let turn_id = format!("turn_{}", uuid::Uuid::new_v4().simple());
-        let (interrupt_sender, interrupt) = watch::channel(Interrupt::None);
         let now = now_ms();
         let input_entity = format!("input:{}", input.command_id);
-        let (header_row, context_before) = {
+        let (header_row, context_before, interrupt) = {
             let mut conversation = shared.lock().expect("conversation lock");
+            conversation.starting = false;
+            let early = std::mem::replace(&mut conversation.early_interrupt, Interrupt::None);
+            let (interrupt_sender, interrupt) = watch::channel(early);
             conversation.turn = Some(TurnHandle {
                 foreground_execution_id: format!("fx_{}", uuid::Uuid::new_v4().simple()),
                 source_command_id: input.command_id.clone(),
                 started_at: now,
                 interrupt: interrupt_sender,
-                stopping: false,
+                stopping: early == Interrupt::Stop,
                 tool_running: false,
             });
             let mut batch = Batch::default();
@@ -178,7 +181,7 @@ impl Turn {
             conversation.record.phase = "running".into();
             conversation.patch(&mut batch, &keys);
             conversation.commit_with(batch, |conversation| server.persist(conversation));
-            (header, conversation.record.context_used)
+            (header, conversation.record.context_used, interrupt)
         };
         let attachment_tokens: u64 =
             input.attachments.iter().map(|item| estimate_tokens(&item.to_string())).sum();

@@ -432,15 +432,14 @@ fn switch_model(
 
 fn stop(conversation: &mut Conversation, payload: &Map<String, Value>) -> Decision {
     let expected = payload.get("expectedForegroundExecutionId").and_then(Value::as_str);
-    let Some(turn) = conversation.turn.as_mut() else {
-        return if expected.is_some() {
-            Decision::noop("guard.stopTargetChanged")
-        } else {
-            Decision::accepted(None)
-        };
-    };
-    if expected.is_some_and(|expected| expected != turn.foreground_execution_id) {
-        return Decision::noop("guard.stopTargetChanged");
+    match (&conversation.turn, expected) {
+        (Some(turn), Some(expected)) if expected != turn.foreground_execution_id => {
+            return Decision::noop("guard.stopTargetChanged");
+        }
+        // Nothing runs, or what was admitted has no execution id yet to name.
+        (None, Some(_)) => return Decision::noop("guard.stopTargetChanged"),
+        (None, None) if !conversation.admitted() => return Decision::accepted(None),
+        _ => {}
     }
     conversation.interrupt(Interrupt::Stop);
     let mut keys = vec![Key::Control];
@@ -570,10 +569,15 @@ fn send_text(
     // Between two turns of a draining queue (or before a preempting input runs) the session is
     // still busy: a new input must not overtake what is about to run.
     let draining = conversation.auto_drain && !conversation.queue.is_empty();
-    if conversation.is_running() || !conversation.next_inputs.is_empty() || draining {
+    if conversation.is_running() || conversation.admitted() || draining {
         if requested == Some("startNow") {
+            // What runs, or was admitted ahead of it, gives way; a queue about to drain does not
+            // run ahead of an input that starts now.
+            let ahead = conversation.is_running() || conversation.admitted();
             conversation.next_inputs.push_back(input);
-            conversation.interrupt(Interrupt::Preempt);
+            if ahead {
+                conversation.interrupt(Interrupt::Preempt);
+            }
             return accepted("startNow");
         }
         let routing_guide = conversation.record.config.followup_mode == "guide";

@@ -245,6 +245,11 @@ pub struct Conversation {
     /// A driver task runs turns for this session.
     pub driving: bool,
     pub next_inputs: VecDeque<Input>,
+    /// The driver took the next input and its turn is about to start.
+    pub starting: bool,
+    /// An interrupt that came after an input was admitted to start but before its turn
+    /// started: the admitted input is the foreground, so its turn starts interrupted.
+    pub early_interrupt: Interrupt,
     pub settled: Settled,
     pub admission_seq: u64,
     /// `syncAppRuntimePreferences.askUserQuestionAutoResolutionEnabled`.
@@ -268,6 +273,8 @@ impl Conversation {
             turn: None,
             driving: false,
             next_inputs: VecDeque::new(),
+            starting: false,
+            early_interrupt: Interrupt::None,
             settled: Settled::default(),
             admission_seq: 0,
             ask_auto_resolution: true,
@@ -327,9 +334,16 @@ impl Conversation {
         if let Some(turn) = &mut self.turn {
             turn.interrupt.send_replace(kind);
             turn.stopping |= kind == Interrupt::Stop;
+        } else if self.admitted() && self.early_interrupt != Interrupt::Stop {
+            self.early_interrupt = kind;
         }
         let withdrawn: Vec<String> = self.waiting.drain().map(|(id, _)| id).collect();
         self.resolved.extend(withdrawn);
+    }
+
+    /// An input is admitted to start and its turn has yet to.
+    pub fn admitted(&self) -> bool {
+        self.starting || !self.next_inputs.is_empty()
     }
 
     /// Held: the turn stopped with inputs left in a paused queue.
