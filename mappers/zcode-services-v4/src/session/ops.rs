@@ -709,7 +709,10 @@ fn acknowledged(
                 Ok(Some(revision))
             }
             ack if command.kind == "sendText" => {
-                command::check_input_accepted(&ack, &command.command_id).map(|_| None)
+                command::check_input_accepted(&ack, &command.command_id).map(|delivery| {
+                    session.state.turn.starts_now = delivery == "startNow";
+                    None
+                })
             }
             Ack::Accepted(_) | Ack::Noop => Ok(None),
             Ack::Stale { .. } => Err(error(

@@ -33,6 +33,9 @@ pub struct Turn {
     pub phase: TurnPhase,
     pub command_id: Option<String>,
     pub accepted: bool,
+    /// ZCode admitted the input to start now: it runs (and is stopped) as this turn's own,
+    /// so even a cancelled turn ends only once ZCode consumed it.
+    pub starts_now: bool,
     pub consumed: bool,
     pub cancelled: bool,
     /// Rows above this id are the turn's own (the watermark when the prompt was sent).
@@ -62,7 +65,10 @@ impl Turn {
         match signal {
             TurnSignal::Header { row_id, state, source_command_id } => {
                 let ours = source_command_id.is_some() && *source_command_id == self.command_id;
-                let new = self.first_row.is_none_or(|first| *row_id > first);
+                // A header of another input is not this turn's, however new: an earlier
+                // prompt's input that ZCode ran late must not end this one interrupted.
+                let new = source_command_id.is_none()
+                    && self.first_row.is_none_or(|first| *row_id > first);
                 if ours || new || self.headers.contains_key(row_id) {
                     self.headers.insert(*row_id, *state);
                 }
@@ -88,7 +94,9 @@ impl Turn {
                 self.phase = TurnPhase::Ended;
                 Some(Terminal::Stop(StopReason::Cancelled))
             }
-            TurnPhase::Running if self.accepted && (self.consumed || self.cancelled) => {
+            TurnPhase::Running
+                if self.accepted && (self.consumed || (self.cancelled && !self.starts_now)) =>
+            {
                 self.phase = TurnPhase::Ended;
                 let failed = self.headers.values().any(|state| *state == HeaderState::Failed)
                     || conversation.control.phase == Phase::Error;
@@ -201,6 +209,46 @@ mod tests {
             source_command_id: None,
         });
         assert!(old.headers.is_empty(), "headers before the prompt are not the turn's");
+    }
+
+    #[test]
+    fn a_cancelled_input_admitted_to_start_now_ends_only_once_consumed() {
+        let idle = conversation();
+        let mut turn = Turn::default();
+        turn.start("c", Some(4));
+        turn.accepted = true;
+        turn.starts_now = true;
+        turn.cancelled = true;
+        assert_eq!(turn.check(&idle, true), None, "ZCode has yet to run (and stop) the input");
+        turn.signal(&TurnSignal::Input { source_command_id: "c".into() });
+        turn.signal(&TurnSignal::Header {
+            row_id: 5,
+            state: HeaderState::CompletedInterrupted,
+            source_command_id: Some("c".into()),
+        });
+        assert_eq!(turn.check(&idle, true), Some(Terminal::Stop(StopReason::Cancelled)));
+    }
+
+    #[test]
+    fn a_late_header_of_another_input_is_not_the_turns() {
+        let idle = conversation();
+        let mut turn = Turn::default();
+        turn.start("c2", Some(4));
+        turn.accepted = true;
+        // The earlier prompt's input, run late and interrupted by this one.
+        turn.signal(&TurnSignal::Header {
+            row_id: 5,
+            state: HeaderState::CompletedInterrupted,
+            source_command_id: Some("c1".into()),
+        });
+        turn.signal(&TurnSignal::Input { source_command_id: "c2".into() });
+        turn.signal(&TurnSignal::Header {
+            row_id: 7,
+            state: HeaderState::CompletedSuccess,
+            source_command_id: Some("c2".into()),
+        });
+        assert_eq!(turn.headers.keys().copied().collect::<Vec<_>>(), vec![7]);
+        assert_eq!(turn.check(&idle, true), Some(Terminal::Stop(StopReason::EndTurn)));
     }
 
     #[test]
