@@ -69,8 +69,11 @@ impl Command {
 /// A command ACK (`commandAckSchema`).
 #[derive(Clone, Debug, PartialEq)]
 pub enum Ack {
-    /// `accepted`, or `duplicate` (a replay of the cached result): the command took effect.
+    /// `accepted`: the command took effect.
     Accepted(Option<Value>),
+    /// `duplicate`: ZCode already had a command with this id and replays its result. The
+    /// mapper never sends a command twice, so this command itself did nothing.
+    Duplicate,
     /// Nothing to do (e.g. an interaction already resolved, `proto.alreadyResolved`).
     Noop,
     /// The base revision was not current: retry at `revision`.
@@ -96,7 +99,8 @@ pub fn parse_ack(result: &Value, command_id: &str) -> Result<Ack, MapperError> {
             Fields::native(result, "command result")?.non_empty_str("type")?;
         }
         Ok(match status {
-            "accepted" | "duplicate" => Ack::Accepted(result),
+            "accepted" => Ack::Accepted(result),
+            "duplicate" => Ack::Duplicate,
             "noop" => Ack::Noop,
             "stale" => Ack::Stale { revision },
             status => Ack::Refused {
@@ -133,6 +137,10 @@ pub fn check_input_accepted(ack: &Ack, command_id: &str) -> Result<String, Mappe
             Err(error(ErrorKind::Native, format!("ZCode {status} the prompt: {reason}")))
         }
         Ack::Noop => Err(error(ErrorKind::Native, "ZCode took no action on the prompt")),
+        Ack::Duplicate => Err(protocol(
+            "ZCode took the prompt for an input it already had (a repeated command id); it was \
+             not sent",
+        )),
         Ack::Stale { .. } => Err(error(ErrorKind::Native, "ZCode refused the prompt as stale")),
     }
 }
@@ -174,6 +182,13 @@ mod tests {
         );
         assert!(
             ack(json!({"commandId": "d", "status": "accepted", "revisionAtDecision": 1})).is_err()
+        );
+        let duplicate = json!({"commandId": "c", "status": "duplicate", "revisionAtDecision": 0,
+                               "result": {"type": "inputAccepted", "delivery": "startNow", "inputId": "c"}});
+        assert_eq!(ack(duplicate).unwrap(), Ack::Duplicate);
+        assert!(
+            check_input_accepted(&Ack::Duplicate, "c").unwrap_err().message.contains("not sent"),
+            "a replayed result is no admission of this prompt"
         );
         assert!(
             ack(json!({"commandId": "c", "status": "queued", "revisionAtDecision": 1})).is_err()

@@ -56,6 +56,8 @@ pub struct State {
     pub clock: f64,
     /// Commands sent (for command ids).
     pub commands: u64,
+    /// The first native request id of the running operation: unique on the connection.
+    pub op_request: u64,
     /// The stream broke: nothing more is mapped and no prompt is sent.
     pub broken: Option<String>,
     /// An open (create, load, resume) has not answered yet: metadata the initial snapshot
@@ -69,13 +71,16 @@ impl State {
     }
 
     /// A fresh command id: deterministic (there is no randomness), and mixed with the native
-    /// session's log position so a restarted adapter does not repeat an id.
+    /// session's log position so a restarted adapter does not repeat an id. Before the first
+    /// snapshot the position is unknown; the operation's first request id, unique on the
+    /// connection, stands in for it, so a session opened again does not repeat the ids of the
+    /// one before (ZCode would answer `duplicate` and drop the input).
     pub fn command_id(&mut self) -> String {
         self.commands += 1;
         let session = self.bound.as_ref().map(|b| b.session_id.as_str()).unwrap_or_default();
         let (epoch, seq) = match &self.conversation {
             Some(c) => (c.log_epoch.as_str(), c.seq.to_string()),
-            None => ("", String::new()),
+            None => ("", format!("request-{}", self.op_request)),
         };
         derived_uuid(&[
             "zcode-acp-command",
@@ -128,6 +133,7 @@ impl ServicesSession {
                 turn: Turn::default(),
                 clock: 0.0,
                 commands: 0,
+                op_request: 0,
                 broken: None,
                 opening: false,
             },
@@ -138,6 +144,7 @@ impl ServicesSession {
     }
 
     pub fn start(&mut self, op_id: u64, op: &SessionOp, first: u64) -> Step {
+        self.state.op_request = first;
         ops::start(self, op_id, op, first)
     }
 

@@ -715,6 +715,10 @@ fn acknowledged(
                 })
             }
             Ack::Accepted(_) | Ack::Noop => Ok(None),
+            Ack::Duplicate => Err(protocol(format!(
+                "ZCode took {} for a command it already had (a repeated command id)",
+                command.kind
+            ))),
             Ack::Stale { .. } => Err(error(
                 ErrorKind::Native,
                 format!("ZCode kept refusing {} as stale", command.kind),

@@ -202,6 +202,32 @@ fn a_prompt_streams_text_and_ends_by_the_completion_rule() {
     );
 }
 
+/// A session opened again (a load after a close) is a fresh mapper session at command 1; if
+/// its first prompt goes out before the initial snapshot is mapped, the log position cannot
+/// tell its command id from the earlier session's, so the connection's request id does.
+#[test]
+fn a_session_opened_again_repeats_no_command_id_and_a_duplicate_ack_is_no_admission() {
+    let (mut first, next) = created();
+    let first_id = prompted(&mut first, next);
+    let (mut again, _) = created();
+    let send = wait(again.start(
+        2,
+        &SessionOp::Prompt(
+            r#"{"sessionId":"sess-1","prompt":[{"type":"text","text":"Fix it"}]}"#.into(),
+        ),
+        next + 7,
+    ));
+    let (_, arg) = call(&send.requests[0]);
+    let again_id = arg["envelope"]["commandId"].as_str().unwrap().to_string();
+    assert_ne!(again_id, first_id);
+    // Had ZCode seen the id before, its `duplicate` replay would not be this prompt's admission.
+    let duplicate = json!({"commandId": again_id, "status": "duplicate", "revisionAtDecision": 0,
+                           "result": {"type": "inputAccepted", "delivery": "startNow", "inputId": again_id}});
+    let step = again.resume(2, Some(&reply(next + 7, duplicate)), next + 8);
+    let Step::Done(Err(problem)) = step else { panic!("the prompt must fail: {step:?}") };
+    assert!(problem.message.contains("repeated command id"), "{}", problem.message);
+}
+
 #[test]
 fn a_refused_prompt_ends_nothing_and_frees_the_session() {
     let (mut session, next) = live();
