@@ -752,6 +752,7 @@ fn finished(session: &mut ServicesSession, commands: Commands) -> Result<Next, M
             done(json!({}), updates)
         }
         Finish::Cancel => {
+            state.turn.stop_sent = true;
             let plan_operations = state.plan_operations();
             // Taken down only once the stop was accepted; otherwise the turn's end does it.
             done(json!({}), state.plan.remove(plan_operations))

@@ -33,11 +33,13 @@ pub struct Turn {
     pub phase: TurnPhase,
     pub command_id: Option<String>,
     pub accepted: bool,
-    /// ZCode admitted the input to start now: it runs (and is stopped) as this turn's own,
-    /// so even a cancelled turn ends only once ZCode consumed it.
+    /// ZCode admitted the input to start now: it is the foreground from its admission on, so
+    /// a cancelled turn waits for ZCode to take it up, or for the stop to be acknowledged.
     pub starts_now: bool,
     pub consumed: bool,
     pub cancelled: bool,
+    /// The cancel's commands were all acknowledged: a state that is idle after them is final.
+    pub stop_sent: bool,
     /// Rows above this id are the turn's own (the watermark when the prompt was sent).
     pub first_row: Option<u64>,
     pub headers: BTreeMap<u64, HeaderState>,
@@ -94,9 +96,7 @@ impl Turn {
                 self.phase = TurnPhase::Ended;
                 Some(Terminal::Stop(StopReason::Cancelled))
             }
-            TurnPhase::Running
-                if self.accepted && (self.consumed || (self.cancelled && !self.starts_now)) =>
-            {
+            TurnPhase::Running if self.accepted && (self.consumed || self.cancel_settled()) => {
                 self.phase = TurnPhase::Ended;
                 let failed = self.headers.values().any(|state| *state == HeaderState::Failed)
                     || conversation.control.phase == Phase::Error;
@@ -117,6 +117,14 @@ impl Turn {
             }
             _ => None,
         }
+    }
+
+    /// A cancelled turn whose input was never taken up may end: an input admitted to start now
+    /// is the foreground even before its turn starts, and an idle state seen before the stop
+    /// was acknowledged may only mean ZCode has yet to start it (and would run it after the
+    /// client was told `cancelled`).
+    fn cancel_settled(&self) -> bool {
+        self.cancelled && (!self.starts_now || self.stop_sent)
     }
 
     /// Ends a running turn broken (the stream goes on).
@@ -212,7 +220,8 @@ mod tests {
     }
 
     #[test]
-    fn a_cancelled_input_admitted_to_start_now_ends_only_once_consumed() {
+    fn a_cancelled_input_admitted_to_start_now_ends_once_consumed_or_once_the_stop_is_acknowledged()
+    {
         let idle = conversation();
         let mut turn = Turn::default();
         turn.start("c", Some(4));
@@ -220,6 +229,17 @@ mod tests {
         turn.starts_now = true;
         turn.cancelled = true;
         assert_eq!(turn.check(&idle, true), None, "ZCode has yet to run (and stop) the input");
+        let mut dropped = std::mem::take(&mut turn);
+        dropped.stop_sent = true;
+        assert_eq!(
+            dropped.check(&idle, true),
+            Some(Terminal::Stop(StopReason::Cancelled)),
+            "idle once the stop was acknowledged: ZCode dropped the input"
+        );
+        turn.start("c", Some(4));
+        turn.accepted = true;
+        turn.starts_now = true;
+        turn.cancelled = true;
         turn.signal(&TurnSignal::Input { source_command_id: "c".into() });
         turn.signal(&TurnSignal::Header {
             row_id: 5,
