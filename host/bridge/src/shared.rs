@@ -13,7 +13,6 @@ use zcode_credentials::CredentialStore;
 
 use crate::group::ProcessGroup;
 use crate::options::BridgeOptions;
-use crate::session::SessionQueue;
 
 /// Locks a mutex even if a panicking thread poisoned it: every critical section here leaves
 /// the data consistent, and the bridge must still be able to fail closed and kill its child.
@@ -62,7 +61,7 @@ struct State {
     pending: HashMap<u64, Pending>,
     /// Event route → the link that owns it.
     routes: HashMap<String, LinkId>,
-    sessions: HashMap<LinkId, SessionQueue>,
+    sessions: HashMap<LinkId, mpsc::Sender<SessionInput>>,
 }
 
 struct Pending {
@@ -98,7 +97,7 @@ pub(crate) struct Submission<'a> {
 
 /// Input for one session, to be queued in order by [`Shared::send`].
 pub(crate) struct Delivery {
-    to: SessionQueue,
+    to: mpsc::Sender<SessionInput>,
     input: SessionInput,
 }
 
@@ -312,7 +311,10 @@ impl Shared {
     /// reader) then reads no further, and the host's writes wait in its pipe. Gives up when
     /// the transport closes (the session is told so) or the session is gone.
     pub(crate) async fn send(&self, Delivery { to, input }: Delivery) {
-        let Err(input) = to.try_send(input) else { return };
+        let input = match to.try_send(input) {
+            Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => return,
+            Err(mpsc::error::TrySendError::Full(input)) => input,
+        };
         let mut closed = self.closed.subscribe();
         tokio::select! {
             biased;
@@ -329,7 +331,7 @@ impl Shared {
     }
 
     /// Registers a new session's inbound queue.
-    pub(crate) fn add_session(&self, link: LinkId, inbound: SessionQueue) {
+    pub(crate) fn add_session(&self, link: LinkId, inbound: mpsc::Sender<SessionInput>) {
         let mut state = lock(&self.state);
         // A session linked after the close reads the close from the watch at once.
         if state.closed.is_none() {
