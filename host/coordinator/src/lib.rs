@@ -34,7 +34,7 @@ pub use session::{BoundSession, PendingPrompt};
 pub use workspace::canonical_workspace;
 
 use acp_json::Refused;
-use session::{Binding, Deferred, SessionHandle, UpdatePort, op_setting_aside};
+use session::{Binding, SessionHandle, UpdatePort};
 
 #[derive(Clone)]
 pub struct Coordinator {
@@ -122,7 +122,7 @@ impl Coordinator {
         workspace: &Path,
         op: SessionOp,
     ) -> Result<(R, Opened), CoordinatorError> {
-        let mut binding = self.bind(workspace).await?;
+        let binding = self.bind(workspace).await?;
         let limit = self.inner.config.max_message_bytes;
         let mut port =
             known.clone().map(|id| UpdatePort::new(id, self.inner.client.clone(), limit));
@@ -133,11 +133,7 @@ impl Coordinator {
             }
             None => Err(MapperFault(format!("updates streamed before {method} named a session"))),
         };
-        // What the session's stream brings meanwhile (an initial snapshot, a running turn's
-        // events) is set aside for the session, as while any of its operations waits: left in
-        // the queue, it would hold up the host's output, the reply this waits for with it.
-        let Binding { link, inbound, deferred } = &mut binding;
-        let result = op_setting_aside(link, inbound, deferred, op, &mut sink).await;
+        let result = binding.link.op(op, &mut sink).await;
         let opened = match too_large {
             Some(error) => Err(error),
             None => result.map_err(CoordinatorError::from).and_then(|result| {
@@ -152,11 +148,7 @@ impl Coordinator {
             Err(error) => {
                 // The native side may be open already (subscribed, loaded): release it, or the
                 // next attempt finds it taken.
-                let Binding { link, inbound, deferred } = &mut binding;
-                let close = SessionOp::Close;
-                if let Err(close) =
-                    op_setting_aside(link, inbound, deferred, close, &mut |_| Ok(())).await
-                {
+                if let Err(close) = binding.link.op(SessionOp::Close, &mut |_| Ok(())).await {
                     tracing::debug!(target: "zcode_acp::session", %close, "closing a session that failed to open");
                 }
                 return Err(error);
@@ -276,7 +268,7 @@ impl Coordinator {
         };
         let mapper_session = host.mapper.session(&init)?;
         let (link, inbound) = host.bridge.link_session(mapper_session);
-        Ok(Binding { link, inbound: Some(inbound), deferred: Deferred::default() })
+        Ok(Binding { link, inbound })
     }
 
     fn register(

@@ -18,7 +18,7 @@ use crate::client::ClientPort;
 use crate::config::CoordinatorConfig;
 use crate::error::CoordinatorError;
 
-pub(crate) use actor::{Deferred, SessionActor, UpdatePort, op_setting_aside};
+pub(crate) use actor::{SessionActor, UpdatePort};
 
 pub(crate) enum Command {
     Prompt {
@@ -107,10 +107,7 @@ pub struct BoundSession {
 /// A mapper session linked to the host: what a bound session is built from.
 pub(crate) struct Binding {
     pub link: SessionLink,
-    /// `None` once the host's stream for it has ended.
-    pub inbound: Option<SessionReceiver>,
-    /// Input that arrived while the session was being opened, to be mapped first.
-    pub deferred: Deferred,
+    pub inbound: SessionReceiver,
 }
 
 impl BoundSession {
@@ -122,9 +119,10 @@ impl BoundSession {
         config: CoordinatorConfig,
         after: Vec<Update>,
     ) -> Self {
+        let Binding { link, inbound } = binding;
         let (tx, commands) = mpsc::unbounded_channel();
         let handle = SessionHandle { workspace, commands: tx.clone() };
-        let actor = SessionActor::new(id, binding, client, config, tx);
+        let actor = SessionActor::new(id, link, inbound, client, config, tx);
         Self { actor, commands, handle, after }
     }
 }
