@@ -56,11 +56,6 @@ impl SessionReceiver {
         }
     }
 
-    /// How many inputs are waiting now.
-    pub fn queued(&self) -> usize {
-        if self.ended { 0 } else { self.input.len() }
-    }
-
     /// The next item if one is ready now.
     pub fn try_recv(&mut self) -> Option<SessionInbound> {
         if self.ended {

@@ -138,81 +138,37 @@ impl SessionActor {
                 () = oldest(&mut self.written) => {
                     self.written.pop_front();
                 }
-                item = next_input(&mut self.deferred, &mut self.inbound), if takes_input => {
-                    self.take_input(item).await;
-                }
+                item = next_input(&mut self.deferred, &mut self.inbound), if takes_input => match item {
+                    Some(SessionInbound::Input(first)) => {
+                        let (batch, closed) =
+                            drain_batch(first, &mut self.deferred, self.inbound.as_mut());
+                        self.on_input(&batch).await;
+                        self.written.push_back(self.client.written());
+                        if let Some(reason) = closed {
+                            self.on_transport_closed(reason);
+                        }
+                    }
+                    Some(SessionInbound::TransportClosed(reason)) => self.on_transport_closed(reason),
+                    None => self.inbound = None,
+                },
                 _ = sleep_until(deadline) => self.on_cancel_deadline(),
             }
-            self.act_on_answer_failure().await;
+            match self.answer_failure.take() {
+                Some(AnswerFailure::Turn(error)) => self.break_turn(error).await,
+                Some(AnswerFailure::Session(reason)) => self.fail_session(reason).await,
+                None => {}
+            }
         }
         tracing::debug!(target: LOG, session = %self.id, "session actor ended");
-    }
-
-    /// Maps `item` and whatever else is ready behind it, as one batch.
-    async fn take_input(&mut self, item: Option<SessionInbound>) -> usize {
-        match item {
-            Some(SessionInbound::Input(first)) => {
-                let (batch, closed) = drain_batch(first, &mut self.deferred, self.inbound.as_mut());
-                self.on_input(&batch).await;
-                self.written.push_back(self.client.written());
-                if let Some(reason) = closed {
-                    self.on_transport_closed(reason);
-                }
-                batch.len()
-            }
-            Some(SessionInbound::TransportClosed(reason)) => {
-                self.on_transport_closed(reason);
-                1
-            }
-            None => {
-                self.inbound = None;
-                0
-            }
-        }
-    }
-
-    async fn act_on_answer_failure(&mut self) {
-        match self.answer_failure.take() {
-            Some(AnswerFailure::Turn(error)) => self.break_turn(error).await,
-            Some(AnswerFailure::Session(reason)) => self.fail_session(reason).await,
-            None => {}
-        }
-    }
-
-    /// Maps the native input that had arrived when a command was taken. Commands go first so
-    /// that a cancel never waits behind a backlog, but a prompt or a setting decides from the
-    /// session's state: what ZCode said before the client asked (a load's snapshot, the last
-    /// frames of a turn) must be mapped first, or the mapper acts on a state it has not seen.
-    async fn catch_up(&mut self) {
-        let mut left = self.deferred.items.len() + self.inbound.as_ref().map_or(0, |i| i.queued());
-        while left > 0 && self.failed.is_none() {
-            while self.written.len() >= WRITE_AHEAD {
-                oldest(&mut self.written).await;
-                self.written.pop_front();
-            }
-            let item = match self.deferred.pop() {
-                Some(item) => Some(item),
-                None => match self.inbound.as_mut().and_then(SessionReceiver::try_recv) {
-                    Some(item) => Some(item),
-                    None => break,
-                },
-            };
-            left = left.saturating_sub(self.take_input(item).await.max(1));
-            self.act_on_answer_failure().await;
-        }
     }
 
     // ----- commands ----------------------------------------------------------------------
 
     async fn on_command(&mut self, command: Command) {
         match command {
-            Command::Prompt { request, reply } => {
-                self.catch_up().await;
-                self.on_prompt(request, reply).await;
-            }
+            Command::Prompt { request, reply } => self.on_prompt(request, reply).await,
             Command::Cancel => self.on_cancel().await,
             Command::Op { op, reply } => {
-                self.catch_up().await;
                 let result = self.run_op(op).await;
                 let _ = reply.send(result);
             }
