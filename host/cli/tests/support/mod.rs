@@ -379,11 +379,24 @@ impl Agent {
         String::from_utf8_lossy(&self.stderr.lock().unwrap()).into_owned()
     }
 
+    /// The transcript and the tail of the agent's stderr. With `ZCODE_ACP_E2E_LOG_DIR` set, the
+    /// whole stderr is kept there too (a race's cause is seldom in the last 40 lines).
     pub fn report(&self) -> String {
         let stderr = self.stderr();
         let tail: Vec<&str> = stderr.lines().rev().take(40).collect();
         let tail: Vec<&str> = tail.into_iter().rev().collect();
-        format!("{}--- agent stderr (tail) ---\n{}\n", self.transcript().report(), tail.join("\n"))
+        let kept = match std::env::var_os("ZCODE_ACP_E2E_LOG_DIR") {
+            Some(dir) => {
+                let path = PathBuf::from(dir).join(format!("zcode-acp-{}.log", self.pid()));
+                match std::fs::write(&path, &stderr) {
+                    Ok(()) => format!("--- agent stderr kept whole in {} ---\n", path.display()),
+                    Err(error) => format!("--- keeping the agent stderr failed: {error} ---\n"),
+                }
+            }
+            None => String::new(),
+        };
+        let transcript = self.transcript().report();
+        format!("{transcript}{kept}--- agent stderr (tail) ---\n{}\n", tail.join("\n"))
     }
 
     /// Fails if any stdout line so far broke the JSON-RPC invariant.
