@@ -214,7 +214,7 @@ fn closing_a_session_during_a_prompt_answers_the_prompt_cancelled() {
     // The session can be loaded again; its interrupted turn is over.
     agent.call("session/load", json!({"sessionId": session, "cwd": workspace, "mcpServers": []}));
     let result = agent.prompt_when_idle(&session, "back again");
-    assert_eq!(result["stopReason"], "end_turn");
+    assert_eq!(result["stopReason"], "end_turn", "{}", agent.report());
     assert!(agent.finish().success());
 }
 
@@ -238,7 +238,7 @@ fn cancel_right_behind_the_prompt(by_request_id: bool) {
         assert_eq!(result["stopReason"], "cancelled", "round {round}");
         // Wait until the stopped turn has ended natively before the next round.
         let result = agent.prompt_when_idle(&session, "between rounds");
-        assert_eq!(result["stopReason"], "end_turn");
+        assert_eq!(result["stopReason"], "end_turn", "{}", agent.report());
     }
     assert!(agent.finish().success());
 }
