@@ -8,6 +8,7 @@
 //! - every event payload is a JSON object (what the session's `map-event` expects);
 //! - once failed, the decoder stays failed.
 
+use serde_json::value::RawValue;
 use zcode_contract::{Inbound, Mapper, MapperConnection};
 use zcode_task_v1::TaskV1Mapper;
 
@@ -28,9 +29,10 @@ pub fn check_stream(stream: &[u8], seed: u32) {
         for frame in &decoded.items {
             if let Inbound::Event(event) = frame {
                 let text = event.payload.as_text().expect("the task protocol's events are text");
-                let payload: serde_json::Value =
-                    serde_json::from_str(text).expect("an event payload is JSON");
-                assert!(payload.is_object(), "an event payload is not an object: {text}");
+                // JSON by its grammar: a number beyond f64's range is routed, for `map-event`
+                // to refuse (no `Value` can hold it; `events` in zcode-task tests that).
+                serde_json::from_str::<&RawValue>(text).expect("an event payload is JSON");
+                assert!(text.starts_with('{'), "an event payload is not an object: {text}");
                 assert!(!event.route.is_empty(), "an event without a route");
             }
         }

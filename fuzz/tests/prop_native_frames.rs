@@ -66,3 +66,13 @@ proptest! {
         check_stream(&stream, seed);
     }
 }
+
+/// Found by CI (stop 22): a mutated timestamp, `1757…e…`, past f64's range. It is JSON, and the
+/// decoder routes it; a `Value` cannot hold it.
+#[test]
+fn a_number_out_of_range_is_still_a_json_event() {
+    let line = br#"{"method":"event","params":{"subscriptionId":"s","event":{"type":"session.event","event":{"seq":1,"timestamp":17570e9000000}}}}"#;
+    for seed in [0, 1, 7, u32::MAX] {
+        check_stream(&[&line[..], b"\n"].concat(), seed);
+    }
+}

@@ -25,7 +25,15 @@ pub fn internal(message: impl Into<String>) -> MapperError {
 
 /// Parses JSON text, reporting failures with `kind`.
 pub fn parse(text: &str, kind: ErrorKind, what: &str) -> Result<Value, MapperError> {
-    serde_json::from_str(text).map_err(|_| error(kind, format!("{what} is not valid JSON")))
+    serde_json::from_str(text).map_err(|e| {
+        // `1e400` is JSON (V8 reads it as Infinity), but no tree here can hold it.
+        let problem = if e.to_string().starts_with("number out of range") {
+            "holds a number out of range"
+        } else {
+            "is not valid JSON"
+        };
+        error(kind, format!("{what} {problem}"))
+    })
 }
 
 /// JSON text of a value built by the mapper (serialising a `Value` cannot fail).
@@ -190,6 +198,15 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn says_why_text_cannot_be_read() {
+        let message = |text| parse(text, ErrorKind::Protocol, "Thing").unwrap_err().message;
+        assert_eq!(message("{\"a\":"), "Thing is not valid JSON");
+        assert_eq!(message("{\"a\":1e400}"), "Thing holds a number out of range");
+        assert_eq!(message("[-1e309]"), "Thing holds a number out of range");
+        assert_eq!(parse("[1e-400]", ErrorKind::Protocol, "Thing").unwrap(), json!([0.0]));
+    }
 
     #[test]
     fn reports_the_object_and_field_in_errors() {

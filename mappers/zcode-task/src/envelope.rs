@@ -108,7 +108,9 @@ fn frame(line: &[u8]) -> Result<Option<Inbound>, MapperError> {
 /// The frame that comes by the thousand during a turn, `{"method": "event", "params":
 /// {"subscriptionId", "event"}}`, read without building a tree of the event: its text is
 /// routed as it came (`map-event` parses it anyway). Only a frame [`classify`] would accept as
-/// an event is taken; anything else goes the general way, which has the errors.
+/// an event is taken; anything else goes the general way, which has the errors. The one
+/// difference is a number beyond f64's range: JSON, which the raw text keeps and a tree cannot
+/// hold, so `map-event` is the one to refuse it (and a turn that gets one ends broken).
 fn event_as_is(text: &str) -> Option<Inbound> {
     #[derive(Deserialize)]
     #[serde(deny_unknown_fields)]
@@ -492,6 +494,18 @@ mod tests {
         let inbound = Framer::default().push(&[&line[..], b"\n"].concat()).unwrap();
         let event = RoutedEvent { route: "s".into(), payload: r#"{"type":"x"}"#.into() };
         assert_eq!(inbound, [Inbound::Event(event)]);
+    }
+
+    #[test]
+    fn a_number_out_of_range_is_routed_as_it_came() {
+        let event = r#"{"type":"x","timestamp":17570e9000000}"#;
+        let line =
+            format!(r#"{{"method":"event","params":{{"subscriptionId":"s","event":{event}}}}}"#);
+        let inbound = Framer::default().push(format!("{line}\n").as_bytes()).unwrap();
+        assert_eq!(
+            inbound,
+            [Inbound::Event(RoutedEvent { route: "s".into(), payload: event.into() })]
+        );
     }
 
     #[test]

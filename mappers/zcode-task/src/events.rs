@@ -501,6 +501,27 @@ mod tests {
         );
     }
 
+    /// A number beyond f64's range is JSON (V8 reads `1e400` as Infinity), so the framer routes
+    /// it; no reader here can hold it, and a turn that gets one ends broken, never silently.
+    #[test]
+    fn a_number_out_of_range_breaks_the_turn() {
+        let event = |timestamp: &str, payload: &str| {
+            format!(
+                r#"{{"type":"session.event","event":{{"eventId":"e-1","sessionId":"session-1","turnId":"turn-1","seq":1,"timestamp":{timestamp},"deliveryKind":"desktop-continuous","type":"model.streaming","payload":{payload}}}}}"#
+            )
+        };
+        let delta = r#"{"kind":"text_delta","delta":"x"}"#;
+        let tool_call =
+            r#"{"kind":"tool_call","toolCallId":"t1","toolName":"Bash","input":{"n":-2e308}}"#;
+        for text in [event("17570e9000000", delta), event("1", tool_call)] {
+            let mut driver = running(true, true);
+            let actions = driver.try_event_text(&text).expect("a turn's break is its terminal");
+            let message = broken_message(&actions);
+            assert_eq!(message, "Native event holds a number out of range", "{text}");
+            assert_eq!(updates_of(&actions), Vec::<serde_json::Value>::new(), "{text}");
+        }
+    }
+
     /// The chunk's text is the text the tree of the update was written as in the component
     /// (keys sorted, see `text_chunk`), escapes and all.
     #[test]

@@ -307,7 +307,12 @@ impl<G: Generation> Driver<G> {
     }
 
     pub fn try_event(&mut self, event: Value) -> Result<Vec<Action>, MapperError> {
-        self.session.map_event(&NativeData::Text(event.to_string()))
+        self.try_event_text(&event.to_string())
+    }
+
+    /// An event as text, for what a [`Value`] cannot hold.
+    pub fn try_event_text(&mut self, text: &str) -> Result<Vec<Action>, MapperError> {
+        self.session.map_event(&NativeData::Text(text.to_string()))
     }
 
     pub fn session_event(&mut self, event_type: &str, payload: Value) -> Vec<Action> {
