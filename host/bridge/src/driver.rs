@@ -8,9 +8,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::mpsc;
-use tokio::time::Instant;
 use zcode_contract::{MapperFault, NativeReply, OpResult, Operations, Outgoing, ReplyBody, Step};
 
+use crate::deadline::Deadline;
 use crate::error::OpFailure;
 use crate::shared::{Owner, ReplyTo, Shared, Submission, SubmitError, lock};
 
@@ -77,7 +77,7 @@ enum Progress {
 struct Outstanding {
     id: u64,
     /// `None` once the timer fired but the answer was already on its way.
-    deadline: Option<Instant>,
+    deadline: Option<Deadline>,
     timeout: Duration,
 }
 
@@ -144,34 +144,34 @@ impl RunningOp {
         }
         drop(next_request_id);
 
-        let now = Instant::now();
         for request in requests.iter().filter(|r| r.awaits_reply()) {
             let timeout = self.shared.options.request_timeout(request.timeout_ms);
             tracing::debug!(id = request.id, label = %request.label, "native request sent");
-            self.outstanding.push(Outstanding {
-                id: request.id,
-                deadline: Some(now + timeout),
-                timeout,
-            });
+            let deadline = Some(Deadline::start(&self.shared.reader_waits, timeout));
+            self.outstanding.push(Outstanding { id: request.id, deadline, timeout });
         }
         Ok(if self.outstanding.is_empty() { Progress::Yielded } else { Progress::Waiting })
     }
 
-    /// The next reply for this operation, or `Lost` for a request whose timer fired first.
+    /// The next reply for this operation, or `Lost` for a request whose deadline passed first.
     async fn next_reply(&mut self) -> NativeReply {
         loop {
+            let waits = &self.shared.reader_waits;
             let earliest = self
                 .outstanding
                 .iter()
-                .filter_map(|o| o.deadline.map(|deadline| (deadline, o.id, o.timeout)))
+                .filter_map(|o| o.deadline.as_ref().map(|d| (d.at(waits), o.id, o.timeout)))
                 .min();
             let received = match earliest {
                 None => self.reply_rx.recv().await,
-                Some((deadline, id, timeout)) => tokio::select! {
+                Some((at, id, timeout)) => tokio::select! {
                     biased;
                     received = self.reply_rx.recv() => received,
-                    () = tokio::time::sleep_until(deadline) => {
-                        if let Some(reply) = self.expire(id, timeout) {
+                    () = tokio::time::sleep_until(at) => {
+                        // The reader may have waited meanwhile, which moved the deadline on.
+                        if self.passed(id)
+                            && let Some(reply) = self.expire(id, timeout)
+                        {
                             return reply;
                         }
                         continue;
@@ -184,7 +184,13 @@ impl RunningOp {
         }
     }
 
-    /// The timer of request `id` fired. If the request is still pending it becomes `Lost` and
+    fn passed(&self, id: u64) -> bool {
+        let deadline =
+            self.outstanding.iter().find(|o| o.id == id).and_then(|o| o.deadline.as_ref());
+        deadline.is_some_and(|deadline| deadline.passed(&self.shared.reader_waits))
+    }
+
+    /// The deadline of request `id` passed. If the request is still pending it becomes `Lost` and
     /// any later answer is dropped as late; otherwise its answer is already in the channel.
     fn expire(&mut self, id: u64, timeout: Duration) -> Option<NativeReply> {
         let label = self.shared.pending_label(id);

@@ -16,6 +16,7 @@
 //! [`MapperSession`]: zcode_contract::MapperSession
 
 mod bridge;
+mod deadline;
 mod driver;
 mod error;
 mod exit_cleanup;

@@ -117,7 +117,7 @@ async fn handle(shared: &Shared, inbound: Inbound) {
         }
     };
     if let Some(delivery) = delivery {
-        shared.send(delivery).await;
+        shared.hand_over(delivery).await;
     }
 }
 

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::{mpsc, watch};
 use zcode_contract::{Action, MapperFault, MapperSession, OpResult, SessionInput, SessionOp};
 
+use crate::deadline::Deadline;
 use crate::driver::{UpdateSink, check, drive, timed_out};
 use crate::error::OpFailure;
 use crate::shared::{LinkId, Owner, ReplyTo, Shared, Submission, SubmitError, lock};
@@ -166,9 +167,10 @@ impl SessionLink {
         for request in outgoing.requests.iter().filter(|r| r.awaits_reply()) {
             tracing::debug!(id = request.id, label = %request.label, "native request sent while mapping");
             let timeout = shared.options.request_timeout(request.timeout_ms);
+            let deadline = Deadline::start(&shared.reader_waits, timeout);
             let (shared, id, link) = (shared.clone(), request.id, self.inner.id);
             tokio::spawn(async move {
-                tokio::time::sleep(timeout).await;
+                deadline.elapsed(&shared.reader_waits).await;
                 let label = shared.pending_label(id);
                 if shared.take_pending(id) {
                     let lost = timed_out(id, label.as_deref(), timeout);

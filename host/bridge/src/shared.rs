@@ -11,6 +11,7 @@ use zcode_contract::{
 };
 use zcode_credentials::CredentialStore;
 
+use crate::deadline::ReaderWaits;
 use crate::group::ProcessGroup;
 use crate::options::BridgeOptions;
 
@@ -49,6 +50,9 @@ pub(crate) struct Shared {
     /// Why the transport closed, for the session streams: each ends with it, after the input
     /// queued before the close.
     closed: watch::Sender<Option<String>>,
+    /// The stdout reader's waits for sessions to take its input: request deadlines do not
+    /// count them.
+    pub(crate) reader_waits: ReaderWaits,
 }
 
 struct State {
@@ -138,6 +142,7 @@ impl Shared {
             stdout_done: watch::Sender::new(false),
             terminated: watch::Sender::new(false),
             closed: watch::Sender::new(None),
+            reader_waits: ReaderWaits::default(),
         }
     }
 
@@ -307,14 +312,25 @@ impl Shared {
         }
     }
 
-    /// Queues input for a session, waiting while its queue is full: the caller (the stdout
-    /// reader) then reads no further, and the host's writes wait in its pipe. Gives up when
-    /// the transport closes (the session is told so) or the session is gone.
-    pub(crate) async fn send(&self, Delivery { to, input }: Delivery) {
+    /// Queues input from the stdout reader. While the session's queue is full the reader
+    /// reads no further, and the host's writes wait in its pipe; that wait is counted in
+    /// [`Shared::reader_waits`].
+    pub(crate) async fn hand_over(&self, delivery: Delivery) {
+        self.queue(delivery, Some(&self.reader_waits)).await;
+    }
+
+    /// Queues input for a session, waiting while its queue is full. Gives up when the
+    /// transport closes (the session is told so) or the session is gone.
+    pub(crate) async fn send(&self, delivery: Delivery) {
+        self.queue(delivery, None).await;
+    }
+
+    async fn queue(&self, Delivery { to, input }: Delivery, counted: Option<&ReaderWaits>) {
         let input = match to.try_send(input) {
             Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => return,
             Err(mpsc::error::TrySendError::Full(input)) => input,
         };
+        let _waiting = counted.map(ReaderWaits::begin);
         let mut closed = self.closed.subscribe();
         tokio::select! {
             biased;

@@ -4,9 +4,11 @@
 
 mod support;
 
+use std::time::Duration;
+
 use serde_json::{Value, json};
 use support::*;
-use zcode_bridge::{BridgeError, HostBridge, HostSpec, SessionInbound};
+use zcode_bridge::{BridgeError, HostBridge, HostSpec, SESSION_QUEUE, SessionInbound};
 use zcode_contract::{
     Action, CredentialEncoding, CredentialSource, NativeData, NativeRequest, NativeWrite,
     Operations, Outgoing, ReplyBody, SecretFill, SessionInput, SessionOp, Step,
@@ -85,6 +87,33 @@ async fn mapping_can_issue_requests_whose_replies_come_back_as_input() {
     // The id was handed out by the bridge: the next operation gets the one after it.
     let result = guard(session_op(&link, create(Script::request("echo", "")))).await;
     assert_eq!(replies(&result)[0]["id"], 3);
+    bridge.shutdown().await;
+}
+
+/// As for an operation's request (`ops.rs`): while the reader waits for another session to
+/// take its backlog, the reply may be behind it, and the wait does not count against the
+/// request's timeout.
+#[tokio::test]
+async fn a_reply_to_mapping_behind_a_full_session_queue_is_not_timed_out_by_the_wait() {
+    let bridge = start(&[]).await;
+    let (a, mut a_input) = bridge.link_session(Box::new(TestSession::default()));
+    guard(session_op(&a, create(Script::request("echo", "").add_routes(&["a"])))).await.unwrap();
+    let (link, mut inbound) = bridge.link_session(Box::new(TestSession::default()));
+    let events = SESSION_QUEUE + 50;
+    let routes = vec!["a"; events].join(",");
+    let ask = json!({"ask": "emit", "arg": routes, "timeoutMs": 1000}).to_string();
+    link.map(&[SessionInput::Event(ask.as_str().into())]).unwrap();
+    // Three times the timeout before A takes anything, then all of it.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    for _ in 0..events {
+        assert!(matches!(guard(a_input.recv()).await, Some(SessionInbound::Input(_))));
+    }
+    match guard(inbound.recv()).await {
+        Some(SessionInbound::Input(SessionInput::Reply(reply))) => {
+            assert_eq!(reply.body, ReplyBody::Ok("\"emitted\"".into()))
+        }
+        other => panic!("expected the reply, got {other:?}"),
+    }
     bridge.shutdown().await;
 }
 

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::*;
-use zcode_bridge::{BridgeOptions, OpFailure, SessionInbound};
+use zcode_bridge::{BridgeOptions, OpFailure, SESSION_QUEUE, SessionInbound};
 use zcode_contract::{Action, ConnectionOp, ErrorKind, NativeData, SessionInput, SessionOp};
 
 fn create(script: Script) -> SessionOp {
@@ -91,6 +91,31 @@ async fn a_timed_out_request_is_lost_and_its_late_reply_is_dropped() {
         logs.text()
     );
     assert_eq!(bridge.closed_reason(), None);
+    bridge.shutdown().await;
+}
+
+/// A reply behind another session's backlog is ZCode's answer all the same: while the reader
+/// waits for that session to take its input, the reply may be in the pipe, so the wait does not
+/// count against the request's timeout (the load test once lost a permission answer so,
+/// behind ten streams and a slow client).
+#[tokio::test]
+async fn a_reply_behind_a_full_session_queue_is_not_timed_out_by_the_wait() {
+    let bridge = start(&[]).await;
+    let (a, mut a_input) = bridge.link_session(Box::new(TestSession::default()));
+    guard(session_op(&a, create(Script::request("echo", "").add_routes(&["a"])))).await.unwrap();
+    // The host writes the events, then the reply: the reader waits once A's queue is full.
+    let events = SESSION_QUEUE + 50;
+    let behind = Script::request("emit", &vec!["a"; events].join(",")).timeout_ms(1000);
+    let op = bridge.connection_op(ConnectionOp::Probe(behind.text()));
+    let late_reader = async {
+        // Three times the timeout before A takes anything, then all of it.
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        for seq in 1..=events {
+            assert_eq!(event(a_input.recv().await)["seq"], json!(seq));
+        }
+    };
+    let (result, ()) = guard(async { tokio::join!(op, late_reader) }).await;
+    assert_eq!(replies(&result), vec![json!({"id": 3, "ok": "emitted"})]);
     bridge.shutdown().await;
 }
 

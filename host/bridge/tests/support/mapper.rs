@@ -10,8 +10,8 @@
 //! `{"replies":[{"id":N,"ok":R}|{"id":N,"error":M}|{"id":N,"lost":W}]}`.
 //!
 //! Events map to one update each (the event itself). An event `{"ask":M}` makes the session
-//! issue a request `M` while mapping; its reply maps to the update `{"reply":N,"ok":R}` (or
-//! `"lost"`). An event `{"write":T}` writes the line `T` untracked.
+//! issue a request `M` while mapping (with `"arg"` and `"timeoutMs"` if given, else `""` and
+//! 30 s); its reply maps to the update `{"reply":N,"ok":R}` (or `"lost"`). An event `{"write":T}` writes the line `T` untracked.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -346,8 +346,8 @@ impl Operations<ConnectionOp> for TestConnection {
 #[derive(Default)]
 pub struct TestSession {
     ops: Ops,
-    /// Methods of requests announced by the last `map`, issued by `issue`.
-    asked: Vec<String>,
+    /// Requests announced by the last `map`, issued by `issue`: method, arg, timeout in ms.
+    asked: Vec<(String, String, u32)>,
 }
 
 impl Operations<SessionOp> for TestSession {
@@ -398,7 +398,9 @@ impl MapperSession for TestSession {
             }
             let event: Value = serde_json::from_str(&payload).unwrap_or(Value::Null);
             if let Some(method) = event["ask"].as_str() {
-                self.asked.push(method.to_owned());
+                let arg = event["arg"].as_str().unwrap_or_default().to_owned();
+                let timeout_ms = event["timeoutMs"].as_u64().map_or(30_000, |ms| ms as u32);
+                self.asked.push((method.to_owned(), arg, timeout_ms));
             }
             if let Some(line) = event["write"].as_str() {
                 effects
@@ -415,14 +417,14 @@ impl MapperSession for TestSession {
         let requests = std::mem::take(&mut self.asked)
             .into_iter()
             .enumerate()
-            .map(|(index, method)| {
+            .map(|(index, (method, arg, timeout_ms))| {
                 let id = first + index as u64;
-                let frame = json!({"id": id, "method": method, "arg": ""});
+                let frame = json!({"id": id, "method": method, "arg": arg});
                 NativeRequest {
                     id,
                     bytes: format!("{frame}\n").into_bytes(),
                     label: method,
-                    timeout_ms: 30_000,
+                    timeout_ms,
                 }
             })
             .collect();
