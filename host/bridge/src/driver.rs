@@ -147,7 +147,8 @@ impl RunningOp {
         for request in requests.iter().filter(|r| r.awaits_reply()) {
             let timeout = self.shared.options.request_timeout(request.timeout_ms);
             tracing::debug!(id = request.id, label = %request.label, "native request sent");
-            let deadline = Some(Deadline::start(&self.shared.reader_waits, timeout));
+            let deadline = Deadline::start(&self.shared.reader_waits, self.owner.link(), timeout);
+            let deadline = Some(deadline);
             self.outstanding.push(Outstanding { id: request.id, deadline, timeout });
         }
         Ok(if self.outstanding.is_empty() { Progress::Yielded } else { Progress::Waiting })

@@ -167,7 +167,7 @@ impl SessionLink {
         for request in outgoing.requests.iter().filter(|r| r.awaits_reply()) {
             tracing::debug!(id = request.id, label = %request.label, "native request sent while mapping");
             let timeout = shared.options.request_timeout(request.timeout_ms);
-            let deadline = Deadline::start(&shared.reader_waits, timeout);
+            let deadline = Deadline::start(&shared.reader_waits, Some(self.inner.id), timeout);
             let (shared, id, link) = (shared.clone(), request.id, self.inner.id);
             tokio::spawn(async move {
                 deadline.elapsed(&shared.reader_waits).await;

@@ -87,6 +87,15 @@ pub(crate) enum Owner {
     Session(LinkId),
 }
 
+impl Owner {
+    pub(crate) fn link(self) -> Option<LinkId> {
+        match self {
+            Owner::Connection => None,
+            Owner::Session(link) => Some(link),
+        }
+    }
+}
+
 /// What an operation asks to write, already validated against its allocated ids.
 pub(crate) struct Submission<'a> {
     pub(crate) owner: Owner,
@@ -101,6 +110,7 @@ pub(crate) struct Submission<'a> {
 
 /// Input for one session, to be queued in order by [`Shared::send`].
 pub(crate) struct Delivery {
+    link: LinkId,
     to: mpsc::Sender<SessionInput>,
     input: SessionInput,
 }
@@ -203,10 +213,7 @@ impl Shared {
         if let Some(reason) = &state.closed {
             return Err(SubmitError::Closed(reason.clone()));
         }
-        let link = match submission.owner {
-            Owner::Session(link) => Some(link),
-            Owner::Connection => None,
-        };
+        let link = submission.owner.link();
         for route in submission.routes_added {
             match state.routes.get(route) {
                 Some(&owner) if Some(owner) != link => {
@@ -272,10 +279,11 @@ impl Shared {
                 let _ = op.send(reply);
                 None
             }
-            Some(ReplyTo::Session(link)) => state
-                .sessions
-                .get(&link)
-                .map(|to| Delivery { to: to.clone(), input: SessionInput::Reply(reply) }),
+            Some(ReplyTo::Session(link)) => state.sessions.get(&link).map(|to| Delivery {
+                link,
+                to: to.clone(),
+                input: SessionInput::Reply(reply),
+            }),
             None => {
                 tracing::warn!(id = reply.id, "late or unknown native response dropped");
                 None
@@ -292,10 +300,11 @@ impl Shared {
     /// Where an event goes: the session that owns its route.
     pub(crate) fn route_event(&self, event: RoutedEvent) -> Option<Delivery> {
         let state = lock(&self.state);
-        let session = state.routes.get(&event.route).and_then(|link| state.sessions.get(link));
-        match session {
-            Some(to) => {
-                Some(Delivery { to: to.clone(), input: SessionInput::Event(event.payload) })
+        let owner = state.routes.get(&event.route).copied();
+        match owner.and_then(|link| Some((link, state.sessions.get(&link)?))) {
+            Some((link, to)) => {
+                let input = SessionInput::Event(event.payload);
+                Some(Delivery { link, to: to.clone(), input })
             }
             None => {
                 tracing::debug!(route = %event.route, "native event for an unknown route dropped");
@@ -308,13 +317,13 @@ impl Shared {
     pub(crate) async fn deliver(&self, link: LinkId, input: SessionInput) {
         let to = lock(&self.state).sessions.get(&link).cloned();
         if let Some(to) = to {
-            self.send(Delivery { to, input }).await;
+            self.send(Delivery { link, to, input }).await;
         }
     }
 
     /// Queues input from the stdout reader. While the session's queue is full the reader
     /// reads no further, and the host's writes wait in its pipe; that wait is counted in
-    /// [`Shared::reader_waits`].
+    /// [`Shared::reader_waits`], as a wait on that session.
     pub(crate) async fn hand_over(&self, delivery: Delivery) {
         self.queue(delivery, Some(&self.reader_waits)).await;
     }
@@ -325,12 +334,13 @@ impl Shared {
         self.queue(delivery, None).await;
     }
 
-    async fn queue(&self, Delivery { to, input }: Delivery, counted: Option<&ReaderWaits>) {
+    async fn queue(&self, delivery: Delivery, counted: Option<&ReaderWaits>) {
+        let Delivery { link, to, input } = delivery;
         let input = match to.try_send(input) {
             Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => return,
             Err(mpsc::error::TrySendError::Full(input)) => input,
         };
-        let _waiting = counted.map(ReaderWaits::begin);
+        let _waiting = counted.map(|waits| waits.begin(link));
         let mut closed = self.closed.subscribe();
         tokio::select! {
             biased;
@@ -360,5 +370,7 @@ impl Shared {
         let mut state = lock(&self.state);
         state.sessions.remove(&link);
         state.routes.retain(|_, owner| *owner != link);
+        drop(state);
+        self.reader_waits.forget(link);
     }
 }

@@ -119,6 +119,21 @@ async fn a_reply_behind_a_full_session_queue_is_not_timed_out_by_the_wait() {
     bridge.shutdown().await;
 }
 
+/// But a session's own request behind its own full queue still times out: a session that
+/// takes no input while its operation waits (one being opened does not) would otherwise wait
+/// for ever.
+#[tokio::test]
+async fn a_reply_behind_its_own_sessions_full_queue_still_times_out() {
+    let bridge = start(&[]).await;
+    let (a, _a_input) = bridge.link_session(Box::new(TestSession::default()));
+    guard(session_op(&a, create(Script::request("echo", "").add_routes(&["a"])))).await.unwrap();
+    let events = SESSION_QUEUE + 50;
+    let behind = Script::request("emit", &vec!["a"; events].join(",")).timeout_ms(300);
+    let result = guard(session_op(&a, create(behind))).await;
+    assert_eq!(replies(&result), vec![json!({"id": 3, "lost": "timed out after 300 ms"})]);
+    bridge.shutdown().await;
+}
+
 #[tokio::test]
 async fn large_timeouts_are_capped() {
     let options = BridgeOptions { max_timeout: Duration::from_millis(60), ..options() };
