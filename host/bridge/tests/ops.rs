@@ -96,8 +96,7 @@ async fn a_timed_out_request_is_lost_and_its_late_reply_is_dropped() {
 
 /// A reply behind another session's backlog is ZCode's answer all the same: while the reader
 /// waits for that session to take its input, the reply may be in the pipe, so the wait does not
-/// count against the request's timeout (the load test once lost a permission answer so,
-/// behind ten streams and a slow client).
+/// count against the request's timeout (F-28 in docs/reliability.md).
 #[tokio::test]
 async fn a_reply_behind_a_full_session_queue_is_not_timed_out_by_the_wait() {
     let bridge = start(&[]).await;
@@ -120,7 +119,7 @@ async fn a_reply_behind_a_full_session_queue_is_not_timed_out_by_the_wait() {
 }
 
 /// But a session's own request behind its own full queue still times out: a session that
-/// takes no input while its operation waits (one being opened does not) would otherwise wait
+/// takes no input while its operation waits (as while it is being opened) would otherwise wait
 /// for ever.
 #[tokio::test]
 async fn a_reply_behind_its_own_sessions_full_queue_still_times_out() {
