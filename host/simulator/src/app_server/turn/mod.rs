@@ -733,9 +733,13 @@ impl Turn {
         };
         let interrupted = matches!(halt, Halt::Cancelled);
         let parts = std::mem::take(&mut self.parts);
+        // From the turn's end in the record to its close on the wire, and the eviction, under
+        // one lock: the Agent does all of it in one tick of its event loop, so no prompt is
+        // admitted in between (one admitted there lost its turn to the eviction: F-29).
+        let server = self.server.clone();
+        let mut state = server.state();
+        let turn_id = self.start.turn_id.clone();
         {
-            let server = self.server.clone();
-            let mut state = server.state();
             let resident = state.sessions.get_mut(self.session_id())?;
             if !parts.is_empty() {
                 let workspace = resident.record.workspace_path().to_owned();
@@ -805,24 +809,33 @@ impl Turn {
                 }),
             ),
         };
-        let window = {
-            let state = self.state();
-            state.sessions.get(self.session_id()).and_then(|resident| resident.current_model())
-        }
-        .map_or(200_000, |model| model.context_window);
-        self.event(
+        let sid = self.session_id();
+        let window = state
+            .sessions
+            .get(sid)
+            .and_then(|resident| resident.current_model())
+            .map_or(200_000, |model| model.context_window);
+        state.event(
+            sid,
+            Some(&turn_id),
             "session.updated",
             json!({"usage": {"inputTokens": usage.input_tokens, "outputTokens": usage.output_tokens},
                    "contextWindow": window}),
         );
-        self.event(kind, payload);
+        state.event(sid, Some(&turn_id), kind, payload);
         // The context usage is the model's (ModelComplete), before the turn closes its header
         // (TurnComplete); the control state follows the close.
-        self.v4_patch(&["usage"]);
-        self.upsert_row(self.turn_row, json!({"state": header}));
-        self.v4_patch(&["control", "availability", "inputRouting", "queue", "pendingInteractions"]);
+        state.v4_patch(sid, &["usage"]);
+        let header_row = state.sessions.get(sid).and_then(|r| r.publisher.row(self.turn_row));
+        if let Some(row) = header_row.cloned() {
+            let closed = with(row, json!({"state": header}));
+            state.v4(sid, vec![json!({"op": "row.upserted", "row": closed})]);
+        }
+        state.v4_patch(
+            sid,
+            &["control", "availability", "inputRouting", "queue", "pendingInteractions"],
+        );
         let reason = if kind == "turn.failed" { "prompt_failed" } else { "prompt_completed" };
-        let mut state = self.state();
         if let Ok(mut patch) = state.settings(self.session_id()) {
             patch["status"] = json!("idle");
             state.state_updated(self.session_id(), reason, patch);
