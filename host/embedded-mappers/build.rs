@@ -17,11 +17,10 @@ mod guest_build;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-/// Inputs outside the mapper crates that they read at build time: the WIT contract, the
-/// contract crate they depend on, and the simulator fixtures whose hashes a contract pins.
+/// Inputs outside the mapper crates that they read at build time: the WIT contract (`wit/`, with
+/// the contract crate they depend on), and the simulator fixtures whose hashes a contract pins.
 const SHARED_INPUTS: &[&str] = &[
     "wit",
-    "host/contract",
     "mappers/Cargo.toml",
     "mappers/Cargo.lock",
     "tests/fixtures/fake-zcode-host",

@@ -2,7 +2,7 @@
 //! contract values with the format's own parser, so a recorded turn can be replayed through any
 //! mapper at full speed.
 
-use zcode_contract::golden::{Call, parse_line};
+use zcode_golden::{Call, parse_line};
 use zcode_contract::{NativeReply, SessionInit, SessionInput, SessionOp};
 
 /// One recorded call on a mapper session.

@@ -83,7 +83,7 @@ fn test(mapper: &str, trace: &Path) -> ExitCode {
         Ok(text) => text,
         Err(error) => return fail(&format!("cannot read {}: {error}", trace.display())),
     };
-    let report = zcode_contract::golden::replay(mappers[0].as_ref(), &text);
+    let report = zcode_golden::replay(mappers[0].as_ref(), &text);
     print!("{}", report.render());
     ExitCode::from(u8::try_from(report.exit_code()).unwrap_or(2))
 }

@@ -21,7 +21,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("zcode-mapper-runtime", &["zcode-contract"]),
     ("zcode-mapper-trust", &[]),
     ("zcode-embedded-mappers", &[]),
-    ("zcode-recorder", &["zcode-contract"]),
+    ("zcode-golden", &["zcode-contract"]),
+    ("zcode-recorder", &["zcode-contract", "zcode-golden"]),
     ("zcode-fake-install", &["zcode-contract"]),
     ("zcode-sim", &[]),
 ];

@@ -1,7 +1,7 @@
 //! Session recording: `ZCODE_ACP_RECORD=<absolute path>` writes every mapper call of the
 //! process — connection new/push/finish/start/resume/identity, session
 //! new/start/resume/map/issue — as a golden trace (`docs/golden-traces.md`, written with
-//! `zcode_contract::golden::format`) that `zcode-acp mapper test` replays. A user's recording
+//! `zcode_golden::format`) that `zcode-acp mapper test` replays. A user's recording
 //! of a real ZCode session thereby becomes a mapper test.
 //!
 //! Recordings are redacted unless `ZCODE_ACP_RECORD_UNREDACTED=1`: free text, paths and

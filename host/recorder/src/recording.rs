@@ -1,6 +1,6 @@
 //! The recording decorators: a `Mapper` whose connections and sessions pass every call through
 //! to the real ones unchanged, and write the call and its result to the recording in the
-//! golden-trace format (`zcode_contract::golden::format`).
+//! golden-trace format (`zcode_golden::format`).
 //!
 //! Redacted recordings cannot use the live results as expectations: those derive from the
 //! unredacted inputs (text echoed, paths joined, JSON fragments concatenated). So each real
@@ -12,7 +12,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use zcode_contract::golden::{Call, Outcome, write_line};
+use zcode_golden::{Call, Outcome, write_line};
 use zcode_contract::{
     AuthCommand, ConnectionOp, Contract, Effects, Inbound, InteractionAnswer, InteractionOutcome,
     LaunchPlan, Mapper, MapperConnection, MapperError, MapperFault, MapperSession, NativeReply,

@@ -7,7 +7,7 @@ use std::fs;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use zcode_contract::golden;
+use zcode_golden as golden;
 use zcode_contract::*;
 use zcode_recorder::{Recorder, Redaction};
 

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::Value;
-use zcode_contract::golden;
+use zcode_golden as golden;
 use zcode_recorder::{Recorder, Redaction};
 use zcode_task_v1::TaskV1Mapper;
 

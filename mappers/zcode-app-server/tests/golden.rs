@@ -1,11 +1,11 @@
 //! The golden traces in `traces/` replayed through the native mapper, with the shared replayer
-//! (`zcode_contract::golden`, the one `zcode-acp mapper test` runs through the WebAssembly
+//! (`zcode_golden`, the one `zcode-acp mapper test` runs through the WebAssembly
 //! component). Where each trace comes from: `traces/README.md`.
 
 use std::path::{Path, PathBuf};
 
 use zcode_app_server::AppServerMapper;
-use zcode_contract::golden;
+use zcode_golden as golden;
 
 fn traces_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("traces")

@@ -9,7 +9,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
-use zcode_contract::golden::{self, Call, parse_line};
+use zcode_golden::{self as golden, Call, parse_line};
 use zcode_services_v4::ServicesV4Mapper;
 use zcode_services_v4::ipc::frame::FrameDecoder;
 use zcode_services_v4::ipc::message::{Response, decode_request, decode_response};

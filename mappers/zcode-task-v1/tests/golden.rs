@@ -4,7 +4,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use zcode_contract::golden;
+use zcode_golden as golden;
 use zcode_task_v1::TaskV1Mapper;
 
 fn traces_dir() -> PathBuf {

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use zcode_contract::golden;
+use zcode_golden as golden;
 use zcode_task_v2::TaskV2Mapper;
 
 fn traces_dir() -> PathBuf {

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use echo_v1::EchoMapper;
-use zcode_contract::golden;
+use zcode_golden as golden;
 
 fn traces_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("traces")

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use echo_v1::EchoMapper;
 use serde_json::{Value, json};
-use zcode_contract::{
+use zcode_mapper_sdk::contract::{
     Action, ClientFeatures, ConnectionOp, Inbound, Mapper, MapperConnection, MapperSession,
     NativeReply, NativeWrite, Outgoing, SessionInit, SessionInput, SessionOp, Step, StopReason,
     Terminal,

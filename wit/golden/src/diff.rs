@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use super::values::sorted;
+use crate::values::sorted;
 
 /// A value as pretty-printed JSON with sorted keys.
 pub fn pretty(value: &Value) -> String {

@@ -5,11 +5,11 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use super::values::{
+use crate::values::{
     self, ConnectionOpDef, EffectsDef, MapperErrorDef, Mode, OutgoingDef, SessionInitDef,
     SessionOpDef, StepDef, bytes, list, option, with_mode,
 };
-use crate::{
+use zcode_contract::{
     ConnectionOp, Effects, Inbound, MapperError, MapperFault, NativeReply, Outgoing, SessionInit,
     SessionInput, SessionOp, Step,
 };
@@ -298,7 +298,7 @@ pub fn write_line(call: &Call, expect: Option<&Value>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{
+    use zcode_contract::{
         Action, ClientFeatures, ErrorKind, NativeData, NativeWrite, ReplyBody, SecretFill,
     };
 

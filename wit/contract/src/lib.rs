@@ -13,10 +13,6 @@ mod ops;
 mod platform;
 mod session;
 
-/// The golden-trace replayer (`docs/golden-traces.md`).
-#[cfg(feature = "golden")]
-pub mod golden;
-
 /// The WIT package version this contract mirrors; a component built against another is refused.
 pub const WIT_PACKAGE: &str = "zcode:mapper@0.2.0";
 

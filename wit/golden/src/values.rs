@@ -27,7 +27,7 @@ use serde::ser::Serializer;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{
+use zcode_contract::{
     Action, ClientFeatures, ConnectionOp, Effects, ErrorKind, Inbound, Interaction,
     InteractionAnswer, InteractionOutcome, InteractionRequest, MapperError, NativeData,
     NativeReply, NativeRequest, NativeWrite, OpResult, Outgoing, PermissionRequest, ReplyBody,

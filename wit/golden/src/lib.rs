@@ -1,6 +1,6 @@
 //! Golden traces: a mapper's calls and results as JSON Lines (`docs/golden-traces.md`). The
 //! recorder (`host/recorder`) writes them from a live session; the replayer performs them
-//! through any [`crate::Mapper`] and compares every result with its expectation
+//! through any [`zcode_contract::Mapper`] and compares every result with its expectation
 //! (`zcode-acp mapper test`, mapper crates' tests).
 //!
 //! - `format`: the lines ([`Call`], [`Outcome`]) and how they are read and written.

@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::diff::{diff, pretty};
-use super::format::{Call, Line, Outcome, parse_line, write_line};
-use crate::{Mapper, MapperConnection, MapperSession};
+use crate::diff::{diff, pretty};
+use crate::format::{Call, Line, Outcome, parse_line, write_line};
+use zcode_contract::{Mapper, MapperConnection, MapperSession};
 
 /// At most this many mismatches are printed.
 const SHOWN_MISMATCHES: usize = 5;
@@ -302,7 +302,7 @@ mod tests {
     use std::sync::Mutex;
 
     use super::*;
-    use crate::{
+    use zcode_contract::{
         Action, ConnectionOp, Contract, Effects, ErrorKind, Inbound, Interaction,
         InteractionRequest, LaunchPlan, MapperError, MapperFault, NativeData, NativeReply,
         NativeRequest, NativeWrite, OpResult, Operations, Outgoing, PermissionRequest, ReplyBody,
@@ -347,7 +347,7 @@ mod tests {
         fn auth_plan(
             &self,
             _: &VerifiedInstall,
-            _: crate::AuthCommand,
+            _: zcode_contract::AuthCommand,
         ) -> Result<LaunchPlan, MapperError> {
             Err(MapperError::new(ErrorKind::Unsupported, "no"))
         }
