@@ -9,17 +9,10 @@
 //! (scenarios) and fault injection. See `docs/simulator.md`.
 
 pub mod app_server;
-mod auth;
-pub(crate) mod bridge;
-mod clock;
-pub mod fault;
-mod host;
-mod output;
-pub mod profile;
+mod common;
 mod runtime;
-pub mod scenario;
 pub mod services;
-mod turn;
+mod task;
 
 pub use runtime::{platform, run_runner, run_runtime};
 pub use services::profile::{RUNTIME_PROFILES, RuntimeProfile};
@@ -44,7 +37,7 @@ pub struct SimulatedRelease {
 
 /// The simulated release named `name` (see [`profile_names`]).
 pub fn simulated_release(name: &str) -> Option<SimulatedRelease> {
-    if let Some(profile) = profile::PROFILES.iter().find(|p| p.app_version == name) {
+    if let Some(profile) = task::profile::PROFILES.iter().find(|p| p.app_version == name) {
         let app_version = profile.app_version;
         return Some(SimulatedRelease {
             name: app_version,
@@ -67,7 +60,7 @@ pub fn simulated_release(name: &str) -> Option<SimulatedRelease> {
 /// (`3.11.2`), `desktop-<version>` for the app-server ones (`desktop-3.18.2`), `runtime-<version>`
 /// for the Services Server ones (`runtime-4.0.0`), as `--simulate-version` takes them.
 pub fn profile_names() -> Vec<&'static str> {
-    let host = profile::PROFILES.iter().map(|profile| profile.app_version);
+    let host = task::profile::PROFILES.iter().map(|profile| profile.app_version);
     let desktop = app_server::PROFILES.iter().map(|profile| profile.name);
     let runtime = RUNTIME_PROFILES.iter().map(|profile| profile.name);
     host.chain(desktop).chain(runtime).collect()

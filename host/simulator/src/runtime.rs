@@ -5,8 +5,10 @@ use std::ffi::OsString;
 use std::path::Path;
 use std::process::ExitCode;
 
-use crate::profile::{Profile, Release};
-use crate::{app_server, auth, bridge};
+use crate::app_server;
+use crate::common::auth;
+use crate::task::bridge_script as bridge;
+use crate::task::profile::{Profile, Release};
 
 /// Name of the bundled CLI entry inside the install.
 const CLI_ENTRY: &str = "zcode.cjs";

@@ -14,7 +14,7 @@ use super::profile::AppServerProfile;
 use super::provider_config::ProviderConfig;
 use super::server::{Options, Server};
 use super::store::AppStore;
-use crate::output::Output;
+use crate::common::output::Output;
 
 const HELP: &str = "Usage: zcode <command> [options]
 

@@ -16,7 +16,7 @@ use super::snapshot::{self, Models};
 use super::store::{SessionRecord, Usage};
 use super::turn::TurnStart;
 use super::wire::{self, BUSY, ProtocolError, REVISION_MISMATCH, parse_params};
-use crate::clock::now_ms;
+use crate::common::clock::now_ms;
 
 /// Methods of the real Agent's table the simulator answers with "not simulated" rather than
 /// `Method not found` (3.15.1 `zcodeProtocolMethods`).

@@ -32,7 +32,7 @@ use super::turn::TurnStart;
 use super::v4::Gateway;
 use super::wire::{self, Incoming, ProtocolError};
 use super::{legacy, v4};
-use crate::output::Output;
+use crate::common::output::Output;
 
 /// Settings read once from the environment.
 pub struct Options {

@@ -16,7 +16,7 @@ use super::catalog;
 use super::messages;
 use super::store::SessionRecord;
 use super::v4::publisher::{Publisher, row_base, with};
-use crate::clock::now_ms;
+use crate::common::clock::now_ms;
 
 /// Protocol-visible events a resident session keeps for `session/events` and replays.
 const EVENT_LOG: usize = 2_000;

@@ -7,7 +7,7 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use crate::fault::{FaultKind, TURN_POINTS};
+use crate::task::fault::{FaultKind, TURN_POINTS};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fault {

@@ -210,7 +210,7 @@ pub fn run(root: &Path, profile: &'static RuntimeProfile) -> std::process::ExitC
             out,
             router,
             connection_id: format!("server-stdio-{}", uuid::Uuid::new_v4()),
-            signed_out: AtomicBool::new(crate::auth::signed_out()),
+            signed_out: AtomicBool::new(crate::common::auth::signed_out()),
             client_id: Mutex::new(None),
             ask_auto_resolution: AtomicBool::new(true),
             stale_next_cas: AtomicBool::new(false),

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use super::v4::conversation::StoredConversation;
-use crate::host::store::write_atomically;
+use crate::task::host_service::store::write_atomically;
 
 pub struct ConversationStore {
     dir: PathBuf,

@@ -16,8 +16,8 @@ use super::super::wire::METHOD_NOT_FOUND;
 use super::super::zod::Schema;
 use super::extra::Extra;
 use super::{Halt, StepResult, Turn};
-use crate::clock::now_ms;
-use crate::scenario::{Condition, PlanApproval, Question};
+use crate::common::clock::now_ms;
+use crate::common::scenario::{Condition, PlanApproval, Question};
 
 /// The sentinel option of a free-text elicitation field.
 const FREE_TEXT_OPTION: &str = "__zcode_free_text__";

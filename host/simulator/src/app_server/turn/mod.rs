@@ -27,9 +27,9 @@ use super::server::{MALFORMED_LINE, Server, State};
 use super::store::Usage;
 use super::v4::publisher::{row_base, with};
 use super::wire;
-use crate::clock::now_ms;
-use crate::fault::FaultKind;
-use crate::scenario::{Action, Condition, Scenario, UsageOverride};
+use crate::common::clock::now_ms;
+use crate::common::scenario::{Action, Condition, Scenario, UsageOverride};
+use crate::task::fault::FaultKind;
 
 /// What an accepting `session/send` or `sendText` prepared.
 pub struct TurnStart {
@@ -148,7 +148,7 @@ impl Turn {
         {
             return Ok((Some(extra), follow_up));
         }
-        crate::scenario::select(
+        crate::common::scenario::select(
             &self.start.text,
             &self.workspace,
             self.server.options.scenario_file.as_deref(),
@@ -355,7 +355,7 @@ impl Turn {
             if index == middle {
                 self.fault_point("stream").await?;
             }
-            if self.server.out.queued_bytes() > crate::output::BACKPRESSURE_BYTES {
+            if self.server.out.queued_bytes() > crate::common::output::BACKPRESSURE_BYTES {
                 self.server.out.drain_below_limit().await;
             }
             tokio::task::yield_now().await;
@@ -680,7 +680,7 @@ impl Turn {
     // ── the end ──
 
     fn usage(&self) -> Usage {
-        let prompt_tokens = crate::turn::estimate_tokens(&self.start.text);
+        let prompt_tokens = crate::task::turn::estimate_tokens(&self.start.text);
         let requests = self.model_requests.max(1);
         let chosen = self.usage_override;
         Usage {
@@ -764,7 +764,7 @@ impl Turn {
             }
             resident.record.usage.add(&usage);
             resident.record.context_used = self.context_before
-                + crate::turn::estimate_tokens(&self.start.text)
+                + crate::task::turn::estimate_tokens(&self.start.text)
                 + usage.output_tokens
                 + usage.reasoning_tokens;
             resident.record.updated_at = now_ms();

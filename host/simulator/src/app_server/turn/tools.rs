@@ -9,8 +9,8 @@ use super::super::reverse::ClientError;
 use super::super::wire::CLIENT_REQUEST_NO_CLIENT;
 use super::ask::{Answer, Interaction};
 use super::{Halt, StepResult, Turn};
-use crate::clock::now_ms;
-use crate::scenario::{Condition, Effect, ToolCall, ToolOutcome};
+use crate::common::clock::now_ms;
+use crate::common::scenario::{Condition, Effect, ToolCall, ToolOutcome};
 
 /// Tools that only read: no mode asks before them.
 const READ_ONLY: &[&str] =
@@ -116,7 +116,7 @@ impl Turn {
                     // The scenario language fills in the host profiles' options; the Agent
                     // offers its own unless a scenario wrote options of its own.
                     let defaulted = permission.options
-                        == crate::scenario::default_permission_options(&call.name);
+                        == crate::common::scenario::default_permission_options(&call.name);
                     let options = if permission.options.is_empty() || defaulted {
                         permission_options(&call.name)
                     } else {
@@ -192,7 +192,7 @@ impl Turn {
             json!({"kind": "tool_input_start", "toolCallId": call_id, "toolName": tool}),
         );
         let size = text.chars().count().div_ceil(chunks.max(1));
-        for chunk in crate::scenario::split_chars(&text, size) {
+        for chunk in crate::common::scenario::split_chars(&text, size) {
             self.stream_event(
                 json!({"kind": "tool_input_delta", "toolCallId": call_id, "delta": chunk}),
             );

@@ -21,7 +21,7 @@ use super::super::session::{Origin, QueuedInput};
 use super::super::turn::TurnStart;
 use super::super::wire::ProtocolError;
 use super::super::zod;
-use crate::clock::now_ms;
+use crate::common::clock::now_ms;
 
 /// A command's decision before it becomes an ACK.
 struct Decision {

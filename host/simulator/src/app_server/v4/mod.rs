@@ -23,7 +23,7 @@ use super::schemas;
 use super::server::{Reply, Server, not_simulated};
 use super::wire::{self, ProtocolError};
 use super::zod::{self, Schema};
-use crate::output::Output;
+use crate::common::output::Output;
 use publisher::Subscriber;
 
 /// Most rows one `rowsRange` answers (`PROTOCOL_V4_LIMITS.rowsRangeMaxLimit`).

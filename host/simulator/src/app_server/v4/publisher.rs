@@ -12,7 +12,7 @@ use std::collections::VecDeque;
 
 use serde_json::{Map, Value, json};
 
-use crate::clock::now_ms;
+use crate::common::clock::now_ms;
 
 /// Rows a snapshot carries (`PROTOCOL_V4_LIMITS.snapshotTailWindowRows`).
 pub const SNAPSHOT_TAIL_ROWS: usize = 60;

@@ -7,9 +7,9 @@ use std::sync::atomic::Ordering;
 use serde_json::{Value, json};
 
 use super::{CallResult, RpcError};
-use crate::auth;
-use crate::host::store::write_atomically;
+use crate::common::auth;
 use crate::services::server::Server;
+use crate::task::host_service::store::write_atomically;
 
 pub const OAUTH_METHODS: &[&str] = &[
     "restoreCachedSessionState",

@@ -10,8 +10,8 @@ use std::sync::atomic::Ordering;
 use serde_json::{Map, Value, json};
 
 use super::{After, CallResult, Reply, RpcError, object_arg, string_field, workspace};
-use crate::clock::now_ms;
-use crate::host::catalog;
+use crate::common::catalog;
+use crate::common::clock::now_ms;
 use crate::services::server::{Server, Shared};
 use crate::services::v4::commands;
 use crate::services::v4::conversation::{Config, Conversation, Interrupt, Subscription};

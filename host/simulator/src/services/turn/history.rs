@@ -4,7 +4,7 @@
 
 use serde_json::json;
 
-use crate::clock::now_ms;
+use crate::common::clock::now_ms;
 use crate::services::server::{Server, Shared};
 use crate::services::v4::conversation::Batch;
 

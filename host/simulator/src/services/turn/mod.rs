@@ -16,13 +16,13 @@ use tokio::sync::watch;
 
 pub use history::history_count;
 
-use crate::clock::now_ms;
-use crate::scenario::{Condition, Scenario, UsageOverride};
+use crate::common::clock::now_ms;
+use crate::common::scenario::{Condition, Scenario, UsageOverride};
 use crate::services::fault::Fault;
 use crate::services::server::{Frozen, Server, Shared};
 use crate::services::v4::commands;
 use crate::services::v4::conversation::{Batch, Conversation, Input, Interrupt, Key, TurnHandle};
-use crate::turn::estimate_tokens;
+use crate::task::turn::estimate_tokens;
 
 /// Why a turn stopped early.
 #[derive(Debug)]
@@ -88,10 +88,10 @@ async fn run(
     let scenario = match history_count(&input.text) {
         Some(messages) => {
             history::seed(&server, &shared, messages);
-            crate::scenario::parse_lines(&[json!({"step": "text", "text": format!("Seeded {messages} messages into the history.")})])
+            crate::common::scenario::parse_lines(&[json!({"step": "text", "text": format!("Seeded {messages} messages into the history.")})])
                 .map_err(|error| error.message)
         }
-        None => crate::scenario::select(
+        None => crate::common::scenario::select(
             &input.text,
             &workspace,
             server.options.scenario_file.as_deref(),

@@ -6,8 +6,8 @@ use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
 use super::{Halt, StepResult, Turn};
-use crate::clock::now_ms;
-use crate::scenario::{
+use crate::common::clock::now_ms;
+use crate::common::scenario::{
     Action, Condition, Effect, Permission, PlanApproval, PlanSource, Question, ToolCall,
     ToolOutcome, default_permission_options, split_chars,
 };

@@ -12,8 +12,8 @@ use std::sync::{Arc, OnceLock};
 use serde_json::{Map, Value, json};
 
 use super::conversation::{Batch, Conversation, Expect, Input, Interrupt, Key};
-use crate::clock::now_ms;
-use crate::host::catalog;
+use crate::common::catalog;
+use crate::common::clock::now_ms;
 use crate::services::server::{Server, Shared};
 use crate::services::turn::history_count;
 
@@ -538,7 +538,7 @@ fn send_text(
         );
     }
     if history_count(text).is_none()
-        && let Err(message) = crate::scenario::select(
+        && let Err(message) = crate::common::scenario::select(
             text,
             std::path::Path::new(&conversation.record.workspace_path),
             server.options.scenario_file.as_deref(),

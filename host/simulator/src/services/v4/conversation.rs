@@ -16,8 +16,8 @@ use tokio::sync::{oneshot, watch};
 
 use super::router::{Delivery, Router};
 use super::wire::DeliveryKind;
-use crate::clock::now_ms;
-use crate::host::catalog::{self, Model};
+use crate::common::catalog::{self, Model};
+use crate::common::clock::now_ms;
 
 /// `PROTOCOL_V4_LIMITS.snapshotTailWindowRows`.
 pub const SNAPSHOT_WINDOW_ROWS: usize = 60;

@@ -167,6 +167,7 @@ impl Release {
 
 impl Profile {
     /// Loads the host-bridge profile for the app version found in the install root.
+    #[cfg(test)]
     pub fn detect(install_root: &Path) -> Result<&'static Profile, String> {
         match Release::detect(install_root)? {
             Release::Host(profile) => Ok(profile),

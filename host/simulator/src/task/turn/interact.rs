@@ -4,10 +4,10 @@
 use serde_json::{Value, json};
 
 use super::{Halt, StepResult, Turn};
-use crate::host::session::PendingKind;
-use crate::scenario::{
+use crate::common::scenario::{
     Condition, Effect, Permission, PlanApproval, PlanSource, Question, ToolCall, ToolOutcome,
 };
+use crate::task::host_service::session::PendingKind;
 
 const PLAN_QUESTION: &str = "Review this implementation plan.";
 const INTERRUPTED: &str = "Tool execution was interrupted";
@@ -36,7 +36,7 @@ impl Turn {
         let ids = json!({"toolCallId": call_id, "toolName": name});
         self.session_event("model.streaming", with(&ids, json!({"kind": "tool_input_start"})));
         let piece = input_text.chars().count().div_ceil(input_chunks).max(1);
-        for delta in crate::scenario::split_chars(&input_text, piece) {
+        for delta in crate::common::scenario::split_chars(&input_text, piece) {
             self.session_event(
                 "model.streaming",
                 with(&ids, json!({"kind": "tool_input_delta", "delta": delta})),

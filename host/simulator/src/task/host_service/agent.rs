@@ -10,11 +10,12 @@ use tokio::sync::watch;
 use super::params::Params;
 use super::session::{LiveSession, PendingKind, TurnControl};
 use super::store::{StoredSession, TokenUsage, WorkspacePrefs};
-use super::{Handled, Host, catalog};
-use crate::clock::now_ms;
-use crate::profile::{ModelShape, PlanState};
-use crate::scenario;
-use crate::turn::{self, TurnStart};
+use super::{Handled, Host};
+use crate::common::catalog;
+use crate::common::clock::now_ms;
+use crate::common::scenario;
+use crate::task::profile::{ModelShape, PlanState};
+use crate::task::turn::{self, TurnStart};
 
 const TITLE_CHARS: usize = 60;
 

@@ -2,7 +2,6 @@
 //! session state, and the dynamic-event subscriptions behind `onDynamicSessionEvent`.
 
 mod agent;
-pub mod catalog;
 mod inject;
 mod model_selection;
 mod params;
@@ -17,10 +16,10 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::fault::{FaultKind, Faults};
-use crate::output::Output;
-use crate::profile::{Channel, Profile};
-use crate::turn::TurnStart;
+use crate::common::output::Output;
+use crate::task::fault::{FaultKind, Faults};
+use crate::task::profile::{Channel, Profile};
+use crate::task::turn::TurnStart;
 use params::Params;
 use session::LiveSession;
 use store::Store;

@@ -5,7 +5,7 @@
 use std::io::Write;
 
 use super::{Halt, StepResult, Turn};
-use crate::clock::now_ms;
+use crate::common::clock::now_ms;
 
 const BATCH: u64 = 1024;
 

@@ -31,7 +31,7 @@ pub fn login() -> Result<String, String> {
     let token = serde_json::json!({
         "accessToken": format!("sim-token-{code}"),
         "provider": "zcode-simulator",
-        "issuedAt": crate::clock::now_ms(),
+        "issuedAt": crate::common::clock::now_ms(),
     });
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create(true).truncate(true);

@@ -7,11 +7,11 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use tokio::sync::{oneshot, watch};
 
-use super::catalog;
 use super::store::{RECENT_EVENTS, StoredSession};
-use crate::clock::now_ms;
-use crate::output::Output;
-use crate::profile::{ModelShape, Profile};
+use crate::common::catalog;
+use crate::common::clock::now_ms;
+use crate::common::output::Output;
+use crate::task::profile::{ModelShape, Profile};
 
 /// The running turn of a session.
 pub struct TurnControl {

@@ -14,12 +14,12 @@ use tokio::sync::{oneshot, watch};
 
 pub use prompt::{attachments, estimate_tokens, user_message};
 
-use crate::clock::now_ms;
-use crate::fault::FaultKind;
-use crate::host::session::{Pending, PendingKind};
-use crate::host::store::TokenUsage;
-use crate::host::{Host, SharedSession};
-use crate::scenario::{Action, Condition, Scenario, UsageOverride};
+use crate::common::clock::now_ms;
+use crate::common::scenario::{Action, Condition, Scenario, UsageOverride};
+use crate::task::fault::FaultKind;
+use crate::task::host_service::session::{Pending, PendingKind};
+use crate::task::host_service::store::TokenUsage;
+use crate::task::host_service::{Host, SharedSession};
 
 /// Everything `sendPrompt` prepared for the turn it accepted.
 pub struct TurnStart {
@@ -269,7 +269,7 @@ impl Turn {
                 Err(Halt::Frozen)
             }
             FaultKind::Exit => {
-                self.host.out.exit(crate::bridge::WORKER_EXIT_STATUS, None);
+                self.host.out.exit(crate::task::bridge_script::WORKER_EXIT_STATUS, None);
                 Err(Halt::Frozen)
             }
             FaultKind::Stall => Err(Halt::Frozen),
@@ -280,7 +280,9 @@ impl Turn {
         }
     }
 
-    fn session(&self) -> std::sync::MutexGuard<'_, crate::host::session::LiveSession> {
+    fn session(
+        &self,
+    ) -> std::sync::MutexGuard<'_, crate::task::host_service::session::LiveSession> {
         self.start.session.lock().expect("session lock")
     }
 
@@ -289,7 +291,10 @@ impl Turn {
     }
 
     /// Changes the stored session and publishes the new state as a `snapshot`.
-    fn update_session(&self, change: impl FnOnce(&mut crate::host::session::LiveSession)) {
+    fn update_session(
+        &self,
+        change: impl FnOnce(&mut crate::task::host_service::session::LiveSession),
+    ) {
         let mut live = self.session();
         change(&mut live);
         live.record.updated_at = now_ms();

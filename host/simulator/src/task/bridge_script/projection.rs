@@ -80,7 +80,7 @@ fn issue_text(issue: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::host::catalog;
+    use crate::common::catalog;
 
     #[test]
     fn keeps_ids_names_levels_and_the_resolution_only() {

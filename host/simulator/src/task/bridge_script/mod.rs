@@ -15,11 +15,11 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use tokio::io::AsyncBufReadExt;
 
-use crate::fault::{FaultKind, Faults};
-use crate::host::{Handled, Host, HostOptions};
-use crate::output::Output;
-use crate::profile::{Channel, Profile};
-use crate::turn;
+use crate::common::output::Output;
+use crate::task::fault::{FaultKind, Faults};
+use crate::task::host_service::{Handled, Host, HostOptions};
+use crate::task::profile::{Channel, Profile};
+use crate::task::turn;
 use descriptor::BridgeEnv;
 use envelope::{Inbound, classify, error_frame, invalid_json_frame, js_text, result_frame};
 
@@ -70,7 +70,7 @@ pub fn run(install_root: &std::path::Path, profile: &'static Profile) -> ExitCod
         .enable_all()
         .build()
         .expect("tokio runtime");
-    let store = crate::host::store::Store::for_install(install_root);
+    let store = crate::task::host_service::store::Store::for_install(install_root);
     runtime.block_on(async move {
         let out = Output::start();
         let host = Host::new(profile, options, faults, store, out);
@@ -95,7 +95,7 @@ fn host_options() -> Result<HostOptions, String> {
         )),
         Err(_) => None,
     };
-    Ok(HostOptions { signed_out: crate::auth::signed_out(), scenario_file, chunk_delay })
+    Ok(HostOptions { signed_out: crate::common::auth::signed_out(), scenario_file, chunk_delay })
 }
 
 async fn serve(bridge: Arc<Bridge>) {

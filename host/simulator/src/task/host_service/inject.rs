@@ -4,8 +4,8 @@
 use serde_json::{Value, json};
 
 use super::session::LiveSession;
-use crate::fault::FaultKind;
-use crate::output::Output;
+use crate::common::output::Output;
+use crate::task::fault::FaultKind;
 
 /// Bytes of padding in an oversize frame: just past the 16 MiB frame limit of ZCode clients.
 const OVERSIZE_PADDING: usize = 16 * 1024 * 1024 + 1024;
@@ -58,7 +58,7 @@ pub fn unrouted(out: &Output, kind: FaultKind, subscriptions: &[String]) {
                     subscription_id,
                     json!({"type": "session.event", "event": {
                         "eventId": "zcode-sim-unknown", "sessionId": "zcode-sim-unknown", "seq": 0,
-                        "timestamp": crate::clock::now_ms(), "deliveryKind": "desktop-continuous",
+                        "timestamp": crate::common::clock::now_ms(), "deliveryKind": "desktop-continuous",
                         "type": "sim.unknownSessionEvent", "payload": {}}}),
                 ));
             }

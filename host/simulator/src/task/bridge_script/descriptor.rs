@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::profile::Profile;
+use crate::task::profile::Profile;
 
 pub const MISSING: &str = "Missing ZCode host artifact or protocol";
 pub const MISSING_PROVIDER_CONFIG: &str =

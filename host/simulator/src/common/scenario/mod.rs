@@ -10,11 +10,11 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::fault::FaultKind;
+use crate::task::fault::FaultKind;
 
-pub use builtin::{BUILTIN_NAMES, select};
-pub use parse::{ParseError, parse, parse_lines};
+pub use builtin::select;
 pub(crate) use parse::{default_permission_options, split_chars, workspace_relative};
+pub use parse::{parse, parse_lines};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Scenario {

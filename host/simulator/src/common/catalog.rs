@@ -1,6 +1,6 @@
 //! What the simulated install offers: models, thought levels and slash commands, and the
 //! `SessionSettings` / `modelCatalog` objects built from them (reference §4.2). Releases with
-//! [`ModelShape::Selection`](crate::profile::ModelShape) (3.12.3) see the same models as
+//! [`ModelShape::Selection`](crate::task::profile::ModelShape) (3.12.3) see the same models as
 //! `ModelSelection`s with reasoning levels per model, and a `model-selection` view.
 
 use serde_json::{Value, json};

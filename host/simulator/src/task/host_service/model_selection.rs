@@ -5,7 +5,8 @@
 use serde_json::Value;
 
 use super::params::Params;
-use super::{Host, agent, catalog};
+use super::{Host, agent};
+use crate::common::catalog;
 
 pub fn call(host: &Host, method: &str, params: &Params) -> Result<Value, String> {
     match method {

@@ -129,6 +129,7 @@ impl Faults {
         Ok(Faults { armed: Mutex::new(armed) })
     }
 
+    #[cfg(test)]
     pub fn new(armed: Vec<Fault>) -> Faults {
         Faults { armed: Mutex::new(armed) }
     }

@@ -9,7 +9,7 @@ use super::{
     Action, Condition, Effect, Permission, PlanApproval, PlanSource, Question, Scenario, Step,
     ToolCall, ToolOutcome, UsageOverride,
 };
-use crate::fault::FaultKind;
+use crate::task::fault::FaultKind;
 
 const DEFAULT_CHUNK_CHARS: usize = 12;
 const DEFAULT_STREAM_CHUNK: &str = "lorem ipsum ";

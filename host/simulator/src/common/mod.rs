@@ -1,0 +1,8 @@
+//! What two or more protocol generations share: the clock, the sign-in state, the single
+//! stdout writer, the scripted model (scenarios) and the model catalogue of the GLM releases.
+
+pub mod auth;
+pub mod catalog;
+pub mod clock;
+pub mod output;
+pub mod scenario;
