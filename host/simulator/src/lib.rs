@@ -13,6 +13,7 @@ mod common;
 mod runtime;
 pub mod services;
 mod task;
+mod v4;
 
 pub use runtime::{platform, run_runner, run_runtime};
 pub use services::profile::{RUNTIME_PROFILES, RuntimeProfile};

@@ -25,6 +25,7 @@ mod snapshot;
 mod store;
 mod turn;
 mod v4;
+mod v4_commands;
 mod wire;
 mod zod;
 

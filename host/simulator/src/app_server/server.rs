@@ -33,6 +33,7 @@ use super::v4::Gateway;
 use super::wire::{self, Incoming, ProtocolError};
 use super::{legacy, v4};
 use crate::common::output::Output;
+use crate::v4::publisher::Batch;
 
 /// Settings read once from the environment.
 pub struct Options {
@@ -167,9 +168,12 @@ impl State {
     /// Applies V4 deltas to the session's projection and delivers the frames.
     pub fn v4(&mut self, session_id: &str, deltas: Vec<Value>) {
         let Some(resident) = self.sessions.get_mut(session_id) else { return };
-        let outgoing = resident.publisher.push(deltas);
-        for frame in outgoing {
-            self.gateway.deliver(&self.out, &frame.connection_id, frame.wire);
+        let mut batch = Batch::default();
+        for delta in deltas {
+            resident.publisher.stage(&mut batch, delta);
+        }
+        for frame in resident.publisher.commit(batch) {
+            self.gateway.deliver(&self.out, frame);
         }
     }
 

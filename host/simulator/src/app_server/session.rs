@@ -15,11 +15,14 @@ use tokio::sync::watch;
 use super::catalog;
 use super::messages;
 use super::store::SessionRecord;
-use super::v4::publisher::{Publisher, row_base, with};
 use crate::common::clock::now_ms;
+use crate::v4::publisher::{Log, Publisher};
+use crate::v4::wire::{DeliveryKind, Frame};
 
 /// Protocol-visible events a resident session keeps for `session/events` and replays.
 const EVENT_LOG: usize = 2_000;
+/// V4 deltas kept for `base` resumption (`subscriberBufferMaxOps`).
+const RETAINED_DELTAS: usize = 500;
 
 /// Who started a turn: only legacy-started turns hold the prompt lock `session/stop` aborts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -141,8 +144,9 @@ impl Resident {
     ) -> Resident {
         let rows = rows_from_messages(&record.messages);
         let last_phase = if record.messages.is_empty() { "draft" } else { "completedSuccess" };
+        let log = Log::new(format!("epoch_{}", uuid::Uuid::new_v4().simple()), rows);
         let mut resident = Resident {
-            publisher: Publisher::new(&record.session_id, Map::new(), rows),
+            publisher: Publisher::new(&record.session_id, log, RETAINED_DELTAS),
             record,
             stored,
             deferred,
@@ -165,8 +169,7 @@ impl Resident {
             last_phase,
             admissions: 0,
         };
-        let zone = resident.a_zone();
-        resident.publisher.set_state(zone);
+        resident.publisher.zone = resident.a_zone();
         resident
     }
 
@@ -351,6 +354,26 @@ impl Resident {
         }
     }
 
+    /// The V4 snapshot: the A zone as last published, then the log's identity and rows.
+    pub fn v4_snapshot(&self) -> Value {
+        let mut snapshot = self.publisher.zone.clone();
+        snapshot.extend(self.publisher.snapshot_head(self.revision));
+        snapshot.insert("rows".into(), self.publisher.rows_window());
+        Value::Object(snapshot)
+    }
+
+    /// The first frame of a V4 (re)subscription and its ack `mode`.
+    pub fn open_v4(
+        &mut self,
+        subscription_id: &str,
+        base: Option<(&str, u64)>,
+        force_snapshot: bool,
+        delivery: DeliveryKind,
+    ) -> Option<(&'static str, Frame)> {
+        let snapshot = self.v4_snapshot();
+        self.publisher.open(subscription_id, base, force_snapshot, delivery, snapshot)
+    }
+
     /// A `state.updated` delta replacing `keys` with their current values.
     pub fn patch(&self, keys: &[&str]) -> Value {
         let mut patch = Map::new();
@@ -424,4 +447,25 @@ pub fn rows_from_messages(messages: &[Value]) -> Vec<Value> {
         }
     }
     rows
+}
+
+/// A V4 row's common fields (`rowBaseFields`).
+pub fn row_base(row_id: u64, turn_id: &str, entity_id: &str, seq: u64, kind: &str) -> Value {
+    json!({
+        "rowId": row_id,
+        "turnId": turn_id,
+        "entityId": entity_id,
+        "productTurnId": turn_id,
+        "createdAt": now_ms(),
+        "createdAtSeq": seq,
+        "kind": kind,
+    })
+}
+
+/// Merges `extra`'s fields into `base`.
+pub fn with(mut base: Value, extra: Value) -> Value {
+    if let (Some(target), Value::Object(fields)) = (base.as_object_mut(), extra) {
+        target.extend(fields);
+    }
+    base
 }

@@ -2,7 +2,9 @@
 //! stdout writer, the scripted model (scenarios) and the model catalogue of the GLM releases.
 
 pub mod auth;
+pub mod base64;
 pub mod catalog;
 pub mod clock;
 pub mod output;
 pub mod scenario;
+pub mod store;

@@ -6,16 +6,18 @@
 //! Facts and their sources: `docs/simulator.md` §13. Layout of a runtime root: [`layout`].
 
 mod channels;
+mod commands;
+mod conversation;
 pub mod fault;
 pub mod ipc;
 pub mod launch;
 pub mod layout;
 mod out;
 pub mod profile;
+mod router;
 mod server;
 mod store;
 mod turn;
-mod v4;
 
 use std::ffi::OsString;
 use std::path::Path;

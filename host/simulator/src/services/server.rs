@@ -16,17 +16,17 @@ use serde_json::{Value, json};
 use tokio::io::AsyncReadExt;
 
 use super::channels::{self, After, RpcError};
+use super::conversation::Conversation;
 use super::fault::{self, ArmedFault, Fault, Faults};
 use super::ipc::message::{INITIALIZE, PROMISE_ERROR, PROMISE_SUCCESS, Request, decode_request};
 use super::ipc::transport::FrameDecoder;
 use super::ipc::value::RpcValue;
 use super::out::ServerOutput;
 use super::profile::RuntimeProfile;
-use super::store::ConversationStore;
-use super::v4::conversation::{Conversation, StoredConversation};
-use super::v4::router::Router;
-use super::v4::wire;
+use super::router::Router;
+use super::store::{ConversationStore, Saved};
 use super::{launch, turn};
+use crate::v4::wire;
 
 /// `ChannelServer`'s default: a call to an unknown channel fails after this long.
 const UNKNOWN_CHANNEL_TIMEOUT: Duration = Duration::from_millis(1000);
@@ -78,12 +78,13 @@ impl Server {
         if let Some(shared) = self.conversation(session_id) {
             return Ok(Some((shared, false)));
         }
-        let Some(record) = self.store.load(session_id)? else { return Ok(None) };
-        Ok(Some((self.insert_loaded(record), true)))
+        let Some(saved) = self.store.load(session_id)? else { return Ok(None) };
+        Ok(Some((self.insert_loaded(saved), true)))
     }
 
-    fn insert_loaded(&self, record: StoredConversation) -> Shared {
-        let mut conversation = Conversation::new(record, true, self.router.clone());
+    fn insert_loaded(&self, saved: Saved) -> Shared {
+        let mut conversation =
+            Conversation::new(saved.record, saved.log, true, self.router.clone());
         conversation.settle_after_restart();
         conversation.ask_auto_resolution = self.ask_auto_resolution.load(Ordering::SeqCst);
         self.insert(conversation)
@@ -122,7 +123,7 @@ impl Server {
     /// Saves the session unless it is still a deferred draft.
     pub fn persist(&self, conversation: &Conversation) {
         if conversation.persisted
-            && let Err(error) = self.store.save(&conversation.record)
+            && let Err(error) = self.store.save(&conversation.record, &conversation.publisher.log)
         {
             eprintln!("zcode-sim: {error}");
         }

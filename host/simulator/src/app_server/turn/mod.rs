@@ -24,8 +24,8 @@ use super::messages::{self, AssistantInfo, Tokens};
 use super::reverse::{ClientError, ClientRequest};
 use super::schemas;
 use super::server::{MALFORMED_LINE, Server, State};
+use super::session::{row_base, with};
 use super::store::Usage;
-use super::v4::publisher::{row_base, with};
 use super::wire;
 use crate::common::clock::now_ms;
 use crate::common::scenario::{Action, Condition, Scenario, UsageOverride};
@@ -187,7 +187,7 @@ impl Turn {
             return (0, Value::Null);
         };
         let row_id = resident.publisher.next_row_id();
-        let seq = resident.publisher.seq;
+        let seq = resident.publisher.log.seq;
         let row = with(row_base(row_id, &self.start.turn_id, entity, seq, kind), fields);
         (row_id, row)
     }
@@ -846,10 +846,10 @@ impl Turn {
             return None;
         }
         let next = state.sessions.get_mut(self.session_id()).and_then(|resident| {
-            if resident.auto_drain { super::v4::next_queued(resident) } else { None }
+            if resident.auto_drain { super::v4_commands::next_queued(resident) } else { None }
         });
         if next.is_some() {
-            super::v4::started(&mut state, self.session_id());
+            super::v4_commands::started(&mut state, self.session_id());
         }
         next
     }

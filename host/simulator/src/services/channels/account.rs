@@ -8,8 +8,8 @@ use serde_json::{Value, json};
 
 use super::{CallResult, RpcError};
 use crate::common::auth;
+use crate::common::store::write_atomically;
 use crate::services::server::Server;
-use crate::task::host_service::store::write_atomically;
 
 pub const OAUTH_METHODS: &[&str] = &[
     "restoreCachedSessionState",

@@ -18,10 +18,10 @@ pub use history::history_count;
 
 use crate::common::clock::now_ms;
 use crate::common::scenario::{Condition, Scenario, UsageOverride};
+use crate::services::commands;
+use crate::services::conversation::{Batch, Conversation, Input, Interrupt, Key, TurnHandle};
 use crate::services::fault::Fault;
 use crate::services::server::{Frozen, Server, Shared};
-use crate::services::v4::commands;
-use crate::services::v4::conversation::{Batch, Conversation, Input, Interrupt, Key, TurnHandle};
 use crate::task::turn::estimate_tokens;
 
 /// Why a turn stopped early.

@@ -11,8 +11,8 @@ use crate::common::scenario::{
     Action, Condition, Effect, Permission, PlanApproval, PlanSource, Question, ToolCall,
     ToolOutcome, default_permission_options, split_chars,
 };
+use crate::services::conversation::{Batch, Expect, Interrupt, Key, PermissionRecord, Waiting};
 use crate::services::fault::Fault;
-use crate::services::v4::conversation::{Batch, Expect, Interrupt, Key, PermissionRecord, Waiting};
 
 const PLAN_QUESTION: &str = "Review this implementation plan.";
 /// Deltas per frame of a bulk `stream` step.
@@ -74,7 +74,7 @@ impl Turn {
             Action::Event(delta) => {
                 let mut conversation = self.conversation();
                 let mut batch = Batch::default();
-                batch.push_raw(delta);
+                batch.push(delta);
                 conversation.commit(batch);
                 Ok(())
             }
@@ -97,7 +97,7 @@ impl Turn {
     fn update(
         &self,
         keys: &[Key],
-        change: impl FnOnce(&mut crate::services::v4::conversation::Conversation),
+        change: impl FnOnce(&mut crate::services::conversation::Conversation),
     ) {
         let mut conversation = self.conversation();
         change(&mut conversation);

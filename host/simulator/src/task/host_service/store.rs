@@ -10,6 +10,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::common::store::{Record, SessionFiles, state_dir, write_atomically};
+
 /// How many recent session events a session keeps for `readSessionEvents`.
 pub const RECENT_EVENTS: usize = 500;
 
@@ -78,6 +80,16 @@ fn is_false(flag: &bool) -> bool {
     !*flag
 }
 
+impl Record for StoredSession {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+
+    fn updated_at(&self) -> u64 {
+        self.updated_at
+    }
+}
+
 /// Last-used choices per workspace (`persistAsWorkspaceLastUsed`).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
@@ -90,74 +102,31 @@ pub struct WorkspacePrefs {
 
 pub struct Store {
     root: PathBuf,
+    sessions: SessionFiles<StoredSession>,
 }
 
 impl Store {
     /// `$ZCODE_SIM_STATE` if set, else `<install-root>/.sim-state`.
     pub fn for_install(install_root: &Path) -> Store {
-        let root = std::env::var_os("ZCODE_SIM_STATE")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| install_root.join(".sim-state"));
-        Store { root }
+        Store::at(state_dir(install_root))
     }
 
-    #[cfg(test)]
     pub fn at(root: PathBuf) -> Store {
-        Store { root }
-    }
-
-    fn sessions_dir(&self) -> PathBuf {
-        self.root.join("sessions")
-    }
-
-    fn session_file(&self, session_id: &str) -> Option<PathBuf> {
-        // Session ids come from clients; only our own id alphabet may reach the filesystem.
-        let safe = !session_id.is_empty()
-            && session_id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-        safe.then(|| self.sessions_dir().join(format!("{session_id}.json")))
+        Store { sessions: SessionFiles::at(root.join("sessions")), root }
     }
 
     pub fn load_session(&self, session_id: &str) -> Result<Option<StoredSession>, String> {
-        let Some(path) = self.session_file(session_id) else { return Ok(None) };
-        match std::fs::read_to_string(&path) {
-            Ok(text) => serde_json::from_str(&text)
-                .map(Some)
-                .map_err(|error| format!("corrupt session file {}: {error}", path.display())),
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(error) => Err(format!("cannot read {}: {error}", path.display())),
-        }
+        self.sessions.load(session_id)
     }
 
     pub fn save_session(&self, session: &StoredSession) -> Result<(), String> {
-        let path = self
-            .session_file(&session.session_id)
-            .ok_or_else(|| format!("invalid session id {}", session.session_id))?;
-        write_atomically(&path, &serde_json::to_vec(session).map_err(|e| e.to_string())?)
+        self.sessions.save(&session.session_id, session)
     }
 
     /// Every stored session of `workspace_path`, newest first.
     pub fn list_sessions(&self, workspace_path: &str) -> Result<Vec<StoredSession>, String> {
-        let entries = match std::fs::read_dir(self.sessions_dir()) {
-            Ok(entries) => entries,
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(error) => return Err(format!("cannot list sessions: {error}")),
-        };
-        let mut sessions = Vec::new();
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            let Some(id) = name.to_str().and_then(|name| name.strip_suffix(".json")) else {
-                continue;
-            };
-            if let Some(session) = self.load_session(id)?
-                && session.workspace_path == workspace_path
-            {
-                sessions.push(session);
-            }
-        }
-        sessions.sort_by(|a, b| {
-            b.updated_at.cmp(&a.updated_at).then_with(|| a.session_id.cmp(&b.session_id))
-        });
-        Ok(sessions)
+        let all = self.sessions.list()?.into_iter();
+        Ok(all.filter(|session| session.workspace_path == workspace_path).collect())
     }
 
     pub fn workspace_prefs(&self, workspace_path: &str) -> WorkspacePrefs {
@@ -181,16 +150,6 @@ impl Store {
             .and_then(|text| serde_json::from_str(&text).ok())
             .unwrap_or_default()
     }
-}
-
-pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), String> {
-    let parent = path.parent().expect("state files live in a directory");
-    std::fs::create_dir_all(parent)
-        .map_err(|error| format!("cannot create {}: {error}", parent.display()))?;
-    let temporary = path.with_extension(format!("tmp-{}", std::process::id()));
-    std::fs::write(&temporary, bytes)
-        .and_then(|()| std::fs::rename(&temporary, path))
-        .map_err(|error| format!("cannot write {}: {error}", path.display()))
 }
 
 #[cfg(test)]
@@ -232,14 +191,6 @@ mod tests {
         assert_eq!(listed, ["b", "a"]);
         assert_eq!(store.load_session("c").unwrap().unwrap().workspace_path, "/w2");
         assert!(store.load_session("missing").unwrap().is_none());
-    }
-
-    #[test]
-    fn never_turns_a_foreign_id_into_a_path() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::at(dir.path().to_path_buf());
-        assert!(store.load_session("../../etc/passwd").unwrap().is_none());
-        assert!(store.save_session(&session("../x", "/w", 1)).is_err());
     }
 
     #[test]

@@ -3,6 +3,8 @@
 
 use serde_json::{Value, json};
 
+use crate::common::base64;
+
 /// Attachments converted to message parts, and what they cost in input tokens.
 pub struct Attachments {
     pub parts: Vec<Value>,
@@ -43,7 +45,7 @@ pub fn attachments(value: Option<&Value>) -> Result<Attachments, String> {
         } else if let Some(data) = text_field("dataBase64") {
             format!("data:{mime};base64,{data}")
         } else if let Some(text) = text_field("textContent") {
-            format!("data:{mime};base64,{}", base64(text.as_bytes()))
+            format!("data:{mime};base64,{}", base64::encode(text.as_bytes()))
         } else {
             return Err(format!(
                 "sendPrompt: attachment {filename} has no localPath, dataBase64 or textContent"
@@ -70,35 +72,9 @@ pub fn user_message(message_id: &str, content: &str, files: &[Value], created_at
     json!({"info": info, "parts": parts})
 }
 
-fn base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut encoded = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for group in bytes.chunks(3) {
-        let buffer = [group[0], *group.get(1).unwrap_or(&0), *group.get(2).unwrap_or(&0)];
-        let bits = u32::from(buffer[0]) << 16 | u32::from(buffer[1]) << 8 | u32::from(buffer[2]);
-        for index in 0..4 {
-            if index <= group.len() {
-                encoded.push(ALPHABET[(bits >> (18 - 6 * index) & 63) as usize] as char);
-            } else {
-                encoded.push('=');
-            }
-        }
-    }
-    encoded
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn encodes_base64_with_padding() {
-        assert_eq!(base64(b""), "");
-        assert_eq!(base64(b"f"), "Zg==");
-        assert_eq!(base64(b"fo"), "Zm8=");
-        assert_eq!(base64(b"foo"), "Zm9v");
-        assert_eq!(base64(b"foobar"), "Zm9vYmFy");
-    }
 
     #[test]
     fn converts_attachments_to_file_parts() {

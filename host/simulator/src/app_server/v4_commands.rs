@@ -10,70 +10,26 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::super::catalog;
-use super::super::fault::AppFault;
-use super::super::interactions::{Resolution, V4Answer};
-use super::super::legacy::{self, begin_turn};
-use super::super::messages;
-use super::super::schemas::{self, CAS_COMMANDS, ROW_TARGETING_COMMANDS};
-use super::super::server::{Reply, Server, State};
-use super::super::session::{Origin, QueuedInput};
-use super::super::turn::TurnStart;
-use super::super::wire::ProtocolError;
-use super::super::zod;
+use super::catalog;
+use super::fault::AppFault;
+use super::interactions::{Resolution, V4Answer};
+use super::legacy::{self, begin_turn};
+use super::messages;
+use super::schemas;
+use super::server::{Reply, Server, State};
+use super::session::{Origin, QueuedInput, Resident};
+use super::turn::TurnStart;
+use super::wire::ProtocolError;
+use super::zod;
 use crate::common::clock::now_ms;
+use crate::v4::commands::{CAS_COMMANDS, Decision, ROW_TARGETING_COMMANDS, replay};
 
-/// A command's decision before it becomes an ACK.
-struct Decision {
-    status: &'static str,
-    reason: Option<&'static str>,
-    message: Option<String>,
-    result: Option<Value>,
-    start: Option<TurnStart>,
+fn failed(message: impl Into<String>) -> Decision {
+    Decision::refused("failed", "fault.command.executionFailed", Some(message.into()))
 }
 
-impl Decision {
-    fn accepted() -> Decision {
-        Decision { status: "accepted", reason: None, message: None, result: None, start: None }
-    }
-
-    fn with_result(mut self, result: Value) -> Decision {
-        self.result = Some(result);
-        self
-    }
-
-    fn refused(status: &'static str, reason: &'static str, message: impl Into<String>) -> Decision {
-        Decision {
-            status,
-            reason: Some(reason),
-            message: Some(message.into()),
-            result: None,
-            start: None,
-        }
-    }
-
-    fn rejected(reason: &'static str, message: impl Into<String>) -> Decision {
-        Decision::refused("rejected", reason, message)
-    }
-
-    fn failed(message: impl Into<String>) -> Decision {
-        Decision::refused("failed", "fault.command.executionFailed", message)
-    }
-}
-
-fn ack(command_id: &str, decision: &Decision, revision: u64) -> Value {
-    let mut ack = json!({"commandId": command_id, "status": decision.status,
-                         "revisionAtDecision": revision});
-    if let Some(reason) = decision.reason {
-        ack["reasonCode"] = json!(reason);
-    }
-    if let Some(message) = &decision.message {
-        ack["message"] = json!(message);
-    }
-    if let Some(result) = &decision.result {
-        ack["result"] = result.clone();
-    }
-    ack
+fn stale(reason: &str, message: impl Into<String>) -> Decision {
+    Decision::refused("stale", reason, Some(message.into()))
 }
 
 pub fn command(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
@@ -86,37 +42,35 @@ pub fn command(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, Pr
     if !issues.is_empty() {
         let decision =
             Decision::rejected("proto.invalidPayload", zod::invalid_params_message(&issues));
-        return Ok(ack(&command_id, &decision, 0).into());
+        return Ok(decision.ack(&command_id, 0).into());
     }
     let params = params.expect("the envelope schema accepts objects only");
     let session_id = params["sessionId"].as_str().map(str::to_owned);
     let key = (session_id.clone(), command_id.clone());
     let mut state = server.state();
     if let Some(previous) = state.gateway.acks.get(&key) {
-        let mut replay = previous.clone();
-        if matches!(replay["status"].as_str(), Some("accepted" | "noop")) {
-            replay["status"] = json!("duplicate");
-        }
-        return Ok(replay.into());
+        return Ok(replay(previous).into());
     }
     let kind = params["type"].as_str().unwrap_or_default();
+    let mut start = None;
     let (decision, revision) = match &session_id {
         None => (Decision::rejected("proto.sessionNotFound", "This command needs a session"), 0),
-        Some(session_id) => decide(server, &mut state, session_id, kind, params),
+        Some(session_id) => decide(server, &mut state, session_id, kind, params, &mut start),
     };
-    let ack = ack(&command_id, &decision, revision);
+    let ack = decision.ack(&command_id, revision);
     state.gateway.acks.insert(key, ack.clone());
-    Ok(Reply { result: ack, start: decision.start, ..Reply::default() })
+    Ok(Reply { result: ack, start, ..Reply::default() })
 }
 
 /// Checks the payload and the CAS base, then executes; returns the decision and the
-/// revision it was taken at.
+/// revision it was taken at, and sets `start` when a turn is to start.
 fn decide(
     server: &Arc<Server>,
     state: &mut State,
     session_id: &str,
     kind: &str,
     params: &Value,
+    start: &mut Option<TurnStart>,
 ) -> (Decision, u64) {
     let Some(resident) = state.sessions.get(session_id) else {
         let message = format!("Session not found: {session_id}");
@@ -140,42 +94,48 @@ fn decide(
         let forced = server.faults.take_one("v4/command", AppFault::StaleCas).is_some();
         if forced || base != Some(revision as f64) {
             let message = format!("baseRevision is stale (current revision {revision})");
-            return (Decision::refused("stale", "proto.staleRevision", message), revision);
+            return (stale("proto.staleRevision", message), revision);
         }
         if needs_epoch
-            && params["baseLogEpoch"].as_str() != Some(resident.publisher.log_epoch.as_str())
+            && params["baseLogEpoch"].as_str() != Some(resident.publisher.log.log_epoch.as_str())
         {
-            let message = "baseLogEpoch is stale";
-            return (Decision::refused("stale", "proto.staleLogEpoch", message), revision);
+            return (stale("proto.staleLogEpoch", "baseLogEpoch is stale"), revision);
         }
     }
     let command_id = params["commandId"].as_str().unwrap_or_default();
     let client_id = params["clientId"].as_str().unwrap_or_default();
-    let decision = execute(server, state, session_id, kind, payload, command_id, client_id);
-    (decision, revision)
+    let command = Command { session_id, kind, payload, command_id, client_id };
+    (execute(server, state, &command, start), revision)
+}
+
+/// A command that passed its checks.
+struct Command<'a> {
+    session_id: &'a str,
+    kind: &'a str,
+    payload: &'a Value,
+    command_id: &'a str,
+    client_id: &'a str,
 }
 
 fn execute(
     server: &Arc<Server>,
     state: &mut State,
-    session_id: &str,
-    kind: &str,
-    payload: &Value,
-    command_id: &str,
-    client_id: &str,
+    command: &Command<'_>,
+    start: &mut Option<TurnStart>,
 ) -> Decision {
+    let Command { session_id, kind, payload, client_id, .. } = *command;
     let text = |key: &str| payload[key].as_str().unwrap_or_default().to_owned();
     match kind {
-        "sendText" => send_text(state, session_id, payload, command_id, client_id),
+        "sendText" => send_text(state, command, start),
         "stop" => stop(state, session_id, payload),
         "resolveInteraction" => {
             let answer = V4Answer::from_payload(&payload["answer"], client_id);
             match server.interactions.resolve(&text("interactionId"), session_id, answer) {
-                Resolution::Delivered => Decision::accepted(),
+                Resolution::Delivered => Decision::accepted(None),
                 Resolution::AlreadyResolved => Decision::refused(
                     "noop",
                     "proto.alreadyResolved",
-                    "The interaction is already resolved",
+                    Some("The interaction is already resolved".into()),
                 ),
                 Resolution::NotFound => Decision::rejected(
                     "proto.interactionNotFound",
@@ -185,13 +145,13 @@ fn execute(
         }
         "snoozeInteractionAutoResolution" => {
             state.snoozed.insert(text("interactionId"));
-            Decision::accepted()
+            Decision::accepted(None)
         }
         "switchModelConfig" => {
             let Some(model) = catalog::find(&text("provider"), &text("model"))
                 .filter(|model| state.entitlements.usable(model))
             else {
-                return Decision::failed(format!(
+                return failed(format!(
                     "Model {}/{} is not available",
                     text("provider"),
                     text("model")
@@ -202,7 +162,7 @@ fn execute(
             if let Some(level) = level
                 && !model.levels.contains(&level)
             {
-                return Decision::failed(format!("Reasoning level {level} is not available"));
+                return failed(format!("Reasoning level {level} is not available"));
             }
             let resident = state.sessions.get_mut(session_id).expect("checked above");
             resident.record.model = Some(catalog::selection(model, level.or(model.default_level)));
@@ -219,18 +179,18 @@ fn execute(
             resident.followup_mode = if text("mode") == "guide" { "guide" } else { "queue" };
             resident.revision += 1;
             state.v4_patch(session_id, &["config", "inputRouting"]);
-            Decision::accepted()
+            Decision::accepted(None)
         }
         "setAutoDrain" => {
             let resident = state.sessions.get_mut(session_id).expect("checked above");
             resident.auto_drain = payload["autoDrain"] == true;
             resident.revision += 1;
-            let start = if resident.auto_drain { next_queued(resident) } else { None };
+            *start = if resident.auto_drain { next_queued(resident) } else { None };
             state.v4_patch(session_id, &["queue"]);
             if start.is_some() {
                 started(state, session_id);
             }
-            Decision { start, ..Decision::accepted() }
+            Decision::accepted(None)
         }
         "deleteQueueItem" | "editQueueItem" => {
             let resident = state.sessions.get_mut(session_id).expect("checked above");
@@ -250,7 +210,7 @@ fn execute(
             }
             resident.revision += 1;
             state.v4_patch(session_id, &["queue"]);
-            Decision::accepted()
+            Decision::accepted(None)
         }
         "renameSession" => {
             let title = text("title");
@@ -263,7 +223,7 @@ fn execute(
             let payload = json!({"previousTitle": previous, "source": "custom", "title": title});
             state.event(session_id, None, "session.titleUpdated", payload);
             state.v4_patch(session_id, &["meta"]);
-            Decision::accepted()
+            Decision::accepted(None)
         }
         "deleteSession" => {
             if let Some(turn) =
@@ -273,8 +233,8 @@ fn execute(
             }
             state.remove_resident(session_id);
             match state.store.delete(session_id) {
-                Ok(()) => Decision::accepted(),
-                Err(message) => Decision::failed(message),
+                Ok(()) => Decision::accepted(None),
+                Err(message) => failed(message),
             }
         }
         other => Decision::rejected(
@@ -287,24 +247,19 @@ fn execute(
 /// A settings change: both projections hear of it, like after the legacy setters.
 fn announce(state: &mut State, session_id: &str, reason: &str, keys: &[&str]) -> Decision {
     match legacy::announce_settings(state, session_id, reason, keys) {
-        Ok(()) => Decision::accepted(),
-        Err(error) => Decision::failed(error.message),
+        Ok(()) => Decision::accepted(None),
+        Err(error) => failed(error.message),
     }
 }
 
-fn send_text(
-    state: &mut State,
-    session_id: &str,
-    payload: &Value,
-    command_id: &str,
-    client_id: &str,
-) -> Decision {
+fn send_text(state: &mut State, command: &Command<'_>, start: &mut Option<TurnStart>) -> Decision {
+    let Command { session_id, payload, command_id, client_id, .. } = *command;
     let text = payload["text"].as_str().unwrap_or_default().to_owned();
     let selection = match payload.get("modelSelection") {
         Some(selection) => {
             match catalog::resolve_selection(&state.entitlements, selection, false) {
                 Ok((_, selection)) => Some(selection),
-                Err(message) => return Decision::failed(message),
+                Err(message) => return failed(message),
             }
         }
         None => None,
@@ -315,10 +270,11 @@ fn send_text(
     }
     let input_id = messages::new_id("input");
     if !resident.is_running() {
-        let start = begin_turn(resident, &text, &input_id, Origin::V4, Some(command_id.to_owned()));
+        let begun = begin_turn(resident, &text, &input_id, Origin::V4, Some(command_id.to_owned()));
+        *start = Some(begun);
         started(state, session_id);
         let result = json!({"type": "inputAccepted", "delivery": "startNow", "inputId": input_id});
-        return Decision { start: Some(start), ..Decision::accepted().with_result(result) };
+        return Decision::accepted(Some(result));
     }
     // A running turn: the input waits in the queue, or on the guide lane for the next model
     // request. The ACK says `queue` either way; the verdict is the queue item's steer state.
@@ -352,15 +308,16 @@ fn send_text(
     });
     state.event(session_id, Some(&target), "turn.steerQueued", event);
     state.v4_patch(session_id, &["queue"]);
-    Decision::accepted()
-        .with_result(json!({"type": "inputAccepted", "delivery": "queue", "inputId": input_id}))
+    Decision::accepted(Some(
+        json!({"type": "inputAccepted", "delivery": "queue", "inputId": input_id}),
+    ))
 }
 
 fn stop(state: &mut State, session_id: &str, payload: &Value) -> Decision {
     let resident = state.sessions.get_mut(session_id).expect("checked above");
     let Some(turn) = &resident.turn else {
         // Stopping an idle session is a safe no-op.
-        return Decision::accepted();
+        return Decision::accepted(None);
     };
     if let Some(expected) = payload["expectedForegroundExecutionId"].as_str()
         && expected != turn.foreground_execution_id
@@ -373,11 +330,11 @@ fn stop(state: &mut State, session_id: &str, payload: &Value) -> Decision {
         resident.auto_drain = false;
         state.v4_patch(session_id, &["queue"]);
     }
-    Decision::accepted()
+    Decision::accepted(None)
 }
 
 /// Takes the oldest queued input of an idle session and starts it.
-pub fn next_queued(resident: &mut super::super::session::Resident) -> Option<TurnStart> {
+pub fn next_queued(resident: &mut Resident) -> Option<TurnStart> {
     if resident.is_running() {
         return None;
     }

@@ -4,12 +4,9 @@
 //! `.parse`, so a bad request is `-32603` carrying the ZodError message, not `-32602`.
 //!
 //! The initial frame of a subscription goes out right after the ACK, in the same write (the
-//! server's post-response outbox); the `snapshot-first` fault reverses the order.
-
-mod commands;
-pub mod publisher;
-
-pub use commands::{next_queued, started};
+//! server's post-response outbox); the `snapshot-first` fault reverses the order. Frames go out
+//! `complete` as `v4/conversation/frame` notifications, held per connection while the host
+//! reports it saturated.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -21,10 +18,12 @@ use super::fault::AppFault;
 use super::legacy;
 use super::schemas;
 use super::server::{Reply, Server, not_simulated};
+use super::v4_commands;
 use super::wire::{self, ProtocolError};
 use super::zod::{self, Schema};
 use crate::common::output::Output;
-use publisher::Subscriber;
+use crate::v4::publisher::{SNAPSHOT_TAIL_ROWS, Subscriber};
+use crate::v4::wire::{DeliveryKind, Frame, Framing, encode};
 
 /// Most rows one `rowsRange` answers (`PROTOCOL_V4_LIMITS.rowsRangeMaxLimit`).
 const ROWS_RANGE_MAX: f64 = 200.0;
@@ -75,17 +74,18 @@ struct Connection {
 }
 
 impl Gateway {
-    /// Writes one physical frame to its connection, or holds it while the connection is
-    /// saturated. Frames for a closed connection are dropped.
-    pub fn deliver(&mut self, out: &Output, connection_id: &str, wire: Value) {
-        let connection = self.connections.entry(connection_id.to_owned()).or_default();
+    /// Writes one frame to its connection, or holds it while the connection is saturated.
+    /// Frames for a closed connection are dropped.
+    pub fn deliver(&mut self, out: &Output, frame: Frame) {
+        let connection = self.connections.entry(frame.connection_id.clone()).or_default();
         if connection.closed {
             return;
         }
+        let notification = frame_notification(frame);
         if connection.saturated {
-            connection.held.push(wire);
+            connection.held.push(notification);
         } else {
-            out.frame(&frame_notification(wire));
+            out.frame(&notification);
         }
     }
 
@@ -96,8 +96,8 @@ impl Gateway {
             "drained" => {
                 connection.saturated = false;
                 connection.closed = false;
-                for wire in std::mem::take(&mut connection.held) {
-                    out.frame(&frame_notification(wire));
+                for notification in std::mem::take(&mut connection.held) {
+                    out.frame(&notification);
                 }
             }
             _ => {
@@ -110,8 +110,11 @@ impl Gateway {
     }
 }
 
-fn frame_notification(wire: Value) -> Value {
-    wire::notification("v4/conversation/frame", wire)
+/// A frame as the app-server writes it: one `complete` wire in a `v4/conversation/frame`.
+fn frame_notification(frame: Frame) -> Value {
+    let mut wires =
+        encode(frame, Framing::Complete, false, false).expect("complete always encodes");
+    wire::notification("v4/conversation/frame", wires.remove(0))
 }
 
 /// A V4 params failure: `.parse` throws the ZodError, which the server reports as `-32603`.
@@ -157,15 +160,15 @@ pub async fn dispatch(
             let usage = legacy::stored_usage(&state, session_id)?;
             Ok(legacy::usage_result(session_id, &usage).into())
         }
-        "v4/command" => commands::command(server, params),
+        "v4/command" => v4_commands::command(server, params),
         known if UNSIMULATED.contains(&known) => Err(not_simulated(known)),
         other => Err(ProtocolError::method_not_found(other)),
     }
 }
 
 /// Puts the initial frame after (or, with `snapshot-first`, before) the ACK.
-fn with_initial_frame(server: &Server, result: Value, wire: Value) -> Reply {
-    let frame = frame_notification(wire);
+fn with_initial_frame(server: &Server, result: Value, frame: Frame) -> Reply {
+    let frame = frame_notification(frame);
     let first =
         server.faults.take_one("v4/conversation/subscribe", AppFault::SnapshotFirst).is_some();
     if first {
@@ -198,42 +201,40 @@ async fn subscribe(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply
         cold_resume(server, &session_id, &params).await?;
     }
     let mut state = server.state();
-    let out_wire;
+    let first;
     let ack;
     {
         let resident = state.resident(&session_id)?;
-        let revision = resident.revision;
         let publisher = &mut resident.publisher;
         // A new subscription of the same topic on a connection replaces the old one.
         publisher.subscribers.retain(|subscriber| subscriber.connection_id != connection_id);
-        let subscriber = Subscriber::new(&topic, &connection_id);
-        let subscription_id = subscriber.subscription_id.clone();
-        publisher.subscribers.push(subscriber);
+        let subscription_id = new_subscription_id();
+        publisher.subscribers.push(Subscriber::new(
+            subscription_id.clone(),
+            &topic,
+            &connection_id,
+        ));
         let base = params.get("base").map(|base| {
             (
                 base["logEpoch"].as_str().unwrap_or_default().to_owned(),
                 base["seq"].as_f64().unwrap_or(0.0) as u64,
             )
         });
-        let (mode, wire) = publisher
-            .initial_frame(
-                &subscription_id,
-                base.as_ref().map(|(epoch, seq)| (epoch.as_str(), *seq)),
-                false,
-                "initial",
-                revision,
-            )
+        let base = base.as_ref().map(|(epoch, seq)| (epoch.as_str(), *seq));
+        let (mode, frame) = resident
+            .open_v4(&subscription_id, base, false, DeliveryKind::Initial)
             .expect("the subscriber was just added");
-        let rows = publisher.rows().len().min(publisher::SNAPSHOT_TAIL_ROWS);
+        let rows = resident.publisher.rows().len().min(SNAPSHOT_TAIL_ROWS);
         ack = json!({
-            "subscriptionId": subscription_id, "mode": mode, "logEpoch": publisher.log_epoch,
+            "subscriptionId": subscription_id, "mode": mode,
+            "logEpoch": resident.publisher.log.log_epoch,
             "openTiming": {"version": 1, "snapshotRowCount": rows,
                            "sessionRuntimeState": if cold { "cold" } else { "warm" }},
         });
-        out_wire = wire;
+        first = frame;
     }
     drop(state);
-    Ok(with_initial_frame(server, json!({"ack": ack}), out_wire))
+    Ok(with_initial_frame(server, json!({"ack": ack}), first))
 }
 
 /// Materialises a stored session for a V4 subscriber (the Desktop opens old chats this way).
@@ -264,15 +265,16 @@ fn subscribe_config(server: &Arc<Server>, topic: &str, key: &str, connection_id:
     let mut state = server.state();
     let gateway = &mut state.gateway;
     gateway.config_subscribers.retain(|s| !(s.connection_id == connection_id && s.topic == topic));
-    let mut subscriber = Subscriber::new(topic, connection_id);
+    let mut subscriber = Subscriber::new(new_subscription_id(), topic, connection_id);
     let snapshot =
         json!({"workspaceKey": key, "config": {"slashCommands": catalog::slash_commands()}});
-    let wire = subscriber.wire("initial", 0, 0, json!({"kind": "snapshot", "snapshot": snapshot}));
-    let ack = json!({"subscriptionId": subscriber.subscription_id, "mode": "snapshot",
+    let payload = json!({"kind": "snapshot", "snapshot": snapshot});
+    let frame = subscriber.frame(DeliveryKind::Initial, 0, 0, payload);
+    let ack = json!({"subscriptionId": subscriber.id, "mode": "snapshot",
                      "logEpoch": format!("epoch_config_{key}")});
     gateway.config_subscribers.push(subscriber);
     drop(state);
-    with_initial_frame(server, json!({"ack": ack}), wire)
+    with_initial_frame(server, json!({"ack": ack}), frame)
 }
 
 fn resync(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
@@ -289,28 +291,22 @@ fn resync(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, Protoco
     let session_id = topic.strip_prefix("conversation/").ok_or_else(unknown)?;
     let mut state = server.state();
     let resident = state.sessions.get_mut(session_id).ok_or_else(unknown)?;
-    let revision = resident.revision;
     let base = params["base"].as_object().map(|base| {
         (
             base["logEpoch"].as_str().unwrap_or_default().to_owned(),
             base["seq"].as_u64().unwrap_or(0),
         )
     });
-    let publisher = &mut resident.publisher;
-    let (mode, wire) = publisher
-        .initial_frame(
-            subscription_id,
-            base.as_ref().map(|(epoch, seq)| (epoch.as_str(), *seq)),
-            params["forceSnapshot"] == true,
-            "recovery",
-            revision,
-        )
+    let base = base.as_ref().map(|(epoch, seq)| (epoch.as_str(), *seq));
+    let force = params["forceSnapshot"] == true;
+    let (mode, frame) = resident
+        .open_v4(subscription_id, base, force, DeliveryKind::Recovery)
         .ok_or_else(unknown)?;
-    let ack =
-        json!({"subscriptionId": subscription_id, "mode": mode, "logEpoch": publisher.log_epoch});
+    let log_epoch = &resident.publisher.log.log_epoch;
+    let ack = json!({"subscriptionId": subscription_id, "mode": mode, "logEpoch": log_epoch});
     Ok(Reply {
         result: json!({"ack": ack}),
-        after: vec![frame_notification(wire)],
+        after: vec![frame_notification(frame)],
         ..Reply::default()
     })
 }
@@ -323,9 +319,9 @@ fn unsubscribe(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, Pr
     if let Some(session_id) = topic.strip_prefix("conversation/")
         && let Some(resident) = state.sessions.get_mut(session_id)
     {
-        resident.publisher.subscribers.retain(|s| s.subscription_id != subscription_id);
+        resident.publisher.subscribers.retain(|s| s.id != subscription_id);
     }
-    state.gateway.config_subscribers.retain(|s| s.subscription_id != subscription_id);
+    state.gateway.config_subscribers.retain(|s| s.id != subscription_id);
     Ok(json!({}).into())
 }
 
@@ -344,10 +340,10 @@ fn rows_range(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, Pro
     let mut state = server.state();
     let resident = state.resident(session_id)?;
     let before = params["beforeRowId"].as_f64().map(|before| before as u64);
-    let (rows, more) = resident.publisher.rows_range(before, limit as usize);
-    Ok(json!({
-        "rows": rows, "atSeq": resident.publisher.seq, "atRevision": resident.revision,
-        "atLogEpoch": resident.publisher.log_epoch, "hasMore": more,
-    })
-    .into())
+    Ok(resident.publisher.rows_range(before, limit as usize, resident.revision).into())
+}
+
+/// Subscription ids as the Agent hands them out: `sub_<uuid>`.
+fn new_subscription_id() -> String {
+    format!("sub_{}", uuid::Uuid::new_v4().simple())
 }

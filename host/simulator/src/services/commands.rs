@@ -16,135 +16,22 @@ use crate::common::catalog;
 use crate::common::clock::now_ms;
 use crate::services::server::{Server, Shared};
 use crate::services::turn::history_count;
+use crate::v4::commands::{
+    CAS_COMMANDS, COMMAND_TYPES, Decision, ROW_TARGETING_COMMANDS as ROW_TARGETING, replay,
+};
 
-/// Every command type of `commandPayloadSchemas` (3.15.1); each is a fault point too (a
-/// `sendConversationCommandV4` carrying that type).
-pub const COMMAND_TYPES: &[&str] = &[
-    "createSession",
-    "createSelectionSideSession",
-    "sendText",
-    "sendGoalCommand",
-    "stop",
-    "compact",
-    "forkAssistant",
-    "applyFileRewind",
-    "editUserQuery",
-    "retryTurn",
-    "setAssistantFeedback",
-    "setHighspeedMetrics",
-    "sendQueuedNow",
-    "editQueueItem",
-    "reorderQueueItem",
-    "deleteQueueItem",
-    "setAutoDrain",
-    "resolveInteraction",
-    "respondWorkspaceHookReview",
-    "toggleWorkspaceHookReviewItem",
-    "revokeWorkspaceHookTrust",
-    "requestWorkspaceHookReview",
-    "snoozeInteractionAutoResolution",
-    "switchModelConfig",
-    "switchCollaborationMode",
-    "setFollowupMode",
-    "pauseGoal",
-    "resumeGoal",
-    "cancelBackgroundWork",
-    "resumeWorkflowRun",
-    "startSavedWorkflow",
-    "amendWorkflowRunSettings",
-    "renameSession",
-    "deleteSession",
-    "discardSharedContext",
-];
-
-/// `COMMANDS_REQUIRING_BASE_REVISION`.
-const CAS_COMMANDS: &[&str] = &[
-    "applyFileRewind",
-    "forkAssistant",
-    "editUserQuery",
-    "retryTurn",
-    "setAssistantFeedback",
-    "sendQueuedNow",
-    "editQueueItem",
-    "reorderQueueItem",
-    "deleteQueueItem",
-    "setAutoDrain",
-    "switchModelConfig",
-    "switchCollaborationMode",
-    "setFollowupMode",
-    "pauseGoal",
-    "resumeGoal",
-];
-
-/// `ROW_TARGETING_COMMANDS`.
-const ROW_TARGETING: &[&str] = &[
-    "applyFileRewind",
-    "forkAssistant",
-    "editUserQuery",
-    "retryTurn",
-    "setAssistantFeedback",
-    "setHighspeedMetrics",
-];
-
-/// A decision about one command.
-struct Decision {
-    status: &'static str,
-    reason: Option<String>,
-    message: Option<String>,
-    result: Option<Value>,
-    /// Whether a retry of the same `commandId` replays this ACK.
-    remember: bool,
+fn noop(reason: &str) -> Decision {
+    Decision::refused("noop", reason, None)
 }
 
-impl Decision {
-    fn accepted(result: Option<Value>) -> Decision {
-        Decision { status: "accepted", reason: None, message: None, result, remember: true }
-    }
-
-    fn rejected(reason: &str, message: impl Into<String>) -> Decision {
-        Decision {
-            status: "rejected",
-            reason: Some(reason.into()),
-            message: Some(message.into()),
-            result: None,
-            remember: false,
-        }
-    }
-
-    fn noop(reason: &str) -> Decision {
-        Decision {
-            status: "noop",
-            reason: Some(reason.into()),
-            message: None,
-            result: None,
-            remember: true,
-        }
-    }
-
-    fn failed(reason: &str, message: impl Into<String>) -> Decision {
-        Decision {
-            status: "failed",
-            reason: Some(reason.into()),
-            message: Some(message.into()),
-            result: None,
-            remember: true,
-        }
-    }
+fn failed(reason: &str, message: impl Into<String>) -> Decision {
+    Decision::refused("failed", reason, Some(message.into()))
 }
 
-fn ack(command_id: &str, revision: u64, decision: &Decision) -> Value {
-    let mut ack =
-        json!({"commandId": command_id, "status": decision.status, "revisionAtDecision": revision});
-    if let Some(reason) = &decision.reason {
-        ack["reasonCode"] = json!(reason);
-    }
-    if let Some(message) = &decision.message {
-        ack["message"] = json!(message);
-    }
-    if let Some(result) = &decision.result {
-        ack["result"] = result.clone();
-    }
-    ack
+/// Whether a retry of the same `commandId` replays this decision: `stale` and `rejected` ones
+/// are decided afresh.
+fn remembered(decision: &Decision) -> bool {
+    !matches!(decision.status, "stale" | "rejected")
 }
 
 /// A parsed envelope.
@@ -211,18 +98,11 @@ pub fn handle(server: &Arc<Server>, workspace: &str, raw: &Value) -> (Value, Opt
         Ok(envelope) => envelope,
         Err(message) => {
             let command_id = raw.get("commandId").and_then(Value::as_str).unwrap_or("");
-            return (
-                ack(command_id, 0, &Decision::rejected("proto.invalidPayload", message)),
-                None,
-            );
+            return (Decision::rejected("proto.invalidPayload", message).ack(command_id, 0), None);
         }
     };
     let not_found = || {
-        ack(
-            envelope.command_id,
-            0,
-            &Decision::rejected("proto.sessionNotFound", "session not found"),
-        )
+        Decision::rejected("proto.sessionNotFound", "session not found").ack(envelope.command_id, 0)
     };
     let Some(session_id) = envelope.session_id else { return (not_found(), None) };
     let Some(shared) = server.conversation(session_id) else { return (not_found(), None) };
@@ -231,41 +111,25 @@ pub fn handle(server: &Arc<Server>, workspace: &str, raw: &Value) -> (Value, Opt
         return (not_found(), None);
     }
     if let Some(previous) = conversation.settled.get(envelope.command_id) {
-        let mut replay = previous.clone();
-        if replay["status"] != "failed" {
-            replay["status"] = json!("duplicate");
-        }
-        return (replay, None);
+        return (replay(previous), None);
     }
     let revision = conversation.record.revision;
     if ROW_TARGETING.contains(&envelope.kind)
-        && envelope.base_log_epoch != Some(conversation.record.log_epoch.as_str())
+        && envelope.base_log_epoch != Some(conversation.publisher.log.log_epoch.as_str())
     {
-        let decision = Decision {
-            status: "stale",
-            reason: Some("proto.staleLogEpoch".into()),
-            message: None,
-            result: None,
-            remember: false,
-        };
-        return (ack(envelope.command_id, revision, &decision), None);
+        let decision = Decision::refused("stale", "proto.staleLogEpoch", None);
+        return (decision.ack(envelope.command_id, revision), None);
     }
     let cas = CAS_COMMANDS.contains(&envelope.kind);
     let raced = cas && server.stale_next_cas.swap(false, std::sync::atomic::Ordering::SeqCst);
     if cas && (envelope.base_revision != Some(revision) || raced) {
-        let decision = Decision {
-            status: "stale",
-            reason: Some("proto.staleRevision".into()),
-            message: None,
-            result: None,
-            remember: false,
-        };
-        return (ack(envelope.command_id, revision, &decision), None);
+        let decision = Decision::refused("stale", "proto.staleRevision", None);
+        return (decision.ack(envelope.command_id, revision), None);
     }
     let mut drive = false;
     let decision = execute(server, &mut conversation, &envelope, &mut drive);
-    let reply = ack(envelope.command_id, revision, &decision);
-    if decision.remember {
+    let reply = decision.ack(envelope.command_id, revision);
+    if remembered(&decision) {
         conversation.settled.remember(envelope.command_id, reply.clone());
     }
     drop(conversation);
@@ -360,7 +224,7 @@ fn execute(
                 Decision::accepted(None)
             }
         },
-        other => Decision::failed(
+        other => failed(
             "fault.command.notSimulated",
             format!("zcode-sim does not simulate the {other} command"),
         ),
@@ -383,7 +247,7 @@ fn edit_queue(
         return Decision::rejected("proto.invalidPayload", "queueItemId: expected string");
     };
     let Some(index) = conversation.queue.iter().position(|item| item["queueItemId"] == id) else {
-        return Decision::noop("proto.queueItemNotFound");
+        return noop("proto.queueItemNotFound");
     };
     if let Err(message) = change(&mut conversation.queue, index) {
         return Decision::rejected("proto.invalidPayload", message);
@@ -434,10 +298,10 @@ fn stop(conversation: &mut Conversation, payload: &Map<String, Value>) -> Decisi
     let expected = payload.get("expectedForegroundExecutionId").and_then(Value::as_str);
     match (&conversation.turn, expected) {
         (Some(turn), Some(expected)) if expected != turn.foreground_execution_id => {
-            return Decision::noop("guard.stopTargetChanged");
+            return noop("guard.stopTargetChanged");
         }
         // Nothing runs, or what was admitted has no execution id yet to name.
-        (None, Some(_)) => return Decision::noop("guard.stopTargetChanged"),
+        (None, Some(_)) => return noop("guard.stopTargetChanged"),
         (None, None) if !conversation.admitted() => return Decision::accepted(None),
         _ => {}
     }
@@ -486,7 +350,7 @@ fn resolve_interaction(
         conversation.record.permission_answered(id, format!("ignored:{reason}"));
         // Saved at once: no turn end may come to save an answer that arrives after it.
         server.persist(conversation);
-        return Decision::noop(reason);
+        return noop(reason);
     };
     conversation.resolved.insert(id.to_owned());
     let option_id = answer.get("optionId").and_then(Value::as_str);
@@ -750,13 +614,10 @@ mod tests {
     }
 
     #[test]
-    fn acks_carry_only_what_was_decided() {
-        let decision = Decision::noop("proto.alreadyResolved");
-        assert_eq!(
-            ack("c", 4, &decision),
-            json!({"commandId": "c", "status": "noop", "revisionAtDecision": 4, "reasonCode": "proto.alreadyResolved"})
-        );
-        let accepted = Decision::accepted(Some(json!({"type": "inputAccepted"})));
-        assert_eq!(ack("c", 1, &accepted)["result"]["type"], "inputAccepted");
+    fn stale_and_rejected_decisions_are_decided_again() {
+        assert!(remembered(&noop("proto.alreadyResolved")));
+        assert!(remembered(&failed("fault.command.notSimulated", "x")));
+        assert!(!remembered(&Decision::refused("stale", "proto.staleRevision", None)));
+        assert!(!remembered(&Decision::rejected("proto.invalidPayload", "x")));
     }
 }

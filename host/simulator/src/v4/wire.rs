@@ -3,11 +3,14 @@
 //! `fragment`s of its UTF-8 JSON bytes with a CRC-32 (IEEE) of the whole and base64 data.
 //!
 //! The envelope is measured the way the publisher measures it: the largest of the Agent's NDJSON
-//! line, the channel message on a socket and the mobile relay's base64 of it.
+//! line, the channel message on a socket and the mobile relay's base64 of it. The app-server
+//! sends every frame `complete` (fragmentation is not simulated there).
 
 use std::sync::OnceLock;
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
+
+use crate::common::base64;
 
 /// `V4_WIRE_PROTOCOL_VERSION`.
 pub const WIRE_VERSION: u64 = 3;
@@ -35,27 +38,41 @@ impl DeliveryKind {
     }
 }
 
-/// Where one logical frame goes.
-pub struct WireTarget<'a> {
-    pub topic: &'a str,
-    pub subscription_id: &'a str,
+/// A logical frame on its way to one subscription.
+#[derive(Debug, Clone)]
+pub struct Frame {
+    pub topic: String,
+    pub subscription_id: String,
+    /// The subscriber's connection (the app-server's flow control; empty on the Services Server).
+    pub connection_id: String,
     pub ordinal: u64,
     pub delivery: DeliveryKind,
-    pub max_physical_bytes: usize,
+    /// `{topic, subscriptionId, fromSeq, toSeq, sentAt, payload}`.
+    pub logical: Value,
 }
 
-impl WireTarget<'_> {
-    /// Logical frame ids observed on real traffic: `<subscriptionId>-lf-<ordinal>`.
-    fn logical_frame_id(&self) -> String {
-        format!("{}-lf-{}", self.subscription_id, self.ordinal)
-    }
+/// How a server wraps logical frames into physical ones.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Framing {
+    /// One `complete` wire per frame, whatever its size, with logical frame ids
+    /// `<subscriptionId>:<ordinal>` (the app-server).
+    Complete,
+    /// `complete` while the measured envelope fits, else fragments; logical frame ids
+    /// `<subscriptionId>-lf-<ordinal>`, as observed on real Services Server traffic.
+    Measured { max_physical_bytes: usize },
+}
 
-    fn header(&self, kind: &str) -> serde_json::Map<String, Value> {
-        let mut header = serde_json::Map::new();
+impl Frame {
+    fn header(&self, kind: &str, framing: Framing) -> Map<String, Value> {
+        let logical_frame_id = match framing {
+            Framing::Complete => format!("{}:{}", self.subscription_id, self.ordinal),
+            Framing::Measured { .. } => format!("{}-lf-{}", self.subscription_id, self.ordinal),
+        };
+        let mut header = Map::new();
         header.insert("wireVersion".into(), json!(WIRE_VERSION));
         header.insert("kind".into(), json!(kind));
         header.insert("deliveryKind".into(), json!(self.delivery.as_str()));
-        header.insert("logicalFrameId".into(), json!(self.logical_frame_id()));
+        header.insert("logicalFrameId".into(), json!(logical_frame_id));
         header.insert("logicalFrameOrdinal".into(), json!(self.ordinal));
         header.insert("topic".into(), json!(self.topic));
         header.insert("subscriptionId".into(), json!(self.subscription_id));
@@ -64,13 +81,14 @@ impl WireTarget<'_> {
 
     fn fragment(
         &self,
+        framing: Framing,
         index: usize,
         count: usize,
         logical_bytes: usize,
         crc: u32,
         data: String,
     ) -> Value {
-        let mut wire = self.header("fragment");
+        let mut wire = self.header("fragment", framing);
         wire.insert("fragmentIndex".into(), json!(index));
         wire.insert("fragmentCount".into(), json!(count));
         wire.insert("logicalBytes".into(), json!(logical_bytes));
@@ -90,21 +108,27 @@ pub struct EncodingError(pub &'static str);
 /// Encodes a logical frame into its wire frames. `force_fragments` sends even a small frame
 /// as fragments (the CRC fault needs some), `corrupt_crc` flips the checksum.
 pub fn encode(
-    logical: &Value,
-    target: &WireTarget<'_>,
+    frame: Frame,
+    framing: Framing,
     force_fragments: bool,
     corrupt_crc: bool,
 ) -> Result<Vec<Value>, EncodingError> {
-    let bytes = serde_json::to_vec(logical).expect("JSON values always serialize");
+    let complete = |frame: Frame| {
+        let mut complete = frame.header("complete", framing);
+        complete.insert("frame".into(), frame.logical);
+        Value::Object(complete)
+    };
+    let Framing::Measured { max_physical_bytes } = framing else {
+        return Ok(vec![complete(frame)]);
+    };
+    let bytes = serde_json::to_vec(&frame.logical).expect("JSON values always serialize");
     if bytes.len() > MAX_ASSEMBLY_BYTES {
         return Err(EncodingError("proto.frameAssemblyTooLarge"));
     }
     if !force_fragments {
-        let mut complete = target.header("complete");
-        complete.insert("frame".into(), logical.clone());
-        let complete = Value::Object(complete);
-        if measure(&complete) <= target.max_physical_bytes {
-            return Ok(vec![complete]);
+        let whole = complete(frame.clone());
+        if measure(&whole) <= max_physical_bytes {
+            return Ok(vec![whole]);
         }
     }
     let crc = crc32(&bytes) ^ if corrupt_crc { 0xffff_ffff } else { 0 };
@@ -112,7 +136,7 @@ pub fn encode(
         // At least two fragments, so the receiver has to assemble something.
         bytes.len().div_ceil(2).max(1)
     } else {
-        fragment_budget(target, bytes.len(), crc)
+        fragment_budget(&frame, max_physical_bytes, bytes.len(), crc)
     };
     if chunk == 0 {
         return Err(EncodingError("proto.frameEnvelopeTooLarge"));
@@ -124,24 +148,33 @@ pub fn encode(
     Ok(bytes
         .chunks(chunk)
         .enumerate()
-        .map(|(index, piece)| target.fragment(index, count, bytes.len(), crc, base64(piece)))
+        .map(|(index, piece)| {
+            frame.fragment(framing, index, count, bytes.len(), crc, base64::encode(piece))
+        })
         .collect())
 }
 
 /// The largest fragment payload whose worst-case envelope still fits.
-fn fragment_budget(target: &WireTarget<'_>, logical_bytes: usize, crc: u32) -> usize {
-    let (mut low, mut high, mut best) = (1, logical_bytes.min(target.max_physical_bytes), 0);
+fn fragment_budget(
+    frame: &Frame,
+    max_physical_bytes: usize,
+    logical_bytes: usize,
+    crc: u32,
+) -> usize {
+    let framing = Framing::Measured { max_physical_bytes };
+    let (mut low, mut high, mut best) = (1, logical_bytes.min(max_physical_bytes), 0);
     while low <= high {
         let candidate = (low + high) / 2;
         let data = "A".repeat(4 * candidate.div_ceil(3));
-        let probe = target.fragment(
+        let probe = frame.fragment(
+            framing,
             logical_bytes.saturating_sub(1),
             logical_bytes,
             logical_bytes,
             crc,
             data,
         );
-        if measure(&probe) <= target.max_physical_bytes {
+        if measure(&probe) <= max_physical_bytes {
             best = candidate;
             low = candidate + 1;
         } else {
@@ -209,35 +242,23 @@ pub fn crc32(bytes: &[u8]) -> u32 {
         .fold(!0u32, |crc, byte| table[((crc ^ u32::from(*byte)) & 0xff) as usize] ^ (crc >> 8))
 }
 
-pub fn base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut encoded = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for group in bytes.chunks(3) {
-        let buffer = [group[0], *group.get(1).unwrap_or(&0), *group.get(2).unwrap_or(&0)];
-        let bits = u32::from(buffer[0]) << 16 | u32::from(buffer[1]) << 8 | u32::from(buffer[2]);
-        for index in 0..4 {
-            if index <= group.len() {
-                encoded.push(ALPHABET[(bits >> (18 - 6 * index) & 63) as usize] as char);
-            } else {
-                encoded.push('=');
-            }
-        }
-    }
-    encoded
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn target(max: usize) -> WireTarget<'static> {
-        WireTarget {
-            topic: "conversation/sess_1",
-            subscription_id: "sub-1",
+    fn frame(logical: &Value) -> Frame {
+        Frame {
+            topic: "conversation/sess_1".into(),
+            subscription_id: "sub-1".into(),
+            connection_id: String::new(),
             ordinal: 3,
             delivery: DeliveryKind::Online,
-            max_physical_bytes: max,
+            logical: logical.clone(),
         }
+    }
+
+    fn measured(max_physical_bytes: usize) -> Framing {
+        Framing::Measured { max_physical_bytes }
     }
 
     #[test]
@@ -247,26 +268,22 @@ mod tests {
     }
 
     #[test]
-    fn base64_pads() {
-        assert_eq!(base64(b"fo"), "Zm8=");
-        assert_eq!(base64(b"foobar"), "Zm9vYmFy");
-    }
-
-    #[test]
     fn small_frames_go_complete() {
         let logical =
             json!({"topic": "conversation/sess_1", "payload": {"kind": "deltas", "deltas": []}});
-        let wires = encode(&logical, &target(MAX_FRAME_BYTES), false, false).unwrap();
+        let wires = encode(frame(&logical), measured(MAX_FRAME_BYTES), false, false).unwrap();
         assert_eq!(wires.len(), 1);
         assert_eq!(wires[0]["kind"], "complete");
         assert_eq!(wires[0]["logicalFrameId"], "sub-1-lf-3");
         assert_eq!(wires[0]["frame"], logical);
+        let app_server = encode(frame(&logical), Framing::Complete, false, false).unwrap();
+        assert_eq!(app_server[0]["logicalFrameId"], "sub-1:3");
     }
 
     #[test]
     fn large_frames_fragment_within_the_limit_and_reassemble() {
         let logical = json!({"text": "é".repeat(20_000)});
-        let wires = encode(&logical, &target(4096), false, false).unwrap();
+        let wires = encode(frame(&logical), measured(4096), false, false).unwrap();
         assert!(wires.len() > 1);
         assert!(wires.iter().all(|wire| measure(wire) <= 4096));
         let mut bytes = Vec::new();
@@ -283,7 +300,7 @@ mod tests {
     #[test]
     fn forced_fragments_can_carry_a_wrong_checksum() {
         let logical = json!({"a": 1});
-        let wires = encode(&logical, &target(MAX_FRAME_BYTES), true, true).unwrap();
+        let wires = encode(frame(&logical), measured(MAX_FRAME_BYTES), true, true).unwrap();
         assert_eq!(wires.len(), 2);
         let bytes = serde_json::to_vec(&logical).unwrap();
         assert_ne!(wires[0]["checksum"]["value"], format!("{:08x}", crc32(&bytes)));

@@ -1,7 +1,7 @@
-//! One session's V4 conversation: the persisted record (rows, config, meta, usage) plus the
-//! live parts (control, queue, pending interactions, the subscription), and the only way to
-//! change it — a [`Batch`] of deltas committed under the next sequence numbers and sent to
-//! the subscription as one frame.
+//! One session's V4 conversation: the persisted record (config, meta, usage) and its V4 log
+//! (the shared [`Publisher`]), plus the live parts (control, queue, pending interactions, the
+//! subscription), and the only way to change it — a [`Batch`] of deltas committed under the
+//! next sequence numbers and sent to the subscription as one frame.
 //!
 //! Shapes follow ZCode `packages/shared/src/zcode-protocol-v4/{snapshot,delta,rows}.ts`.
 //! `state.updated` patches replace whole top-level keys and carry the new `revision`; row
@@ -14,13 +14,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::sync::{oneshot, watch};
 
-use super::router::{Delivery, Router};
-use super::wire::DeliveryKind;
+use super::router::Router;
 use crate::common::catalog::{self, Model};
 use crate::common::clock::now_ms;
+pub use crate::v4::publisher::Batch;
+use crate::v4::publisher::{Log, Publisher};
+use crate::v4::wire::DeliveryKind;
 
-/// `PROTOCOL_V4_LIMITS.snapshotTailWindowRows`.
-pub const SNAPSHOT_WINDOW_ROWS: usize = 60;
 /// `PROTOCOL_V4_LIMITS.eventRetentionPerSession`: deltas kept for `resume`.
 const RETAINED_DELTAS: usize = 2000;
 /// `PROTOCOL_V4_LIMITS.idempotencyTablePerSession`.
@@ -74,7 +74,7 @@ pub struct Cumulative {
     pub cache_write_tokens: u64,
 }
 
-/// What survives the process.
+/// What survives the process besides the V4 log (saved beside it, `store.rs`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StoredConversation {
@@ -84,11 +84,7 @@ pub struct StoredConversation {
     pub updated_at: u64,
     pub title: String,
     pub title_source: String,
-    pub log_epoch: String,
-    pub seq: u64,
     pub revision: u64,
-    pub next_row_id: u64,
-    pub rows: Vec<Value>,
     pub config: Config,
     pub usage: Cumulative,
     pub context_used: u64,
@@ -138,27 +134,6 @@ pub enum Key {
     Plan,
 }
 
-/// Deltas on their way to one frame.
-#[derive(Default)]
-pub struct Batch {
-    deltas: Vec<Value>,
-}
-
-impl Batch {
-    pub fn is_empty(&self) -> bool {
-        self.deltas.is_empty()
-    }
-
-    pub fn len(&self) -> usize {
-        self.deltas.len()
-    }
-
-    /// A raw delta (scenario `event` steps).
-    pub fn push_raw(&mut self, delta: Value) {
-        self.deltas.push(delta);
-    }
-}
-
 /// How a running turn is told to end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Interrupt {
@@ -201,11 +176,6 @@ pub struct Input {
     pub attachments: Vec<Value>,
 }
 
-pub struct Subscription {
-    pub id: String,
-    pub ordinal: u64,
-}
-
 /// Settled command acknowledgements, for `duplicate` replays (LRU).
 #[derive(Default)]
 pub struct Settled {
@@ -232,6 +202,8 @@ impl Settled {
 
 pub struct Conversation {
     pub record: StoredConversation,
+    /// The V4 log; at most one subscriber (a new subscription replaces the old one).
+    pub publisher: Publisher,
     /// Saved to disk (`persistence: "deferred"` waits for the first input).
     pub persisted: bool,
     pub queue: Vec<Value>,
@@ -240,7 +212,6 @@ pub struct Conversation {
     pub pending: Vec<Value>,
     pub waiting: HashMap<String, Waiting>,
     pub resolved: HashSet<String>,
-    pub subscription: Option<Subscription>,
     pub turn: Option<TurnHandle>,
     /// A driver task runs turns for this session.
     pub driving: bool,
@@ -254,13 +225,18 @@ pub struct Conversation {
     pub admission_seq: u64,
     /// `syncAppRuntimePreferences.askUserQuestionAutoResolutionEnabled`.
     pub ask_auto_resolution: bool,
-    retained: VecDeque<(u64, Value)>,
     router: Arc<Router>,
 }
 
 impl Conversation {
-    pub fn new(record: StoredConversation, persisted: bool, router: Arc<Router>) -> Conversation {
+    pub fn new(
+        record: StoredConversation,
+        log: Log,
+        persisted: bool,
+        router: Arc<Router>,
+    ) -> Conversation {
         Conversation {
+            publisher: Publisher::new(&record.session_id, log, RETAINED_DELTAS),
             record,
             persisted,
             queue: Vec::new(),
@@ -269,7 +245,6 @@ impl Conversation {
             pending: Vec::new(),
             waiting: HashMap::new(),
             resolved: HashSet::new(),
-            subscription: None,
             turn: None,
             driving: false,
             next_inputs: VecDeque::new(),
@@ -278,7 +253,6 @@ impl Conversation {
             settled: Settled::default(),
             admission_seq: 0,
             ask_auto_resolution: true,
-            retained: VecDeque::new(),
             router,
         }
     }
@@ -298,11 +272,7 @@ impl Conversation {
             updated_at: now,
             title: String::new(),
             title_source: "default".into(),
-            log_epoch: format!("epoch-{}", uuid::Uuid::new_v4().simple()),
-            seq: 0,
             revision: 0,
-            next_row_id: 1,
-            rows: Vec::new(),
             config,
             usage: Cumulative::default(),
             context_used: 0,
@@ -313,7 +283,8 @@ impl Conversation {
             mcp_servers: Value::Null,
             permissions: Vec::new(),
         };
-        Conversation::new(record, false, router)
+        let log = Log::new(format!("epoch-{}", uuid::Uuid::new_v4().simple()), Vec::new());
+        Conversation::new(record, log, false, router)
     }
 
     pub fn id(&self) -> &str {
@@ -321,7 +292,7 @@ impl Conversation {
     }
 
     pub fn topic(&self) -> String {
-        format!("conversation/{}", self.record.session_id)
+        self.publisher.topic()
     }
 
     pub fn is_running(&self) -> bool {
@@ -353,60 +324,24 @@ impl Conversation {
 
     // ----- rows -------------------------------------------------------------------------
 
-    fn row_index(&self, row_id: u64) -> Option<usize> {
-        self.record
-            .rows
-            .binary_search_by_key(&row_id, |row| row["rowId"].as_u64().unwrap_or(0))
-            .ok()
-    }
-
     #[cfg(test)]
     pub fn row(&self, row_id: u64) -> Option<&Value> {
-        self.row_index(row_id).map(|index| &self.record.rows[index])
+        self.publisher.row(row_id)
     }
 
     /// Appends a row (its `rowId`, `createdAt` and `createdAtSeq` are filled in).
-    pub fn append_row(&mut self, batch: &mut Batch, mut row: Value) -> u64 {
-        let row_id = self.record.next_row_id;
-        self.record.next_row_id += 1;
-        row["rowId"] = json!(row_id);
-        if row.get("createdAt").is_none() {
-            row["createdAt"] = json!(now_ms());
-        }
-        row["createdAtSeq"] = json!(self.record.seq + batch.len() as u64 + 1);
-        batch.deltas.push(json!({"op": "row.appended", "row": row}));
-        self.record.rows.push(row);
-        row_id
+    pub fn append_row(&mut self, batch: &mut Batch, row: Value) -> u64 {
+        self.publisher.append_row(batch, row)
     }
 
     /// Changes a row and sends it whole (`row.upserted`).
     pub fn upsert_row(&mut self, batch: &mut Batch, row_id: u64, change: impl FnOnce(&mut Value)) {
-        let Some(index) = self.row_index(row_id) else { return };
-        change(&mut self.record.rows[index]);
-        batch.deltas.push(json!({"op": "row.upserted", "row": self.record.rows[index].clone()}));
+        self.publisher.upsert_row(batch, row_id, change);
     }
 
     /// Appends streamed text to a row's `path` (`text`, `inputText`, `output.text`).
     pub fn stream_row(&mut self, batch: &mut Batch, row_id: u64, path: &str, append: &str) {
-        let Some(index) = self.row_index(row_id) else { return };
-        let row = &mut self.record.rows[index];
-        let slot = match path {
-            "output.text" => {
-                if !row["output"].is_object() {
-                    row["output"] = json!({"text": ""});
-                }
-                &mut row["output"]["text"]
-            }
-            other => &mut row[other],
-        };
-        // Appended in place: a turn of n deltas costs O(n), not a copy of the text per delta.
-        match slot {
-            Value::String(text) => text.push_str(append),
-            other => *other = Value::String(append.to_owned()),
-        }
-        batch
-            .deltas
-            .push(json!({"op": "row.delta", "rowId": row_id, "path": path, "append": append}));
+        self.publisher.stream_row(batch, row_id, path, append);
     }
 
     // ----- state ------------------------------------------------------------------------
@@ -435,7 +370,7 @@ impl Conversation {
             patch.insert("availability".into(), self.availability_json());
             patch.insert("inputRouting".into(), self.input_routing_json());
         }
-        batch.deltas.push(json!({"op": "state.updated", "patch": patch}));
+        batch.push(json!({"op": "state.updated", "patch": patch}));
     }
 
     /// Numbers the batch's deltas and sends them to the subscription as one frame.
@@ -450,75 +385,30 @@ impl Conversation {
             before_send(self);
             return;
         }
-        let from_seq = self.record.seq;
-        for delta in &batch.deltas {
-            self.record.seq += 1;
-            self.retained.push_back((self.record.seq, delta.clone()));
-        }
-        while self.retained.len() > RETAINED_DELTAS {
-            self.retained.pop_front();
-        }
+        let frames = self.publisher.commit(batch);
         self.record.updated_at = now_ms();
         before_send(self);
-        let to_seq = self.record.seq;
-        self.send(
-            DeliveryKind::Online,
-            from_seq,
-            to_seq,
-            json!({"kind": "deltas", "deltas": batch.deltas}),
-        );
+        for frame in frames {
+            self.router.deliver(&self.record.workspace_path, frame);
+        }
     }
 
-    /// The full snapshot, as a frame to the subscription.
-    pub fn send_snapshot(&mut self, kind: DeliveryKind) {
+    /// Sends the subscription's first frame: the deltas since a still-valid `base`, else a
+    /// snapshot. Returns the ack `mode`.
+    pub fn open(
+        &mut self,
+        base: Option<(&str, u64)>,
+        force: bool,
+        kind: DeliveryKind,
+    ) -> &'static str {
         let snapshot = self.snapshot();
-        let seq = self.record.seq;
-        self.send(kind, 0, seq, json!({"kind": "snapshot", "snapshot": snapshot}));
-    }
-
-    /// The retained deltas after `base_seq`, if they reach back that far.
-    pub fn retained_since(&self, base_seq: u64) -> Option<Vec<Value>> {
-        if base_seq > self.record.seq {
-            return None;
-        }
-        if base_seq == self.record.seq {
-            return Some(Vec::new());
-        }
-        let oldest = self.retained.front()?.0;
-        if oldest > base_seq + 1 {
-            return None;
-        }
-        Some(
-            self.retained
-                .iter()
-                .filter(|(seq, _)| *seq > base_seq)
-                .map(|(_, delta)| delta.clone())
-                .collect(),
-        )
-    }
-
-    /// Sends the deltas after `base_seq` (a `resume`).
-    pub fn send_since(&mut self, kind: DeliveryKind, base_seq: u64, deltas: Vec<Value>) {
-        let seq = self.record.seq;
-        self.send(kind, base_seq, seq, json!({"kind": "deltas", "deltas": deltas}));
-    }
-
-    fn send(&mut self, kind: DeliveryKind, from_seq: u64, to_seq: u64, payload: Value) {
-        let topic = self.topic();
-        let Some(subscription) = self.subscription.as_mut() else { return };
-        subscription.ordinal += 1;
-        let logical = json!({
-            "topic": topic, "subscriptionId": subscription.id,
-            "fromSeq": from_seq, "toSeq": to_seq, "sentAt": now_ms(), "payload": payload,
-        });
-        let delivery = Delivery {
-            workspace_key: &self.record.workspace_path,
-            topic: &topic,
-            subscription_id: &subscription.id,
-            ordinal: subscription.ordinal,
-            kind,
+        let Some(id) = self.publisher.subscribers.first().map(|s| s.id.clone()) else {
+            return "snapshot";
         };
-        self.router.deliver(&delivery, logical);
+        let (mode, frame) =
+            self.publisher.open(&id, base, force, kind, snapshot).expect("the subscriber exists");
+        self.router.deliver(&self.record.workspace_path, frame);
+        mode
     }
 
     // ----- snapshot pieces --------------------------------------------------------------
@@ -607,14 +497,8 @@ impl Conversation {
     }
 
     pub fn snapshot(&self) -> Value {
-        let rows = &self.record.rows;
-        let window = &rows[rows.len().saturating_sub(SNAPSHOT_WINDOW_ROWS)..];
-        json!({
-            "protocolVersion": 1,
-            "sessionId": self.record.session_id,
-            "logEpoch": self.record.log_epoch,
-            "seq": self.record.seq,
-            "revision": self.record.revision,
+        let mut snapshot = self.publisher.snapshot_head(self.record.revision);
+        let zone = json!({
             "control": self.control_json(),
             "availability": self.availability_json(),
             "inputRouting": self.input_routing_json(),
@@ -630,33 +514,24 @@ impl Conversation {
             "goal": null,
             "plan": self.record.plan,
             "workspaceHookAdmission": null,
-            "rows": {"window": window, "totalCount": rows.len(),
-                     "firstRowId": rows.first().map(|row| row["rowId"].clone())},
-        })
+        });
+        if let Value::Object(zone) = zone {
+            snapshot.extend(zone);
+        }
+        snapshot.insert("rows".into(), self.publisher.rows_window());
+        Value::Object(snapshot)
     }
 
     /// `conversationRowsRangeV4`: up to `limit` rows before `before` (the tail without it),
     /// oldest first.
     pub fn rows_range(&self, before: Option<u64>, limit: usize) -> Value {
-        let rows = &self.record.rows;
-        let end = match before {
-            Some(before) => rows.partition_point(|row| row["rowId"].as_u64().unwrap_or(0) < before),
-            None => rows.len(),
-        };
-        let start = end.saturating_sub(limit);
-        json!({
-            "rows": &rows[start..end],
-            "atSeq": self.record.seq,
-            "atRevision": self.record.revision,
-            "atLogEpoch": self.record.log_epoch,
-            "hasMore": start > 0,
-        })
+        self.publisher.rows_range(before, limit, self.record.revision)
     }
 
     /// A session loaded from disk after its process died mid-turn: nothing runs any more.
     pub fn settle_after_restart(&mut self) {
         let mut interrupted = false;
-        for row in &mut self.record.rows {
+        for row in &mut self.publisher.log.rows {
             let (field, unfinished, settled) = match row["kind"].as_str() {
                 Some("turnHeader") => ("state", &["running"][..], "completedInterrupted"),
                 Some("assistantText" | "reasoning") => ("state", &["streaming"][..], "interrupted"),
@@ -683,7 +558,7 @@ mod tests {
 
     fn conversation() -> Conversation {
         let router =
-            Arc::new(Router::new(ServerOutput::start(false), super::super::wire::MAX_FRAME_BYTES));
+            Arc::new(Router::new(ServerOutput::start(false), crate::v4::wire::MAX_FRAME_BYTES));
         let model = catalog::default_selected_model();
         let config = Config {
             provider_id: model.provider_id().into(),
@@ -809,12 +684,12 @@ mod tests {
         conversation.stream_row(&mut batch, row, "text", "lo");
         conversation.patch(&mut batch, &[Key::Meta]);
         conversation.commit(batch);
-        assert_eq!((conversation.record.seq, conversation.record.revision), (4, 1));
+        assert_eq!((conversation.publisher.log.seq, conversation.record.revision), (4, 1));
         assert_eq!(conversation.row(row).unwrap()["text"], "Hello");
         assert_eq!(conversation.row(row).unwrap()["createdAtSeq"], 1);
-        assert_eq!(conversation.retained_since(2).unwrap().len(), 2);
-        assert_eq!(conversation.retained_since(4).unwrap().len(), 0);
-        assert!(conversation.retained_since(5).is_none());
+        assert_eq!(conversation.publisher.retained_since(2).unwrap().len(), 2);
+        assert_eq!(conversation.publisher.retained_since(4).unwrap().len(), 0);
+        assert!(conversation.publisher.retained_since(5).is_none());
     }
 
     #[test]
@@ -851,8 +726,8 @@ mod tests {
         conversation.commit(batch);
         conversation.record.phase = "running".into();
         conversation.settle_after_restart();
-        assert_eq!(conversation.record.rows[0]["state"], "completedInterrupted");
-        assert_eq!(conversation.record.rows[1]["status"], "cancelled");
+        assert_eq!(conversation.publisher.log.rows[0]["state"], "completedInterrupted");
+        assert_eq!(conversation.publisher.log.rows[1]["status"], "cancelled");
         assert_eq!(conversation.record.phase, "completedInterrupted");
     }
 }

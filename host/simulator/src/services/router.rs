@@ -8,12 +8,12 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
-use super::wire::{self, DeliveryKind, WireTarget};
 use crate::services::fault::Fault;
 use crate::services::ipc::message::EVENT_FIRE;
 use crate::services::ipc::transport::encode_frame;
 use crate::services::ipc::value::RpcValue;
 use crate::services::out::ServerOutput;
+use crate::v4::wire::{self, Frame, Framing};
 
 pub struct Router {
     out: Arc<ServerOutput>,
@@ -23,15 +23,6 @@ pub struct Router {
     /// or (`None`, a fault point of the process) of any.
     armed: Mutex<Vec<(Option<String>, Fault)>>,
     max_physical_bytes: usize,
-}
-
-/// One logical frame on its way to one subscription.
-pub struct Delivery<'a> {
-    pub workspace_key: &'a str,
-    pub topic: &'a str,
-    pub subscription_id: &'a str,
-    pub ordinal: u64,
-    pub kind: DeliveryKind,
 }
 
 impl Router {
@@ -77,9 +68,9 @@ impl Router {
         Some(armed.remove(index))
     }
 
-    /// Encodes and writes one logical frame to the workspace's listens.
-    pub fn deliver(&self, delivery: &Delivery<'_>, mut logical: Value) {
-        let (scope, fault) = match self.take_armed(delivery.topic) {
+    /// Encodes and writes one logical frame to the listens of `workspace_key`.
+    pub fn deliver(&self, workspace_key: &str, mut frame: Frame) {
+        let (scope, fault) = match self.take_armed(&frame.topic) {
             Some((scope, fault)) => (scope, Some(fault)),
             None => (None, None),
         };
@@ -88,7 +79,7 @@ impl Router {
             Some(Fault::SeqGap) => return,
             Some(Fault::UnknownDelta) => {
                 if let Some(deltas) =
-                    logical.pointer_mut("/payload/deltas").and_then(Value::as_array_mut)
+                    frame.logical.pointer_mut("/payload/deltas").and_then(Value::as_array_mut)
                 {
                     deltas.push(json!({"op": "sim.unknownOp", "detail": {"simulated": true}}));
                 } else {
@@ -99,14 +90,8 @@ impl Router {
             _ => {}
         }
         let corrupt = fault == Some(Fault::CrcMismatch);
-        let target = WireTarget {
-            topic: delivery.topic,
-            subscription_id: delivery.subscription_id,
-            ordinal: delivery.ordinal,
-            delivery: delivery.kind,
-            max_physical_bytes: self.max_physical_bytes,
-        };
-        let wires = match wire::encode(&logical, &target, corrupt, corrupt) {
+        let framing = Framing::Measured { max_physical_bytes: self.max_physical_bytes };
+        let wires = match wire::encode(frame, framing, corrupt, corrupt) {
             Ok(wires) => wires,
             Err(error) => {
                 eprintln!("zcode-sim: dropped a V4 frame that cannot be encoded: {}", error.0);
@@ -118,7 +103,7 @@ impl Router {
             .lock()
             .expect("listens lock")
             .iter()
-            .filter(|(_, key)| key.as_str() == delivery.workspace_key)
+            .filter(|(_, key)| key.as_str() == workspace_key)
             .map(|(id, _)| *id)
             .collect();
         for wire in &wires {
