@@ -154,7 +154,7 @@ fn serve(install_root: &Path, profile: &'static AppServerProfile, flags: ServerF
             return ExitCode::from(2);
         }
     };
-    let faults = match AppFaults::from_env() {
+    let faults = match AppFaults::from_env(&[]) {
         Ok(faults) => faults,
         Err(message) => {
             eprintln!("zcode-sim: invalid ZCODE_SIM_FAULT: {message}");

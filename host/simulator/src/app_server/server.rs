@@ -330,8 +330,8 @@ impl Server {
     pub async fn serve(self: Arc<Self>, prepare_storage: bool) {
         let mut stalled = false;
         for armed in self.faults.take("start") {
-            match armed.fault {
-                AppFault::SlowStart => tokio::time::sleep(Duration::from_millis(armed.count)).await,
+            match armed.kind {
+                AppFault::SlowStart => tokio::time::sleep(armed.delay()).await,
                 AppFault::Crash => self.out.exit(1, Some("Error: simulated crash at start".into())),
                 AppFault::Exit => self.out.exit(1, None),
                 AppFault::Stall => stalled = true,
@@ -432,7 +432,7 @@ impl Server {
             AppFault::InvalidUtf8,
         ];
         for armed in self.faults.take_kinds(&method, &generic) {
-            match armed.fault {
+            match armed.kind {
                 AppFault::Crash => {
                     return self.out.exit(1, Some(format!("Error: simulated crash at {method}")));
                 }

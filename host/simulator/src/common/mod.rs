@@ -5,6 +5,7 @@ pub mod auth;
 pub mod base64;
 pub mod catalog;
 pub mod clock;
+pub mod fault;
 pub mod output;
 pub mod scenario;
 pub mod store;

@@ -142,7 +142,7 @@ impl Server {
     /// [`Self::fire`] for a fault a turn of conversation `topic` reached: a frame fault is
     /// that conversation's.
     pub fn fire_in(&self, armed: &ArmedFault, topic: Option<&str>) -> Result<(), Frozen> {
-        match armed.fault {
+        match armed.kind {
             Fault::Crash => {
                 let message =
                     format!("zcode-server:stdio fatal: Error: simulated crash at {}", armed.point);
@@ -261,8 +261,8 @@ async fn serve(server: Arc<Server>) {
     let mut shutdown = Shutdown::install();
     let mut stalled = false;
     for armed in server.faults.take(fault::START) {
-        match armed.fault {
-            Fault::SlowStart => tokio::time::sleep(armed.delay).await,
+        match armed.kind {
+            Fault::SlowStart => tokio::time::sleep(armed.delay()).await,
             _ => stalled |= server.fire(&armed).is_err(),
         }
     }
@@ -270,7 +270,7 @@ async fn serve(server: Arc<Server>) {
     if !stalled {
         let mut version = server.profile.server_version.to_owned();
         for armed in server.faults.take(fault::HELLO) {
-            match armed.fault {
+            match armed.kind {
                 Fault::WrongHelloVersion => version = "0.0.0-simulated-mismatch".into(),
                 _ => stalled |= server.fire(&armed).is_err(),
             }
@@ -417,8 +417,8 @@ fn call(server: &Arc<Server>, id: i64, channel: &str, method: &str, args: Vec<Op
         armed.extend(server.faults.take(command));
     }
     for armed in armed {
-        match armed.fault {
-            Fault::Late => delay = Some(armed.delay),
+        match armed.kind {
+            Fault::Late => delay = Some(armed.delay()),
             Fault::Duplicate => duplicate = true,
             _ => {
                 if server.fire(&armed).is_err() {

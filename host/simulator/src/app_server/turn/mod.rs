@@ -28,8 +28,8 @@ use super::session::{row_base, with};
 use super::store::Usage;
 use super::wire;
 use crate::common::clock::now_ms;
+use crate::common::fault::FaultKind;
 use crate::common::scenario::{Action, Condition, Scenario, UsageOverride};
-use crate::task::fault::FaultKind;
 
 /// What an accepting `session/send` or `sendText` prepared.
 pub struct TurnStart {
@@ -419,7 +419,7 @@ impl Turn {
         let storm = self.server.faults.take_one("model-request", AppFault::HeadersStorm);
         self.fault_point("model-request").await?;
         if model.account.is_some() {
-            let times = storm.map_or(1, |armed| armed.count.max(1));
+            let times = storm.map_or(1, |armed| armed.value.max(1));
             for _ in 0..times {
                 self.provider_headers(false).await?;
             }
@@ -603,7 +603,7 @@ impl Turn {
         let kinds = if point == "turn-end" { &kinds[..kinds.len() - 1] } else { &kinds[..] };
         let armed = self.server.faults.take_kinds(point, kinds);
         for fault in armed {
-            self.fire(fault.fault, point)?;
+            self.fire(fault.kind, point)?;
         }
         Ok(())
     }

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::task::fault::FaultKind;
+use crate::common::fault::FaultKind;
 
 pub use builtin::select;
 pub(crate) use parse::{default_permission_options, split_chars, workspace_relative};

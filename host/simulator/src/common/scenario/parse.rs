@@ -9,7 +9,7 @@ use super::{
     Action, Condition, Effect, Permission, PlanApproval, PlanSource, Question, Scenario, Step,
     ToolCall, ToolOutcome, UsageOverride,
 };
-use crate::task::fault::FaultKind;
+use crate::common::fault::{FaultKind, parse_name};
 
 const DEFAULT_CHUNK_CHARS: usize = 12;
 const DEFAULT_STREAM_CHUNK: &str = "lorem ipsum ";
@@ -128,11 +128,12 @@ fn parse_step(value: &Value) -> Result<Step, String> {
         }
         "fault" => {
             fields.allow(&["fault"])?;
-            let fault = FaultKind::parse(fields.required_str("fault")?)?;
+            let name = fields.required_str("fault")?;
+            let fault = parse_name(FaultKind::NAMES, name)?;
             if matches!(fault, FaultKind::Late | FaultKind::Duplicate | FaultKind::SlowStart) {
                 return Err(format!(
                     "fault `{}` is about call responses; arm it with ZCODE_SIM_FAULT",
-                    fault.name()
+                    name.trim().replace('_', "-")
                 ));
             }
             Action::Fault(fault)

@@ -255,11 +255,8 @@ impl Turn {
     }
 
     fn fire(&mut self, fault: Fault) -> StepResult {
-        let armed = crate::services::fault::ArmedFault {
-            fault,
-            point: "scenario".into(),
-            delay: Default::default(),
-        };
+        let armed =
+            crate::services::fault::ArmedFault { kind: fault, point: "scenario".into(), value: 0 };
         let topic = self.topic();
         self.server.fire_in(&armed, Some(&topic)).map_err(|Frozen| Halt::Frozen)
     }

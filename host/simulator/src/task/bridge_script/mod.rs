@@ -103,7 +103,7 @@ async fn serve(bridge: Arc<Bridge>) {
     let mut stalled = false;
     for fault in bridge.host.faults.take("start") {
         match fault.kind {
-            FaultKind::SlowStart => tokio::time::sleep(fault.delay).await,
+            FaultKind::SlowStart => tokio::time::sleep(fault.delay()).await,
             FaultKind::Crash => {
                 out.exit(1, Some("ZCode host worker failed: simulated crash at start".into()))
             }
@@ -190,7 +190,7 @@ impl Bridge {
                 }
                 FaultKind::Exit => return self.host.out.exit(WORKER_EXIT_STATUS, None),
                 FaultKind::Stall => return,
-                FaultKind::Late => delay = Some(fault.delay),
+                FaultKind::Late => delay = Some(fault.delay()),
                 FaultKind::Duplicate => duplicate = true,
                 FaultKind::SlowStart => {}
                 other => self.host.inject(other, session_of(method, params).as_deref()),
