@@ -15,7 +15,8 @@ pub mod services;
 mod task;
 mod v4;
 
-pub use runtime::{platform, run_runner, run_runtime};
+pub use common::process::platform;
+pub use runtime::{run_runner, run_runtime};
 pub use services::profile::{RUNTIME_PROFILES, RuntimeProfile};
 
 /// What kind of install a simulated release is played behind.

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use crate::app_server;
 use crate::common::auth;
+use crate::common::process::{fail, platform};
 use crate::task::bridge_script as bridge;
 use crate::task::profile::{Profile, Release};
 
@@ -135,25 +136,4 @@ fn doctor(profile: &Profile, json: bool) -> ExitCode {
         }
     }
     ExitCode::SUCCESS
-}
-
-/// `<process.platform>-<process.arch>` as Node spells it.
-pub fn platform() -> String {
-    let os = match std::env::consts::OS {
-        "macos" => "darwin",
-        "windows" => "win32",
-        other => other,
-    };
-    let arch = match std::env::consts::ARCH {
-        "x86_64" => "x64",
-        "aarch64" => "arm64",
-        "x86" => "ia32",
-        other => other,
-    };
-    format!("{os}-{arch}")
-}
-
-fn fail(code: u8, message: &str) -> ExitCode {
-    eprintln!("{message}");
-    ExitCode::from(code)
 }

@@ -15,6 +15,7 @@ use super::provider_config::ProviderConfig;
 use super::server::{Options, Server};
 use super::store::AppStore;
 use crate::common::output::Output;
+use crate::common::process::{block_on, platform};
 
 const HELP: &str = "Usage: zcode <command> [options]
 
@@ -108,14 +109,14 @@ fn usage_error(message: &str) -> ExitCode {
 fn doctor(profile: &AppServerProfile, json: bool) -> ExitCode {
     let report = serde_json::json!({
         "cli": {"name": "zcode", "processName": "zcode", "version": cli_version(profile)},
-        "runtime": {"node": "v24.14.0", "platform": crate::platform()},
+        "runtime": {"node": "v24.14.0", "platform": platform()},
         "packaging": {"default": "node-bundle", "sea": "optional"},
     });
     if json {
         println!("{}", serde_json::to_string_pretty(&report).expect("serializable"));
     } else {
         println!("zcode {}", cli_version(profile));
-        println!("runtime: node v24.14.0 ({})", crate::platform());
+        println!("runtime: node v24.14.0 ({})", platform());
         println!("packaging: node-bundle");
     }
     ExitCode::SUCCESS
@@ -170,13 +171,8 @@ fn serve(install_root: &Path, profile: &'static AppServerProfile, flags: ServerF
         }
     };
     let store = AppStore::for_install(install_root);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("tokio runtime");
-    runtime.block_on(async move {
-        let out = Output::start();
+    block_on(async move {
+        let out = Output::start(false);
         let server = Server::new(profile, options, faults, store, provider, out);
         server.serve(flags.prepare_storage).await
     });

@@ -31,33 +31,3 @@ mod zod;
 
 pub(crate) use cli::run;
 pub use profile::{AppServerProfile, Generation, PROFILES, by_name, for_app_version};
-
-/// SIGTERM / SIGINT (Ctrl-C elsewhere): the Agent exits like at end of input.
-pub(crate) struct Shutdown {
-    #[cfg(unix)]
-    signals: (tokio::signal::unix::Signal, tokio::signal::unix::Signal),
-}
-
-impl Shutdown {
-    pub(crate) fn install() -> Shutdown {
-        #[cfg(unix)]
-        {
-            use tokio::signal::unix::{SignalKind, signal};
-            let terminate = signal(SignalKind::terminate()).expect("SIGTERM handler");
-            let interrupt = signal(SignalKind::interrupt()).expect("SIGINT handler");
-            Shutdown { signals: (terminate, interrupt) }
-        }
-        #[cfg(not(unix))]
-        Shutdown {}
-    }
-
-    pub(crate) async fn requested(&mut self) {
-        #[cfg(unix)]
-        tokio::select! {
-            _ = self.signals.0.recv() => {},
-            _ = self.signals.1.recv() => {},
-        }
-        #[cfg(not(unix))]
-        let _ = tokio::signal::ctrl_c().await;
-    }
-}

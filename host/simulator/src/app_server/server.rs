@@ -33,6 +33,7 @@ use super::v4::Gateway;
 use super::wire::{self, Incoming, ProtocolError};
 use super::{legacy, v4};
 use crate::common::output::Output;
+use crate::common::process::{ScenarioOptions, Shutdown, number};
 use crate::v4::publisher::Batch;
 
 /// Settings read once from the environment.
@@ -49,32 +50,12 @@ pub struct Options {
 }
 
 fn millis(name: &str, default: u64) -> Result<Duration, String> {
-    match std::env::var(name) {
-        Ok(text) => text
-            .trim()
-            .parse()
-            .map(Duration::from_millis)
-            .map_err(|_| format!("{name} is not a number: {text}")),
-        Err(_) => Ok(Duration::from_millis(default)),
-    }
+    Ok(Duration::from_millis(number(name)?.unwrap_or(default)))
 }
 
 impl Options {
     pub fn from_env() -> Result<Options, String> {
-        let scenario_file = match std::env::var_os("ZCODE_SIM_SCENARIO") {
-            Some(path) if std::path::Path::new(&path).is_absolute() => Some(path.into()),
-            Some(path) => {
-                return Err(format!(
-                    "ZCODE_SIM_SCENARIO must be absolute: {}",
-                    path.to_string_lossy()
-                ));
-            }
-            None => None,
-        };
-        let chunk_delay = match std::env::var("ZCODE_SIM_CHUNK_DELAY_MS") {
-            Ok(_) => Some(millis("ZCODE_SIM_CHUNK_DELAY_MS", 0)?),
-            Err(_) => None,
-        };
+        let ScenarioOptions { scenario_file, chunk_delay } = ScenarioOptions::from_env()?;
         Ok(Options {
             // Source values: 1 s re-announce, 15 s runtime preferences, 180 s headers.
             reannounce: millis("ZCODE_SIM_REANNOUNCE_MS", 1_000)?,
@@ -373,7 +354,7 @@ impl Server {
                 }
             }
         });
-        let mut shutdown = super::Shutdown::install();
+        let mut shutdown = Shutdown::install();
         let mut line = Vec::new();
         loop {
             line.clear();

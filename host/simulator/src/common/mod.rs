@@ -7,5 +7,6 @@ pub mod catalog;
 pub mod clock;
 pub mod fault;
 pub mod output;
+pub mod process;
 pub mod scenario;
 pub mod store;

@@ -1,9 +1,11 @@
-//! The single stdout writer.
+//! The single stdout writer every generation writes through.
 //!
 //! Every frame goes through one queue drained by one thread, so frames never interleave and
 //! the order in which producers enqueue is the order on the wire. Ending the process also goes
 //! through the queue: whatever was enqueued before an exit request is flushed first, nothing
-//! enqueued after it is written.
+//! enqueued after it is written. With `split_writes` (the Services Server's `split-writes`
+//! fault) every byte is written and flushed on its own, so a reader sees frames cut at every
+//! possible place.
 
 use std::io::Write;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -25,13 +27,13 @@ pub struct Output {
 
 impl Output {
     /// Starts the writer thread on this process's stdout.
-    pub fn start() -> Arc<Output> {
+    pub fn start(split_writes: bool) -> Arc<Output> {
         let (sender, receiver) = channel();
         let queued_bytes = Arc::new(AtomicUsize::new(0));
         let counter = queued_bytes.clone();
         std::thread::Builder::new()
             .name("zcode-sim-stdout".into())
-            .spawn(move || write_loop(receiver, &counter))
+            .spawn(move || write_loop(receiver, &counter, split_writes))
             .expect("spawn stdout writer");
         Arc::new(Output { queue: Mutex::new(sender), queued_bytes })
     }
@@ -71,14 +73,21 @@ impl Output {
     }
 }
 
-fn write_loop(receiver: Receiver<OutMessage>, queued_bytes: &AtomicUsize) {
+fn write_loop(receiver: Receiver<OutMessage>, queued_bytes: &AtomicUsize, split_writes: bool) {
     let stdout = std::io::stdout();
     let mut writer = std::io::BufWriter::with_capacity(1 << 20, stdout.lock());
     let mut next = receiver.recv().ok();
     while let Some(message) = next {
         match message {
             OutMessage::Bytes(bytes) => {
-                if writer.write_all(&bytes).is_err() {
+                let written = if split_writes {
+                    bytes.iter().try_for_each(|byte| {
+                        writer.write_all(std::slice::from_ref(byte)).and_then(|()| writer.flush())
+                    })
+                } else {
+                    writer.write_all(&bytes)
+                };
+                if written.is_err() {
                     // The reader is gone; nobody can receive anything any more.
                     std::process::exit(1);
                 }

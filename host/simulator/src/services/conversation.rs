@@ -554,11 +554,10 @@ impl Conversation {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::services::out::ServerOutput;
+    use crate::common::output::Output;
 
     fn conversation() -> Conversation {
-        let router =
-            Arc::new(Router::new(ServerOutput::start(false), crate::v4::wire::MAX_FRAME_BYTES));
+        let router = Arc::new(Router::new(Output::start(false), crate::v4::wire::MAX_FRAME_BYTES));
         let model = catalog::default_selected_model();
         let config = Config {
             provider_id: model.provider_id().into(),

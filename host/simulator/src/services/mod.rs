@@ -23,6 +23,7 @@ use std::ffi::OsString;
 use std::path::Path;
 use std::process::ExitCode;
 
+use crate::common::process::{fail, node_arch, node_platform};
 use profile::RuntimeProfile;
 
 /// Overrides the Agent version `zcode.cjs --version` prints (a wrong-version variant).
@@ -56,8 +57,8 @@ fn run_node(
         }
         // Identification scripts (`node -e …`); the script text is not evaluated.
         Some("-e" | "--eval" | "-p" | "--print") if args.len() >= 2 => {
-            let identity = serde_json::json!({"node": node_version, "platform": server::node_platform(),
-                                              "arch": server::node_arch()});
+            let identity = serde_json::json!({"node": node_version, "platform": node_platform(),
+                                              "arch": node_arch()});
             println!("{identity}");
             ExitCode::SUCCESS
         }
@@ -99,9 +100,4 @@ fn is_entry(script: &str, entry: &Path) -> bool {
         (Ok(script), Ok(entry)) => script == entry,
         _ => false,
     }
-}
-
-fn fail(code: u8, message: &str) -> ExitCode {
-    eprintln!("{message}");
-    ExitCode::from(code)
 }

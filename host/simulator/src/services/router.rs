@@ -8,15 +8,16 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
+use crate::common::output::Output;
 use crate::services::fault::Fault;
 use crate::services::ipc::message::EVENT_FIRE;
 use crate::services::ipc::transport::encode_frame;
 use crate::services::ipc::value::RpcValue;
-use crate::services::out::ServerOutput;
+use crate::services::out::Messages;
 use crate::v4::wire::{self, Frame, Framing};
 
 pub struct Router {
-    out: Arc<ServerOutput>,
+    out: Arc<Output>,
     /// Listen request id → workspace key.
     listens: Mutex<BTreeMap<i64, String>>,
     /// Frame faults waiting for the next frame: of the conversation (topic) that armed them,
@@ -26,7 +27,7 @@ pub struct Router {
 }
 
 impl Router {
-    pub fn new(out: Arc<ServerOutput>, max_physical_bytes: usize) -> Router {
+    pub fn new(out: Arc<Output>, max_physical_bytes: usize) -> Router {
         Router {
             out,
             listens: Mutex::new(BTreeMap::new()),
@@ -161,7 +162,7 @@ mod tests {
     /// F-21: a fault a turn armed is its conversation's, and goes when the turn ends.
     #[test]
     fn a_turns_frame_fault_stays_in_its_conversation_and_ends_with_it() {
-        let router = Router::new(ServerOutput::start(false), wire::MAX_FRAME_BYTES);
+        let router = Router::new(Output::start(false), wire::MAX_FRAME_BYTES);
         router.arm(Some("conversation/a"), Fault::UnknownDelta);
         router.arm(Some("conversation/a"), Fault::UnknownDelta);
         assert_eq!(router.take_armed("conversation/b"), None, "another conversation's frame");

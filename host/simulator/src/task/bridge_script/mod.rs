@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use tokio::io::AsyncBufReadExt;
 
 use crate::common::output::Output;
+use crate::common::process::{ScenarioOptions, Shutdown, block_on};
 use crate::task::fault::{FaultKind, Faults};
 use crate::task::host_service::{Handled, Host, HostOptions};
 use crate::task::profile::{Channel, Profile};
@@ -65,14 +66,9 @@ pub fn run(install_root: &std::path::Path, profile: &'static Profile) -> ExitCod
             return ExitCode::from(2);
         }
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("tokio runtime");
     let store = crate::task::host_service::store::Store::for_install(install_root);
-    runtime.block_on(async move {
-        let out = Output::start();
+    block_on(async move {
+        let out = Output::start(false);
         let host = Host::new(profile, options, faults, store, out);
         serve(Arc::new(Bridge { host, env })).await
     });
@@ -80,21 +76,7 @@ pub fn run(install_root: &std::path::Path, profile: &'static Profile) -> ExitCod
 }
 
 fn host_options() -> Result<HostOptions, String> {
-    let scenario_file = match std::env::var_os("ZCODE_SIM_SCENARIO") {
-        Some(path) if std::path::Path::new(&path).is_absolute() => Some(path.into()),
-        Some(path) => {
-            return Err(format!("ZCODE_SIM_SCENARIO must be absolute: {}", path.to_string_lossy()));
-        }
-        None => None,
-    };
-    let chunk_delay = match std::env::var("ZCODE_SIM_CHUNK_DELAY_MS") {
-        Ok(text) => Some(std::time::Duration::from_millis(
-            text.trim()
-                .parse()
-                .map_err(|_| format!("ZCODE_SIM_CHUNK_DELAY_MS is not a number: {text}"))?,
-        )),
-        Err(_) => None,
-    };
+    let ScenarioOptions { scenario_file, chunk_delay } = ScenarioOptions::from_env()?;
     Ok(HostOptions { signed_out: crate::common::auth::signed_out(), scenario_file, chunk_delay })
 }
 
@@ -133,36 +115,6 @@ async fn serve(bridge: Arc<Bridge>) {
     bridge.host.dispose_subscriptions();
     out.exit(0, None);
     std::future::pending::<()>().await;
-}
-
-/// SIGTERM / SIGINT (Ctrl-C elsewhere).
-struct Shutdown {
-    #[cfg(unix)]
-    signals: (tokio::signal::unix::Signal, tokio::signal::unix::Signal),
-}
-
-impl Shutdown {
-    fn install() -> Shutdown {
-        #[cfg(unix)]
-        {
-            use tokio::signal::unix::{SignalKind, signal};
-            let terminate = signal(SignalKind::terminate()).expect("SIGTERM handler");
-            let interrupt = signal(SignalKind::interrupt()).expect("SIGINT handler");
-            Shutdown { signals: (terminate, interrupt) }
-        }
-        #[cfg(not(unix))]
-        Shutdown {}
-    }
-
-    async fn requested(&mut self) {
-        #[cfg(unix)]
-        tokio::select! {
-            _ = self.signals.0.recv() => {},
-            _ = self.signals.1.recv() => {},
-        }
-        #[cfg(not(unix))]
-        let _ = tokio::signal::ctrl_c().await;
-    }
 }
 
 impl Bridge {
