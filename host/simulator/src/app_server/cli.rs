@@ -174,7 +174,7 @@ fn serve(install_root: &Path, profile: &'static AppServerProfile, flags: ServerF
     block_on(async move {
         let out = Output::start(false);
         let server = Server::new(profile, options, faults, store, provider, out);
-        server.serve(flags.prepare_storage).await
+        super::stdio::serve(server, flags.prepare_storage).await
     });
     ExitCode::SUCCESS
 }

@@ -31,6 +31,18 @@ pub enum Origin {
     V4,
 }
 
+/// What an accepting `session/send` or `sendText` prepared.
+pub struct TurnStart {
+    pub session_id: String,
+    pub turn_id: String,
+    pub input_id: String,
+    /// The persisted user message of the prompt.
+    pub message_id: String,
+    pub text: String,
+    pub command_id: Option<String>,
+    pub stop: watch::Receiver<bool>,
+}
+
 pub struct RunningTurn {
     pub turn_id: String,
     pub origin: Origin,
@@ -175,6 +187,49 @@ impl Resident {
 
     pub fn is_running(&self) -> bool {
         self.turn.is_some()
+    }
+
+    /// Records the prompt and marks the session running; the turn itself starts once the
+    /// accepting response is out. Shared by `session/send`, V4 `sendText` and queue drains.
+    pub fn begin_turn(
+        &mut self,
+        content: &str,
+        input_id: &str,
+        origin: Origin,
+        command_id: Option<String>,
+    ) -> TurnStart {
+        let turn_id = messages::new_id("turn");
+        let message_id = messages::new_id("msg");
+        let session_id = self.record.session_id.clone();
+        let model = self.record.model.as_ref();
+        let user = messages::user_message(&session_id, &message_id, content, model);
+        self.record.messages.push(user);
+        self.record.updated_at = now_ms();
+        // The session row appears with the first prompt (reference APP §8.1).
+        self.stored = true;
+        self.deferred = false;
+        self.revision += 1;
+        let (stop, stopped) = watch::channel(false);
+        let started_at = now_ms();
+        self.turn = Some(RunningTurn {
+            turn_id: turn_id.clone(),
+            origin,
+            stop,
+            foreground_execution_id: messages::new_id("exec"),
+            started_at,
+        });
+        let input_id = input_id.to_owned();
+        let text = content.to_owned();
+        TurnStart { session_id, turn_id, input_id, message_id, text, command_id, stop: stopped }
+    }
+
+    /// Takes the oldest queued input of an idle session and starts it.
+    pub fn next_queued(&mut self) -> Option<TurnStart> {
+        if self.is_running() {
+            return None;
+        }
+        let item = self.queue.pop_front()?;
+        Some(self.begin_turn(&item.text, &item.input_id, item.origin, Some(item.command_id)))
     }
 
     /// Builds the next protocol session event and records it (`ZCodeSessionEvent`).

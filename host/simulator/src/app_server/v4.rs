@@ -4,26 +4,23 @@
 //! `.parse`, so a bad request is `-32603` carrying the ZodError message, not `-32602`.
 //!
 //! The initial frame of a subscription goes out right after the ACK, in the same write (the
-//! server's post-response outbox); the `snapshot-first` fault reverses the order. Frames go out
-//! `complete` as `v4/conversation/frame` notifications, held per connection while the host
-//! reports it saturated.
+//! server's post-response outbox); the `snapshot-first` fault reverses the order. Frames go
+//! out through the connection gateway (`gateway.rs`).
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
 
 use super::catalog;
 use super::fault::AppFault;
-use super::legacy;
+use super::gateway::frame_notification;
 use super::schemas;
 use super::server::{Reply, Server, not_simulated};
 use super::v4_commands;
 use super::wire::{self, ProtocolError};
 use super::zod::{self, Schema};
-use crate::common::output::Output;
 use crate::v4::publisher::{SNAPSHOT_TAIL_ROWS, Subscriber};
-use crate::v4::wire::{DeliveryKind, Frame, Framing, encode};
+use crate::v4::wire::{DeliveryKind, Frame};
 
 /// Most rows one `rowsRange` answers (`PROTOCOL_V4_LIMITS.rowsRangeMaxLimit`).
 const ROWS_RANGE_MAX: f64 = 200.0;
@@ -56,67 +53,6 @@ const UNSIMULATED: &[&str] = &[
     "v4/commands/query",
 ];
 
-/// Where V4 frames go: per connection, paused while the host reports it saturated.
-#[derive(Default)]
-pub struct Gateway {
-    connections: HashMap<String, Connection>,
-    /// `workspace-config/<key>` subscriptions (conversation ones live in each publisher).
-    config_subscribers: Vec<Subscriber>,
-    /// Acks by `(sessionId, commandId)`, for replays of a command.
-    pub acks: HashMap<(Option<String>, String), Value>,
-}
-
-#[derive(Default)]
-struct Connection {
-    saturated: bool,
-    closed: bool,
-    held: Vec<Value>,
-}
-
-impl Gateway {
-    /// Writes one frame to its connection, or holds it while the connection is saturated.
-    /// Frames for a closed connection are dropped.
-    pub fn deliver(&mut self, out: &Output, frame: Frame) {
-        let connection = self.connections.entry(frame.connection_id.clone()).or_default();
-        if connection.closed {
-            return;
-        }
-        let notification = frame_notification(frame);
-        if connection.saturated {
-            connection.held.push(notification);
-        } else {
-            out.frame(&notification);
-        }
-    }
-
-    fn flow(&mut self, out: &Output, connection_id: &str, state: &str) {
-        let connection = self.connections.entry(connection_id.to_owned()).or_default();
-        match state {
-            "saturated" => connection.saturated = true,
-            "drained" => {
-                connection.saturated = false;
-                connection.closed = false;
-                for notification in std::mem::take(&mut connection.held) {
-                    out.frame(&notification);
-                }
-            }
-            _ => {
-                connection.closed = true;
-                connection.held.clear();
-                self.config_subscribers
-                    .retain(|subscriber| subscriber.connection_id != connection_id);
-            }
-        }
-    }
-}
-
-/// A frame as the app-server writes it: one `complete` wire in a `v4/conversation/frame`.
-fn frame_notification(frame: Frame) -> Value {
-    let mut wires =
-        encode(frame, Framing::Complete, false, false).expect("complete always encodes");
-    wire::notification("v4/conversation/frame", wires.remove(0))
-}
-
 /// A V4 params failure: `.parse` throws the ZodError, which the server reports as `-32603`.
 fn parse(schema: &Schema, params: Option<&Value>) -> Result<Value, ProtocolError> {
     let issues = zod::check(schema, params);
@@ -136,7 +72,7 @@ pub async fn dispatch(
     let params = params.as_ref();
     match method {
         "v4/connection/flow" => {
-            if server.faults.take_one(method, super::fault::AppFault::NoV4).is_some() {
+            if server.faults.take_one(method, AppFault::NoV4).is_some() {
                 return Err(ProtocolError::method_not_found(method));
             }
             let params = parse(&schemas::v4_connection_flow(), params)?;
@@ -156,9 +92,7 @@ pub async fn dispatch(
         "v4/conversation/usage" => {
             let params = parse(&schemas::v4_conversation_usage(), params)?;
             let session_id = params["sessionId"].as_str().unwrap_or_default();
-            let state = server.state();
-            let usage = legacy::stored_usage(&state, session_id)?;
-            Ok(legacy::usage_result(session_id, &usage).into())
+            Ok(server.state().usage(session_id)?.into())
         }
         "v4/command" => v4_commands::command(server, params),
         known if UNSIMULATED.contains(&known) => Err(not_simulated(known)),

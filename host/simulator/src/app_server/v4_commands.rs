@@ -13,12 +13,10 @@ use serde_json::{Value, json};
 use super::catalog;
 use super::fault::AppFault;
 use super::interactions::{Resolution, V4Answer};
-use super::legacy::{self, begin_turn};
 use super::messages;
 use super::schemas;
 use super::server::{Reply, Server, State};
-use super::session::{Origin, QueuedInput, Resident};
-use super::turn::TurnStart;
+use super::session::{Origin, QueuedInput, TurnStart};
 use super::wire::ProtocolError;
 use super::zod;
 use crate::common::clock::now_ms;
@@ -185,10 +183,10 @@ fn execute(
             let resident = state.sessions.get_mut(session_id).expect("checked above");
             resident.auto_drain = payload["autoDrain"] == true;
             resident.revision += 1;
-            *start = if resident.auto_drain { next_queued(resident) } else { None };
+            *start = if resident.auto_drain { resident.next_queued() } else { None };
             state.v4_patch(session_id, &["queue"]);
             if start.is_some() {
-                started(state, session_id);
+                state.started(session_id);
             }
             Decision::accepted(None)
         }
@@ -246,7 +244,7 @@ fn execute(
 
 /// A settings change: both projections hear of it, like after the legacy setters.
 fn announce(state: &mut State, session_id: &str, reason: &str, keys: &[&str]) -> Decision {
-    match legacy::announce_settings(state, session_id, reason, keys) {
+    match state.announce_settings(session_id, reason, keys) {
         Ok(()) => Decision::accepted(None),
         Err(error) => failed(error.message),
     }
@@ -270,9 +268,8 @@ fn send_text(state: &mut State, command: &Command<'_>, start: &mut Option<TurnSt
     }
     let input_id = messages::new_id("input");
     if !resident.is_running() {
-        let begun = begin_turn(resident, &text, &input_id, Origin::V4, Some(command_id.to_owned()));
-        *start = Some(begun);
-        started(state, session_id);
+        *start = Some(resident.begin_turn(&text, &input_id, Origin::V4, Some(command_id.into())));
+        state.started(session_id);
         let result = json!({"type": "inputAccepted", "delivery": "startNow", "inputId": input_id});
         return Decision::accepted(Some(result));
     }
@@ -331,20 +328,4 @@ fn stop(state: &mut State, session_id: &str, payload: &Value) -> Decision {
         state.v4_patch(session_id, &["queue"]);
     }
     Decision::accepted(None)
-}
-
-/// Takes the oldest queued input of an idle session and starts it.
-pub fn next_queued(resident: &mut Resident) -> Option<TurnStart> {
-    if resident.is_running() {
-        return None;
-    }
-    let item = resident.queue.pop_front()?;
-    Some(begin_turn(resident, &item.text, &item.input_id, item.origin, Some(item.command_id)))
-}
-
-/// What both projections hear when a run starts.
-pub fn started(state: &mut State, session_id: &str) {
-    state.persist(session_id);
-    state.state_updated(session_id, "prompt_started", json!({"status": "running"}));
-    state.v4_patch(session_id, &["control", "availability", "inputRouting", "queue"]);
 }

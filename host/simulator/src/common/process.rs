@@ -44,6 +44,32 @@ impl Shutdown {
     }
 }
 
+/// Hands stdin to `on_line` line by line until it ends or a signal comes. A `stalled`
+/// process reads nothing and only waits for the signal.
+pub async fn read_lines(
+    reader: &mut tokio::io::BufReader<tokio::io::Stdin>,
+    stalled: bool,
+    mut on_line: impl FnMut(&[u8]),
+) {
+    use tokio::io::AsyncBufReadExt;
+    let mut shutdown = Shutdown::install();
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        if stalled {
+            shutdown.requested().await;
+            break;
+        }
+        tokio::select! {
+            read = reader.read_until(b'\n', &mut line) => match read {
+                Ok(0) | Err(_) => break,
+                Ok(_) => on_line(&line),
+            },
+            () = shutdown.requested() => break,
+        }
+    }
+}
+
 /// `ZCODE_SIM_SCENARIO` (one scenario file for every prompt) and `ZCODE_SIM_CHUNK_DELAY_MS`
 /// (a pause between streamed chunks), as every generation reads them.
 pub struct ScenarioOptions {

@@ -292,12 +292,7 @@ impl Turn {
             })
             .unwrap_or(false);
         if in_plan {
-            let _ = super::super::legacy::announce_settings(
-                &mut state,
-                self.session_id(),
-                "mode_changed",
-                &["mode"],
-            );
+            let _ = state.announce_settings(self.session_id(), "mode_changed", &["mode"]);
         }
     }
 

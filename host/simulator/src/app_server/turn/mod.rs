@@ -16,7 +16,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tokio::sync::watch;
 
 use super::catalog::{self, StoredKey};
 use super::fault::AppFault;
@@ -24,24 +23,12 @@ use super::messages::{self, AssistantInfo, Tokens};
 use super::reverse::{ClientError, ClientRequest};
 use super::schemas;
 use super::server::{MALFORMED_LINE, Server, State};
-use super::session::{row_base, with};
+use super::session::{TurnStart, row_base, with};
 use super::store::Usage;
 use super::wire;
 use crate::common::clock::now_ms;
 use crate::common::fault::FaultKind;
 use crate::common::scenario::{Action, Condition, Scenario, UsageOverride};
-
-/// What an accepting `session/send` or `sendText` prepared.
-pub struct TurnStart {
-    pub session_id: String,
-    pub turn_id: String,
-    pub input_id: String,
-    /// The persisted user message of the prompt.
-    pub message_id: String,
-    pub text: String,
-    pub command_id: Option<String>,
-    pub stop: watch::Receiver<bool>,
-}
 
 /// Why the steps stopped early.
 #[derive(Debug)]
@@ -845,11 +832,12 @@ impl Turn {
             state.remove_resident(self.session_id());
             return None;
         }
-        let next = state.sessions.get_mut(self.session_id()).and_then(|resident| {
-            if resident.auto_drain { super::v4_commands::next_queued(resident) } else { None }
-        });
+        let next = state
+            .sessions
+            .get_mut(self.session_id())
+            .and_then(|resident| if resident.auto_drain { resident.next_queued() } else { None });
         if next.is_some() {
-            super::v4_commands::started(&mut state, self.session_id());
+            state.started(self.session_id());
         }
         next
     }

@@ -13,10 +13,9 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use tokio::io::AsyncBufReadExt;
 
 use crate::common::output::Output;
-use crate::common::process::{ScenarioOptions, Shutdown, block_on};
+use crate::common::process::{ScenarioOptions, block_on, read_lines};
 use crate::task::fault::{FaultKind, Faults};
 use crate::task::host_service::{Handled, Host, HostOptions};
 use crate::task::profile::{Channel, Profile};
@@ -94,23 +93,8 @@ async fn serve(bridge: Arc<Bridge>) {
             _ => {}
         }
     }
-    let mut shutdown = Shutdown::install();
     let mut reader = tokio::io::BufReader::with_capacity(1 << 16, tokio::io::stdin());
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        if stalled {
-            shutdown.requested().await;
-            break;
-        }
-        tokio::select! {
-            read = reader.read_until(b'\n', &mut line) => match read {
-                Ok(0) | Err(_) => break,
-                Ok(_) => bridge.handle_line(&line),
-            },
-            () = shutdown.requested() => break,
-        }
-    }
+    read_lines(&mut reader, stalled, |line| bridge.handle_line(line)).await;
     // Like the bridge's shutdown: dispose every subscription, then exit cleanly.
     bridge.host.dispose_subscriptions();
     out.exit(0, None);
