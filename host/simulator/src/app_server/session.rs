@@ -16,6 +16,7 @@ use super::catalog;
 use super::messages;
 use super::store::SessionRecord;
 use crate::common::clock::now_ms;
+use crate::common::turn::Stop;
 use crate::v4::publisher::{Log, Publisher};
 use crate::v4::wire::{DeliveryKind, Frame};
 
@@ -40,7 +41,7 @@ pub struct TurnStart {
     pub message_id: String,
     pub text: String,
     pub command_id: Option<String>,
-    pub stop: watch::Receiver<bool>,
+    pub stop: Stop<bool>,
 }
 
 pub struct RunningTurn {
@@ -220,7 +221,8 @@ impl Resident {
         });
         let input_id = input_id.to_owned();
         let text = content.to_owned();
-        TurnStart { session_id, turn_id, input_id, message_id, text, command_id, stop: stopped }
+        let stop = Stop(stopped);
+        TurnStart { session_id, turn_id, input_id, message_id, text, command_id, stop }
     }
 
     /// Takes the oldest queued input of an idle session and starts it.

@@ -10,3 +10,4 @@ pub mod output;
 pub mod process;
 pub mod scenario;
 pub mod store;
+pub mod turn;

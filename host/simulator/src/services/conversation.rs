@@ -135,8 +135,9 @@ pub enum Key {
 }
 
 /// How a running turn is told to end.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Interrupt {
+    #[default]
     None,
     /// `stop`: the turn ends interrupted.
     Stop,

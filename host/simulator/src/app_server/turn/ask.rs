@@ -14,10 +14,11 @@ use super::super::reverse::{ClientError, ClientRequest};
 use super::super::schemas;
 use super::super::wire::METHOD_NOT_FOUND;
 use super::super::zod::Schema;
+use super::Turn;
 use super::extra::Extra;
-use super::{Halt, StepResult, Turn};
 use crate::common::clock::now_ms;
 use crate::common::scenario::{Condition, PlanApproval, Question};
+use crate::common::turn::{Halt, StepResult};
 
 /// The sentinel option of a free-text elicitation field.
 const FREE_TEXT_OPTION: &str = "__zcode_free_text__";
@@ -78,7 +79,8 @@ impl Turn {
         request.reannounce = true;
         request.announce_twice = race;
         request.interaction = Some(id.clone());
-        request.cancel = vec![self.start.stop.clone(), registration.aborted.clone(), auto.clone()];
+        request.cancel =
+            vec![self.start.stop.0.clone(), registration.aborted.clone(), auto.clone()];
         // The interaction's fault point is reached once the question is out (a host that dies
         // "at a permission" dies while the client is deciding), as in the host profiles.
         let (announced, written) = tokio::sync::oneshot::channel();
@@ -506,7 +508,7 @@ impl Turn {
         schema: Schema,
     ) -> Result<Result<Value, ClientError>, Halt> {
         let mut request = ClientRequest::new(method, params, schema);
-        request.cancel.push(self.start.stop.clone());
+        request.cancel.push(self.start.stop.0.clone());
         match self.server.reverse.request(request).await {
             Err(ClientError::Cancelled) => Err(Halt::Cancelled),
             other => Ok(other),

@@ -13,7 +13,6 @@ mod tools;
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::{Value, json};
 
@@ -29,26 +28,7 @@ use super::wire;
 use crate::common::clock::now_ms;
 use crate::common::fault::FaultKind;
 use crate::common::scenario::{Action, Condition, Scenario, UsageOverride};
-
-/// Why the steps stopped early.
-#[derive(Debug)]
-enum Halt {
-    Cancelled,
-    Completed(String),
-    /// The model request or a step failed: `turn.failed` with this error.
-    Failed {
-        kind: &'static str,
-        message: String,
-    },
-    /// The Agent froze, exited or lost the session: no terminal event will come.
-    Frozen,
-}
-
-type StepResult = Result<(), Halt>;
-
-fn failed(kind: &'static str, message: impl Into<String>) -> Halt {
-    Halt::Failed { kind, message: message.into() }
-}
+use crate::common::turn::{Halt, StepResult, estimate_tokens, failed};
 
 /// The row a streaming text or reasoning part is appended to.
 struct OpenRow {
@@ -122,7 +102,7 @@ impl Turn {
             if step.condition.is_some_and(|condition| self.last_outcome != Some(condition)) {
                 continue;
             }
-            self.check_stop()?;
+            self.start.stop.check()?;
             self.step(step.action).await?;
         }
         Ok(())
@@ -280,9 +260,9 @@ impl Turn {
                 Ok(())
             }
             Action::ProviderHeaders { .. } => self.provider_headers(true).await,
-            Action::Sleep(duration) => self.sleep(duration).await,
+            Action::Sleep(duration) => self.start.stop.sleep(duration).await,
             Action::Stall => {
-                self.wait_for_stop().await;
+                self.start.stop.stopped().await;
                 Err(Halt::Cancelled)
             }
             Action::Event(value) => {
@@ -328,11 +308,11 @@ impl Turn {
             self.stream_event(json!({"kind": "reasoning_start", "partId": part_id}));
         }
         for (index, chunk) in chunks.iter().enumerate() {
-            self.check_stop()?;
+            self.start.stop.check()?;
             if index > 0
                 && let Some(delay) = self.server.options.chunk_delay
             {
-                self.sleep(delay).await?;
+                self.start.stop.sleep(delay).await?;
             }
             self.stream_event(json!({"kind": kind, "delta": chunk, "partId": part_id}));
             self.v4(vec![
@@ -451,7 +431,7 @@ impl Turn {
         let mut request =
             ClientRequest::new(method, params.clone(), schemas::provider_headers_response());
         request.timeout = Some(self.server.options.headers_timeout);
-        request.cancel.push(self.start.stop.clone());
+        request.cancel.push(self.start.stop.0.clone());
         let outcome = self.server.reverse.request(request).await;
         let answer = match outcome {
             Ok(answer) => answer,
@@ -556,23 +536,6 @@ impl Turn {
 
     // ── control ──
 
-    async fn sleep(&mut self, duration: Duration) -> StepResult {
-        let mut stop = self.start.stop.clone();
-        tokio::select! {
-            () = tokio::time::sleep(duration) => Ok(()),
-            _ = stop.wait_for(|stopped| *stopped) => Err(Halt::Cancelled),
-        }
-    }
-
-    async fn wait_for_stop(&self) {
-        let mut stop = self.start.stop.clone();
-        let _ = stop.wait_for(|stopped| *stopped).await;
-    }
-
-    fn check_stop(&self) -> StepResult {
-        if *self.start.stop.borrow() { Err(Halt::Cancelled) } else { Ok(()) }
-    }
-
     /// Fires the faults armed for a turn point (the kinds the turn consumes elsewhere stay).
     async fn fault_point(&mut self, point: &str) -> StepResult {
         let kinds = [
@@ -667,7 +630,7 @@ impl Turn {
     // ── the end ──
 
     fn usage(&self) -> Usage {
-        let prompt_tokens = crate::task::turn::estimate_tokens(&self.start.text);
+        let prompt_tokens = estimate_tokens(&self.start.text);
         let requests = self.model_requests.max(1);
         let chosen = self.usage_override;
         Usage {
@@ -751,7 +714,7 @@ impl Turn {
             }
             resident.record.usage.add(&usage);
             resident.record.context_used = self.context_before
-                + crate::task::turn::estimate_tokens(&self.start.text)
+                + estimate_tokens(&self.start.text)
                 + usage.output_tokens
                 + usage.reasoning_tokens;
             resident.record.updated_at = now_ms();

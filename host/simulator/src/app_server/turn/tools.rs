@@ -7,10 +7,11 @@ use serde_json::{Value, json};
 
 use super::super::reverse::ClientError;
 use super::super::wire::CLIENT_REQUEST_NO_CLIENT;
+use super::Turn;
 use super::ask::{Answer, Interaction};
-use super::{Halt, StepResult, Turn};
 use crate::common::clock::now_ms;
-use crate::common::scenario::{Condition, Effect, ToolCall, ToolOutcome};
+use crate::common::scenario::{Condition, ToolCall, ToolOutcome};
+use crate::common::turn::{Halt, StepResult};
 
 /// Tools that only read: no mode asks before them.
 const READ_ONLY: &[&str] =
@@ -381,7 +382,7 @@ impl Turn {
         let tool = call.name.as_str();
         self.event("tool.updated", json!({"kind": "started", "toolCallId": call_id, "toolName": tool, "startedAt": started}));
         for progress in &call.progress {
-            self.check_stop()?;
+            self.start.stop.check()?;
             let mut payload = json!({"kind": "progress", "toolCallId": call_id, "toolName": tool});
             if let (Some(target), Some(fields)) = (payload.as_object_mut(), progress.as_object()) {
                 target.extend(fields.clone());
@@ -390,7 +391,7 @@ impl Turn {
             tokio::task::yield_now().await;
         }
         let natural = match &call.effect {
-            Some(effect) => self.apply_effect(effect),
+            Some(effect) => effect.apply(&self.workspace),
             None => Ok(json!({"content": "ok"})),
         };
         let outcome = match &call.outcome {
@@ -405,28 +406,6 @@ impl Turn {
             }
         }
         Ok(())
-    }
-
-    fn apply_effect(&self, effect: &Effect) -> Result<Value, String> {
-        match effect {
-            Effect::Write { path, content } => {
-                let target = self.workspace.join(path);
-                if let Some(parent) = target.parent() {
-                    std::fs::create_dir_all(parent)
-                        .map_err(|error| format!("Cannot create {path}: {error}"))?;
-                }
-                std::fs::write(&target, content)
-                    .map_err(|error| format!("Cannot write {path}: {error}"))?;
-                Ok(json!({"content": format!("Wrote {} bytes to {path}", content.len())}))
-            }
-            Effect::Read { path } => match std::fs::read_to_string(self.workspace.join(path)) {
-                Ok(text) => Ok(json!({"content": text})),
-                Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-                    Err(format!("File not found: {path}"))
-                }
-                Err(error) => Err(format!("Cannot read {path}: {error}")),
-            },
-        }
     }
 
     /// Reports a finished tool on both projections and records its part.

@@ -14,10 +14,9 @@ use super::{Handled, Host};
 use crate::common::catalog;
 use crate::common::clock::now_ms;
 use crate::common::scenario;
+use crate::common::turn::{Stop, estimate_tokens, title_from};
 use crate::task::profile::{ModelShape, PlanState};
 use crate::task::turn::{self, TurnStart};
-
-const TITLE_CHARS: usize = 60;
 
 pub fn call(host: &Arc<Host>, method: &str, params: &Params) -> Result<Handled, String> {
     let result = match method {
@@ -306,24 +305,11 @@ fn send_prompt(host: &Arc<Host>, params: &Params) -> Result<Handled, String> {
         turn_id,
         input_id,
         scenario,
-        stop,
-        prompt_tokens: turn::estimate_tokens(content) + attachments.tokens,
+        stop: Stop(stop),
+        prompt_tokens: estimate_tokens(content) + attachments.tokens,
         new_title,
     };
     Ok(Handled { result: json!({"sessionId": session_id, "accepted": true}), turn: Some(start) })
-}
-
-/// First line of the prompt, whitespace collapsed, at most [`TITLE_CHARS`] characters.
-fn title_from(content: &str) -> String {
-    let line = content.lines().find(|line| !line.trim().is_empty()).unwrap_or("");
-    let flat = line.split_whitespace().collect::<Vec<_>>().join(" ");
-    match flat.chars().count() {
-        0 => "New session".to_owned(),
-        count if count > TITLE_CHARS => {
-            format!("{}…", flat.chars().take(TITLE_CHARS - 1).collect::<String>())
-        }
-        _ => flat,
-    }
 }
 
 fn close_session(host: &Host, params: &Params) -> Result<Value, String> {

@@ -3,21 +3,17 @@
 
 use serde_json::{Value, json};
 
-use super::{Halt, StepResult, Turn};
+use super::Turn;
 use crate::common::scenario::{
-    Condition, Effect, Permission, PlanApproval, PlanSource, Question, ToolCall, ToolOutcome,
+    Condition, Permission, PlanApproval, PlanSource, Question, ToolCall, ToolOutcome,
+};
+use crate::common::turn::{
+    Halt, PLAN_QUESTION, StepResult, Verdict, answers_summary, auto_approved, failed, new_call_id,
+    output_text, plan_questions,
 };
 use crate::task::host_service::session::PendingKind;
 
-const PLAN_QUESTION: &str = "Review this implementation plan.";
 const INTERRUPTED: &str = "Tool execution was interrupted";
-
-/// How a permission request was answered.
-struct Verdict {
-    allowed: bool,
-    /// `modify` decisions may replace the tool input.
-    input: Option<Value>,
-}
 
 impl Turn {
     pub(super) async fn tool(&mut self, call: ToolCall) -> StepResult {
@@ -76,7 +72,7 @@ impl Turn {
         }
         self.session_event("tool.updated", with(&ids, json!({"kind": "started"})));
         for progress in &call.progress {
-            if let Err(halt) = self.check_stop() {
+            if let Err(halt) = self.start.stop.check() {
                 return self.interrupted(&ids, &call, &title, halt);
             }
             let mut payload = progress.clone();
@@ -84,13 +80,7 @@ impl Turn {
             self.session_event("tool.updated", with(&ids, payload));
             tokio::task::yield_now().await;
         }
-        let effect = call.effect.as_ref().map(|effect| self.apply_effect(effect));
-        let result = match (call.outcome, effect) {
-            (ToolOutcome::Result(value), _) => Ok(value),
-            (ToolOutcome::Error(message), _) => Err(message),
-            (ToolOutcome::Default, Some(result)) => result,
-            (ToolOutcome::Default, None) => Ok(json!({"content": "ok"})),
-        };
+        let result = call.result(&self.start.workspace);
         match &result {
             Ok(value) => self.session_event(
                 "tool.updated",
@@ -118,17 +108,12 @@ impl Turn {
         Err(halt)
     }
 
-    /// Edits are automatic in `edit` mode, everything in `yolo` mode, and a tool the user
-    /// "always allowed" for the rest of the session. While planning (the `plan` mode, or the
-    /// independent plan flag over any editing mode) only "always allowed" tools skip the question.
+    /// The session's mode approves the tool without asking. Planning is the `plan` mode, or
+    /// the independent plan flag over any editing mode.
     fn auto_allowed(&self, tool: &str) -> bool {
         let live = self.session();
-        let lowered = tool.to_lowercase();
-        let is_edit = lowered.contains("write") || lowered.contains("edit");
-        if live.record.always_allowed.contains(tool) {
-            return true;
-        }
-        !live.planning() && (live.record.mode == "yolo" || (live.record.mode == "edit" && is_edit))
+        let always = live.record.always_allowed.contains(tool);
+        auto_approved(&live.record.mode, live.planning(), always, tool)
     }
 
     async fn ask_permission(
@@ -160,46 +145,17 @@ impl Turn {
             .iter()
             .find(|option| option["optionId"] == option_id)
             .expect("the task channel only accepts offered options");
-        let response = &option["response"];
-        let decision = response["decision"].as_str().unwrap_or("deny");
+        let verdict = Verdict::of(&option["response"], false);
         self.session_event(
             "permission.resolved",
-            json!({"requestId": request_id, "optionId": option_id, "decision": decision}),
+            json!({"requestId": request_id, "optionId": option_id, "decision": verdict.decision}),
         );
-        let allowed = matches!(decision, "allow" | "modify");
-        let remember =
-            response["permissionUpdates"].as_array().is_some_and(|updates| !updates.is_empty());
-        if allowed && remember {
+        if verdict.allowed && verdict.remember {
             self.session().record.always_allowed.insert(tool.to_owned());
         }
+        let allowed = verdict.allowed;
         self.last_outcome = Some(if allowed { Condition::Allowed } else { Condition::Denied });
-        let input =
-            (decision == "modify").then(|| response.get("modifiedInput").cloned()).flatten();
-        Ok(Verdict { allowed, input })
-    }
-
-    /// Performs the effect in the workspace and returns the tool's natural result.
-    fn apply_effect(&self, effect: &Effect) -> Result<Value, String> {
-        match effect {
-            Effect::Write { path, content } => {
-                let target = self.start.workspace.join(path);
-                if let Some(parent) = target.parent() {
-                    std::fs::create_dir_all(parent)
-                        .map_err(|error| format!("Cannot create {path}: {error}"))?;
-                }
-                std::fs::write(&target, content)
-                    .map_err(|error| format!("Cannot write {path}: {error}"))?;
-                Ok(json!({"content": format!("Wrote {} bytes to {path}", content.len())}))
-            }
-            Effect::Read { path } => match std::fs::read_to_string(self.start.workspace.join(path))
-            {
-                Ok(text) => Ok(json!({"content": text})),
-                Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-                    Err(format!("File not found: {path}"))
-                }
-                Err(error) => Err(format!("Cannot read {path}: {error}")),
-            },
-        }
+        Ok(verdict)
     }
 
     /// Adds the tool's final state to the assistant message.
@@ -369,12 +325,7 @@ impl Turn {
             "requestId": request_id, "sessionId": self.start.session_id,
             "turnId": self.start.turn_id,
             "toolCallId": call_id, "toolName": tool, "prompt": PLAN_QUESTION,
-            "questions": [{"question": PLAN_QUESTION, "header": "Plan", "options": [
-                {"value": "approve", "label": "Approve",
-                 "description": "Exit plan mode and start implementation."},
-                {"value": "revise", "label": "Keep planning",
-                 "description": "Stay in plan mode and revise the plan."}]}],
-            "input": input,
+            "questions": plan_questions(), "input": input,
             "schema": {"interaction": "plan_approval"},
         });
         let event = json!({"type": "userInput.request", "request": request});
@@ -409,7 +360,10 @@ impl Turn {
         } else {
             self.last_outcome = Some(Condition::Denied);
             let detail = response["errorMessage"].as_str().unwrap_or("no reason given");
-            Err(Halt::Failed(format!("Provider runtime headers were not applied: {detail}")))
+            Err(failed(
+                "ModelError",
+                format!("Provider runtime headers were not applied: {detail}"),
+            ))
         }
     }
 }
@@ -427,59 +381,6 @@ fn option_ids(options: &[Value]) -> Vec<String> {
     options.iter().filter_map(|option| option["optionId"].as_str().map(str::to_owned)).collect()
 }
 
-fn new_call_id() -> String {
-    format!("call_{}", &uuid::Uuid::new_v4().simple().to_string()[..16])
-}
-
 fn new_request_id(prefix: &str) -> String {
     format!("{prefix}-{}", uuid::Uuid::new_v4().simple())
-}
-
-/// The text of a tool result as persisted (`content` when it is text).
-fn output_text(value: &Value) -> String {
-    match value.get("content").and_then(Value::as_str).or(value.as_str()) {
-        Some(text) => text.to_owned(),
-        None => value.to_string(),
-    }
-}
-
-/// "Question: answer, answer" lines from an accepted elicitation.
-fn answers_summary(content: &Value) -> String {
-    match content.get("answers").and_then(Value::as_object) {
-        Some(answers) => answers
-            .iter()
-            .map(|(question, values)| {
-                let picked: Vec<String> = match values {
-                    Value::Array(items) => items.iter().map(value_text).collect(),
-                    other => vec![value_text(other)],
-                };
-                format!("{question}: {}", picked.join(", "))
-            })
-            .collect::<Vec<_>>()
-            .join("\n"),
-        None => content.to_string(),
-    }
-}
-
-fn value_text(value: &Value) -> String {
-    value.as_str().map(str::to_owned).unwrap_or_else(|| value.to_string())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn summarizes_answers_per_question() {
-        let content = json!({"answers": {"Which?": ["a", "b"], "Why?": "c"}});
-        assert_eq!(answers_summary(&content), "Which?: a, b\nWhy?: c");
-        assert_eq!(answers_summary(&json!({"x": 1})), "{\"x\":1}");
-    }
-
-    #[test]
-    fn persists_text_content_as_output() {
-        assert_eq!(output_text(&json!({"content": "hi", "exitCode": 0})), "hi");
-        assert_eq!(output_text(&json!("plain")), "plain");
-        assert_eq!(output_text(&json!({"n": 1})), "{\"n\":1}");
-    }
 }

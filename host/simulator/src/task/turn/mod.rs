@@ -10,12 +10,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use tokio::sync::{oneshot, watch};
+use tokio::sync::oneshot;
 
-pub use prompt::{attachments, estimate_tokens, user_message};
+pub use prompt::{attachments, user_message};
 
 use crate::common::clock::now_ms;
 use crate::common::scenario::{Action, Condition, Scenario, UsageOverride};
+use crate::common::turn::{Halt, StepResult, Stop, chars_to_tokens, failed};
 use crate::task::fault::FaultKind;
 use crate::task::host_service::session::{Pending, PendingKind};
 use crate::task::host_service::store::TokenUsage;
@@ -29,25 +30,11 @@ pub struct TurnStart {
     pub turn_id: String,
     pub input_id: String,
     pub scenario: Scenario,
-    pub stop: watch::Receiver<bool>,
+    pub stop: Stop<bool>,
     pub prompt_tokens: u64,
     /// Set when this prompt gave the session its title.
     pub new_title: Option<String>,
 }
-
-/// Why the step sequence stopped early.
-#[derive(Debug)]
-enum Halt {
-    /// `stopGeneration` (or close/dispose) stopped the turn.
-    Cancelled,
-    /// A step ended the turn with this `resultType`.
-    Completed(String),
-    Failed(String),
-    /// The host froze or is exiting: no terminal event will ever come.
-    Frozen,
-}
-
-type StepResult = Result<(), Halt>;
 
 struct Turn {
     host: Arc<Host>,
@@ -93,7 +80,7 @@ impl Turn {
             if step.condition.is_some_and(|condition| self.last_outcome != Some(condition)) {
                 continue;
             }
-            self.check_stop()?;
+            self.start.stop.check()?;
             self.step(step.action).await?;
         }
         Ok(())
@@ -142,9 +129,9 @@ impl Turn {
                 Ok(())
             }
             Action::ProviderHeaders { reason } => self.provider_headers(&reason).await,
-            Action::Sleep(duration) => self.sleep(duration).await,
+            Action::Sleep(duration) => self.start.stop.sleep(duration).await,
             Action::Stall => {
-                self.wait_for_stop().await;
+                self.start.stop.stopped().await;
                 Err(Halt::Cancelled)
             }
             Action::Event(event) => {
@@ -160,7 +147,7 @@ impl Turn {
                 Ok(())
             }
             Action::End(result_type) => Err(Halt::Completed(result_type)),
-            Action::Fail(message) => Err(Halt::Failed(message)),
+            Action::Fail(message) => Err(failed("ModelError", message)),
             Action::Fault(kind) => self.fire(kind, "scenario"),
         }
     }
@@ -170,11 +157,11 @@ impl Turn {
         let middle = chunks.len().saturating_sub(1) / 2;
         let part_type = if kind == "text_delta" { "text" } else { "reasoning" };
         for (index, chunk) in chunks.iter().enumerate() {
-            self.check_stop()?;
+            self.start.stop.check()?;
             if index > 0
                 && let Some(delay) = self.host.options.chunk_delay
             {
-                self.sleep(delay).await?;
+                self.start.stop.sleep(delay).await?;
             }
             self.session_event(
                 "model.streaming",
@@ -206,24 +193,6 @@ impl Turn {
         self.parts.push(json!({"type": part_type, "text": delta}));
     }
 
-    async fn sleep(&mut self, duration: std::time::Duration) -> StepResult {
-        let mut stop = self.start.stop.clone();
-        tokio::select! {
-            () = tokio::time::sleep(duration) => Ok(()),
-            _ = stop.wait_for(|stopped| *stopped) => Err(Halt::Cancelled),
-        }
-    }
-
-    async fn wait_for_stop(&self) {
-        let mut stop = self.start.stop.clone();
-        // An error means the turn was dropped from the session: nothing left to wait for.
-        let _ = stop.wait_for(|stopped| *stopped).await;
-    }
-
-    fn check_stop(&self) -> StepResult {
-        if *self.start.stop.borrow() { Err(Halt::Cancelled) } else { Ok(()) }
-    }
-
     /// Registers an interaction, emits its request event and waits for the answer or a stop.
     async fn ask(
         &mut self,
@@ -239,13 +208,12 @@ impl Turn {
             live.emit(&event);
         }
         self.fault_point(point).await?;
-        let mut stop = self.start.stop.clone();
         tokio::select! {
             // An answer that arrived before the stop is taken first, as the host handles its
             // requests in order: the user's "deny" is recorded, not turned into "interrupted".
             biased;
             answer = answer => answer.map_err(|_| Halt::Cancelled),
-            _ = stop.wait_for(|stopped| *stopped) => {
+            () = self.start.stop.stopped() => {
                 self.session().pending.remove(request_id);
                 Err(Halt::Cancelled)
             }
@@ -304,8 +272,8 @@ impl Turn {
     fn usage(&self) -> TokenUsage {
         let estimated = TokenUsage {
             input_tokens: self.start.prompt_tokens,
-            output_tokens: prompt::chars_to_tokens(self.output_chars),
-            reasoning_tokens: prompt::chars_to_tokens(self.reasoning_chars),
+            output_tokens: chars_to_tokens(self.output_chars),
+            reasoning_tokens: chars_to_tokens(self.reasoning_chars),
             cache_creation_tokens: self.start.prompt_tokens,
             cache_read_tokens: self.context_before,
         };
@@ -352,7 +320,7 @@ impl Turn {
                 ("turn.completed", self.completed_payload(&result_type, &usage))
             }
             Halt::Cancelled => ("turn.completed", self.completed_payload("cancelled", &usage)),
-            Halt::Failed(message) => ("turn.failed", json!({"error": {"message": message}})),
+            Halt::Failed { message, .. } => ("turn.failed", json!({"error": {"message": message}})),
             Halt::Frozen => unreachable!("handled above"),
         };
         // Numbered before saving, so the stored sequence covers the terminal event.

@@ -4,20 +4,12 @@
 use serde_json::{Value, json};
 
 use crate::common::base64;
+use crate::common::turn::estimate_tokens;
 
 /// Attachments converted to message parts, and what they cost in input tokens.
 pub struct Attachments {
     pub parts: Vec<Value>,
     pub tokens: u64,
-}
-
-/// Roughly four characters per token, the usual rule of thumb for English text and code.
-pub fn estimate_tokens(text: &str) -> u64 {
-    chars_to_tokens(text.chars().count() as u64)
-}
-
-pub fn chars_to_tokens(chars: u64) -> u64 {
-    chars.div_ceil(4)
 }
 
 /// Validates `NativeAttachment`s (reference §4.2) and turns them into `file` parts.
@@ -93,12 +85,5 @@ mod tests {
                 .is_err()
         );
         assert!(attachments(Some(&json!({}))).is_err());
-    }
-
-    #[test]
-    fn estimates_four_characters_per_token() {
-        assert_eq!(estimate_tokens(""), 0);
-        assert_eq!(estimate_tokens("abcd"), 1);
-        assert_eq!(estimate_tokens("abcde"), 2);
     }
 }

@@ -4,8 +4,9 @@
 
 use std::io::Write;
 
-use super::{Halt, StepResult, Turn};
+use super::Turn;
 use crate::common::clock::now_ms;
+use crate::common::turn::{Halt, StepResult};
 
 const BATCH: u64 = 1024;
 
@@ -57,12 +58,11 @@ impl Turn {
         let middle = count.saturating_sub(1) / 2 + 1;
         let mut emitted = 0;
         while emitted < count {
-            self.check_stop()?;
+            self.start.stop.check()?;
             // A reader that falls behind pauses the stream; a stop still ends it at once.
-            let mut stop = self.start.stop.clone();
             tokio::select! {
                 () = self.host.out.drain_below_limit() => {}
-                _ = stop.wait_for(|stopped| *stopped) => return Err(Halt::Cancelled),
+                () = self.start.stop.stopped() => return Err(Halt::Cancelled),
             }
             let limit = if emitted < middle { middle } else { count };
             let end = limit.min(emitted + BATCH);
