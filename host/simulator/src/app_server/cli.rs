@@ -15,7 +15,7 @@ use super::provider_config::ProviderConfig;
 use super::server::{Options, Server};
 use super::store::AppStore;
 use crate::common::output::Output;
-use crate::common::process::{block_on, platform};
+use crate::common::process::{block_on, cli_version, platform};
 
 const HELP: &str = "Usage: zcode <command> [options]
 
@@ -27,9 +27,6 @@ Commands:
 Options:
   -v, --version          Print the version
   -h, --help             Print this help";
-
-/// Set by a fake install's launcher that must report another CLI version.
-const CLI_VERSION_ENV: &str = "ZCODE_SIM_CLI_VERSION";
 
 /// Runs the CLI for `args` (the arguments after `zcode.cjs`).
 pub fn run(install_root: &Path, profile: &'static AppServerProfile, args: &[String]) -> ExitCode {
@@ -93,12 +90,8 @@ fn without_disallowed_tools(args: &[String]) -> Result<Vec<String>, String> {
 }
 
 fn print_version(profile: &AppServerProfile) -> ExitCode {
-    println!("{}", cli_version(profile));
+    println!("{}", cli_version(profile.cli_version));
     ExitCode::SUCCESS
-}
-
-fn cli_version(profile: &AppServerProfile) -> String {
-    std::env::var(CLI_VERSION_ENV).unwrap_or_else(|_| profile.cli_version.to_owned())
 }
 
 fn usage_error(message: &str) -> ExitCode {
@@ -108,14 +101,14 @@ fn usage_error(message: &str) -> ExitCode {
 
 fn doctor(profile: &AppServerProfile, json: bool) -> ExitCode {
     let report = serde_json::json!({
-        "cli": {"name": "zcode", "processName": "zcode", "version": cli_version(profile)},
+        "cli": {"name": "zcode", "processName": "zcode", "version": cli_version(profile.cli_version)},
         "runtime": {"node": "v24.14.0", "platform": platform()},
         "packaging": {"default": "node-bundle", "sea": "optional"},
     });
     if json {
         println!("{}", serde_json::to_string_pretty(&report).expect("serializable"));
     } else {
-        println!("zcode {}", cli_version(profile));
+        println!("zcode {}", cli_version(profile.cli_version));
         println!("runtime: node v24.14.0 ({})", platform());
         println!("packaging: node-bundle");
     }

@@ -102,6 +102,12 @@ pub fn number(name: &str) -> Result<Option<u64>, String> {
     }
 }
 
+/// The version a bundled CLI reports: its own, unless a fake install's launcher sets
+/// `ZCODE_SIM_CLI_VERSION` (the wrong-version variant a compatibility gate must refuse).
+pub fn cli_version(own: &str) -> String {
+    std::env::var("ZCODE_SIM_CLI_VERSION").unwrap_or_else(|_| own.to_owned())
+}
+
 /// `process.platform`.
 pub fn node_platform() -> &'static str {
     match std::env::consts::OS {

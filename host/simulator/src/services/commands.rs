@@ -11,7 +11,7 @@ use std::sync::{Arc, OnceLock};
 
 use serde_json::{Map, Value, json};
 
-use super::conversation::{Batch, Conversation, Expect, Input, Interrupt, Key};
+use super::conversation::{Conversation, Expect, Input, Interrupt, Key};
 use crate::common::catalog;
 use crate::common::clock::now_ms;
 use crate::services::server::{Server, Shared};
@@ -151,9 +151,7 @@ fn execute(
             Some(auto_drain) => {
                 conversation.auto_drain = auto_drain;
                 conversation.pause_reason = (!auto_drain).then_some("manual");
-                let mut batch = Batch::default();
-                conversation.patch(&mut batch, &[Key::Queue]);
-                conversation.commit(batch);
+                conversation.publish(&[Key::Queue]);
                 *drive = auto_drain && !conversation.is_running() && !conversation.queue.is_empty();
                 Decision::accepted(None)
             }
@@ -217,9 +215,7 @@ fn execute(
             Some(title) => {
                 conversation.record.title = title.to_owned();
                 conversation.record.title_source = "custom".into();
-                let mut batch = Batch::default();
-                conversation.patch(&mut batch, &[Key::Meta]);
-                conversation.commit(batch);
+                conversation.publish(&[Key::Meta]);
                 server.persist(conversation);
                 Decision::accepted(None)
             }
@@ -232,9 +228,7 @@ fn execute(
 }
 
 fn changed_config(server: &Server, conversation: &mut Conversation) {
-    let mut batch = Batch::default();
-    conversation.patch(&mut batch, &[Key::Config]);
-    conversation.commit(batch);
+    conversation.publish(&[Key::Config]);
     server.persist(conversation);
 }
 
@@ -252,9 +246,7 @@ fn edit_queue(
     if let Err(message) = change(&mut conversation.queue, index) {
         return Decision::rejected("proto.invalidPayload", message);
     }
-    let mut batch = Batch::default();
-    conversation.patch(&mut batch, &[Key::Queue]);
-    conversation.commit(batch);
+    conversation.publish(&[Key::Queue]);
     Decision::accepted(None)
 }
 
@@ -313,9 +305,7 @@ fn stop(conversation: &mut Conversation, payload: &Map<String, Value>) -> Decisi
         conversation.pause_reason = Some("stopped");
         keys.push(Key::Queue);
     }
-    let mut batch = Batch::default();
-    conversation.patch(&mut batch, &keys);
-    conversation.commit(batch);
+    conversation.publish(&keys);
     Decision::accepted(None)
 }
 
@@ -457,9 +447,7 @@ fn send_text(
         let requested = requested.unwrap_or(if routing_guide { "guide" } else { "queue" });
         let item = queue_item(conversation, &input, payload, requested, admitted, fallback);
         conversation.queue.push(item);
-        let mut batch = Batch::default();
-        conversation.patch(&mut batch, &[Key::Queue]);
-        conversation.commit(batch);
+        conversation.publish(&[Key::Queue]);
         // Busy admissions are queued in Core; the ACK says so even for guide inputs.
         return accepted("queue");
     }
@@ -486,9 +474,7 @@ fn send_text(
                 }
                 if disposition == "clearQueueAndSend" {
                     conversation.queue.clear();
-                    let mut batch = Batch::default();
-                    conversation.patch(&mut batch, &[Key::Queue]);
-                    conversation.commit(batch);
+                    conversation.publish(&[Key::Queue]);
                 }
             }
         }

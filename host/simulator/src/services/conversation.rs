@@ -374,6 +374,13 @@ impl Conversation {
         batch.push(json!({"op": "state.updated", "patch": patch}));
     }
 
+    /// Sends the current values of `keys` as one frame.
+    pub fn publish(&mut self, keys: &[Key]) {
+        let mut batch = Batch::default();
+        self.patch(&mut batch, keys);
+        self.commit(batch);
+    }
+
     /// Numbers the batch's deltas and sends them to the subscription as one frame.
     pub fn commit(&mut self, batch: Batch) {
         self.commit_with(batch, |_| {});

@@ -23,11 +23,9 @@ use std::ffi::OsString;
 use std::path::Path;
 use std::process::ExitCode;
 
-use crate::common::process::{fail, node_arch, node_platform};
+use crate::common::process::{cli_version, fail, node_arch, node_platform};
 use profile::RuntimeProfile;
 
-/// Overrides the Agent version `zcode.cjs --version` prints (a wrong-version variant).
-const AGENT_VERSION_ENV: &str = "ZCODE_SIM_CLI_VERSION";
 /// Overrides the Node version `node --version` prints (a too-old-Node variant).
 const NODE_VERSION_ENV: &str = "ZCODE_SIM_NODE_VERSION";
 
@@ -72,9 +70,7 @@ fn run_node(
         Some(script) if is_entry(script, &layout::agent_entry(dir)) => {
             match args.get(1).map(String::as_str) {
                 Some("--version") if args.len() == 2 => {
-                    let version = std::env::var(AGENT_VERSION_ENV)
-                        .unwrap_or_else(|_| profile.agent_version.to_owned());
-                    println!("{version}");
+                    println!("{}", cli_version(profile.agent_version));
                     ExitCode::SUCCESS
                 }
                 _ => fail(

@@ -4,6 +4,7 @@
 //! host service (`host_service/`), whose turns (`turn/`) play the shared scenarios.
 
 pub mod bridge_script;
+pub mod cli;
 pub mod fault;
 pub mod host_service;
 pub mod profile;

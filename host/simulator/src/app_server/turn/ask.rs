@@ -455,14 +455,9 @@ impl Turn {
             }
             Ok(true) => Err("This session already belongs to a scheduled task.".to_owned()),
             Ok(false) => {
-                let (mode, model) = {
-                    let state = self.state();
-                    let resident = state.sessions.get(self.session_id());
-                    (
-                        resident.map(|r| r.record.mode.clone()).unwrap_or_default(),
-                        resident.and_then(|r| r.record.model.clone()),
-                    )
-                };
+                let (mode, model) = self
+                    .resident(|r| (r.record.mode.clone(), r.record.model.clone()))
+                    .unwrap_or_default();
                 let mut params = json!({"cronExpr": "0 9 * * *", "prompt": input["prompt"],
                                         "title": input["title"], "recurring": true,
                                         "mode": if mode == "auto" { "build".to_owned() } else { mode },
@@ -528,12 +523,7 @@ impl Turn {
     }
 
     fn workspace_ref(&self) -> Value {
-        let state = self.state();
-        state
-            .sessions
-            .get(self.session_id())
-            .map(|resident| resident.record.workspace.clone())
-            .unwrap_or_default()
+        self.resident(|resident| resident.record.workspace.clone()).unwrap_or_default()
     }
 
     fn workspace_ids(&self) -> (Value, Value) {

@@ -22,7 +22,7 @@ use super::messages::{self, AssistantInfo, Tokens};
 use super::reverse::{ClientError, ClientRequest};
 use super::schemas;
 use super::server::{MALFORMED_LINE, Server, State};
-use super::session::{TurnStart, row_base, with};
+use super::session::{Resident, TurnStart, row_base, with};
 use super::store::Usage;
 use super::wire;
 use crate::common::clock::now_ms;
@@ -147,16 +147,26 @@ impl Turn {
         self.state().v4_patch(self.session_id(), keys);
     }
 
+    /// Changes the resident session, if it is still resident.
+    fn resident<R>(&self, change: impl FnOnce(&mut Resident) -> R) -> Option<R> {
+        self.state().sessions.get_mut(self.session_id()).map(change)
+    }
+
     /// A new V4 row of this turn with the given kind-specific fields.
     fn new_row(&self, kind: &str, entity: &str, fields: Value) -> (u64, Value) {
-        let mut state = self.state();
-        let Some(resident) = state.sessions.get_mut(self.session_id()) else {
-            return (0, Value::Null);
-        };
-        let row_id = resident.publisher.next_row_id();
-        let seq = resident.publisher.log.seq;
-        let row = with(row_base(row_id, &self.start.turn_id, entity, seq, kind), fields);
-        (row_id, row)
+        let turn_id = &self.start.turn_id;
+        self.resident(|resident| {
+            let (row_id, seq) = (resident.publisher.next_row_id(), resident.publisher.log.seq);
+            (row_id, with(row_base(row_id, turn_id, entity, seq, kind), fields))
+        })
+        .unwrap_or((0, Value::Null))
+    }
+
+    /// Appends a new V4 row of this turn; returns its id.
+    fn append_row(&self, kind: &str, entity: &str, fields: Value) -> u64 {
+        let (row_id, row) = self.new_row(kind, entity, fields);
+        self.v4(vec![json!({"op": "row.appended", "row": row})]);
+        row_id
     }
 
     fn row(&self, row_id: u64) -> Option<Value> {
@@ -238,9 +248,7 @@ impl Turn {
             Action::Question(question) => self.question(question).await,
             Action::PlanApproval(plan) => self.plan_approval(plan).await,
             Action::Todos(todos) => {
-                if let Some(resident) = self.state().sessions.get_mut(self.session_id()) {
-                    resident.record.todos = todos;
-                }
+                self.resident(|resident| resident.record.todos = todos);
                 self.v4_patch(&["plan"]);
                 Ok(())
             }
@@ -270,11 +278,9 @@ impl Turn {
                 Ok(())
             }
             Action::SessionEvent { kind, payload } => {
-                if kind == "checkpoint.created"
-                    && let Some(resident) = self.state().sessions.get_mut(self.session_id())
-                {
-                    resident.record.checkpoint_id =
-                        payload["checkpointId"].as_str().map(str::to_owned);
+                if kind == "checkpoint.created" {
+                    let checkpoint = payload["checkpointId"].as_str().map(str::to_owned);
+                    self.resident(|resident| resident.record.checkpoint_id = checkpoint);
                 }
                 self.event(&kind, payload);
                 Ok(())
@@ -297,12 +303,9 @@ impl Turn {
         let kind = if part == "text" { "text_delta" } else { "reasoning_delta" };
         let row_kind = if part == "text" { "assistantText" } else { "reasoning" };
         let part_id = messages::new_id("prt");
-        let (row_id, row) = self.new_row(
-            row_kind,
-            &part_id,
-            json!({"assistantResponseId": self.assistant_id, "text": "", "state": "streaming"}),
-        );
-        self.v4(vec![json!({"op": "row.appended", "row": row})]);
+        let fields =
+            json!({"assistantResponseId": self.assistant_id, "text": "", "state": "streaming"});
+        let row_id = self.append_row(row_kind, &part_id, fields);
         self.open_row = Some(OpenRow { row_id });
         if part == "reasoning" {
             self.stream_event(json!({"kind": "reasoning_start", "partId": part_id}));
@@ -485,9 +488,7 @@ impl Turn {
 
     /// A failed model request: counted, then the turn fails.
     fn model_error(&self, message: &str) -> Halt {
-        if let Some(resident) = self.state().sessions.get_mut(self.session_id()) {
-            resident.record.usage.model_error_count += 1;
-        }
+        self.resident(|resident| resident.record.usage.model_error_count += 1);
         failed("ModelRequestError", message)
     }
 
@@ -509,16 +510,12 @@ impl Turn {
         for item in &drained {
             let message_id = messages::new_id("msg");
             let message = messages::user_message(self.session_id(), &message_id, &item.text, None);
-            if let Some(resident) = self.state().sessions.get_mut(self.session_id()) {
+            self.resident(|resident| {
                 resident.record.messages.push(message);
                 resident.revision += 1;
-            }
-            let (_, row) = self.new_row(
-                "userInput",
-                &message_id,
-                json!({"origin": "realUser", "text": item.text}),
-            );
-            self.v4(vec![json!({"op": "row.appended", "row": row})]);
+            });
+            let fields = json!({"origin": "realUser", "text": item.text});
+            self.append_row("userInput", &message_id, fields);
             inputs.push(json!({"pendingInputId": item.input_id, "messageId": message_id,
                                "text": item.text, "delivery": "guide",
                                "intent": {"sourceCommandId": item.command_id}}));
@@ -583,15 +580,11 @@ impl Turn {
                 Ok(())
             }
             AppFault::SeqGap => {
-                if let Some(resident) = self.state().sessions.get_mut(self.session_id()) {
-                    resident.gap += 3;
-                }
+                self.resident(|resident| resident.gap += 3);
                 Ok(())
             }
             AppFault::V4SeqGap => {
-                if let Some(resident) = self.state().sessions.get_mut(self.session_id()) {
-                    resident.publisher.gap += 3;
-                }
+                self.resident(|resident| resident.publisher.gap += 3);
                 Ok(())
             }
             AppFault::Evict => {

@@ -162,20 +162,11 @@ impl Turn {
     }
 
     fn mode(&self) -> String {
-        let state = self.state();
-        state
-            .sessions
-            .get(self.session_id())
-            .map(|resident| resident.record.mode.clone())
-            .unwrap_or_default()
+        self.resident(|resident| resident.record.mode.clone()).unwrap_or_default()
     }
 
     fn always_allowed(&self, tool: &str) -> bool {
-        let state = self.state();
-        state
-            .sessions
-            .get(self.session_id())
-            .is_some_and(|resident| resident.always_allowed.contains(tool))
+        self.resident(|resident| resident.always_allowed.contains(tool)).unwrap_or(false)
     }
 
     /// The model's side of a tool call and its scheduling; returns the V4 row id.
@@ -208,18 +199,14 @@ impl Turn {
                    "assistantMessageId": self.assistant_id, "inputOmitted": true,
                    "inputByteLength": text.len(), "inputRef": "model_stream"}),
         );
-        let (row_id, row) = self.new_row(
+        let row_id = self.append_row(
             "toolCall",
             call_id,
             json!({"assistantResponseId": self.assistant_id, "toolCallId": call_id, "toolName": tool,
                    "status": "running", "inputText": text, "input": input}),
         );
-        self.v4(vec![json!({"op": "row.appended", "row": row})]);
-        if let Some(resident) = self.state().sessions.get_mut(self.session_id()) {
-            resident
-                .active_tools
-                .push(json!({"toolCallId": call_id, "toolName": tool, "status": "pending"}));
-        }
+        let active = json!({"toolCallId": call_id, "toolName": tool, "status": "pending"});
+        self.resident(|resident| resident.active_tools.push(active));
         row_id
     }
 
@@ -365,9 +352,7 @@ impl Turn {
     }
 
     fn allow_always(&self, tool: &str) {
-        if let Some(resident) = self.state().sessions.get_mut(self.session_id()) {
-            resident.always_allowed.insert(tool.to_owned());
-        }
+        self.resident(|resident| resident.always_allowed.insert(tool.to_owned()));
     }
 
     async fn run_tool(
@@ -459,9 +444,9 @@ impl Turn {
     }
 
     fn push_tool_part(&mut self, call_id: &str, tool: &str, state: Value) {
-        if let Some(resident) = self.state().sessions.get_mut(self.session_id()) {
-            resident.active_tools.retain(|active| active["toolCallId"] != call_id);
-        }
+        self.resident(|resident| {
+            resident.active_tools.retain(|tool| tool["toolCallId"] != call_id)
+        });
         let part = super::super::messages::part(
             &self.start.session_id,
             &self.assistant_id,

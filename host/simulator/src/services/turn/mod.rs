@@ -210,6 +210,15 @@ impl Turn {
         self.shared.lock().expect("conversation lock")
     }
 
+    /// Changes the conversation in one frame: `change` stages its deltas.
+    fn publish<R>(&self, change: impl FnOnce(&mut Conversation, &mut Batch) -> R) -> R {
+        let mut conversation = self.conversation();
+        let mut batch = Batch::default();
+        let result = change(&mut conversation, &mut batch);
+        conversation.commit(batch);
+        result
+    }
+
     /// Row fields every row of this turn carries.
     fn row(&self, kind: &str, entity: String) -> Value {
         json!({"kind": kind, "turnId": self.turn_id, "productTurnId": self.turn_id, "entityId": entity})

@@ -68,10 +68,7 @@ impl Turn {
                 Err(Halt::Cancelled)
             }
             Action::Event(delta) => {
-                let mut conversation = self.conversation();
-                let mut batch = Batch::default();
-                batch.push(delta);
-                conversation.commit(batch);
+                self.publish(|_, batch| batch.push(delta));
                 Ok(())
             }
             // Session events have no V4 counterpart.
@@ -110,26 +107,20 @@ impl Turn {
         if kind == "assistantText" {
             row["model"] = json!(self.conversation().record.config.model_id);
         }
-        let mut conversation = self.conversation();
-        let mut batch = Batch::default();
-        let id = conversation.append_row(&mut batch, row);
-        conversation.commit(batch);
-        drop(conversation);
+        let id = self.publish(|conversation, batch| conversation.append_row(batch, row));
         self.open_rows.push(id);
         id
     }
 
     fn close_row(&mut self, row: u64, started: u64) {
-        let mut conversation = self.conversation();
-        let mut batch = Batch::default();
-        conversation.upsert_row(&mut batch, row, |row| {
-            row["state"] = json!("complete");
-            if row["kind"] == "reasoning" {
-                row["durationMs"] = json!(now_ms().saturating_sub(started));
-            }
+        self.publish(|conversation, batch| {
+            conversation.upsert_row(batch, row, |row| {
+                row["state"] = json!("complete");
+                if row["kind"] == "reasoning" {
+                    row["durationMs"] = json!(now_ms().saturating_sub(started));
+                }
+            })
         });
-        conversation.commit(batch);
-        drop(conversation);
         self.open_rows.retain(|open| *open != row);
     }
 
@@ -146,12 +137,7 @@ impl Turn {
             {
                 self.interrupt.sleep(delay).await?;
             }
-            {
-                let mut conversation = self.conversation();
-                let mut batch = Batch::default();
-                conversation.stream_row(&mut batch, row, "text", chunk);
-                conversation.commit(batch);
-            }
+            self.publish(|conversation, batch| conversation.stream_row(batch, row, "text", chunk));
             let chars = chunk.chars().count() as u64;
             if kind == "reasoning" {
                 self.reasoning_chars += chars;
@@ -182,14 +168,11 @@ impl Turn {
             }
             let limit = if emitted < middle { middle } else { count };
             let end = limit.min(emitted + STREAM_BATCH);
-            {
-                let mut conversation = self.conversation();
-                let mut batch = Batch::default();
+            self.publish(|conversation, batch| {
                 for _ in emitted..end {
-                    conversation.stream_row(&mut batch, row, "text", chunk);
+                    conversation.stream_row(batch, row, "text", chunk);
                 }
-                conversation.commit(batch);
-            }
+            });
             self.output_chars += (end - emitted) * chunk.chars().count() as u64;
             emitted = end;
             if emitted == middle {
@@ -243,18 +226,15 @@ impl Turn {
                 return self.cancel_tool(row, halt);
             }
             let message = progress.get("message").and_then(Value::as_str).map(str::to_owned);
-            {
-                let mut conversation = self.conversation();
-                let mut batch = Batch::default();
-                conversation.upsert_row(&mut batch, row, |row| {
+            self.publish(|conversation, batch| {
+                conversation.upsert_row(batch, row, |row| {
                     let mut entry = json!({"updatedAt": now_ms()});
                     if let Some(message) = message {
                         entry["message"] = json!(message);
                     }
                     row["progress"] = entry;
-                });
-                conversation.commit(batch);
-            }
+                })
+            });
             tokio::task::yield_now().await;
         }
         let result = call.result(&self.workspace).map_err(|message| ("toolError", message));
@@ -396,9 +376,7 @@ impl Turn {
         let before = conversation.pending.len();
         conversation.pending.retain(|pending| pending["interactionId"] != id.as_str());
         if conversation.pending.len() != before {
-            let mut batch = Batch::default();
-            conversation.patch(&mut batch, &[Key::Pending]);
-            conversation.commit(batch);
+            conversation.publish(&[Key::Pending]);
         }
         answer
     }
