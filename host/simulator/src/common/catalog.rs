@@ -1,7 +1,8 @@
-//! What the simulated install offers: models, thought levels and slash commands, and the
-//! `SessionSettings` / `modelCatalog` objects built from them (reference §4.2). Releases with
-//! [`ModelShape::Selection`](crate::task::profile::ModelShape) (3.12.3) see the same models as
-//! `ModelSelection`s with reasoning levels per model, and a `model-selection` view.
+//! What the simulated 3.11/3.12 installs and runtime archives offer: models, thought levels
+//! and slash commands, and the `SessionSettings` / `modelCatalog` objects built from them
+//! (reference §4.2). Releases with models as selections (3.12.3's `ModelShape::Selection`, the
+//! runtime archives) see the same models as `ModelSelection`s with reasoning levels per model,
+//! and a `model-selection` view.
 
 use serde_json::{Value, json};
 
