@@ -1,12 +1,13 @@
-//! A faithful simulator of the ZCode 3.11.2 and 3.12.3 host services as seen through their
-//! bridge scripts (one profile per release, `profile.rs`), of the Agent that Desktop 3.14 and
-//! later bundle, driven over `zcode.cjs app-server --stdio` (`app_server/`), and of the stdio
-//! Services Server of the zcode-runtime archives 3.14.3 – 4.0.0 (`services/`).
+//! A faithful simulator of ZCode's three protocol generations: the task protocol of the 3.11.2
+//! and 3.12.3 desktop host services as seen through their bridge scripts (`task/`), the Agent
+//! that Desktop 3.14 and later bundle, driven over `zcode.cjs app-server --stdio`
+//! (`app_server/`), and the stdio Services Server of the zcode-runtime archives 3.14.3 – 4.0.0
+//! (`services/`). `runtime.rs` tells which one an install root plays.
 //!
-//! The simulator plays the runtime child a ZCode install's executable starts: bundled CLI
-//! commands (`version`, `doctor`, `login`, `logout`) and the host bridge (`-e <script>`), which
-//! speaks the bridge's NDJSON envelope with real, persisted session state, a scripted model
-//! (scenarios) and fault injection. See `docs/simulator.md`.
+//! Layers, each using only those below it: the generations; `v4/`, the V4 conversation
+//! protocol the app-server and the Services Server share; `common/`, what all of them share
+//! (scenarios, faults, output, store, process). The generations never import each other
+//! (`tests/layout.rs` checks it). See `docs/simulator.md`.
 
 pub mod app_server;
 mod common;

@@ -1,5 +1,8 @@
-//! What two or more protocol generations share: the clock, the sign-in state, the single
-//! stdout writer, the scripted model (scenarios) and the model catalogue of the GLM releases.
+//! What two or more protocol generations share: the scripted model (`scenario/`) and the
+//! pieces of a turn every runner uses (`turn.rs`), the fault-switch mechanism, the single stdout
+//! writer, the session store, the process frame (runtime, signals, settings, platform names),
+//! the model catalogue of the GLM releases, the sign-in state and the clock. Nothing here knows
+//! a generation: they build on it.
 
 pub mod auth;
 pub mod base64;

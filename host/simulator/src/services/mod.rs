@@ -3,7 +3,10 @@
 //! (a JSON hello line each way, then binary channel IPC carrying the V4 conversation); the
 //! version probes of Node, the server and the Agent answer as the real ones do.
 //!
-//! Facts and their sources: `docs/simulator.md` §13. Layout of a runtime root: [`layout`].
+//! The V4 conversation is `crate::v4`'s publisher and wire; this server adds its session state
+//! (`conversation`), its commands, and its transport (`router`: channel events to the listens
+//! of a workspace). Facts and their sources: `docs/simulator.md` §13. Layout of a runtime
+//! root: [`layout`].
 
 mod channels;
 mod commands;
