@@ -1,27 +1,23 @@
-//! A faithful simulator of the ZCode 3.11.2 and 3.12.3 host services as seen through their
-//! bridge scripts (one profile per release, `profile.rs`), of the Agent that Desktop 3.14 and
-//! later bundle, driven over `zcode.cjs app-server --stdio` (`app_server/`), and of the stdio
-//! Services Server of the zcode-runtime archives 3.14.3 – 4.0.0 (`services/`).
+//! A faithful simulator of ZCode's three protocol generations: the task protocol of the 3.11.2
+//! and 3.12.3 desktop host services as seen through their bridge scripts (`task/`), the Agent
+//! that Desktop 3.14 and later bundle, driven over `zcode.cjs app-server --stdio`
+//! (`app_server/`), and the stdio Services Server of the zcode-runtime archives 3.14.3 – 4.0.0
+//! (`services/`). `runtime.rs` tells which one an install root plays.
 //!
-//! The simulator plays the runtime child a ZCode install's executable starts: bundled CLI
-//! commands (`version`, `doctor`, `login`, `logout`) and the host bridge (`-e <script>`), which
-//! speaks the bridge's NDJSON envelope with real, persisted session state, a scripted model
-//! (scenarios) and fault injection. See `docs/simulator.md`.
+//! Layers, each using only those below it: the generations; `v4/`, the V4 conversation
+//! protocol the app-server and the Services Server share; `common/`, what all of them share
+//! (scenarios, faults, output, store, process). The generations never import each other
+//! (`tests/layout.rs` checks it). See `docs/simulator.md`.
 
 pub mod app_server;
-mod auth;
-pub(crate) mod bridge;
-mod clock;
-pub mod fault;
-mod host;
-mod output;
-pub mod profile;
+mod common;
 mod runtime;
-pub mod scenario;
 pub mod services;
-mod turn;
+mod task;
+mod v4;
 
-pub use runtime::{platform, run_runner, run_runtime};
+pub use common::process::platform;
+pub use runtime::{run_runner, run_runtime};
 pub use services::profile::{RUNTIME_PROFILES, RuntimeProfile};
 
 /// What kind of install a simulated release is played behind.
@@ -44,7 +40,7 @@ pub struct SimulatedRelease {
 
 /// The simulated release named `name` (see [`profile_names`]).
 pub fn simulated_release(name: &str) -> Option<SimulatedRelease> {
-    if let Some(profile) = profile::PROFILES.iter().find(|p| p.app_version == name) {
+    if let Some(profile) = task::profile::PROFILES.iter().find(|p| p.app_version == name) {
         let app_version = profile.app_version;
         return Some(SimulatedRelease {
             name: app_version,
@@ -67,7 +63,7 @@ pub fn simulated_release(name: &str) -> Option<SimulatedRelease> {
 /// (`3.11.2`), `desktop-<version>` for the app-server ones (`desktop-3.18.2`), `runtime-<version>`
 /// for the Services Server ones (`runtime-4.0.0`), as `--simulate-version` takes them.
 pub fn profile_names() -> Vec<&'static str> {
-    let host = profile::PROFILES.iter().map(|profile| profile.app_version);
+    let host = task::profile::PROFILES.iter().map(|profile| profile.app_version);
     let desktop = app_server::PROFILES.iter().map(|profile| profile.name);
     let runtime = RUNTIME_PROFILES.iter().map(|profile| profile.name);
     host.chain(desktop).chain(runtime).collect()

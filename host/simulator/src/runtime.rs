@@ -2,18 +2,16 @@
 //! real Electron-run-as-Node runtime would (a bundled CLI command, or `-e <script>`).
 
 use std::ffi::OsString;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use crate::profile::{Profile, Release};
-use crate::{app_server, auth, bridge};
+use crate::app_server::{self, AppServerProfile};
+use crate::common::process::fail;
+use crate::task::profile::{PROFILES, Profile};
+use crate::task::{bridge_script as bridge, cli};
 
 /// Name of the bundled CLI entry inside the install.
 const CLI_ENTRY: &str = "zcode.cjs";
-/// Node version the bundled runtime reports in `doctor`.
-const NODE_VERSION: &str = "24.14.0";
-/// Set by the launcher of a fake install that must report another CLI version.
-const CLI_VERSION_ENV: &str = "ZCODE_SIM_CLI_VERSION";
 
 /// Runs the simulated runtime for `argv` (the arguments after the executable's name).
 pub fn run_runtime(install_root: &Path, argv: Vec<OsString>) -> ExitCode {
@@ -51,7 +49,7 @@ pub fn run_runtime(install_root: &Path, argv: Vec<OsString>) -> ExitCode {
                 return fail(1, &format!("Error: Cannot find module '{entry}'"));
             }
             match release {
-                Release::Host(profile) => cli(profile, &args[1..]),
+                Release::Host(profile) => cli::run(profile, &args[1..]),
                 Release::AppServer(profile) => app_server::run(install_root, profile, &args[1..]),
             }
         }
@@ -73,85 +71,147 @@ pub fn run_runner(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     run_runtime(Path::new(&root), args.collect())
 }
 
-fn cli(profile: &Profile, args: &[String]) -> ExitCode {
-    let command = args.first().map(String::as_str);
-    let flags = args.get(1..).unwrap_or_default();
-    let flags_are = |allowed: &[&str]| flags.iter().all(|flag| allowed.contains(&flag.as_str()));
-    match command {
-        Some("version") if flags.is_empty() => {
-            println!("{}", cli_version(profile));
-            ExitCode::SUCCESS
+/// Where `package.json` may live inside an install root (Linux/Windows, then macOS layout).
+const PACKAGE_JSON_CANDIDATES: &[&str] =
+    &["resources/app.asar/package.json", "Contents/Resources/app.asar/package.json"];
+
+/// The release an install root holds: a host-bridge release or an app-server one.
+#[derive(Debug, Clone, Copy)]
+pub enum Release {
+    Host(&'static Profile),
+    AppServer(&'static AppServerProfile),
+}
+
+impl Release {
+    /// The release for the app version found in the install root.
+    pub fn detect(install_root: &Path) -> Result<Release, String> {
+        let version = read_app_version(install_root)?;
+        if let Some(profile) =
+            PROFILES.iter().copied().find(|profile| profile.app_version == version)
+        {
+            return Ok(Release::Host(profile));
         }
-        Some("doctor") if flags_are(&["--json"]) => doctor(profile, !flags.is_empty()),
-        Some("login") if flags_are(&["--no-browser"]) => match auth::login() {
-            Ok(url) => {
-                println!("Open this URL to sign in: {url}");
-                println!("Signed in.");
-                ExitCode::SUCCESS
-            }
-            Err(message) => fail(1, &format!("error: {message}")),
-        },
-        Some("logout") if flags.is_empty() => match auth::logout() {
-            Ok(()) => {
-                println!("Signed out.");
-                ExitCode::SUCCESS
-            }
-            Err(message) => fail(1, &format!("error: {message}")),
-        },
-        Some(known @ ("version" | "doctor" | "login" | "logout")) => {
-            fail(2, &format!("error: unexpected arguments for {known}: {flags:?}"))
+        if let Some(profile) = crate::app_server::for_app_version(&version) {
+            return Ok(Release::AppServer(profile));
         }
-        Some(other) => fail(2, &format!("error: unknown command '{other}'")),
-        None => fail(2, "error: a command is required (version, doctor, login, logout)"),
+        let host = PROFILES.iter().map(|profile| profile.app_version);
+        let supported: Vec<&str> =
+            host.chain(crate::app_server::PROFILES.iter().map(|p| p.app_version)).collect();
+        Err(format!(
+            "no simulator profile for ZCode {version} (supported: {})",
+            supported.join(", ")
+        ))
     }
 }
 
-/// The version the CLI reports: the profile's, unless a fake install's launcher asks for another
-/// (the wrong-CLI-version variant, which the compatibility gate must refuse).
-fn cli_version(profile: &Profile) -> String {
-    std::env::var(CLI_VERSION_ENV).unwrap_or_else(|_| profile.cli_version.to_string())
+fn read_app_version(install_root: &Path) -> Result<String, String> {
+    let path = package_json_path(install_root).ok_or_else(|| {
+        format!(
+            "no app.asar/package.json under {} (asar archives are not supported; the simulator \
+             needs an unpacked app.asar directory)",
+            install_root.display()
+        )
+    })?;
+    let text = std::fs::read_to_string(&path)
+        .map_err(|error| format!("cannot read {}: {error}", path.display()))?;
+    let package: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|error| format!("invalid JSON in {}: {error}", path.display()))?;
+    package
+        .get("version")
+        .and_then(|version| version.as_str())
+        .map(str::to_owned)
+        .ok_or_else(|| format!("{} has no string `version`", path.display()))
 }
 
-fn doctor(profile: &Profile, json: bool) -> ExitCode {
-    let report = serde_json::json!({
-        "version": cli_version(profile),
-        "appVersion": profile.app_version,
-        "runtime": "electron-node",
-        "node": NODE_VERSION,
-        "platform": platform(),
-        "authentication": auth::credentials_state(),
-        "simulated": true,
-    });
-    if json {
-        println!("{}", serde_json::to_string_pretty(&report).expect("serializable"));
-    } else if let Some(fields) = report.as_object() {
-        for (key, value) in fields {
-            println!(
-                "{key}: {}",
-                value.as_str().map(str::to_owned).unwrap_or_else(|| value.to_string())
-            );
+fn package_json_path(install_root: &Path) -> Option<PathBuf> {
+    PACKAGE_JSON_CANDIDATES
+        .iter()
+        .map(|relative| install_root.join(relative))
+        .find(|candidate| candidate.is_file())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::task::profile::{Channel, ModelShape, PlanState, ZCODE_3_11_2};
+
+    /// The host-bridge profile of an install, as the bridge would load it.
+    fn host_profile(root: &Path) -> Result<&'static Profile, String> {
+        match Release::detect(root)? {
+            Release::Host(profile) => Ok(profile),
+            Release::AppServer(profile) => {
+                Err(format!("ZCode {} runs app-server", profile.app_version))
+            }
         }
     }
-    ExitCode::SUCCESS
-}
 
-/// `<process.platform>-<process.arch>` as Node spells it.
-pub fn platform() -> String {
-    let os = match std::env::consts::OS {
-        "macos" => "darwin",
-        "windows" => "win32",
-        other => other,
-    };
-    let arch = match std::env::consts::ARCH {
-        "x86_64" => "x64",
-        "aarch64" => "arm64",
-        "x86" => "ia32",
-        other => other,
-    };
-    format!("{os}-{arch}")
-}
+    fn install_with(relative: &str, body: &str) -> tempfile::TempDir {
+        let root = tempfile::tempdir().unwrap();
+        let path = root.path().join(relative);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, body).unwrap();
+        root
+    }
 
-fn fail(code: u8, message: &str) -> ExitCode {
-    eprintln!("{message}");
-    ExitCode::from(code)
+    #[test]
+    fn detects_linux_and_macos_layouts() {
+        let linux = install_with("resources/app.asar/package.json", r#"{"version":"3.11.2"}"#);
+        assert_eq!(host_profile(linux.path()).unwrap().cli_version, "0.16.5");
+        let mac =
+            install_with("Contents/Resources/app.asar/package.json", r#"{"version":"3.11.2"}"#);
+        assert_eq!(host_profile(mac.path()).unwrap().app_version, "3.11.2");
+    }
+
+    #[test]
+    fn refuses_unknown_versions_and_missing_packages() {
+        let unknown = install_with("resources/app.asar/package.json", r#"{"version":"3.13.0"}"#);
+        let error = host_profile(unknown.path()).unwrap_err();
+        assert!(error.contains("no simulator profile for ZCode 3.13.0"), "{error}");
+        assert!(error.contains("(supported: 3.11.2, 3.12.3, 3.14.3, "), "{error}");
+        assert!(error.ends_with("3.18.2, 4.0.0)"), "{error}");
+        let empty = tempfile::tempdir().unwrap();
+        assert!(host_profile(empty.path()).unwrap_err().contains("no app.asar/package.json"));
+    }
+
+    #[test]
+    fn app_server_releases_are_told_apart_from_host_ones() {
+        let desktop = install_with("resources/app.asar/package.json", r#"{"version":"3.18.2"}"#);
+        let Ok(Release::AppServer(profile)) = Release::detect(desktop.path()) else {
+            panic!("3.18.2 is an app-server release");
+        };
+        assert_eq!(profile.name, "desktop-3.18.2");
+        assert!(host_profile(desktop.path()).unwrap_err().contains("app-server"));
+        let mac =
+            install_with("Contents/Resources/app.asar/package.json", r#"{"version":"4.0.0"}"#);
+        assert!(matches!(Release::detect(mac.path()), Ok(Release::AppServer(_))));
+        let host = install_with("resources/app.asar/package.json", r#"{"version":"3.12.3"}"#);
+        assert!(matches!(Release::detect(host.path()), Ok(Release::Host(_))));
+    }
+
+    #[test]
+    fn channel_tables_split_agent_and_task_methods() {
+        assert!(ZCODE_3_11_2.serves(Channel::Agent, "readWorkspaceState"));
+        assert!(!ZCODE_3_11_2.serves(Channel::Agent, "stopGeneration"));
+        assert!(ZCODE_3_11_2.serves(Channel::Task, "stopGeneration"));
+        assert!(!ZCODE_3_11_2.serves(Channel::ModelSelection, "getView"));
+    }
+
+    #[test]
+    fn the_3_12_3_profile_replaces_the_workspace_state() {
+        let linux = install_with("resources/app.asar/package.json", r#"{"version":"3.12.3"}"#);
+        let profile = host_profile(linux.path()).unwrap();
+        assert_eq!((profile.app_version, profile.cli_version), ("3.12.3", "0.16.5"));
+        assert!(!profile.serves(Channel::Agent, "readWorkspaceState"));
+        assert!(!profile.bridge_agent_methods.contains(&"readWorkspaceState"));
+        assert!(profile.serves(Channel::Agent, "readWorkspacePresentation"));
+        assert!(profile.serves(Channel::ModelSelection, "getView"));
+        assert_eq!(
+            (profile.plan, profile.models, profile.needs_provider_config),
+            (PlanState::IndependentFlag, ModelShape::Selection, true)
+        );
+        assert_eq!(
+            (ZCODE_3_11_2.plan, ZCODE_3_11_2.models, ZCODE_3_11_2.needs_provider_config),
+            (PlanState::Mode, ModelShape::Refs, false)
+        );
+    }
 }

@@ -293,7 +293,7 @@ pub fn stored_business_token() -> StoredKey {
 }
 
 fn stored(wanted: impl Fn(&str) -> bool) -> StoredKey {
-    let Ok(path) = crate::auth::credentials_path() else { return StoredKey::Missing };
+    let Ok(path) = crate::common::auth::credentials_path() else { return StoredKey::Missing };
     let Some(entries) = std::fs::read_to_string(path)
         .ok()
         .and_then(|text| serde_json::from_str::<Value>(&text).ok())

@@ -14,7 +14,8 @@ use super::profile::AppServerProfile;
 use super::provider_config::ProviderConfig;
 use super::server::{Options, Server};
 use super::store::AppStore;
-use crate::output::Output;
+use crate::common::output::Output;
+use crate::common::process::{block_on, cli_version, platform};
 
 const HELP: &str = "Usage: zcode <command> [options]
 
@@ -26,9 +27,6 @@ Commands:
 Options:
   -v, --version          Print the version
   -h, --help             Print this help";
-
-/// Set by a fake install's launcher that must report another CLI version.
-const CLI_VERSION_ENV: &str = "ZCODE_SIM_CLI_VERSION";
 
 /// Runs the CLI for `args` (the arguments after `zcode.cjs`).
 pub fn run(install_root: &Path, profile: &'static AppServerProfile, args: &[String]) -> ExitCode {
@@ -92,12 +90,8 @@ fn without_disallowed_tools(args: &[String]) -> Result<Vec<String>, String> {
 }
 
 fn print_version(profile: &AppServerProfile) -> ExitCode {
-    println!("{}", cli_version(profile));
+    println!("{}", cli_version(profile.cli_version));
     ExitCode::SUCCESS
-}
-
-fn cli_version(profile: &AppServerProfile) -> String {
-    std::env::var(CLI_VERSION_ENV).unwrap_or_else(|_| profile.cli_version.to_owned())
 }
 
 fn usage_error(message: &str) -> ExitCode {
@@ -107,15 +101,15 @@ fn usage_error(message: &str) -> ExitCode {
 
 fn doctor(profile: &AppServerProfile, json: bool) -> ExitCode {
     let report = serde_json::json!({
-        "cli": {"name": "zcode", "processName": "zcode", "version": cli_version(profile)},
-        "runtime": {"node": "v24.14.0", "platform": crate::platform()},
+        "cli": {"name": "zcode", "processName": "zcode", "version": cli_version(profile.cli_version)},
+        "runtime": {"node": "v24.14.0", "platform": platform()},
         "packaging": {"default": "node-bundle", "sea": "optional"},
     });
     if json {
         println!("{}", serde_json::to_string_pretty(&report).expect("serializable"));
     } else {
-        println!("zcode {}", cli_version(profile));
-        println!("runtime: node v24.14.0 ({})", crate::platform());
+        println!("zcode {}", cli_version(profile.cli_version));
+        println!("runtime: node v24.14.0 ({})", platform());
         println!("packaging: node-bundle");
     }
     ExitCode::SUCCESS
@@ -154,7 +148,7 @@ fn serve(install_root: &Path, profile: &'static AppServerProfile, flags: ServerF
             return ExitCode::from(2);
         }
     };
-    let faults = match AppFaults::from_env() {
+    let faults = match AppFaults::from_env(&[]) {
         Ok(faults) => faults,
         Err(message) => {
             eprintln!("zcode-sim: invalid ZCODE_SIM_FAULT: {message}");
@@ -170,15 +164,10 @@ fn serve(install_root: &Path, profile: &'static AppServerProfile, flags: ServerF
         }
     };
     let store = AppStore::for_install(install_root);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("tokio runtime");
-    runtime.block_on(async move {
-        let out = Output::start();
+    block_on(async move {
+        let out = Output::start(false);
         let server = Server::new(profile, options, faults, store, provider, out);
-        server.serve(flags.prepare_storage).await
+        super::stdio::serve(server, flags.prepare_storage).await
     });
     ExitCode::SUCCESS
 }

@@ -4,7 +4,9 @@
 //! or a turn point (`turn-start`, `stream`, `tool`, `permission`, `question`, `plan`,
 //! `headers`, `model-request`, `turn-end`).
 
-use std::sync::Mutex;
+use crate::common::fault::{self, Switch};
+
+pub type AppFaults = fault::Faults<AppFault>;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AppFault {
@@ -45,26 +47,6 @@ pub enum AppFault {
     NoV4,
 }
 
-const NAMES: &[(&str, AppFault)] = &[
-    ("crash", AppFault::Crash),
-    ("exit", AppFault::Exit),
-    ("stall", AppFault::Stall),
-    ("malformed", AppFault::Malformed),
-    ("invalid-utf8", AppFault::InvalidUtf8),
-    ("unknown-event", AppFault::UnknownEvent),
-    ("seq-gap", AppFault::SeqGap),
-    ("v4-seq-gap", AppFault::V4SeqGap),
-    ("stale-cas", AppFault::StaleCas),
-    ("busy", AppFault::Busy),
-    ("evict", AppFault::Evict),
-    ("interaction-race", AppFault::InteractionRace),
-    ("headers-storm", AppFault::HeadersStorm),
-    ("close-deletes", AppFault::CloseDeletes),
-    ("snapshot-first", AppFault::SnapshotFirst),
-    ("slow-start", AppFault::SlowStart),
-    ("no-v4", AppFault::NoV4),
-];
-
 /// Points inside a turn.
 pub const TURN_POINTS: &[&str] = &[
     "turn-start",
@@ -78,19 +60,28 @@ pub const TURN_POINTS: &[&str] = &[
     "turn-end",
 ];
 
-impl AppFault {
-    pub fn parse(name: &str) -> Result<AppFault, String> {
-        let normalized = name.trim().replace('_', "-");
-        NAMES
-            .iter()
-            .find(|(known, _)| *known == normalized)
-            .map(|(_, fault)| *fault)
-            .ok_or_else(|| format!("unknown fault `{name}`"))
-    }
-
-    pub fn name(self) -> &'static str {
-        NAMES.iter().find(|(_, fault)| *fault == self).map(|(name, _)| *name).unwrap_or("?")
-    }
+impl Switch for AppFault {
+    const NAMES: &'static [(&'static str, AppFault)] = &[
+        ("crash", AppFault::Crash),
+        ("exit", AppFault::Exit),
+        ("stall", AppFault::Stall),
+        ("malformed", AppFault::Malformed),
+        ("invalid-utf8", AppFault::InvalidUtf8),
+        ("unknown-event", AppFault::UnknownEvent),
+        ("seq-gap", AppFault::SeqGap),
+        ("v4-seq-gap", AppFault::V4SeqGap),
+        ("stale-cas", AppFault::StaleCas),
+        ("busy", AppFault::Busy),
+        ("evict", AppFault::Evict),
+        ("interaction-race", AppFault::InteractionRace),
+        ("headers-storm", AppFault::HeadersStorm),
+        ("close-deletes", AppFault::CloseDeletes),
+        ("snapshot-first", AppFault::SnapshotFirst),
+        ("slow-start", AppFault::SlowStart),
+        ("no-v4", AppFault::NoV4),
+    ];
+    const DELAY_VARIABLE: bool = false;
+    const VALUE: &'static str = "number";
 
     /// Where a fault fires when no point is given.
     fn default_point(self) -> &'static str {
@@ -111,123 +102,67 @@ impl AppFault {
         }
     }
 
-    fn default_count(self) -> u64 {
+    /// `=n`: a delay in ms (`slow-start`) or a count (`headers-storm`).
+    fn default_value(self) -> u64 {
         match self {
             AppFault::SlowStart => 2_000,
             AppFault::HeadersStorm => 5,
             _ => 0,
         }
     }
-}
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Armed {
-    pub fault: AppFault,
-    pub point: String,
-    /// `=n`: a delay in ms (`slow-start`) or a count (`headers-storm`).
-    pub count: u64,
-}
-
-#[derive(Debug, Default)]
-pub struct AppFaults {
-    armed: Mutex<Vec<Armed>>,
-}
-
-impl AppFaults {
-    pub fn from_env() -> Result<AppFaults, String> {
-        let spec = std::env::var("ZCODE_SIM_FAULT").unwrap_or_default();
-        Ok(AppFaults { armed: Mutex::new(parse_spec(&spec)?) })
+    /// A turn point, `start`, or a method (any name with a `/`).
+    fn known_point(point: &str, _methods: &[&str]) -> bool {
+        TURN_POINTS.contains(&point) || point.contains('/') || point == "start"
     }
 
-    /// Disarms and returns the faults armed for `point`.
-    pub fn take(&self, point: &str) -> Vec<Armed> {
-        let mut armed = self.armed.lock().expect("fault lock");
-        let (fired, kept): (Vec<Armed>, Vec<Armed>) =
-            armed.drain(..).partition(|armed| armed.point == point);
-        *armed = kept;
-        fired
-    }
-
-    /// Disarms and returns the faults of the given kinds armed for `point`.
-    pub fn take_kinds(&self, point: &str, kinds: &[AppFault]) -> Vec<Armed> {
-        let mut armed = self.armed.lock().expect("fault lock");
-        let (fired, kept): (Vec<Armed>, Vec<Armed>) =
-            armed.drain(..).partition(|armed| armed.point == point && kinds.contains(&armed.fault));
-        *armed = kept;
-        fired
-    }
-
-    /// Disarms one fault of `kind` armed for `point`, if any.
-    pub fn take_one(&self, point: &str, kind: AppFault) -> Option<Armed> {
-        let mut armed = self.armed.lock().expect("fault lock");
-        let index = armed.iter().position(|armed| armed.point == point && armed.fault == kind)?;
-        Some(armed.remove(index))
-    }
-}
-
-pub fn parse_spec(spec: &str) -> Result<Vec<Armed>, String> {
-    let mut faults = Vec::new();
-    for item in spec.split(',').map(str::trim).filter(|item| !item.is_empty()) {
-        let (rest, count) = match item.split_once('=') {
-            Some((rest, n)) => (
-                rest,
-                Some(n.trim().parse::<u64>().map_err(|_| format!("bad number in `{item}`"))?),
-            ),
-            None => (item, None),
-        };
-        let (name, point) = match rest.split_once('@') {
-            Some((name, point)) => (name, Some(point.trim())),
-            None => (rest, None),
-        };
-        let fault = AppFault::parse(name)?;
-        let point = point.unwrap_or(fault.default_point()).to_owned();
-        check_point(fault, &point)?;
-        faults.push(Armed { fault, point, count: count.unwrap_or(fault.default_count()) });
-    }
-    Ok(faults)
-}
-
-fn check_point(fault: AppFault, point: &str) -> Result<(), String> {
-    let is_turn = TURN_POINTS.contains(&point);
-    let is_method = point.contains('/');
-    if !(is_turn || is_method || point == "start") {
-        return Err(format!("unknown fault point `{point}`"));
-    }
-    let fits = match fault {
-        AppFault::SlowStart => point == "start",
-        AppFault::Crash | AppFault::Exit | AppFault::Stall => true,
-        AppFault::Busy | AppFault::StaleCas | AppFault::CloseDeletes | AppFault::SnapshotFirst => {
-            is_method
+    fn fits(self, point: &str, _methods: &[&str]) -> bool {
+        let is_method = point.contains('/');
+        match self {
+            AppFault::SlowStart => point == "start",
+            AppFault::Crash | AppFault::Exit | AppFault::Stall => true,
+            AppFault::Busy
+            | AppFault::StaleCas
+            | AppFault::CloseDeletes
+            | AppFault::SnapshotFirst => is_method,
+            AppFault::NoV4 => point == "v4/connection/flow",
+            AppFault::InteractionRace => matches!(point, "permission" | "question" | "plan"),
+            AppFault::HeadersStorm => point == "model-request",
+            _ => point != "start",
         }
-        AppFault::NoV4 => point == "v4/connection/flow",
-        AppFault::InteractionRace => matches!(point, "permission" | "question" | "plan"),
-        AppFault::HeadersStorm => point == "model-request",
-        _ => point != "start",
-    };
-    if fits { Ok(()) } else { Err(format!("fault `{}` cannot fire at `{point}`", fault.name())) }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::common::fault::{Armed, parse_spec};
 
     #[test]
     fn parses_names_points_and_counts() {
-        let faults = parse_spec("headers-storm=3, evict@turn-end, stale_cas").unwrap();
+        let faults =
+            parse_spec::<AppFault>("headers-storm=3, evict@turn-end, stale_cas", None, &[])
+                .unwrap();
         assert_eq!(
             faults[0],
-            Armed { fault: AppFault::HeadersStorm, point: "model-request".into(), count: 3 }
+            Armed { kind: AppFault::HeadersStorm, point: "model-request".into(), value: 3 }
         );
         assert_eq!(faults[1].point, "turn-end");
         assert_eq!(faults[2].point, "v4/command");
-        assert!(parse_spec("explode").is_err());
-        assert!(parse_spec("busy@stream").unwrap_err().contains("cannot fire"));
-        assert!(parse_spec("crash@nowhere").unwrap_err().contains("unknown fault point"));
+        assert!(parse_spec::<AppFault>("explode", None, &[]).is_err());
+        assert!(
+            parse_spec::<AppFault>("busy@stream", None, &[]).unwrap_err().contains("cannot fire")
+        );
+        assert!(
+            parse_spec::<AppFault>("crash@nowhere", None, &[])
+                .unwrap_err()
+                .contains("unknown fault point")
+        );
     }
 
     #[test]
     fn each_fault_fires_once() {
-        let faults = AppFaults { armed: Mutex::new(parse_spec("busy,busy@session/send").unwrap()) };
+        let faults = AppFaults::new(parse_spec("busy,busy@session/send", None, &[]).unwrap());
         assert!(faults.take_one("session/send", AppFault::Busy).is_some());
         assert_eq!(faults.take("session/send").len(), 1);
         assert!(faults.take("session/send").is_empty());

@@ -10,13 +10,12 @@ use super::catalog;
 use super::fault::AppFault;
 use super::messages;
 use super::schemas;
-use super::server::{Reply, Server, State, not_simulated};
-use super::session::{Origin, Resident, RunningTurn};
+use super::server::{Reply, Server, not_simulated};
+use super::session::{Origin, Resident};
 use super::snapshot::{self, Models};
 use super::store::{SessionRecord, Usage};
-use super::turn::TurnStart;
 use super::wire::{self, BUSY, ProtocolError, REVISION_MISMATCH, parse_params};
-use crate::clock::now_ms;
+use crate::common::clock::now_ms;
 
 /// Methods of the real Agent's table the simulator answers with "not simulated" rather than
 /// `Method not found` (3.15.1 `zcodeProtocolMethods`).
@@ -114,10 +113,6 @@ fn check_revision(resident: &Resident, params: &Value) -> Result<(), ProtocolErr
     }
 }
 
-fn business_error(message: impl Into<String>, code: &str) -> ProtocolError {
-    ProtocolError::internal("Error", message, Some(code))
-}
-
 // ── lifecycle ──
 
 async fn create(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
@@ -129,7 +124,7 @@ async fn create(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, P
         if state.sessions.contains_key(&session_id)
             || state.store.load(&session_id).ok().flatten().is_some()
         {
-            return Err(business_error(
+            return Err(ProtocolError::business(
                 format!("Session already exists: {session_id}"),
                 "SESSION_EXISTS",
             ));
@@ -137,7 +132,7 @@ async fn create(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, P
         let model = match params.get("model") {
             Some(selection) => Some(
                 catalog::resolve_selection(&state.entitlements, selection, false)
-                    .map_err(|message| business_error(message, "MODEL_UNAVAILABLE"))?
+                    .map_err(|message| ProtocolError::business(message, "MODEL_UNAVAILABLE"))?
                     .1,
             ),
             None => catalog::default_selection(&state.entitlements),
@@ -193,13 +188,13 @@ async fn resume(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, P
         state
             .store
             .load(&session_id)
-            .map_err(|message| business_error(message, "STORAGE_ERROR"))?
+            .map_err(|message| ProtocolError::business(message, "STORAGE_ERROR"))?
             .ok_or_else(|| {
-            ProtocolError::new(
-                wire::SESSION_UNAVAILABLE,
-                format!("Session not found: {session_id}"),
-            )
-        })?
+                ProtocolError::new(
+                    wire::SESSION_UNAVAILABLE,
+                    format!("Session not found: {session_id}"),
+                )
+            })?
     };
     let message_count = record.messages.len();
     let part_count = messages::part_count(&record.messages);
@@ -222,7 +217,8 @@ async fn resume(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, P
 fn list(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
     let params = parse_params(&schemas::session_list(server.profile), params)?;
     let state = server.state();
-    let stored = state.store.list().map_err(|message| business_error(message, "STORAGE_ERROR"))?;
+    let stored =
+        state.store.list().map_err(|message| ProtocolError::business(message, "STORAGE_ERROR"))?;
     let explicit: Option<Vec<&str>> =
         params["sessionIds"].as_array().map(|ids| ids.iter().filter_map(Value::as_str).collect());
     let workspace = params.get("workspace").map(|workspace| {
@@ -320,7 +316,7 @@ fn send(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolE
     let selection = match params.get("modelSelection") {
         Some(selection) => Some(
             catalog::resolve_selection(&state.entitlements, selection, false)
-                .map_err(|message| business_error(message, "MODEL_UNAVAILABLE"))?
+                .map_err(|message| ProtocolError::business(message, "MODEL_UNAVAILABLE"))?
                 .1,
         ),
         None => None,
@@ -341,7 +337,7 @@ fn send(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolE
     let input_id =
         text(&params, "inputId").map_or_else(|| messages::new_id("input"), str::to_owned);
     let content = text(&params, "content").unwrap_or_default().to_owned();
-    let start = begin_turn(resident, &content, &input_id, Origin::Legacy, None);
+    let start = resident.begin_turn(&content, &input_id, Origin::Legacy, None);
     let revision = resident.revision;
     state.persist(&session_id);
     state.state_updated(&session_id, "prompt_started", json!({"status": "running"}));
@@ -351,46 +347,6 @@ fn send(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolE
         start: Some(start),
         ..Reply::default()
     })
-}
-
-/// Records the prompt and marks the session running; the turn itself starts once the
-/// accepting response is out. Shared by `session/send`, V4 `sendText` and queue drains.
-pub fn begin_turn(
-    resident: &mut Resident,
-    content: &str,
-    input_id: &str,
-    origin: Origin,
-    command_id: Option<String>,
-) -> TurnStart {
-    let turn_id = messages::new_id("turn");
-    let message_id = messages::new_id("msg");
-    let session_id = resident.record.session_id.clone();
-    let user =
-        messages::user_message(&session_id, &message_id, content, resident.record.model.as_ref());
-    resident.record.messages.push(user);
-    resident.record.updated_at = now_ms();
-    // The session row appears with the first prompt (reference APP §8.1).
-    resident.stored = true;
-    resident.deferred = false;
-    resident.revision += 1;
-    let (stop, stopped) = tokio::sync::watch::channel(false);
-    let started_at = now_ms();
-    resident.turn = Some(RunningTurn {
-        turn_id: turn_id.clone(),
-        origin,
-        stop,
-        foreground_execution_id: messages::new_id("exec"),
-        started_at,
-    });
-    TurnStart {
-        session_id,
-        turn_id,
-        input_id: input_id.to_owned(),
-        message_id,
-        text: content.to_owned(),
-        command_id,
-        stop: stopped,
-    }
 }
 
 fn stop(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
@@ -433,27 +389,6 @@ fn close(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, Protocol
 
 // ── settings ──
 
-/// Bumps the revision and tells both projections about the changed settings.
-pub fn announce_settings(
-    state: &mut State,
-    session_id: &str,
-    reason: &str,
-    keys: &[&str],
-) -> Result<(), ProtocolError> {
-    let resident = state.resident(session_id)?;
-    resident.revision += 1;
-    resident.record.updated_at = now_ms();
-    let settings = state.settings(session_id)?;
-    let mut patch = serde_json::Map::new();
-    for key in keys {
-        patch.insert((*key).to_owned(), settings[*key].clone());
-    }
-    state.persist(session_id);
-    state.state_updated(session_id, reason, Value::Object(patch));
-    state.v4_patch(session_id, &["config", "meta"]);
-    Ok(())
-}
-
 fn set_mode(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
     let params = parse_params(&schemas::session_set_mode(server.profile), params)?;
     let session_id = session_id(&params);
@@ -461,7 +396,7 @@ fn set_mode(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, Proto
     let resident = state.resident(&session_id)?;
     check_revision(resident, &params)?;
     resident.record.mode = text(&params, "mode").unwrap_or("build").to_owned();
-    announce_settings(&mut state, &session_id, "mode_changed", &["mode"])?;
+    state.announce_settings(&session_id, "mode_changed", &["mode"])?;
     Ok(state.snapshot(&session_id, Models::Current, Some(0))?.into())
 }
 
@@ -470,13 +405,13 @@ fn set_model(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, Prot
     let session_id = session_id(&params);
     let mut state = server.state();
     let (_, selection) = catalog::resolve_selection(&state.entitlements, &params["model"], true)
-        .map_err(|message| business_error(message, "MODEL_UNAVAILABLE"))?;
+        .map_err(|message| ProtocolError::business(message, "MODEL_UNAVAILABLE"))?;
     let resident = state.resident(&session_id)?;
     check_revision(resident, &params)?;
     resident.record.thought_level =
         selection["options"]["reasoningLevel"].as_str().map(str::to_owned);
     resident.record.model = Some(selection);
-    announce_settings(&mut state, &session_id, "model_changed", &["model", "thoughtLevel"])?;
+    state.announce_settings(&session_id, "model_changed", &["model", "thoughtLevel"])?;
     Ok(state.snapshot(&session_id, Models::Current, Some(0))?.into())
 }
 
@@ -487,7 +422,7 @@ fn set_thought_level(server: &Arc<Server>, params: Option<&Value>) -> Result<Rep
     let resident = state.resident(&session_id)?;
     check_revision(resident, &params)?;
     let Some(model) = resident.current_model() else {
-        return Err(business_error(
+        return Err(ProtocolError::business(
             "Select a model before choosing reasoning effort",
             "INVALID_STATE_TRANSITION",
         ));
@@ -496,59 +431,22 @@ fn set_thought_level(server: &Arc<Server>, params: Option<&Value>) -> Result<Rep
     if let Some(level) = level
         && !model.levels.contains(&level)
     {
-        return Err(business_error(
+        return Err(ProtocolError::business(
             catalog::unsupported_level(model, level),
             "INVALID_THOUGHT_LEVEL",
         ));
     }
     resident.record.thought_level = level.map(str::to_owned);
     resident.record.model = Some(catalog::selection(model, level));
-    announce_settings(
-        &mut state,
-        &session_id,
-        "thought_level_changed",
-        &["thoughtLevel", "model"],
-    )?;
+    state.announce_settings(&session_id, "thought_level_changed", &["thoughtLevel", "model"])?;
     Ok(state.snapshot(&session_id, Models::Current, Some(0))?.into())
 }
 
 // ── reads and the rest ──
 
-/// `session/usage` (and V4 `conversation/usage`): the session's cumulative counters.
-pub fn usage_result(session_id: &str, usage: &Usage) -> Value {
-    json!({
-        "sessionId": session_id,
-        "totalTokens": usage.total(),
-        "inputTokens": usage.input_tokens,
-        "outputTokens": usage.output_tokens,
-        "reasoningTokens": usage.reasoning_tokens,
-        "cacheCreationTokens": usage.cache_creation_tokens,
-        "cacheReadTokens": usage.cache_read_tokens,
-        "modelRequestCount": usage.model_request_count,
-        "modelErrorCount": usage.model_error_count,
-        "inputBaselineBySource": {},
-    })
-}
-
-/// Usage of a resident session, else of the stored one (the counters live in the database).
-pub fn stored_usage(state: &State, session_id: &str) -> Result<Usage, ProtocolError> {
-    if let Some(resident) = state.sessions.get(session_id) {
-        return Ok(resident.record.usage.clone());
-    }
-    match state.store.load(session_id) {
-        Ok(Some(record)) => Ok(record.usage),
-        // A live capture answered zeros for an unknown session, not an error.
-        Ok(None) => Ok(Usage::default()),
-        Err(message) => Err(business_error(message, "STORAGE_ERROR")),
-    }
-}
-
 fn usage(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
     let params = parse_params(&schemas::session_id(), params)?;
-    let session_id = session_id(&params);
-    let state = server.state();
-    let usage = stored_usage(&state, &session_id)?;
-    Ok(usage_result(&session_id, &usage).into())
+    Ok(server.state().usage(&session_id(&params))?.into())
 }
 
 fn subagents(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
@@ -565,7 +463,7 @@ fn fork(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolE
     let resident = state.resident(&session_id)?;
     check_revision(resident, &params)?;
     let Some(checkpoint) = resident.record.checkpoint_id.clone() else {
-        return Err(business_error(
+        return Err(ProtocolError::business(
             "No workspace checkpoint is available yet.",
             "INVALID_STATE_TRANSITION",
         ));
@@ -577,7 +475,7 @@ fn fork(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolE
     copy.updated_at = copy.created_at;
     let copied = copy.messages.len();
     // A fork is persisted when it is made.
-    state.store.save(&copy).map_err(|message| business_error(message, "STORAGE_ERROR"))?;
+    state.store.save(&copy).map_err(|message| ProtocolError::business(message, "STORAGE_ERROR"))?;
     Ok(json!({"forkedSessionId": copy.session_id, "targetCheckpointId": checkpoint,
               "copiedMessageCount": copied, "restoredFileCount": 0})
     .into())

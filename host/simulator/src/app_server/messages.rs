@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use crate::clock::now_ms;
+use crate::common::clock::now_ms;
 
 pub fn new_id(prefix: &str) -> String {
     format!("{prefix}_{}", uuid::Uuid::new_v4().simple())

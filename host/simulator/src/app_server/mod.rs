@@ -3,15 +3,24 @@
 //! `ELECTRON_RUN_AS_NODE=1`, speaking the app-server NDJSON protocol (legacy `session/*` beside
 //! the `v4/*` family, and requests of its own to the host).
 //!
-//! Layout: `cli` is the bundled CLI's argument handling, `server` the line reader and method
-//! table, `legacy` and `v4` the two method families, `turn` the scripted model run, and the
-//! small modules below them the pieces those share (envelope, schemas, reverse requests,
-//! interaction race, store, catalog, faults). Facts and the choices made where the public
-//! source is silent are listed in `docs/simulator.md` §12.
+//! Layout, each layer using only the ones below it:
+//!
+//! 1. `cli`: the bundled CLI's arguments; `stdio`: the line reader, request queue and method
+//!    table.
+//! 2. `legacy` and `v4` (with `v4_commands`): the two method families; `turn`: the scripted
+//!    model run. None of the three imports another.
+//! 3. `server`: the state they share and the session operations they have in common.
+//! 4. `session`, `snapshot`, `gateway` (the V4 transport), `store`, `catalog`, `messages`,
+//!    `interactions`, `reverse`, `schemas`, `zod`, `wire`, `fault`, `profile`: the pieces.
+//!
+//! The V4 conversation itself (publisher, wire, command vocabulary) is `crate::v4`, shared with
+//! the Services Server. Facts and the choices made where the public source is silent are
+//! listed in `docs/simulator.md` §12.
 
 mod catalog;
 mod cli;
 mod fault;
+mod gateway;
 mod interactions;
 mod legacy;
 mod messages;
@@ -22,41 +31,13 @@ mod schemas;
 mod server;
 mod session;
 mod snapshot;
+mod stdio;
 mod store;
 mod turn;
 mod v4;
+mod v4_commands;
 mod wire;
 mod zod;
 
 pub(crate) use cli::run;
 pub use profile::{AppServerProfile, Generation, PROFILES, by_name, for_app_version};
-
-/// SIGTERM / SIGINT (Ctrl-C elsewhere): the Agent exits like at end of input.
-pub(crate) struct Shutdown {
-    #[cfg(unix)]
-    signals: (tokio::signal::unix::Signal, tokio::signal::unix::Signal),
-}
-
-impl Shutdown {
-    pub(crate) fn install() -> Shutdown {
-        #[cfg(unix)]
-        {
-            use tokio::signal::unix::{SignalKind, signal};
-            let terminate = signal(SignalKind::terminate()).expect("SIGTERM handler");
-            let interrupt = signal(SignalKind::interrupt()).expect("SIGINT handler");
-            Shutdown { signals: (terminate, interrupt) }
-        }
-        #[cfg(not(unix))]
-        Shutdown {}
-    }
-
-    pub(crate) async fn requested(&mut self) {
-        #[cfg(unix)]
-        tokio::select! {
-            _ = self.signals.0.recv() => {},
-            _ = self.signals.1.recv() => {},
-        }
-        #[cfg(not(unix))]
-        let _ = tokio::signal::ctrl_c().await;
-    }
-}

@@ -132,7 +132,7 @@ mod tests {
             assert_eq!(for_app_version(profile.app_version).unwrap().name, profile.name);
             assert_eq!(by_name(profile.name).unwrap().app_version, profile.app_version);
         }
-        assert!(for_app_version("3.11.2").is_none(), "host profiles stay in crate::profile");
+        assert!(for_app_version("3.11.2").is_none(), "host profiles stay in crate::task::profile");
     }
 
     #[test]

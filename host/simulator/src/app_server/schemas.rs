@@ -11,6 +11,7 @@ use super::zod::{
     Schema, array, custom, enumeration, field, literal, loose, non_empty, nonnegative_int,
     optional, positive_int, record, strict, string,
 };
+use crate::v4::commands::COMMAND_TYPES;
 
 pub const DELIVERY_KINDS: [&str; 2] = ["desktop-continuous", "web-remote-replayable"];
 
@@ -448,74 +449,6 @@ pub fn v4_rows_range() -> Schema {
 pub fn v4_conversation_usage() -> Schema {
     strict(vec![field("sessionId", Schema::Str { min: 1, trim: false })])
 }
-
-/// Every V4 command type of the 3.15.1 `commandPayloadSchemas`.
-pub const COMMAND_TYPES: [&str; 35] = [
-    "createSession",
-    "createSelectionSideSession",
-    "sendText",
-    "sendGoalCommand",
-    "stop",
-    "compact",
-    "forkAssistant",
-    "applyFileRewind",
-    "editUserQuery",
-    "retryTurn",
-    "setAssistantFeedback",
-    "setHighspeedMetrics",
-    "sendQueuedNow",
-    "editQueueItem",
-    "reorderQueueItem",
-    "deleteQueueItem",
-    "setAutoDrain",
-    "resolveInteraction",
-    "respondWorkspaceHookReview",
-    "toggleWorkspaceHookReviewItem",
-    "revokeWorkspaceHookTrust",
-    "requestWorkspaceHookReview",
-    "snoozeInteractionAutoResolution",
-    "switchModelConfig",
-    "switchCollaborationMode",
-    "setFollowupMode",
-    "pauseGoal",
-    "resumeGoal",
-    "cancelBackgroundWork",
-    "resumeWorkflowRun",
-    "startSavedWorkflow",
-    "amendWorkflowRunSettings",
-    "renameSession",
-    "deleteSession",
-    "discardSharedContext",
-];
-
-/// Commands that need `baseRevision` (`COMMANDS_REQUIRING_BASE_REVISION`).
-pub const CAS_COMMANDS: [&str; 15] = [
-    "applyFileRewind",
-    "forkAssistant",
-    "editUserQuery",
-    "retryTurn",
-    "setAssistantFeedback",
-    "sendQueuedNow",
-    "editQueueItem",
-    "reorderQueueItem",
-    "deleteQueueItem",
-    "setAutoDrain",
-    "switchModelConfig",
-    "switchCollaborationMode",
-    "setFollowupMode",
-    "pauseGoal",
-    "resumeGoal",
-];
-
-/// Commands that also need `baseLogEpoch` (`ROW_TARGETING_COMMANDS`).
-pub const ROW_TARGETING_COMMANDS: [&str; 6] = [
-    "applyFileRewind",
-    "forkAssistant",
-    "editUserQuery",
-    "retryTurn",
-    "setAssistantFeedback",
-    "setHighspeedMetrics",
-];
 
 pub fn v4_command_envelope() -> Schema {
     let types: Vec<&'static str> = COMMAND_TYPES.to_vec();

@@ -1,13 +1,7 @@
-//! The simulated Agent process behind `zcode.cjs app-server --stdio`: the line reader, the
-//! request queue, the method table and the state every handler shares.
-//!
-//! Ordering follows the 3.15.1 transport (`zcode-protocol/transport.ts`): requests are handled
-//! one at a time in arrival order — a request that waits on the host (such as
-//! `session/create` waiting for `session/requestRuntimePreferences`) holds up the ones behind
-//! it — except responses to the Agent's own requests and `session/stop` /
-//! `workspace/cancelGenerateText`, which are handled at once. A response is written together
-//! with the notifications that belong to it (a V4 subscribe's initial frame), with nothing in
-//! between.
+//! The simulated Agent's shared state (one lock for every handler and turn) and the session
+//! operations the method families and turns have in common: runtime materialisation, event
+//! and `state.updated` emission, V4 patches, settings announcements, the start of a run.
+//! Nothing here knows a method family or a turn (`mod.rs` states the direction).
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -15,24 +9,23 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tokio::io::AsyncBufReadExt;
-use tokio::sync::mpsc;
 
 use super::catalog::{self, Entitlements};
-use super::fault::{AppFault, AppFaults};
+use super::fault::AppFaults;
+use super::gateway::Gateway;
 use super::interactions::Interactions;
 use super::profile::AppServerProfile;
 use super::provider_config::ProviderConfig;
 use super::reverse::{ClientError, ClientRequest, Reverse};
 use super::schemas;
-use super::session::{Preferences, Resident};
+use super::session::{Preferences, Resident, TurnStart};
 use super::snapshot::{self, Models};
-use super::store::{AppStore, SessionRecord};
-use super::turn::TurnStart;
-use super::v4::Gateway;
-use super::wire::{self, Incoming, ProtocolError};
-use super::{legacy, v4};
-use crate::output::Output;
+use super::store::{AppStore, SessionRecord, Usage};
+use super::wire::{self, ProtocolError};
+use crate::common::clock::now_ms;
+use crate::common::output::Output;
+use crate::common::process::{ScenarioOptions, number};
+use crate::v4::publisher::Batch;
 
 /// Settings read once from the environment.
 pub struct Options {
@@ -48,32 +41,12 @@ pub struct Options {
 }
 
 fn millis(name: &str, default: u64) -> Result<Duration, String> {
-    match std::env::var(name) {
-        Ok(text) => text
-            .trim()
-            .parse()
-            .map(Duration::from_millis)
-            .map_err(|_| format!("{name} is not a number: {text}")),
-        Err(_) => Ok(Duration::from_millis(default)),
-    }
+    Ok(Duration::from_millis(number(name)?.unwrap_or(default)))
 }
 
 impl Options {
     pub fn from_env() -> Result<Options, String> {
-        let scenario_file = match std::env::var_os("ZCODE_SIM_SCENARIO") {
-            Some(path) if std::path::Path::new(&path).is_absolute() => Some(path.into()),
-            Some(path) => {
-                return Err(format!(
-                    "ZCODE_SIM_SCENARIO must be absolute: {}",
-                    path.to_string_lossy()
-                ));
-            }
-            None => None,
-        };
-        let chunk_delay = match std::env::var("ZCODE_SIM_CHUNK_DELAY_MS") {
-            Ok(_) => Some(millis("ZCODE_SIM_CHUNK_DELAY_MS", 0)?),
-            Err(_) => None,
-        };
+        let ScenarioOptions { scenario_file, chunk_delay } = ScenarioOptions::from_env()?;
         Ok(Options {
             // Source values: 1 s re-announce, 15 s runtime preferences, 180 s headers.
             reannounce: millis("ZCODE_SIM_REANNOUNCE_MS", 1_000)?,
@@ -167,9 +140,12 @@ impl State {
     /// Applies V4 deltas to the session's projection and delivers the frames.
     pub fn v4(&mut self, session_id: &str, deltas: Vec<Value>) {
         let Some(resident) = self.sessions.get_mut(session_id) else { return };
-        let outgoing = resident.publisher.push(deltas);
-        for frame in outgoing {
-            self.gateway.deliver(&self.out, &frame.connection_id, frame.wire);
+        let mut batch = Batch::default();
+        for delta in deltas {
+            resident.publisher.stage(&mut batch, delta);
+        }
+        for frame in resident.publisher.commit(batch) {
+            self.gateway.deliver(&self.out, frame);
         }
     }
 
@@ -182,6 +158,60 @@ impl State {
 
     pub fn resident(&mut self, session_id: &str) -> Result<&mut Resident, ProtocolError> {
         self.sessions.get_mut(session_id).ok_or_else(|| ProtocolError::not_active(session_id))
+    }
+
+    /// Bumps the revision and tells both projections about the changed settings.
+    pub fn announce_settings(
+        &mut self,
+        session_id: &str,
+        reason: &str,
+        keys: &[&str],
+    ) -> Result<(), ProtocolError> {
+        let resident = self.resident(session_id)?;
+        resident.revision += 1;
+        resident.record.updated_at = now_ms();
+        let settings = self.settings(session_id)?;
+        let mut patch = serde_json::Map::new();
+        for key in keys {
+            patch.insert((*key).to_owned(), settings[*key].clone());
+        }
+        self.persist(session_id);
+        self.state_updated(session_id, reason, Value::Object(patch));
+        self.v4_patch(session_id, &["config", "meta"]);
+        Ok(())
+    }
+
+    /// What both projections hear when a run starts.
+    pub fn started(&mut self, session_id: &str) {
+        self.persist(session_id);
+        self.state_updated(session_id, "prompt_started", json!({"status": "running"}));
+        self.v4_patch(session_id, &["control", "availability", "inputRouting", "queue"]);
+    }
+
+    /// `session/usage` (and V4 `conversation/usage`): the cumulative counters of a resident
+    /// session, else of the stored one (the counters live in the database).
+    pub fn usage(&self, session_id: &str) -> Result<Value, ProtocolError> {
+        let usage = match self.sessions.get(session_id) {
+            Some(resident) => resident.record.usage.clone(),
+            None => match self.store.load(session_id) {
+                Ok(Some(record)) => record.usage,
+                // A live capture answered zeros for an unknown session, not an error.
+                Ok(None) => Usage::default(),
+                Err(message) => return Err(ProtocolError::business(message, "STORAGE_ERROR")),
+            },
+        };
+        Ok(json!({
+            "sessionId": session_id,
+            "totalTokens": usage.total(),
+            "inputTokens": usage.input_tokens,
+            "outputTokens": usage.output_tokens,
+            "reasoningTokens": usage.reasoning_tokens,
+            "cacheCreationTokens": usage.cache_creation_tokens,
+            "cacheReadTokens": usage.cache_read_tokens,
+            "modelRequestCount": usage.model_request_count,
+            "modelErrorCount": usage.model_error_count,
+            "inputBaselineBySource": {},
+        }))
     }
 
     /// Saves the record once it has been persisted (from the first prompt on).
@@ -223,9 +253,6 @@ pub struct Server {
     pub provider: ProviderConfig,
     state: Mutex<State>,
 }
-
-/// Handled at once instead of queued (the transport's bypass list).
-const BYPASS: &[&str] = &["session/stop", "workspace/cancelGenerateText"];
 
 impl Server {
     pub fn new(
@@ -320,213 +347,6 @@ impl Server {
         let resident = Resident::new(record, stored, deferred, preferences);
         state.sessions.insert(id, resident);
         Ok(())
-    }
-
-    /// Reads stdin until it closes, then exits the process.
-    pub async fn serve(self: Arc<Self>, prepare_storage: bool) {
-        let mut stalled = false;
-        for armed in self.faults.take("start") {
-            match armed.fault {
-                AppFault::SlowStart => tokio::time::sleep(Duration::from_millis(armed.count)).await,
-                AppFault::Crash => self.out.exit(1, Some("Error: simulated crash at start".into())),
-                AppFault::Exit => self.out.exit(1, None),
-                AppFault::Stall => stalled = true,
-                _ => {}
-            }
-        }
-        let mut reader = tokio::io::BufReader::with_capacity(1 << 16, tokio::io::stdin());
-        if prepare_storage {
-            // Preparing the storage is all this mode does (storage-startup source).
-            match self.storage_path_handshake(&mut reader).await {
-                Ok(reuse) => {
-                    if !reuse {
-                        self.storage_startup_frames();
-                    }
-                    self.out.frame(&wire::notification("startup/storagePrepared", json!({})));
-                    self.out.exit(0, None);
-                }
-                Err((kind, message)) => {
-                    let database_id = self.state().store.database_id();
-                    self.out.frame(&wire::notification(
-                        "startup/storageState",
-                        json!({"schemaVersion": 1, "attemptId": uuid::Uuid::new_v4().to_string(),
-                               "databaseId": database_id, "databaseKind": "session",
-                               "sequence": 1, "phase": "failed", "elapsedMs": 0,
-                               "errorCode": kind}),
-                    ));
-                    self.out.exit(1, Some(message));
-                }
-            }
-            return std::future::pending().await;
-        }
-        self.storage_startup_frames();
-        let (queue, mut queued) = mpsc::unbounded_channel::<(Value, String, Option<Value>)>();
-        let worker = tokio::spawn({
-            let server = self.clone();
-            async move {
-                while let Some((id, method, params)) = queued.recv().await {
-                    server.clone().handle(id, method, params).await;
-                }
-            }
-        });
-        let mut shutdown = super::Shutdown::install();
-        let mut line = Vec::new();
-        loop {
-            line.clear();
-            if stalled {
-                shutdown.requested().await;
-                break;
-            }
-            tokio::select! {
-                read = reader.read_until(b'\n', &mut line) => match read {
-                    Ok(0) | Err(_) => break,
-                    Ok(_) => self.on_line(&line, &queue),
-                },
-                () = shutdown.requested() => break,
-            }
-        }
-        // Like the transport at EOF: short requests already queued may still answer.
-        drop(queue);
-        let _ = tokio::time::timeout(Duration::from_millis(100), worker).await;
-        self.out.exit(0, None);
-        std::future::pending::<()>().await;
-    }
-
-    fn on_line(
-        self: &Arc<Self>,
-        line: &[u8],
-        queue: &mpsc::UnboundedSender<(Value, String, Option<Value>)>,
-    ) {
-        match wire::decode(line) {
-            Incoming::Blank | Incoming::Notification { .. } => {}
-            Incoming::ParseError => self.out.frame(&wire::parse_error_frame()),
-            Incoming::Invalid(issues) => self.out.frame(&wire::invalid_message_frame(&issues)),
-            Incoming::Response { id, result } => {
-                self.reverse.settle(&id, Ok(result));
-            }
-            Incoming::ErrorResponse { id, code, message, data } => {
-                self.reverse.settle(&id, Err(ProtocolError { code, message, data }));
-            }
-            Incoming::Request { id, method, params } => {
-                if BYPASS.contains(&method.as_str()) {
-                    tokio::spawn(self.clone().handle(id, method, params));
-                } else {
-                    let _ = queue.send((id, method, params));
-                }
-            }
-        }
-    }
-
-    /// Handles one request to completion and writes its response.
-    async fn handle(self: Arc<Self>, id: Value, method: String, params: Option<Value>) {
-        // Faults about the request itself; the others are consumed by the handlers.
-        let generic = [
-            AppFault::Crash,
-            AppFault::Exit,
-            AppFault::Stall,
-            AppFault::Malformed,
-            AppFault::InvalidUtf8,
-        ];
-        for armed in self.faults.take_kinds(&method, &generic) {
-            match armed.fault {
-                AppFault::Crash => {
-                    return self.out.exit(1, Some(format!("Error: simulated crash at {method}")));
-                }
-                AppFault::Exit => return self.out.exit(1, None),
-                AppFault::Stall => return std::future::pending().await,
-                AppFault::InvalidUtf8 => self.out.bytes(INVALID_UTF8_LINE.to_vec()),
-                _ => self.out.bytes(MALFORMED_LINE.to_vec()),
-            }
-        }
-        let outcome = self.dispatch(&method, params).await;
-        let mut frames = Vec::new();
-        let start = match outcome {
-            Ok(reply) => {
-                frames.extend(reply.before);
-                frames.push(wire::result_frame(&id, reply.result));
-                frames.extend(reply.after);
-                reply.start
-            }
-            Err(error) => {
-                frames.push(wire::error_frame(&id, &error));
-                None
-            }
-        };
-        let mut bytes = Vec::new();
-        for frame in &frames {
-            serde_json::to_writer(&mut bytes, frame).expect("frames serialize");
-            bytes.push(b'\n');
-        }
-        self.out.bytes(bytes);
-        if let Some(start) = start {
-            tokio::spawn(super::turn::run(self.clone(), start));
-        }
-    }
-
-    async fn dispatch(
-        self: &Arc<Self>,
-        method: &str,
-        params: Option<Value>,
-    ) -> Result<Reply, ProtocolError> {
-        let profile = self.profile;
-        if profile.serves_deleted_legacy(method) {
-            return Err(not_simulated(method));
-        }
-        if method.starts_with("v4/") {
-            return v4::dispatch(self, method, params).await;
-        }
-        legacy::dispatch(self, method, params).await
-    }
-
-    /// `--prepare-storage`: the Agent names its database path (`startup/storagePath`) and
-    /// waits up to 30 s for one `startup/storagePathReady` line; `reuse: true` skips opening
-    /// the storage again. Returns `reuse`, or the failure's kind and message.
-    async fn storage_path_handshake(
-        &self,
-        reader: &mut tokio::io::BufReader<tokio::io::Stdin>,
-    ) -> Result<bool, (&'static str, String)> {
-        let path = self.state().store.database_path();
-        self.out.frame(&wire::notification(
-            "startup/storagePath",
-            json!({"path": path.to_string_lossy()}),
-        ));
-        let mut line = Vec::new();
-        let read =
-            tokio::time::timeout(Duration::from_secs(30), reader.read_until(b'\n', &mut line));
-        let invalid =
-            ("invalid_acknowledgement", "Error: Invalid storage acknowledgement".to_owned());
-        match read.await {
-            Ok(Ok(read)) if read > 0 => {}
-            Ok(_) => {
-                return Err(("transport_closed", "Error: Storage preparation input closed".into()));
-            }
-            Err(_) => {
-                let message = "Error: Storage observation handshake timed out".to_owned();
-                return Err(("startup_status_timeout", message));
-            }
-        }
-        let value: Value = serde_json::from_slice(&line).map_err(|_| invalid.clone())?;
-        if line.len() > 1024 || value["method"] != "startup/storagePathReady" {
-            return Err(invalid);
-        }
-        Ok(value["reuse"] == true)
-    }
-
-    /// The `startup/storageState` frames the Agent writes while opening its database, before
-    /// it reads anything: five of them, `checking` ×3, `committing`, `ready`, as a live
-    /// capture recorded (`tests/recorded/app-server/README.md`).
-    pub fn storage_startup_frames(&self) {
-        let database_id = self.state().store.database_id();
-        let attempt = uuid::Uuid::new_v4().to_string();
-        let phases = ["checking", "checking", "checking", "committing", "ready"];
-        for (index, phase) in phases.into_iter().enumerate() {
-            self.out.frame(&wire::notification(
-                "startup/storageState",
-                json!({"schemaVersion": 1, "attemptId": attempt, "sequence": index + 1,
-                       "databaseId": database_id, "databaseKind": "session", "phase": phase,
-                       "elapsedMs": index}),
-            ));
-        }
     }
 }
 

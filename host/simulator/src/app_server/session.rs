@@ -15,17 +15,33 @@ use tokio::sync::watch;
 use super::catalog;
 use super::messages;
 use super::store::SessionRecord;
-use super::v4::publisher::{Publisher, row_base, with};
-use crate::clock::now_ms;
+use crate::common::clock::now_ms;
+use crate::common::turn::Stop;
+use crate::v4::publisher::{Log, Publisher};
+use crate::v4::wire::{DeliveryKind, Frame};
 
 /// Protocol-visible events a resident session keeps for `session/events` and replays.
 const EVENT_LOG: usize = 2_000;
+/// V4 deltas kept for `base` resumption (`subscriberBufferMaxOps`).
+const RETAINED_DELTAS: usize = 500;
 
 /// Who started a turn: only legacy-started turns hold the prompt lock `session/stop` aborts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Origin {
     Legacy,
     V4,
+}
+
+/// What an accepting `session/send` or `sendText` prepared.
+pub struct TurnStart {
+    pub session_id: String,
+    pub turn_id: String,
+    pub input_id: String,
+    /// The persisted user message of the prompt.
+    pub message_id: String,
+    pub text: String,
+    pub command_id: Option<String>,
+    pub stop: Stop<bool>,
 }
 
 pub struct RunningTurn {
@@ -141,8 +157,9 @@ impl Resident {
     ) -> Resident {
         let rows = rows_from_messages(&record.messages);
         let last_phase = if record.messages.is_empty() { "draft" } else { "completedSuccess" };
+        let log = Log::new(format!("epoch_{}", uuid::Uuid::new_v4().simple()), rows);
         let mut resident = Resident {
-            publisher: Publisher::new(&record.session_id, Map::new(), rows),
+            publisher: Publisher::new(&record.session_id, log, RETAINED_DELTAS),
             record,
             stored,
             deferred,
@@ -165,13 +182,56 @@ impl Resident {
             last_phase,
             admissions: 0,
         };
-        let zone = resident.a_zone();
-        resident.publisher.set_state(zone);
+        resident.publisher.zone = resident.a_zone();
         resident
     }
 
     pub fn is_running(&self) -> bool {
         self.turn.is_some()
+    }
+
+    /// Records the prompt and marks the session running; the turn itself starts once the
+    /// accepting response is out. Shared by `session/send`, V4 `sendText` and queue drains.
+    pub fn begin_turn(
+        &mut self,
+        content: &str,
+        input_id: &str,
+        origin: Origin,
+        command_id: Option<String>,
+    ) -> TurnStart {
+        let turn_id = messages::new_id("turn");
+        let message_id = messages::new_id("msg");
+        let session_id = self.record.session_id.clone();
+        let model = self.record.model.as_ref();
+        let user = messages::user_message(&session_id, &message_id, content, model);
+        self.record.messages.push(user);
+        self.record.updated_at = now_ms();
+        // The session row appears with the first prompt (reference APP §8.1).
+        self.stored = true;
+        self.deferred = false;
+        self.revision += 1;
+        let (stop, stopped) = watch::channel(false);
+        let started_at = now_ms();
+        self.turn = Some(RunningTurn {
+            turn_id: turn_id.clone(),
+            origin,
+            stop,
+            foreground_execution_id: messages::new_id("exec"),
+            started_at,
+        });
+        let input_id = input_id.to_owned();
+        let text = content.to_owned();
+        let stop = Stop(stopped);
+        TurnStart { session_id, turn_id, input_id, message_id, text, command_id, stop }
+    }
+
+    /// Takes the oldest queued input of an idle session and starts it.
+    pub fn next_queued(&mut self) -> Option<TurnStart> {
+        if self.is_running() {
+            return None;
+        }
+        let item = self.queue.pop_front()?;
+        Some(self.begin_turn(&item.text, &item.input_id, item.origin, Some(item.command_id)))
     }
 
     /// Builds the next protocol session event and records it (`ZCodeSessionEvent`).
@@ -351,6 +411,26 @@ impl Resident {
         }
     }
 
+    /// The V4 snapshot: the A zone as last published, then the log's identity and rows.
+    pub fn v4_snapshot(&self) -> Value {
+        let mut snapshot = self.publisher.zone.clone();
+        snapshot.extend(self.publisher.snapshot_head(self.revision));
+        snapshot.insert("rows".into(), self.publisher.rows_window());
+        Value::Object(snapshot)
+    }
+
+    /// The first frame of a V4 (re)subscription and its ack `mode`.
+    pub fn open_v4(
+        &mut self,
+        subscription_id: &str,
+        base: Option<(&str, u64)>,
+        force_snapshot: bool,
+        delivery: DeliveryKind,
+    ) -> Option<(&'static str, Frame)> {
+        let snapshot = self.v4_snapshot();
+        self.publisher.open(subscription_id, base, force_snapshot, delivery, snapshot)
+    }
+
     /// A `state.updated` delta replacing `keys` with their current values.
     pub fn patch(&self, keys: &[&str]) -> Value {
         let mut patch = Map::new();
@@ -424,4 +504,25 @@ pub fn rows_from_messages(messages: &[Value]) -> Vec<Value> {
         }
     }
     rows
+}
+
+/// A V4 row's common fields (`rowBaseFields`).
+pub fn row_base(row_id: u64, turn_id: &str, entity_id: &str, seq: u64, kind: &str) -> Value {
+    json!({
+        "rowId": row_id,
+        "turnId": turn_id,
+        "entityId": entity_id,
+        "productTurnId": turn_id,
+        "createdAt": now_ms(),
+        "createdAtSeq": seq,
+        "kind": kind,
+    })
+}
+
+/// Merges `extra`'s fields into `base`.
+pub fn with(mut base: Value, extra: Value) -> Value {
+    if let (Some(target), Value::Object(fields)) = (base.as_object_mut(), extra) {
+        target.extend(fields);
+    }
+    base
 }

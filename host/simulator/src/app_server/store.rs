@@ -10,6 +10,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::common::store::{Record, SessionFiles, state_dir};
+
 /// Token counters of a session, summed over its model requests (`session/usage`).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
@@ -89,22 +91,29 @@ impl SessionRecord {
     }
 }
 
+impl Record for SessionRecord {
+    fn session_id(&self) -> &str {
+        &self.session_id
+    }
+
+    fn updated_at(&self) -> u64 {
+        self.updated_at
+    }
+}
+
 pub struct AppStore {
     root: PathBuf,
+    sessions: SessionFiles<SessionRecord>,
 }
 
 impl AppStore {
     /// `$ZCODE_SIM_STATE/app-server`, else `<install-root>/.sim-state/app-server`.
     pub fn for_install(install_root: &Path) -> AppStore {
-        let state = std::env::var_os("ZCODE_SIM_STATE")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| install_root.join(".sim-state"));
-        AppStore { root: state.join("app-server") }
+        AppStore::at(state_dir(install_root).join("app-server"))
     }
 
-    #[cfg(test)]
     pub fn at(root: PathBuf) -> AppStore {
-        AppStore { root }
+        AppStore { sessions: SessionFiles::at(root.join("sessions")), root }
     }
 
     /// The id start-up frames give the database: the SHA-256 of its path (storage-startup
@@ -121,39 +130,21 @@ impl AppStore {
         self.root.join("db.sqlite")
     }
 
-    fn file(&self, session_id: &str) -> Option<PathBuf> {
-        // Session ids come from clients; only the Agent's id alphabet may reach the disk.
-        let safe = !session_id.is_empty()
-            && session_id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-        safe.then(|| self.root.join("sessions").join(format!("{session_id}.json")))
-    }
-
     pub fn load(&self, session_id: &str) -> Result<Option<SessionRecord>, String> {
-        let Some(path) = self.file(session_id) else { return Ok(None) };
-        match std::fs::read_to_string(&path) {
-            Ok(text) => serde_json::from_str(&text)
-                .map(Some)
-                .map_err(|error| format!("corrupt session file {}: {error}", path.display())),
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(error) => Err(format!("cannot read {}: {error}", path.display())),
-        }
+        self.sessions.load(session_id)
     }
 
     pub fn save(&self, record: &SessionRecord) -> Result<(), String> {
-        let path = self
-            .file(&record.session_id)
-            .ok_or_else(|| format!("invalid session id {}", record.session_id))?;
-        let bytes = serde_json::to_vec(record).map_err(|error| error.to_string())?;
-        write_atomically(&path, &bytes)
+        self.sessions.save(&record.session_id, record)
     }
 
     pub fn delete(&self, session_id: &str) -> Result<(), String> {
-        let Some(path) = self.file(session_id) else { return Ok(()) };
-        match std::fs::remove_file(&path) {
-            Ok(()) => Ok(()),
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(error) => Err(format!("cannot remove {}: {error}", path.display())),
-        }
+        self.sessions.delete(session_id)
+    }
+
+    /// Every stored session, newest first.
+    pub fn list(&self) -> Result<Vec<SessionRecord>, String> {
+        self.sessions.list()
     }
 
     /// Appends one line to `<state>/app-server/permissions.jsonl`: the simulator's own record
@@ -174,39 +165,6 @@ impl AppStore {
             eprintln!("zcode-sim: cannot record a permission outcome: {error}");
         }
     }
-
-    /// Every stored session, newest first.
-    pub fn list(&self) -> Result<Vec<SessionRecord>, String> {
-        let entries = match std::fs::read_dir(self.root.join("sessions")) {
-            Ok(entries) => entries,
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(error) => return Err(format!("cannot list sessions: {error}")),
-        };
-        let mut records = Vec::new();
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            let Some(id) = name.to_str().and_then(|name| name.strip_suffix(".json")) else {
-                continue;
-            };
-            if let Some(record) = self.load(id)? {
-                records.push(record);
-            }
-        }
-        records.sort_by(|a, b| {
-            b.updated_at.cmp(&a.updated_at).then_with(|| a.session_id.cmp(&b.session_id))
-        });
-        Ok(records)
-    }
-}
-
-fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), String> {
-    let parent = path.parent().expect("session files live in a directory");
-    std::fs::create_dir_all(parent)
-        .map_err(|error| format!("cannot create {}: {error}", parent.display()))?;
-    let temporary = path.with_extension(format!("tmp-{}", std::process::id()));
-    std::fs::write(&temporary, bytes)
-        .and_then(|()| std::fs::rename(&temporary, path))
-        .map_err(|error| format!("cannot write {}: {error}", path.display()))
 }
 
 #[cfg(test)]

@@ -193,6 +193,11 @@ impl ProtocolError {
         ProtocolError::new(SESSION_UNAVAILABLE, format!("Session is not active: {session_id}"))
     }
 
+    /// A business error: a plain `Error` with a stable `data.code`.
+    pub fn business(message: impl Into<String>, code: &str) -> ProtocolError {
+        ProtocolError::internal("Error", message, Some(code))
+    }
+
     /// A plain `Error` thrown inside a handler (`toProtocolError`): `-32603`, with the error's
     /// `name` and, for business errors, its stable `code` in `data`.
     pub fn internal(name: &str, message: impl Into<String>, code: Option<&str>) -> ProtocolError {

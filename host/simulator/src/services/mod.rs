@@ -3,28 +3,32 @@
 //! (a JSON hello line each way, then binary channel IPC carrying the V4 conversation); the
 //! version probes of Node, the server and the Agent answer as the real ones do.
 //!
-//! Facts and their sources: `docs/simulator.md` §13. Layout of a runtime root: [`layout`].
+//! The V4 conversation is `crate::v4`'s publisher and wire; this server adds its session state
+//! (`conversation`), its commands, and its transport (`router`: channel events to the listens
+//! of a workspace). Facts and their sources: `docs/simulator.md` §13. Layout of a runtime
+//! root: [`layout`].
 
 mod channels;
+mod commands;
+mod conversation;
 pub mod fault;
 pub mod ipc;
 pub mod launch;
 pub mod layout;
 mod out;
 pub mod profile;
+mod router;
 mod server;
 mod store;
 mod turn;
-mod v4;
 
 use std::ffi::OsString;
 use std::path::Path;
 use std::process::ExitCode;
 
+use crate::common::process::{cli_version, fail, node_arch, node_platform};
 use profile::RuntimeProfile;
 
-/// Overrides the Agent version `zcode.cjs --version` prints (a wrong-version variant).
-const AGENT_VERSION_ENV: &str = "ZCODE_SIM_CLI_VERSION";
 /// Overrides the Node version `node --version` prints (a too-old-Node variant).
 const NODE_VERSION_ENV: &str = "ZCODE_SIM_NODE_VERSION";
 
@@ -54,8 +58,8 @@ fn run_node(
         }
         // Identification scripts (`node -e …`); the script text is not evaluated.
         Some("-e" | "--eval" | "-p" | "--print") if args.len() >= 2 => {
-            let identity = serde_json::json!({"node": node_version, "platform": server::node_platform(),
-                                              "arch": server::node_arch()});
+            let identity = serde_json::json!({"node": node_version, "platform": node_platform(),
+                                              "arch": node_arch()});
             println!("{identity}");
             ExitCode::SUCCESS
         }
@@ -69,9 +73,7 @@ fn run_node(
         Some(script) if is_entry(script, &layout::agent_entry(dir)) => {
             match args.get(1).map(String::as_str) {
                 Some("--version") if args.len() == 2 => {
-                    let version = std::env::var(AGENT_VERSION_ENV)
-                        .unwrap_or_else(|_| profile.agent_version.to_owned());
-                    println!("{version}");
+                    println!("{}", cli_version(profile.agent_version));
                     ExitCode::SUCCESS
                 }
                 _ => fail(
@@ -97,9 +99,4 @@ fn is_entry(script: &str, entry: &Path) -> bool {
         (Ok(script), Ok(entry)) => script == entry,
         _ => false,
     }
-}
-
-fn fail(code: u8, message: &str) -> ExitCode {
-    eprintln!("{message}");
-    ExitCode::from(code)
 }

@@ -16,17 +16,21 @@ use serde_json::{Value, json};
 use tokio::io::AsyncReadExt;
 
 use super::channels::{self, After, RpcError};
+use super::conversation::Conversation;
 use super::fault::{self, ArmedFault, Fault, Faults};
 use super::ipc::message::{INITIALIZE, PROMISE_ERROR, PROMISE_SUCCESS, Request, decode_request};
 use super::ipc::transport::FrameDecoder;
 use super::ipc::value::RpcValue;
-use super::out::ServerOutput;
+use super::out::Messages;
 use super::profile::RuntimeProfile;
-use super::store::ConversationStore;
-use super::v4::conversation::{Conversation, StoredConversation};
-use super::v4::router::Router;
-use super::v4::wire;
+use super::router::Router;
+use super::store::{ConversationStore, Saved};
 use super::{launch, turn};
+use crate::common::output::Output;
+use crate::common::process::{
+    ScenarioOptions, Shutdown, block_on, node_arch, node_platform, number,
+};
+use crate::v4::wire;
 
 /// `ChannelServer`'s default: a call to an unknown channel fails after this long.
 const UNKNOWN_CHANNEL_TIMEOUT: Duration = Duration::from_millis(1000);
@@ -48,7 +52,7 @@ pub struct Server {
     pub profile: &'static RuntimeProfile,
     pub options: Options,
     pub faults: Faults,
-    pub out: Arc<ServerOutput>,
+    pub out: Arc<Output>,
     pub router: Arc<Router>,
     pub store: ConversationStore,
     /// `server-stdio-<uuid>`, as the stdio entry names its connection.
@@ -78,12 +82,13 @@ impl Server {
         if let Some(shared) = self.conversation(session_id) {
             return Ok(Some((shared, false)));
         }
-        let Some(record) = self.store.load(session_id)? else { return Ok(None) };
-        Ok(Some((self.insert_loaded(record), true)))
+        let Some(saved) = self.store.load(session_id)? else { return Ok(None) };
+        Ok(Some((self.insert_loaded(saved), true)))
     }
 
-    fn insert_loaded(&self, record: StoredConversation) -> Shared {
-        let mut conversation = Conversation::new(record, true, self.router.clone());
+    fn insert_loaded(&self, saved: Saved) -> Shared {
+        let mut conversation =
+            Conversation::new(saved.record, saved.log, true, self.router.clone());
         conversation.settle_after_restart();
         conversation.ask_auto_resolution = self.ask_auto_resolution.load(Ordering::SeqCst);
         self.insert(conversation)
@@ -122,7 +127,7 @@ impl Server {
     /// Saves the session unless it is still a deferred draft.
     pub fn persist(&self, conversation: &Conversation) {
         if conversation.persisted
-            && let Err(error) = self.store.save(&conversation.record)
+            && let Err(error) = self.store.save(&conversation.record, &conversation.publisher.log)
         {
             eprintln!("zcode-sim: {error}");
         }
@@ -141,7 +146,7 @@ impl Server {
     /// [`Self::fire`] for a fault a turn of conversation `topic` reached: a frame fault is
     /// that conversation's.
     pub fn fire_in(&self, armed: &ArmedFault, topic: Option<&str>) -> Result<(), Frozen> {
-        match armed.fault {
+        match armed.kind {
             Fault::Crash => {
                 let message =
                     format!("zcode-server:stdio fatal: Error: simulated crash at {}", armed.point);
@@ -193,14 +198,9 @@ pub fn run(root: &Path, profile: &'static RuntimeProfile) -> std::process::ExitC
             return std::process::ExitCode::from(2);
         }
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("tokio runtime");
     let root = root.to_path_buf();
-    runtime.block_on(async move {
-        let out = ServerOutput::start(faults.has(Fault::SplitWrites));
+    block_on(async move {
+        let out = Output::start(faults.has(Fault::SplitWrites));
         let router = Arc::new(Router::new(out.clone(), options.max_physical_frame_bytes));
         let server = Arc::new(Server {
             profile,
@@ -210,7 +210,7 @@ pub fn run(root: &Path, profile: &'static RuntimeProfile) -> std::process::ExitC
             out,
             router,
             connection_id: format!("server-stdio-{}", uuid::Uuid::new_v4()),
-            signed_out: AtomicBool::new(crate::auth::signed_out()),
+            signed_out: AtomicBool::new(crate::common::auth::signed_out()),
             client_id: Mutex::new(None),
             ask_auto_resolution: AtomicBool::new(true),
             stale_next_cas: AtomicBool::new(false),
@@ -225,22 +225,7 @@ pub fn run(root: &Path, profile: &'static RuntimeProfile) -> std::process::ExitC
 }
 
 fn options() -> Result<Options, String> {
-    let scenario_file = match std::env::var_os("ZCODE_SIM_SCENARIO") {
-        Some(path) if Path::new(&path).is_absolute() => Some(path.into()),
-        Some(path) => {
-            return Err(format!("ZCODE_SIM_SCENARIO must be absolute: {}", path.to_string_lossy()));
-        }
-        None => None,
-    };
-    let number = |name: &str| -> Result<Option<u64>, String> {
-        match std::env::var(name) {
-            Ok(text) => {
-                text.trim().parse().map(Some).map_err(|_| format!("{name} is not a number: {text}"))
-            }
-            Err(_) => Ok(None),
-        }
-    };
-    let chunk_delay = number("ZCODE_SIM_CHUNK_DELAY_MS")?.map(Duration::from_millis);
+    let ScenarioOptions { scenario_file, chunk_delay } = ScenarioOptions::from_env()?;
     // A simulator knob (not a ZCode variable): a lower physical limit makes fragments common.
     let max_physical_frame_bytes = match number("ZCODE_SIM_V4_MAX_FRAME_BYTES")? {
         None => wire::MAX_FRAME_BYTES,
@@ -260,8 +245,8 @@ async fn serve(server: Arc<Server>) {
     let mut shutdown = Shutdown::install();
     let mut stalled = false;
     for armed in server.faults.take(fault::START) {
-        match armed.fault {
-            Fault::SlowStart => tokio::time::sleep(armed.delay).await,
+        match armed.kind {
+            Fault::SlowStart => tokio::time::sleep(armed.delay()).await,
             _ => stalled |= server.fire(&armed).is_err(),
         }
     }
@@ -269,13 +254,13 @@ async fn serve(server: Arc<Server>) {
     if !stalled {
         let mut version = server.profile.server_version.to_owned();
         for armed in server.faults.take(fault::HELLO) {
-            match armed.fault {
+            match armed.kind {
                 Fault::WrongHelloVersion => version = "0.0.0-simulated-mismatch".into(),
                 _ => stalled |= server.fire(&armed).is_err(),
             }
         }
-        let hello = json!({"type": "zcode-hello", "version": version,
-                           "platform": node_platform(), "arch": node_arch(), "pid": std::process::id()});
+        let hello = json!({"type": "zcode-hello", "version": version, "platform": node_platform(),
+                       "arch": node_arch(), "pid": std::process::id()});
         out.bytes(format!("{hello}\n").into_bytes());
         if !stalled {
             let mut decoder = FrameDecoder::default();
@@ -416,8 +401,8 @@ fn call(server: &Arc<Server>, id: i64, channel: &str, method: &str, args: Vec<Op
         armed.extend(server.faults.take(command));
     }
     for armed in armed {
-        match armed.fault {
-            Fault::Late => delay = Some(armed.delay),
+        match armed.kind {
+            Fault::Late => delay = Some(armed.delay()),
             Fault::Duplicate => duplicate = true,
             _ => {
                 if server.fire(&armed).is_err() {
@@ -459,55 +444,6 @@ fn call(server: &Arc<Server>, id: i64, channel: &str, method: &str, args: Vec<Op
     // Turns start once their acknowledgement is on its way.
     if let After::Drive(shared) = reply.after {
         turn::drive(server.clone(), shared);
-    }
-}
-
-/// `process.platform`.
-pub fn node_platform() -> &'static str {
-    match std::env::consts::OS {
-        "macos" => "darwin",
-        "windows" => "win32",
-        other => other,
-    }
-}
-
-/// `process.arch`.
-pub fn node_arch() -> &'static str {
-    match std::env::consts::ARCH {
-        "x86_64" => "x64",
-        "aarch64" => "arm64",
-        "x86" => "ia32",
-        other => other,
-    }
-}
-
-/// SIGTERM / SIGINT (Ctrl-C elsewhere).
-struct Shutdown {
-    #[cfg(unix)]
-    signals: (tokio::signal::unix::Signal, tokio::signal::unix::Signal),
-}
-
-impl Shutdown {
-    fn install() -> Shutdown {
-        #[cfg(unix)]
-        {
-            use tokio::signal::unix::{SignalKind, signal};
-            let terminate = signal(SignalKind::terminate()).expect("SIGTERM handler");
-            let interrupt = signal(SignalKind::interrupt()).expect("SIGINT handler");
-            Shutdown { signals: (terminate, interrupt) }
-        }
-        #[cfg(not(unix))]
-        Shutdown {}
-    }
-
-    async fn requested(&mut self) {
-        #[cfg(unix)]
-        tokio::select! {
-            _ = self.signals.0.recv() => {},
-            _ = self.signals.1.recv() => {},
-        }
-        #[cfg(not(unix))]
-        let _ = tokio::signal::ctrl_c().await;
     }
 }
 

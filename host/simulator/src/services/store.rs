@@ -1,93 +1,84 @@
-//! Persisted V4 conversations: `services/sessions/<sessionId>.json` under the state directory
-//! (`$ZCODE_SIM_STATE`, else `<root>/.sim-state`), replaced atomically, so a later server
-//! process lists and resumes what an earlier one created. The queue and pending interactions
-//! are not saved: they die with the process, as ZCode's do.
+//! Saved sessions: `services/sessions/<sessionId>.json` under the state directory
+//! (`$ZCODE_SIM_STATE`, else `<root>/.sim-state`), so a later server process lists and resumes
+//! what an earlier one created: the conversation record with its V4 log beside it, in one
+//! object. The queue and pending interactions are not saved: they die with the process, as
+//! ZCode's do.
 
 use std::path::{Path, PathBuf};
 
-use super::v4::conversation::StoredConversation;
-use crate::host::store::write_atomically;
+use serde::{Deserialize, Serialize};
+
+use super::conversation::StoredConversation;
+use crate::common::store::{Record, SessionFiles, state_dir};
+use crate::v4::publisher::Log;
+
+/// A session file.
+#[derive(Debug, Deserialize)]
+pub struct Saved {
+    #[serde(flatten)]
+    pub record: StoredConversation,
+    #[serde(flatten)]
+    pub log: Log,
+}
+
+/// A session file as written, from the live conversation.
+#[derive(Serialize)]
+struct Saving<'a> {
+    #[serde(flatten)]
+    record: &'a StoredConversation,
+    #[serde(flatten)]
+    log: &'a Log,
+}
+
+impl Record for Saved {
+    fn session_id(&self) -> &str {
+        &self.record.session_id
+    }
+
+    fn updated_at(&self) -> u64 {
+        self.record.updated_at
+    }
+}
 
 pub struct ConversationStore {
-    dir: PathBuf,
+    sessions: SessionFiles<Saved>,
+    root: PathBuf,
 }
 
 impl ConversationStore {
     pub fn for_root(root: &Path) -> ConversationStore {
-        let state = std::env::var_os("ZCODE_SIM_STATE")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| root.join(".sim-state"));
-        ConversationStore { dir: state.join("services/sessions") }
+        ConversationStore::at(state_dir(root).join("services"))
     }
 
-    #[cfg(test)]
-    pub fn at(dir: PathBuf) -> ConversationStore {
-        ConversationStore { dir }
-    }
-
-    fn file(&self, session_id: &str) -> Option<PathBuf> {
-        // Session ids come from clients; only our own id alphabet may reach the filesystem.
-        let safe = !session_id.is_empty()
-            && session_id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-        safe.then(|| self.dir.join(format!("{session_id}.json")))
+    /// The store under `root` (`<root>/sessions`, `<root>/setting.json`).
+    pub fn at(root: PathBuf) -> ConversationStore {
+        ConversationStore { sessions: SessionFiles::at(root.join("sessions")), root }
     }
 
     /// The `setting` channel's file (`services/setting.json`).
     pub fn settings_path(&self) -> PathBuf {
-        self.dir
-            .parent()
-            .map_or_else(|| self.dir.join("setting.json"), |parent| parent.join("setting.json"))
+        self.root.join("setting.json")
     }
 
-    pub fn load(&self, session_id: &str) -> Result<Option<StoredConversation>, String> {
-        let Some(path) = self.file(session_id) else { return Ok(None) };
-        match std::fs::read(&path) {
-            Ok(bytes) => serde_json::from_slice(&bytes)
-                .map(Some)
-                .map_err(|error| format!("corrupt session file {}: {error}", path.display())),
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(error) => Err(format!("cannot read {}: {error}", path.display())),
-        }
+    pub fn load(&self, session_id: &str) -> Result<Option<Saved>, String> {
+        self.sessions.load(session_id)
     }
 
-    pub fn save(&self, record: &StoredConversation) -> Result<(), String> {
-        let path = self
-            .file(&record.session_id)
-            .ok_or_else(|| format!("invalid session id {}", record.session_id))?;
-        let bytes = serde_json::to_vec(record).map_err(|error| error.to_string())?;
-        write_atomically(&path, &bytes)
+    pub fn save(&self, record: &StoredConversation, log: &Log) -> Result<(), String> {
+        self.sessions.save(&record.session_id, &Saving { record, log })
     }
 
     /// The saved sessions of a workspace, newest first.
     pub fn list(&self, workspace_path: &str) -> Result<Vec<StoredConversation>, String> {
-        let entries = match std::fs::read_dir(&self.dir) {
-            Ok(entries) => entries,
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(error) => return Err(format!("cannot list sessions: {error}")),
-        };
-        let mut sessions = Vec::new();
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            let Some(id) = name.to_str().and_then(|name| name.strip_suffix(".json")) else {
-                continue;
-            };
-            if let Some(session) = self.load(id)?
-                && session.workspace_path == workspace_path
-            {
-                sessions.push(session);
-            }
-        }
-        sessions.sort_by(|a, b| {
-            b.updated_at.cmp(&a.updated_at).then_with(|| a.session_id.cmp(&b.session_id))
-        });
-        Ok(sessions)
+        let all = self.sessions.list()?.into_iter().map(|saved| saved.record);
+        Ok(all.filter(|record| record.workspace_path == workspace_path).collect())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::services::v4::conversation::{Config, Cumulative};
+    use crate::services::conversation::{Config, Cumulative};
 
     fn record(id: &str, workspace: &str, updated_at: u64) -> StoredConversation {
         StoredConversation {
@@ -97,11 +88,7 @@ mod tests {
             updated_at,
             title: String::new(),
             title_source: "default".into(),
-            log_epoch: "epoch".into(),
-            seq: 0,
             revision: 0,
-            next_row_id: 1,
-            rows: Vec::new(),
             config: Config {
                 provider_id: "p".into(),
                 model_id: "m".into(),
@@ -122,17 +109,24 @@ mod tests {
     }
 
     #[test]
-    fn lists_a_workspace_newest_first_and_never_escapes_its_directory() {
+    fn lists_a_workspace_newest_first_with_the_log_beside_the_record() {
         let dir = tempfile::tempdir().unwrap();
-        let store = ConversationStore::at(dir.path().join("sessions"));
-        store.save(&record("sess_a", "/w", 5)).unwrap();
-        store.save(&record("sess_b", "/w", 9)).unwrap();
-        store.save(&record("sess_c", "/other", 7)).unwrap();
+        let store = ConversationStore::at(dir.path().to_path_buf());
+        let log = Log::new("epoch-a".into(), vec![serde_json::json!({"rowId": 1})]);
+        store.save(&record("sess_a", "/w", 5), &log).unwrap();
+        store.save(&record("sess_b", "/w", 9), &log).unwrap();
+        store.save(&record("sess_c", "/other", 7), &log).unwrap();
         let listed: Vec<String> =
             store.list("/w").unwrap().into_iter().map(|r| r.session_id).collect();
         assert_eq!(listed, ["sess_b", "sess_a"]);
-        assert!(store.load("../../etc/passwd").unwrap().is_none());
-        assert!(store.save(&record("../x", "/w", 1)).is_err());
+        let text = std::fs::read_to_string(dir.path().join("sessions/sess_a.json")).unwrap();
+        let file: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(
+            (&file["sessionId"], &file["logEpoch"], &file["nextRowId"]),
+            (&"sess_a".into(), &"epoch-a".into(), &2.into())
+        );
+        assert_eq!(store.load("sess_a").unwrap().unwrap().log.rows.len(), 1);
+        assert!(store.save(&record("../x", "/w", 1), &log).is_err());
         assert_eq!(store.settings_path(), dir.path().join("setting.json"));
     }
 }

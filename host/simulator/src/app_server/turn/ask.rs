@@ -14,10 +14,11 @@ use super::super::reverse::{ClientError, ClientRequest};
 use super::super::schemas;
 use super::super::wire::METHOD_NOT_FOUND;
 use super::super::zod::Schema;
+use super::Turn;
 use super::extra::Extra;
-use super::{Halt, StepResult, Turn};
-use crate::clock::now_ms;
-use crate::scenario::{Condition, PlanApproval, Question};
+use crate::common::clock::now_ms;
+use crate::common::scenario::{Condition, PlanApproval, Question};
+use crate::common::turn::{Halt, StepResult};
 
 /// The sentinel option of a free-text elicitation field.
 const FREE_TEXT_OPTION: &str = "__zcode_free_text__";
@@ -78,7 +79,8 @@ impl Turn {
         request.reannounce = true;
         request.announce_twice = race;
         request.interaction = Some(id.clone());
-        request.cancel = vec![self.start.stop.clone(), registration.aborted.clone(), auto.clone()];
+        request.cancel =
+            vec![self.start.stop.0.clone(), registration.aborted.clone(), auto.clone()];
         // The interaction's fault point is reached once the question is out (a host that dies
         // "at a permission" dies while the client is deciding), as in the host profiles.
         let (announced, written) = tokio::sync::oneshot::channel();
@@ -292,12 +294,7 @@ impl Turn {
             })
             .unwrap_or(false);
         if in_plan {
-            let _ = super::super::legacy::announce_settings(
-                &mut state,
-                self.session_id(),
-                "mode_changed",
-                &["mode"],
-            );
+            let _ = state.announce_settings(self.session_id(), "mode_changed", &["mode"]);
         }
     }
 
@@ -458,14 +455,9 @@ impl Turn {
             }
             Ok(true) => Err("This session already belongs to a scheduled task.".to_owned()),
             Ok(false) => {
-                let (mode, model) = {
-                    let state = self.state();
-                    let resident = state.sessions.get(self.session_id());
-                    (
-                        resident.map(|r| r.record.mode.clone()).unwrap_or_default(),
-                        resident.and_then(|r| r.record.model.clone()),
-                    )
-                };
+                let (mode, model) = self
+                    .resident(|r| (r.record.mode.clone(), r.record.model.clone()))
+                    .unwrap_or_default();
                 let mut params = json!({"cronExpr": "0 9 * * *", "prompt": input["prompt"],
                                         "title": input["title"], "recurring": true,
                                         "mode": if mode == "auto" { "build".to_owned() } else { mode },
@@ -511,7 +503,7 @@ impl Turn {
         schema: Schema,
     ) -> Result<Result<Value, ClientError>, Halt> {
         let mut request = ClientRequest::new(method, params, schema);
-        request.cancel.push(self.start.stop.clone());
+        request.cancel.push(self.start.stop.0.clone());
         match self.server.reverse.request(request).await {
             Err(ClientError::Cancelled) => Err(Halt::Cancelled),
             other => Ok(other),
@@ -531,12 +523,7 @@ impl Turn {
     }
 
     fn workspace_ref(&self) -> Value {
-        let state = self.state();
-        state
-            .sessions
-            .get(self.session_id())
-            .map(|resident| resident.record.workspace.clone())
-            .unwrap_or_default()
+        self.resident(|resident| resident.record.workspace.clone()).unwrap_or_default()
     }
 
     fn workspace_ids(&self) -> (Value, Value) {

@@ -7,7 +7,7 @@
 use serde_json::json;
 
 use super::super::profile::AppServerProfile;
-use crate::scenario::{Scenario, parse_lines};
+use crate::common::scenario::{Scenario, parse_lines};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Extra {

@@ -13,10 +13,8 @@ mod tools;
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::{Value, json};
-use tokio::sync::watch;
 
 use super::catalog::{self, StoredKey};
 use super::fault::AppFault;
@@ -24,44 +22,13 @@ use super::messages::{self, AssistantInfo, Tokens};
 use super::reverse::{ClientError, ClientRequest};
 use super::schemas;
 use super::server::{MALFORMED_LINE, Server, State};
+use super::session::{Resident, TurnStart, row_base, with};
 use super::store::Usage;
-use super::v4::publisher::{row_base, with};
 use super::wire;
-use crate::clock::now_ms;
-use crate::fault::FaultKind;
-use crate::scenario::{Action, Condition, Scenario, UsageOverride};
-
-/// What an accepting `session/send` or `sendText` prepared.
-pub struct TurnStart {
-    pub session_id: String,
-    pub turn_id: String,
-    pub input_id: String,
-    /// The persisted user message of the prompt.
-    pub message_id: String,
-    pub text: String,
-    pub command_id: Option<String>,
-    pub stop: watch::Receiver<bool>,
-}
-
-/// Why the steps stopped early.
-#[derive(Debug)]
-enum Halt {
-    Cancelled,
-    Completed(String),
-    /// The model request or a step failed: `turn.failed` with this error.
-    Failed {
-        kind: &'static str,
-        message: String,
-    },
-    /// The Agent froze, exited or lost the session: no terminal event will come.
-    Frozen,
-}
-
-type StepResult = Result<(), Halt>;
-
-fn failed(kind: &'static str, message: impl Into<String>) -> Halt {
-    Halt::Failed { kind, message: message.into() }
-}
+use crate::common::clock::now_ms;
+use crate::common::fault::FaultKind;
+use crate::common::scenario::{Action, Condition, Scenario, UsageOverride};
+use crate::common::turn::{Halt, StepResult, estimate_tokens, failed};
 
 /// The row a streaming text or reasoning part is appended to.
 struct OpenRow {
@@ -135,7 +102,7 @@ impl Turn {
             if step.condition.is_some_and(|condition| self.last_outcome != Some(condition)) {
                 continue;
             }
-            self.check_stop()?;
+            self.start.stop.check()?;
             self.step(step.action).await?;
         }
         Ok(())
@@ -148,7 +115,7 @@ impl Turn {
         {
             return Ok((Some(extra), follow_up));
         }
-        crate::scenario::select(
+        crate::common::scenario::select(
             &self.start.text,
             &self.workspace,
             self.server.options.scenario_file.as_deref(),
@@ -180,16 +147,26 @@ impl Turn {
         self.state().v4_patch(self.session_id(), keys);
     }
 
+    /// Changes the resident session, if it is still resident.
+    fn resident<R>(&self, change: impl FnOnce(&mut Resident) -> R) -> Option<R> {
+        self.state().sessions.get_mut(self.session_id()).map(change)
+    }
+
     /// A new V4 row of this turn with the given kind-specific fields.
     fn new_row(&self, kind: &str, entity: &str, fields: Value) -> (u64, Value) {
-        let mut state = self.state();
-        let Some(resident) = state.sessions.get_mut(self.session_id()) else {
-            return (0, Value::Null);
-        };
-        let row_id = resident.publisher.next_row_id();
-        let seq = resident.publisher.seq;
-        let row = with(row_base(row_id, &self.start.turn_id, entity, seq, kind), fields);
-        (row_id, row)
+        let turn_id = &self.start.turn_id;
+        self.resident(|resident| {
+            let (row_id, seq) = (resident.publisher.next_row_id(), resident.publisher.log.seq);
+            (row_id, with(row_base(row_id, turn_id, entity, seq, kind), fields))
+        })
+        .unwrap_or((0, Value::Null))
+    }
+
+    /// Appends a new V4 row of this turn; returns its id.
+    fn append_row(&self, kind: &str, entity: &str, fields: Value) -> u64 {
+        let (row_id, row) = self.new_row(kind, entity, fields);
+        self.v4(vec![json!({"op": "row.appended", "row": row})]);
+        row_id
     }
 
     fn row(&self, row_id: u64) -> Option<Value> {
@@ -271,9 +248,7 @@ impl Turn {
             Action::Question(question) => self.question(question).await,
             Action::PlanApproval(plan) => self.plan_approval(plan).await,
             Action::Todos(todos) => {
-                if let Some(resident) = self.state().sessions.get_mut(self.session_id()) {
-                    resident.record.todos = todos;
-                }
+                self.resident(|resident| resident.record.todos = todos);
                 self.v4_patch(&["plan"]);
                 Ok(())
             }
@@ -293,9 +268,9 @@ impl Turn {
                 Ok(())
             }
             Action::ProviderHeaders { .. } => self.provider_headers(true).await,
-            Action::Sleep(duration) => self.sleep(duration).await,
+            Action::Sleep(duration) => self.start.stop.sleep(duration).await,
             Action::Stall => {
-                self.wait_for_stop().await;
+                self.start.stop.stopped().await;
                 Err(Halt::Cancelled)
             }
             Action::Event(value) => {
@@ -303,11 +278,9 @@ impl Turn {
                 Ok(())
             }
             Action::SessionEvent { kind, payload } => {
-                if kind == "checkpoint.created"
-                    && let Some(resident) = self.state().sessions.get_mut(self.session_id())
-                {
-                    resident.record.checkpoint_id =
-                        payload["checkpointId"].as_str().map(str::to_owned);
+                if kind == "checkpoint.created" {
+                    let checkpoint = payload["checkpointId"].as_str().map(str::to_owned);
+                    self.resident(|resident| resident.record.checkpoint_id = checkpoint);
                 }
                 self.event(&kind, payload);
                 Ok(())
@@ -330,22 +303,19 @@ impl Turn {
         let kind = if part == "text" { "text_delta" } else { "reasoning_delta" };
         let row_kind = if part == "text" { "assistantText" } else { "reasoning" };
         let part_id = messages::new_id("prt");
-        let (row_id, row) = self.new_row(
-            row_kind,
-            &part_id,
-            json!({"assistantResponseId": self.assistant_id, "text": "", "state": "streaming"}),
-        );
-        self.v4(vec![json!({"op": "row.appended", "row": row})]);
+        let fields =
+            json!({"assistantResponseId": self.assistant_id, "text": "", "state": "streaming"});
+        let row_id = self.append_row(row_kind, &part_id, fields);
         self.open_row = Some(OpenRow { row_id });
         if part == "reasoning" {
             self.stream_event(json!({"kind": "reasoning_start", "partId": part_id}));
         }
         for (index, chunk) in chunks.iter().enumerate() {
-            self.check_stop()?;
+            self.start.stop.check()?;
             if index > 0
                 && let Some(delay) = self.server.options.chunk_delay
             {
-                self.sleep(delay).await?;
+                self.start.stop.sleep(delay).await?;
             }
             self.stream_event(json!({"kind": kind, "delta": chunk, "partId": part_id}));
             self.v4(vec![
@@ -355,7 +325,7 @@ impl Turn {
             if index == middle {
                 self.fault_point("stream").await?;
             }
-            if self.server.out.queued_bytes() > crate::output::BACKPRESSURE_BYTES {
+            if self.server.out.queued_bytes() > crate::common::output::BACKPRESSURE_BYTES {
                 self.server.out.drain_below_limit().await;
             }
             tokio::task::yield_now().await;
@@ -419,7 +389,7 @@ impl Turn {
         let storm = self.server.faults.take_one("model-request", AppFault::HeadersStorm);
         self.fault_point("model-request").await?;
         if model.account.is_some() {
-            let times = storm.map_or(1, |armed| armed.count.max(1));
+            let times = storm.map_or(1, |armed| armed.value.max(1));
             for _ in 0..times {
                 self.provider_headers(false).await?;
             }
@@ -464,7 +434,7 @@ impl Turn {
         let mut request =
             ClientRequest::new(method, params.clone(), schemas::provider_headers_response());
         request.timeout = Some(self.server.options.headers_timeout);
-        request.cancel.push(self.start.stop.clone());
+        request.cancel.push(self.start.stop.0.clone());
         let outcome = self.server.reverse.request(request).await;
         let answer = match outcome {
             Ok(answer) => answer,
@@ -518,9 +488,7 @@ impl Turn {
 
     /// A failed model request: counted, then the turn fails.
     fn model_error(&self, message: &str) -> Halt {
-        if let Some(resident) = self.state().sessions.get_mut(self.session_id()) {
-            resident.record.usage.model_error_count += 1;
-        }
+        self.resident(|resident| resident.record.usage.model_error_count += 1);
         failed("ModelRequestError", message)
     }
 
@@ -542,16 +510,12 @@ impl Turn {
         for item in &drained {
             let message_id = messages::new_id("msg");
             let message = messages::user_message(self.session_id(), &message_id, &item.text, None);
-            if let Some(resident) = self.state().sessions.get_mut(self.session_id()) {
+            self.resident(|resident| {
                 resident.record.messages.push(message);
                 resident.revision += 1;
-            }
-            let (_, row) = self.new_row(
-                "userInput",
-                &message_id,
-                json!({"origin": "realUser", "text": item.text}),
-            );
-            self.v4(vec![json!({"op": "row.appended", "row": row})]);
+            });
+            let fields = json!({"origin": "realUser", "text": item.text});
+            self.append_row("userInput", &message_id, fields);
             inputs.push(json!({"pendingInputId": item.input_id, "messageId": message_id,
                                "text": item.text, "delivery": "guide",
                                "intent": {"sourceCommandId": item.command_id}}));
@@ -568,23 +532,6 @@ impl Turn {
     }
 
     // ── control ──
-
-    async fn sleep(&mut self, duration: Duration) -> StepResult {
-        let mut stop = self.start.stop.clone();
-        tokio::select! {
-            () = tokio::time::sleep(duration) => Ok(()),
-            _ = stop.wait_for(|stopped| *stopped) => Err(Halt::Cancelled),
-        }
-    }
-
-    async fn wait_for_stop(&self) {
-        let mut stop = self.start.stop.clone();
-        let _ = stop.wait_for(|stopped| *stopped).await;
-    }
-
-    fn check_stop(&self) -> StepResult {
-        if *self.start.stop.borrow() { Err(Halt::Cancelled) } else { Ok(()) }
-    }
 
     /// Fires the faults armed for a turn point (the kinds the turn consumes elsewhere stay).
     async fn fault_point(&mut self, point: &str) -> StepResult {
@@ -603,7 +550,7 @@ impl Turn {
         let kinds = if point == "turn-end" { &kinds[..kinds.len() - 1] } else { &kinds[..] };
         let armed = self.server.faults.take_kinds(point, kinds);
         for fault in armed {
-            self.fire(fault.fault, point)?;
+            self.fire(fault.kind, point)?;
         }
         Ok(())
     }
@@ -633,15 +580,11 @@ impl Turn {
                 Ok(())
             }
             AppFault::SeqGap => {
-                if let Some(resident) = self.state().sessions.get_mut(self.session_id()) {
-                    resident.gap += 3;
-                }
+                self.resident(|resident| resident.gap += 3);
                 Ok(())
             }
             AppFault::V4SeqGap => {
-                if let Some(resident) = self.state().sessions.get_mut(self.session_id()) {
-                    resident.publisher.gap += 3;
-                }
+                self.resident(|resident| resident.publisher.gap += 3);
                 Ok(())
             }
             AppFault::Evict => {
@@ -680,7 +623,7 @@ impl Turn {
     // ── the end ──
 
     fn usage(&self) -> Usage {
-        let prompt_tokens = crate::turn::estimate_tokens(&self.start.text);
+        let prompt_tokens = estimate_tokens(&self.start.text);
         let requests = self.model_requests.max(1);
         let chosen = self.usage_override;
         Usage {
@@ -764,7 +707,7 @@ impl Turn {
             }
             resident.record.usage.add(&usage);
             resident.record.context_used = self.context_before
-                + crate::turn::estimate_tokens(&self.start.text)
+                + estimate_tokens(&self.start.text)
                 + usage.output_tokens
                 + usage.reasoning_tokens;
             resident.record.updated_at = now_ms();
@@ -845,11 +788,12 @@ impl Turn {
             state.remove_resident(self.session_id());
             return None;
         }
-        let next = state.sessions.get_mut(self.session_id()).and_then(|resident| {
-            if resident.auto_drain { super::v4::next_queued(resident) } else { None }
-        });
+        let next = state
+            .sessions
+            .get_mut(self.session_id())
+            .and_then(|resident| if resident.auto_drain { resident.next_queued() } else { None });
         if next.is_some() {
-            super::v4::started(&mut state, self.session_id());
+            state.started(self.session_id());
         }
         next
     }

@@ -7,10 +7,11 @@ use serde_json::{Value, json};
 
 use super::super::reverse::ClientError;
 use super::super::wire::CLIENT_REQUEST_NO_CLIENT;
+use super::Turn;
 use super::ask::{Answer, Interaction};
-use super::{Halt, StepResult, Turn};
-use crate::clock::now_ms;
-use crate::scenario::{Condition, Effect, ToolCall, ToolOutcome};
+use crate::common::clock::now_ms;
+use crate::common::scenario::{Condition, ToolCall, ToolOutcome};
+use crate::common::turn::{Halt, StepResult};
 
 /// Tools that only read: no mode asks before them.
 const READ_ONLY: &[&str] =
@@ -116,7 +117,7 @@ impl Turn {
                     // The scenario language fills in the host profiles' options; the Agent
                     // offers its own unless a scenario wrote options of its own.
                     let defaulted = permission.options
-                        == crate::scenario::default_permission_options(&call.name);
+                        == crate::common::scenario::default_permission_options(&call.name);
                     let options = if permission.options.is_empty() || defaulted {
                         permission_options(&call.name)
                     } else {
@@ -161,20 +162,11 @@ impl Turn {
     }
 
     fn mode(&self) -> String {
-        let state = self.state();
-        state
-            .sessions
-            .get(self.session_id())
-            .map(|resident| resident.record.mode.clone())
-            .unwrap_or_default()
+        self.resident(|resident| resident.record.mode.clone()).unwrap_or_default()
     }
 
     fn always_allowed(&self, tool: &str) -> bool {
-        let state = self.state();
-        state
-            .sessions
-            .get(self.session_id())
-            .is_some_and(|resident| resident.always_allowed.contains(tool))
+        self.resident(|resident| resident.always_allowed.contains(tool)).unwrap_or(false)
     }
 
     /// The model's side of a tool call and its scheduling; returns the V4 row id.
@@ -192,7 +184,7 @@ impl Turn {
             json!({"kind": "tool_input_start", "toolCallId": call_id, "toolName": tool}),
         );
         let size = text.chars().count().div_ceil(chunks.max(1));
-        for chunk in crate::scenario::split_chars(&text, size) {
+        for chunk in crate::common::scenario::split_chars(&text, size) {
             self.stream_event(
                 json!({"kind": "tool_input_delta", "toolCallId": call_id, "delta": chunk}),
             );
@@ -207,18 +199,14 @@ impl Turn {
                    "assistantMessageId": self.assistant_id, "inputOmitted": true,
                    "inputByteLength": text.len(), "inputRef": "model_stream"}),
         );
-        let (row_id, row) = self.new_row(
+        let row_id = self.append_row(
             "toolCall",
             call_id,
             json!({"assistantResponseId": self.assistant_id, "toolCallId": call_id, "toolName": tool,
                    "status": "running", "inputText": text, "input": input}),
         );
-        self.v4(vec![json!({"op": "row.appended", "row": row})]);
-        if let Some(resident) = self.state().sessions.get_mut(self.session_id()) {
-            resident
-                .active_tools
-                .push(json!({"toolCallId": call_id, "toolName": tool, "status": "pending"}));
-        }
+        let active = json!({"toolCallId": call_id, "toolName": tool, "status": "pending"});
+        self.resident(|resident| resident.active_tools.push(active));
         row_id
     }
 
@@ -364,9 +352,7 @@ impl Turn {
     }
 
     fn allow_always(&self, tool: &str) {
-        if let Some(resident) = self.state().sessions.get_mut(self.session_id()) {
-            resident.always_allowed.insert(tool.to_owned());
-        }
+        self.resident(|resident| resident.always_allowed.insert(tool.to_owned()));
     }
 
     async fn run_tool(
@@ -381,7 +367,7 @@ impl Turn {
         let tool = call.name.as_str();
         self.event("tool.updated", json!({"kind": "started", "toolCallId": call_id, "toolName": tool, "startedAt": started}));
         for progress in &call.progress {
-            self.check_stop()?;
+            self.start.stop.check()?;
             let mut payload = json!({"kind": "progress", "toolCallId": call_id, "toolName": tool});
             if let (Some(target), Some(fields)) = (payload.as_object_mut(), progress.as_object()) {
                 target.extend(fields.clone());
@@ -390,7 +376,7 @@ impl Turn {
             tokio::task::yield_now().await;
         }
         let natural = match &call.effect {
-            Some(effect) => self.apply_effect(effect),
+            Some(effect) => effect.apply(&self.workspace),
             None => Ok(json!({"content": "ok"})),
         };
         let outcome = match &call.outcome {
@@ -405,28 +391,6 @@ impl Turn {
             }
         }
         Ok(())
-    }
-
-    fn apply_effect(&self, effect: &Effect) -> Result<Value, String> {
-        match effect {
-            Effect::Write { path, content } => {
-                let target = self.workspace.join(path);
-                if let Some(parent) = target.parent() {
-                    std::fs::create_dir_all(parent)
-                        .map_err(|error| format!("Cannot create {path}: {error}"))?;
-                }
-                std::fs::write(&target, content)
-                    .map_err(|error| format!("Cannot write {path}: {error}"))?;
-                Ok(json!({"content": format!("Wrote {} bytes to {path}", content.len())}))
-            }
-            Effect::Read { path } => match std::fs::read_to_string(self.workspace.join(path)) {
-                Ok(text) => Ok(json!({"content": text})),
-                Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-                    Err(format!("File not found: {path}"))
-                }
-                Err(error) => Err(format!("Cannot read {path}: {error}")),
-            },
-        }
     }
 
     /// Reports a finished tool on both projections and records its part.
@@ -480,9 +444,9 @@ impl Turn {
     }
 
     fn push_tool_part(&mut self, call_id: &str, tool: &str, state: Value) {
-        if let Some(resident) = self.state().sessions.get_mut(self.session_id()) {
-            resident.active_tools.retain(|active| active["toolCallId"] != call_id);
-        }
+        self.resident(|resident| {
+            resident.active_tools.retain(|tool| tool["toolCallId"] != call_id)
+        });
         let part = super::super::messages::part(
             &self.start.session_id,
             &self.assistant_id,

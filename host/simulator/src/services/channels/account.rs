@@ -7,8 +7,8 @@ use std::sync::atomic::Ordering;
 use serde_json::{Value, json};
 
 use super::{CallResult, RpcError};
-use crate::auth;
-use crate::host::store::write_atomically;
+use crate::common::auth;
+use crate::common::store::write_atomically;
 use crate::services::server::Server;
 
 pub const OAUTH_METHODS: &[&str] = &[

@@ -10,12 +10,13 @@ use std::sync::atomic::Ordering;
 use serde_json::{Map, Value, json};
 
 use super::{After, CallResult, Reply, RpcError, object_arg, string_field, workspace};
-use crate::clock::now_ms;
-use crate::host::catalog;
+use crate::common::catalog;
+use crate::common::clock::now_ms;
+use crate::services::commands;
+use crate::services::conversation::{Config, Conversation, Interrupt};
 use crate::services::server::{Server, Shared};
-use crate::services::v4::commands;
-use crate::services::v4::conversation::{Config, Conversation, Interrupt, Subscription};
-use crate::services::v4::wire::{DeliveryKind, WIRE_VERSION};
+use crate::v4::publisher::Subscriber;
+use crate::v4::wire::{DeliveryKind, WIRE_VERSION};
 
 pub const METHODS: &[&str] = &[
     "helloConversationV4",
@@ -321,7 +322,7 @@ fn close_session(server: &Server, args: &[Option<Value>]) -> CallResult {
             return Ok(Some(json!(false)));
         }
         conversation.interrupt(Interrupt::Stop);
-        conversation.subscription = None;
+        conversation.publisher.subscribers.clear();
         server.persist(&conversation);
     }
     server.forget(session_id);
@@ -337,7 +338,8 @@ fn subscribe(server: &Server, args: &[Option<Value>]) -> CallResult {
     let (shared, _) = owned_session(server, session_id, path)?;
     let mut conversation = shared.lock().expect("conversation lock");
     let subscription_id = format!("sub-{}", uuid::Uuid::new_v4());
-    conversation.subscription = Some(Subscription { id: subscription_id.clone(), ordinal: 0 });
+    let topic = conversation.topic();
+    conversation.publisher.subscribers = vec![Subscriber::new(subscription_id.clone(), &topic, "")];
     server.bind_subscription(&subscription_id, session_id);
     let mode = open_stream(&mut conversation, params.get("base"), false, DeliveryKind::Initial)?;
     Ok(Some(ack(&subscription_id, mode, &conversation)))
@@ -351,29 +353,25 @@ fn open_stream(
     force_snapshot: bool,
     kind: DeliveryKind,
 ) -> Result<&'static str, RpcError> {
-    let base = base.filter(|base| !base.is_null());
-    if let Some(base) = base {
-        let epoch = base.get("logEpoch").and_then(Value::as_str);
-        let seq = base.get("seq").and_then(Value::as_u64);
-        let (Some(epoch), Some(seq)) = (epoch, seq) else {
-            return Err(RpcError::schema(
-                "base: expected {logEpoch: string, seq: non-negative integer}",
-            ));
-        };
-        if !force_snapshot
-            && epoch == conversation.record.log_epoch
-            && let Some(deltas) = conversation.retained_since(seq)
-        {
-            conversation.send_since(kind, seq, deltas);
-            return Ok("resume");
+    let base = match base.filter(|base| !base.is_null()) {
+        None => None,
+        Some(base) => {
+            let epoch = base.get("logEpoch").and_then(Value::as_str);
+            let seq = base.get("seq").and_then(Value::as_u64);
+            let (Some(epoch), Some(seq)) = (epoch, seq) else {
+                return Err(RpcError::schema(
+                    "base: expected {logEpoch: string, seq: non-negative integer}",
+                ));
+            };
+            Some((epoch, seq))
         }
-    }
-    conversation.send_snapshot(kind);
-    Ok("snapshot")
+    };
+    Ok(conversation.open(base, force_snapshot, kind))
 }
 
 fn ack(subscription_id: &str, mode: &str, conversation: &Conversation) -> Value {
-    json!({"ack": {"subscriptionId": subscription_id, "mode": mode, "logEpoch": conversation.record.log_epoch}})
+    let log_epoch = &conversation.publisher.log.log_epoch;
+    json!({"ack": {"subscriptionId": subscription_id, "mode": mode, "logEpoch": log_epoch}})
 }
 
 fn unsubscribe(server: &Server, args: &[Option<Value>]) -> CallResult {
@@ -382,7 +380,7 @@ fn unsubscribe(server: &Server, args: &[Option<Value>]) -> CallResult {
     let subscription_id = string_field("unsubscribeConversationV4", params, "subscriptionId")?;
     // Unknown or foreign subscriptions are not an error.
     if let Some(shared) = owned_subscription(server, subscription_id, path) {
-        shared.lock().expect("conversation lock").subscription = None;
+        shared.lock().expect("conversation lock").publisher.subscribers.clear();
         server.unbind_subscription(subscription_id);
     }
     Ok(None)
@@ -395,10 +393,7 @@ fn owned_subscription(server: &Server, subscription_id: &str, path: &str) -> Opt
     let owned = {
         let conversation = shared.lock().expect("conversation lock");
         conversation.record.workspace_path == path
-            && conversation
-                .subscription
-                .as_ref()
-                .is_some_and(|subscription| subscription.id == subscription_id)
+            && conversation.publisher.subscribers.iter().any(|s| s.id == subscription_id)
     };
     owned.then_some(shared)
 }

@@ -13,7 +13,7 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use super::server::{Server, Shared};
-use super::v4::commands;
+use crate::v4::commands;
 
 /// An error the channel server sends as `[202, id]` (`{message, name, stack, …}`).
 #[derive(Debug, Clone, PartialEq)]

@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use super::{CallResult, RpcError};
-use crate::host::catalog;
+use crate::common::catalog;
 use crate::services::server::Server;
 
 pub const METHODS: &[&str] = &["getView"];

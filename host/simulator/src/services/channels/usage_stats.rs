@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 
 use super::CallResult;
-use crate::clock::now_ms;
+use crate::common::clock::now_ms;
 use crate::services::server::Server;
 
 pub const METHODS: &[&str] = &["getEntitlementSnapshot", "getCodingPlanResetStatus"];

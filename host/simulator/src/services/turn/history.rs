@@ -4,9 +4,9 @@
 
 use serde_json::json;
 
-use crate::clock::now_ms;
+use crate::common::clock::now_ms;
+use crate::services::conversation::Batch;
 use crate::services::server::{Server, Shared};
-use crate::services::v4::conversation::Batch;
 
 pub const DEFAULT_MESSAGES: u64 = 10_000;
 /// Seeding stops here: beyond it the session file alone gets unwieldy.

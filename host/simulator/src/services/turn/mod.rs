@@ -16,27 +16,13 @@ use tokio::sync::watch;
 
 pub use history::history_count;
 
-use crate::clock::now_ms;
-use crate::scenario::{Condition, Scenario, UsageOverride};
+use crate::common::clock::now_ms;
+use crate::common::scenario::{Condition, Scenario, UsageOverride};
+use crate::common::turn::{Halt, StepResult, Stop, estimate_tokens, failed, title_from};
+use crate::services::commands;
+use crate::services::conversation::{Batch, Conversation, Input, Interrupt, Key, TurnHandle};
 use crate::services::fault::Fault;
 use crate::services::server::{Frozen, Server, Shared};
-use crate::services::v4::commands;
-use crate::services::v4::conversation::{Batch, Conversation, Input, Interrupt, Key, TurnHandle};
-use crate::turn::estimate_tokens;
-
-/// Why a turn stopped early.
-#[derive(Debug)]
-enum Halt {
-    /// Stopped or preempted.
-    Cancelled,
-    /// A step ended the turn with this result type.
-    Completed(String),
-    Failed(String),
-    /// The server froze or is exiting: no end ever comes.
-    Frozen,
-}
-
-type StepResult = Result<(), Halt>;
 
 /// Makes sure the session's inputs run (one driver per session).
 pub fn drive(server: Arc<Server>, shared: Shared) {
@@ -88,10 +74,10 @@ async fn run(
     let scenario = match history_count(&input.text) {
         Some(messages) => {
             history::seed(&server, &shared, messages);
-            crate::scenario::parse_lines(&[json!({"step": "text", "text": format!("Seeded {messages} messages into the history.")})])
+            crate::common::scenario::parse_lines(&[json!({"step": "text", "text": format!("Seeded {messages} messages into the history.")})])
                 .map_err(|error| error.message)
         }
-        None => crate::scenario::select(
+        None => crate::common::scenario::select(
             &input.text,
             &workspace,
             server.options.scenario_file.as_deref(),
@@ -103,7 +89,7 @@ async fn run(
             turn.play(scenario).await.err().unwrap_or(Halt::Completed("success".into()))
         }
         // The scenario was readable at admission; a file that broke since fails the turn.
-        Err(message) => Halt::Failed(message),
+        Err(message) => failed("ScenarioError", message),
     };
     turn.finish(halt).await
 }
@@ -117,7 +103,7 @@ struct Turn {
     input_entity: String,
     response_id: String,
     started_at: u64,
-    interrupt: watch::Receiver<Interrupt>,
+    interrupt: Stop<Interrupt>,
     last_outcome: Option<Condition>,
     prompt_tokens: u64,
     output_chars: u64,
@@ -194,7 +180,7 @@ impl Turn {
             header_row,
             input_entity,
             started_at: now,
-            interrupt,
+            interrupt: Stop(interrupt),
             last_outcome: None,
             prompt_tokens: estimate_tokens(&input.text) + attachment_tokens,
             output_chars: 0,
@@ -213,7 +199,7 @@ impl Turn {
                 continue;
             }
             self.inject_guides();
-            self.check()?;
+            self.interrupt.check()?;
             self.step(step.action).await?;
         }
         self.inject_guides();
@@ -224,21 +210,18 @@ impl Turn {
         self.shared.lock().expect("conversation lock")
     }
 
+    /// Changes the conversation in one frame: `change` stages its deltas.
+    fn publish<R>(&self, change: impl FnOnce(&mut Conversation, &mut Batch) -> R) -> R {
+        let mut conversation = self.conversation();
+        let mut batch = Batch::default();
+        let result = change(&mut conversation, &mut batch);
+        conversation.commit(batch);
+        result
+    }
+
     /// Row fields every row of this turn carries.
     fn row(&self, kind: &str, entity: String) -> Value {
         json!({"kind": kind, "turnId": self.turn_id, "productTurnId": self.turn_id, "entityId": entity})
-    }
-
-    fn check(&self) -> StepResult {
-        if *self.interrupt.borrow() == Interrupt::None { Ok(()) } else { Err(Halt::Cancelled) }
-    }
-
-    async fn sleep(&mut self, duration: std::time::Duration) -> StepResult {
-        let mut interrupt = self.interrupt.clone();
-        tokio::select! {
-            () = tokio::time::sleep(duration) => Ok(()),
-            _ = interrupt.wait_for(|state| *state != Interrupt::None) => Err(Halt::Cancelled),
-        }
     }
 
     /// Fires the faults armed for `point`.
@@ -255,11 +238,8 @@ impl Turn {
     }
 
     fn fire(&mut self, fault: Fault) -> StepResult {
-        let armed = crate::services::fault::ArmedFault {
-            fault,
-            point: "scenario".into(),
-            delay: Default::default(),
-        };
+        let armed =
+            crate::services::fault::ArmedFault { kind: fault, point: "scenario".into(), value: 0 };
         let topic = self.topic();
         self.server.fire_in(&armed, Some(&topic)).map_err(|Frozen| Halt::Frozen)
     }
@@ -338,7 +318,7 @@ impl Turn {
                 ("failed", "error", Some(result.clone()))
             }
             Halt::Completed(_) => ("completedSuccess", "completedSuccess", None),
-            Halt::Failed(message) => ("failed", "error", Some(message.clone())),
+            Halt::Failed { message, .. } => ("failed", "error", Some(message.clone())),
         };
         let (input, output, cache_read, cache_write) = self.usage();
         let now = now_ms();
@@ -393,18 +373,4 @@ impl Turn {
 
 fn is_guide(item: &Value) -> bool {
     item["delivery"]["admitted"] == "guide"
-}
-
-/// First line of the prompt, whitespace collapsed, at most 60 characters.
-fn title_from(text: &str) -> String {
-    const TITLE_CHARS: usize = 60;
-    let line = text.lines().find(|line| !line.trim().is_empty()).unwrap_or("");
-    let flat = line.split_whitespace().collect::<Vec<_>>().join(" ");
-    match flat.chars().count() {
-        0 => "New session".to_owned(),
-        count if count > TITLE_CHARS => {
-            format!("{}…", flat.chars().take(TITLE_CHARS - 1).collect::<String>())
-        }
-        _ => flat,
-    }
 }

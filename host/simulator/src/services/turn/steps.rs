@@ -5,26 +5,23 @@
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
-use super::{Halt, StepResult, Turn};
-use crate::clock::now_ms;
-use crate::scenario::{
-    Action, Condition, Effect, Permission, PlanApproval, PlanSource, Question, ToolCall,
-    ToolOutcome, default_permission_options, split_chars,
+use super::Turn;
+use crate::common::clock::now_ms;
+use crate::common::scenario::{
+    Action, Condition, Permission, PlanApproval, PlanSource, Question, ToolCall,
+    default_permission_options, split_chars,
 };
+use crate::common::turn::{
+    Halt, PLAN_QUESTION, StepResult, Verdict, answers_summary, auto_approved, failed, new_call_id,
+    output_text, plan_questions,
+};
+use crate::services::conversation::{Batch, Expect, Key, PermissionRecord, Waiting};
 use crate::services::fault::Fault;
-use crate::services::v4::conversation::{Batch, Expect, Interrupt, Key, PermissionRecord, Waiting};
 
-const PLAN_QUESTION: &str = "Review this implementation plan.";
 /// Deltas per frame of a bulk `stream` step.
 const STREAM_BATCH: u64 = 1024;
 /// AskUserQuestion's hidden grace before its countdown shows (the simulator never fires it).
 const AUTO_RESOLUTION_GRACE_MS: u64 = 60_000;
-
-/// How a permission was answered.
-struct Verdict {
-    allowed: bool,
-    input: Option<Value>,
-}
 
 impl Turn {
     pub(super) async fn step(&mut self, action: Action) -> StepResult {
@@ -65,17 +62,13 @@ impl Turn {
                 self.last_outcome = Some(Condition::Allowed);
                 Ok(())
             }
-            Action::Sleep(duration) => self.sleep(duration).await,
+            Action::Sleep(duration) => self.interrupt.sleep(duration).await,
             Action::Stall => {
-                let mut interrupt = self.interrupt.clone();
-                let _ = interrupt.wait_for(|state| *state != Interrupt::None).await;
+                self.interrupt.stopped().await;
                 Err(Halt::Cancelled)
             }
             Action::Event(delta) => {
-                let mut conversation = self.conversation();
-                let mut batch = Batch::default();
-                batch.push_raw(delta);
-                conversation.commit(batch);
+                self.publish(|_, batch| batch.push(delta));
                 Ok(())
             }
             // Session events have no V4 counterpart.
@@ -85,7 +78,7 @@ impl Turn {
                 Ok(())
             }
             Action::End(result) => Err(Halt::Completed(result)),
-            Action::Fail(message) => Err(Halt::Failed(message)),
+            Action::Fail(message) => Err(failed("ModelError", message)),
             Action::Fault(kind) => match Fault::from_scenario(kind) {
                 Some(fault) => self.fire(fault),
                 None => Ok(()),
@@ -97,7 +90,7 @@ impl Turn {
     fn update(
         &self,
         keys: &[Key],
-        change: impl FnOnce(&mut crate::services::v4::conversation::Conversation),
+        change: impl FnOnce(&mut crate::services::conversation::Conversation),
     ) {
         let mut conversation = self.conversation();
         change(&mut conversation);
@@ -114,26 +107,20 @@ impl Turn {
         if kind == "assistantText" {
             row["model"] = json!(self.conversation().record.config.model_id);
         }
-        let mut conversation = self.conversation();
-        let mut batch = Batch::default();
-        let id = conversation.append_row(&mut batch, row);
-        conversation.commit(batch);
-        drop(conversation);
+        let id = self.publish(|conversation, batch| conversation.append_row(batch, row));
         self.open_rows.push(id);
         id
     }
 
     fn close_row(&mut self, row: u64, started: u64) {
-        let mut conversation = self.conversation();
-        let mut batch = Batch::default();
-        conversation.upsert_row(&mut batch, row, |row| {
-            row["state"] = json!("complete");
-            if row["kind"] == "reasoning" {
-                row["durationMs"] = json!(now_ms().saturating_sub(started));
-            }
+        self.publish(|conversation, batch| {
+            conversation.upsert_row(batch, row, |row| {
+                row["state"] = json!("complete");
+                if row["kind"] == "reasoning" {
+                    row["durationMs"] = json!(now_ms().saturating_sub(started));
+                }
+            })
         });
-        conversation.commit(batch);
-        drop(conversation);
         self.open_rows.retain(|open| *open != row);
     }
 
@@ -144,18 +131,13 @@ impl Turn {
         let started = now_ms();
         let middle = chunks.len().saturating_sub(1) / 2;
         for (index, chunk) in chunks.iter().enumerate() {
-            self.check()?;
+            self.interrupt.check()?;
             if index > 0
                 && let Some(delay) = self.server.options.chunk_delay
             {
-                self.sleep(delay).await?;
+                self.interrupt.sleep(delay).await?;
             }
-            {
-                let mut conversation = self.conversation();
-                let mut batch = Batch::default();
-                conversation.stream_row(&mut batch, row, "text", chunk);
-                conversation.commit(batch);
-            }
+            self.publish(|conversation, batch| conversation.stream_row(batch, row, "text", chunk));
             let chars = chunk.chars().count() as u64;
             if kind == "reasoning" {
                 self.reasoning_chars += chars;
@@ -179,22 +161,18 @@ impl Turn {
         let middle = count.saturating_sub(1) / 2 + 1;
         let mut emitted = 0;
         while emitted < count {
-            self.check()?;
-            let mut interrupt = self.interrupt.clone();
+            self.interrupt.check()?;
             tokio::select! {
                 () = self.server.out.drain_below_limit() => {}
-                _ = interrupt.wait_for(|state| *state != Interrupt::None) => return Err(Halt::Cancelled),
+                () = self.interrupt.stopped() => return Err(Halt::Cancelled),
             }
             let limit = if emitted < middle { middle } else { count };
             let end = limit.min(emitted + STREAM_BATCH);
-            {
-                let mut conversation = self.conversation();
-                let mut batch = Batch::default();
+            self.publish(|conversation, batch| {
                 for _ in emitted..end {
-                    conversation.stream_row(&mut batch, row, "text", chunk);
+                    conversation.stream_row(batch, row, "text", chunk);
                 }
-                conversation.commit(batch);
-            }
+            });
             self.output_chars += (end - emitted) * chunk.chars().count() as u64;
             emitted = end;
             if emitted == middle {
@@ -244,33 +222,22 @@ impl Turn {
         }
         self.run_tool(row, &input);
         for progress in &call.progress {
-            if let Err(halt) = self.check() {
+            if let Err(halt) = self.interrupt.check() {
                 return self.cancel_tool(row, halt);
             }
             let message = progress.get("message").and_then(Value::as_str).map(str::to_owned);
-            {
-                let mut conversation = self.conversation();
-                let mut batch = Batch::default();
-                conversation.upsert_row(&mut batch, row, |row| {
+            self.publish(|conversation, batch| {
+                conversation.upsert_row(batch, row, |row| {
                     let mut entry = json!({"updatedAt": now_ms()});
                     if let Some(message) = message {
                         entry["message"] = json!(message);
                     }
                     row["progress"] = entry;
-                });
-                conversation.commit(batch);
-            }
+                })
+            });
             tokio::task::yield_now().await;
         }
-        let effect = call.effect.as_ref().map(|effect| apply_effect(&self.workspace, effect));
-        let result = match (call.outcome, effect) {
-            (ToolOutcome::Result(value), _) => Ok(value),
-            (ToolOutcome::Error(message), _) => Err(("toolError", message)),
-            (ToolOutcome::Default, Some(result)) => {
-                result.map_err(|message| ("toolError", message))
-            }
-            (ToolOutcome::Default, None) => Ok(json!({"content": "ok"})),
-        };
+        let result = call.result(&self.workspace).map_err(|message| ("toolError", message));
         self.end_tool(row, result);
         Ok(())
     }
@@ -366,18 +333,12 @@ impl Turn {
         Err(halt)
     }
 
-    /// Edits are automatic in `edit`, everything in `yolo`, and a tool the user always
-    /// allowed; while Plan is on only always-allowed tools skip the question.
+    /// The session's mode approves the tool without asking (Plan is the planning flag).
     fn auto_allowed(&self, tool: &str) -> bool {
         let conversation = self.conversation();
-        let record = &conversation.record;
-        if record.always_allowed.contains(tool) {
-            return true;
-        }
-        let lowered = tool.to_lowercase();
-        let is_edit = lowered.contains("write") || lowered.contains("edit");
-        !record.config.plan_enabled
-            && (record.config.mode == "yolo" || (record.config.mode == "edit" && is_edit))
+        let (record, config) = (&conversation.record, &conversation.record.config);
+        let always = record.always_allowed.contains(tool);
+        auto_approved(&config.mode, config.plan_enabled, always, tool)
     }
 
     /// Opens an interaction, points the tool row at it and waits for the answer or a stop.
@@ -405,20 +366,17 @@ impl Turn {
             conversation.commit(batch);
         }
         self.fault_point(point).await?;
-        let mut interrupt = self.interrupt.clone();
         let answer = tokio::select! {
             // An answer that came before the stop is taken first: the user's decision counts.
             biased;
             answer = answer => answer.map_err(|_| Halt::Cancelled),
-            _ = interrupt.wait_for(|state| *state != Interrupt::None) => Err(Halt::Cancelled),
+            () = self.interrupt.stopped() => Err(Halt::Cancelled),
         };
         let mut conversation = self.conversation();
         let before = conversation.pending.len();
         conversation.pending.retain(|pending| pending["interactionId"] != id.as_str());
         if conversation.pending.len() != before {
-            let mut batch = Batch::default();
-            conversation.patch(&mut batch, &[Key::Pending]);
-            conversation.commit(batch);
+            conversation.publish(&[Key::Pending]);
         }
         answer
     }
@@ -458,19 +416,14 @@ impl Turn {
             .as_str()
             .and_then(|id| options.iter().find(|option| option["optionId"] == id));
         let response = option.map(|option| option["response"].clone()).unwrap_or(Value::Null);
-        let decision =
-            if declined { "deny" } else { response["decision"].as_str().unwrap_or("deny") };
-        let allowed = matches!(decision, "allow" | "modify");
-        self.conversation().record.permission_answered(&interaction_id, decision);
-        let remember =
-            response["permissionUpdates"].as_array().is_some_and(|updates| !updates.is_empty());
-        if allowed && remember {
+        let verdict = Verdict::of(&response, declined);
+        self.conversation().record.permission_answered(&interaction_id, &verdict.decision);
+        if verdict.allowed && verdict.remember {
             self.conversation().record.always_allowed.insert(tool.to_owned());
         }
+        let allowed = verdict.allowed;
         self.last_outcome = Some(if allowed { Condition::Allowed } else { Condition::Denied });
-        let input =
-            (decision == "modify").then(|| response.get("modifiedInput").cloned()).flatten();
-        Ok(Verdict { allowed, input })
+        Ok(verdict)
     }
 
     fn user_input_interaction(&self, row: u64, call_id: &str, mut payload: Value) -> Value {
@@ -545,10 +498,7 @@ impl Turn {
                 self.run_tool(row, &input);
                 let payload = json!({
                     "prompt": PLAN_QUESTION, "freeText": false, "toolName": tool, "input": input,
-                    "schema": {"interaction": "plan_approval"},
-                    "questions": [{"question": PLAN_QUESTION, "header": "Plan", "options": [
-                        {"value": "approve", "label": "Approve", "description": "Exit plan mode and start implementation."},
-                        {"value": "revise", "label": "Keep planning", "description": "Stay in plan mode and revise the plan."}]}],
+                    "schema": {"interaction": "plan_approval"}, "questions": plan_questions(),
                 });
                 let interaction = self.user_input_interaction(row, &call_id, payload);
                 match self.interact(row, interaction, Expect::UserInput, "plan").await {
@@ -623,60 +573,6 @@ fn v4_options(tool: &str, options: &[Value]) -> Vec<Value> {
             json!({"optionId": option["optionId"], "label": option["name"], "kind": kind, "response": option["response"]})
         })
         .collect()
-}
-
-fn apply_effect(workspace: &std::path::Path, effect: &Effect) -> Result<Value, String> {
-    match effect {
-        Effect::Write { path, content } => {
-            let target = workspace.join(path);
-            if let Some(parent) = target.parent() {
-                std::fs::create_dir_all(parent)
-                    .map_err(|error| format!("Cannot create {path}: {error}"))?;
-            }
-            std::fs::write(&target, content)
-                .map_err(|error| format!("Cannot write {path}: {error}"))?;
-            Ok(json!({"content": format!("Wrote {} bytes to {path}", content.len())}))
-        }
-        Effect::Read { path } => match std::fs::read_to_string(workspace.join(path)) {
-            Ok(text) => Ok(json!({"content": text})),
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-                Err(format!("File not found: {path}"))
-            }
-            Err(error) => Err(format!("Cannot read {path}: {error}")),
-        },
-    }
-}
-
-fn new_call_id() -> String {
-    format!("call_{}", &uuid::Uuid::new_v4().simple().to_string()[..16])
-}
-
-fn output_text(value: &Value) -> String {
-    match value.get("content").and_then(Value::as_str).or(value.as_str()) {
-        Some(text) => text.to_owned(),
-        None => value.to_string(),
-    }
-}
-
-fn answers_summary(content: &Value) -> String {
-    match content.get("answers").and_then(Value::as_object) {
-        Some(answers) => answers
-            .iter()
-            .map(|(question, values)| {
-                let picked: Vec<String> = match values {
-                    Value::Array(items) => items.iter().map(text_of).collect(),
-                    other => vec![text_of(other)],
-                };
-                format!("{question}: {}", picked.join(", "))
-            })
-            .collect::<Vec<_>>()
-            .join("\n"),
-        None => content.to_string(),
-    }
-}
-
-fn text_of(value: &Value) -> String {
-    value.as_str().map_or_else(|| value.to_string(), str::to_owned)
 }
 
 #[cfg(test)]

@@ -1,0 +1,16 @@
+//! What two or more protocol generations share: the scripted model (`scenario/`) and the
+//! pieces of a turn every runner uses (`turn.rs`), the fault-switch mechanism, the single stdout
+//! writer, the session store, the process frame (runtime, signals, settings, platform names),
+//! the model catalogue of the GLM releases, the sign-in state and the clock. Nothing here knows
+//! a generation: they build on it.
+
+pub mod auth;
+pub mod base64;
+pub mod catalog;
+pub mod clock;
+pub mod fault;
+pub mod output;
+pub mod process;
+pub mod scenario;
+pub mod store;
+pub mod turn;

@@ -1,0 +1,328 @@
+//! The V4 physical wire frame (ZCode `zcode-protocol-v4/wire.ts`, `wire-codec.ts`): a logical
+//! topic frame goes out `complete` when its measured envelope fits the physical limit, else as
+//! `fragment`s of its UTF-8 JSON bytes with a CRC-32 (IEEE) of the whole and base64 data.
+//!
+//! The envelope is measured the way the publisher measures it: the largest of the Agent's NDJSON
+//! line, the channel message on a socket and the mobile relay's base64 of it. The app-server
+//! sends every frame `complete` (fragmentation is not simulated there).
+
+use std::sync::OnceLock;
+
+use serde_json::{Map, Value, json};
+
+use crate::common::base64;
+
+/// `V4_WIRE_PROTOCOL_VERSION`.
+pub const WIRE_VERSION: u64 = 3;
+/// `PROTOCOL_V4_LIMITS.maxFrameBytes`.
+pub const MAX_FRAME_BYTES: usize = 1024 * 1024;
+/// `PROTOCOL_V4_LIMITS.logicalFrameAssemblyMaxBytes`.
+pub const MAX_ASSEMBLY_BYTES: usize = 16 * 1024 * 1024;
+/// `PROTOCOL_V4_LIMITS.logicalFrameAssemblyMaxFragments`.
+pub const MAX_FRAGMENTS: usize = 1024;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeliveryKind {
+    Initial,
+    Online,
+    Recovery,
+}
+
+impl DeliveryKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeliveryKind::Initial => "initial",
+            DeliveryKind::Online => "online",
+            DeliveryKind::Recovery => "recovery",
+        }
+    }
+}
+
+/// A logical frame on its way to one subscription.
+#[derive(Debug, Clone)]
+pub struct Frame {
+    pub topic: String,
+    pub subscription_id: String,
+    /// The subscriber's connection (the app-server's flow control; empty on the Services Server).
+    pub connection_id: String,
+    pub ordinal: u64,
+    pub delivery: DeliveryKind,
+    /// `{topic, subscriptionId, fromSeq, toSeq, sentAt, payload}`.
+    pub logical: Value,
+}
+
+/// How a server wraps logical frames into physical ones.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Framing {
+    /// One `complete` wire per frame, whatever its size, with logical frame ids
+    /// `<subscriptionId>:<ordinal>` (the app-server).
+    Complete,
+    /// `complete` while the measured envelope fits, else fragments; logical frame ids
+    /// `<subscriptionId>-lf-<ordinal>`, as observed on real Services Server traffic.
+    Measured { max_physical_bytes: usize },
+}
+
+impl Frame {
+    fn header(&self, kind: &str, framing: Framing) -> Map<String, Value> {
+        let logical_frame_id = match framing {
+            Framing::Complete => format!("{}:{}", self.subscription_id, self.ordinal),
+            Framing::Measured { .. } => format!("{}-lf-{}", self.subscription_id, self.ordinal),
+        };
+        let mut header = Map::new();
+        header.insert("wireVersion".into(), json!(WIRE_VERSION));
+        header.insert("kind".into(), json!(kind));
+        header.insert("deliveryKind".into(), json!(self.delivery.as_str()));
+        header.insert("logicalFrameId".into(), json!(logical_frame_id));
+        header.insert("logicalFrameOrdinal".into(), json!(self.ordinal));
+        header.insert("topic".into(), json!(self.topic));
+        header.insert("subscriptionId".into(), json!(self.subscription_id));
+        header
+    }
+
+    fn fragment(
+        &self,
+        framing: Framing,
+        index: usize,
+        count: usize,
+        logical_bytes: usize,
+        crc: u32,
+        data: String,
+    ) -> Value {
+        let mut wire = self.header("fragment", framing);
+        wire.insert("fragmentIndex".into(), json!(index));
+        wire.insert("fragmentCount".into(), json!(count));
+        wire.insert("logicalBytes".into(), json!(logical_bytes));
+        wire.insert(
+            "checksum".into(),
+            json!({"algorithm": "crc32", "value": format!("{crc:08x}")}),
+        );
+        wire.insert("dataBase64".into(), json!(data));
+        Value::Object(wire)
+    }
+}
+
+/// Why a logical frame cannot be sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EncodingError(pub &'static str);
+
+/// Encodes a logical frame into its wire frames. `force_fragments` sends even a small frame
+/// as fragments (the CRC fault needs some), `corrupt_crc` flips the checksum.
+pub fn encode(
+    frame: Frame,
+    framing: Framing,
+    force_fragments: bool,
+    corrupt_crc: bool,
+) -> Result<Vec<Value>, EncodingError> {
+    let complete = |frame: Frame| {
+        let mut complete = frame.header("complete", framing);
+        complete.insert("frame".into(), frame.logical);
+        Value::Object(complete)
+    };
+    let Framing::Measured { max_physical_bytes } = framing else {
+        return Ok(vec![complete(frame)]);
+    };
+    let bytes = serde_json::to_vec(&frame.logical).expect("JSON values always serialize");
+    if bytes.len() > MAX_ASSEMBLY_BYTES {
+        return Err(EncodingError("proto.frameAssemblyTooLarge"));
+    }
+    if !force_fragments {
+        let whole = complete(frame.clone());
+        if measure(&whole) <= max_physical_bytes {
+            return Ok(vec![whole]);
+        }
+    }
+    let crc = crc32(&bytes) ^ if corrupt_crc { 0xffff_ffff } else { 0 };
+    let chunk = if force_fragments {
+        // At least two fragments, so the receiver has to assemble something.
+        bytes.len().div_ceil(2).max(1)
+    } else {
+        fragment_budget(&frame, max_physical_bytes, bytes.len(), crc)
+    };
+    if chunk == 0 {
+        return Err(EncodingError("proto.frameEnvelopeTooLarge"));
+    }
+    let count = bytes.len().div_ceil(chunk);
+    if count > MAX_FRAGMENTS {
+        return Err(EncodingError("proto.frameFragmentCountExceeded"));
+    }
+    Ok(bytes
+        .chunks(chunk)
+        .enumerate()
+        .map(|(index, piece)| {
+            frame.fragment(framing, index, count, bytes.len(), crc, base64::encode(piece))
+        })
+        .collect())
+}
+
+/// The largest fragment payload whose worst-case envelope still fits.
+fn fragment_budget(
+    frame: &Frame,
+    max_physical_bytes: usize,
+    logical_bytes: usize,
+    crc: u32,
+) -> usize {
+    let framing = Framing::Measured { max_physical_bytes };
+    let (mut low, mut high, mut best) = (1, logical_bytes.min(max_physical_bytes), 0);
+    while low <= high {
+        let candidate = (low + high) / 2;
+        let data = "A".repeat(4 * candidate.div_ceil(3));
+        let probe = frame.fragment(
+            framing,
+            logical_bytes.saturating_sub(1),
+            logical_bytes,
+            logical_bytes,
+            crc,
+            data,
+        );
+        if measure(&probe) <= max_physical_bytes {
+            best = candidate;
+            low = candidate + 1;
+        } else {
+            high = candidate - 1;
+        }
+    }
+    best
+}
+
+fn varint_len(mut value: usize) -> usize {
+    let mut bytes = 1;
+    while value >= 0x80 {
+        value >>= 7;
+        bytes += 1;
+    }
+    bytes
+}
+
+/// `measureTopicNotificationEnvelopeBytes(wire).maxBytes`.
+pub fn measure(wire: &Value) -> usize {
+    let wire_bytes = serde_json::to_vec(wire).expect("JSON values always serialize").len();
+    // `{"method":"v4/conversation/frame","params":<wire>}` and its newline.
+    let ndjson = r#"{"method":"v4/conversation/frame","params":}"#.len() + wire_bytes + 1;
+    // Header `[204, id]` with the widest id (Number.MAX_SAFE_INTEGER as JSON), then the body.
+    let widest_id = "9007199254740991".len();
+    let channel_header =
+        1 + varint_len(2) + 1 + varint_len(204) + 1 + varint_len(widest_id) + widest_id;
+    let channel_payload = channel_header + 1 + varint_len(wire_bytes) + wire_bytes;
+    let socket = channel_payload + 13;
+    let relay = mobile_relay_fixed_bytes() + 4 * channel_payload.div_ceil(3);
+    ndjson.max(socket).max(relay)
+}
+
+fn mobile_relay_fixed_bytes() -> usize {
+    static FIXED: OnceLock<usize> = OnceLock::new();
+    *FIXED.get_or_init(|| {
+        let id = "x".repeat(256);
+        let max = 9_007_199_254_740_991_u64;
+        let envelope = json!({
+            "type": "data",
+            "payload": {"zcode_type": "rpc-frame", "bridgeSessionId": id, "bridgeGeneration": max,
+                        "recoveryId": id, "seq": max, "dataBase64": ""},
+            "client_ts": max, "server_ts": max,
+        });
+        serde_json::to_vec(&envelope).expect("serializable").len()
+    })
+}
+
+/// CRC-32 (IEEE 802.3, reflected, as zlib computes it).
+pub fn crc32(bytes: &[u8]) -> u32 {
+    static TABLE: OnceLock<[u32; 256]> = OnceLock::new();
+    let table = TABLE.get_or_init(|| {
+        let mut table = [0u32; 256];
+        for (index, slot) in table.iter_mut().enumerate() {
+            let mut value = index as u32;
+            for _ in 0..8 {
+                value = if value & 1 == 1 { 0xedb8_8320 ^ (value >> 1) } else { value >> 1 };
+            }
+            *slot = value;
+        }
+        table
+    });
+    !bytes
+        .iter()
+        .fold(!0u32, |crc, byte| table[((crc ^ u32::from(*byte)) & 0xff) as usize] ^ (crc >> 8))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(logical: &Value) -> Frame {
+        Frame {
+            topic: "conversation/sess_1".into(),
+            subscription_id: "sub-1".into(),
+            connection_id: String::new(),
+            ordinal: 3,
+            delivery: DeliveryKind::Online,
+            logical: logical.clone(),
+        }
+    }
+
+    fn measured(max_physical_bytes: usize) -> Framing {
+        Framing::Measured { max_physical_bytes }
+    }
+
+    #[test]
+    fn crc32_matches_the_ieee_check_value() {
+        assert_eq!(crc32(b"123456789"), 0xcbf4_3926);
+        assert_eq!(crc32(b""), 0);
+    }
+
+    #[test]
+    fn small_frames_go_complete() {
+        let logical =
+            json!({"topic": "conversation/sess_1", "payload": {"kind": "deltas", "deltas": []}});
+        let wires = encode(frame(&logical), measured(MAX_FRAME_BYTES), false, false).unwrap();
+        assert_eq!(wires.len(), 1);
+        assert_eq!(wires[0]["kind"], "complete");
+        assert_eq!(wires[0]["logicalFrameId"], "sub-1-lf-3");
+        assert_eq!(wires[0]["frame"], logical);
+        let app_server = encode(frame(&logical), Framing::Complete, false, false).unwrap();
+        assert_eq!(app_server[0]["logicalFrameId"], "sub-1:3");
+    }
+
+    #[test]
+    fn large_frames_fragment_within_the_limit_and_reassemble() {
+        let logical = json!({"text": "é".repeat(20_000)});
+        let wires = encode(frame(&logical), measured(4096), false, false).unwrap();
+        assert!(wires.len() > 1);
+        assert!(wires.iter().all(|wire| measure(wire) <= 4096));
+        let mut bytes = Vec::new();
+        for (index, wire) in wires.iter().enumerate() {
+            assert_eq!(wire["fragmentIndex"], index);
+            assert_eq!(wire["fragmentCount"], wires.len());
+            bytes.extend(decode_base64(wire["dataBase64"].as_str().unwrap()));
+        }
+        assert_eq!(wires[0]["logicalBytes"], bytes.len());
+        assert_eq!(wires[0]["checksum"]["value"], format!("{:08x}", crc32(&bytes)));
+        assert_eq!(serde_json::from_slice::<Value>(&bytes).unwrap(), logical);
+    }
+
+    #[test]
+    fn forced_fragments_can_carry_a_wrong_checksum() {
+        let logical = json!({"a": 1});
+        let wires = encode(frame(&logical), measured(MAX_FRAME_BYTES), true, true).unwrap();
+        assert_eq!(wires.len(), 2);
+        let bytes = serde_json::to_vec(&logical).unwrap();
+        assert_ne!(wires[0]["checksum"]["value"], format!("{:08x}", crc32(&bytes)));
+    }
+
+    fn decode_base64(text: &str) -> Vec<u8> {
+        let value = |c: u8| match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            _ => 63,
+        };
+        let mut out = Vec::new();
+        for group in text.as_bytes().chunks(4) {
+            let digits: Vec<u8> = group.iter().filter(|c| **c != b'=').map(|c| value(*c)).collect();
+            let bits = digits.iter().fold(0u32, |acc, d| acc << 6 | u32::from(*d))
+                << (6 * (4 - digits.len()));
+            for index in 0..digits.len().saturating_sub(1) {
+                out.push((bits >> (16 - 8 * index)) as u8);
+            }
+        }
+        out
+    }
+}
