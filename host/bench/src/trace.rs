@@ -2,8 +2,8 @@
 //! contract values with the format's own parser, so a recorded turn can be replayed through any
 //! mapper at full speed.
 
-use zcode_golden::{Call, parse_line};
 use zcode_contract::{NativeReply, SessionInit, SessionInput, SessionOp};
+use zcode_golden::{Call, parse_line};
 
 /// One recorded call on a mapper session.
 pub enum SessionCall {

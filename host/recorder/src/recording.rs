@@ -12,12 +12,12 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use zcode_golden::{Call, Outcome, write_line};
 use zcode_contract::{
     AuthCommand, ConnectionOp, Contract, Effects, Inbound, InteractionAnswer, InteractionOutcome,
     LaunchPlan, Mapper, MapperConnection, MapperError, MapperFault, MapperSession, NativeReply,
     Operations, Outgoing, ReplyBody, SessionInit, SessionInput, SessionOp, Step, VerifiedInstall,
 };
+use zcode_golden::{Call, Outcome, write_line};
 
 use crate::redact::{LineRedactor, Redactor};
 use crate::shape::shape;

@@ -7,8 +7,8 @@ use std::fs;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use zcode_golden as golden;
 use zcode_contract::*;
+use zcode_golden as golden;
 use zcode_recorder::{Recorder, Redaction};
 
 const SECRET: &str = "SECRET-5d1e";
