@@ -42,7 +42,7 @@ pub struct MapperEntry {
 
 impl MapperEntry {
     fn embedded(name: &'static str) -> Result<Self, String> {
-        let json = zcode_embedded_mappers::contract_json(name)
+        let json = zcode_precompiled_mappers::contract_json(name)
             .ok_or_else(|| format!("the embedded mapper {name} has no contract"))?;
         let contract = serde_json::from_str(json).map_err(|e| {
             format!("the contract of the embedded mapper {name} does not parse: {e}")
@@ -151,7 +151,7 @@ impl MapperSet {
 pub fn load_embedded(runtime: &MapperRuntime, name: &str) -> Result<Arc<WasmMapper>, String> {
     let bytes = zcode_embedded_mappers::get(name)
         .ok_or_else(|| format!("no embedded mapper named {name}"))?;
-    let precompiled = zcode_embedded_mappers::precompiled(name);
+    let precompiled = zcode_precompiled_mappers::precompiled(name);
     let origin = format!("{EMBEDDED_SOURCE_PREFIX}{name}");
     // SAFETY: the artifact is part of this binary: the build script of zcode-embedded-mappers
     // wrote it with `zcode_mapper_runtime::precompile` (wasmtime's own compiler) and the binary

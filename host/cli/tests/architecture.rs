@@ -21,6 +21,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("zcode-mapper-runtime", &["zcode-contract"]),
     ("zcode-mapper-trust", &[]),
     ("zcode-embedded-mappers", &[]),
+    ("zcode-precompiled-mappers", &["zcode-embedded-mappers"]),
     ("zcode-golden", &["zcode-contract"]),
     ("zcode-recorder", &["zcode-contract", "zcode-golden"]),
     ("zcode-fake-install", &["zcode-contract"]),

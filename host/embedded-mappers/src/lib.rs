@@ -4,7 +4,8 @@
 //! (the standalone runtime), `zcode-app-server` (Desktop 3.14 and later), `zcode-task-v2`
 //! (ZCode 3.12.3) and `zcode-task-v1` (ZCode 3.11.2), newest first. The examples
 //! (`mappers/examples/*`, e.g. `echo-v1`) are built with them but not embedded: tests load them
-//! as drop-ins from [`EXAMPLES`].
+//! as drop-ins from [`EXAMPLES`]. Their precompiled code and contracts are
+//! `zcode-precompiled-mappers`.
 
 include!(concat!(env!("OUT_DIR"), "/embedded.rs"));
 
@@ -14,19 +15,6 @@ pub fn example(name: &str) -> Option<&'static std::path::Path> {
         .iter()
         .find(|(example, _)| *example == name)
         .map(|(_, path)| std::path::Path::new(*path))
-}
-
-/// The artifact of the embedded mapper `name` precompiled at build time for the binary's
-/// target, for `MapperRuntime::load_embedded`; `None` when the build could not make one.
-pub fn precompiled(name: &str) -> Option<&'static [u8]> {
-    PRECOMPILED.iter().find(|(embedded, _)| *embedded == name).map(|(_, bytes)| *bytes)
-}
-
-/// The contract of the embedded mapper `name` as JSON (a `zcode_contract::Contract`), as the
-/// runtime read it from the component at build time: discovery needs every contract, but only
-/// the selected mapper needs to be loaded.
-pub fn contract_json(name: &str) -> Option<&'static str> {
-    CONTRACTS.iter().find(|(embedded, _)| *embedded == name).map(|(_, json)| *json)
 }
 
 /// The embedded mapper named `name`.
