@@ -9,14 +9,14 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use crate::acp::Agent;
-use crate::env::BenchEnv;
+use crate::env::{BenchEnv, SIMULATE_3_11};
 use crate::procfs;
 use crate::simhost::{NativeHost, SimulatedInstall, create_op};
 use crate::stats::{Summary, fixed, table};
 
 pub fn run(env: &BenchEnv, runs: usize) -> Result<String, String> {
     // Fill the mapper cache: every timed start below is a warm one.
-    let mut warm = Agent::spawn(env.zcode_acp(&["--simulate"]))?;
+    let mut warm = Agent::spawn(env.zcode_acp(&SIMULATE_3_11))?;
     warm.initialize()?;
     warm.new_session(&env.workspace())?;
     warm.finish()?;
@@ -100,7 +100,7 @@ fn first_session_with(env: &BenchEnv, cache: Cache) -> Result<(f64, f64), String
             _ => {}
         }
     }
-    let mut agent = Agent::spawn(env.zcode_acp(&["--simulate"]))?;
+    let mut agent = Agent::spawn(env.zcode_acp(&SIMULATE_3_11))?;
     agent.initialize()?;
     let started = Instant::now();
     agent.new_session(&env.workspace())?;
@@ -190,7 +190,7 @@ fn time_native_sessions(
 
 /// The first `session/new` (starts the host) and a second one (host running).
 fn time_sessions(env: &BenchEnv) -> Result<(f64, f64), String> {
-    let mut agent = Agent::spawn(env.zcode_acp(&["--simulate"]))?;
+    let mut agent = Agent::spawn(env.zcode_acp(&SIMULATE_3_11))?;
     agent.initialize()?;
     let started = Instant::now();
     agent.new_session(&env.workspace())?;

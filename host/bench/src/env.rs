@@ -5,6 +5,11 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// `--simulate` on ZCode 3.11.2: the release the benchmarks that name no generation have always
+/// measured (the simulator's default was 3.11.2 until it became desktop-4.0.0), so their figures
+/// stay comparable across runs; the relay benchmark measures every generation.
+pub const SIMULATE_3_11: [&str; 3] = ["--simulate", "--simulate-version", "3.11.2"];
+
 pub struct BenchEnv {
     root: tempfile::TempDir,
     binary: PathBuf,

@@ -12,7 +12,7 @@ use zcode_mapper_runtime::{MapperRuntime, RuntimeConfig};
 use zcode_task_v1::TaskV1Mapper;
 
 use crate::acp::Agent;
-use crate::env::BenchEnv;
+use crate::env::{BenchEnv, SIMULATE_3_11};
 use crate::stats::{Summary, fixed, table};
 use crate::trace::{SessionCall, session_calls};
 
@@ -110,7 +110,7 @@ fn record_fixture(env: &BenchEnv, deltas: u64) -> Result<String, String> {
     let path = env.path("mapper-fixture.jsonl");
     std::fs::write(env.workspace().join("notes.txt"), "a small file\n".repeat(20))
         .map_err(|e| e.to_string())?;
-    let mut command = env.zcode_acp(&["--simulate"]);
+    let mut command = env.zcode_acp(&SIMULATE_3_11);
     command.env("ZCODE_ACP_RECORD", &path).env("ZCODE_ACP_RECORD_UNREDACTED", "1");
     let mut agent = Agent::spawn(command)?;
     agent.initialize()?;

@@ -5,7 +5,7 @@
 use std::time::{Duration, Instant};
 
 use crate::acp::{Agent, Pace};
-use crate::env::BenchEnv;
+use crate::env::{BenchEnv, SIMULATE_3_11};
 use crate::procfs;
 use crate::relay::{Generation, check_received};
 use crate::stats::{Summary, fixed, table};
@@ -46,7 +46,7 @@ pub fn run(env: &BenchEnv, repeats: usize) -> Result<String, String> {
 }
 
 fn peak_with(env: &BenchEnv, sessions: usize) -> Result<f64, String> {
-    let mut agent = Agent::spawn(env.zcode_acp(&["--simulate"]))?;
+    let mut agent = Agent::spawn(env.zcode_acp(&SIMULATE_3_11))?;
     agent.initialize()?;
     for _ in 0..sessions {
         let session = agent.new_session(&env.workspace())?;

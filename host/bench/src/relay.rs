@@ -28,7 +28,7 @@ pub struct Generation {
 /// One release per generation: the 3.11 host bridge, the Desktop app-server (V4 rows and
 /// legacy events), the Services Server (binary IPC, V4 deltas).
 pub const GENERATIONS: [Generation; 3] = [
-    Generation { name: "3.11.2 host", args: &["--simulate"] },
+    Generation { name: "3.11.2 host", args: &["--simulate", "--simulate-version", "3.11.2"] },
     Generation {
         name: "desktop-3.18.2 app-server",
         args: &["--simulate", "--simulate-version", "desktop-3.18.2"],

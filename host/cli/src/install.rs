@@ -8,8 +8,9 @@ use zcode_sim::InstallKind;
 
 use crate::paths;
 
-/// The ZCode release the simulator plays by default.
-pub const DEFAULT_SIMULATED_VERSION: &str = "3.11.2";
+/// The ZCode release the simulator plays by default: the newest Desktop, the ZCode most users
+/// run (the older releases are one `--simulate-version` away).
+pub const DEFAULT_SIMULATED_VERSION: &str = "desktop-4.0.0";
 
 /// A simulated install that lives as long as this value (a temporary folder).
 pub struct SimulatedInstall {
@@ -17,8 +18,8 @@ pub struct SimulatedInstall {
     pub root: PathBuf,
 }
 
-/// Lays out a fresh simulated install of `release` (a name `--simulate-version` takes: `3.11.2`,
-/// `desktop-3.18.2`, `runtime-4.0.0`, ...). Its sessions persist in the cache folder, so they
+/// Lays out a fresh simulated install of `release` (a name `--simulate-version` takes: `desktop-4.0.0`,
+/// `3.11.2`, `runtime-4.0.0`, ...). Its sessions persist in the cache folder, so they
 /// can be listed and loaded by later processes like those of a real install.
 pub fn prepare(release: &str) -> Result<SimulatedInstall, String> {
     let release = zcode_sim::simulated_release(release).ok_or_else(|| {

@@ -49,8 +49,8 @@ pub struct Target {
     /// Use the built-in ZCode host simulator instead of an installed ZCode.
     #[arg(long, global = true)]
     pub simulate: bool,
-    /// The ZCode release the simulator plays (default 3.11.2; `zcode-acp version` lists them:
-    /// `3.12.3`, `desktop-3.18.2`, `runtime-4.0.0`, ...).
+    /// The ZCode release the simulator plays (default desktop-4.0.0, the newest Desktop;
+    /// `zcode-acp version` lists them: `desktop-3.18.2`, `runtime-4.0.0`, `3.11.2`, ...).
     #[arg(long, global = true, value_name = "VERSION", requires = "simulate")]
     pub simulate_version: Option<String>,
 }

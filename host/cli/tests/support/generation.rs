@@ -24,14 +24,14 @@ pub enum Generation {
     ServicesServer,
 }
 
-/// The generation of [`simulated_release`] (the default, 3.11.2, is the host bridge). A name
-/// the suite does not know fails the test rather than running another generation.
+/// The generation of [`simulated_release`]. A name the suite does not know fails the test
+/// rather than running another generation.
 pub fn generation() -> Generation {
     match simulated_release() {
-        None | Some("3.11.2" | "3.12.3") => Generation::HostBridge,
-        Some(name) if name.starts_with("desktop-") => Generation::AppServer,
-        Some(name) if name.starts_with("runtime-") => Generation::ServicesServer,
-        Some(other) => panic!("ZCODE_ACP_E2E_SIMULATE_VERSION names no known release: {other}"),
+        "3.11.2" | "3.12.3" => Generation::HostBridge,
+        name if name.starts_with("desktop-") => Generation::AppServer,
+        name if name.starts_with("runtime-") => Generation::ServicesServer,
+        other => panic!("ZCODE_ACP_E2E_SIMULATE_VERSION names no known release: {other}"),
     }
 }
 
@@ -42,7 +42,7 @@ pub fn is_host() -> bool {
 
 /// The app version of the release under test (`3.18.2` for `desktop-3.18.2`).
 pub fn app_version() -> &'static str {
-    let release = simulated_release().unwrap_or("3.11.2");
+    let release = simulated_release();
     release.rsplit('-').next().unwrap_or(release)
 }
 
@@ -74,7 +74,7 @@ pub fn skip_unless(test: &str, applies: bool, why_not: &str) -> bool {
 /// Says on the real stderr that the running test does not apply to the release under test,
 /// and why (the caller returns).
 pub fn skip(why_not: &str) {
-    let release = simulated_release().unwrap_or("3.11.2");
+    let release = simulated_release();
     let thread = std::thread::current();
     let test = thread.name().unwrap_or("a test");
     let current = generation();

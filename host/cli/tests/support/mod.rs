@@ -67,20 +67,23 @@ pub fn agent_binary() -> &'static Path {
     })
 }
 
+/// The release the simulator plays when a test does not name one: the binary's own default
+/// (`zcode-acp --simulate` without `--simulate-version`).
+pub const DEFAULT_RELEASE: &str = "desktop-4.0.0";
+
 /// The release `--simulate` plays in these tests: `ZCODE_ACP_E2E_SIMULATE_VERSION` (CI runs the
-/// suite once per protocol generation, e.g. `desktop-3.18.2`, `runtime-4.0.0`), else the
-/// simulator's default (3.11.2).
-pub fn simulated_release() -> Option<&'static str> {
-    static RELEASE: OnceLock<Option<String>> = OnceLock::new();
-    RELEASE.get_or_init(|| std::env::var("ZCODE_ACP_E2E_SIMULATE_VERSION").ok()).as_deref()
+/// suite once per protocol generation, e.g. `3.11.2`, `desktop-3.18.2`, `runtime-4.0.0`), else
+/// [`DEFAULT_RELEASE`].
+pub fn simulated_release() -> &'static str {
+    static RELEASE: OnceLock<String> = OnceLock::new();
+    RELEASE.get_or_init(|| {
+        std::env::var("ZCODE_ACP_E2E_SIMULATE_VERSION").unwrap_or_else(|_| DEFAULT_RELEASE.into())
+    })
 }
 
-/// `--simulate`, and `--simulate-version <v>` when the suite runs against another release.
+/// `--simulate --simulate-version <the release under test>`.
 pub fn simulate_args() -> Vec<&'static str> {
-    match simulated_release() {
-        Some(release) => vec!["--simulate", "--simulate-version", release],
-        None => vec!["--simulate"],
-    }
+    vec!["--simulate", "--simulate-version", simulated_release()]
 }
 
 // ----- the per-test environment --------------------------------------------------------------
