@@ -12,7 +12,8 @@ use zcode_contract::{MapperFault, NativeReply, OpResult, Operations, Outgoing, R
 
 use crate::deadline::Deadline;
 use crate::error::OpFailure;
-use crate::shared::{Owner, ReplyTo, Shared, Submission, SubmitError, lock};
+use crate::shared::{Owner, ReplyTo, Shared, Submission, SubmitError};
+use crate::sync::lock;
 
 /// Consecutive resumes without a reply one operation may ask for: a replay streamed in pages
 /// needs a few hundred; a mapper that yields forever is stopped.

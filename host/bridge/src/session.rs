@@ -9,7 +9,9 @@ use zcode_contract::{Action, MapperFault, MapperSession, OpResult, SessionInput,
 use crate::deadline::Deadline;
 use crate::driver::{UpdateSink, check, drive, timed_out};
 use crate::error::OpFailure;
-use crate::shared::{LinkId, Owner, ReplyTo, Shared, Submission, SubmitError, lock};
+use crate::ids::LinkId;
+use crate::shared::{Owner, ReplyTo, Shared, Submission, SubmitError};
+use crate::sync::lock;
 
 /// What the bridge routes to one session, in arrival order.
 #[derive(Clone, Debug, PartialEq, Eq)]

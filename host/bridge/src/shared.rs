@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::process::ExitStatus;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::Mutex;
 
 use tokio::sync::{mpsc, watch};
 use zcode_contract::{
@@ -13,16 +13,9 @@ use zcode_credentials::CredentialStore;
 
 use crate::deadline::ReaderWaits;
 use crate::group::ProcessGroup;
+use crate::ids::LinkId;
 use crate::options::BridgeOptions;
-
-/// Locks a mutex even if a panicking thread poisoned it: every critical section here leaves
-/// the data consistent, and the bridge must still be able to fail closed and kill its child.
-pub(crate) fn lock<T: ?Sized>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// Identifies a session link inside one bridge.
-pub(crate) type LinkId = u64;
+use crate::sync::lock;
 
 pub(crate) struct Shared {
     pub(crate) options: BridgeOptions,

@@ -1,0 +1,4 @@
+//! Ids inside one bridge.
+
+/// Identifies a session link inside one bridge.
+pub(crate) type LinkId = u64;
