@@ -126,11 +126,16 @@ impl SessionLink {
         result
     }
 
+    /// `map`, then `issue` if mapping asked for requests, both under the session's own lock,
+    /// kept until the writes are queued: the session's writes leave in the order of its calls.
+    /// `issue` draws its ids from the allocator the operations use (`ids.rs`), reserving
+    /// exactly the number `map` announced.
     fn map_and_issue(&self, inputs: &[SessionInput]) -> Result<Vec<Action>, MapperFault> {
         let shared = &self.inner.shared;
-        let effects = lock(&self.inner.session).map(inputs)?;
+        let mut session = lock(&self.inner.session);
+        let effects = session.map(inputs)?;
         let mut actions = effects.actions;
-        let writes = effects
+        let mut writes = effects
             .writes
             .iter()
             .map(|write| shared.prepare_write(write))
@@ -142,29 +147,30 @@ impl SessionLink {
             return Ok(actions);
         }
 
-        let mut next_request_id = lock(&shared.next_request_id);
-        let first = *next_request_id;
-        let outgoing = lock(&self.inner.session).issue(first)?;
-        *next_request_id = first + outgoing.requests.len() as u64;
         let asked = effects.requests as usize;
+        let ids = shared.request_ids.reserve(u64::from(effects.requests));
+        let first = ids.first();
+        let outgoing = session.issue(first)?;
+        // Whatever the mapper returned, valid or not, used its ids: none is handed out twice.
+        let committed = ids.commit(outgoing.requests.len());
         if outgoing.requests.len() != asked {
             return Err(MapperFault(format!(
                 "mapping announced {asked} native requests but issued {}",
                 outgoing.requests.len()
             )));
         }
+        committed?;
         check(&outgoing, first, Owner::Session(self.inner.id))?;
-        let mut all_writes = writes;
         for write in &outgoing.writes {
-            all_writes.push(shared.prepare_write(write)?);
+            writes.push(shared.prepare_write(write)?);
         }
         let requests = outgoing
             .requests
             .iter()
             .map(|r| (r.id, r.label.as_str(), r.bytes.as_slice(), r.awaits_reply()))
             .collect();
-        self.submit(all_writes, &outgoing.routes_added, &outgoing.routes_removed, requests)?;
-        drop(next_request_id);
+        self.submit(writes, &outgoing.routes_added, &outgoing.routes_removed, requests)?;
+        drop(session);
 
         for request in outgoing.requests.iter().filter(|r| r.awaits_reply()) {
             tracing::debug!(id = request.id, label = %request.label, "native request sent while mapping");

@@ -2,8 +2,8 @@
 
 use std::collections::HashMap;
 use std::process::ExitStatus;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use tokio::sync::{mpsc, watch};
 use zcode_contract::{
@@ -13,7 +13,7 @@ use zcode_credentials::CredentialStore;
 
 use crate::deadline::ReaderWaits;
 use crate::group::ProcessGroup;
-use crate::ids::LinkId;
+use crate::ids::{LinkId, RequestIds};
 use crate::options::BridgeOptions;
 use crate::sync::lock;
 
@@ -23,12 +23,11 @@ pub(crate) struct Shared {
     pub(crate) group: ProcessGroup,
     /// Fills credentials into writes that ask for one; nothing else in the bridge sees them.
     pub(crate) credentials: CredentialStore,
-    /// Framing and connection ops. Locked by the reader for `push`/`finish` and by connection
-    /// ops under the dispatch lock; never held across an await.
+    /// Framing and connection ops: one mapper instance, so the reader's `push`/`finish` and
+    /// connection ops' guest calls take turns on it. Never held across an await.
     pub(crate) connection: Mutex<Box<dyn MapperConnection>>,
-    /// The next free request id. Held across "allocate ids, call the mapper, register, queue
-    /// the writes" so that ids never collide and writes leave in allocation order.
-    pub(crate) next_request_id: Mutex<u64>,
+    /// Where every owner's guest calls draw their request ids; never locked across a call.
+    pub(crate) request_ids: RequestIds,
     pub(crate) next_op_id: AtomicU64,
     pub(crate) next_link_id: AtomicU64,
     state: Mutex<State>,
@@ -129,7 +128,7 @@ impl Shared {
             group,
             credentials,
             connection: Mutex::new(connection),
-            next_request_id: Mutex::new(1),
+            request_ids: RequestIds::default(),
             next_op_id: AtomicU64::new(1),
             next_link_id: AtomicU64::new(1),
             state: Mutex::new(State {
