@@ -4,6 +4,7 @@
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::{mpsc, watch};
+use tokio::task::JoinSet;
 use zcode_contract::{Action, MapperFault, MapperSession, OpResult, SessionInput, SessionOp};
 
 use crate::deadline::Deadline;
@@ -93,11 +94,20 @@ pub(crate) struct LinkInner {
     pub(crate) session: Mutex<Box<dyn MapperSession>>,
     /// Set by the first mapper fault; the session is unusable from then on.
     fault: Mutex<Option<MapperFault>>,
+    /// The timeouts of the requests mapping issued: they end with the link, whose requests
+    /// leave the pending table with it.
+    timers: Mutex<JoinSet<()>>,
 }
 
 impl SessionLink {
     pub(crate) fn new(id: LinkId, shared: Arc<Shared>, session: Box<dyn MapperSession>) -> Self {
-        let inner = LinkInner { id, shared, session: Mutex::new(session), fault: Mutex::new(None) };
+        let inner = LinkInner {
+            id,
+            shared,
+            session: Mutex::new(session),
+            fault: Mutex::new(None),
+            timers: Mutex::new(JoinSet::new()),
+        };
         Self { inner: Arc::new(inner) }
     }
 
@@ -172,12 +182,15 @@ impl SessionLink {
         self.submit(writes, &outgoing.routes_added, &outgoing.routes_removed, requests)?;
         drop(session);
 
+        let mut timers = lock(&self.inner.timers);
+        // Timers that have fired are done with; the rest end with the link at the latest.
+        while timers.try_join_next().is_some() {}
         for request in outgoing.requests.iter().filter(|r| r.awaits_reply()) {
             tracing::debug!(id = request.id, label = %request.label, "native request sent while mapping");
             let timeout = shared.options.request_timeout(request.timeout_ms);
             let deadline = Deadline::start(&shared.reader_waits, Some(self.inner.id), timeout);
             let (shared, id, link) = (shared.clone(), request.id, self.inner.id);
-            tokio::spawn(async move {
+            timers.spawn(async move {
                 deadline.elapsed(&shared.reader_waits).await;
                 let label = shared.pending_label(id);
                 if shared.take_pending(id) {

@@ -357,11 +357,15 @@ impl Shared {
         }
     }
 
-    /// Forgets a session and every route it owns.
+    /// Forgets a session, every route it owns and the requests it issued while mapping (their
+    /// replies are dropped as late).
     pub(crate) fn remove_session(&self, link: LinkId) {
         let mut state = lock(&self.state);
         state.sessions.remove(&link);
         state.routes.retain(|_, owner| *owner != link);
+        state
+            .pending
+            .retain(|_, pending| !matches!(pending.reply_to, ReplyTo::Session(l) if l == link));
         drop(state);
         self.reader_waits.forget(link);
     }
