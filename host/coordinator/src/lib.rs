@@ -28,7 +28,7 @@ use zcode_contract::{ConnectionOp, MapperFault, SessionInit, SessionOp};
 pub use acp_json::{ChunkKind, TextChunk, Update};
 pub use client::{ClientError, ClientPort, send_each};
 pub use config::CoordinatorConfig;
-pub use error::CoordinatorError;
+pub use error::{CoordinatorError, FailureKind};
 pub use host::{Host, HostLauncher, HostSlot};
 pub use session::{BoundSession, PendingPrompt};
 pub use workspace::canonical_workspace;
@@ -288,7 +288,7 @@ impl Coordinator {
         let mut sessions = self.inner.sessions.lock().unwrap();
         if sessions.contains_key(&id) {
             return Err(CoordinatorError::failed(
-                "native-protocol",
+                FailureKind::NativeProtocol,
                 format!("ZCode returned a session id that is already bound: {}", id.0),
             ));
         }

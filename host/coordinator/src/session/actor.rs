@@ -24,7 +24,7 @@ use super::{BoundSession, Command};
 use crate::acp_json::{self, Refused, Update};
 use crate::client::ClientPort;
 use crate::config::CoordinatorConfig;
-use crate::error::CoordinatorError;
+use crate::error::{CoordinatorError, FailureKind};
 
 const LOG: &str = "zcode_acp::session";
 
@@ -175,7 +175,7 @@ impl SessionActor {
             Command::Answered { key, outcome, failure } => {
                 self.answer(key, outcome).await;
                 if let Some(why) = failure {
-                    self.break_turn(CoordinatorError::failed("client", why)).await;
+                    self.break_turn(CoordinatorError::failed(FailureKind::Client, why)).await;
                 }
                 self.complete_if_ready().await;
             }
@@ -219,7 +219,8 @@ impl SessionActor {
             }
             Err(failure) => {
                 let error = CoordinatorError::from(failure);
-                if matches!(error, CoordinatorError::Failed { kind: "mapper-fault", .. }) {
+                if matches!(error, CoordinatorError::Failed { kind: FailureKind::MapperFault, .. })
+                {
                     return self.fail_session(error.to_string()).await;
                 }
                 if let Some(mut turn) = self.turn.take()
@@ -435,7 +436,7 @@ impl SessionActor {
                            form elicitation";
                 self.answer(key, InteractionOutcome::Unavailable(why.into())).await;
                 return self
-                    .break_turn(CoordinatorError::failed("interaction-unsupported", why))
+                    .break_turn(CoordinatorError::failed(FailureKind::InteractionUnsupported, why))
                     .await;
             }
             InteractionRequest::Headless(why) => {
@@ -641,7 +642,7 @@ impl SessionActor {
 
 fn session_failed(reason: &str) -> CoordinatorError {
     CoordinatorError::failed(
-        "session-failed",
+        FailureKind::SessionFailed,
         format!("The session can no longer be used: {reason}"),
     )
 }

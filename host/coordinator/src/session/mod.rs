@@ -16,7 +16,7 @@ use zcode_contract::{InteractionOutcome, OpResult, SessionOp};
 use crate::acp_json::Update;
 use crate::client::ClientPort;
 use crate::config::CoordinatorConfig;
-use crate::error::CoordinatorError;
+use crate::error::{CoordinatorError, FailureKind};
 
 pub(crate) use actor::{SessionActor, UpdatePort};
 
@@ -48,7 +48,10 @@ pub struct PendingPrompt(oneshot::Receiver<Result<PromptResponse, CoordinatorErr
 impl PendingPrompt {
     pub async fn answer(self) -> Result<PromptResponse, CoordinatorError> {
         self.0.await.unwrap_or_else(|_| {
-            Err(CoordinatorError::failed("session-closed", "the session ended during the prompt"))
+            Err(CoordinatorError::failed(
+                FailureKind::SessionClosed,
+                "the session ended during the prompt",
+            ))
         })
     }
 }
@@ -62,9 +65,9 @@ pub(crate) struct SessionHandle {
 
 impl SessionHandle {
     fn send(&self, command: Command) -> Result<(), CoordinatorError> {
-        self.commands
-            .send(command)
-            .map_err(|_| CoordinatorError::failed("session-closed", "the session has been closed"))
+        self.commands.send(command).map_err(|_| {
+            CoordinatorError::failed(FailureKind::SessionClosed, "the session has been closed")
+        })
     }
 
     /// Queues the prompt now (so a cancel sent after it is handled after it) and returns its
@@ -83,7 +86,7 @@ impl SessionHandle {
         let (reply, answer) = oneshot::channel();
         self.send(Command::Op { op, reply })?;
         answer.await.unwrap_or_else(|_| {
-            Err(CoordinatorError::failed("session-closed", "the session ended"))
+            Err(CoordinatorError::failed(FailureKind::SessionClosed, "the session ended"))
         })
     }
 

@@ -16,7 +16,7 @@ use tokio::task::AbortHandle;
 use tokio::time::Instant;
 use zcode_contract::{MapperError, StopReason};
 
-use crate::error::CoordinatorError;
+use crate::error::{CoordinatorError, FailureKind};
 
 pub(crate) type PromptReply = oneshot::Sender<Result<PromptResponse, CoordinatorError>>;
 
@@ -100,7 +100,7 @@ impl Turn {
         match self.ending.as_ref().expect("outcome of an unfinished turn") {
             Ending::Stopped(reason) => Ok(*reason),
             Ending::Failed(error) => Err(CoordinatorError::failed(
-                "turn-failed",
+                FailureKind::TurnFailed,
                 format!("ZCode turn failed: {}", error.message),
             )),
             Ending::Broken(error) => Err(error.clone()),
@@ -142,7 +142,10 @@ mod tests {
     fn the_first_ending_wins_and_failures_are_errors() {
         let mut turn = turn();
         turn.phase = Phase::Running;
-        turn.end(Ending::Broken(CoordinatorError::failed("native-protocol", "unknown event")));
+        turn.end(Ending::Broken(CoordinatorError::failed(
+            FailureKind::NativeProtocol,
+            "unknown event",
+        )));
         turn.end(Ending::Stopped(StopReason::EndTurn));
         let error = turn.outcome().unwrap_err();
         assert!(error.to_string().contains("unknown event"));
