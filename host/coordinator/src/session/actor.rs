@@ -536,11 +536,9 @@ impl SessionActor {
 
     /// Answers one native interaction, exactly once.
     async fn answer(&mut self, key: String, outcome: InteractionOutcome) {
-        if let Some(turn) = self.turn.as_mut()
-            && let Some(pending) = turn.pending.remove(&key)
-            && let Some(asking) = pending.asking
-        {
-            asking.abort();
+        if let Some(turn) = self.turn.as_mut() {
+            // The entry's asking task ends with it: the question is withdrawn, if still open.
+            turn.pending.remove(&key);
         }
         if !self.answered.insert(key.clone()) || self.failed.is_some() {
             return;
@@ -625,9 +623,8 @@ impl SessionActor {
         tracing::error!(target: LOG, session = %self.id, %reason, "session failed");
         if let Some(mut turn) = self.turn.take() {
             for pending in turn.pending.values_mut() {
-                if let Some(asking) = pending.asking.take() {
-                    asking.abort();
-                }
+                // Stop asking the client now, before the prompt is answered.
+                drop(pending.asking.take());
             }
             let outcome = if turn.cancelled() {
                 Ok(PromptResponse::new(AcpStopReason::Cancelled))

@@ -12,10 +12,10 @@ use std::collections::HashMap;
 
 use agent_client_protocol::v1::schema::PromptResponse;
 use tokio::sync::oneshot;
-use tokio::task::AbortHandle;
 use tokio::time::Instant;
 use zcode_contract::{MapperError, StopReason};
 
+use super::interaction::Asking;
 use crate::error::{CoordinatorError, FailureKind};
 
 pub(crate) type PromptReply = oneshot::Sender<Result<PromptResponse, CoordinatorError>>;
@@ -44,8 +44,8 @@ pub(crate) enum Ending {
 pub(crate) struct Pending {
     /// The option that denies, for permissions: what the host gets on any failure.
     pub deny_option: Option<String>,
-    /// The task asking the client, if any.
-    pub asking: Option<AbortHandle>,
+    /// The task asking the client, if any; it ends with this entry.
+    pub asking: Option<Asking>,
 }
 
 pub(crate) struct Turn {
