@@ -34,7 +34,7 @@ pub use session::{BoundSession, PendingPrompt};
 pub use workspace::canonical_workspace;
 
 use acp_json::Refused;
-use session::{Binding, SessionHandle, UpdatePort};
+use session::{Actors, Binding, SessionHandle, UpdatePort};
 
 #[derive(Clone)]
 pub struct Coordinator {
@@ -46,6 +46,8 @@ struct Inner {
     client: Arc<dyn ClientPort>,
     config: CoordinatorConfig,
     sessions: Mutex<HashMap<SessionId, SessionHandle>>,
+    /// The sessions' actor tasks: they end with the coordinator at the latest.
+    actors: Arc<Actors>,
 }
 
 impl Coordinator {
@@ -59,6 +61,7 @@ impl Coordinator {
             client,
             config,
             sessions: Mutex::new(HashMap::new()),
+            actors: Arc::default(),
         };
         Self { inner: Arc::new(inner) }
     }
@@ -284,6 +287,7 @@ impl Coordinator {
             self.inner.client.clone(),
             self.inner.config.clone(),
             after,
+            Arc::downgrade(&self.inner.actors),
         );
         let mut sessions = self.inner.sessions.lock().unwrap();
         if sessions.contains_key(&id) {

@@ -83,10 +83,16 @@ enum AnswerFailure {
 
 impl BoundSession {
     /// Sends the post-response updates and starts processing events. Call after the ACP
-    /// response that names the session has been sent.
+    /// response that names the session has been sent. The actor runs until the session is
+    /// closed, or until the coordinator is gone (then it is not started at all).
     pub fn start(self) {
-        let BoundSession { actor, commands, after, .. } = self;
-        tokio::spawn(actor.run(after, commands));
+        let BoundSession { actor, commands, after, actors, .. } = self;
+        match actors.upgrade() {
+            Some(actors) => actors.spawn(actor.run(after, commands)),
+            None => {
+                tracing::debug!(target: LOG, session = %actor.id, "session bound after its coordinator ended")
+            }
+        }
     }
 }
 

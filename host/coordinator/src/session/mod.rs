@@ -6,10 +6,11 @@ mod interaction;
 mod turn;
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use agent_client_protocol::v1::schema::{PromptResponse, SessionId};
 use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinSet;
 use zcode_bridge::{SessionLink, SessionReceiver};
 use zcode_contract::{InteractionOutcome, OpResult, SessionOp};
 
@@ -97,6 +98,20 @@ impl SessionHandle {
     }
 }
 
+/// The session actors of one coordinator. An actor ends when its session is closed, and at
+/// the latest with the coordinator: dropping this aborts the actors still running.
+#[derive(Default)]
+pub(crate) struct Actors(Mutex<JoinSet<()>>);
+
+impl Actors {
+    fn spawn(&self, actor: impl Future<Output = ()> + Send + 'static) {
+        let mut actors = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        // Actors that have ended are done with.
+        while actors.try_join_next().is_some() {}
+        actors.spawn(actor);
+    }
+}
+
 /// A session whose native side is bound and subscribed, but which has not started
 /// processing events yet: the ACP response naming it must reach the client first.
 pub struct BoundSession {
@@ -105,6 +120,8 @@ pub struct BoundSession {
     pub(crate) handle: SessionHandle,
     /// Updates to send once the response is out (session metadata).
     pub(crate) after: Vec<Update>,
+    /// Where the actor runs: the coordinator's, which owns it.
+    pub(crate) actors: Weak<Actors>,
 }
 
 /// A mapper session linked to the host: what a bound session is built from.
@@ -121,11 +138,12 @@ impl BoundSession {
         client: Arc<dyn ClientPort>,
         config: CoordinatorConfig,
         after: Vec<Update>,
+        actors: Weak<Actors>,
     ) -> Self {
         let Binding { link, inbound } = binding;
         let (tx, commands) = mpsc::unbounded_channel();
         let handle = SessionHandle { workspace, commands: tx.clone() };
         let actor = SessionActor::new(id, link, inbound, client, config, tx);
-        Self { actor, commands, handle, after }
+        Self { actor, commands, handle, after, actors }
     }
 }
