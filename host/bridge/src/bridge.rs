@@ -14,7 +14,8 @@ use crate::error::{BridgeError, OpFailure};
 use crate::group::ProcessGroup;
 use crate::options::BridgeOptions;
 use crate::session::{SESSION_QUEUE, SessionLink, SessionReceiver};
-use crate::shared::{Owner, Shared, lock};
+use crate::shared::{Owner, Shared};
+use crate::sync::lock;
 use crate::{launch, lifecycle, pumps};
 
 /// What to start: a verified install, the mapper's plan for it, and what the release says the

@@ -15,7 +15,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::shared::{LinkId, lock};
+use crate::ids::LinkId;
+use crate::sync::lock;
 
 /// The stdout reader's waits for sessions to take its input.
 #[derive(Default)]

@@ -12,7 +12,9 @@ use zcode_contract::{MapperFault, NativeReply, OpResult, Operations, Outgoing, R
 
 use crate::deadline::Deadline;
 use crate::error::OpFailure;
-use crate::shared::{Owner, ReplyTo, Shared, Submission, SubmitError, lock};
+use crate::ids::OPERATION_WINDOW;
+use crate::shared::{Owner, ReplyTo, Shared, Submission, SubmitError};
+use crate::sync::lock;
 
 /// Consecutive resumes without a reply one operation may ask for: a replay streamed in pages
 /// needs a few hundred; a mapper that yields forever is stopped.
@@ -39,7 +41,8 @@ where
     }
     let op_id = shared.next_op_id();
     let mut running = RunningOp::new(shared.clone(), owner);
-    let mut progress = running.advance(updates, |first| lock(machine).start(op_id, op, first))?;
+    let mut progress =
+        running.advance(machine, updates, |machine, first| machine.start(op_id, op, first))?;
     let mut yields = 0u32;
     loop {
         let reply = match progress {
@@ -60,8 +63,9 @@ where
                 Some(running.next_reply().await)
             }
         };
-        progress =
-            running.advance(updates, |first| lock(machine).resume(op_id, reply.as_ref(), first))?;
+        progress = running.advance(machine, updates, |machine, first| {
+            machine.resume(op_id, reply.as_ref(), first)
+        })?;
     }
 }
 
@@ -96,20 +100,28 @@ impl RunningOp {
         Self { shared, owner, reply_tx, reply_rx, outstanding: Vec::new() }
     }
 
-    /// One mapper call and what follows from it, atomic with respect to other operations.
-    fn advance(
+    /// One mapper call and what follows from it. The call draws its request ids from the
+    /// bridge's allocator (`ids.rs`) and holds only its own machine's lock, other owners' calls
+    /// going on meanwhile; the lock is kept until the writes are queued, so one machine's
+    /// writes leave in the order of its calls.
+    fn advance<M: ?Sized>(
         &mut self,
+        machine: &Mutex<Box<M>>,
         updates: UpdateSink<'_>,
-        call: impl FnOnce(u64) -> Result<Step, MapperFault>,
+        call: impl FnOnce(&mut M, u64) -> Result<Step, MapperFault>,
     ) -> Result<Progress, OpFailure> {
-        let mut next_request_id = lock(&self.shared.next_request_id);
-        let first = *next_request_id;
-        let outgoing = match call(first).map_err(OpFailure::Fault)? {
-            Step::Done(result) => return Ok(Progress::Done(result)),
+        let mut machine = lock(machine);
+        let ids = self.shared.request_ids.reserve(OPERATION_WINDOW);
+        let first = ids.first();
+        let outgoing = match call(&mut machine, first).map_err(OpFailure::Fault)? {
+            Step::Done(result) => {
+                ids.commit(0).map_err(OpFailure::Fault)?;
+                return Ok(Progress::Done(result));
+            }
             Step::Wait(outgoing) => outgoing,
         };
-        // Advance past whatever the mapper returned, valid or not: no id is handed out twice.
-        *next_request_id = first + outgoing.requests.len() as u64;
+        // Whatever the mapper returned, valid or not, used its ids: none is handed out twice.
+        ids.commit(outgoing.requests.len()).map_err(OpFailure::Fault)?;
         check(&outgoing, first, self.owner).map_err(OpFailure::Fault)?;
         let Outgoing { updates: streamed, routes_added, routes_removed, writes, requests } =
             outgoing;
@@ -142,7 +154,7 @@ impl RunningOp {
                 ))));
             }
         }
-        drop(next_request_id);
+        drop(machine);
 
         for request in requests.iter().filter(|r| r.awaits_reply()) {
             let timeout = self.shared.options.request_timeout(request.timeout_ms);

@@ -11,7 +11,7 @@
 mod imp {
     use std::sync::{Mutex, Once};
 
-    use crate::shared::lock;
+    use crate::sync::lock;
 
     static LIVE_GROUPS: Mutex<Vec<libc::pid_t>> = Mutex::new(Vec::new());
     static AT_EXIT: Once = Once::new();

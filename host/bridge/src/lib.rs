@@ -21,12 +21,14 @@ mod driver;
 mod error;
 mod exit_cleanup;
 mod group;
+mod ids;
 mod launch;
 mod lifecycle;
 mod options;
 mod pumps;
 mod session;
 mod shared;
+mod sync;
 
 pub use bridge::{HostBridge, HostSpec};
 pub use driver::UpdateSink;

@@ -7,7 +7,8 @@ use tokio::process::{ChildStderr, ChildStdin, ChildStdout};
 use tokio::sync::mpsc;
 use zcode_contract::Inbound;
 
-use crate::shared::{Shared, lock};
+use crate::shared::Shared;
+use crate::sync::lock;
 
 const READ_CHUNK: usize = 64 * 1024;
 

@@ -4,12 +4,15 @@
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::{mpsc, watch};
+use tokio::task::JoinSet;
 use zcode_contract::{Action, MapperFault, MapperSession, OpResult, SessionInput, SessionOp};
 
 use crate::deadline::Deadline;
 use crate::driver::{UpdateSink, check, drive, timed_out};
 use crate::error::OpFailure;
-use crate::shared::{LinkId, Owner, ReplyTo, Shared, Submission, SubmitError, lock};
+use crate::ids::LinkId;
+use crate::shared::{Owner, ReplyTo, Shared, Submission, SubmitError};
+use crate::sync::lock;
 
 /// What the bridge routes to one session, in arrival order.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -91,11 +94,20 @@ pub(crate) struct LinkInner {
     pub(crate) session: Mutex<Box<dyn MapperSession>>,
     /// Set by the first mapper fault; the session is unusable from then on.
     fault: Mutex<Option<MapperFault>>,
+    /// The timeouts of the requests mapping issued: they end with the link, whose requests
+    /// leave the pending table with it.
+    timers: Mutex<JoinSet<()>>,
 }
 
 impl SessionLink {
     pub(crate) fn new(id: LinkId, shared: Arc<Shared>, session: Box<dyn MapperSession>) -> Self {
-        let inner = LinkInner { id, shared, session: Mutex::new(session), fault: Mutex::new(None) };
+        let inner = LinkInner {
+            id,
+            shared,
+            session: Mutex::new(session),
+            fault: Mutex::new(None),
+            timers: Mutex::new(JoinSet::new()),
+        };
         Self { inner: Arc::new(inner) }
     }
 
@@ -124,11 +136,16 @@ impl SessionLink {
         result
     }
 
+    /// `map`, then `issue` if mapping asked for requests, both under the session's own lock,
+    /// kept until the writes are queued: the session's writes leave in the order of its calls.
+    /// `issue` draws its ids from the allocator the operations use (`ids.rs`), reserving
+    /// exactly the number `map` announced.
     fn map_and_issue(&self, inputs: &[SessionInput]) -> Result<Vec<Action>, MapperFault> {
         let shared = &self.inner.shared;
-        let effects = lock(&self.inner.session).map(inputs)?;
+        let mut session = lock(&self.inner.session);
+        let effects = session.map(inputs)?;
         let mut actions = effects.actions;
-        let writes = effects
+        let mut writes = effects
             .writes
             .iter()
             .map(|write| shared.prepare_write(write))
@@ -140,36 +157,40 @@ impl SessionLink {
             return Ok(actions);
         }
 
-        let mut next_request_id = lock(&shared.next_request_id);
-        let first = *next_request_id;
-        let outgoing = lock(&self.inner.session).issue(first)?;
-        *next_request_id = first + outgoing.requests.len() as u64;
         let asked = effects.requests as usize;
+        let ids = shared.request_ids.reserve(u64::from(effects.requests));
+        let first = ids.first();
+        let outgoing = session.issue(first)?;
+        // Whatever the mapper returned, valid or not, used its ids: none is handed out twice.
+        let committed = ids.commit(outgoing.requests.len());
         if outgoing.requests.len() != asked {
             return Err(MapperFault(format!(
                 "mapping announced {asked} native requests but issued {}",
                 outgoing.requests.len()
             )));
         }
+        committed?;
         check(&outgoing, first, Owner::Session(self.inner.id))?;
-        let mut all_writes = writes;
         for write in &outgoing.writes {
-            all_writes.push(shared.prepare_write(write)?);
+            writes.push(shared.prepare_write(write)?);
         }
         let requests = outgoing
             .requests
             .iter()
             .map(|r| (r.id, r.label.as_str(), r.bytes.as_slice(), r.awaits_reply()))
             .collect();
-        self.submit(all_writes, &outgoing.routes_added, &outgoing.routes_removed, requests)?;
-        drop(next_request_id);
+        self.submit(writes, &outgoing.routes_added, &outgoing.routes_removed, requests)?;
+        drop(session);
 
+        let mut timers = lock(&self.inner.timers);
+        // Timers that have fired are done with; the rest end with the link at the latest.
+        while timers.try_join_next().is_some() {}
         for request in outgoing.requests.iter().filter(|r| r.awaits_reply()) {
             tracing::debug!(id = request.id, label = %request.label, "native request sent while mapping");
             let timeout = shared.options.request_timeout(request.timeout_ms);
             let deadline = Deadline::start(&shared.reader_waits, Some(self.inner.id), timeout);
             let (shared, id, link) = (shared.clone(), request.id, self.inner.id);
-            tokio::spawn(async move {
+            timers.spawn(async move {
                 deadline.elapsed(&shared.reader_waits).await;
                 let label = shared.pending_label(id);
                 if shared.take_pending(id) {

@@ -2,8 +2,8 @@
 
 use std::collections::HashMap;
 use std::process::ExitStatus;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use tokio::sync::{mpsc, watch};
 use zcode_contract::{
@@ -13,16 +13,9 @@ use zcode_credentials::CredentialStore;
 
 use crate::deadline::ReaderWaits;
 use crate::group::ProcessGroup;
+use crate::ids::{LinkId, RequestIds};
 use crate::options::BridgeOptions;
-
-/// Locks a mutex even if a panicking thread poisoned it: every critical section here leaves
-/// the data consistent, and the bridge must still be able to fail closed and kill its child.
-pub(crate) fn lock<T: ?Sized>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// Identifies a session link inside one bridge.
-pub(crate) type LinkId = u64;
+use crate::sync::lock;
 
 pub(crate) struct Shared {
     pub(crate) options: BridgeOptions,
@@ -30,12 +23,11 @@ pub(crate) struct Shared {
     pub(crate) group: ProcessGroup,
     /// Fills credentials into writes that ask for one; nothing else in the bridge sees them.
     pub(crate) credentials: CredentialStore,
-    /// Framing and connection ops. Locked by the reader for `push`/`finish` and by connection
-    /// ops under the dispatch lock; never held across an await.
+    /// Framing and connection ops: one mapper instance, so the reader's `push`/`finish` and
+    /// connection ops' guest calls take turns on it. Never held across an await.
     pub(crate) connection: Mutex<Box<dyn MapperConnection>>,
-    /// The next free request id. Held across "allocate ids, call the mapper, register, queue
-    /// the writes" so that ids never collide and writes leave in allocation order.
-    pub(crate) next_request_id: Mutex<u64>,
+    /// Where every owner's guest calls draw their request ids; never locked across a call.
+    pub(crate) request_ids: RequestIds,
     pub(crate) next_op_id: AtomicU64,
     pub(crate) next_link_id: AtomicU64,
     state: Mutex<State>,
@@ -136,7 +128,7 @@ impl Shared {
             group,
             credentials,
             connection: Mutex::new(connection),
-            next_request_id: Mutex::new(1),
+            request_ids: RequestIds::default(),
             next_op_id: AtomicU64::new(1),
             next_link_id: AtomicU64::new(1),
             state: Mutex::new(State {
@@ -365,11 +357,15 @@ impl Shared {
         }
     }
 
-    /// Forgets a session and every route it owns.
+    /// Forgets a session, every route it owns and the requests it issued while mapping (their
+    /// replies are dropped as late).
     pub(crate) fn remove_session(&self, link: LinkId) {
         let mut state = lock(&self.state);
         state.sessions.remove(&link);
         state.routes.retain(|_, owner| *owner != link);
+        state
+            .pending
+            .retain(|_, pending| !matches!(pending.reply_to, ReplyTo::Session(l) if l == link));
         drop(state);
         self.reader_waits.forget(link);
     }

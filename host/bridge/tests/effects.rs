@@ -90,6 +90,28 @@ async fn mapping_can_issue_requests_whose_replies_come_back_as_input() {
     bridge.shutdown().await;
 }
 
+/// A request issued while mapping belongs to its session: when the last link is dropped, the
+/// request leaves the pending table (its timeout goes with it) and its late reply is dropped.
+#[tokio::test]
+async fn a_dropped_session_takes_the_requests_it_issued_while_mapping_along() {
+    let (logs, _guard) = Logs::capture();
+    let bridge = start(&[]).await;
+    let (link, inbound) = bridge.link_session(Box::new(TestSession::default()));
+    let ask = json!({"ask": "park"}).to_string();
+    link.map(&[SessionInput::Event(ask.as_str().into())]).unwrap();
+    drop((link, inbound));
+    // The host answers the parked request now, then this one.
+    let unpark = zcode_contract::ConnectionOp::Probe(Script::request("unpark", "").text());
+    let result = guard(bridge.connection_op(unpark)).await;
+    assert_eq!(replies(&result), vec![json!({"id": 3, "ok": "unparked"})]);
+    assert!(
+        logs.text().contains("late or unknown native response dropped id=2"),
+        "{}",
+        logs.text()
+    );
+    bridge.shutdown().await;
+}
+
 /// As for an operation's request (`ops.rs`): while the reader waits for another session to
 /// take its backlog, the reply may be behind it, and the wait does not count against the
 /// request's timeout.

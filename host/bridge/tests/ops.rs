@@ -7,12 +7,16 @@
 mod support;
 
 use std::collections::BTreeSet;
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::*;
-use zcode_bridge::{BridgeOptions, OpFailure, SESSION_QUEUE, SessionInbound};
-use zcode_contract::{Action, ConnectionOp, ErrorKind, NativeData, SessionInput, SessionOp};
+use zcode_bridge::{BridgeOptions, OpFailure, SESSION_QUEUE, SessionInbound, SessionLink};
+use zcode_contract::{
+    Action, ConnectionOp, Effects, ErrorKind, MapperFault, MapperSession, NativeData, NativeReply,
+    Operations, Outgoing, SessionInput, SessionOp, Step,
+};
 
 fn create(script: Script) -> SessionOp {
     SessionOp::Create(script.text())
@@ -56,6 +60,132 @@ async fn concurrent_ops_of_two_sessions_get_unique_ids_and_their_own_replies() {
     assert_eq!(ids.len(), 3, "request ids collide: {ids:?}");
     // Setup used id 1; nothing else was sent.
     assert_eq!(ids, BTreeSet::from([2, 3, 4]));
+    bridge.shutdown().await;
+}
+
+/// Guest calls that wait inside the mapper until `count` of them are in at once, or fail.
+#[derive(Clone)]
+struct Meeting(Arc<(Mutex<usize>, Condvar)>, usize);
+
+impl Meeting {
+    fn of(count: usize) -> Self {
+        Self(Arc::new((Mutex::new(0), Condvar::new())), count)
+    }
+
+    fn meet(&self) -> Result<(), MapperFault> {
+        let (arrived, changed) = &*self.0;
+        let mut arrived = arrived.lock().unwrap();
+        *arrived += 1;
+        changed.notify_all();
+        let (arrived, wait) =
+            changed.wait_timeout_while(arrived, HANG_GUARD / 3, |n| *n < self.1).unwrap();
+        if wait.timed_out() {
+            return Err(MapperFault(format!("only {} guest calls were ever in at once", *arrived)));
+        }
+        Ok(())
+    }
+}
+
+/// A test session whose `start` and `issue` wait at the meeting, once.
+struct Gated {
+    session: TestSession,
+    meeting: Option<Meeting>,
+}
+
+impl Gated {
+    fn new(meeting: &Meeting) -> Box<Self> {
+        Box::new(Self { session: TestSession::default(), meeting: Some(meeting.clone()) })
+    }
+
+    fn meet(&mut self) -> Result<(), MapperFault> {
+        self.meeting.take().map_or(Ok(()), |meeting| meeting.meet())
+    }
+}
+
+impl Operations<SessionOp> for Gated {
+    fn start(&mut self, op_id: u64, op: &SessionOp, first: u64) -> Result<Step, MapperFault> {
+        self.meet()?;
+        self.session.start(op_id, op, first)
+    }
+
+    fn resume(
+        &mut self,
+        op_id: u64,
+        reply: Option<&NativeReply>,
+        first: u64,
+    ) -> Result<Step, MapperFault> {
+        self.session.resume(op_id, reply, first)
+    }
+}
+
+impl MapperSession for Gated {
+    fn map(&mut self, inputs: &[SessionInput]) -> Result<Effects, MapperFault> {
+        self.session.map(inputs)
+    }
+
+    fn issue(&mut self, first: u64) -> Result<Outgoing, MapperFault> {
+        self.meet()?;
+        self.session.issue(first)
+    }
+}
+
+/// Runs a session op on a thread of its own, so that its guest call can block that thread.
+fn op_on_a_thread(link: SessionLink, script: Script) -> tokio::task::JoinHandle<Value> {
+    let runtime = tokio::runtime::Handle::current();
+    tokio::task::spawn_blocking(move || {
+        let result = runtime.block_on(session_op(&link, create(script)));
+        replies(&result)[0].clone()
+    })
+}
+
+/// No lock another owner needs is held across a guest call: two sessions' calls are in the
+/// mapper at once (each waits there for the other), and still get ids of their own, never
+/// handed out again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn guest_calls_of_two_sessions_run_at_once_and_get_ids_of_their_own() {
+    let bridge = start(&[]).await;
+    let meeting = Meeting::of(2);
+    let (a, _a_events) = bridge.link_session(Gated::new(&meeting));
+    let (b, _b_events) = bridge.link_session(Gated::new(&meeting));
+    let (ra, rb) = guard(async {
+        let ra = op_on_a_thread(a.clone(), Script::request("echo", "a"));
+        let rb = op_on_a_thread(b.clone(), Script::request("echo", "b"));
+        (ra.await.unwrap(), rb.await.unwrap())
+    })
+    .await;
+    assert_eq!((&ra["ok"], &rb["ok"]), (&json!({"echo": "a"}), &json!({"echo": "b"})));
+    let (ida, idb) = (reply_id(&ra), reply_id(&rb));
+    assert_ne!(ida, idb);
+    let after = replies(&guard(session_op(&a, create(Script::request("echo", "")))).await);
+    assert!(reply_id(&after[0]) > ida.max(idb), "{after:?} after {ida} and {idb}");
+    bridge.shutdown().await;
+}
+
+/// The same for an operation's call and a call of mapping (`issue`): one allocator serves both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operation_and_mapping_run_at_once_and_get_ids_of_their_own() {
+    let bridge = start(&[]).await;
+    let meeting = Meeting::of(2);
+    let (a, _a_events) = bridge.link_session(Gated::new(&meeting));
+    let (b, mut b_input) = bridge.link_session(Gated::new(&meeting));
+    let ask = json!({"ask": "echo", "arg": "b"}).to_string();
+    let (ra, mapped) = guard(async {
+        let ra = op_on_a_thread(a.clone(), Script::request("echo", "a"));
+        let b = b.clone();
+        let mapped =
+            tokio::task::spawn_blocking(move || b.map(&[SessionInput::Event(ask.as_str().into())]));
+        (ra.await.unwrap(), mapped.await.unwrap())
+    })
+    .await;
+    mapped.expect("mapping issued its request");
+    let Some(SessionInbound::Input(SessionInput::Reply(reply))) = guard(b_input.recv()).await
+    else {
+        panic!("expected the reply to B's request");
+    };
+    assert_eq!(ra["ok"], json!({"echo": "a"}));
+    assert_ne!(reply_id(&ra), reply.id);
+    let after = replies(&guard(session_op(&a, create(Script::request("echo", "")))).await);
+    assert!(reply_id(&after[0]) > reply_id(&ra).max(reply.id), "{after:?}");
     bridge.shutdown().await;
 }
 

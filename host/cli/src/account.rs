@@ -6,7 +6,7 @@ use std::sync::Arc;
 use agent_client_protocol::BoxFuture;
 use zcode_acp_server::Account;
 use zcode_contract::AuthCommand;
-use zcode_coordinator::CoordinatorError;
+use zcode_coordinator::{CoordinatorError, FailureKind};
 use zcode_discovery::{Authentication, authentication_presence};
 
 use crate::Target;
@@ -19,8 +19,9 @@ impl Account for ZcodeAccount {
         let launcher = self.0.clone();
         Box::pin(async move {
             let selected = launcher.select().await?;
-            let mapper =
-                launcher.mapper(&selected).map_err(|e| CoordinatorError::failed("mappers", e))?;
+            let mapper = launcher
+                .mapper(&selected)
+                .map_err(|e| CoordinatorError::failed(FailureKind::Mappers, e))?;
             let home = dirs::home_dir();
             let presence =
                 authentication_presence(home.as_deref(), &mapper.contract().credentials_file);
@@ -36,11 +37,14 @@ impl Account for ZcodeAccount {
                 run_auth(&launcher, AuthCommand::Logout, Stdio::null(), Stdio::null())
             })
             .await
-            .map_err(|e| CoordinatorError::failed("logout", e.to_string()))??;
+            .map_err(|e| CoordinatorError::failed(FailureKind::Logout, e.to_string()))??;
             if status.success() {
                 Ok(())
             } else {
-                Err(CoordinatorError::failed("logout", format!("ZCode logout failed ({status})")))
+                Err(CoordinatorError::failed(
+                    FailureKind::Logout,
+                    format!("ZCode logout failed ({status})"),
+                ))
             }
         })
     }
@@ -71,12 +75,15 @@ fn run_auth(
     stdout: Stdio,
     stderr: Stdio,
 ) -> Result<std::process::ExitStatus, CoordinatorError> {
-    let discovery = launcher.discover().map_err(|e| CoordinatorError::failed("mappers", e))?;
+    let discovery =
+        launcher.discover().map_err(|e| CoordinatorError::failed(FailureKind::Mappers, e))?;
     let selected = crate::launcher::selected_or_error(discovery)?;
-    let mapper = launcher.mapper(&selected).map_err(|e| CoordinatorError::failed("mappers", e))?;
+    let mapper = launcher
+        .mapper(&selected)
+        .map_err(|e| CoordinatorError::failed(FailureKind::Mappers, e))?;
     let plan = mapper.auth_plan(&selected.install, command)?;
     let program = zcode_bridge::verified_executable(&selected.install)
-        .map_err(|e| CoordinatorError::failed("auth", e.to_string()))?;
+        .map_err(|e| CoordinatorError::failed(FailureKind::Auth, e.to_string()))?;
     let mut login = std::process::Command::new(program);
     for name in &plan.env_remove {
         login.env_remove(name);
@@ -89,5 +96,5 @@ fn run_auth(
         .stdout(stdout)
         .stderr(stderr)
         .status()
-        .map_err(|e| CoordinatorError::failed("auth", format!("cannot run ZCode: {e}")))
+        .map_err(|e| CoordinatorError::failed(FailureKind::Auth, format!("cannot run ZCode: {e}")))
 }

@@ -11,7 +11,7 @@ use agent_client_protocol::BoxFuture;
 use serde_json::json;
 use zcode_bridge::{BridgeOptions, HostBridge, HostSpec};
 use zcode_contract::{Mapper, Platform};
-use zcode_coordinator::{CoordinatorError, Host, HostLauncher};
+use zcode_coordinator::{CoordinatorError, FailureKind, Host, HostLauncher};
 use zcode_credentials::CredentialStore;
 use zcode_discovery::{Discovery, Inspector, Search, Selected, SystemRegistry, process_env};
 
@@ -97,10 +97,11 @@ impl Launcher {
                 "a trusted drop-in mapper takes precedence over the embedded ones for this install"
             );
         }
-        let mapper = self.mapper(selected).map_err(|e| CoordinatorError::failed("mappers", e))?;
+        let mapper =
+            self.mapper(selected).map_err(|e| CoordinatorError::failed(FailureKind::Mappers, e))?;
         // ZCODE_ACP_RECORD: every mapper call of this host's connection and sessions is recorded.
         let mapper = zcode_recorder::record_from_env(mapper)
-            .map_err(|e| CoordinatorError::failed("recording", e.to_string()))?;
+            .map_err(|e| CoordinatorError::failed(FailureKind::Recording, e.to_string()))?;
         let plan = mapper.launch_plan(&selected.install)?;
         let connection = mapper.connection()?;
         let started = Instant::now();
@@ -116,7 +117,10 @@ impl Launcher {
         };
         let bridge =
             HostBridge::spawn(spec, connection, BridgeOptions::default()).await.map_err(|e| {
-                CoordinatorError::failed("host-start", format!("cannot start the ZCode host: {e}"))
+                CoordinatorError::failed(
+                    FailureKind::HostStart,
+                    format!("cannot start the ZCode host: {e}"),
+                )
             })?;
         tracing::info!(
             target: "zcode_acp::host",
@@ -133,8 +137,8 @@ impl Launcher {
         let launcher = self.clone();
         let discovery = tokio::task::spawn_blocking(move || launcher.discover())
             .await
-            .map_err(|e| CoordinatorError::failed("discovery", e.to_string()))?
-            .map_err(|e| CoordinatorError::failed("mappers", e))?;
+            .map_err(|e| CoordinatorError::failed(FailureKind::Discovery, e.to_string()))?
+            .map_err(|e| CoordinatorError::failed(FailureKind::Mappers, e))?;
         selected_or_error(discovery)
     }
 }

@@ -23,11 +23,81 @@ pub enum CoordinatorError {
     Compatibility { message: String, data: serde_json::Value },
     /// The host or the mapper failed; `kind` says where (never contains user data).
     #[error("{message}")]
-    Failed { kind: &'static str, message: String },
+    Failed { kind: FailureKind, message: String },
+}
+
+/// Where a request failed: the `kind` of an internal error's `data`, for clients and logs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailureKind {
+    /// The mapper does not support the request (`unsupported`).
+    Unsupported,
+    /// ZCode broke its protocol (`native-protocol`).
+    NativeProtocol,
+    /// ZCode answered with an error (`native`).
+    Native,
+    /// The mapper reported an internal error (`mapper`).
+    Mapper,
+    /// The mapper broke the contract; its session is unusable (`mapper-fault`).
+    MapperFault,
+    /// The host transport is closed (`host-exited`).
+    HostExited,
+    /// The client failed a question it was asked (`client`).
+    Client,
+    /// ZCode asked something the client cannot render (`interaction-unsupported`).
+    InteractionUnsupported,
+    /// The session ended or was closed (`session-closed`).
+    SessionClosed,
+    /// The session can no longer be used (`session-failed`).
+    SessionFailed,
+    /// ZCode's turn failed (`turn-failed`).
+    TurnFailed,
+    /// No mapper could be loaded or chosen (`mappers`).
+    Mappers,
+    /// Recording the mapper calls failed (`recording`).
+    Recording,
+    /// The host could not be started (`host-start`).
+    HostStart,
+    /// Finding the ZCode install failed (`discovery`).
+    Discovery,
+    /// ZCode's logout failed (`logout`).
+    Logout,
+    /// ZCode's login could not be run (`auth`).
+    Auth,
+}
+
+impl FailureKind {
+    /// The name clients see in the error's `data.kind`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailureKind::Unsupported => "unsupported",
+            FailureKind::NativeProtocol => "native-protocol",
+            FailureKind::Native => "native",
+            FailureKind::Mapper => "mapper",
+            FailureKind::MapperFault => "mapper-fault",
+            FailureKind::HostExited => "host-exited",
+            FailureKind::Client => "client",
+            FailureKind::InteractionUnsupported => "interaction-unsupported",
+            FailureKind::SessionClosed => "session-closed",
+            FailureKind::SessionFailed => "session-failed",
+            FailureKind::TurnFailed => "turn-failed",
+            FailureKind::Mappers => "mappers",
+            FailureKind::Recording => "recording",
+            FailureKind::HostStart => "host-start",
+            FailureKind::Discovery => "discovery",
+            FailureKind::Logout => "logout",
+            FailureKind::Auth => "auth",
+        }
+    }
+}
+
+impl std::fmt::Display for FailureKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 impl CoordinatorError {
-    pub fn failed(kind: &'static str, message: impl Into<String>) -> Self {
+    pub fn failed(kind: FailureKind, message: impl Into<String>) -> Self {
         Self::Failed { kind, message: message.into() }
     }
 }
@@ -39,17 +109,17 @@ impl From<MapperError> for CoordinatorError {
             ErrorKind::InvalidParams => Self::InvalidParams(message),
             ErrorKind::AuthRequired => Self::AuthRequired(message),
             ErrorKind::NotFound => Self::SessionNotFound(message),
-            ErrorKind::Unsupported => Self::failed("unsupported", message),
-            ErrorKind::Protocol => Self::failed("native-protocol", message),
-            ErrorKind::Native => Self::failed("native", message),
-            ErrorKind::Internal => Self::failed("mapper", message),
+            ErrorKind::Unsupported => Self::failed(FailureKind::Unsupported, message),
+            ErrorKind::Protocol => Self::failed(FailureKind::NativeProtocol, message),
+            ErrorKind::Native => Self::failed(FailureKind::Native, message),
+            ErrorKind::Internal => Self::failed(FailureKind::Mapper, message),
         }
     }
 }
 
 impl From<MapperFault> for CoordinatorError {
     fn from(fault: MapperFault) -> Self {
-        Self::failed("mapper-fault", fault.to_string())
+        Self::failed(FailureKind::MapperFault, fault.to_string())
     }
 }
 
@@ -59,7 +129,8 @@ impl From<OpFailure> for CoordinatorError {
             OpFailure::Mapper(error) => error.into(),
             OpFailure::Fault(fault) => fault.into(),
             OpFailure::Transport(reason) => {
-                Self::failed("host-exited", format!("ZCode host is unavailable: {reason}"))
+                let message = format!("ZCode host is unavailable: {reason}");
+                Self::failed(FailureKind::HostExited, message)
             }
         }
     }
@@ -84,7 +155,8 @@ impl From<CoordinatorError> for Error {
                 Error::new(ErrorCode::INTERNAL_ERROR, message).data(data)
             }
             CoordinatorError::Failed { kind, message } => {
-                Error::new(ErrorCode::INTERNAL_ERROR, message).data(json!({ "kind": kind }))
+                Error::new(ErrorCode::INTERNAL_ERROR, message)
+                    .data(json!({ "kind": kind.as_str() }))
             }
         }
     }
@@ -107,6 +179,20 @@ mod tests {
             let error: Error = CoordinatorError::from(MapperError::new(kind, "boom")).into();
             assert_eq!(error.code.value(), code, "{kind:?}");
         }
+    }
+
+    #[test]
+    fn a_failure_keeps_its_kind_name_in_the_error_data() {
+        let error: Error = CoordinatorError::from(MapperFault("bad ids".into())).into();
+        assert_eq!(error.code.value(), -32603);
+        assert_eq!(error.message, "mapper failed: bad ids");
+        assert_eq!(error.data, Some(json!({ "kind": "mapper-fault" })));
+        let error: Error = CoordinatorError::from(OpFailure::Transport("gone".into())).into();
+        assert_eq!(error.message, "ZCode host is unavailable: gone");
+        assert_eq!(error.data, Some(json!({ "kind": "host-exited" })));
+        let error: Error =
+            CoordinatorError::failed(FailureKind::InteractionUnsupported, "x").into();
+        assert_eq!(error.data, Some(json!({ "kind": "interaction-unsupported" })));
     }
 
     #[test]

@@ -28,13 +28,13 @@ use zcode_contract::{ConnectionOp, MapperFault, SessionInit, SessionOp};
 pub use acp_json::{ChunkKind, TextChunk, Update};
 pub use client::{ClientError, ClientPort, send_each};
 pub use config::CoordinatorConfig;
-pub use error::CoordinatorError;
+pub use error::{CoordinatorError, FailureKind};
 pub use host::{Host, HostLauncher, HostSlot};
 pub use session::{BoundSession, PendingPrompt};
 pub use workspace::canonical_workspace;
 
 use acp_json::Refused;
-use session::{Binding, SessionHandle, UpdatePort};
+use session::{Actors, Binding, SessionHandle, UpdatePort};
 
 #[derive(Clone)]
 pub struct Coordinator {
@@ -46,6 +46,8 @@ struct Inner {
     client: Arc<dyn ClientPort>,
     config: CoordinatorConfig,
     sessions: Mutex<HashMap<SessionId, SessionHandle>>,
+    /// The sessions' actor tasks: they end with the coordinator at the latest.
+    actors: Arc<Actors>,
 }
 
 impl Coordinator {
@@ -59,6 +61,7 @@ impl Coordinator {
             client,
             config,
             sessions: Mutex::new(HashMap::new()),
+            actors: Arc::default(),
         };
         Self { inner: Arc::new(inner) }
     }
@@ -284,11 +287,12 @@ impl Coordinator {
             self.inner.client.clone(),
             self.inner.config.clone(),
             after,
+            Arc::downgrade(&self.inner.actors),
         );
         let mut sessions = self.inner.sessions.lock().unwrap();
         if sessions.contains_key(&id) {
             return Err(CoordinatorError::failed(
-                "native-protocol",
+                FailureKind::NativeProtocol,
                 format!("ZCode returned a session id that is already bound: {}", id.0),
             ));
         }

@@ -27,7 +27,7 @@ use agent_client_protocol::v2::schema as v2;
 use agent_client_protocol::v2::{ConnectionTo, Responder};
 use agent_client_protocol::{Client, Error, RequestCancellation};
 use tokio::sync::{Notify, oneshot};
-use zcode_coordinator::{Coordinator, CoordinatorError, PendingPrompt};
+use zcode_coordinator::{Coordinator, CoordinatorError, FailureKind, PendingPrompt};
 
 use super::convert;
 use super::translate::{MessageIds, MessageKind, Translator};
@@ -520,7 +520,7 @@ fn idle(response: v1::PromptResponse) -> v2::StateUpdate {
         v1::StopReason::Cancelled => v2::StopReason::Cancelled,
         other => {
             let unknown = format!("a stop reason ACP v2 does not know: {other:?}");
-            return failed(CoordinatorError::failed("native-protocol", unknown).into());
+            return failed(CoordinatorError::failed(FailureKind::NativeProtocol, unknown).into());
         }
     };
     let mut idle = v2::IdleStateUpdate::new().stop_reason(stop);

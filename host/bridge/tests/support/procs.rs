@@ -8,9 +8,15 @@ pub fn live_group_members(pgid: u32) -> Vec<u32> {
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
         let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
-        let after_name = &stat[stat.rfind(')').unwrap() + 1..];
-        let fields: Vec<&str> = after_name.split_whitespace().collect();
-        if fields[2].parse::<u32>().unwrap() == pgid && fields[0] != "Z" {
+        // A line that does not read as expected is skipped, not fatal: on a busy machine
+        // processes come and go while /proc is scanned, and the callers poll again.
+        let Some(name_end) = stat.rfind(')') else { continue };
+        let fields: Vec<&str> = stat[name_end + 1..].split_whitespace().collect();
+        let (Some(&state), Some(Ok(group))) = (fields.first(), fields.get(2).map(|g| g.parse()))
+        else {
+            continue;
+        };
+        if group == pgid && state != "Z" {
             live.push(pid);
         }
     }

@@ -24,7 +24,7 @@ use super::{BoundSession, Command};
 use crate::acp_json::{self, Refused, Update};
 use crate::client::ClientPort;
 use crate::config::CoordinatorConfig;
-use crate::error::CoordinatorError;
+use crate::error::{CoordinatorError, FailureKind};
 
 const LOG: &str = "zcode_acp::session";
 
@@ -83,10 +83,16 @@ enum AnswerFailure {
 
 impl BoundSession {
     /// Sends the post-response updates and starts processing events. Call after the ACP
-    /// response that names the session has been sent.
+    /// response that names the session has been sent. The actor runs until the session is
+    /// closed, or until the coordinator is gone (then it is not started at all).
     pub fn start(self) {
-        let BoundSession { actor, commands, after, .. } = self;
-        tokio::spawn(actor.run(after, commands));
+        let BoundSession { actor, commands, after, actors, .. } = self;
+        match actors.upgrade() {
+            Some(actors) => actors.spawn(actor.run(after, commands)),
+            None => {
+                tracing::debug!(target: LOG, session = %actor.id, "session bound after its coordinator ended")
+            }
+        }
     }
 }
 
@@ -175,7 +181,7 @@ impl SessionActor {
             Command::Answered { key, outcome, failure } => {
                 self.answer(key, outcome).await;
                 if let Some(why) = failure {
-                    self.break_turn(CoordinatorError::failed("client", why)).await;
+                    self.break_turn(CoordinatorError::failed(FailureKind::Client, why)).await;
                 }
                 self.complete_if_ready().await;
             }
@@ -219,7 +225,8 @@ impl SessionActor {
             }
             Err(failure) => {
                 let error = CoordinatorError::from(failure);
-                if matches!(error, CoordinatorError::Failed { kind: "mapper-fault", .. }) {
+                if matches!(error, CoordinatorError::Failed { kind: FailureKind::MapperFault, .. })
+                {
                     return self.fail_session(error.to_string()).await;
                 }
                 if let Some(mut turn) = self.turn.take()
@@ -435,7 +442,7 @@ impl SessionActor {
                            form elicitation";
                 self.answer(key, InteractionOutcome::Unavailable(why.into())).await;
                 return self
-                    .break_turn(CoordinatorError::failed("interaction-unsupported", why))
+                    .break_turn(CoordinatorError::failed(FailureKind::InteractionUnsupported, why))
                     .await;
             }
             InteractionRequest::Headless(why) => {
@@ -535,11 +542,9 @@ impl SessionActor {
 
     /// Answers one native interaction, exactly once.
     async fn answer(&mut self, key: String, outcome: InteractionOutcome) {
-        if let Some(turn) = self.turn.as_mut()
-            && let Some(pending) = turn.pending.remove(&key)
-            && let Some(asking) = pending.asking
-        {
-            asking.abort();
+        if let Some(turn) = self.turn.as_mut() {
+            // The entry's asking task ends with it: the question is withdrawn, if still open.
+            turn.pending.remove(&key);
         }
         if !self.answered.insert(key.clone()) || self.failed.is_some() {
             return;
@@ -624,9 +629,8 @@ impl SessionActor {
         tracing::error!(target: LOG, session = %self.id, %reason, "session failed");
         if let Some(mut turn) = self.turn.take() {
             for pending in turn.pending.values_mut() {
-                if let Some(asking) = pending.asking.take() {
-                    asking.abort();
-                }
+                // Stop asking the client now, before the prompt is answered.
+                drop(pending.asking.take());
             }
             let outcome = if turn.cancelled() {
                 Ok(PromptResponse::new(AcpStopReason::Cancelled))
@@ -641,7 +645,7 @@ impl SessionActor {
 
 fn session_failed(reason: &str) -> CoordinatorError {
     CoordinatorError::failed(
-        "session-failed",
+        FailureKind::SessionFailed,
         format!("The session can no longer be used: {reason}"),
     )
 }

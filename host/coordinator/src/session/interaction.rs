@@ -14,6 +14,23 @@ use zcode_contract::InteractionOutcome;
 use super::Command;
 use crate::client::ClientPort;
 
+/// The task asking the client about one interaction. It belongs to the interaction: dropping
+/// this (the interaction was answered, refused or abandoned, or the session is gone) ends it,
+/// which withdraws the question from the client.
+pub(crate) struct Asking(AbortHandle);
+
+impl Asking {
+    fn spawn(task: impl Future<Output = ()> + Send + 'static) -> Self {
+        Self(tokio::spawn(task).abort_handle())
+    }
+}
+
+impl Drop for Asking {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// Asks `session/request_permission`; reports the option to send natively.
 pub(crate) fn ask_permission(
     client: &Arc<dyn ClientPort>,
@@ -22,11 +39,11 @@ pub(crate) fn ask_permission(
     request: RequestPermissionRequest,
     deny_option: String,
     timeout: Duration,
-) -> AbortHandle {
+) -> Asking {
     let offered: Vec<String> = request.options.iter().map(|o| o.option_id.0.to_string()).collect();
     let asked = client.request_permission(request);
     let commands = commands.clone();
-    tokio::spawn(async move {
+    Asking::spawn(async move {
         let (option, failure) = match tokio::time::timeout(timeout, asked).await {
             Ok(Ok(response)) => match response.outcome {
                 RequestPermissionOutcome::Selected(selected) => {
@@ -49,7 +66,6 @@ pub(crate) fn ask_permission(
         let outcome = InteractionOutcome::Selected(option);
         let _ = commands.send(Command::Answered { key, outcome, failure });
     })
-    .abort_handle()
 }
 
 /// Asks `elicitation/create` (form); reports the client's response for the mapper.
@@ -59,10 +75,10 @@ pub(crate) fn ask_elicitation(
     key: String,
     request: CreateElicitationRequest,
     timeout: Duration,
-) -> AbortHandle {
+) -> Asking {
     let asked = client.elicit(request);
     let commands = commands.clone();
-    tokio::spawn(async move {
+    Asking::spawn(async move {
         let (outcome, failure) = match tokio::time::timeout(timeout, asked).await {
             Ok(Ok(response)) => (
                 InteractionOutcome::Elicited(
@@ -81,7 +97,6 @@ pub(crate) fn ask_elicitation(
         };
         let _ = commands.send(Command::Answered { key, outcome, failure });
     })
-    .abort_handle()
 }
 
 /// The answer for an interaction we cannot or may no longer ask about.

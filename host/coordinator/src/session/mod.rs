@@ -6,17 +6,18 @@ mod interaction;
 mod turn;
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use agent_client_protocol::v1::schema::{PromptResponse, SessionId};
 use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinSet;
 use zcode_bridge::{SessionLink, SessionReceiver};
 use zcode_contract::{InteractionOutcome, OpResult, SessionOp};
 
 use crate::acp_json::Update;
 use crate::client::ClientPort;
 use crate::config::CoordinatorConfig;
-use crate::error::CoordinatorError;
+use crate::error::{CoordinatorError, FailureKind};
 
 pub(crate) use actor::{SessionActor, UpdatePort};
 
@@ -48,7 +49,10 @@ pub struct PendingPrompt(oneshot::Receiver<Result<PromptResponse, CoordinatorErr
 impl PendingPrompt {
     pub async fn answer(self) -> Result<PromptResponse, CoordinatorError> {
         self.0.await.unwrap_or_else(|_| {
-            Err(CoordinatorError::failed("session-closed", "the session ended during the prompt"))
+            Err(CoordinatorError::failed(
+                FailureKind::SessionClosed,
+                "the session ended during the prompt",
+            ))
         })
     }
 }
@@ -62,9 +66,9 @@ pub(crate) struct SessionHandle {
 
 impl SessionHandle {
     fn send(&self, command: Command) -> Result<(), CoordinatorError> {
-        self.commands
-            .send(command)
-            .map_err(|_| CoordinatorError::failed("session-closed", "the session has been closed"))
+        self.commands.send(command).map_err(|_| {
+            CoordinatorError::failed(FailureKind::SessionClosed, "the session has been closed")
+        })
     }
 
     /// Queues the prompt now (so a cancel sent after it is handled after it) and returns its
@@ -83,7 +87,7 @@ impl SessionHandle {
         let (reply, answer) = oneshot::channel();
         self.send(Command::Op { op, reply })?;
         answer.await.unwrap_or_else(|_| {
-            Err(CoordinatorError::failed("session-closed", "the session ended"))
+            Err(CoordinatorError::failed(FailureKind::SessionClosed, "the session ended"))
         })
     }
 
@@ -91,6 +95,20 @@ impl SessionHandle {
         let (reply, answer) = oneshot::channel();
         self.send(Command::Close { reply })?;
         answer.await.unwrap_or(Ok(()))
+    }
+}
+
+/// The session actors of one coordinator. An actor ends when its session is closed, and at
+/// the latest with the coordinator: dropping this aborts the actors still running.
+#[derive(Default)]
+pub(crate) struct Actors(Mutex<JoinSet<()>>);
+
+impl Actors {
+    fn spawn(&self, actor: impl Future<Output = ()> + Send + 'static) {
+        let mut actors = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        // Actors that have ended are done with.
+        while actors.try_join_next().is_some() {}
+        actors.spawn(actor);
     }
 }
 
@@ -102,6 +120,8 @@ pub struct BoundSession {
     pub(crate) handle: SessionHandle,
     /// Updates to send once the response is out (session metadata).
     pub(crate) after: Vec<Update>,
+    /// Where the actor runs: the coordinator's, which owns it.
+    pub(crate) actors: Weak<Actors>,
 }
 
 /// A mapper session linked to the host: what a bound session is built from.
@@ -118,11 +138,12 @@ impl BoundSession {
         client: Arc<dyn ClientPort>,
         config: CoordinatorConfig,
         after: Vec<Update>,
+        actors: Weak<Actors>,
     ) -> Self {
         let Binding { link, inbound } = binding;
         let (tx, commands) = mpsc::unbounded_channel();
         let handle = SessionHandle { workspace, commands: tx.clone() };
         let actor = SessionActor::new(id, link, inbound, client, config, tx);
-        Self { actor, commands, handle, after }
+        Self { actor, commands, handle, after, actors }
     }
 }

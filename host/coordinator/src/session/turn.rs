@@ -12,11 +12,11 @@ use std::collections::HashMap;
 
 use agent_client_protocol::v1::schema::PromptResponse;
 use tokio::sync::oneshot;
-use tokio::task::AbortHandle;
 use tokio::time::Instant;
 use zcode_contract::{MapperError, StopReason};
 
-use crate::error::CoordinatorError;
+use super::interaction::Asking;
+use crate::error::{CoordinatorError, FailureKind};
 
 pub(crate) type PromptReply = oneshot::Sender<Result<PromptResponse, CoordinatorError>>;
 
@@ -44,8 +44,8 @@ pub(crate) enum Ending {
 pub(crate) struct Pending {
     /// The option that denies, for permissions: what the host gets on any failure.
     pub deny_option: Option<String>,
-    /// The task asking the client, if any.
-    pub asking: Option<AbortHandle>,
+    /// The task asking the client, if any; it ends with this entry.
+    pub asking: Option<Asking>,
 }
 
 pub(crate) struct Turn {
@@ -100,7 +100,7 @@ impl Turn {
         match self.ending.as_ref().expect("outcome of an unfinished turn") {
             Ending::Stopped(reason) => Ok(*reason),
             Ending::Failed(error) => Err(CoordinatorError::failed(
-                "turn-failed",
+                FailureKind::TurnFailed,
                 format!("ZCode turn failed: {}", error.message),
             )),
             Ending::Broken(error) => Err(error.clone()),
@@ -142,7 +142,10 @@ mod tests {
     fn the_first_ending_wins_and_failures_are_errors() {
         let mut turn = turn();
         turn.phase = Phase::Running;
-        turn.end(Ending::Broken(CoordinatorError::failed("native-protocol", "unknown event")));
+        turn.end(Ending::Broken(CoordinatorError::failed(
+            FailureKind::NativeProtocol,
+            "unknown event",
+        )));
         turn.end(Ending::Stopped(StopReason::EndTurn));
         let error = turn.outcome().unwrap_err();
         assert!(error.to_string().contains("unknown event"));
