@@ -14,9 +14,10 @@ use crate::hello::{self, Hello};
 use crate::ipc::frame::FrameDecoder;
 use crate::ipc::message::{Response, decode_response};
 use crate::ipc::value::IpcValue;
-use crate::json::{Fields, error, internal, protocol};
 use crate::rpc::{self, Call};
 use crate::sessions;
+use zcode_mapper_sdk::json::{error, internal, protocol};
+use zcode_v4::schema::Fields;
 
 /// The wire protocol version of V4 (`V4_WIRE_PROTOCOL_VERSION`, ZCode
 /// `packages/shared/src/zcode-protocol-v4/core.ts`).

@@ -16,12 +16,9 @@ pub mod connection;
 pub mod contract;
 pub mod hello;
 pub mod ipc;
-pub mod json;
 pub mod rpc;
 pub mod session;
 pub mod sessions;
-pub mod text;
-pub mod v4;
 
 pub use connection::ServicesConnection;
 pub use contract::{auth_plan, contract, launch_plan};

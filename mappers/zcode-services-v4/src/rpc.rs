@@ -9,7 +9,8 @@ use zcode_contract::{
 };
 
 use crate::ipc::message;
-use crate::json::{canonical_text, error, protocol};
+use zcode_mapper_sdk::json::canonical;
+use zcode_mapper_sdk::json::{error, protocol};
 
 pub const AGENT: &str = "zcode-agent";
 pub const FRAME_EVENT: &str = "onDynamicConversationFrame";
@@ -50,7 +51,7 @@ impl Call {
     }
 
     pub fn into_request(self, id: u64) -> NativeRequest {
-        let args: Vec<String> = self.args.iter().map(canonical_text).collect();
+        let args: Vec<String> = self.args.iter().map(canonical).collect();
         NativeRequest {
             id,
             bytes: message::call(id, self.channel, self.method, &args),
@@ -67,7 +68,7 @@ pub fn listen_frames(id: u64, workspace: &str, session_id: &str) -> NativeReques
     let arg = serde_json::json!({"workspacePath": workspace, "sessionId": session_id});
     NativeRequest {
         id,
-        bytes: message::listen(id, AGENT, FRAME_EVENT, &canonical_text(&arg)),
+        bytes: message::listen(id, AGENT, FRAME_EVENT, &canonical(&arg)),
         label: format!("{AGENT}.{FRAME_EVENT}"),
         timeout_ms: 0,
     }

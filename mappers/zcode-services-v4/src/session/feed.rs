@@ -13,14 +13,15 @@
 use serde_json::{Value, json};
 use zcode_contract::{Action, MapperError, NativeReply};
 
-use crate::json::{Fields, protocol};
 use crate::rpc::{self, Call};
 use crate::session::interactions::Context;
 use crate::session::track::Emitted;
 use crate::session::{MapRequest, ServicesSession, State, update};
-use crate::v4::rows::{self, Row};
-use crate::v4::state::{Conversation, RowsWindow};
-use crate::v4::wire::{self, Assembler, Delivery, Payload, Wire, WireError};
+use zcode_mapper_sdk::json::protocol;
+use zcode_v4::rows::{self, Row};
+use zcode_v4::schema::Fields;
+use zcode_v4::state::{Conversation, RowsWindow};
+use zcode_v4::wire::{self, Assembler, Delivery, Payload, Wire, WireError};
 
 /// Rows per page (ZCode's `rowsRangeMaxLimit`).
 pub const PAGE_ROWS: u64 = 200;

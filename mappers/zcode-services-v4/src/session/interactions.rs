@@ -18,9 +18,11 @@ use zcode_contract::{
 };
 
 use crate::acp::plan::PlanView;
+use crate::acp::text;
 use crate::acp::tools::{default_title, input_diff, locations, tool_kind};
-use crate::json::{Fields, error, internal, protocol, text};
 use crate::session::track::Tracker;
+use zcode_mapper_sdk::json::{error, internal, protocol};
+use zcode_v4::schema::Fields;
 
 const PLAN_TOOL: &str = "ExitPlanMode";
 const PLAN_MESSAGE_FALLBACK: &str = "Review this implementation plan.";

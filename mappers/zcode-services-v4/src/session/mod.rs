@@ -20,14 +20,14 @@ use zcode_contract::{
 };
 
 use crate::acp::plan::PlanView;
-use crate::json::text;
+use crate::acp::text;
 use crate::session::feed::Sync;
 use crate::session::interactions::Interactions;
 use crate::session::settings::Settings;
 use crate::session::track::Tracker;
 use crate::session::turn::Turn;
-use crate::text::derived_uuid;
-use crate::v4::state::Conversation;
+use zcode_mapper_sdk::ids::derived_uuid;
+use zcode_v4::state::Conversation;
 
 /// The native session this resource is bound to.
 #[derive(Clone, Debug)]
@@ -163,7 +163,9 @@ impl ServicesSession {
             let result = match input {
                 SessionInput::Event(payload) => match payload.as_text() {
                     Some(json) => feed::on_event(self, json, &mut actions),
-                    None => Err(crate::json::protocol("A conversation event is not JSON text")),
+                    None => Err(zcode_mapper_sdk::json::protocol(
+                        "A conversation event is not JSON text",
+                    )),
                 },
                 SessionInput::Reply(reply) => feed::on_reply(self, reply, &mut actions),
             };

@@ -7,9 +7,10 @@
 use serde_json::{Value, json};
 use zcode_contract::{ErrorKind, MapperError};
 
-use crate::json::{Fields, error, invalid_params, parse};
 use crate::session::settings::ModelChoice;
-use crate::v4::state::Config;
+use zcode_mapper_sdk::json::{error, invalid_params, parse};
+use zcode_v4::schema::Fields;
+use zcode_v4::state::Config;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OpenKind {

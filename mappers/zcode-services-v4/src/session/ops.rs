@@ -23,8 +23,8 @@ use std::collections::VecDeque;
 use serde_json::{Value, json};
 use zcode_contract::{ErrorKind, MapperError, NativeReply, OpResult, Outgoing, SessionOp, Step};
 
+use crate::acp::text;
 use crate::connection;
-use crate::json::{Fields, error, internal, invalid_params, parse, protocol, text};
 use crate::rpc::{self, Call};
 use crate::session::command::{self, Ack, CAS_ATTEMPTS, Command};
 use crate::session::feed::{self, Page};
@@ -36,7 +36,9 @@ use crate::session::settings::{
 use crate::session::turn::TurnPhase;
 use crate::session::{Bound, ServicesSession, prompt};
 use crate::sessions;
-use crate::v4::rows::Row;
+use zcode_mapper_sdk::json::{error, internal, invalid_params, parse, protocol};
+use zcode_v4::rows::Row;
+use zcode_v4::schema::Fields;
 
 /// History pages at most (200 rows each).
 const MAX_HISTORY_PAGES: usize = 5000;
@@ -690,8 +692,13 @@ fn next_command(
     let bound = bound(session)?;
     let revision =
         retry_at.or(session.state.conversation.as_ref().map(|c| c.revision)).unwrap_or(0);
-    let call =
-        command.call(&session.state.workspace, &bound.session_id, revision, session.state.clock);
+    let call = command::call(
+        &command,
+        &session.state.workspace,
+        &bound.session_id,
+        revision,
+        session.state.clock,
+    );
     commands.current = Some((command, attempts));
     Ok(send(Stage::Commands(commands), call))
 }

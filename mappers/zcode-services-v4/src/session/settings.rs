@@ -18,8 +18,9 @@ use serde_json::{Value, json};
 use zcode_contract::MapperError;
 
 use crate::acp::plan::todo_update;
-use crate::json::{protocol, text};
-use crate::v4::state::{Config, Conversation};
+use crate::acp::text;
+use zcode_mapper_sdk::json::protocol;
+use zcode_v4::state::{Config, Conversation};
 
 pub const MODEL_OPTION: &str = "zcode.model";
 pub const THOUGHT_LEVEL_OPTION: &str = "zcode.thought_level";

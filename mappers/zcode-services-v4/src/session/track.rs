@@ -15,9 +15,19 @@ use zcode_contract::MapperError;
 use crate::acp::tools::{
     self, completed_content, default_title, error_content, input_diff, locations, tool_kind,
 };
-use crate::json::protocol;
-use crate::text::{FNV_EMPTY, fnv};
-use crate::v4::rows::{HeaderState, Row, RowBody, TextState, ToolRow, ToolStatus};
+use zcode_mapper_sdk::json::protocol;
+use zcode_v4::rows::{HeaderState, Row, RowBody, TextState, ToolRow, ToolStatus};
+
+/// FNV-1a over bytes, continuing from `state`: appending text extends a fingerprint without
+/// keeping the text.
+fn fnv(state: u64, bytes: &[u8]) -> u64 {
+    bytes
+        .iter()
+        .fold(state, |hash, byte| (hash ^ u64::from(*byte)).wrapping_mul(0x0000_0100_0000_01b3))
+}
+
+/// The fingerprint of the empty text (the FNV-1a offset basis).
+const FNV_EMPTY: u64 = 0xcbf2_9ce4_8422_2325;
 
 /// Final rows tracked at most; older final rows are forgotten (streaming rows never are).
 const MAX_FINAL_ROWS: usize = 4096;
@@ -713,7 +723,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::v4::rows;
+    use zcode_v4::rows;
 
     fn row(value: Value) -> Row {
         let mut base = json!({"turnId": "t", "createdAt": 1, "createdAtSeq": 1});
