@@ -12,9 +12,10 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 use zcode_contract::{Action, MapperError};
 
-use crate::json::{protocol, text, text_chunk};
+use crate::subscription::Payload;
 use crate::tools::{Outcome, Tools};
-use crate::v4::{Delta, Payload};
+use zcode_mapper_sdk::json::{protocol, text};
+use zcode_v4::stream::Delta;
 
 /// Row kinds that belong to a turn but carry nothing ACP shows: the echo of the prompt, a
 /// subagent summary (its Agent tool call carries the result), hooks, timeline markers and
@@ -62,6 +63,20 @@ pub struct Conversation {
     mode: Option<String>,
     /// A plan with entries is on the client's screen (so a removed plan must be cleared).
     plan_shown: bool,
+}
+
+/// An ACP text chunk (`agent_message_chunk`, `agent_thought_chunk`) written out directly: its
+/// shape is fixed, and a turn sends it by the thousand. The same text as the tree would give
+/// (members in the order it keeps, the text escaped by the same serializer).
+pub fn text_chunk(kind: &str, delta: &str) -> String {
+    let delta = serde_json::to_string(delta).unwrap_or_else(|_| "\"\"".to_string());
+    let mut out = String::with_capacity(delta.len() + kind.len() + 64);
+    out.push_str("{\"sessionUpdate\":\"");
+    out.push_str(kind);
+    out.push_str("\",\"content\":{\"type\":\"text\",\"text\":");
+    out.push_str(&delta);
+    out.push_str("}}");
+    out
 }
 
 fn update(value: Value) -> Action {
@@ -275,7 +290,7 @@ impl Conversation {
         }
     }
 
-    /// The deltas of a frame read by `v4::Subscription::deltas`: what [`Conversation::apply`]
+    /// The deltas of a frame read by `Subscription::deltas`: what [`Conversation::apply`]
     /// does with them, without a tree of the typed ones.
     pub fn apply_deltas(
         &mut self,

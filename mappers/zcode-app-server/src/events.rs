@@ -6,7 +6,10 @@
 use serde_json::{Value, json};
 use zcode_contract::{Action, MapperError, StopReason, Terminal};
 
-use crate::json::{native, protocol, text, text_chunk};
+use zcode_mapper_sdk::json::{protocol, text};
+use zcode_v4::schema::native;
+
+use crate::conversation::text_chunk;
 use crate::tools::{Outcome, Tools, result_text};
 
 /// What the event stream needs from the session it maps into.

@@ -3,8 +3,8 @@
 use serde_json::{Value, json};
 use zcode_contract::MapperError;
 
-use crate::json::{protocol, text};
 use crate::tools;
+use zcode_mapper_sdk::json::{protocol, text};
 
 fn chunk(kind: &str, text_: &str) -> String {
     text(&json!({"sessionUpdate": kind, "content": {"type": "text", "text": text_}}))

@@ -5,20 +5,16 @@
 //! Plain Rust on the mapper SDK, built natively (tests, benchmarks) and for wasm32. The mapper has no clock, randomness, filesystem or
 //! environment: everything it knows comes through the contract (hence `BTreeMap` throughout).
 
-mod base64;
 pub mod connection;
 pub mod contract;
 mod conversation;
-mod crc32;
 mod events;
 mod history;
 mod interactions;
-mod json;
 pub mod releases;
 pub mod session;
-mod time;
+mod subscription;
 mod tools;
-mod v4;
 mod wire;
 
 pub use connection::AppServerConnection;

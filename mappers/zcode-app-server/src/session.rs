@@ -16,11 +16,13 @@ use crate::connection::{ok_body, session_route, workspace_ref};
 use crate::conversation::{self, Conversation};
 use crate::events::{self, Turn};
 use crate::interactions::{self, Pending};
-use crate::json::{acp_params, invalid_params, native, native_value, protocol, text};
 use crate::releases::{self, Profile};
+use crate::subscription::{FrameOutcome, Subscription};
 use crate::tools::Tools;
-use crate::v4::{self, FrameOutcome, Subscription};
-use crate::wire::{self, Frame, object, raw_str, raw_value};
+use crate::wire::{self, Frame, acp_params, native_value, object, raw_str, raw_value};
+use zcode_mapper_sdk::json::{invalid_params, protocol, text};
+use zcode_v4::command;
+use zcode_v4::schema::native;
 
 const TIMEOUT_MS: u32 = 60_000;
 /// History replays stream this many updates a step.
@@ -432,7 +434,7 @@ impl AppServerSession {
                 // `session/stop` only aborts the current model request; the V4 stop is what the
                 // Desktop's stop button sends (reference APP §8.2).
                 Ok(wait(vec![if self.v4.active() {
-                    request(first, "v4/command", self.v4.command(&sid, "stop", json!({}), false))
+                    request(first, "v4/command", self.v4.command(&sid, "stop", json!({})))
                 } else {
                     request(first, "session/stop", json!({"sessionId": sid}))
                 }]))
@@ -525,7 +527,6 @@ impl AppServerSession {
                 sid,
                 "sendText",
                 json!({"text": text, "requestedDelivery": "startNow"}),
-                false,
             );
             // ZCode attributes the turn to this command (`turnHeader.sourceCommandId`).
             self.conversation.watch(command["commandId"].as_str().map(str::to_string));
@@ -565,7 +566,11 @@ impl AppServerSession {
                     );
                 }
                 let accepted = body.and_then(|body| {
-                    if body.get("status").is_some() { v4::ack(&body).map(|_| ()) } else { Ok(()) }
+                    if body.get("status").is_some() {
+                        command::accepted(&body).map(|_| ())
+                    } else {
+                        Ok(())
+                    }
                 });
                 match accepted {
                     Ok(()) => Ok(done(json!({}), Vec::new())),
@@ -617,7 +622,7 @@ impl AppServerSession {
             request(
                 first,
                 "v4/command",
-                self.v4.command(&sid, "switchCollaborationMode", json!({"mode": mode}), true),
+                self.v4.command(&sid, "switchCollaborationMode", json!({"mode": mode})),
             )
         } else {
             request(first, "session/setMode", json!({"sessionId": sid, "mode": mode}))
@@ -636,7 +641,7 @@ impl AppServerSession {
         let v4 = self.v4.active() && self.v4.revision.is_some() && thought.is_some();
         let step = if v4 {
             let payload = json!({"provider": provider, "model": model, "thought": thought});
-            request(first, "v4/command", self.v4.command(&sid, "switchModelConfig", payload, true))
+            request(first, "v4/command", self.v4.command(&sid, "switchModelConfig", payload))
         } else {
             request(
                 first,
@@ -684,7 +689,7 @@ impl AppServerSession {
         // Both paths reach the same ZCode request and the first answer wins; only one is sent.
         if self.profile.v4_resolve_interaction && self.v4.active() && !native_answer.v4.is_null() {
             let payload = json!({"interactionId": pending.request_id, "answer": native_answer.v4});
-            let command = self.v4.command(&sid, "resolveInteraction", payload, false);
+            let command = self.v4.command(&sid, "resolveInteraction", payload);
             self.ops.insert(
                 op_id,
                 Op::Answer { key: answer.key.clone(), answer: native_answer, v4: true },
@@ -723,8 +728,9 @@ impl AppServerSession {
             Op::Cancel => Ok(done(json!({}), Vec::new())),
             Op::Mode { mode, legacy } => {
                 let reply = reply.ok_or_else(|| protocol("set-mode resumed without a reply"))?;
-                let outcome = ok_body(&reply.body, "mode")
-                    .and_then(|body| if legacy { Ok(()) } else { v4::ack(&body).map(|_| ()) });
+                let outcome = ok_body(&reply.body, "mode").and_then(|body| {
+                    if legacy { Ok(()) } else { command::accepted(&body).map(|_| ()) }
+                });
                 match outcome {
                     Ok(()) => {
                         let update =
@@ -753,7 +759,7 @@ impl AppServerSession {
                     reply.ok_or_else(|| protocol("set-config-option resumed without a reply"))?;
                 let body = ok_body(&reply.body, "model switch")?;
                 if legacy_step == 0 {
-                    v4::ack(&body)?;
+                    command::accepted(&body)?;
                 } else if legacy_step == 1
                     && let Some(level) = &thought
                 {
