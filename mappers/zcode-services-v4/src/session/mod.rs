@@ -3,6 +3,7 @@
 
 pub mod command;
 mod feed;
+mod history;
 pub mod interactions;
 mod open;
 mod ops;

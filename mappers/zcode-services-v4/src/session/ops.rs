@@ -12,11 +12,7 @@
 //! - answer: `resolveInteraction`. close: dispose the listen, `unsubscribeConversationV4`; no
 //!   `closeSession`, which may delete the product session (zcode-releases.md §3.6).
 //!
-//! The history of a load is paged backwards by `conversationRowsRangeV4` (`beforeRowId`), but
-//! must reach the client oldest first, page by page, in bounded memory. So a first pass walks
-//! back recording only the page boundaries (and keeps the newest page); a second pass fetches
-//! the older pages again from the oldest on and streams each as it comes; the newest page goes
-//! last. Rows appended meanwhile reach the client through the subscription's snapshot.
+//! The history of a load is walked in [`super::history`].
 
 use std::collections::VecDeque;
 
@@ -27,7 +23,8 @@ use crate::acp::text;
 use crate::connection;
 use crate::rpc::{self, Call};
 use crate::session::command::{self, Ack, CAS_ATTEMPTS, Command};
-use crate::session::feed::{self, Page};
+use crate::session::feed;
+use crate::session::history::{Walk, replayed, walked};
 use crate::session::open::{self, Open, OpenKind};
 use crate::session::settings::{
     MODEL_OPTION, ModelChoice, PLAN_MODE, PLAN_OPTION, THOUGHT_LEVEL_OPTION, is_editing_mode,
@@ -37,11 +34,7 @@ use crate::session::turn::TurnPhase;
 use crate::session::{Bound, ServicesSession, prompt};
 use crate::sessions;
 use zcode_mapper_sdk::json::{error, internal, invalid_params, parse, protocol};
-use zcode_v4::rows::Row;
 use zcode_v4::schema::Fields;
-
-/// History pages at most (200 rows each).
-const MAX_HISTORY_PAGES: usize = 5000;
 
 pub struct PendingOp {
     /// The request whose reply continues the op (`None`: the step awaited nothing).
@@ -49,7 +42,7 @@ pub struct PendingOp {
     stage: Stage,
 }
 
-enum Stage {
+pub(super) enum Stage {
     Initialize(Open),
     Session(Open),
     ConfirmMissing { session_id: String, failure: MapperError },
@@ -60,19 +53,7 @@ enum Stage {
     Unsubscribe,
 }
 
-/// The two passes over a loaded session's history.
-struct Walk {
-    /// `beforeRowId` of each page, newest page first (`None`: the tail).
-    cursors: Vec<Option<u64>>,
-    /// The newest page, streamed last.
-    tail: Vec<Row>,
-    epoch: Option<String>,
-    /// The page the second pass fetches.
-    next: usize,
-    last_streamed: Option<u64>,
-}
-
-struct Commands {
+pub(super) struct Commands {
     steps: VecDeque<Command>,
     current: Option<(Command, u32)>,
     finish: Finish,
@@ -88,7 +69,7 @@ enum Finish {
 }
 
 #[allow(clippy::large_enum_variant)] // a short-lived return value
-enum Next {
+pub(super) enum Next {
     /// Write `calls` (the last one continues the op) after `outgoing`; with `listen`, a frame
     /// listen for (workspace, session) goes first, its id becoming the session's route.
     Send {
@@ -100,11 +81,11 @@ enum Next {
     Done(OpResult),
 }
 
-fn done(response: Value, updates: Vec<String>) -> Next {
+pub(super) fn done(response: Value, updates: Vec<String>) -> Next {
     Next::Done(OpResult { response: text(&response), updates })
 }
 
-fn send(stage: Stage, call: Call) -> Next {
+pub(super) fn send(stage: Stage, call: Call) -> Next {
     Next::Send { stage, calls: vec![call], outgoing: Outgoing::default(), listen: None }
 }
 
@@ -214,7 +195,7 @@ fn step(
     }
 }
 
-fn bound(session: &ServicesSession) -> Result<&Bound, MapperError> {
+pub(super) fn bound(session: &ServicesSession) -> Result<&Bound, MapperError> {
     session.state.bound.as_ref().ok_or_else(|| internal("The native session is not open"))
 }
 
@@ -308,112 +289,20 @@ fn opened(session: &mut ServicesSession, open: Open, result: &Value) -> Result<N
         subscription_id: None,
     });
     if open.kind == OpenKind::Load {
-        let walk = Walk {
-            cursors: vec![None],
-            tail: Vec::new(),
-            epoch: None,
-            next: 0,
-            last_streamed: None,
-        };
+        let walk = Walk::new();
         let call = feed::rows_range(&session.state.workspace, &bound(session)?.session_id, None);
         return Ok(send(Stage::Walk(Box::new(walk)), call));
     }
     Ok(subscribe(session, open.kind, Vec::new()))
 }
 
-fn check_epoch(walk: &mut Walk, page: &Page) -> Result<(), MapperError> {
-    match &walk.epoch {
-        None => walk.epoch = Some(page.log_epoch.clone()),
-        Some(epoch) if *epoch != page.log_epoch => {
-            return Err(error(
-                ErrorKind::Native,
-                "ZCode's history changed while it was being read; load the session again",
-            ));
-        }
-        Some(_) => {}
-    }
-    Ok(())
-}
-
-/// Streams rows newer than the last streamed one.
-fn stream(session: &mut ServicesSession, walk: &mut Walk, rows: &[Row]) -> Vec<String> {
-    let workspace = session.state.workspace.clone();
-    let mut updates = Vec::new();
-    for row in rows {
-        if walk.last_streamed.is_some_and(|last| row.id <= last) {
-            continue;
-        }
-        updates.extend(session.state.tracker.history(row, &workspace).iter().map(text));
-        walk.last_streamed = Some(row.id);
-    }
-    updates
-}
-
-/// First pass: one more page walked back.
-fn walked(
-    session: &mut ServicesSession,
-    mut walk: Box<Walk>,
-    page: Page,
-) -> Result<Next, MapperError> {
-    check_epoch(&mut walk, &page)?;
-    let index = walk.cursors.len() - 1;
-    if page.has_more
-        && let Some(first) = page.rows.first()
-    {
-        if walk.cursors.len() >= MAX_HISTORY_PAGES {
-            return Err(error(ErrorKind::Unsupported, "The session's history is too long to load"));
-        }
-        if index == 0 {
-            walk.tail = page.rows.clone();
-        }
-        walk.cursors.push(Some(first.id));
-        let call =
-            feed::rows_range(&session.state.workspace, &bound(session)?.session_id, Some(first.id));
-        return Ok(send(Stage::Walk(walk), call));
-    }
-    // The oldest page: it goes first.
-    let updates = stream(session, &mut walk, &page.rows);
-    if index == 0 {
-        return Ok(subscribe(session, OpenKind::Load, updates));
-    }
-    walk.next = index - 1;
-    next_page(session, walk, updates)
-}
-
-/// Second pass: a page fetched again, streamed.
-fn replayed(
-    session: &mut ServicesSession,
-    mut walk: Box<Walk>,
-    page: Page,
-) -> Result<Next, MapperError> {
-    check_epoch(&mut walk, &page)?;
-    let updates = stream(session, &mut walk, &page.rows);
-    walk.next -= 1;
-    next_page(session, walk, updates)
-}
-
-fn next_page(
-    session: &mut ServicesSession,
-    mut walk: Box<Walk>,
-    mut updates: Vec<String>,
-) -> Result<Next, MapperError> {
-    if walk.next == 0 {
-        let tail = std::mem::take(&mut walk.tail);
-        updates.extend(stream(session, &mut walk, &tail));
-        return Ok(subscribe(session, OpenKind::Load, updates));
-    }
-    let call = feed::rows_range(
-        &session.state.workspace,
-        &bound(session)?.session_id,
-        walk.cursors[walk.next],
-    );
-    let outgoing = Outgoing { updates, ..Outgoing::default() };
-    Ok(Next::Send { stage: Stage::Replay(walk), calls: vec![call], outgoing, listen: None })
-}
-
 /// Listen first, then subscribe, in one step: the route is registered before either is
 /// written, so the initial snapshot cannot arrive unrouted.
-fn subscribe(session: &mut ServicesSession, kind: OpenKind, updates: Vec<String>) -> Next {
+pub(super) fn subscribe(
+    session: &mut ServicesSession,
+    kind: OpenKind,
+    updates: Vec<String>,
+) -> Next {
     let workspace = session.state.workspace.clone();
     let bound = session.state.bound.as_mut().expect("bound before subscribing");
     let call = Call::agent(
