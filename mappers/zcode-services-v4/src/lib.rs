@@ -11,7 +11,6 @@
 //! through the contract. (Hence `BTreeMap` throughout: std's `HashMap` seeds its hasher from
 //! `wasi:random`, which the sandbox does not provide.)
 
-pub mod acp;
 pub mod connection;
 pub mod contract;
 pub mod hello;

@@ -10,6 +10,8 @@
 //! - the conversation: [`state`] (the snapshot and its `state.updated` patches), [`rows`]
 //!   (ZCode's own projection of a turn);
 //! - commands: [`command`] (envelopes and acknowledgements);
+//! - ACP: [`acp`] (rows as session updates, the completion rule, interactions, settings,
+//!   plans and tool calls: what a V4-only mapper shows);
 //! - reading: [`schema`] (ZCode's strict shapes).
 //!
 //! A mapper crate adds its transport, its session operations and its ACP mapping, and exports
@@ -17,6 +19,7 @@
 //! (`packages/shared/src/zcode-protocol-v4/*`), cited in each module. Like the guests, nothing
 //! here uses a clock, randomness, the filesystem or the environment.
 
+pub mod acp;
 pub mod codec;
 pub mod command;
 pub mod fragments;

@@ -393,7 +393,7 @@ fn plan(value: &Value) -> Result<Option<Vec<PlanItem>>, MapperError> {
 }
 
 #[cfg(test)]
-mod tests {
+pub mod tests {
     use serde_json::{Value, json};
 
     use super::*;

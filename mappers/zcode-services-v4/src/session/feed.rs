@@ -14,10 +14,10 @@ use serde_json::{Value, json};
 use zcode_contract::{Action, MapperError, NativeReply};
 
 use crate::rpc::{self, Call};
-use crate::session::interactions::Context;
-use crate::session::track::Emitted;
 use crate::session::{MapRequest, ServicesSession, State, update};
 use zcode_mapper_sdk::json::protocol;
+use zcode_v4::acp::interactions::Context;
+use zcode_v4::acp::track::Emitted;
 use zcode_v4::rows::{self, Row};
 use zcode_v4::schema::Fields;
 use zcode_v4::state::{Conversation, RowsWindow};

@@ -10,11 +10,11 @@ use zcode_contract::{ErrorKind, MapperError, Outgoing};
 use zcode_mapper_sdk::json::error;
 use zcode_v4::rows::Row;
 
-use crate::acp::text;
 use crate::session::ServicesSession;
 use crate::session::feed::{self, Page};
 use crate::session::open::OpenKind;
 use crate::session::ops::{Next, Stage, bound, send, subscribe};
+use zcode_v4::acp::text;
 
 /// History pages at most (200 rows each).
 const MAX_HISTORY_PAGES: usize = 5000;

@@ -4,13 +4,9 @@
 pub mod command;
 mod feed;
 mod history;
-pub mod interactions;
 mod open;
 mod ops;
 mod prompt;
-pub mod settings;
-pub mod track;
-pub mod turn;
 
 use std::collections::BTreeMap;
 
@@ -20,14 +16,14 @@ use zcode_contract::{
     SessionInit, SessionInput, SessionOp, Step, Terminal,
 };
 
-use crate::acp::plan::PlanView;
-use crate::acp::text;
 use crate::session::feed::Sync;
-use crate::session::interactions::Interactions;
-use crate::session::settings::Settings;
-use crate::session::track::Tracker;
-use crate::session::turn::Turn;
 use zcode_mapper_sdk::ids::derived_uuid;
+use zcode_v4::acp::interactions::Interactions;
+use zcode_v4::acp::plan::PlanView;
+use zcode_v4::acp::settings::Settings;
+use zcode_v4::acp::text;
+use zcode_v4::acp::track::Tracker;
+use zcode_v4::acp::turn::Turn;
 use zcode_v4::state::Conversation;
 
 /// The native session this resource is bound to.
@@ -225,7 +221,7 @@ impl ServicesSession {
         if !recoverable {
             self.state.broken = Some(problem.message.clone());
             self.announced.clear();
-            self.state.turn.phase = turn::TurnPhase::Ended;
+            self.state.turn.phase = zcode_v4::acp::turn::TurnPhase::Ended;
             actions.push(Action::Terminal(Terminal::Broken(problem)));
             return;
         }

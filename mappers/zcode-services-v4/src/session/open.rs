@@ -7,8 +7,8 @@
 use serde_json::{Value, json};
 use zcode_contract::{ErrorKind, MapperError};
 
-use crate::session::settings::ModelChoice;
 use zcode_mapper_sdk::json::{error, invalid_params, parse};
+use zcode_v4::acp::settings::ModelChoice;
 use zcode_v4::schema::Fields;
 use zcode_v4::state::Config;
 

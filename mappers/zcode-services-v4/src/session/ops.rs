@@ -19,21 +19,21 @@ use std::collections::VecDeque;
 use serde_json::{Value, json};
 use zcode_contract::{ErrorKind, MapperError, NativeReply, OpResult, Outgoing, SessionOp, Step};
 
-use crate::acp::text;
 use crate::connection;
 use crate::rpc::{self, Call};
 use crate::session::command::{self, Ack, CAS_ATTEMPTS, Command};
 use crate::session::feed;
 use crate::session::history::{Walk, replayed, walked};
 use crate::session::open::{self, Open, OpenKind};
-use crate::session::settings::{
-    MODEL_OPTION, ModelChoice, PLAN_MODE, PLAN_OPTION, THOUGHT_LEVEL_OPTION, is_editing_mode,
-    model_value,
-};
-use crate::session::turn::TurnPhase;
 use crate::session::{Bound, ServicesSession, prompt};
 use crate::sessions;
 use zcode_mapper_sdk::json::{error, internal, invalid_params, parse, protocol};
+use zcode_v4::acp::settings::{
+    MODEL_OPTION, ModelChoice, PLAN_MODE, PLAN_OPTION, THOUGHT_LEVEL_OPTION, is_editing_mode,
+    model_value,
+};
+use zcode_v4::acp::text;
+use zcode_v4::acp::turn::TurnPhase;
 use zcode_v4::schema::Fields;
 
 pub struct PendingOp {

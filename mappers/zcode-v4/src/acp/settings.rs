@@ -19,8 +19,8 @@ use zcode_contract::MapperError;
 
 use crate::acp::plan::todo_update;
 use crate::acp::text;
+use crate::state::{Config, Conversation};
 use zcode_mapper_sdk::json::protocol;
-use zcode_v4::state::{Config, Conversation};
 
 pub const MODEL_OPTION: &str = "zcode.model";
 pub const THOUGHT_LEVEL_OPTION: &str = "zcode.thought_level";

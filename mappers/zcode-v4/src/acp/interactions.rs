@@ -20,9 +20,9 @@ use zcode_contract::{
 use crate::acp::plan::PlanView;
 use crate::acp::text;
 use crate::acp::tools::{default_title, input_diff, locations, tool_kind};
-use crate::session::track::Tracker;
+use crate::acp::track::Tracker;
+use crate::schema::Fields;
 use zcode_mapper_sdk::json::{error, internal, protocol};
-use zcode_v4::schema::Fields;
 
 const PLAN_TOOL: &str = "ExitPlanMode";
 const PLAN_MESSAGE_FALLBACK: &str = "Review this implementation plan.";

@@ -6,7 +6,7 @@
 use serde_json::{Value, json};
 pub use zcode_mapper_sdk::plan::PlanView;
 
-use zcode_v4::state::PlanItem;
+use crate::state::PlanItem;
 
 pub const TODOS_PLAN_ID: &str = "zcode-todos";
 

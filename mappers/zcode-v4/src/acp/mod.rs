@@ -1,7 +1,16 @@
-//! ACP shapes shared by the session's parts: tool calls and plans, and the text of an update.
+//! The conversation as ACP shows it: rows as session updates ([`track`]), when a turn ends
+//! ([`turn`]), pending interactions as permission requests and forms ([`interactions`]), the
+//! session's settings as modes and config options ([`settings`]), the todo plan and plan
+//! proposals ([`plan`]), and how a tool call looks ([`tools`]). The Services mapper maps a
+//! session with all of it, and so can the next generation that speaks V4 only; the app-server
+//! mapper, where V4 rides next to the legacy events, keeps its own watch of one turn.
 
+pub mod interactions;
 pub mod plan;
+pub mod settings;
 pub mod tools;
+pub mod track;
+pub mod turn;
 
 use serde_json::Value;
 

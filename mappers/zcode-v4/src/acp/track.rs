@@ -15,8 +15,8 @@ use zcode_contract::MapperError;
 use crate::acp::tools::{
     self, completed_content, default_title, error_content, input_diff, locations, tool_kind,
 };
+use crate::rows::{HeaderState, Row, RowBody, TextState, ToolRow, ToolStatus};
 use zcode_mapper_sdk::json::protocol;
-use zcode_v4::rows::{HeaderState, Row, RowBody, TextState, ToolRow, ToolStatus};
 
 /// FNV-1a over bytes, continuing from `state`: appending text extends a fingerprint without
 /// keeping the text.
@@ -723,7 +723,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use zcode_v4::rows;
+    use crate::rows;
 
     fn row(value: Value) -> Row {
         let mut base = json!({"turnId": "t", "createdAt": 1, "createdAtSeq": 1});
