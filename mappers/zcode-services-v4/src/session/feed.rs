@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use zcode_contract::{Action, MapperError, NativeReply};
 
 use crate::rpc::{self, Call};
-use crate::session::{MapRequest, ServicesSession, State, update};
+use crate::session::{MapRequest, ServicesSession, State};
 use zcode_mapper_sdk::json::protocol;
 use zcode_v4::acp::interactions::Context;
 use zcode_v4::acp::track::Emitted;
@@ -326,7 +326,7 @@ fn emit(state: &mut State, emitted: Emitted, out: &mut Vec<Action>) {
         state.turn.signal(signal);
     }
     // Each update's value is dropped as soon as its text is made (F-20).
-    out.extend(emitted.updates.into_iter().map(|value| update(&value)));
+    out.extend(emitted.updates.into_iter().map(|update| Action::Update(update.into_text())));
 }
 
 /// Applies one delta; true when it changed the state (not only rows).

@@ -14,7 +14,6 @@ use crate::session::ServicesSession;
 use crate::session::feed::{self, Page};
 use crate::session::open::OpenKind;
 use crate::session::ops::{Next, Stage, bound, send, subscribe};
-use zcode_v4::acp::text;
 
 /// History pages at most (200 rows each).
 const MAX_HISTORY_PAGES: usize = 5000;
@@ -60,7 +59,7 @@ fn stream(session: &mut ServicesSession, walk: &mut Walk, rows: &[Row]) -> Vec<S
         if walk.last_streamed.is_some_and(|last| row.id <= last) {
             continue;
         }
-        updates.extend(session.state.tracker.history(row, &workspace).iter().map(text));
+        updates.extend(session.state.tracker.history(row, &workspace));
         walk.last_streamed = Some(row.id);
     }
     updates

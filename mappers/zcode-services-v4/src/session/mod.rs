@@ -10,7 +10,6 @@ mod prompt;
 
 use std::collections::BTreeMap;
 
-use serde_json::Value;
 use zcode_contract::{
     Action, ClientFeatures, Effects, MapperError, NativeReply, NativeRequest, Outgoing,
     SessionInit, SessionInput, SessionOp, Step, Terminal,
@@ -21,7 +20,6 @@ use zcode_mapper_sdk::ids::derived_uuid;
 use zcode_v4::acp::interactions::Interactions;
 use zcode_v4::acp::plan::PlanView;
 use zcode_v4::acp::settings::Settings;
-use zcode_v4::acp::text;
 use zcode_v4::acp::track::Tracker;
 use zcode_v4::acp::turn::Turn;
 use zcode_v4::state::Conversation;
@@ -240,9 +238,4 @@ impl ServicesSession {
         }
         feed::resync(self, actions, &reason);
     }
-}
-
-/// `Action::Update` from an ACP JSON value.
-pub fn update(value: &Value) -> Action {
-    Action::Update(text(value))
 }

@@ -27,6 +27,7 @@ use crate::session::history::{Walk, replayed, walked};
 use crate::session::open::{self, Open, OpenKind};
 use crate::session::{Bound, ServicesSession, prompt};
 use crate::sessions;
+use zcode_mapper_sdk::acp::update;
 use zcode_mapper_sdk::json::{error, internal, invalid_params, parse, protocol};
 use zcode_v4::acp::settings::{
     MODEL_OPTION, ModelChoice, PLAN_MODE, PLAN_OPTION, THOUGHT_LEVEL_OPTION, is_editing_mode,
@@ -662,13 +663,10 @@ fn finished(session: &mut ServicesSession, commands: Commands) -> Result<Next, M
                 config.mode = mode;
                 config.plan_enabled = Some(false);
             }
-            let mode_update = json!({"sessionUpdate": "current_mode_update", "currentModeId": state.settings.current_mode()?});
             let options = state.settings.config_options();
-            let mut updates = vec![text(&mode_update)];
+            let mut updates = vec![update::current_mode(&state.settings.current_mode()?)];
             if was_planning != plan || option_response {
-                updates.push(text(
-                    &json!({"sessionUpdate": "config_option_update", "configOptions": options}),
-                ));
+                updates.push(update::config_options(&options));
             }
             state.settings.remember(&updates);
             let response =
@@ -680,9 +678,7 @@ fn finished(session: &mut ServicesSession, commands: Commands) -> Result<Next, M
                 config.thought = level;
             }
             let options = state.settings.config_options();
-            let updates = vec![text(
-                &json!({"sessionUpdate": "config_option_update", "configOptions": options}),
-            )];
+            let updates = vec![update::config_options(&options)];
             state.settings.remember(&updates);
             done(json!({"configOptions": options}), updates)
         }
@@ -701,9 +697,7 @@ fn finished(session: &mut ServicesSession, commands: Commands) -> Result<Next, M
                 }
             }
             let options = state.settings.config_options();
-            let updates = vec![text(
-                &json!({"sessionUpdate": "config_option_update", "configOptions": options}),
-            )];
+            let updates = vec![update::config_options(&options)];
             state.settings.remember(&updates);
             done(json!({"configOptions": options}), updates)
         }

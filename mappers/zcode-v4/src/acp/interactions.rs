@@ -404,7 +404,7 @@ fn permission(
     let mut actions = Vec::new();
     // The tool first, so clients can attach the question to it.
     if let Some(announcement) = tracker.announce_for_permission(tool_call_id, workspace) {
-        actions.push(Action::Update(text(&announcement)));
+        actions.push(Action::Update(announcement));
     }
     let acp_options: Vec<Value> = options
         .iter()
