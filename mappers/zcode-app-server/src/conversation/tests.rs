@@ -149,13 +149,14 @@ fn plans_are_shown_and_cleared_only_once_shown() {
 }
 
 #[test]
-fn a_text_chunk_is_the_text_its_tree_gives() {
+fn a_text_chunk_is_the_update_its_tree_gives() {
     for delta in
         ["", "plain", "quote \" backslash \\ slash /", "\n\t\u{1}\u{7f}", "café 😀 \u{2028}"]
     {
-        for kind in ["agent_message_chunk", "agent_thought_chunk"] {
+        for (thought, kind) in [(false, "agent_message_chunk"), (true, "agent_thought_chunk")] {
             let tree = json!({"sessionUpdate": kind, "content": {"type": "text", "text": delta}});
-            assert_eq!(super::text_chunk(kind, delta), tree.to_string());
+            let Action::Update(text) = super::chunk(thought, delta) else { panic!() };
+            assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), tree);
         }
     }
 }

@@ -112,7 +112,7 @@ pub struct AppServerSession {
     /// again: ZCode keeps them per runtime, not per session).
     mcp: Value,
     /// ACP `available_commands_update` from the opened session's slash commands.
-    commands: Option<Value>,
+    commands: Option<String>,
     /// The V4 conversation: the turn's content where the Agent has V4.
     conversation: Conversation,
     /// The legacy stream ended the turn before the V4 frames carrying its last content came:

@@ -5,7 +5,8 @@
 
 use serde_json::{Value, json};
 use zcode_contract::{MapperError, NativeReply, NativeRequest, Outgoing, SessionOp, Step};
-use zcode_mapper_sdk::json::{invalid_params, protocol, text};
+use zcode_mapper_sdk::acp::update;
+use zcode_mapper_sdk::json::{invalid_params, protocol};
 
 use super::{AppServerSession, Op, Stage, done, request, wait};
 use crate::connection::{ok_body, session_route, workspace_ref};
@@ -69,22 +70,20 @@ fn mcp_servers(servers: Option<&Value>) -> Result<Value, MapperError> {
 /// The session's slash commands (`slashCommands` of the session state: name, description,
 /// an optional input hint) as an ACP `available_commands_update`; typed as prompt text, ZCode
 /// runs them itself.
-fn available_commands(state: &Value) -> Option<Value> {
-    let commands: Vec<Value> = state
+fn available_commands(state: &Value) -> Option<String> {
+    let commands: Vec<update::Command<'_>> = state
         .get("slashCommands")?
         .as_array()?
         .iter()
         .filter_map(|command| {
-            let name = command.get("name")?.as_str()?;
-            let description = command.get("description").and_then(Value::as_str).unwrap_or("");
-            let mut acp = json!({"name": name, "description": description});
-            if let Some(hint) = command.get("inputHint").and_then(Value::as_str) {
-                acp["input"] = json!({"hint": hint});
-            }
-            Some(acp)
+            Some(update::Command {
+                name: command.get("name")?.as_str()?,
+                description: command.get("description").and_then(Value::as_str).unwrap_or(""),
+                input_hint: command.get("inputHint").and_then(Value::as_str),
+            })
         })
         .collect();
-    Some(json!({"sessionUpdate": "available_commands_update", "availableCommands": commands}))
+    Some(update::available_commands(&commands))
 }
 
 impl AppServerSession {
@@ -313,7 +312,7 @@ impl AppServerSession {
         created: bool,
         _updates: Vec<String>,
     ) -> Result<Step, MapperError> {
-        let updates = self.commands.take().map(|update| text(&update)).into_iter().collect();
+        let updates = self.commands.take().into_iter().collect();
         Ok(done(self.opened_response(created)?, updates))
     }
 

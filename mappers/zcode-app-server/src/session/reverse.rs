@@ -163,7 +163,7 @@ impl AppServerSession {
             params.get("input"),
         );
         if let Some(announce) = self.tools.announce(&tool_call, &self.workspace) {
-            effects.actions.push(Action::Update(text(&announce)));
+            effects.actions.push(Action::Update(announce));
         }
         self.interactions.insert(key.clone(), pending);
         effects.actions.push(Action::Interaction(Interaction {

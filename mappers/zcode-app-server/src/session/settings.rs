@@ -4,7 +4,8 @@
 
 use serde_json::{Value, json};
 use zcode_contract::{Action, MapperError, NativeReply, Step};
-use zcode_mapper_sdk::json::{invalid_params, protocol, text};
+use zcode_mapper_sdk::acp::update;
+use zcode_mapper_sdk::json::{invalid_params, protocol};
 use zcode_v4::command;
 
 use super::{AppServerSession, Op, done, request, wait};
@@ -215,10 +216,15 @@ impl AppServerSession {
             .and_then(|body| if legacy { Ok(()) } else { command::accepted(&body).map(|_| ()) });
         match outcome {
             Ok(()) => {
-                let update = json!({"sessionUpdate": "current_mode_update", "currentModeId": mode});
                 // Announced already when ZCode's state change came before the answer.
-                let updates = self.mode_seen(Action::Update(text(&update)));
-                let updates = updates.map(|_| text(&update)).into_iter().collect();
+                let seen = self.mode_seen(Action::Update(update::current_mode(&mode)));
+                let updates = seen
+                    .and_then(|action| match action {
+                        Action::Update(update) => Some(update),
+                        _ => None,
+                    })
+                    .into_iter()
+                    .collect();
                 Ok(done(json!({}), updates))
             }
             // A V4 switch that lost a race with another change: the legacy call has no
@@ -273,8 +279,8 @@ impl AppServerSession {
             }
         }
         let options = self.config_options();
-        let update = json!({"sessionUpdate": "config_option_update", "configOptions": options});
-        Ok(done(json!({"configOptions": options}), vec![text(&update)]))
+        let update = update::config_options(&options);
+        Ok(done(json!({"configOptions": options}), vec![update]))
     }
 
     /// A mode the client already has is not announced again (the V4 state repeats the mode a
@@ -285,10 +291,10 @@ impl AppServerSession {
         if !update.contains("current_mode_update") {
             return Some(action);
         }
-        let Ok(value) = serde_json::from_str::<Value>(update) else { return Some(action) };
-        if value.get("sessionUpdate").and_then(Value::as_str) != Some("current_mode_update") {
+        if update::kind(update).as_deref() != Some("current_mode_update") {
             return Some(action);
         }
+        let Ok(value) = serde_json::from_str::<Value>(update) else { return Some(action) };
         let mode = value.get("currentModeId").and_then(Value::as_str).map(str::to_string);
         if mode == self.mode {
             return None;
