@@ -138,57 +138,6 @@ impl ServicesSession {
         }
     }
 
-    pub fn start(&mut self, op_id: u64, op: &SessionOp, first: u64) -> Step {
-        self.state.op_request = first;
-        ops::start(self, op_id, op, first)
-    }
-
-    pub fn resume(&mut self, op_id: u64, reply: Option<&NativeReply>, first: u64) -> Step {
-        ops::resume(self, op_id, reply, first)
-    }
-
-    /// Maps a batch of input in arrival order; a protocol break is a `terminal(broken)`.
-    pub fn map(&mut self, inputs: &[SessionInput]) -> Effects {
-        let mut actions = Vec::new();
-        for input in inputs {
-            if let Some(reason) = &self.state.broken {
-                actions.push(Action::Ignore(format!("input after a protocol break ({reason})")));
-                continue;
-            }
-            let result = match input {
-                SessionInput::Event(payload) => match payload.as_text() {
-                    Some(json) => feed::on_event(self, json, &mut actions),
-                    None => Err(zcode_mapper_sdk::json::protocol(
-                        "A conversation event is not JSON text",
-                    )),
-                },
-                SessionInput::Reply(reply) => feed::on_reply(self, reply, &mut actions),
-            };
-            if let Err(problem) = result {
-                self.break_stream(problem, &mut actions);
-            }
-        }
-        if self.state.broken.is_none()
-            && let Err(problem) = feed::settle(self, &mut actions)
-        {
-            self.break_stream(problem, &mut actions);
-        }
-        Effects { actions, writes: Vec::new(), requests: self.announced.len() as u32 }
-    }
-
-    /// Writes the requests the last `map` announced.
-    pub fn issue(&mut self, first: u64) -> Outgoing {
-        let workspace = self.state.workspace.clone();
-        let mut requests: Vec<NativeRequest> = Vec::new();
-        for (index, request) in std::mem::take(&mut self.announced).into_iter().enumerate() {
-            let id = first + index as u64;
-            let call = feed::call(&self.state, &workspace, &request);
-            requests.push(call.into_request(id));
-            self.in_flight.insert(id, request);
-        }
-        Outgoing { requests, ..Outgoing::default() }
-    }
-
     fn announce(&mut self, request: MapRequest) {
         // A resync is only asked for outside a recovery, so one still in flight has already
         // delivered its snapshot: its reply (which may follow that snapshot) is no answer to
@@ -237,5 +186,60 @@ impl ServicesSession {
             }
         }
         feed::resync(self, actions, &reason);
+    }
+}
+
+/// The session maps whole batches itself (fragments and deltas of one frame arrive together),
+/// so it is its own state machine rather than an SDK `Session`.
+impl zcode_mapper_sdk::SessionMachine for ServicesSession {
+    fn start(&mut self, op_id: u64, op: &SessionOp, first: u64) -> Step {
+        self.state.op_request = first;
+        ops::start(self, op_id, op, first)
+    }
+
+    fn resume(&mut self, op_id: u64, reply: Option<&NativeReply>, first: u64) -> Step {
+        ops::resume(self, op_id, reply, first)
+    }
+
+    /// Maps a batch of input in arrival order; a protocol break is a `terminal(broken)`.
+    fn map(&mut self, inputs: &[SessionInput]) -> Effects {
+        let mut actions = Vec::new();
+        for input in inputs {
+            if let Some(reason) = &self.state.broken {
+                actions.push(Action::Ignore(format!("input after a protocol break ({reason})")));
+                continue;
+            }
+            let result = match input {
+                SessionInput::Event(payload) => match payload.as_text() {
+                    Some(json) => feed::on_event(self, json, &mut actions),
+                    None => Err(zcode_mapper_sdk::json::protocol(
+                        "A conversation event is not JSON text",
+                    )),
+                },
+                SessionInput::Reply(reply) => feed::on_reply(self, reply, &mut actions),
+            };
+            if let Err(problem) = result {
+                self.break_stream(problem, &mut actions);
+            }
+        }
+        if self.state.broken.is_none()
+            && let Err(problem) = feed::settle(self, &mut actions)
+        {
+            self.break_stream(problem, &mut actions);
+        }
+        Effects { actions, writes: Vec::new(), requests: self.announced.len() as u32 }
+    }
+
+    /// Writes the requests the last `map` announced.
+    fn issue(&mut self, first: u64) -> Outgoing {
+        let workspace = self.state.workspace.clone();
+        let mut requests: Vec<NativeRequest> = Vec::new();
+        for (index, request) in std::mem::take(&mut self.announced).into_iter().enumerate() {
+            let id = first + index as u64;
+            let call = feed::call(&self.state, &workspace, &request);
+            requests.push(call.into_request(id));
+            self.in_flight.insert(id, request);
+        }
+        Outgoing { requests, ..Outgoing::default() }
     }
 }

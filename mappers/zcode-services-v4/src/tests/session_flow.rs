@@ -5,6 +5,7 @@ use zcode_contract::{
     Action, ClientFeatures, Effects, InteractionAnswer, InteractionOutcome, InteractionRequest,
     SessionInit, SessionInput, SessionOp, Step, StopReason, Terminal,
 };
+use zcode_mapper_sdk::SessionMachine as _;
 
 use super::support::*;
 use crate::ServicesSession;
