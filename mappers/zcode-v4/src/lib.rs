@@ -12,6 +12,8 @@
 //! - commands: [`command`] (envelopes and acknowledgements);
 //! - ACP: [`acp`] (rows as session updates, the completion rule, interactions, settings,
 //!   plans and tool calls: what a V4-only mapper shows);
+//! - a session: [`follow`] (its state, and the conversation followed frame by frame, with the
+//!   recovery and paging requests it needs);
 //! - reading: [`schema`] (ZCode's strict shapes).
 //!
 //! A mapper crate adds its transport, its session operations and its ACP mapping, and exports
@@ -22,6 +24,7 @@
 pub mod acp;
 pub mod codec;
 pub mod command;
+pub mod follow;
 pub mod fragments;
 pub mod rows;
 pub mod schema;

@@ -11,9 +11,10 @@ use zcode_mapper_sdk::json::error;
 use zcode_v4::rows::Row;
 
 use crate::session::ServicesSession;
-use crate::session::feed::{self, Page};
+use crate::session::calls;
 use crate::session::open::OpenKind;
 use crate::session::ops::{Next, Stage, bound, send, subscribe};
+use zcode_v4::follow::feed::Page;
 
 /// History pages at most (200 rows each).
 const MAX_HISTORY_PAGES: usize = 5000;
@@ -53,13 +54,13 @@ fn check_epoch(walk: &mut Walk, page: &Page) -> Result<(), MapperError> {
 
 /// Streams rows newer than the last streamed one.
 fn stream(session: &mut ServicesSession, walk: &mut Walk, rows: &[Row]) -> Vec<String> {
-    let workspace = session.state.workspace.clone();
+    let workspace = session.follow.state.workspace.clone();
     let mut updates = Vec::new();
     for row in rows {
         if walk.last_streamed.is_some_and(|last| row.id <= last) {
             continue;
         }
-        updates.extend(session.state.tracker.history(row, &workspace));
+        updates.extend(session.follow.state.tracker.history(row, &workspace));
         walk.last_streamed = Some(row.id);
     }
     updates
@@ -83,8 +84,11 @@ pub fn walked(
             walk.tail = page.rows.clone();
         }
         walk.cursors.push(Some(first.id));
-        let call =
-            feed::rows_range(&session.state.workspace, &bound(session)?.session_id, Some(first.id));
+        let call = calls::rows_range(
+            &session.follow.state.workspace,
+            &bound(session)?.session_id,
+            Some(first.id),
+        );
         return Ok(send(Stage::Walk(walk), call));
     }
     // The oldest page: it goes first.
@@ -118,8 +122,8 @@ fn next_page(
         updates.extend(stream(session, &mut walk, &tail));
         return Ok(subscribe(session, OpenKind::Load, updates));
     }
-    let call = feed::rows_range(
-        &session.state.workspace,
+    let call = calls::rows_range(
+        &session.follow.state.workspace,
         &bound(session)?.session_id,
         walk.cursors[walk.next],
     );
