@@ -5,8 +5,10 @@
 
 use serde_json::{Value, json};
 use zcode_contract::{MapperError, NativeReply, NativeRequest, Outgoing, SessionOp, Step};
+use zcode_mapper_sdk::acp::params::McpServer;
 use zcode_mapper_sdk::acp::update;
 use zcode_mapper_sdk::json::{invalid_params, protocol};
+use zcode_v4::acp::mcp_servers;
 
 use super::{AppServerSession, Op, Stage, done, request, wait};
 use crate::connection::{ok_body, session_route, workspace_ref};
@@ -16,56 +18,6 @@ use crate::wire::acp_params;
 
 /// History replays stream this many updates a step.
 const REPLAY_PAGE: usize = 200;
-
-/// ACP MCP servers as the Agent's strict schema takes them (arrays of `{name, value}`, no
-/// unknown keys: one extra key refuses the whole create).
-fn mcp_servers(servers: Option<&Value>) -> Result<Value, MapperError> {
-    let mut out = Vec::new();
-    for server in servers.and_then(Value::as_array).into_iter().flatten() {
-        let name = server
-            .get("name")
-            .and_then(Value::as_str)
-            .ok_or_else(|| invalid_params("MCP server without a name"))?;
-        let entries = |key: &str| -> Value {
-            json!(server.get(key).and_then(Value::as_array).into_iter().flatten()
-                .filter_map(|e| Some(json!({"name": e.get("name")?.as_str()?, "value": e.get("value")?.as_str()?})))
-                .collect::<Vec<_>>())
-        };
-        match server.get("type").and_then(Value::as_str) {
-            Some(kind @ ("http" | "sse")) => {
-                let url = server
-                    .get("url")
-                    .and_then(Value::as_str)
-                    .ok_or_else(|| invalid_params("MCP server without a url"))?;
-                out.push(
-                    json!({"name": name, "type": kind, "url": url, "headers": entries("headers")}),
-                );
-            }
-            None | Some("stdio") => {
-                let command = server
-                    .get("command")
-                    .and_then(Value::as_str)
-                    .ok_or_else(|| invalid_params("MCP server without a command"))?;
-                let args: Vec<&str> = server
-                    .get("args")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .filter_map(Value::as_str)
-                    .collect();
-                out.push(
-                    json!({"name": name, "command": command, "args": args, "env": entries("env")}),
-                );
-            }
-            Some(other) => {
-                return Err(invalid_params(format!(
-                    "MCP transport {other} is not supported by ZCode"
-                )));
-            }
-        }
-    }
-    Ok(json!(out))
-}
 
 /// The session's slash commands (`slashCommands` of the session state: name, description,
 /// an optional input hint) as an ACP `available_commands_update`; typed as prompt text, ZCode
@@ -106,7 +58,9 @@ impl AppServerSession {
                     .to_string(),
             ),
         };
-        let mcp = mcp_servers(params.get("mcpServers"))?;
+        let servers = params.get("mcpServers").and_then(Value::as_array);
+        let mcp =
+            mcp_servers(&McpServer::read_all(servers.map(Vec::as_slice).unwrap_or_default())?);
         self.mcp = mcp.clone();
         self.ops.insert(
             op_id,

@@ -12,7 +12,27 @@ pub mod tools;
 pub mod track;
 pub mod turn;
 
-use serde_json::Value;
+use serde_json::{Value, json};
+use zcode_mapper_sdk::acp::params::McpServer;
+
+/// ACP MCP servers as ZCode's strict schemas take them (the Agent's `session/create` and the
+/// Services Server's `createSession` alike; one unknown key refuses the whole call): stdio
+/// `{name, command, args, env}`, http and sse `{type, name, url, headers}`, name/value pairs as
+/// given — as the desktop-host generations send them.
+pub fn mcp_servers(servers: &[McpServer]) -> Value {
+    let pairs = |pairs: &[(String, String)]| -> Vec<Value> {
+        pairs.iter().map(|(name, value)| json!({"name": name, "value": value})).collect()
+    };
+    let servers = servers.iter().map(|server| match server {
+        McpServer::Stdio { name, command, args, env } => {
+            json!({"name": name, "command": command, "args": args, "env": pairs(env)})
+        }
+        McpServer::Http { name, url, headers } | McpServer::Sse { name, url, headers } => {
+            json!({"type": server.transport(), "name": name, "url": url, "headers": pairs(headers)})
+        }
+    });
+    Value::Array(servers.collect())
+}
 
 /// `update` (an object's JSON text, from an SDK builder) with `fields` added, written into a
 /// buffer of exactly the final size: for the updates that carry a tool's output (megabytes), so
