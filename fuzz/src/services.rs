@@ -15,6 +15,7 @@
 
 use serde_json::Value;
 use zcode_contract::{Inbound, NativeData, ReplyBody};
+use zcode_mapper_sdk::Connection as _;
 use zcode_services_v4::ServicesConnection;
 use zcode_services_v4::ipc::frame::HEADER_LEN;
 use zcode_services_v4::ipc::message::{Response, encode_response};

@@ -1,25 +1,40 @@
-//! The zcode-acp mapper SDK: what every mapper needs, whatever native protocol it maps.
+//! The zcode-acp mapper SDK: what every mapper needs, whatever native protocol it maps. The SDK
+//! owns the ACP side and the mechanics; a mapper speaks its host's protocol only.
 //!
-//! A mapper crate implements [`Definition`] (its contract, launch and auth plans, and how to make
-//! connection and session state) with a [`Connection`] and a [`Session`] type, then:
+//! A mapper crate implements [`Mapper`] (its contract and launch plan; the rest defaults) with
+//! a [`Connection`] and a per-event [`Session`], then registers it once:
 //!
-//! - [`export_mapper!`] exports it as the `zcode:mapper@0.2.0` component (wasm32 only);
-//! - [`native_mapper!`] gives the same logic natively as a `zcode_contract::Mapper`, for tests,
-//!   golden traces, benchmarks and fuzzing.
+//! ```text
+//! zcode_mapper_sdk::register_mapper! {
+//!     /// The echo mapper, natively.
+//!     pub struct EchoMapper(crate::Echo), source: "native:echo-v1";
+//! }
+//! ```
 //!
-//! Between the two and the contract sit the parts a mapper should not write itself: batch
-//! mapping, where an input that fails becomes a `terminal(broken)` action and mapping goes on,
-//! and requests a session makes while mapping, issued with the ids the core hands out and their
-//! replies routed back by tag ([`mapping`]); operations as step machines with checked replies
-//! ([`ops`]); strict JSON readers ([`json`]); the plan proposal every generation with a plan
-//! mode shows ([`plan`]) and how a tool call looks ([`tool_view`]); and helpers for a sandbox without clock or randomness ([`time`],
-//! [`ids`], [`uri`], [`media`]). Test support: [`acp_check`] (feature
-//! `acp-check`) and [`component_check`].
+//! which exports it as the `zcode:mapper@0.2.0` component (wasm32 only, [`export_mapper!`]) and
+//! declares the same logic natively as a `contract::Mapper` ([`native_mapper!`]) for tests,
+//! golden traces, benchmarks and fuzzing. A mapper whose session maps whole batches itself
+//! implements [`Definition`] and a [`SessionMachine`] instead.
+//!
+//! The ACP side ([`acp`]): typed readers of session parameters, prompt blocks, modes and config
+//! changes; builders of every session update, written as JSON text; permission options;
+//! questions as a form and the answer decoded; plan approval and todo lists.
+//!
+//! The mechanics: batch mapping, where an input that fails becomes a `terminal(broken)` action
+//! and mapping goes on, and requests a session makes while mapping, issued with the ids the
+//! core hands out and their replies routed back by tag ([`mapping`]); operations as step
+//! machines with checked replies ([`ops`]); framers for lines and length-prefixed frames
+//! ([`framing`]); strict JSON readers ([`json`]); how a tool call looks ([`tool_view`]); and
+//! helpers for a sandbox without clock or randomness ([`time`], [`ids`], [`uri`], [`media`]).
+//! The contract's types are re-exported as [`contract`], so a mapper depends on this crate
+//! only. Test support: [`acp_check`] (feature `acp-check`) and [`component_check`].
 //!
 //! Everything here runs without clock, randomness, filesystem or environment, like the guests:
 //! hence `BTreeMap` (std's `HashMap` seeds its hasher from `wasi:random`).
 
+pub mod acp;
 pub mod component_check;
+pub mod framing;
 pub mod guest;
 pub mod ids;
 pub mod json;
@@ -28,7 +43,6 @@ pub mod mapping;
 pub mod media;
 pub mod native;
 pub mod ops;
-pub mod plan;
 pub mod time;
 pub mod tool_view;
 pub mod uri;
@@ -36,16 +50,95 @@ pub mod uri;
 #[cfg(any(test, feature = "acp-check"))]
 pub mod acp_check;
 
+/// The plan proposal and todo list views (moved to [`acp::plan`]).
+pub use acp::plan;
 pub use zcode_contract as contract;
 
 use zcode_contract::{
-    AuthCommand, ConnectionOp, Contract, Effects, Inbound, LaunchPlan, MapperError, NativeData,
-    NativeReply, Outgoing, SessionInit, SessionInput, SessionOp, Step, VerifiedInstall,
+    AuthCommand, ConnectionOp, Contract, Effects, ErrorKind, Inbound, LaunchPlan, MapperError,
+    NativeData, NativeReply, Outgoing, SessionInit, SessionInput, SessionOp, Step, VerifiedInstall,
 };
 
 pub use mapping::{Mapped, Mapping, Request};
 
-/// A mapper: what it accepts, how it starts the host, and the state it keeps.
+/// A mapper, as most mappers are written: its contract and launch plan, a connection made with
+/// `Default`, and a per-event [`Session`] made from the session's init, driven by [`Mapping`].
+/// Every `Mapper` is a [`Definition`]; register it with [`register_mapper!`].
+pub trait Mapper: 'static {
+    /// Protocol id, for logs (a panic message names it).
+    const NAME: &'static str;
+    type Connection: Connection + Default;
+    type Session: Session;
+
+    /// Identity and compatibility contract (pure; the core caches it).
+    fn contract() -> Contract;
+    fn launch_plan(install: &VerifiedInstall) -> Result<LaunchPlan, MapperError>;
+    /// The host's own login or logout. Default: the host has none.
+    fn auth_plan(
+        install: &VerifiedInstall,
+        command: AuthCommand,
+    ) -> Result<LaunchPlan, MapperError> {
+        no_login(Self::NAME, install, command)
+    }
+}
+
+/// The `auth_plan` of a host without a login of its own: `unsupported`.
+pub fn no_login(
+    name: &str,
+    _install: &VerifiedInstall,
+    _command: AuthCommand,
+) -> Result<LaunchPlan, MapperError> {
+    Err(MapperError::new(ErrorKind::Unsupported, format!("The {name} host has no login")))
+}
+
+impl<M: Mapper> Definition for M {
+    const NAME: &'static str = M::NAME;
+    type Connection = M::Connection;
+    type Session = Mapping<M::Session>;
+
+    fn contract() -> Contract {
+        M::contract()
+    }
+
+    fn launch_plan(install: &VerifiedInstall) -> Result<LaunchPlan, MapperError> {
+        M::launch_plan(install)
+    }
+
+    fn auth_plan(
+        install: &VerifiedInstall,
+        command: AuthCommand,
+    ) -> Result<LaunchPlan, MapperError> {
+        M::auth_plan(install, command)
+    }
+
+    fn connection() -> M::Connection {
+        M::Connection::default()
+    }
+
+    fn session(init: &SessionInit) -> Mapping<M::Session> {
+        Mapping::new(M::Session::new(init))
+    }
+}
+
+/// Exports a [`Definition`] as the component and declares it natively, in one go:
+/// [`export_mapper!`] and [`native_mapper!`] together.
+#[macro_export]
+macro_rules! register_mapper {
+    (
+        $(#[$meta:meta])*
+        $vis:vis struct $mapper:ident($definition:ty), source: $source:literal $(;)?
+    ) => {
+        $crate::export_mapper!($definition);
+        $crate::native_mapper! {
+            $(#[$meta])*
+            $vis struct $mapper($definition), source: $source;
+        }
+    };
+}
+
+/// A mapper with every part explicit: what it accepts, how it starts the host, and the state it
+/// keeps, with a session that may map whole batches ([`SessionMachine`]). Most mappers
+/// implement [`Mapper`] instead, which is one.
 pub trait Definition: 'static {
     /// Protocol id, for logs (a panic message names it).
     const NAME: &'static str;
@@ -57,10 +150,13 @@ pub trait Definition: 'static {
     /// Identity and compatibility contract (pure; the core caches it).
     fn contract() -> Contract;
     fn launch_plan(install: &VerifiedInstall) -> Result<LaunchPlan, MapperError>;
+    /// The host's own login or logout. Default: the host has none.
     fn auth_plan(
         install: &VerifiedInstall,
         command: AuthCommand,
-    ) -> Result<LaunchPlan, MapperError>;
+    ) -> Result<LaunchPlan, MapperError> {
+        no_login(Self::NAME, install, command)
+    }
     fn connection() -> Self::Connection;
     fn session(init: &SessionInit) -> Self::Session;
 }
@@ -85,6 +181,11 @@ pub trait Session: 'static {
     /// What the session remembers about a request it makes while mapping, to know what the
     /// reply answers (`()` for a session that makes none).
     type Tag: 'static;
+
+    /// The state of a new session.
+    fn new(init: &SessionInit) -> Self
+    where
+        Self: Sized;
 
     fn start(&mut self, op_id: u64, op: &SessionOp, first_request_id: u64) -> Step;
     /// `reply` is `None` after a step that awaited no reply.

@@ -209,6 +209,10 @@ mod tests {
     impl Session for Probe {
         type Tag = u32;
 
+        fn new(_: &zcode_contract::SessionInit) -> Self {
+            Self::default()
+        }
+
         fn start(&mut self, _: u64, _: &SessionOp, _: u64) -> Step {
             Step::Done(Err(internal("no ops")))
         }

@@ -6,7 +6,8 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use zcode_contract::{
-    ErrorKind, MapperError, NativeData, NativeReply, OpResult, Outgoing, ReplyBody, Step,
+    ErrorKind, MapperError, NativeData, NativeReply, NativeRequest, OpResult, Outgoing, ReplyBody,
+    Step,
 };
 
 use crate::json::{internal, parse, protocol};
@@ -127,9 +128,56 @@ impl Pager {
     }
 }
 
+/// What an operation does next: wait in a stage for what it sends (a reply, or nothing), or
+/// finish with its result. [`Pending::step`] turns it into the contract's [`Step`].
+#[allow(clippy::large_enum_variant)] // a short-lived return value
+pub enum Next<S> {
+    Wait(S, Outgoing),
+    Done(OpResult),
+}
+
+impl<S> Next<S> {
+    /// Finished with `response` and no updates.
+    pub fn done(response: &serde_json::Value) -> Self {
+        Next::Done(result(response, Vec::new()))
+    }
+
+    /// Finished with an empty response (`{}`).
+    pub fn finished() -> Self {
+        Next::Done(OpResult { response: "{}".to_string(), updates: Vec::new() })
+    }
+
+    /// Waits in `stage` for the reply to `request`.
+    pub fn send(stage: S, request: NativeRequest) -> Self {
+        Next::Wait(stage, sends(request))
+    }
+}
+
+impl<S> Pending<S> {
+    /// The step for what operation `op_id` does next: it waits in its stage, is done, or
+    /// failed.
+    pub fn step(&mut self, op_id: u64, next: Result<Next<S>, MapperError>) -> Step {
+        match next {
+            Ok(Next::Wait(stage, outgoing)) => self.wait(op_id, stage, outgoing),
+            Ok(Next::Done(result)) => Step::Done(Ok(result)),
+            Err(problem) => Step::Done(Err(problem)),
+        }
+    }
+}
+
+/// What an operation sends when it sends one request and nothing else.
+pub fn sends(request: NativeRequest) -> Outgoing {
+    Outgoing { requests: vec![request], ..Outgoing::default() }
+}
+
+/// An operation's result: the ACP response and the updates that go with it.
+pub fn result(response: &serde_json::Value, updates: Vec<String>) -> OpResult {
+    OpResult { response: response.to_string(), updates }
+}
+
 /// A finished operation with its ACP response and updates.
 pub fn done(response: &serde_json::Value, updates: Vec<String>) -> Step {
-    Step::Done(Ok(OpResult { response: response.to_string(), updates }))
+    Step::Done(Ok(result(response, updates)))
 }
 
 /// The result text of a reply, or the error it carries. `what` names the request in errors
@@ -163,8 +211,6 @@ pub fn reply_json(
 
 #[cfg(test)]
 mod tests {
-    use zcode_contract::NativeRequest;
-
     use super::*;
 
     fn request(id: u64, timeout_ms: u32) -> NativeRequest {
@@ -226,6 +272,21 @@ mod tests {
         assert!(
             matches!(step, Step::Done(Err(e)) if e.message == "Operation 3 would wait for more than one reply")
         );
+    }
+
+    #[test]
+    fn steps_wait_finish_or_fail() {
+        let mut pending = Pending::default();
+        assert!(matches!(pending.step(1, Ok(Next::send("s", request(4, 10)))), Step::Wait(_)));
+        assert_eq!(pending.resume(1, Some(&ok(4))).unwrap().stage, "s");
+        let Step::Done(Ok(finished)) = pending.step(2, Ok(Next::finished())) else { panic!() };
+        assert_eq!(finished.response, "{}");
+        let Step::Done(Ok(done)) = pending.step(3, Ok(Next::done(&serde_json::json!([1])))) else {
+            panic!()
+        };
+        assert_eq!(done.response, "[1]");
+        assert!(matches!(pending.step(4, Err::<Next<&str>, _>(internal("x"))), Step::Done(Err(_))));
+        assert!(pending.is_empty());
     }
 
     #[test]

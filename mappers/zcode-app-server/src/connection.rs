@@ -12,9 +12,11 @@ use zcode_contract::{
     OpResult, Outgoing, ReplyBody, RoutedEvent, Step,
 };
 
-use crate::json::{acp_params, internal, native, native_value, protocol};
-use crate::time::iso8601;
-use crate::wire::{self, Frame, Lines, raw_str, raw_value};
+use zcode_mapper_sdk::json::{internal, protocol};
+use zcode_mapper_sdk::time::iso8601_from_epoch_ms;
+use zcode_v4::schema::native;
+
+use crate::wire::{self, Frame, Lines, acp_params, native_value, raw_str, raw_value};
 
 /// The route of everything that belongs to native session `id`.
 pub fn session_route(id: &str) -> String {
@@ -323,8 +325,10 @@ fn sessions(result: &Value, cwd: Option<&str>, offset: usize) -> Result<Value, M
             entry["title"] = json!(title);
         }
         match info.get("updatedAt") {
-            Some(Value::Number(n)) if n.as_u64().is_some() => {
-                entry["updatedAt"] = json!(iso8601(n.as_u64().unwrap_or(0)))
+            Some(Value::Number(n)) => {
+                if let Some(at) = n.as_u64().and_then(|ms| iso8601_from_epoch_ms(ms as f64)) {
+                    entry["updatedAt"] = json!(at);
+                }
             }
             Some(Value::String(s)) => entry["updatedAt"] = json!(s),
             _ => {}

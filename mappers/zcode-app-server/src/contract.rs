@@ -7,8 +7,8 @@ use zcode_contract::{
     VerifiedInstall, VersionProbe,
 };
 
-use crate::json::internal;
 use crate::releases::{RELEASES, ReleaseInfo};
+use zcode_mapper_sdk::json::internal;
 
 #[allow(dead_code)] // the shared build script hashes the host fixtures this generation lacks
 mod simulator {

@@ -9,12 +9,14 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use zcode_contract::{Action, MapperError};
 
-use crate::json::{protocol, text, text_chunk};
+use crate::subscription::Payload;
 use crate::tools::{Outcome, Tools};
-use crate::v4::{Delta, Payload};
+use zcode_mapper_sdk::acp::update::{self, EntryStatus, PlanEntry, Priority};
+use zcode_mapper_sdk::json::protocol;
+use zcode_v4::stream::Delta;
 
 /// Row kinds that belong to a turn but carry nothing ACP shows: the echo of the prompt, a
 /// subagent summary (its Agent tool call carries the result), hooks, timeline markers and
@@ -64,13 +66,8 @@ pub struct Conversation {
     plan_shown: bool,
 }
 
-fn update(value: Value) -> Action {
-    Action::Update(text(&value))
-}
-
 fn chunk(thought: bool, delta: &str) -> Action {
-    let kind = if thought { "agent_thought_chunk" } else { "agent_message_chunk" };
-    Action::Update(text_chunk(kind, delta))
+    Action::Update(if thought { update::agent_thought(delta) } else { update::agent_text(delta) })
 }
 
 fn required<'a>(value: &'a Value, key: &str, what: &str) -> Result<&'a Value, MapperError> {
@@ -166,24 +163,25 @@ impl Conversation {
     /// The parts of a snapshot or a state patch that ACP shows (a patch replaces whole keys).
     fn state(&mut self, state: &Value, initial: bool, out: &mut Vec<Action>) {
         if let Some(plan) = state.get("plan") {
-            let entries: Vec<Value> = plan
+            let entries: Vec<PlanEntry<'_>> = plan
                 .get("items")
                 .and_then(Value::as_array)
                 .into_iter()
                 .flatten()
-                .map(|item| {
-                    let status = match item.get("status").and_then(Value::as_str) {
-                        Some("inProgress") => "in_progress",
-                        Some("completed") => "completed",
-                        _ => "pending",
-                    };
-                    json!({"content": item.get("content").and_then(Value::as_str).unwrap_or(""), "priority": "medium", "status": status})
+                .map(|item| PlanEntry {
+                    content: item.get("content").and_then(Value::as_str).unwrap_or(""),
+                    priority: Priority::Medium,
+                    status: match item.get("status").and_then(Value::as_str) {
+                        Some("inProgress") => EntryStatus::InProgress,
+                        Some("completed") => EntryStatus::Completed,
+                        _ => EntryStatus::Pending,
+                    },
                 })
                 .collect();
             // No plan, and none shown: nothing to clear.
             if !entries.is_empty() || self.plan_shown {
                 self.plan_shown = !entries.is_empty();
-                out.push(update(json!({"sessionUpdate": "plan", "entries": entries})));
+                out.push(Action::Update(update::plan(&entries)));
             }
         }
         if let Some(title) =
@@ -192,7 +190,7 @@ impl Conversation {
         {
             // The first snapshot only tells the mapper what the client already has.
             if !initial {
-                out.push(update(json!({"sessionUpdate": "session_info_update", "title": title})));
+                out.extend(update::session_info(Some(title), None).map(Action::Update));
             }
             self.title = Some(title.to_string());
         }
@@ -201,9 +199,7 @@ impl Conversation {
             && self.mode.as_deref() != Some(mode)
         {
             if !initial {
-                out.push(update(
-                    json!({"sessionUpdate": "current_mode_update", "currentModeId": mode}),
-                ));
+                out.push(Action::Update(update::current_mode(mode)));
             }
             self.mode = Some(mode.to_string());
         }
@@ -213,9 +209,7 @@ impl Conversation {
                 window.get("maxTokens").and_then(Value::as_f64),
             )
         {
-            out.push(update(
-                json!({"sessionUpdate": "usage_update", "used": used as u64, "size": size as u64}),
-            ));
+            out.push(Action::Update(update::usage(used as u64, size as u64, None)));
         }
     }
 
@@ -275,7 +269,7 @@ impl Conversation {
         }
     }
 
-    /// The deltas of a frame read by `v4::Subscription::deltas`: what [`Conversation::apply`]
+    /// The deltas of a frame read by `Subscription::deltas`: what [`Conversation::apply`]
     /// does with them, without a tree of the typed ones.
     pub fn apply_deltas(
         &mut self,
@@ -390,19 +384,19 @@ impl Conversation {
         }
         // Announced once (a permission question may have announced it already).
         if let Some(announce) = cx.tools.announce(&call, cx.workspace) {
-            out.push(update(announce));
+            out.push(Action::Update(announce));
         }
         if status != last.as_str() {
             match status {
                 "inputStreaming" | "pendingApproval" => {}
-                "running" => out.push(update(cx.tools.started(&call))),
+                "running" => out.push(Action::Update(cx.tools.started(&call))),
                 "success" => {
                     let output = row.get("output").cloned().unwrap_or(Value::Null);
                     let text = output.get("text").and_then(Value::as_str).unwrap_or("").to_string();
                     out.extend(
                         cx.tools
                             .finished(&call, Outcome::Done { text, raw: &output }, cx.workspace)
-                            .map(update),
+                            .map(Action::Update),
                     );
                 }
                 "error" => {
@@ -411,7 +405,7 @@ impl Conversation {
                     out.extend(
                         cx.tools
                             .finished(&call, Outcome::Failed(message), cx.workspace)
-                            .map(update),
+                            .map(Action::Update),
                     );
                 }
                 "cancelled" => out.extend(
@@ -421,7 +415,7 @@ impl Conversation {
                             Outcome::Failed("The tool call was cancelled"),
                             cx.workspace,
                         )
-                        .map(update),
+                        .map(Action::Update),
                 ),
                 other => return Err(protocol(format!("V4 tool row of unknown status {other}"))),
             }
@@ -433,7 +427,7 @@ impl Conversation {
             && !tail.is_empty()
             && tail != preview.as_str()
         {
-            out.push(update(cx.tools.progress(&call, tail)));
+            out.push(Action::Update(cx.tools.progress(&call, tail)));
             *preview = tail.to_string();
         }
         Ok(())

@@ -6,7 +6,10 @@
 use serde_json::{Value, json};
 use zcode_contract::{Action, MapperError, StopReason, Terminal};
 
-use crate::json::{native, protocol, text, text_chunk};
+use zcode_mapper_sdk::acp::update;
+use zcode_mapper_sdk::json::protocol;
+use zcode_v4::schema::native;
+
 use crate::tools::{Outcome, Tools, result_text};
 
 /// What the event stream needs from the session it maps into.
@@ -23,12 +26,8 @@ pub struct Turn<'a> {
     pub content: bool,
 }
 
-fn update(value: Value) -> Action {
-    Action::Update(text(&value))
-}
-
-fn chunk(kind: &str, delta: &str) -> Action {
-    Action::Update(text_chunk(kind, delta))
+fn update(text: String) -> Action {
+    Action::Update(text)
 }
 
 /// Why an event of type `kind` is only ignored, whatever its payload says: `None` when it is
@@ -76,9 +75,10 @@ pub fn map(turn: &mut Turn<'_>, event: &Value) -> Result<Vec<Action>, MapperErro
         "turn.failed" => failed(turn, payload),
         "session.titleUpdated" => {
             match payload.get("title").and_then(Value::as_str).filter(|t| !t.is_empty()) {
-                Some(title) => {
-                    vec![update(json!({"sessionUpdate": "session_info_update", "title": title}))]
-                }
+                Some(title) => update::session_info(Some(title), None)
+                    .into_iter()
+                    .map(Action::Update)
+                    .collect(),
                 None => vec![Action::Ignore(kind.to_string())],
             }
         }
@@ -98,8 +98,8 @@ fn streaming(turn: &mut Turn<'_>, payload: &Value) -> Result<Vec<Action>, Mapper
     let tool = payload.get("toolCallId").and_then(Value::as_str);
     let name = payload.get("toolName").and_then(Value::as_str);
     Ok(match (kind, tool) {
-        ("text_delta", _) if !delta.is_empty() => vec![chunk("agent_message_chunk", delta)],
-        ("reasoning_delta", _) if !delta.is_empty() => vec![chunk("agent_thought_chunk", delta)],
+        ("text_delta", _) if !delta.is_empty() => vec![update(update::agent_text(delta))],
+        ("reasoning_delta", _) if !delta.is_empty() => vec![update(update::agent_thought(delta))],
         ("tool_input_start", Some(id)) => {
             turn.tools.input_started(id, name);
             vec![Action::Ignore("tool input started".to_string())]
@@ -194,7 +194,7 @@ fn session_updated(payload: &Value) -> Vec<Action> {
     let size = payload.get("contextWindow").and_then(Value::as_u64);
     match (used, size) {
         (Some(used), Some(size)) => {
-            vec![update(json!({"sessionUpdate": "usage_update", "used": used, "size": size}))]
+            vec![Action::Update(update::usage(used, size, None))]
         }
         _ => vec![Action::Ignore("session.updated".to_string())],
     }

@@ -1,14 +1,11 @@
 //! `session/messages` → the ACP updates that replay a loaded session.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use zcode_contract::MapperError;
 
-use crate::json::{protocol, text};
 use crate::tools;
-
-fn chunk(kind: &str, text_: &str) -> String {
-    text(&json!({"sessionUpdate": kind, "content": {"type": "text", "text": text_}}))
-}
+use zcode_mapper_sdk::acp::update::{self, Chunk, ToolCall, ToolStatus};
+use zcode_mapper_sdk::json::protocol;
 
 /// The visible history in order: user and assistant text, thinking, and each tool once with
 /// its final state. Hidden messages (reminders, summaries the transcript hides) are left out.
@@ -38,10 +35,8 @@ pub fn replay(result: &Value, workspace: &str) -> Result<Vec<String>, MapperErro
                     if let Some(t) =
                         part.get("text").and_then(Value::as_str).filter(|t| !t.is_empty())
                     {
-                        out.push(chunk(
-                            if user { "user_message_chunk" } else { "agent_message_chunk" },
-                            t,
-                        ));
+                        let chunk = if user { Chunk::User } else { Chunk::Agent };
+                        out.push(update::text_chunk(chunk, t, None));
                     }
                 }
                 Some("reasoning") if part.get("ignored").and_then(Value::as_bool) != Some(true) => {
@@ -51,7 +46,7 @@ pub fn replay(result: &Value, workspace: &str) -> Result<Vec<String>, MapperErro
                         .and_then(Value::as_str)
                         .filter(|t| !t.is_empty())
                     {
-                        out.push(chunk("agent_thought_chunk", t));
+                        out.push(update::agent_thought(t));
                     }
                 }
                 Some("tool") => {
@@ -64,31 +59,30 @@ pub fn replay(result: &Value, workspace: &str) -> Result<Vec<String>, MapperErro
                     let state = part.get("state").unwrap_or(&Value::Null);
                     let mut calls = tools::Tools::default();
                     calls.set(id, Some(name), state.get("input"));
-                    if let Some(mut call) = calls.announce(id, workspace) {
+                    if let Some(announced) = calls.announced(id, workspace) {
                         let status = match state.get("status").and_then(Value::as_str) {
-                            Some("completed") => "completed",
-                            Some("error") => "failed",
-                            Some("running") => "in_progress",
-                            _ => "pending",
+                            Some("completed") => ToolStatus::Completed,
+                            Some("error") => ToolStatus::Failed,
+                            Some("running") => ToolStatus::InProgress,
+                            _ => ToolStatus::Pending,
                         };
-                        call["status"] = json!(status);
-                        if let Some(output) = state.get("output").filter(|o| !o.is_null()) {
-                            call["rawOutput"] = output.clone();
-                        }
                         // What the tool said (its output, or why it failed) as the live turn
                         // showed it: a replay loses nothing the client saw.
                         let said = match status {
-                            "failed" => state.get("error"),
+                            ToolStatus::Failed => state.get("error"),
                             _ => state.get("output"),
                         };
+                        let mut content = announced.diff.clone();
                         if let Some(said) = said.and_then(Value::as_str).filter(|s| !s.is_empty()) {
-                            let item = json!({"type": "content", "content": {"type": "text", "text": said}});
-                            match call.get_mut("content").and_then(Value::as_array_mut) {
-                                Some(content) => content.push(item),
-                                None => call["content"] = json!([item]),
-                            }
+                            content.push(tools::text_content(said));
                         }
-                        out.push(text(&call));
+                        let call = ToolCall {
+                            status,
+                            raw_output: state.get("output").filter(|o| !o.is_null()),
+                            content: &content,
+                            ..announced.call()
+                        };
+                        out.push(call.to_json());
                     }
                 }
                 _ => {}

@@ -5,9 +5,11 @@ use serde_json::{Map, Value, json};
 use zcode_contract::{InteractionOutcome, MapperError, NativeWrite, SecretFill};
 
 use crate::contract::CODING_PLAN_KEY_SOURCE;
-use crate::json::{acp_params, protocol, required_str, text};
+use zcode_mapper_sdk::json::{protocol, text};
+
 use crate::tools;
 use crate::wire;
+use crate::wire::acp_params;
 
 /// ZCode's plan-approval question and its approving answer.
 pub const PLAN_QUESTION: &str = "Review this implementation plan.";
@@ -61,6 +63,15 @@ fn acp_kind(kind: &str, response: &Value) -> &'static str {
         _ if response.get("decision").and_then(Value::as_str) == Some("allow") => "allow_once",
         _ => "reject_once",
     }
+}
+
+/// A non-empty string member, or a protocol error naming it.
+fn required_str<'a>(value: &'a Value, key: &str, what: &str) -> Result<&'a str, MapperError> {
+    value
+        .get(key)
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| protocol(format!("{what}: `{key}` is missing")))
 }
 
 /// `interaction/requestPermission` → ACP `session/request_permission` with ZCode's options one

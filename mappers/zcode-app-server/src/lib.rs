@@ -2,23 +2,22 @@
 //! `<Electron> resources/glm/zcode.cjs app-server --stdio` ↔ ACP v1
 //! (`docs/mapper-zcode-app-server.md`).
 //!
-//! Plain Rust on the mapper SDK, built natively (tests, benchmarks) and for wasm32. The mapper has no clock, randomness, filesystem or
-//! environment: everything it knows comes through the contract (hence `BTreeMap` throughout).
+//! Plain Rust on the mapper SDK, built natively (tests, benchmarks) and for wasm32. The V4
+//! conversation protocol is the family's (`zcode_v4`): this crate is the Agent's NDJSON pipe,
+//! its legacy `session/*` events and reverse requests, and the session's operations. The mapper
+//! has no clock, randomness, filesystem or environment: everything it knows comes through the
+//! contract (hence `BTreeMap` throughout).
 
-mod base64;
 pub mod connection;
 pub mod contract;
 mod conversation;
-mod crc32;
 mod events;
 mod history;
 mod interactions;
-mod json;
 pub mod releases;
 pub mod session;
-mod time;
+mod subscription;
 mod tools;
-mod v4;
 mod wire;
 
 pub use connection::AppServerConnection;
@@ -61,9 +60,7 @@ impl Definition for AppServer {
     }
 }
 
-zcode_mapper_sdk::export_mapper!(AppServer);
-
-zcode_mapper_sdk::native_mapper! {
+zcode_mapper_sdk::register_mapper! {
     /// The mapper, natively.
     pub struct AppServerMapper(AppServer), source: "native:zcode-app-server";
 }

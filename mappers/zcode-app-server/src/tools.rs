@@ -4,7 +4,9 @@
 use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
+use zcode_mapper_sdk::acp::update::{ToolCall, ToolCallUpdate, ToolStatus};
 pub use zcode_mapper_sdk::tool_view::{PATH_KEYS, default_title, text_content, tool_kind};
+use zcode_v4::acp::with_fields;
 
 fn is_absolute(path: &str) -> bool {
     path.starts_with('/')
@@ -135,8 +137,8 @@ impl Tools {
         self.calls.get(id).and_then(|c| c.input.as_ref())
     }
 
-    /// The `tool_call` announcement, once per call (None when already announced).
-    pub fn announce(&mut self, id: &str, workspace: &str) -> Option<Value> {
+    /// What the `tool_call` announces, once per call (None when already announced).
+    pub fn announced(&mut self, id: &str, workspace: &str) -> Option<Announced> {
         let call = self.call(id);
         if call.announced {
             return None;
@@ -144,37 +146,36 @@ impl Tools {
         call.announced = true;
         let name = call.name.clone().unwrap_or_else(|| "Tool".to_string());
         let input = call.input.clone();
-        let mut update = json!({
-            "sessionUpdate": "tool_call",
-            "toolCallId": id,
-            "title": default_title(&name, input.as_ref(), workspace),
-            "kind": tool_kind(&name),
-            "status": "pending",
-        });
-        if let Some(input) = &input {
-            update["rawInput"] = input.clone();
-        }
-        let locations = locations(input.as_ref(), workspace);
-        if !locations.is_empty() {
-            update["locations"] = json!(locations);
-        }
-        if let Some(diff) = input_diff(&name, input.as_ref(), workspace) {
-            update["content"] = json!([diff]);
-        }
-        Some(update)
+        Some(Announced {
+            id: id.to_string(),
+            title: default_title(&name, input.as_ref(), workspace),
+            kind: tool_kind(&name),
+            locations: locations(input.as_ref(), workspace),
+            diff: input_diff(&name, input.as_ref(), workspace).into_iter().collect(),
+            input,
+        })
     }
 
-    pub fn started(&mut self, id: &str) -> Value {
-        json!({"sessionUpdate": "tool_call_update", "toolCallId": id, "status": "in_progress"})
+    /// The `tool_call` announcement, once per call (None when already announced).
+    pub fn announce(&mut self, id: &str, workspace: &str) -> Option<String> {
+        self.announced(id, workspace).map(|announced| announced.call().to_json())
+    }
+
+    pub fn started(&mut self, id: &str) -> String {
+        ToolCallUpdate::status(id, ToolStatus::InProgress).to_json()
     }
 
     /// Progress of a running tool: ZCode's tails are cumulative, so the content is replaced.
-    pub fn progress(&mut self, id: &str, tail: &str) -> Value {
-        json!({"sessionUpdate": "tool_call_update", "toolCallId": id, "status": "in_progress", "content": [text_content(tail)]})
+    pub fn progress(&mut self, id: &str, tail: &str) -> String {
+        ToolCallUpdate {
+            content: Some(&[text_content(tail)]),
+            ..ToolCallUpdate::status(id, ToolStatus::InProgress)
+        }
+        .to_json()
     }
 
     /// The final update, once (None for a repeated end).
-    pub fn finished(&mut self, id: &str, outcome: Outcome<'_>, workspace: &str) -> Option<Value> {
+    pub fn finished(&mut self, id: &str, outcome: Outcome<'_>, workspace: &str) -> Option<String> {
         let call = self.call(id);
         if call.done {
             return None;
@@ -189,19 +190,47 @@ impl Tools {
                 if !text.is_empty() {
                     content.push(text_content(&text));
                 }
-                let mut update = json!({"sessionUpdate": "tool_call_update", "toolCallId": id, "status": "completed", "rawOutput": raw});
-                if !content.is_empty() {
-                    update["content"] = json!(content);
-                }
-                update
+                drop(text);
+                let content = (!content.is_empty()).then_some(Value::Array(content));
+                // The output, twice: written at its exact size, the native result not copied.
+                with_fields(
+                    ToolCallUpdate::status(id, ToolStatus::Completed).to_json(),
+                    &[("rawOutput", Some(raw)), ("content", content.as_ref())],
+                )
             }
-            Outcome::Failed(message) => json!({
-                "sessionUpdate": "tool_call_update",
-                "toolCallId": id,
-                "status": "failed",
-                "content": [text_content(if message.is_empty() { "Tool execution failed" } else { message })],
-            }),
+            Outcome::Failed(message) => ToolCallUpdate {
+                content: Some(&[text_content(if message.is_empty() {
+                    "Tool execution failed"
+                } else {
+                    message
+                })]),
+                ..ToolCallUpdate::status(id, ToolStatus::Failed)
+            }
+            .to_json(),
         })
+    }
+}
+
+/// What a `tool_call` announces.
+pub struct Announced {
+    pub id: String,
+    pub title: String,
+    pub kind: &'static str,
+    pub input: Option<Value>,
+    /// The input's diff, if it describes one.
+    pub diff: Vec<Value>,
+    pub locations: Vec<Value>,
+}
+
+impl Announced {
+    /// The pending `tool_call`.
+    pub fn call(&self) -> ToolCall<'_> {
+        ToolCall {
+            raw_input: self.input.as_ref(),
+            content: &self.diff,
+            locations: &self.locations,
+            ..ToolCall::new(&self.id, &self.title, self.kind)
+        }
     }
 }
 
@@ -246,14 +275,17 @@ mod tests {
         tools.input_delta("t1", "{\"command\":");
         tools.input_delta("t1", "\"ls\"}");
         tools.input_ended("t1");
-        let call = tools.announce("t1", "/w").unwrap();
+        let read = |update: String| serde_json::from_str::<Value>(&update).unwrap();
+        let call = read(tools.announce("t1", "/w").unwrap());
         assert_eq!(call["title"], "Bash: ls");
         assert_eq!(call["rawInput"], json!({"command": "ls"}));
         assert!(tools.announce("t1", "/w").is_none());
         let raw = json!({"content": "a\nb"});
-        let done = tools
-            .finished("t1", Outcome::Done { text: result_text(&raw), raw: &raw }, "/w")
-            .unwrap();
+        let done = read(
+            tools
+                .finished("t1", Outcome::Done { text: result_text(&raw), raw: &raw }, "/w")
+                .unwrap(),
+        );
         assert_eq!(done["content"][0]["content"]["text"], "a\nb");
         assert!(tools.finished("t1", Outcome::Failed("late"), "/w").is_none());
     }

@@ -10,7 +10,9 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use zcode_contract::{ErrorKind, MapperError, NativeReply, ReplyBody};
 
-use crate::json::{line, protocol};
+use zcode_mapper_sdk::json::{parse, protocol};
+
+pub use zcode_v4::stream::{object, raw_str};
 
 /// What one line of Agent output is. Its members are borrowed from the line as they came: a
 /// frame is never built into a tree to be classified (a turn's last frames carry its whole
@@ -56,17 +58,6 @@ pub fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
     T::deserialize(d).map(Some)
 }
 
-/// The string a raw member holds, borrowed unless it has escapes; `None` for any other value.
-pub fn raw_str(raw: Option<&RawValue>) -> Option<Cow<'_, str>> {
-    #[derive(Deserialize)]
-    struct Text<'a>(#[serde(borrow)] Cow<'a, str>);
-    let raw = raw?;
-    if !raw.get().starts_with('"') {
-        return None;
-    }
-    serde_json::from_str::<Text<'_>>(raw.get()).ok().map(|text| text.0)
-}
-
 /// A raw member as a tree, for the few places that need one (ids, errors, parameters of a
 /// reverse request); `null` when absent, as a tree's missing member reads.
 pub fn raw_value(raw: Option<&RawValue>) -> Result<Value, MapperError> {
@@ -75,15 +66,6 @@ pub fn raw_value(raw: Option<&RawValue>) -> Result<Value, MapperError> {
         Some(raw) => serde_json::from_str(raw.get())
             .map_err(|e| protocol(format!("ZCode wrote a member that cannot be read: {e}"))),
     }
-}
-
-/// `raw` read as `T` when it is a JSON object: a derived struct also reads an array (by
-/// position), which no ZCode frame is. `None` when it cannot be read so.
-pub fn object<'a, T: Deserialize<'a>>(raw: &'a RawValue) -> Option<T> {
-    if !raw.get().starts_with('{') {
-        return None;
-    }
-    serde_json::from_str(raw.get()).ok()
 }
 
 /// Whether `text`, valid JSON or not, is a JSON object. A struct is also read from an array (by
@@ -170,6 +152,23 @@ pub fn native_error(error: &Value) -> MapperError {
         data["nativeReason"] = json!(reason);
     }
     MapperError { kind, message: message.to_string(), data: Some(data.to_string()) }
+}
+
+/// Parses ACP parameters (the client's fault when malformed).
+pub fn acp_params(text: &str) -> Result<Value, MapperError> {
+    parse(text, ErrorKind::InvalidParams, "Parameter text")
+}
+
+/// Parses a native result (ZCode's fault when malformed).
+pub fn native_value(text: &str, what: &str) -> Result<Value, MapperError> {
+    parse(text, ErrorKind::Protocol, what)
+}
+
+/// One NDJSON line.
+pub fn line(value: &Value) -> Vec<u8> {
+    let mut bytes = value.to_string().into_bytes();
+    bytes.push(b'\n');
+    bytes
 }
 
 pub fn request(id: u64, method: &str, params: Value) -> Vec<u8> {

@@ -14,9 +14,10 @@ use crate::hello::{self, Hello};
 use crate::ipc::frame::FrameDecoder;
 use crate::ipc::message::{Response, decode_response};
 use crate::ipc::value::IpcValue;
-use crate::json::{Fields, error, internal, protocol};
 use crate::rpc::{self, Call};
 use crate::sessions;
+use zcode_mapper_sdk::json::{error, internal, protocol};
+use zcode_v4::schema::Fields;
 
 /// The wire protocol version of V4 (`V4_WIRE_PROTOCOL_VERSION`, ZCode
 /// `packages/shared/src/zcode-protocol-v4/core.ts`).
@@ -103,37 +104,15 @@ impl ServicesConnection {
         }
     }
 
-    /// What the hello said: the Server's version, compared with the release's identity.
-    pub fn identity(&self) -> Option<String> {
-        self.hello.as_ref().map(|hello| hello.version.clone())
-    }
-
-    pub fn push(&mut self, bytes: &[u8]) -> Result<Vec<Inbound>, MapperError> {
-        let mut out = Vec::new();
-        let mut bytes = bytes;
-        if let Phase::Hello(line) = &mut self.phase {
-            let Some(end) = bytes.iter().position(|&b| b == b'\n') else {
-                if line.len() + bytes.len() > hello::MAX_HELLO {
-                    return Err(protocol("The Services Server hello line exceeds 64 KiB"));
-                }
-                line.extend_from_slice(bytes);
-                return Ok(out);
-            };
-            line.extend_from_slice(&bytes[..end]);
-            if line.len() > hello::MAX_HELLO {
-                return Err(protocol("The Services Server hello line exceeds 64 KiB"));
-            }
-            self.hello = Some(hello::parse(line)?);
-            out.push(Inbound::Write(NativeWrite::new("zcode-hello-ack", hello::ack())));
-            self.phase = Phase::Initializing;
-            bytes = &bytes[end + 1..];
-        }
-        self.frames.push(bytes);
-        while let Some(message) = self.frames.next_message().map_err(framing)? {
-            let response = decode_response(message).map_err(framing)?;
-            out.push(self.inbound(response)?);
-        }
-        Ok(out)
+    fn send(&mut self, op_id: u64, first: u64, stage: Stage, calls: Vec<Call>) -> Step {
+        let requests: Vec<_> = calls
+            .into_iter()
+            .enumerate()
+            .map(|(index, call)| call.into_request(first + index as u64))
+            .collect();
+        let waiting = requests.iter().map(|request| (request.id, request.label.clone())).collect();
+        self.ops.insert(op_id, PendingOp { waiting, stage });
+        Step::Wait(Outgoing { requests, ..Outgoing::default() })
     }
 
     fn inbound(&mut self, response: Response) -> Result<Inbound, MapperError> {
@@ -166,8 +145,43 @@ impl ServicesConnection {
             }),
         })
     }
+}
 
-    pub fn finish(&mut self) -> Result<Vec<Inbound>, MapperError> {
+impl zcode_mapper_sdk::Connection for ServicesConnection {
+    /// What the hello said: the Server's version, compared with the release's identity.
+    fn identity(&self) -> Option<String> {
+        self.hello.as_ref().map(|hello| hello.version.clone())
+    }
+
+    fn push(&mut self, bytes: &[u8]) -> Result<Vec<Inbound>, MapperError> {
+        let mut out = Vec::new();
+        let mut bytes = bytes;
+        if let Phase::Hello(line) = &mut self.phase {
+            let Some(end) = bytes.iter().position(|&b| b == b'\n') else {
+                if line.len() + bytes.len() > hello::MAX_HELLO {
+                    return Err(protocol("The Services Server hello line exceeds 64 KiB"));
+                }
+                line.extend_from_slice(bytes);
+                return Ok(out);
+            };
+            line.extend_from_slice(&bytes[..end]);
+            if line.len() > hello::MAX_HELLO {
+                return Err(protocol("The Services Server hello line exceeds 64 KiB"));
+            }
+            self.hello = Some(hello::parse(line)?);
+            out.push(Inbound::Write(NativeWrite::new("zcode-hello-ack", hello::ack())));
+            self.phase = Phase::Initializing;
+            bytes = &bytes[end + 1..];
+        }
+        self.frames.push(bytes);
+        while let Some(message) = self.frames.next_message().map_err(framing)? {
+            let response = decode_response(message).map_err(framing)?;
+            out.push(self.inbound(response)?);
+        }
+        Ok(out)
+    }
+
+    fn finish(&mut self) -> Result<Vec<Inbound>, MapperError> {
         match self.phase {
             Phase::Hello(_) => Err(protocol("The Services Server exited before its hello")),
             _ if self.frames.pending() > 0 => {
@@ -177,7 +191,7 @@ impl ServicesConnection {
         }
     }
 
-    pub fn start(&mut self, op_id: u64, op: &ConnectionOp, first: u64) -> Step {
+    fn start(&mut self, op_id: u64, op: &ConnectionOp, first: u64) -> Step {
         if self.ops.contains_key(&op_id) {
             return Step::Done(Err(internal(format!("Operation {op_id} is already running"))));
         }
@@ -199,7 +213,7 @@ impl ServicesConnection {
         }
     }
 
-    pub fn resume(&mut self, op_id: u64, reply: Option<&NativeReply>, first: u64) -> Step {
+    fn resume(&mut self, op_id: u64, reply: Option<&NativeReply>, first: u64) -> Step {
         let Some(mut op) = self.ops.remove(&op_id) else {
             return Step::Done(Err(internal(format!(
                 "Operation {op_id} is not waiting for a reply"
@@ -258,17 +272,6 @@ impl ServicesConnection {
             Stage::List { offset } => sessions::page(&result, offset).map(done),
         };
         next.unwrap_or_else(|problem| Step::Done(Err(problem)))
-    }
-
-    fn send(&mut self, op_id: u64, first: u64, stage: Stage, calls: Vec<Call>) -> Step {
-        let requests: Vec<_> = calls
-            .into_iter()
-            .enumerate()
-            .map(|(index, call)| call.into_request(first + index as u64))
-            .collect();
-        let waiting = requests.iter().map(|request| (request.id, request.label.clone())).collect();
-        self.ops.insert(op_id, PendingOp { waiting, stage });
-        Step::Wait(Outgoing { requests, ..Outgoing::default() })
     }
 }
 

@@ -13,7 +13,7 @@ use zcode_contract::{
     RuntimeLayout, VerifiedInstall, VersionProbe,
 };
 
-use crate::json::internal;
+use zcode_mapper_sdk::json::internal;
 
 mod simulator {
     include!(concat!(env!("OUT_DIR"), "/simulator_hashes.rs"));

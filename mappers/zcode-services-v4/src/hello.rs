@@ -7,11 +7,12 @@
 use serde_json::{Value, json};
 use zcode_contract::MapperError;
 
-use crate::json::{Fields, protocol};
+use zcode_mapper_sdk::json::protocol;
+use zcode_v4::schema::Fields;
 
 /// The plugin's bound on the hello line (V4S §2.3).
 pub const MAX_HELLO: usize = 64 * 1024;
-pub const CLIENT_ID: &str = "zcode-acp";
+pub use zcode_v4::command::CLIENT_ID;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Hello {

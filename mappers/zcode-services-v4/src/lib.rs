@@ -5,23 +5,21 @@
 //! shows a conversation as one V4 state: a snapshot, then deltas, over a subscription
 //! (`docs/mapper-zcode-services-v4.md`). The mapping is plain Rust, tested natively and exposed
 //! natively as [`ServicesV4Mapper`]; built for `wasm32` it exports the same logic as a
-//! `zcode:mapper` component (the SDK's export macro is wired in at integration).
+//! `zcode:mapper` component. The V4 conversation and its ACP mapping are the family's
+//! (`zcode_v4`); this crate is the Services Server's transport (hello, binary IPC, its calls)
+//! and the session's operations over it.
 //!
 //! The mapper has no clock, randomness, filesystem or environment: everything it knows comes
 //! through the contract. (Hence `BTreeMap` throughout: std's `HashMap` seeds its hasher from
 //! `wasi:random`, which the sandbox does not provide.)
 
-pub mod acp;
 pub mod connection;
 pub mod contract;
 pub mod hello;
 pub mod ipc;
-pub mod json;
 pub mod rpc;
 pub mod session;
 pub mod sessions;
-pub mod text;
-pub mod v4;
 
 pub use connection::ServicesConnection;
 pub use contract::{auth_plan, contract, launch_plan};
@@ -29,8 +27,7 @@ pub use session::ServicesSession;
 
 use zcode_mapper_sdk::Definition;
 use zcode_mapper_sdk::contract::{
-    AuthCommand, ConnectionOp, Contract, Effects, Inbound, LaunchPlan, MapperError, NativeReply,
-    Outgoing, SessionInit, SessionInput, SessionOp, Step, VerifiedInstall,
+    AuthCommand, Contract, LaunchPlan, MapperError, SessionInit, VerifiedInstall,
 };
 
 pub struct ServicesV4;
@@ -64,51 +61,7 @@ impl Definition for ServicesV4 {
     }
 }
 
-impl zcode_mapper_sdk::Connection for ServicesConnection {
-    fn push(&mut self, bytes: &[u8]) -> Result<Vec<Inbound>, MapperError> {
-        ServicesConnection::push(self, bytes)
-    }
-
-    fn finish(&mut self) -> Result<Vec<Inbound>, MapperError> {
-        ServicesConnection::finish(self)
-    }
-
-    fn start(&mut self, op_id: u64, op: &ConnectionOp, first_request_id: u64) -> Step {
-        ServicesConnection::start(self, op_id, op, first_request_id)
-    }
-
-    fn resume(&mut self, op_id: u64, reply: Option<&NativeReply>, first_request_id: u64) -> Step {
-        ServicesConnection::resume(self, op_id, reply, first_request_id)
-    }
-
-    fn identity(&self) -> Option<String> {
-        ServicesConnection::identity(self)
-    }
-}
-
-/// The session maps whole batches itself (fragments and deltas of one frame arrive together),
-/// so it is its own state machine rather than an SDK `Session`.
-impl zcode_mapper_sdk::SessionMachine for ServicesSession {
-    fn start(&mut self, op_id: u64, op: &SessionOp, first_request_id: u64) -> Step {
-        ServicesSession::start(self, op_id, op, first_request_id)
-    }
-
-    fn resume(&mut self, op_id: u64, reply: Option<&NativeReply>, first_request_id: u64) -> Step {
-        ServicesSession::resume(self, op_id, reply, first_request_id)
-    }
-
-    fn map(&mut self, inputs: &[SessionInput]) -> Effects {
-        ServicesSession::map(self, inputs)
-    }
-
-    fn issue(&mut self, first_request_id: u64) -> Outgoing {
-        ServicesSession::issue(self, first_request_id)
-    }
-}
-
-zcode_mapper_sdk::export_mapper!(ServicesV4);
-
-zcode_mapper_sdk::native_mapper! {
+zcode_mapper_sdk::register_mapper! {
     /// The mapper, natively.
     pub struct ServicesV4Mapper(ServicesV4), source: "native:zcode-services-v4";
 }

@@ -4,12 +4,10 @@
 //! positional, one object each (the Paseo plugin's usage, V4S §3).
 
 use serde_json::Value;
-use zcode_contract::{
-    ErrorKind, MapperError, NativeData, NativeReply, NativeRequest, NativeWrite, ReplyBody,
-};
+use zcode_contract::{NativeRequest, NativeWrite};
 
 use crate::ipc::message;
-use crate::json::{canonical_text, error, protocol};
+use zcode_mapper_sdk::json::canonical;
 
 pub const AGENT: &str = "zcode-agent";
 pub const FRAME_EVENT: &str = "onDynamicConversationFrame";
@@ -50,7 +48,7 @@ impl Call {
     }
 
     pub fn into_request(self, id: u64) -> NativeRequest {
-        let args: Vec<String> = self.args.iter().map(canonical_text).collect();
+        let args: Vec<String> = self.args.iter().map(canonical).collect();
         NativeRequest {
             id,
             bytes: message::call(id, self.channel, self.method, &args),
@@ -67,7 +65,7 @@ pub fn listen_frames(id: u64, workspace: &str, session_id: &str) -> NativeReques
     let arg = serde_json::json!({"workspacePath": workspace, "sessionId": session_id});
     NativeRequest {
         id,
-        bytes: message::listen(id, AGENT, FRAME_EVENT, &canonical_text(&arg)),
+        bytes: message::listen(id, AGENT, FRAME_EVENT, &canonical(&arg)),
         label: format!("{AGENT}.{FRAME_EVENT}"),
         timeout_ms: 0,
     }
@@ -84,22 +82,5 @@ pub fn route(id: u64) -> String {
     id.to_string()
 }
 
-/// A reply as JSON, or the error it carries.
-pub fn reply_value(reply: &NativeReply, label: &str) -> Result<Value, MapperError> {
-    match &reply.body {
-        ReplyBody::Ok(NativeData::Text(json)) => serde_json::from_str(json)
-            .map_err(|e| protocol(format!("{label} answered with invalid JSON: {e}"))),
-        ReplyBody::Ok(NativeData::Binary(_)) => {
-            Err(protocol(format!("{label} answered with binary data")))
-        }
-        ReplyBody::Error(problem) => Err(problem.clone()),
-        ReplyBody::Lost(reason) => {
-            Err(error(ErrorKind::Native, format!("ZCode did not answer {label}: {reason}")))
-        }
-    }
-}
-
-/// Names a native validation failure after the call.
-pub fn invalid_result(label: &str, problem: &MapperError) -> MapperError {
-    protocol(format!("Native result validation failed: {label}: {}", problem.message))
-}
+/// Replies read as JSON, and a native result that failed validation, named after its call.
+pub use zcode_v4::follow::{invalid_result, reply_value};

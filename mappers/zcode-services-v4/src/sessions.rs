@@ -10,9 +10,10 @@
 use serde_json::{Value, json};
 use zcode_contract::{ErrorKind, MapperError};
 
-use crate::json::{Fields, invalid_params, parse, protocol};
 use crate::rpc::{self, Call};
-use crate::text::iso8601_from_epoch_ms;
+use zcode_mapper_sdk::json::{invalid_params, parse, protocol};
+use zcode_mapper_sdk::time::iso8601_from_epoch_ms;
+use zcode_v4::schema::Fields;
 
 /// Sessions per ACP page (as in the desktop-host generations).
 pub const PAGE_SIZE: usize = 50;

@@ -3,6 +3,7 @@
 
 use proptest::prelude::*;
 use zcode_contract::Inbound;
+use zcode_mapper_sdk::Connection as _;
 use zcode_services_v4::ServicesConnection;
 use zcode_services_v4::ipc::message::{Response, encode_response};
 use zcode_services_v4::ipc::value::IpcValue;

@@ -14,7 +14,7 @@ use zcode_services_v4::ServicesV4Mapper;
 use zcode_services_v4::ipc::frame::FrameDecoder;
 use zcode_services_v4::ipc::message::{Response, decode_request, decode_response};
 use zcode_services_v4::ipc::value::IpcValue;
-use zcode_services_v4::v4::checksum::decode_base64;
+use zcode_v4::codec::Base64;
 
 fn traces_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("traces")
@@ -75,7 +75,7 @@ fn bytes_of(value: &Value) -> Vec<u8> {
     match value {
         Value::String(text) => text.clone().into_bytes(),
         Value::Object(map) if map.contains_key("base64") => {
-            decode_base64(map["base64"].as_str().expect("base64 text")).expect("base64")
+            Base64::Canonical.decode(map["base64"].as_str().expect("base64 text")).expect("base64")
         }
         other => format!("{other}\n").into_bytes(),
     }

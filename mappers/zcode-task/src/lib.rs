@@ -56,9 +56,13 @@ impl<P: ProviderCheck + 'static> zcode_mapper_sdk::Connection for Connection<P> 
     }
 }
 
-impl<G: Generation + 'static> zcode_mapper_sdk::Session for Session<G> {
+impl<G: Generation + Default + 'static> zcode_mapper_sdk::Session for Session<G> {
     /// The task protocol's events never ask the mapper to send anything.
     type Tag = ();
+
+    fn new(init: &zcode_contract::SessionInit) -> Self {
+        Session::new(init)
+    }
 
     fn start(&mut self, op_id: u64, op: &SessionOp, first_request_id: u64) -> Step {
         Session::start(self, op_id, op, first_request_id)

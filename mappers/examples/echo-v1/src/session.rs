@@ -105,6 +105,10 @@ impl Session {
 impl zcode_mapper_sdk::Session for Session {
     type Tag = Tag;
 
+    fn new(init: &SessionInit) -> Self {
+        Session::new(init)
+    }
+
     fn start(&mut self, op_id: u64, op: &SessionOp, id: u64) -> Step {
         let next = self.pending.check_new(op_id).and_then(|()| match op {
             SessionOp::Create(params) => self.open(Open::Create, params, id),

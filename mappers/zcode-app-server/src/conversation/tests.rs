@@ -2,8 +2,8 @@ use serde_json::{Value, json};
 use zcode_contract::Action;
 
 use super::{Context, Conversation};
+use crate::subscription::Payload;
 use crate::tools::Tools;
-use crate::v4::Payload;
 
 fn row(id: u64, kind: &str, rest: Value) -> Value {
     let mut row =
@@ -146,4 +146,17 @@ fn plans_are_shown_and_cleared_only_once_shown() {
     let usage = h.deltas(json!([{"op": "state.updated", "patch": {"usage": {"contextWindow": {"usedTokens": 10, "maxTokens": 100, "autoCompactThresholdTokens": null}, "cumulative": {"inputTokens": 0, "outputTokens": 0, "cacheReadTokens": 0, "cacheWriteTokens": 0}}}},
         {"op": "pluginUi.resourceUpdated", "pluginId": "p", "serverName": "s", "uri": "u", "subscribers": []}]));
     assert_eq!(usage, [json!({"sessionUpdate": "usage_update", "used": 10, "size": 100})]);
+}
+
+#[test]
+fn a_text_chunk_is_the_update_its_tree_gives() {
+    for delta in
+        ["", "plain", "quote \" backslash \\ slash /", "\n\t\u{1}\u{7f}", "café 😀 \u{2028}"]
+    {
+        for (thought, kind) in [(false, "agent_message_chunk"), (true, "agent_thought_chunk")] {
+            let tree = json!({"sessionUpdate": kind, "content": {"type": "text", "text": delta}});
+            let Action::Update(text) = super::chunk(thought, delta) else { panic!() };
+            assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), tree);
+        }
+    }
 }

@@ -7,26 +7,13 @@
 use serde_json::{Value, json};
 use zcode_contract::{ErrorKind, MapperError};
 
-use crate::json::{Fields, error, invalid_params, parse};
-use crate::session::settings::ModelChoice;
-use crate::v4::state::Config;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum OpenKind {
-    Create,
-    Load,
-    Resume,
-}
-
-impl OpenKind {
-    fn what(self) -> &'static str {
-        match self {
-            OpenKind::Create => "session/new params",
-            OpenKind::Load => "session/load params",
-            OpenKind::Resume => "session/resume params",
-        }
-    }
-}
+pub use zcode_mapper_sdk::acp::params::OpenKind;
+use zcode_mapper_sdk::acp::params::SessionParams;
+use zcode_mapper_sdk::json::{error, invalid_params};
+use zcode_v4::acp::mcp_servers;
+use zcode_v4::acp::settings::ModelChoice;
+use zcode_v4::schema::Fields;
+use zcode_v4::state::Config;
 
 #[derive(Clone, Debug)]
 pub struct Open {
@@ -37,26 +24,19 @@ pub struct Open {
 }
 
 pub fn request(kind: OpenKind, params: &str) -> Result<Open, MapperError> {
-    let params = parse(params, ErrorKind::InvalidParams, kind.what())?;
-    let fields = Fields::acp(&params, kind.what())?;
-    if fields.opt_array("additionalDirectories")?.is_some_and(|dirs| !dirs.is_empty()) {
+    let params = SessionParams::read(kind, params)?;
+    if !params.additional_directories.is_empty() {
         return Err(invalid_params(
             "Installed ZCode host does not support ACP additionalDirectories",
         ));
     }
-    if fields.get("systemPrompt").is_some() {
+    if params.system_prompt {
         return Err(error(
             ErrorKind::Unsupported,
             "Installed ZCode host does not support ACP systemPrompt",
         ));
     }
-    let mcp_servers =
-        mcp_servers(fields.opt_array("mcpServers")?.map(Vec::as_slice).unwrap_or_default())?;
-    let session_id = match kind {
-        OpenKind::Create => None,
-        OpenKind::Load | OpenKind::Resume => Some(fields.non_empty_str("sessionId")?.to_string()),
-    };
-    Ok(Open { kind, session_id, mcp_servers })
+    Ok(Open { kind, session_id: params.session_id, mcp_servers: mcp_servers(&params.mcp_servers) })
 }
 
 /// What the session snapshot says: its id and workspace, its settings as a [`Config`] with
@@ -153,44 +133,6 @@ pub fn opened(result: &Value) -> Result<Opened, MapperError> {
         commands.push(entry);
     }
     Ok(Opened { session_id, workspace, config, thought_labels, models, commands })
-}
-
-/// ACP MCP server configurations in ZCode's shapes: stdio `{name, command, args, env}`, http
-/// and sse `{type, name, url, headers}` (name/value pairs kept as given) — as the desktop-host
-/// generations send them.
-pub fn mcp_servers(servers: &[Value]) -> Result<Value, MapperError> {
-    let pairs = |fields: &Fields<'_>, key: &str| -> Result<Value, MapperError> {
-        let items = fields.opt_array(key)?.map(Vec::as_slice).unwrap_or_default();
-        let pairs = items
-            .iter()
-            .map(|item| {
-                let pair = Fields::acp(item, "MCP server name/value pair")?;
-                Ok(json!({"name": pair.str("name")?, "value": pair.str("value")?}))
-            })
-            .collect::<Result<Vec<_>, MapperError>>()?;
-        Ok(Value::Array(pairs))
-    };
-    let converted = servers
-        .iter()
-        .map(|server| {
-            let fields = Fields::acp(server, "MCP server")?;
-            let name = fields.non_empty_str("name")?;
-            match fields.opt_str("type")? {
-                None | Some("stdio") => {
-                    let args = fields.opt_array("args")?.cloned().unwrap_or_default();
-                    if !args.iter().all(Value::is_string) {
-                        return Err(invalid_params("MCP server: args must be strings"));
-                    }
-                    Ok(json!({"name": name, "command": fields.non_empty_str("command")?, "args": args, "env": pairs(&fields, "env")?}))
-                }
-                Some(kind @ ("http" | "sse")) => Ok(json!({
-                    "type": kind, "name": name, "url": fields.non_empty_str("url")?, "headers": pairs(&fields, "headers")?,
-                })),
-                Some(other) => Err(error(ErrorKind::Unsupported, format!("Unsupported MCP server type: {other}"))),
-            }
-        })
-        .collect::<Result<Vec<_>, MapperError>>()?;
-    Ok(Value::Array(converted))
 }
 
 #[cfg(test)]

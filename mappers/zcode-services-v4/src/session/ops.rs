@@ -12,11 +12,7 @@
 //! - answer: `resolveInteraction`. close: dispose the listen, `unsubscribeConversationV4`; no
 //!   `closeSession`, which may delete the product session (zcode-releases.md §3.6).
 //!
-//! The history of a load is paged backwards by `conversationRowsRangeV4` (`beforeRowId`), but
-//! must reach the client oldest first, page by page, in bounded memory. So a first pass walks
-//! back recording only the page boundaries (and keeps the newest page); a second pass fetches
-//! the older pages again from the oldest on and streams each as it comes; the newest page goes
-//! last. Rows appended meanwhile reach the client through the subscription's snapshot.
+//! The history of a load is walked in [`super::history`].
 
 use std::collections::VecDeque;
 
@@ -24,22 +20,24 @@ use serde_json::{Value, json};
 use zcode_contract::{ErrorKind, MapperError, NativeReply, OpResult, Outgoing, SessionOp, Step};
 
 use crate::connection;
-use crate::json::{Fields, error, internal, invalid_params, parse, protocol, text};
 use crate::rpc::{self, Call};
+use crate::session::calls;
 use crate::session::command::{self, Ack, CAS_ATTEMPTS, Command};
-use crate::session::feed::{self, Page};
+use crate::session::history::{Walk, replayed, walked};
 use crate::session::open::{self, Open, OpenKind};
-use crate::session::settings::{
+use crate::session::{ServicesSession, prompt};
+use crate::sessions;
+use zcode_mapper_sdk::acp::update;
+use zcode_mapper_sdk::json::{error, internal, invalid_params, parse, protocol};
+use zcode_v4::acp::settings::{
     MODEL_OPTION, ModelChoice, PLAN_MODE, PLAN_OPTION, THOUGHT_LEVEL_OPTION, is_editing_mode,
     model_value,
 };
-use crate::session::turn::TurnPhase;
-use crate::session::{Bound, ServicesSession, prompt};
-use crate::sessions;
-use crate::v4::rows::Row;
-
-/// History pages at most (200 rows each).
-const MAX_HISTORY_PAGES: usize = 5000;
+use zcode_v4::acp::text;
+use zcode_v4::acp::turn::TurnPhase;
+use zcode_v4::follow::Bound;
+use zcode_v4::follow::feed;
+use zcode_v4::schema::Fields;
 
 pub struct PendingOp {
     /// The request whose reply continues the op (`None`: the step awaited nothing).
@@ -47,7 +45,7 @@ pub struct PendingOp {
     stage: Stage,
 }
 
-enum Stage {
+pub(super) enum Stage {
     Initialize(Open),
     Session(Open),
     ConfirmMissing { session_id: String, failure: MapperError },
@@ -58,19 +56,7 @@ enum Stage {
     Unsubscribe,
 }
 
-/// The two passes over a loaded session's history.
-struct Walk {
-    /// `beforeRowId` of each page, newest page first (`None`: the tail).
-    cursors: Vec<Option<u64>>,
-    /// The newest page, streamed last.
-    tail: Vec<Row>,
-    epoch: Option<String>,
-    /// The page the second pass fetches.
-    next: usize,
-    last_streamed: Option<u64>,
-}
-
-struct Commands {
+pub(super) struct Commands {
     steps: VecDeque<Command>,
     current: Option<(Command, u32)>,
     finish: Finish,
@@ -86,7 +72,7 @@ enum Finish {
 }
 
 #[allow(clippy::large_enum_variant)] // a short-lived return value
-enum Next {
+pub(super) enum Next {
     /// Write `calls` (the last one continues the op) after `outgoing`; with `listen`, a frame
     /// listen for (workspace, session) goes first, its id becoming the session's route.
     Send {
@@ -98,11 +84,11 @@ enum Next {
     Done(OpResult),
 }
 
-fn done(response: Value, updates: Vec<String>) -> Next {
+pub(super) fn done(response: Value, updates: Vec<String>) -> Next {
     Next::Done(OpResult { response: text(&response), updates })
 }
 
-fn send(stage: Stage, call: Call) -> Next {
+pub(super) fn send(stage: Stage, call: Call) -> Next {
     Next::Send { stage, calls: vec![call], outgoing: Outgoing::default(), listen: None }
 }
 
@@ -120,11 +106,12 @@ pub fn start(session: &mut ServicesSession, op_id: u64, op: &SessionOp, first: u
         SessionOp::SetMode(params) => set_mode(session, params),
         SessionOp::SetConfigOption(params) => set_config_option(session, params),
         SessionOp::Answer(answer) => {
-            let plan_operations = session.state.plan_operations();
+            let plan_operations = session.follow.state.plan_operations();
             session
+                .follow
                 .state
                 .interactions
-                .answer(answer, plan_operations, &mut session.state.plan)
+                .answer(answer, plan_operations, &mut session.follow.state.plan)
                 .and_then(|answered| {
                     let updates = answered.updates;
                     match answered.answer {
@@ -132,7 +119,7 @@ pub fn start(session: &mut ServicesSession, op_id: u64, op: &SessionOp, first: u
                         Some(native) => {
                             let payload =
                                 json!({"interactionId": answered.interaction_id, "answer": native});
-                            let id = session.state.command_id();
+                            let id = session.follow.state.command_id();
                             let steps = vec![Command::new("resolveInteraction", payload, id)];
                             commands(session, steps, Finish::Answer { updates })
                         }
@@ -190,7 +177,7 @@ fn step(
             if let Some((workspace, session_id)) = listen {
                 outgoing.requests.push(rpc::listen_frames(id, &workspace, &session_id));
                 outgoing.routes_added.push(rpc::route(id));
-                if let Some(bound) = &mut session.state.bound {
+                if let Some(bound) = &mut session.follow.state.bound {
                     bound.listen_id = id;
                 }
                 id += 1;
@@ -212,8 +199,8 @@ fn step(
     }
 }
 
-fn bound(session: &ServicesSession) -> Result<&Bound, MapperError> {
-    session.state.bound.as_ref().ok_or_else(|| internal("The native session is not open"))
+pub(super) fn bound(session: &ServicesSession) -> Result<&Bound, MapperError> {
+    session.follow.state.bound.as_ref().ok_or_else(|| internal("The native session is not open"))
 }
 
 // ----- create / load / resume ----------------------------------------------------------------
@@ -224,11 +211,11 @@ fn begin_open(
     params: &str,
 ) -> Result<Next, MapperError> {
     let open = open::request(kind, params)?;
-    if session.state.bound.is_some() {
+    if session.follow.state.bound.is_some() {
         return Err(internal("This session resource is already bound to a native session"));
     }
-    session.state.opening = true;
-    let call = connection::initialize(&session.state.workspace);
+    session.follow.state.opening = true;
+    let call = connection::initialize(&session.follow.state.workspace);
     Ok(send(Stage::Initialize(open), call))
 }
 
@@ -237,7 +224,7 @@ fn advance(
     stage: Stage,
     result: Result<Value, MapperError>,
 ) -> Result<Next, MapperError> {
-    let workspace = session.state.workspace.clone();
+    let workspace = session.follow.state.workspace.clone();
     match stage {
         Stage::Initialize(open) => {
             connection::check_initialized(&result?)?;
@@ -272,8 +259,8 @@ fn advance(
                 Err(error(ErrorKind::NotFound, format!("Unknown session: {session_id}")))
             }
         }
-        Stage::Walk(walk) => walked(session, walk, feed::page(&result?)?),
-        Stage::Replay(walk) => replayed(session, walk, feed::page(&result?)?),
+        Stage::Walk(walk) => walked(session, walk, feed::page(&result?, calls::ROWS_LABEL)?),
+        Stage::Replay(walk) => replayed(session, walk, feed::page(&result?, calls::ROWS_LABEL)?),
         Stage::Subscribe(kind) => subscribed(session, kind, &result?),
         Stage::Commands(commands) => acknowledged(session, *commands, result),
         Stage::Unsubscribe => {
@@ -287,14 +274,14 @@ fn opened(session: &mut ServicesSession, open: Open, result: &Value) -> Result<N
     let opened = open::opened(result)
         .map_err(|e| rpc::invalid_result("zcode-agent.createSession/resumeSession", &e))?;
     if let Some(requested) = &open.session_id {
-        if opened.workspace != session.state.workspace {
+        if opened.workspace != session.follow.state.workspace {
             return Err(invalid_params("Session belongs to a different workspace"));
         }
         if opened.session_id != *requested {
             return Err(protocol("ZCode resumed a different session than requested"));
         }
     }
-    let state = &mut session.state;
+    let state = &mut session.follow.state;
     state.settings.config = Some(opened.config);
     state.settings.thought_labels = opened.thought_labels;
     state.settings.models = opened.models;
@@ -306,114 +293,23 @@ fn opened(session: &mut ServicesSession, open: Open, result: &Value) -> Result<N
         subscription_id: None,
     });
     if open.kind == OpenKind::Load {
-        let walk = Walk {
-            cursors: vec![None],
-            tail: Vec::new(),
-            epoch: None,
-            next: 0,
-            last_streamed: None,
-        };
-        let call = feed::rows_range(&session.state.workspace, &bound(session)?.session_id, None);
+        let walk = Walk::new();
+        let call =
+            calls::rows_range(&session.follow.state.workspace, &bound(session)?.session_id, None);
         return Ok(send(Stage::Walk(Box::new(walk)), call));
     }
     Ok(subscribe(session, open.kind, Vec::new()))
 }
 
-fn check_epoch(walk: &mut Walk, page: &Page) -> Result<(), MapperError> {
-    match &walk.epoch {
-        None => walk.epoch = Some(page.log_epoch.clone()),
-        Some(epoch) if *epoch != page.log_epoch => {
-            return Err(error(
-                ErrorKind::Native,
-                "ZCode's history changed while it was being read; load the session again",
-            ));
-        }
-        Some(_) => {}
-    }
-    Ok(())
-}
-
-/// Streams rows newer than the last streamed one.
-fn stream(session: &mut ServicesSession, walk: &mut Walk, rows: &[Row]) -> Vec<String> {
-    let workspace = session.state.workspace.clone();
-    let mut updates = Vec::new();
-    for row in rows {
-        if walk.last_streamed.is_some_and(|last| row.id <= last) {
-            continue;
-        }
-        updates.extend(session.state.tracker.history(row, &workspace).iter().map(text));
-        walk.last_streamed = Some(row.id);
-    }
-    updates
-}
-
-/// First pass: one more page walked back.
-fn walked(
-    session: &mut ServicesSession,
-    mut walk: Box<Walk>,
-    page: Page,
-) -> Result<Next, MapperError> {
-    check_epoch(&mut walk, &page)?;
-    let index = walk.cursors.len() - 1;
-    if page.has_more
-        && let Some(first) = page.rows.first()
-    {
-        if walk.cursors.len() >= MAX_HISTORY_PAGES {
-            return Err(error(ErrorKind::Unsupported, "The session's history is too long to load"));
-        }
-        if index == 0 {
-            walk.tail = page.rows.clone();
-        }
-        walk.cursors.push(Some(first.id));
-        let call =
-            feed::rows_range(&session.state.workspace, &bound(session)?.session_id, Some(first.id));
-        return Ok(send(Stage::Walk(walk), call));
-    }
-    // The oldest page: it goes first.
-    let updates = stream(session, &mut walk, &page.rows);
-    if index == 0 {
-        return Ok(subscribe(session, OpenKind::Load, updates));
-    }
-    walk.next = index - 1;
-    next_page(session, walk, updates)
-}
-
-/// Second pass: a page fetched again, streamed.
-fn replayed(
-    session: &mut ServicesSession,
-    mut walk: Box<Walk>,
-    page: Page,
-) -> Result<Next, MapperError> {
-    check_epoch(&mut walk, &page)?;
-    let updates = stream(session, &mut walk, &page.rows);
-    walk.next -= 1;
-    next_page(session, walk, updates)
-}
-
-fn next_page(
-    session: &mut ServicesSession,
-    mut walk: Box<Walk>,
-    mut updates: Vec<String>,
-) -> Result<Next, MapperError> {
-    if walk.next == 0 {
-        let tail = std::mem::take(&mut walk.tail);
-        updates.extend(stream(session, &mut walk, &tail));
-        return Ok(subscribe(session, OpenKind::Load, updates));
-    }
-    let call = feed::rows_range(
-        &session.state.workspace,
-        &bound(session)?.session_id,
-        walk.cursors[walk.next],
-    );
-    let outgoing = Outgoing { updates, ..Outgoing::default() };
-    Ok(Next::Send { stage: Stage::Replay(walk), calls: vec![call], outgoing, listen: None })
-}
-
 /// Listen first, then subscribe, in one step: the route is registered before either is
 /// written, so the initial snapshot cannot arrive unrouted.
-fn subscribe(session: &mut ServicesSession, kind: OpenKind, updates: Vec<String>) -> Next {
-    let workspace = session.state.workspace.clone();
-    let bound = session.state.bound.as_mut().expect("bound before subscribing");
+pub(super) fn subscribe(
+    session: &mut ServicesSession,
+    kind: OpenKind,
+    updates: Vec<String>,
+) -> Next {
+    let workspace = session.follow.state.workspace.clone();
+    let bound = session.follow.state.bound.as_mut().expect("bound before subscribing");
     let call = Call::agent(
         "subscribeConversationV4",
         json!({"workspacePath": workspace, "sessionId": bound.session_id}),
@@ -443,22 +339,22 @@ fn subscribed(
         Ok(ack.non_empty_str("subscriptionId")?.to_string())
     };
     let subscription_id = read().map_err(|e| rpc::invalid_result(label, &e))?;
-    let bound = session.state.bound.as_mut().expect("bound before subscribing");
+    let bound = session.follow.state.bound.as_mut().expect("bound before subscribing");
     bound.subscription_id = Some(subscription_id);
     let session_id = bound.session_id.clone();
-    session.state.opening = false;
-    let modes = session.state.settings.mode_state()?;
-    let options = session.state.settings.config_options();
+    session.follow.state.opening = false;
+    let modes = session.follow.state.settings.mode_state()?;
+    let options = session.follow.state.settings.config_options();
     Ok(match kind {
         OpenKind::Create => {
-            let updates = session.state.metadata()?;
+            let updates = session.follow.state.metadata()?;
             done(
                 json!({"sessionId": session_id, "modes": modes, "configOptions": options}),
                 updates,
             )
         }
         OpenKind::Load => {
-            let updates = session.state.metadata()?;
+            let updates = session.follow.state.metadata()?;
             done(json!({"modes": modes, "configOptions": options}), updates)
         }
         // A resume answers with nothing before its response (the core sends a load's or
@@ -474,15 +370,15 @@ fn prompt_op(session: &mut ServicesSession, params: &str) -> Result<Next, Mapper
     let fields = Fields::acp(&params, "session/prompt params")?;
     let text = prompt::text(fields.array("prompt")?)?;
     bound(session)?;
-    if let Some(reason) = &session.state.broken {
+    if let Some(reason) = &session.follow.state.broken {
         return Err(protocol(format!(
             "This session stopped following ZCode ({reason}); load it again"
         )));
     }
-    if session.state.turn.running() {
+    if session.follow.state.turn.running() {
         return Err(internal("A prompt turn is already running in this session"));
     }
-    let conversation = session.state.conversation.as_ref();
+    let conversation = session.follow.state.conversation.as_ref();
     let (routing, reason) =
         conversation.map_or(("startNow", None), |c| (c.input_routing.0, c.input_routing.1.clone()));
     if routing == "reject" {
@@ -492,34 +388,34 @@ fn prompt_op(session: &mut ServicesSession, params: &str) -> Result<Next, Mapper
     let auto_drain = conversation.is_none_or(|c| c.auto_drain);
     let mut steps = Vec::new();
     if !auto_drain {
-        let id = session.state.command_id();
+        let id = session.follow.state.command_id();
         steps.push(Command::new("setAutoDrain", json!({"autoDrain": true}), id));
     }
-    let command_id = session.state.command_id();
+    let command_id = session.follow.state.command_id();
     let mut payload = json!({"text": text, "requestedDelivery": "startNow"});
     if routing == "choice" {
         // A queue held after a stop: send now and keep what others queued.
         payload["heldQueueDisposition"] = json!("keepQueueAndSend");
     }
     steps.push(Command::new("sendText", payload, command_id.clone()));
-    let plan_operations = session.state.plan_operations();
+    let plan_operations = session.follow.state.plan_operations();
     // A proposal left from an unfinished turn must not outlive it.
-    let mut updates = session.state.plan.remove(plan_operations);
-    updates.extend(session.state.metadata()?);
-    let watermark = session.state.tracker.watermark();
-    session.state.turn.start(&command_id, watermark);
-    session.state.tracker.own_input(&command_id);
+    let mut updates = session.follow.state.plan.remove(plan_operations);
+    updates.extend(session.follow.state.metadata()?);
+    let watermark = session.follow.state.tracker.watermark();
+    session.follow.state.turn.start(&command_id, watermark);
+    session.follow.state.tracker.own_input(&command_id);
     commands(session, steps, Finish::Prompt { command_id, updates })
 }
 
 fn cancel(session: &mut ServicesSession) -> Result<Next, MapperError> {
     bound(session)?;
-    let running = session.state.turn.running();
+    let running = session.follow.state.turn.running();
     if running {
-        session.state.turn.cancelled = true;
+        session.follow.state.turn.cancelled = true;
     }
     let mut steps = Vec::new();
-    let (auto_drain, can_stop, execution, queue) = match &session.state.conversation {
+    let (auto_drain, can_stop, execution, queue) = match &session.follow.state.conversation {
         Some(c) => (
             c.auto_drain,
             c.control.can_stop,
@@ -536,7 +432,7 @@ fn cancel(session: &mut ServicesSession) -> Result<Next, MapperError> {
         None => (true, false, None, Vec::new()),
     };
     if auto_drain {
-        let id = session.state.command_id();
+        let id = session.follow.state.command_id();
         steps.push(Command::new("setAutoDrain", json!({"autoDrain": false}), id));
     }
     if can_stop || running {
@@ -544,11 +440,11 @@ fn cancel(session: &mut ServicesSession) -> Result<Next, MapperError> {
             Some(id) => json!({"expectedForegroundExecutionId": id}),
             None => json!({}),
         };
-        let id = session.state.command_id();
+        let id = session.follow.state.command_id();
         steps.push(Command::new("stop", payload, id));
     }
     for item in queue {
-        let id = session.state.command_id();
+        let id = session.follow.state.command_id();
         steps.push(Command::new("deleteQueueItem", json!({"queueItemId": item}), id));
     }
     if steps.is_empty() {
@@ -560,11 +456,11 @@ fn cancel(session: &mut ServicesSession) -> Result<Next, MapperError> {
 /// Final metadata and the session's cumulative usage (the V4 state's `usage.cumulative`,
 /// as the desktop generations report the session's totals).
 fn finish_turn(session: &mut ServicesSession) -> Result<Next, MapperError> {
-    let plan_operations = session.state.plan_operations();
-    let mut updates = session.state.metadata()?;
-    updates.extend(session.state.plan.finish_turn(plan_operations));
-    session.state.turn = Default::default();
-    let usage = match &session.state.conversation {
+    let plan_operations = session.follow.state.plan_operations();
+    let mut updates = session.follow.state.metadata()?;
+    updates.extend(session.follow.state.plan.finish_turn(plan_operations));
+    session.follow.state.turn = Default::default();
+    let usage = match &session.follow.state.conversation {
         Some(c) => {
             let u = &c.usage;
             json!({
@@ -599,7 +495,7 @@ fn mode_commands(
     plan: bool,
     option_response: bool,
 ) -> Result<Next, MapperError> {
-    let id = session.state.command_id();
+    let id = session.follow.state.command_id();
     let steps = vec![Command::new("switchCollaborationMode", json!({"mode": mode}), id)];
     commands(session, steps, Finish::Mode { mode, plan, option_response })
 }
@@ -611,14 +507,17 @@ fn set_config_option(session: &mut ServicesSession, params: &str) -> Result<Next
     let kind = fields.opt_str("type")?;
     let value = fields.get("value");
     bound(session)?;
-    let config = session.state.settings.config.clone().unwrap_or_default();
+    let config = session.follow.state.settings.config.clone().unwrap_or_default();
     match config_id {
         PLAN_OPTION => {
             let (Some("boolean"), Some(Value::Bool(on))) = (kind, value) else {
                 return Err(invalid_params("zcode.plan takes a boolean value"));
             };
-            let mode =
-                if *on { PLAN_MODE.to_string() } else { session.state.settings.editing_mode() };
+            let mode = if *on {
+                PLAN_MODE.to_string()
+            } else {
+                session.follow.state.settings.editing_mode()
+            };
             mode_commands(session, mode, *on, true)
         }
         MODEL_OPTION | THOUGHT_LEVEL_OPTION if kind.is_none_or(|kind| kind == "value_id") => {
@@ -629,10 +528,10 @@ fn set_config_option(session: &mut ServicesSession, params: &str) -> Result<Next
             if config_id == MODEL_OPTION {
                 if value == model_value(&config.provider, &config.model) && !config.model.is_empty()
                 {
-                    let options = session.state.settings.config_options();
+                    let options = session.follow.state.settings.config_options();
                     return Ok(done(json!({"configOptions": options}), Vec::new()));
                 }
-                let Some(choice) = (session.state.settings.models.iter())
+                let Some(choice) = (session.follow.state.settings.models.iter())
                     .find(|m| model_value(&m.provider, &m.model) == value)
                     .cloned()
                 else {
@@ -641,7 +540,7 @@ fn set_config_option(session: &mut ServicesSession, params: &str) -> Result<Next
                 let thought = choice.thought_for(&config.thought);
                 let payload =
                     json!({"provider": choice.provider, "model": choice.model, "thought": thought});
-                let id = session.state.command_id();
+                let id = session.follow.state.command_id();
                 return commands(
                     session,
                     vec![Command::new("switchModelConfig", payload, id)],
@@ -653,7 +552,7 @@ fn set_config_option(session: &mut ServicesSession, params: &str) -> Result<Next
             }
             let payload =
                 json!({"provider": config.provider, "model": config.model, "thought": value});
-            let id = session.state.command_id();
+            let id = session.follow.state.command_id();
             commands(
                 session,
                 vec![Command::new("switchModelConfig", payload, id)],
@@ -689,9 +588,14 @@ fn next_command(
     };
     let bound = bound(session)?;
     let revision =
-        retry_at.or(session.state.conversation.as_ref().map(|c| c.revision)).unwrap_or(0);
-    let call =
-        command.call(&session.state.workspace, &bound.session_id, revision, session.state.clock);
+        retry_at.or(session.follow.state.conversation.as_ref().map(|c| c.revision)).unwrap_or(0);
+    let call = command::call(
+        &command,
+        &session.follow.state.workspace,
+        &bound.session_id,
+        revision,
+        session.follow.state.clock,
+    );
     commands.current = Some((command, attempts));
     Ok(send(Stage::Commands(commands), call))
 }
@@ -710,7 +614,7 @@ fn acknowledged(
             }
             ack if command.kind == "sendText" => {
                 command::check_input_accepted(&ack, &command.command_id).map(|delivery| {
-                    session.state.turn.starts_now = delivery == "startNow";
+                    session.follow.state.turn.starts_now = delivery == "startNow";
                     None
                 })
             }
@@ -731,13 +635,13 @@ fn acknowledged(
         Ok(Some(revision)) => next_command(session, Box::new(commands), Some(revision)),
         Ok(None) => {
             if command.kind == "sendText" {
-                session.state.turn.accepted = true;
+                session.follow.state.turn.accepted = true;
             }
             next_command(session, Box::new(commands), None)
         }
         Err(problem) => {
             if matches!(commands.finish, Finish::Prompt { .. }) {
-                session.state.turn = Default::default();
+                session.follow.state.turn = Default::default();
             }
             Err(problem)
         }
@@ -745,7 +649,7 @@ fn acknowledged(
 }
 
 fn finished(session: &mut ServicesSession, commands: Commands) -> Result<Next, MapperError> {
-    let state = &mut session.state;
+    let state = &mut session.follow.state;
     Ok(match commands.finish {
         Finish::Prompt { command_id, updates } => {
             debug_assert_eq!(state.turn.command_id.as_deref(), Some(command_id.as_str()));
@@ -766,13 +670,10 @@ fn finished(session: &mut ServicesSession, commands: Commands) -> Result<Next, M
                 config.mode = mode;
                 config.plan_enabled = Some(false);
             }
-            let mode_update = json!({"sessionUpdate": "current_mode_update", "currentModeId": state.settings.current_mode()?});
             let options = state.settings.config_options();
-            let mut updates = vec![text(&mode_update)];
+            let mut updates = vec![update::current_mode(&state.settings.current_mode()?)];
             if was_planning != plan || option_response {
-                updates.push(text(
-                    &json!({"sessionUpdate": "config_option_update", "configOptions": options}),
-                ));
+                updates.push(update::config_options(&options));
             }
             state.settings.remember(&updates);
             let response =
@@ -784,9 +685,7 @@ fn finished(session: &mut ServicesSession, commands: Commands) -> Result<Next, M
                 config.thought = level;
             }
             let options = state.settings.config_options();
-            let updates = vec![text(
-                &json!({"sessionUpdate": "config_option_update", "configOptions": options}),
-            )];
+            let updates = vec![update::config_options(&options)];
             state.settings.remember(&updates);
             done(json!({"configOptions": options}), updates)
         }
@@ -805,9 +704,7 @@ fn finished(session: &mut ServicesSession, commands: Commands) -> Result<Next, M
                 }
             }
             let options = state.settings.config_options();
-            let updates = vec![text(
-                &json!({"sessionUpdate": "config_option_update", "configOptions": options}),
-            )];
+            let updates = vec![update::config_options(&options)];
             state.settings.remember(&updates);
             done(json!({"configOptions": options}), updates)
         }
@@ -818,11 +715,11 @@ fn finished(session: &mut ServicesSession, commands: Commands) -> Result<Next, M
 // ----- close ---------------------------------------------------------------------------------
 
 fn close(session: &mut ServicesSession) -> Result<Next, MapperError> {
-    let Some(bound) = session.state.bound.take() else {
+    let Some(bound) = session.follow.state.bound.take() else {
         return Ok(done(json!({}), Vec::new()));
     };
-    if session.state.turn.phase == TurnPhase::Running {
-        session.state.turn.phase = TurnPhase::Ended;
+    if session.follow.state.turn.phase == TurnPhase::Running {
+        session.follow.state.turn.phase = TurnPhase::Ended;
     }
     let outgoing = Outgoing {
         routes_removed: vec![rpc::route(bound.listen_id)],
@@ -832,7 +729,7 @@ fn close(session: &mut ServicesSession) -> Result<Next, MapperError> {
     let calls = match bound.subscription_id {
         Some(subscription_id) => vec![Call::agent(
             "unsubscribeConversationV4",
-            json!({"workspacePath": session.state.workspace, "subscriptionId": subscription_id}),
+            json!({"workspacePath": session.follow.state.workspace, "subscriptionId": subscription_id}),
         )],
         None => Vec::new(),
     };

@@ -7,7 +7,8 @@
 use serde_json::Value;
 use zcode_contract::{ErrorKind, MapperError};
 
-use crate::json::{Fields, error, invalid_params};
+use zcode_mapper_sdk::json::{error, invalid_params};
+use zcode_v4::schema::Fields;
 
 pub fn text(blocks: &[Value]) -> Result<String, MapperError> {
     let mut texts: Vec<String> = Vec::new();

@@ -2,6 +2,7 @@
 
 use serde_json::{Value, json};
 use zcode_contract::{ConnectionOp, ErrorKind, Inbound, NativeData, ReplyBody, Step};
+use zcode_mapper_sdk::Connection as _;
 
 use super::support::*;
 use crate::ServicesConnection;

@@ -10,6 +10,7 @@ use std::cell::Cell;
 
 use serde_json::json;
 use zcode_contract::{Inbound, NativeData, SessionInput};
+use zcode_mapper_sdk::Connection as _;
 
 use super::session_flow::{SID, SUB, frame, live, map, prompted, updates};
 use super::support::*;

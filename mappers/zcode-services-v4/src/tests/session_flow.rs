@@ -5,6 +5,7 @@ use zcode_contract::{
     Action, ClientFeatures, Effects, InteractionAnswer, InteractionOutcome, InteractionRequest,
     SessionInit, SessionInput, SessionOp, Step, StopReason, Terminal,
 };
+use zcode_mapper_sdk::SessionMachine as _;
 
 use super::support::*;
 use crate::ServicesSession;
@@ -822,7 +823,9 @@ fn an_unknown_session_is_not_found_and_another_failure_stays_native() {
         wait(session.resume(1, Some(&reply(1, json!({"available": true}))), 2));
         let failure = zcode_contract::NativeReply {
             id: 2,
-            body: zcode_contract::ReplyBody::Error(crate::json::native("Session restore failed")),
+            body: zcode_contract::ReplyBody::Error(zcode_v4::schema::native(
+                "Session restore failed",
+            )),
         };
         let confirm = wait(session.resume(1, Some(&failure), 3));
         assert_eq!(call(&confirm.requests[0]).0, "listSessions");

@@ -8,7 +8,7 @@ use zcode_contract::{
 
 use crate::ipc::message::{Response, decode_request, encode_response, unframe};
 use crate::ipc::value::IpcValue;
-use crate::v4::checksum::{crc32_hex, encode_base64};
+use zcode_v4::codec::{crc32_hex, encode_base64};
 
 pub const HELLO: &str =
     r#"{"type":"zcode-hello","version":"3.14.3","platform":"linux","arch":"x64","pid":4242}"#;
@@ -142,9 +142,19 @@ pub fn session_snapshot(session: &str) -> Value {
     })
 }
 
+/// A draft snapshot: the Paseo plugin's `test/fixtures/v4-draft.json` @ fc66078d, with the
+/// session id and epoch given.
+pub fn draft(session_id: &str, seq: u64) -> Value {
+    let mut snapshot: Value =
+        serde_json::from_str(include_str!("../../traces/fixtures/v4-draft.json")).unwrap();
+    snapshot["sessionId"] = json!(session_id);
+    snapshot["seq"] = json!(seq);
+    snapshot
+}
+
 /// A V4 snapshot of `session` at `seq` (the plugin's draft, with config and rows set).
 pub fn snapshot(session: &str, seq: u64, rows: Value) -> Value {
-    let mut snapshot = crate::v4::state::tests::draft(session, seq);
+    let mut snapshot = draft(session, seq);
     snapshot["config"] = json!({"provider": "zai", "model": "glm-5", "thought": "high", "thoughtLevels": ["low", "high"],
                                 "followupMode": "queue", "mode": "build", "planEnabled": false});
     let count = rows.as_array().unwrap().len();

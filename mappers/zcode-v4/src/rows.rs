@@ -6,7 +6,9 @@
 use serde_json::Value;
 use zcode_contract::MapperError;
 
-use crate::json::{Fields, protocol};
+use zcode_mapper_sdk::json::protocol;
+
+use crate::schema::Fields;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HeaderState {

@@ -4,26 +4,25 @@
 //! Rules (ZCode 3.15.1 `zcode-protocol-v4/transport.ts`, `wire.ts`; V4S §5.1): a snapshot frame
 //! has `fromSeq` 0 and `snapshot.seq == toSeq`; a delta frame must start at the current `seq`
 //! and moves it to `toSeq`; logical frame ordinals strictly increase. A gap, an older frame or
-//! damage in transit asks for `resyncConversationV4{base: null, forceSnapshot: true}` (a
-//! request announced by `map`); until the `recovery` snapshot arrives other frames are dropped,
+//! damage in transit asks for a resync with `{base: null, forceSnapshot: true}`
+//! (`resyncConversationV4` on the Services Server; a request announced by `map`); until the `recovery` snapshot arrives other frames are dropped,
 //! and damage in the recovery itself is a protocol break. When a snapshot's window does not
-//! reach back to the rows the client already knows, the rows in between are paged with
-//! `conversationRowsRangeV4` first, so nothing is lost; frames arriving meanwhile wait.
+//! reach back to the rows the client already knows, the rows in between are paged
+//! (`conversationRowsRangeV4`) first, so nothing is lost; frames arriving meanwhile wait.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use zcode_contract::{Action, MapperError, NativeReply};
 
-use crate::json::{Fields, protocol};
-use crate::rpc::{self, Call};
-use crate::session::interactions::Context;
-use crate::session::track::Emitted;
-use crate::session::{MapRequest, ServicesSession, State, update};
-use crate::v4::rows::{self, Row};
-use crate::v4::state::{Conversation, RowsWindow};
-use crate::v4::wire::{self, Assembler, Delivery, Payload, Wire, WireError};
+use zcode_mapper_sdk::json::protocol;
 
-/// Rows per page (ZCode's `rowsRangeMaxLimit`).
-pub const PAGE_ROWS: u64 = 200;
+use super::{Follow, MapRequest, State, invalid_result, reply_value};
+use crate::acp::interactions::Context;
+use crate::acp::track::Emitted;
+use crate::rows::{self, Row};
+use crate::schema::Fields;
+use crate::state::{Conversation, RowsWindow};
+use crate::wire::{self, Assembler, Delivery, Payload, Wire, WireError};
+
 /// Pages fetched to close one gap; more means the stream lost too much to catch up.
 const MAX_CATCH_UP_PAGES: u32 = 10;
 /// Frames held while a gap is being closed.
@@ -66,37 +65,6 @@ impl Sync {
     }
 }
 
-/// The native call of a request `map` announced.
-pub fn call(state: &State, workspace: &str, request: &MapRequest) -> Call {
-    let bound = state.bound.as_ref();
-    match request {
-        MapRequest::Resync => Call::agent(
-            "resyncConversationV4",
-            json!({
-                "workspacePath": workspace,
-                "subscriptionId": bound.and_then(|b| b.subscription_id.clone()),
-                "base": null,
-                "forceSnapshot": true,
-            }),
-        ),
-        MapRequest::RowsPage { before } => rows_range(
-            workspace,
-            bound.map(|b| b.session_id.as_str()).unwrap_or_default(),
-            Some(*before),
-        ),
-    }
-}
-
-/// `conversationRowsRangeV4{workspacePath, sessionId, limit, beforeRowId?}`.
-pub fn rows_range(workspace: &str, session_id: &str, before: Option<u64>) -> Call {
-    let mut params =
-        json!({"workspacePath": workspace, "sessionId": session_id, "limit": PAGE_ROWS});
-    if let Some(before) = before {
-        params["beforeRowId"] = json!(before);
-    }
-    Call::agent("conversationRowsRangeV4", params)
-}
-
 /// One page of `conversationRowsRangeV4`: `{rows (rowId ascending), atSeq, atRevision,
 /// atLogEpoch, hasMore}`.
 pub struct Page {
@@ -105,8 +73,8 @@ pub struct Page {
     pub has_more: bool,
 }
 
-pub fn page(result: &Value) -> Result<Page, MapperError> {
-    let label = "zcode-agent.conversationRowsRangeV4";
+/// Reads a page; `label` names the call that fetched it.
+pub fn page(result: &Value, label: &str) -> Result<Page, MapperError> {
     let read = || -> Result<Page, MapperError> {
         let fields = Fields::native(result, "rows page")?;
         let rows = fields.array("rows")?.iter().map(rows::parse).collect::<Result<Vec<_>, _>>()?;
@@ -121,11 +89,11 @@ pub fn page(result: &Value) -> Result<Page, MapperError> {
             has_more: fields.bool("hasMore")?,
         })
     };
-    read().map_err(|problem| rpc::invalid_result(label, &problem))
+    read().map_err(|problem| invalid_result(label, &problem))
 }
 
 pub fn on_event(
-    session: &mut ServicesSession,
+    session: &mut Follow,
     json: &str,
     out: &mut Vec<Action>,
 ) -> Result<(), MapperError> {
@@ -160,11 +128,7 @@ pub fn on_event(
     intake(session, value, out)
 }
 
-fn intake(
-    session: &mut ServicesSession,
-    value: Value,
-    out: &mut Vec<Action>,
-) -> Result<(), MapperError> {
+fn intake(session: &mut Follow, value: Value, out: &mut Vec<Action>) -> Result<(), MapperError> {
     let wire = match wire::parse(value) {
         Ok(wire) => wire,
         Err(WireError::Break(message)) => return Err(protocol(message)),
@@ -238,7 +202,7 @@ fn intake(
 }
 
 /// Drops the live stream and asks for a recovery snapshot.
-pub fn resync(session: &mut ServicesSession, out: &mut Vec<Action>, why: &str) {
+pub fn resync(session: &mut Follow, out: &mut Vec<Action>, why: &str) {
     session.state.sync.phase = Phase::Recovering;
     session.state.sync.assembler.reset();
     session.announce(MapRequest::Resync);
@@ -246,11 +210,7 @@ pub fn resync(session: &mut ServicesSession, out: &mut Vec<Action>, why: &str) {
 }
 
 /// Damage or a gap: resync (a second fault while recovering is a protocol break).
-fn fault(
-    session: &mut ServicesSession,
-    message: String,
-    out: &mut Vec<Action>,
-) -> Result<(), MapperError> {
+fn fault(session: &mut Follow, message: String, out: &mut Vec<Action>) -> Result<(), MapperError> {
     if matches!(session.state.sync.phase, Phase::Recovering) {
         return Err(protocol(format!("The V4 recovery failed: {message}")));
     }
@@ -261,7 +221,7 @@ fn fault(
 /// A snapshot arrived: reconcile it with what the client knows, paging older rows first if the
 /// window does not reach back far enough.
 fn install(
-    session: &mut ServicesSession,
+    session: &mut Follow,
     conversation: Conversation,
     rows: RowsWindow,
     out: &mut Vec<Action>,
@@ -290,7 +250,7 @@ fn install(
 }
 
 fn finish(
-    session: &mut ServicesSession,
+    session: &mut Follow,
     conversation: Conversation,
     rows: Vec<Row>,
     coverage: Option<u64>,
@@ -325,7 +285,7 @@ fn emit(state: &mut State, emitted: Emitted, out: &mut Vec<Action>) {
         state.turn.signal(signal);
     }
     // Each update's value is dropped as soon as its text is made (F-20).
-    out.extend(emitted.updates.into_iter().map(|value| update(&value)));
+    out.extend(emitted.updates.into_iter().map(|update| Action::Update(update.into_text())));
 }
 
 /// Applies one delta; true when it changed the state (not only rows).
@@ -420,7 +380,7 @@ fn state_updated(state: &mut State, out: &mut Vec<Action>) -> Result<(), MapperE
 
 /// A reply to a request `map` announced.
 pub fn on_reply(
-    session: &mut ServicesSession,
+    session: &mut Follow,
     reply: &NativeReply,
     out: &mut Vec<Action>,
 ) -> Result<(), MapperError> {
@@ -430,18 +390,17 @@ pub fn on_reply(
     };
     match request {
         MapRequest::Resync => {
-            let result =
-                rpc::reply_value(reply, "zcode-agent.resyncConversationV4").map_err(|problem| {
-                    protocol(format!("The V4 resync failed: {}", problem.message))
-                })?;
+            let result = reply_value(reply, session.labels.resync).map_err(|problem| {
+                protocol(format!("The V4 resync failed: {}", problem.message))
+            })?;
             let ack = Fields::native(&result, "resync result")?.object("ack", "resync ack")?;
             ack.non_empty_str("subscriptionId")?;
             out.push(Action::Ignore("resync acknowledged".into()));
             Ok(())
         }
         MapRequest::RowsPage { .. } => {
-            let result = rpc::reply_value(reply, "zcode-agent.conversationRowsRangeV4")?;
-            let page = page(&result)?;
+            let result = reply_value(reply, session.labels.rows_page)?;
+            let page = page(&result, session.labels.rows_page)?;
             let Phase::CatchingUp(catch_up) = &mut session.state.sync.phase else {
                 return Err(protocol("A rows page arrived outside a catch-up"));
             };
@@ -486,7 +445,7 @@ pub fn on_reply(
 }
 
 /// At the end of a batch: does the turn end?
-pub fn settle(session: &mut ServicesSession, out: &mut Vec<Action>) -> Result<(), MapperError> {
+pub fn settle(session: &mut Follow, out: &mut Vec<Action>) -> Result<(), MapperError> {
     let state = &mut session.state;
     let Some(conversation) = &state.conversation else { return Ok(()) };
     if let Some(terminal) = state.turn.check(conversation, state.sync.live()) {

@@ -10,10 +10,10 @@ use std::collections::BTreeMap;
 
 use zcode_contract::{Action, MapperError, StopReason, Terminal};
 
-use crate::json::native;
-use crate::session::track::TurnSignal;
-use crate::v4::rows::HeaderState;
-use crate::v4::state::{Conversation, Phase};
+use crate::acp::track::TurnSignal;
+use crate::rows::HeaderState;
+use crate::schema::native;
+use crate::state::{Conversation, Phase};
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum TurnPhase {
@@ -140,7 +140,7 @@ impl Turn {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::v4::state::tests::draft;
+    use crate::state::tests::draft;
 
     fn conversation() -> Conversation {
         Conversation::parse(&draft("s", 0)).unwrap().0

@@ -12,14 +12,14 @@
 //! `model-selection.getView` is never called: it returns provider API keys and headers with
 //! its list (V4S §3.2), and a secret never enters a mapper.
 
-use std::collections::BTreeMap;
-
 use serde_json::{Value, json};
 use zcode_contract::MapperError;
 
 use crate::acp::plan::todo_update;
-use crate::json::{protocol, text};
-use crate::v4::state::{Config, Conversation};
+use crate::acp::text;
+use crate::state::{Config, Conversation};
+use zcode_mapper_sdk::acp::update::{self, LastSent};
+use zcode_mapper_sdk::json::protocol;
 
 pub const MODEL_OPTION: &str = "zcode.model";
 pub const THOUGHT_LEVEL_OPTION: &str = "zcode.thought_level";
@@ -90,7 +90,7 @@ pub struct Settings {
     pub thought_labels: Vec<(String, String)>,
     /// ACP `availableCommands` entries.
     pub commands: Vec<Value>,
-    last_sent: BTreeMap<String, String>,
+    last_sent: LastSent,
     todos_shown: bool,
 }
 
@@ -207,21 +207,26 @@ impl Settings {
         conversation: Option<&Conversation>,
         plan_operations: bool,
     ) -> Result<Vec<String>, MapperError> {
+        let commands: Vec<update::Command<'_>> = self
+            .commands
+            .iter()
+            .map(|command| update::Command {
+                name: command["name"].as_str().unwrap_or_default(),
+                description: command["description"].as_str().unwrap_or_default(),
+                input_hint: command.pointer("/input/hint").and_then(Value::as_str),
+            })
+            .collect();
         let mut updates = vec![
-            json!({"sessionUpdate": "available_commands_update", "availableCommands": self.commands}),
+            update::available_commands(&commands),
+            update::config_options(&self.config_options()),
+            update::current_mode(&self.current_mode()?),
         ];
-        updates.push(json!({"sessionUpdate": "config_option_update", "configOptions": self.config_options()}));
-        updates.push(
-            json!({"sessionUpdate": "current_mode_update", "currentModeId": self.current_mode()?}),
-        );
         if let Some(conversation) = conversation {
             if !conversation.title.is_empty() {
-                updates.push(
-                    json!({"sessionUpdate": "session_info_update", "title": conversation.title}),
-                );
+                updates.extend(update::session_info(Some(&conversation.title), None));
             }
             if let Some((used, size)) = conversation.usage.context.filter(|(_, size)| *size > 0) {
-                updates.push(json!({"sessionUpdate": "usage_update", "used": used, "size": size}));
+                updates.push(update::usage(used, size, None));
             }
             if let Some(todos) = todo_update(
                 conversation.plan.as_deref().unwrap_or_default(),
@@ -231,23 +236,14 @@ impl Settings {
                 updates.push(todos);
             }
         }
-        Ok(updates.iter().map(text).filter(|update| self.changed(update)).collect())
+        // The todo list and plan proposals share `plan_update`; only the todo list is deduped
+        // here.
+        Ok(self.last_sent.filter(updates))
     }
 
     /// Records updates sent outside [`Settings::metadata`] (answers to the client's requests).
     pub fn remember(&mut self, updates: &[String]) {
-        for update in updates {
-            self.changed(update);
-        }
-    }
-
-    fn changed(&mut self, update: &String) -> bool {
-        let kind = serde_json::from_str::<Value>(update)
-            .ok()
-            .and_then(|v| v.get("sessionUpdate").and_then(Value::as_str).map(str::to_owned))
-            .unwrap_or_default();
-        // The todo list and plan proposals share `plan_update`; only the todo list is deduped here.
-        self.last_sent.insert(kind, update.clone()).as_ref() != Some(update)
+        self.last_sent.remember(updates);
     }
 }
 

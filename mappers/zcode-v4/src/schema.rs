@@ -1,94 +1,18 @@
-//! Reading JSON strictly: typed field access with errors that name what was wrong, and the
-//! error constructors every module uses.
+//! Reading ZCode's V4 shapes as strictly as ZCode's own schemas (zod `.strict()` objects,
+//! enums, JavaScript numbers): typed field access with errors that name the object and field.
+//!
+//! Next to the SDK's `json::Fields` this reader refuses an unknown key with the words the
+//! golden traces hold (`unknown field`), reads a string enum ([`Fields::one_of`]), a required
+//! number ([`Fields::f64`]), an integer written as a float ([`as_u64`]: JavaScript has one
+//! number type), and treats `null` in a required field as the wrong type, not as missing.
 
 use serde_json::{Map, Value};
 use zcode_contract::{ErrorKind, MapperError};
+use zcode_mapper_sdk::json::error;
 
-pub fn error(kind: ErrorKind, message: impl Into<String>) -> MapperError {
-    MapperError::new(kind, message)
-}
-
-pub fn protocol(message: impl Into<String>) -> MapperError {
-    error(ErrorKind::Protocol, message)
-}
-
-pub fn invalid_params(message: impl Into<String>) -> MapperError {
-    error(ErrorKind::InvalidParams, message)
-}
-
-pub fn internal(message: impl Into<String>) -> MapperError {
-    error(ErrorKind::Internal, message)
-}
-
+/// ZCode reported a failure (`ErrorKind::Native`).
 pub fn native(message: impl Into<String>) -> MapperError {
     error(ErrorKind::Native, message)
-}
-
-/// JSON text of `value` (serde_json never fails on a `Value`). Large texts are measured first
-/// and written into a buffer of exactly their size: a growing buffer doubles, and while it is
-/// copied holds its old and new blocks, which for a multi-MiB update was most of the memory a
-/// call may use (F-20).
-pub fn text(value: &Value) -> String {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0 += bytes.len();
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    serde_json::to_writer(&mut count, value).expect("a Value always serializes");
-    let mut out = Vec::with_capacity(count.0);
-    serde_json::to_writer(&mut out, value).expect("a Value always serializes");
-    String::from_utf8(out).expect("serde_json writes UTF-8")
-}
-
-/// JSON text with every object's keys in sorted order, whatever map serde_json was built with
-/// (a workspace build of the mappers orders keys by insertion, a lone crate sorts them): the
-/// bytes of a native request are then the same in every build, so recordings and golden
-/// traces compare byte for byte. ZCode reads the keys in any order.
-pub fn canonical_text(value: &Value) -> String {
-    let mut out = String::new();
-    write_canonical(value, &mut out);
-    out
-}
-
-fn write_canonical(value: &Value, out: &mut String) {
-    match value {
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (index, key) in keys.into_iter().enumerate() {
-                if index > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::String(key.clone()).to_string());
-                out.push(':');
-                write_canonical(&map[key], out);
-            }
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (index, item) in items.iter().enumerate() {
-                if index > 0 {
-                    out.push(',');
-                }
-                write_canonical(item, out);
-            }
-            out.push(']');
-        }
-        scalar => out.push_str(&scalar.to_string()),
-    }
-}
-
-/// Parses JSON text; a failure is an error of `kind` naming `what`.
-pub fn parse(json: &str, kind: ErrorKind, what: &str) -> Result<Value, MapperError> {
-    serde_json::from_str(json).map_err(|e| error(kind, format!("{what} is not valid JSON: {e}")))
 }
 
 /// Field access on one JSON object. Errors are protocol errors for native input and invalid
@@ -285,17 +209,5 @@ mod tests {
             Fields::native(&json!([1]), "x").err().unwrap().message,
             "x must be a JSON object"
         );
-    }
-
-    #[test]
-    fn canonical_text_sorts_keys_at_every_depth() {
-        let value: Value =
-            serde_json::from_str(r#"{"b":1,"a":[{"z":null,"y":"\u00e9"}],"c":{"e":true,"d":2.5}}"#)
-                .unwrap();
-        assert_eq!(
-            canonical_text(&value),
-            r#"{"a":[{"y":"é","z":null}],"b":1,"c":{"d":2.5,"e":true}}"#
-        );
-        assert_eq!(serde_json::from_str::<Value>(&canonical_text(&value)).unwrap(), value);
     }
 }

@@ -6,8 +6,10 @@
 use serde_json::Value;
 use zcode_contract::MapperError;
 
-use crate::json::{Fields, as_u64, protocol};
-use crate::v4::rows::{self, Row};
+use zcode_mapper_sdk::json::protocol;
+
+use crate::rows::{self, Row};
+use crate::schema::{Fields, as_u64};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Phase {
@@ -399,8 +401,10 @@ pub mod tests {
     /// A draft snapshot: the Paseo plugin's `test/fixtures/v4-draft.json` @ fc66078d, with the
     /// session id and epoch given.
     pub fn draft(session_id: &str, seq: u64) -> Value {
-        let mut snapshot: Value =
-            serde_json::from_str(include_str!("../../traces/fixtures/v4-draft.json")).unwrap();
+        let mut snapshot: Value = serde_json::from_str(include_str!(
+            "../../zcode-services-v4/traces/fixtures/v4-draft.json"
+        ))
+        .unwrap();
         snapshot["sessionId"] = json!(session_id);
         snapshot["seq"] = json!(seq);
         snapshot

@@ -15,9 +15,23 @@ use zcode_contract::MapperError;
 use crate::acp::tools::{
     self, completed_content, default_title, error_content, input_diff, locations, tool_kind,
 };
-use crate::json::protocol;
-use crate::text::{FNV_EMPTY, fnv};
-use crate::v4::rows::{HeaderState, Row, RowBody, TextState, ToolRow, ToolStatus};
+use crate::acp::{text, with_fields};
+use crate::rows::{HeaderState, Row, RowBody, TextState, ToolRow, ToolStatus};
+use zcode_mapper_sdk::acp::update::{
+    self, Chunk, ToolCall, ToolCallUpdate, ToolStatus as AcpStatus,
+};
+use zcode_mapper_sdk::json::protocol;
+
+/// FNV-1a over bytes, continuing from `state`: appending text extends a fingerprint without
+/// keeping the text.
+fn fnv(state: u64, bytes: &[u8]) -> u64 {
+    bytes
+        .iter()
+        .fold(state, |hash, byte| (hash ^ u64::from(*byte)).wrapping_mul(0x0000_0100_0000_01b3))
+}
+
+/// The fingerprint of the empty text (the FNV-1a offset basis).
+const FNV_EMPTY: u64 = 0xcbf2_9ce4_8422_2325;
 
 /// Final rows tracked at most; older final rows are forgotten (streaming rows never are).
 const MAX_FINAL_ROWS: usize = 4096;
@@ -31,10 +45,10 @@ enum TextKind {
 }
 
 impl TextKind {
-    fn update(self) -> &'static str {
+    fn chunk(self) -> Chunk {
         match self {
-            TextKind::Message => "agent_message_chunk",
-            TextKind::Thought => "agent_thought_chunk",
+            TextKind::Message => Chunk::Agent,
+            TextKind::Thought => Chunk::Thought,
         }
     }
 }
@@ -91,10 +105,36 @@ pub enum TurnSignal {
     Input { source_command_id: String },
 }
 
+/// An ACP update of one change.
+#[derive(Clone, Debug)]
+pub enum Update {
+    /// Its JSON text.
+    Text(String),
+    /// A finished tool, which carries its output twice (megabytes): a tree, written as text
+    /// ([`Update::into_text`]) once the row it came from is dropped, so that the row, the tree
+    /// and the text are never held at once (F-20).
+    Tree(Value),
+}
+
+impl Update {
+    pub fn into_text(self) -> String {
+        match self {
+            Update::Text(text) => text,
+            Update::Tree(tree) => text(&tree),
+        }
+    }
+}
+
+impl From<String> for Update {
+    fn from(text: String) -> Self {
+        Update::Text(text)
+    }
+}
+
 /// Updates and turn signals of one change.
 #[derive(Default, Debug)]
 pub struct Emitted {
-    pub updates: Vec<Value>,
+    pub updates: Vec<Update>,
     pub signals: Vec<TurnSignal>,
 }
 
@@ -113,12 +153,8 @@ pub struct Tracker {
 /// Own prompts remembered (a prompt's input row appears within its turn).
 const OWN_INPUTS: usize = 16;
 
-fn chunk(kind: &str, text: &str, message_id: Option<&str>) -> Value {
-    let mut update = json!({"sessionUpdate": kind, "content": {"type": "text", "text": text}});
-    if let Some(id) = message_id {
-        update["messageId"] = json!(id);
-    }
-    update
+fn chunk(kind: Chunk, text: &str, message_id: Option<&str>) -> String {
+    update::text_chunk(kind, text, message_id)
 }
 
 fn raw_input(tool: &Tool) -> Option<Value> {
@@ -136,12 +172,12 @@ fn raw_input_of(input: Option<&Value>, input_text: &str) -> Option<Value> {
     Some(serde_json::from_str(input_text).unwrap_or_else(|_| json!(input_text)))
 }
 
-fn acp_status(status: ToolStatus) -> &'static str {
+fn acp_status(status: ToolStatus) -> AcpStatus {
     match status {
-        ToolStatus::InputStreaming | ToolStatus::PendingApproval => "pending",
-        ToolStatus::Running => "in_progress",
-        ToolStatus::Success => "completed",
-        ToolStatus::Error | ToolStatus::Cancelled => "failed",
+        ToolStatus::InputStreaming | ToolStatus::PendingApproval => AcpStatus::Pending,
+        ToolStatus::Running => AcpStatus::InProgress,
+        ToolStatus::Success => AcpStatus::Completed,
+        ToolStatus::Error | ToolStatus::Cancelled => AcpStatus::Failed,
     }
 }
 
@@ -185,7 +221,7 @@ impl Tracker {
         &mut self,
         tool_call_id: &str,
         workspace: &str,
-    ) -> Option<Value> {
+    ) -> Option<String> {
         let row = *self.tools.get(tool_call_id)?;
         match self.rows.get_mut(&row)? {
             Track::Tool(tool) if !tool.announced => Some(announce(tool, workspace)),
@@ -219,7 +255,7 @@ impl Tracker {
                 // is not echoed back to it.
                 let own = source_command_id.as_ref().is_some_and(|id| self.own_inputs.contains(id));
                 if *origin == "realUser" && !own {
-                    out.updates.push(user_message(text, attachments));
+                    out.updates.push(user_message(text, attachments).into());
                 }
                 Track::UserInput
             }
@@ -235,7 +271,7 @@ impl Tracker {
                 let mut tool = new_tool(row_tool);
                 self.tools.insert(tool.tool_call_id.clone(), row.id);
                 if row_tool.status != ToolStatus::InputStreaming {
-                    out.updates.push(announce(&mut tool, workspace));
+                    out.updates.push(announce(&mut tool, workspace).into());
                     out.updates.extend(transition(&mut tool, row_tool, workspace)?);
                 }
                 Track::Tool(Box::new(tool))
@@ -308,7 +344,7 @@ impl Tracker {
                     tool.output_text = text.clone();
                 }
                 if !tool.announced && row_tool.status != ToolStatus::InputStreaming {
-                    out.updates.push(announce(tool, workspace));
+                    out.updates.push(announce(tool, workspace).into());
                 }
                 if tool.announced {
                     out.updates.extend(transition(tool, row_tool, workspace)?);
@@ -399,7 +435,7 @@ impl Tracker {
                 if !append.is_empty() {
                     *sent += append.len();
                     *fingerprint = fnv(*fingerprint, append.as_bytes());
-                    out.updates.push(chunk(kind.update(), append, message_id.as_deref()));
+                    out.updates.push(chunk(kind.chunk(), append, message_id.as_deref()).into());
                 }
             }
             ("inputText", Track::Tool(tool)) if tool.status == ToolStatus::InputStreaming => {
@@ -431,7 +467,7 @@ impl Tracker {
     }
 
     /// A row of a replayed history: its updates (as a finished view) and its tracking.
-    pub fn history(&mut self, row: &Row, workspace: &str) -> Vec<Value> {
+    pub fn history(&mut self, row: &Row, workspace: &str) -> Vec<String> {
         self.baseline(row);
         history_updates(row, workspace)
     }
@@ -474,7 +510,7 @@ impl Tracker {
     }
 }
 
-fn user_message(text: &str, attachments: &[String]) -> Value {
+fn user_message(text: &str, attachments: &[String]) -> String {
     let mut shown = text.to_string();
     for attachment in attachments {
         if !shown.is_empty() {
@@ -482,7 +518,7 @@ fn user_message(text: &str, attachments: &[String]) -> Value {
         }
         shown.push_str(&format!("[Attachment: {attachment}]"));
     }
-    chunk("user_message_chunk", &shown, None)
+    chunk(Chunk::User, &shown, None)
 }
 
 fn text_track(
@@ -493,7 +529,7 @@ fn text_track(
     out: &mut Emitted,
 ) -> Track {
     if !text.is_empty() {
-        out.updates.push(chunk(kind.update(), text, message_id));
+        out.updates.push(chunk(kind.chunk(), text, message_id).into());
     }
     Track::Text {
         kind,
@@ -526,7 +562,7 @@ fn extend_text(
     if !suffix.is_empty() {
         *fingerprint = fnv(*fingerprint, suffix.as_bytes());
         *sent = text.len();
-        out.updates.push(chunk(kind.update(), suffix, message_id));
+        out.updates.push(chunk(kind.chunk(), suffix, message_id).into());
     }
     Ok(())
 }
@@ -550,32 +586,25 @@ fn new_tool(row: &ToolRow) -> Tool {
 }
 
 /// The `tool_call` announcement.
-fn announce(tool: &mut Tool, workspace: &str) -> Value {
+fn announce(tool: &mut Tool, workspace: &str) -> String {
     tool.announced = true;
     tool.status = ToolStatus::PendingApproval;
     let input = raw_input(tool);
-    let mut update = json!({
-        "sessionUpdate": "tool_call",
-        "toolCallId": tool.tool_call_id,
-        "title": default_title(&tool.name, input.as_ref(), workspace),
-        "kind": tool_kind(&tool.name),
-        "status": "pending",
-    });
-    if let Some(input) = &input {
-        update["rawInput"] = input.clone();
-    }
-    if let Some(diff) = input_diff(&tool.name, input.as_ref(), workspace) {
-        update["content"] = json!([diff]);
-    }
+    let title = default_title(&tool.name, input.as_ref(), workspace);
+    let content: Vec<Value> =
+        input_diff(&tool.name, input.as_ref(), workspace).into_iter().collect();
     let locations = locations(input.as_ref(), workspace);
-    if !locations.is_empty() {
-        update["locations"] = json!(locations);
+    ToolCall {
+        raw_input: input.as_ref(),
+        content: &content,
+        locations: &locations,
+        ..ToolCall::new(&tool.tool_call_id, &title, tool_kind(&tool.name))
     }
-    update
+    .to_json()
 }
 
 /// The updates moving an announced tool to the row's status.
-fn transition(tool: &mut Tool, row: &ToolRow, workspace: &str) -> Result<Vec<Value>, MapperError> {
+fn transition(tool: &mut Tool, row: &ToolRow, workspace: &str) -> Result<Vec<Update>, MapperError> {
     let from = tool.status;
     let to = row.status;
     if from == to
@@ -595,24 +624,36 @@ fn transition(tool: &mut Tool, row: &ToolRow, workspace: &str) -> Result<Vec<Val
     let output = row.output_text.as_deref().unwrap_or(&tool.output_text);
     let id = &tool.tool_call_id;
     let update = match to {
-        ToolStatus::Running => {
-            json!({"sessionUpdate": "tool_call_update", "toolCallId": id, "status": "in_progress"})
+        ToolStatus::Running => ToolCallUpdate::status(id, AcpStatus::InProgress).to_json().into(),
+        ToolStatus::Success => {
+            let mut tree: Value =
+                serde_json::from_str(&ToolCallUpdate::status(id, AcpStatus::Completed).to_json())
+                    .expect("the SDK writes JSON");
+            tree["rawOutput"] = raw_output(output, row.truncated.as_ref());
+            tree["content"] = Value::Array(completed_content(
+                &tool.name,
+                Some(output),
+                input.as_ref(),
+                workspace,
+            ));
+            Update::Tree(tree)
         }
-        ToolStatus::Success => json!({
-            "sessionUpdate": "tool_call_update", "toolCallId": id, "status": "completed",
-            "rawOutput": raw_output(output, row.truncated.as_ref()),
-            "content": completed_content(&tool.name, Some(output), input.as_ref(), workspace),
-        }),
         ToolStatus::Error => {
-            let mut update = json!({"sessionUpdate": "tool_call_update", "toolCallId": id, "status": "failed",
-                                    "content": error_content(row.error.as_ref(), FAILED_TOOL)});
-            if let Some(error) = &row.error {
-                update["rawOutput"] = error.clone();
+            let content = error_content(row.error.as_ref(), FAILED_TOOL);
+            ToolCallUpdate {
+                raw_output: row.error.as_ref(),
+                content: Some(&content),
+                ..ToolCallUpdate::status(id, AcpStatus::Failed)
             }
-            update
+            .to_json()
+            .into()
         }
-        _ => json!({"sessionUpdate": "tool_call_update", "toolCallId": id, "status": "failed",
-                    "content": [tools::text_content(CANCELLED_TOOL)]}),
+        _ => ToolCallUpdate {
+            content: Some(&[tools::text_content(CANCELLED_TOOL)]),
+            ..ToolCallUpdate::status(id, AcpStatus::Failed)
+        }
+        .to_json()
+        .into(),
     };
     if to.is_final() {
         // Nothing reads a finished tool's input or output again (F-20).
@@ -656,53 +697,48 @@ fn baseline_track(row: &Row) -> Track {
 /// A row of history as ACP updates: messages and thoughts as chunks, tool calls as one
 /// complete `tool_call` in their current state; turn headers, artifacts, hooks and markers
 /// have no ACP form, and only real users' inputs are shown.
-pub fn history_updates(row: &Row, workspace: &str) -> Vec<Value> {
+pub fn history_updates(row: &Row, workspace: &str) -> Vec<String> {
     match &row.body {
         RowBody::UserInput { origin: "realUser", text, attachments, .. } => {
             vec![user_message(text, attachments)]
         }
         RowBody::AssistantText { text, response_id, .. } if !text.is_empty() => {
-            vec![chunk("agent_message_chunk", text, response_id.as_deref())]
+            vec![chunk(Chunk::Agent, text, response_id.as_deref())]
         }
         RowBody::Reasoning { text, response_id, .. } if !text.is_empty() => {
-            vec![chunk("agent_thought_chunk", text, response_id.as_deref())]
+            vec![chunk(Chunk::Thought, text, response_id.as_deref())]
         }
         RowBody::ToolCall(row_tool) => {
             let name = &row_tool.tool_name;
             let input = raw_input_of(row_tool.input.as_ref(), &row_tool.input_text);
-            let mut update = json!({
-                "sessionUpdate": "tool_call",
-                "toolCallId": row_tool.tool_call_id,
-                "title": default_title(name, input.as_ref(), workspace),
-                "kind": tool_kind(name),
-                "status": acp_status(row_tool.status),
-            });
+            let title = default_title(name, input.as_ref(), workspace);
+            let mut raw_output_value = None;
             let content = match row_tool.status {
                 ToolStatus::Success => {
                     let output = row_tool.output_text.as_deref().unwrap_or_default();
-                    update["rawOutput"] = raw_output(output, row_tool.truncated.as_ref());
+                    raw_output_value = Some(raw_output(output, row_tool.truncated.as_ref()));
                     completed_content(name, Some(output), input.as_ref(), workspace)
                 }
                 ToolStatus::Error => {
-                    if let Some(error) = &row_tool.error {
-                        update["rawOutput"] = error.clone();
-                    }
+                    raw_output_value = row_tool.error.clone();
                     error_content(row_tool.error.as_ref(), FAILED_TOOL)
                 }
                 ToolStatus::Cancelled => vec![tools::text_content(CANCELLED_TOOL)],
                 _ => input_diff(name, input.as_ref(), workspace).into_iter().collect(),
             };
-            if let Some(input) = &input {
-                update["rawInput"] = input.clone();
-            }
-            if !content.is_empty() {
-                update["content"] = json!(content);
-            }
             let locations = locations(input.as_ref(), workspace);
-            if !locations.is_empty() {
-                update["locations"] = json!(locations);
-            }
-            vec![update]
+            let call = ToolCall {
+                status: acp_status(row_tool.status),
+                raw_input: input.as_ref(),
+                locations: &locations,
+                ..ToolCall::new(&row_tool.tool_call_id, &title, tool_kind(name))
+            };
+            // A finished tool's output, twice: written at its exact size.
+            let content = (!content.is_empty()).then_some(Value::Array(content));
+            vec![with_fields(
+                call.to_json(),
+                &[("rawOutput", raw_output_value.as_ref()), ("content", content.as_ref())],
+            )]
         }
         _ => Vec::new(),
     }
@@ -713,7 +749,19 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::v4::rows;
+    use crate::rows;
+
+    fn values(updates: &[String]) -> Vec<Value> {
+        updates.iter().map(|update| serde_json::from_str(update).unwrap()).collect()
+    }
+
+    impl Emitted {
+        /// The updates as trees, to read in assertions.
+        fn values(&self) -> Vec<Value> {
+            let texts: Vec<String> = self.updates.iter().cloned().map(Update::into_text).collect();
+            values(&texts)
+        }
+    }
 
     fn row(value: Value) -> Row {
         let mut base = json!({"turnId": "t", "createdAt": 1, "createdAtSeq": 1});
@@ -743,14 +791,14 @@ mod tests {
         let mut tracker = Tracker::default();
         let out = tracker.appended(&text_row(1, "Hel", "streaming"), "/w").unwrap();
         assert_eq!(
-            out.updates,
+            out.values(),
             [
                 json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "Hel"}, "messageId": "r"})
             ]
         );
-        assert_eq!(tracker.delta(1, "text", "lo").unwrap().updates[0]["content"]["text"], "lo");
+        assert_eq!(tracker.delta(1, "text", "lo").unwrap().values()[0]["content"]["text"], "lo");
         let done = tracker.upserted(&text_row(1, "Hello!", "complete"), "/w").unwrap();
-        assert_eq!(done.updates[0]["content"]["text"], "!");
+        assert_eq!(done.values()[0]["content"]["text"], "!");
         assert!(
             tracker.upserted(&text_row(1, "Hello!", "complete"), "/w").unwrap().updates.is_empty()
         );
@@ -774,21 +822,21 @@ mod tests {
         assert!(tracker.appended(&streaming, "/w").unwrap().updates.is_empty());
         tracker.delta(2, "inputText", "path\":\"/w/a.md\",\"content\":\"hi\"}").unwrap();
         let running = tracker.upserted(&tool_row(2, "running", json!({})), "/w").unwrap();
-        assert_eq!(running.updates[0]["sessionUpdate"], "tool_call");
-        assert_eq!(running.updates[0]["title"], "Write a.md");
-        assert_eq!(running.updates[0]["kind"], "edit");
-        assert_eq!(running.updates[0]["content"][0]["type"], "diff");
+        assert_eq!(running.values()[0]["sessionUpdate"], "tool_call");
+        assert_eq!(running.values()[0]["title"], "Write a.md");
+        assert_eq!(running.values()[0]["kind"], "edit");
+        assert_eq!(running.values()[0]["content"][0]["type"], "diff");
         assert_eq!(
-            running.updates[1],
+            running.values()[1],
             json!({"sessionUpdate": "tool_call_update", "toolCallId": "c1", "status": "in_progress"})
         );
         tracker.delta(2, "output.text", "Wrote ").unwrap();
         let done = tracker
             .upserted(&tool_row(2, "success", json!({"output": {"text": "Wrote 2 bytes"}})), "/w")
             .unwrap();
-        assert_eq!(done.updates[0]["status"], "completed");
-        assert_eq!(done.updates[0]["rawOutput"], json!({"text": "Wrote 2 bytes"}));
-        assert_eq!(done.updates[0]["content"][1]["content"]["text"], "Wrote 2 bytes");
+        assert_eq!(done.values()[0]["status"], "completed");
+        assert_eq!(done.values()[0]["rawOutput"], json!({"text": "Wrote 2 bytes"}));
+        assert_eq!(done.values()[0]["content"][1]["content"]["text"], "Wrote 2 bytes");
         assert!(
             tracker.upserted(&tool_row(2, "running", json!({})), "/w").is_err(),
             "no way back from success"
@@ -796,14 +844,14 @@ mod tests {
         let mut other = Tracker::default();
         other.appended(&tool_row(3, "running", json!({})), "/w").unwrap();
         let cancelled = other.upserted(&tool_row(3, "cancelled", json!({})), "/w").unwrap();
-        assert_eq!(cancelled.updates[0]["status"], "failed");
+        assert_eq!(cancelled.values()[0]["status"], "failed");
         let failed = Tracker::default()
             .appended(
                 &tool_row(4, "error", json!({"error": {"code": "E", "message": "denied"}})),
                 "/w",
             )
             .unwrap();
-        assert_eq!(failed.updates[1]["content"][0]["content"]["text"], "denied");
+        assert_eq!(failed.values()[1]["content"][0]["content"]["text"], "denied");
     }
 
     #[test]
@@ -831,7 +879,7 @@ mod tests {
             json!({"rowId": 3, "kind": "userInput", "origin": "realUser", "text": "from the phone", "sourceCommandId": "m1"}),
         );
         assert_eq!(
-            tracker.appended(&other, "/w").unwrap().updates[0]["sessionUpdate"],
+            tracker.appended(&other, "/w").unwrap().values()[0]["sessionUpdate"],
             "user_message_chunk"
         );
         let synthetic = row(
@@ -843,8 +891,10 @@ mod tests {
     #[test]
     fn replays_history_and_forgets_removed_rows() {
         let mut tracker = Tracker::default();
-        let updates = tracker
-            .history(&tool_row(5, "error", json!({"error": {"code": "E", "message": "no"}})), "/w");
+        let updates = values(&tracker.history(
+            &tool_row(5, "error", json!({"error": {"code": "E", "message": "no"}})),
+            "/w",
+        ));
         assert_eq!(updates[0]["status"], "failed");
         assert_eq!(updates[0]["rawInput"]["file_path"], "/w/a.md");
         assert_eq!(tracker.watermark(), Some(5));
@@ -864,11 +914,12 @@ mod tests {
             .upserted(&tool_row(4, "success", json!({"output": {"text": "ok"}})), "/w")
             .unwrap();
         assert_eq!(late.updates.len(), 1);
-        assert_eq!(late.updates[0]["sessionUpdate"], "tool_call_update");
-        assert_eq!(late.updates[0]["status"], "completed");
+        assert_eq!(late.values()[0]["sessionUpdate"], "tool_call_update");
+        assert_eq!(late.values()[0]["status"], "completed");
         // A row newer than anything known is new.
         assert_eq!(
-            tracker.upserted(&text_row(11, "y", "complete"), "/w").unwrap().updates[0]["content"]["text"],
+            tracker.upserted(&text_row(11, "y", "complete"), "/w").unwrap().values()[0]["content"]
+                ["text"],
             "y"
         );
     }

@@ -11,16 +11,20 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use zcode_contract::{
     Action, ErrorKind, Interaction, InteractionAnswer, InteractionOutcome, InteractionRequest,
     MapperError, PermissionRequest,
 };
 
 use crate::acp::plan::PlanView;
+use crate::acp::text;
 use crate::acp::tools::{default_title, input_diff, locations, tool_kind};
-use crate::json::{Fields, error, internal, protocol, text};
-use crate::session::track::Tracker;
+use crate::acp::track::Tracker;
+use crate::schema::Fields;
+use zcode_mapper_sdk::acp::elicit::{self, Answer, Choice, Question};
+use zcode_mapper_sdk::acp::plan::{Approval, approval, approval_form};
+use zcode_mapper_sdk::json::{error, internal, protocol};
 
 const PLAN_TOOL: &str = "ExitPlanMode";
 const PLAN_MESSAGE_FALLBACK: &str = "Review this implementation plan.";
@@ -28,7 +32,6 @@ const QUESTION_MESSAGE_FALLBACK: &str = "ZCode needs additional input";
 const PLAN_FAILED: &str = "Plan approval request failed";
 const NO_CLIENT_FOR_PLAN: &str = "No active client can approve the plan";
 const NO_CLIENT_FOR_INPUT: &str = "No active client can handle structured input";
-const BAD_ANSWER: &str = "Structured input answer does not match the requested form";
 /// ZCode's MCP elicitation marks a free-text field with this option value (zcode-releases.md
 /// §3.5).
 const FREE_TEXT_OPTION: &str = "__zcode_free_text__";
@@ -37,13 +40,6 @@ const FREE_TEXT_OPTION: &str = "__zcode_free_text__";
 enum Decision {
     Allow,
     Deny,
-}
-
-#[derive(Clone, Debug)]
-struct Question {
-    text: String,
-    values: Vec<String>,
-    multi: bool,
 }
 
 /// The native answer each open interaction will get.
@@ -180,16 +176,16 @@ impl Interactions {
             Pending::Deny { option } => Some(json!({"optionId": option})),
             Pending::Decline => Some(json!({"action": "decline"})),
             Pending::Unanswerable => None,
-            Pending::Questions { questions } => Some(match elicited(outcome) {
-                Ok(Elicited::Accept(content)) => match structured_content(&questions, content) {
+            Pending::Questions { questions } => Some(match elicit::answer(outcome) {
+                Ok(Answer::Accept(content)) => match elicit::answers(&questions, content) {
                     Ok(content) => json!({"action": "accept", "content": content}),
                     Err(_) => json!({"action": "decline"}),
                 },
-                Ok(Elicited::Cancel) => json!({"action": "cancel"}),
-                Ok(Elicited::Decline) | Err(_) => json!({"action": "decline"}),
+                Ok(Answer::Cancel) => json!({"action": "cancel"}),
+                Ok(Answer::Decline) | Err(_) => json!({"action": "decline"}),
             }),
-            Pending::Single { options } => Some(match elicited(outcome) {
-                Ok(Elicited::Accept(content)) => {
+            Pending::Single { options } => Some(match elicit::answer(outcome) {
+                Ok(Answer::Accept(content)) => {
                     match content.get("answer_0").and_then(Value::as_str) {
                         Some(choice) if options.is_empty() => json!({"freeText": choice}),
                         Some(choice) if options.iter().any(|o| o == choice) => {
@@ -198,8 +194,8 @@ impl Interactions {
                         _ => json!({"action": "decline"}),
                     }
                 }
-                Ok(Elicited::Cancel) => json!({"action": "cancel"}),
-                Ok(Elicited::Decline) | Err(_) => json!({"action": "decline"}),
+                Ok(Answer::Cancel) => json!({"action": "cancel"}),
+                Ok(Answer::Decline) | Err(_) => json!({"action": "decline"}),
             }),
             Pending::PlanPermission { options, deny } => {
                 let chosen = selected_plan_option(outcome)
@@ -230,7 +226,7 @@ impl Interactions {
                 }
                 _ => {
                     answered.updates = plan.remove(plan_operations);
-                    let cancelled = matches!(elicited(outcome), Ok(Elicited::Cancel));
+                    let cancelled = matches!(elicit::answer(outcome), Ok(Answer::Cancel));
                     Some(json!({"action": if cancelled { "cancel" } else { "decline" }}))
                 }
             },
@@ -377,10 +373,11 @@ fn permission(
             .into_iter()
             .map(Action::Update)
             .collect();
-        let choices = options.iter().map(|o| choice(&o.id, &o.label, None)).collect();
+        let choices: Vec<Choice> =
+            options.iter().map(|o| Choice::new(&o.id, &o.label, None)).collect();
         actions.push(interaction(
             key,
-            InteractionRequest::Elicitation(plan_form(Some(tool_call_id), message, choices)),
+            InteractionRequest::Elicitation(plan_form(Some(tool_call_id), message, &choices)),
         ));
         let decisions = options
             .iter()
@@ -402,7 +399,7 @@ fn permission(
     let mut actions = Vec::new();
     // The tool first, so clients can attach the question to it.
     if let Some(announcement) = tracker.announce_for_permission(tool_call_id, workspace) {
-        actions.push(Action::Update(text(&announcement)));
+        actions.push(Action::Update(announcement));
     }
     let acp_options: Vec<Value> = options
         .iter()
@@ -448,32 +445,12 @@ fn permission(
 
 // ----- structured input ----------------------------------------------------------------------
 
-fn choice(value: &str, title: &str, description: Option<&str>) -> Value {
-    let mut choice = json!({"const": value, "title": title});
-    if let Some(description) = description {
-        choice["description"] = json!(description);
-    }
-    choice
+/// The plan approval form: one required `optionId` choice (no tool call named by an empty id).
+fn plan_form(tool_call_id: Option<&str>, message: &str, choices: &[Choice]) -> String {
+    approval_form(tool_call_id.filter(|id| !id.is_empty()), message, choices)
 }
 
-/// The plan approval form: one required `optionId` choice.
-fn plan_form(tool_call_id: Option<&str>, message: &str, choices: Vec<Value>) -> String {
-    let mut form = json!({
-        "mode": "form",
-        "message": message,
-        "requestedSchema": {
-            "type": "object",
-            "properties": {"optionId": {"type": "string", "title": "Plan approval", "description": message, "oneOf": choices}},
-            "required": ["optionId"],
-        },
-    });
-    if let Some(id) = tool_call_id.filter(|id| !id.is_empty()) {
-        form["toolCallId"] = json!(id);
-    }
-    text(&form)
-}
-
-fn questions(fields: &Fields<'_>) -> Result<Vec<(Question, Value)>, MapperError> {
+fn questions(fields: &Fields<'_>) -> Result<Vec<Question>, MapperError> {
     let Some(items) = fields.opt_array("questions")? else {
         return Ok(Vec::new());
     };
@@ -483,7 +460,6 @@ fn questions(fields: &Fields<'_>) -> Result<Vec<(Question, Value)>, MapperError>
             let q = Fields::native(item, "userInput question")?;
             let text = q.non_empty_str("question")?;
             let header = q.str("header")?;
-            let mut values = Vec::new();
             let mut choices = Vec::new();
             for option in q.array("options")? {
                 let o = Fields::native(option, "userInput option")?;
@@ -491,20 +467,12 @@ fn questions(fields: &Fields<'_>) -> Result<Vec<(Question, Value)>, MapperError>
                 if value == FREE_TEXT_OPTION {
                     continue;
                 }
-                choices.push(choice(value, o.str("label")?, o.opt_str("description")?));
-                values.push(value.to_string());
+                choices.push(Choice::new(value, o.str("label")?, o.opt_str("description")?));
             }
             // A question without options is answered with free text, even if multi-select.
-            let multi = q.opt_bool("multiSelect")?.unwrap_or(false) && !choices.is_empty();
+            let multi = q.opt_bool("multiSelect")?.unwrap_or(false);
             let title = if header.is_empty() { text } else { header };
-            let mut schema = json!({"type": if multi { "array" } else { "string" }, "title": title, "description": text});
-            if multi {
-                schema["items"] = json!({"anyOf": choices});
-                schema["minItems"] = json!(1);
-            } else if !choices.is_empty() {
-                schema["oneOf"] = json!(choices);
-            }
-            Ok((Question { text: text.to_string(), values, multi }, schema))
+            Ok(Question::new(title, text, choices, multi))
         })
         .collect()
 }
@@ -530,7 +498,7 @@ fn user_input(
         let checked = plan_text(fields.get("input"))
             .ok_or_else(|| protocol("ZCode plan approval has no plan content"))
             .and_then(|content| match questions.as_slice() {
-                [(question, _)] if !question.multi && !question.values.is_empty() => {
+                [question] if !question.multi && !question.choices.is_empty() => {
                     Ok((content, question))
                 }
                 _ => {
@@ -545,10 +513,6 @@ fn user_input(
             return refuse(NO_CLIENT_FOR_PLAN, None);
         }
         let message = if prompt.is_empty() { question.text.as_str() } else { prompt };
-        let choices = match &questions[0].1["oneOf"] {
-            Value::Array(choices) => choices.clone(),
-            _ => Vec::new(),
-        };
         let interaction_id = key.trim_start_matches("interaction:");
         let mut actions: Vec<Action> = plan
             .publish(plan_operations, interaction_id, content)
@@ -557,11 +521,11 @@ fn user_input(
             .collect();
         actions.push(interaction(
             key,
-            InteractionRequest::Elicitation(plan_form(tool_call_id, message, choices)),
+            InteractionRequest::Elicitation(plan_form(tool_call_id, message, &question.choices)),
         ));
         let pending = Pending::PlanQuestion {
             question: question.text.clone(),
-            values: question.values.clone(),
+            values: question.choices.iter().map(|choice| choice.value.clone()).collect(),
         };
         return Ok((actions, pending, None));
     }
@@ -573,7 +537,8 @@ fn user_input(
         return refuse("ZCode asks for sensitive input", Some(problem));
     }
     let message = if prompt.is_empty() { QUESTION_MESSAGE_FALLBACK } else { prompt };
-    let (properties, required, pending) = if questions.is_empty() {
+    let tool_call_id = tool_call_id.filter(|id| !id.is_empty());
+    let (form, pending) = if questions.is_empty() {
         let options: Vec<(String, String)> = match fields.opt_array("options")? {
             Some(options) => options
                 .iter()
@@ -594,111 +559,34 @@ fn user_input(
         let mut schema = json!({"type": "string", "title": message, "description": message});
         if !options.is_empty() {
             schema["oneOf"] = json!(
-                options.iter().map(|(id, label)| choice(id, label, None)).collect::<Vec<_>>()
+                options
+                    .iter()
+                    .map(|(id, label)| Choice::new(id, label, None).schema())
+                    .collect::<Vec<_>>()
             );
         }
-        let mut properties = Map::new();
-        properties.insert("answer_0".into(), schema);
         (
-            properties,
-            vec![json!("answer_0")],
+            elicit::form(message, tool_call_id, vec![("answer_0".to_string(), schema)]),
             Pending::Single { options: options.into_iter().map(|(id, _)| id).collect() },
         )
     } else {
-        let mut properties = Map::new();
-        let mut required = Vec::new();
-        for (index, (_, schema)) in questions.iter().enumerate() {
-            properties.insert(format!("answer_{index}"), schema.clone());
-            required.push(json!(format!("answer_{index}")));
-        }
         (
-            properties,
-            required,
-            Pending::Questions { questions: questions.into_iter().map(|(q, _)| q).collect() },
+            elicit::questions_form(message, tool_call_id, &questions),
+            Pending::Questions { questions },
         )
     };
     if !running {
         return refuse(NO_CLIENT_FOR_INPUT, None);
     }
-    let mut form = json!({
-        "mode": "form",
-        "message": message,
-        "requestedSchema": {"type": "object", "properties": properties, "required": required},
-    });
-    if let Some(id) = tool_call_id.filter(|id| !id.is_empty()) {
-        form["toolCallId"] = json!(id);
-    }
-    Ok((vec![interaction(key, InteractionRequest::Elicitation(text(&form)))], pending, None))
+    Ok((vec![interaction(key, InteractionRequest::Elicitation(form))], pending, None))
 }
 
 // ----- answers -------------------------------------------------------------------------------
 
-enum Elicited {
-    Accept(Map<String, Value>),
-    Decline,
-    Cancel,
-}
-
-fn elicited(outcome: &InteractionOutcome) -> Result<Elicited, String> {
-    let json = match outcome {
-        InteractionOutcome::Elicited(json) => json,
-        InteractionOutcome::Unavailable(reason) => return Err(reason.clone()),
-        InteractionOutcome::Selected(_) => {
-            return Err("The client answered a form with a permission option".into());
-        }
-    };
-    let value: Value =
-        serde_json::from_str(json).map_err(|_| "Malformed elicitation response".to_string())?;
-    match value.get("action").and_then(Value::as_str) {
-        Some("accept") => match value.get("content") {
-            Some(Value::Object(content)) => Ok(Elicited::Accept(content.clone())),
-            None | Some(Value::Null) => Ok(Elicited::Accept(Map::new())),
-            Some(_) => Err("Malformed elicitation response".into()),
-        },
-        Some("decline") => Ok(Elicited::Decline),
-        Some("cancel") => Ok(Elicited::Cancel),
-        _ => Err("Malformed elicitation response".into()),
-    }
-}
-
-/// The native content of accepted answers: the client's content, `answers` keyed by question
-/// text, and `answer` when there is a single question (the plugin's and ZCode's reading).
-fn structured_content(
-    questions: &[Question],
-    content: Map<String, Value>,
-) -> Result<Value, String> {
-    let mut answers = Map::new();
-    for (index, question) in questions.iter().enumerate() {
-        let values: Vec<String> = match content.get(&format!("answer_{index}")) {
-            None | Some(Value::Null) => Vec::new(),
-            Some(Value::String(value)) if !question.multi => vec![value.clone()],
-            Some(Value::Array(items)) if question.multi => items
-                .iter()
-                .map(|item| item.as_str().map(str::to_string).ok_or_else(|| BAD_ANSWER.to_string()))
-                .collect::<Result<_, _>>()?,
-            Some(_) => return Err(BAD_ANSWER.to_string()),
-        };
-        if !question.values.is_empty()
-            && values.iter().any(|value| !question.values.contains(value))
-        {
-            return Err(BAD_ANSWER.to_string());
-        }
-        answers.insert(question.text.clone(), json!(values));
-    }
-    let single = (questions.len() == 1).then(|| content.get("answer_0").cloned()).flatten();
-    let mut native = content;
-    native.insert("answers".to_string(), Value::Object(answers));
-    if let Some(answer) = single {
-        native.insert("answer".to_string(), answer);
-    }
-    Ok(Value::Object(native))
-}
-
+/// The option id a plan approval form was answered with.
 fn selected_plan_option(outcome: &InteractionOutcome) -> Option<String> {
-    match elicited(outcome) {
-        Ok(Elicited::Accept(content)) => {
-            content.get("optionId").and_then(Value::as_str).map(str::to_string)
-        }
+    match approval(outcome) {
+        Approval::Chose(id) => Some(id),
         _ => None,
     }
 }

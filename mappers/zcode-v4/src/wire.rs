@@ -4,26 +4,23 @@
 //!
 //! A complete frame carries the logical frame itself; a large logical frame travels as
 //! fragments of its UTF-8 JSON bytes, base64-encoded, with the byte count and a CRC-32 of the
-//! whole. Reassembly accepts fragments in any order and identical repeats, as ZCode's own
-//! assembler does, and one logical frame at a time.
+//! whole. Reassembly ([`crate::fragments`]) accepts fragments in any order and identical
+//! repeats, as ZCode's own assembler does; this reader takes one logical frame at a time, within
+//! ZCode's own limits, and only canonical base64.
 //!
 //! Errors are of two kinds. A [`Fault`] is damage in transit (a bad checksum, base64, length
 //! or fragment set): the remedy is a resync, which sends the state again. A
 //! [`WireError::Break`] is a frame this mapper does not understand (a field, kind or version it
 //! does not know): sending the same content again would not help, so it is a protocol break.
 
-use std::collections::BTreeMap;
-
 use serde_json::Value;
 
-use crate::json::Fields;
-use crate::v4::checksum::{crc32_hex, decode_base64};
+use crate::codec::{Base64, is_crc32_hex};
+use crate::fragments::{self, Fragment, Limits, Problem};
+use crate::schema::Fields;
 
+/// The wire version the 3.15.1 frames carry (`ZCODE_PROTOCOL_V4_WIRE_VERSION`).
 pub const WIRE_VERSION: u64 = 3;
-/// `logicalFrameAssemblyMaxBytes`.
-pub const MAX_LOGICAL_BYTES: u64 = 16 * 1024 * 1024;
-/// `logicalFrameAssemblyMaxFragments`.
-pub const MAX_FRAGMENTS: u64 = 1024;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum WireError {
@@ -142,9 +139,7 @@ pub fn parse(value: Value) -> Result<Wire, WireError> {
     checksum.only(&["algorithm", "value"]).map_err(broken)?;
     checksum.one_of("algorithm", &["crc32"]).map_err(broken)?;
     let value_hex = checksum.str("value").map_err(broken)?;
-    if value_hex.len() != 8
-        || !value_hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-    {
+    if !is_crc32_hex(value_hex) {
         return Err(WireError::Break(
             "V4 fragment checksum: `value` is not 8 lowercase hex digits".into(),
         ));
@@ -160,137 +155,86 @@ pub fn parse(value: Value) -> Result<Wire, WireError> {
     Ok(Wire::Fragment { index, count, logical_bytes, checksum, data, envelope })
 }
 
-struct Assembly {
-    envelope: Envelope,
-    count: u64,
-    logical_bytes: u64,
-    checksum: String,
-    /// The logical frame's bytes of fragments `0..ends.len()`, decoded straight into place:
-    /// fragments come in order, so the frame is held once rather than as parts and then a
-    /// concatenation (F-20). `ends[i]` is where fragment `i` ends, to compare a repeat.
-    logical: Vec<u8>,
-    ends: Vec<usize>,
-    /// Fragments that arrived before an earlier one, until it comes.
-    early: BTreeMap<u64, Vec<u8>>,
-    bytes: u64,
-}
-
-impl Assembly {
-    /// The bytes fragment `index` brought, if it came already.
-    fn part(&self, index: u64) -> Option<&[u8]> {
-        match usize::try_from(index).ok().filter(|i| *i < self.ends.len()) {
-            Some(i) => Some(&self.logical[if i == 0 { 0 } else { self.ends[i - 1] }..self.ends[i]]),
-            None => self.early.get(&index).map(Vec::as_slice),
-        }
-    }
-
-    fn append(&mut self, bytes: &[u8]) {
-        self.logical.extend_from_slice(bytes);
-        self.ends.push(self.logical.len());
-    }
-}
-
-/// Reassembles one logical frame at a time.
-#[derive(Default)]
+/// Reassembles one logical frame at a time, its problems faults (a resync sends it again).
 pub struct Assembler {
-    current: Option<Assembly>,
+    fragments: fragments::Assembler<Envelope>,
+}
+
+impl Default for Assembler {
+    fn default() -> Self {
+        Self { fragments: fragments::Assembler::new(Limits::PROTOCOL, Base64::Canonical, false) }
+    }
 }
 
 impl Assembler {
     /// Drops a partial assembly (after a fault, or when a resync starts over).
     pub fn reset(&mut self) {
-        self.current = None;
+        self.fragments.reset();
     }
 
     pub fn in_progress(&self) -> bool {
-        self.current.is_some()
+        self.fragments.in_progress()
     }
 
     /// The logical frame a physical frame completes, if any.
     pub fn accept(&mut self, wire: Wire) -> Result<Option<(Envelope, Value)>, WireError> {
-        match wire {
+        let (envelope, index, count, logical_bytes, checksum, data) = match wire {
             Wire::Complete { envelope, frame } => {
-                if self.current.is_some() {
+                if self.in_progress() {
                     return fault(
                         "a complete frame arrived while fragments were being reassembled",
                     );
                 }
-                Ok(Some((envelope, frame)))
+                return Ok(Some((envelope, frame)));
             }
             Wire::Fragment { envelope, index, count, logical_bytes, checksum, data } => {
-                if count == 0 || count > MAX_FRAGMENTS || count > logical_bytes || index >= count {
-                    return fault(format!(
-                        "fragment {index} of {count} for {logical_bytes} bytes is inconsistent"
-                    ));
-                }
-                if logical_bytes > MAX_LOGICAL_BYTES {
-                    return fault(format!(
-                        "a logical frame of {logical_bytes} bytes exceeds 16 MiB"
-                    ));
-                }
-                let assembly = self.current.get_or_insert_with(|| Assembly {
-                    envelope: envelope.clone(),
-                    count,
-                    logical_bytes,
-                    checksum: checksum.clone(),
-                    // Exactly the announced size (at most 16 MiB, checked above): growing by
-                    // doubling would hold up to twice the frame while it is copied.
-                    logical: Vec::with_capacity(logical_bytes as usize),
-                    ends: Vec::new(),
-                    early: BTreeMap::new(),
-                    bytes: 0,
-                });
-                if assembly.envelope != envelope
-                    || assembly.count != count
-                    || assembly.logical_bytes != logical_bytes
-                    || assembly.checksum != checksum
-                {
-                    return fault("fragments of different logical frames are interleaved");
-                }
-                let Some(decoded) = decode_base64(&data) else {
-                    return fault("a fragment's data is not canonical base64");
-                };
-                drop(data);
-                if let Some(previous) = assembly.part(index) {
-                    if *previous != decoded {
-                        return fault(format!(
-                            "fragment {index} arrived twice with different bytes"
-                        ));
-                    }
-                    return Ok(None);
-                }
-                assembly.bytes += decoded.len() as u64;
-                if assembly.bytes > logical_bytes {
-                    return fault("fragments hold more bytes than their logical frame");
-                }
-                if index == assembly.ends.len() as u64 {
-                    assembly.append(&decoded);
-                    drop(decoded);
-                    while let Some(next) = assembly.early.remove(&(assembly.ends.len() as u64)) {
-                        assembly.append(&next);
-                    }
-                } else {
-                    assembly.early.insert(index, decoded);
-                }
-                if (assembly.ends.len() as u64) < count {
-                    return Ok(None);
-                }
-                let assembly = self.current.take().expect("assembling");
-                if assembly.bytes != logical_bytes {
-                    return fault("fragments hold fewer bytes than their logical frame");
-                }
-                let logical = assembly.logical;
-                if crc32_hex(&logical) != assembly.checksum {
-                    return fault("a reassembled logical frame fails its CRC-32");
-                }
-                let Ok(text) = std::str::from_utf8(&logical) else {
-                    return fault("a reassembled logical frame is not UTF-8");
-                };
-                match serde_json::from_str(text) {
-                    Ok(frame) => Ok(Some((assembly.envelope, frame))),
-                    Err(_) => fault("a reassembled logical frame is not JSON"),
-                }
+                (envelope, index, count, logical_bytes, checksum, data)
             }
+        };
+        let frame_id = envelope.logical_frame_id.clone();
+        let fragment = Fragment {
+            frame_id: &frame_id,
+            meta: envelope,
+            index,
+            count,
+            logical_bytes,
+            checksum: &checksum,
+            data: &data,
+        };
+        let (envelope, logical) = match self.fragments.accept(fragment) {
+            Ok(Some(done)) => done,
+            Ok(None) => return Ok(None),
+            Err(problem) => {
+                return fault(match problem {
+                    Problem::Inconsistent => format!(
+                        "fragment {index} of {count} for {logical_bytes} bytes is inconsistent"
+                    ),
+                    Problem::TooLarge => {
+                        format!("a logical frame of {logical_bytes} bytes exceeds 16 MiB")
+                    }
+                    Problem::Mismatch => {
+                        "fragments of different logical frames are interleaved".into()
+                    }
+                    Problem::NotBase64 => "a fragment's data is not canonical base64".into(),
+                    Problem::Conflict { index } => {
+                        format!("fragment {index} arrived twice with different bytes")
+                    }
+                    Problem::TooManyBytes => {
+                        "fragments hold more bytes than their logical frame".into()
+                    }
+                    Problem::TooFewBytes => {
+                        "fragments hold fewer bytes than their logical frame".into()
+                    }
+                    Problem::Checksum => "a reassembled logical frame fails its CRC-32".into(),
+                });
+            }
+        };
+        let Ok(text) = std::str::from_utf8(&logical) else {
+            return fault("a reassembled logical frame is not UTF-8");
+        };
+        match serde_json::from_str(text) {
+            Ok(frame) => Ok(Some((envelope, frame))),
+            Err(_) => fault("a reassembled logical frame is not JSON"),
         }
     }
 }
@@ -368,7 +312,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::v4::checksum::encode_base64;
+    use crate::codec::{crc32_hex, encode_base64};
 
     fn envelope_json(kind: &str) -> Value {
         json!({"wireVersion": 3, "kind": kind, "deliveryKind": "online", "logicalFrameId": "f1",

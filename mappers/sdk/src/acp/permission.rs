@@ -1,0 +1,145 @@
+//! Permission questions: the native options become ACP permission options one to one, and the
+//! answer is the chosen option only if it was offered; anything else (a failed, cancelled or
+//! unknown answer) is the native option that denies. A mapper says how its host words the
+//! options and where the answer goes.
+
+use zcode_contract::{InteractionOutcome, InteractionRequest, PermissionRequest};
+
+use super::update::ToolCallUpdate;
+use super::write::Obj;
+
+/// ACP `PermissionOptionKind`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OptionKind {
+    AllowOnce,
+    AllowAlways,
+    RejectOnce,
+    RejectAlways,
+}
+
+impl OptionKind {
+    /// The kind of a native option that allows or not, and is remembered or not.
+    pub fn of(allows: bool, remembered: bool) -> Self {
+        match (allows, remembered) {
+            (true, false) => OptionKind::AllowOnce,
+            (true, true) => OptionKind::AllowAlways,
+            (false, false) => OptionKind::RejectOnce,
+            (false, true) => OptionKind::RejectAlways,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            OptionKind::AllowOnce => "allow_once",
+            OptionKind::AllowAlways => "allow_always",
+            OptionKind::RejectOnce => "reject_once",
+            OptionKind::RejectAlways => "reject_always",
+        }
+    }
+}
+
+/// One option of a permission question; `id` is the native option id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PermissionOption<'a> {
+    pub id: &'a str,
+    pub name: &'a str,
+    pub kind: OptionKind,
+}
+
+/// The `permission` interaction: `{toolCall, options}` for `session/request_permission`, and
+/// `deny`, the native option the core selects when the client cannot answer.
+pub fn request(
+    tool_call: &ToolCallUpdate<'_>,
+    options: &[PermissionOption<'_>],
+    deny: &str,
+) -> InteractionRequest {
+    let options: Vec<String> = options
+        .iter()
+        .map(|option| {
+            Obj::new()
+                .str("optionId", option.id)
+                .str("name", option.name)
+                .str("kind", option.kind.name())
+                .end()
+        })
+        .collect();
+    let request = Obj::new()
+        .raw("toolCall", &tool_call.fields())
+        .raw_list("options", options.iter().map(String::as_str))
+        .end();
+    InteractionRequest::Permission(PermissionRequest { request, deny_option: deny.to_string() })
+}
+
+/// The options a question offered and the one that denies: what the answer may select.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Offered {
+    options: Vec<String>,
+    deny: String,
+}
+
+impl Offered {
+    pub fn new(options: impl IntoIterator<Item = String>, deny: impl Into<String>) -> Self {
+        Self { options: options.into_iter().collect(), deny: deny.into() }
+    }
+
+    /// The native option to answer with: the selected one if it was offered, else the deny.
+    pub fn choose<'a>(&'a self, outcome: &'a InteractionOutcome) -> &'a str {
+        match outcome {
+            InteractionOutcome::Selected(id) if self.options.contains(id) => id,
+            _ => &self.deny,
+        }
+    }
+
+    pub fn deny(&self) -> &str {
+        &self.deny
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::acp_check;
+
+    #[test]
+    fn asks_with_the_native_options_and_their_deny() {
+        let input = json!({"command": "ls"});
+        let tool = ToolCallUpdate {
+            title: Some("Run ls"),
+            kind: Some("execute"),
+            raw_input: Some(&input),
+            ..ToolCallUpdate::new("t1")
+        };
+        let options = [
+            PermissionOption { id: "yes", name: "Allow", kind: OptionKind::of(true, false) },
+            PermissionOption { id: "always", name: "Always", kind: OptionKind::of(true, true) },
+            PermissionOption { id: "no", name: "Deny", kind: OptionKind::of(false, false) },
+        ];
+        let InteractionRequest::Permission(asked) = request(&tool, &options, "no") else {
+            panic!()
+        };
+        assert_eq!(asked.deny_option, "no");
+        let value: Value = serde_json::from_str(&asked.request).unwrap();
+        acp_check::permission(&value);
+        assert_eq!(
+            value,
+            json!({"toolCall": {"toolCallId": "t1", "title": "Run ls", "kind": "execute", "rawInput": {"command": "ls"}},
+                   "options": [{"optionId": "yes", "name": "Allow", "kind": "allow_once"},
+                               {"optionId": "always", "name": "Always", "kind": "allow_always"},
+                               {"optionId": "no", "name": "Deny", "kind": "reject_once"}]})
+        );
+        assert_eq!(OptionKind::of(false, true).name(), "reject_always");
+    }
+
+    #[test]
+    fn answers_an_offered_option_or_the_deny() {
+        let offered = Offered::new(["yes".to_string(), "no".to_string()], "no");
+        let selected = |id: &str| InteractionOutcome::Selected(id.into());
+        assert_eq!(offered.choose(&selected("yes")), "yes");
+        assert_eq!(offered.choose(&selected("other")), "no");
+        assert_eq!(offered.choose(&InteractionOutcome::Unavailable("gone".into())), "no");
+        assert_eq!(offered.choose(&InteractionOutcome::Elicited("{}".into())), "no");
+        assert_eq!(offered.deny(), "no");
+    }
+}

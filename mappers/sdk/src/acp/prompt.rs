@@ -1,0 +1,232 @@
+//! `session/prompt` content blocks, read into typed values a mapper renders natively: text,
+//! resource links, images, audio and embedded resources. Nothing the client sent is dropped:
+//! an unknown block type is an `invalid-params` error, and so is a field of the wrong type.
+
+use serde_json::Value;
+use zcode_contract::{ErrorKind, MapperError};
+
+use crate::json::{Fields, invalid_params, parse};
+use crate::media::{base64_decoded_len, mime_subtype};
+use crate::uri::uri_basename;
+
+/// One content block of a prompt.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Block {
+    Text(String),
+    /// `resource_link`: a reference the agent may read.
+    Link(Link),
+    Image(Media),
+    Audio(Media),
+    /// `resource`: contents embedded in the prompt.
+    Resource(Resource),
+}
+
+impl Block {
+    /// The ACP `type` of the block.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Block::Text(_) => "text",
+            Block::Link(_) => "resource_link",
+            Block::Image(_) => "image",
+            Block::Audio(_) => "audio",
+            Block::Resource(_) => "resource",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Link {
+    pub uri: String,
+    pub name: String,
+    pub mime_type: Option<String>,
+    /// Bytes, if the client said.
+    pub size: Option<u64>,
+}
+
+/// An image or audio clip: base64 data of a MIME type, and where it came from if known.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Media {
+    pub data: String,
+    pub mime_type: String,
+    pub uri: Option<String>,
+}
+
+impl Media {
+    /// Decoded size of the data; an error (naming `what`) if it is not valid base64.
+    pub fn size(&self, what: &str) -> Result<u64, MapperError> {
+        decoded_size(&self.data, what)
+    }
+
+    /// A file name: the URI's last segment, else `<kind>.<subtype>` (`image.png`).
+    pub fn filename(&self, kind: &str) -> String {
+        self.uri
+            .as_deref()
+            .and_then(uri_basename)
+            .unwrap_or_else(|| format!("{kind}.{}", mime_subtype(&self.mime_type).unwrap_or("bin")))
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Resource {
+    pub uri: String,
+    pub mime_type: Option<String>,
+    pub contents: Contents,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Contents {
+    Text(String),
+    /// Base64.
+    Blob(String),
+}
+
+impl Resource {
+    /// A file name: the URI's last segment, else `context.<subtype>` (`txt` for text and `bin`
+    /// for a blob without a MIME type).
+    pub fn filename(&self) -> String {
+        uri_basename(&self.uri).unwrap_or_else(|| {
+            let default = match self.contents {
+                Contents::Text(_) => "txt",
+                Contents::Blob(_) => "bin",
+            };
+            format!(
+                "context.{}",
+                self.mime_type.as_deref().and_then(mime_subtype).unwrap_or(default)
+            )
+        })
+    }
+}
+
+/// Decoded size of base64 `data`; an error naming `what` if it is not valid base64.
+pub fn decoded_size(data: &str, what: &str) -> Result<u64, MapperError> {
+    base64_decoded_len(data)
+        .ok_or_else(|| invalid_params(format!("{what} data is not valid base64")))
+}
+
+/// The blocks of `session/prompt` parameters (JSON text), in order.
+pub fn read(params: &str) -> Result<Vec<Block>, MapperError> {
+    const WHAT: &str = "session/prompt params";
+    let value = parse(params, ErrorKind::InvalidParams, WHAT)?;
+    read_blocks(Fields::acp(&value, WHAT)?.array("prompt")?)
+}
+
+/// Content blocks, in order (errors name the block as `prompt[<index>]`).
+pub fn read_blocks(blocks: &[Value]) -> Result<Vec<Block>, MapperError> {
+    blocks.iter().enumerate().map(|(index, block)| read_block(index, block)).collect()
+}
+
+fn read_block(index: usize, block: &Value) -> Result<Block, MapperError> {
+    let what = format!("prompt[{index}]");
+    let fields = Fields::acp(block, &what)?;
+    Ok(match fields.str("type")? {
+        "text" => Block::Text(fields.str("text")?.to_string()),
+        "resource_link" => {
+            let size = match fields.get("size") {
+                Some(size) => Some(size.as_u64().ok_or_else(|| {
+                    invalid_params("resource_link size must be a non-negative integer")
+                })?),
+                None => None,
+            };
+            Block::Link(Link {
+                uri: fields.str("uri")?.to_string(),
+                name: fields.str("name")?.to_string(),
+                mime_type: fields.opt_str("mimeType")?.map(str::to_string),
+                size,
+            })
+        }
+        kind @ ("image" | "audio") => {
+            let media = Media {
+                data: fields.str("data")?.to_string(),
+                mime_type: fields.non_empty_str("mimeType")?.to_string(),
+                uri: fields.opt_str("uri")?.map(str::to_string),
+            };
+            if kind == "image" { Block::Image(media) } else { Block::Audio(media) }
+        }
+        "resource" => {
+            let resource = fields.object("resource", "embedded resource")?;
+            let uri = resource.str("uri")?.to_string();
+            let mime_type = resource.opt_str("mimeType")?.map(str::to_string);
+            let contents = match resource.opt_str("text")? {
+                Some(text) => Contents::Text(text.to_string()),
+                None => match resource.opt_str("blob")? {
+                    Some(blob) => Contents::Blob(blob.to_string()),
+                    None => {
+                        return Err(invalid_params("embedded resource has neither text nor blob"));
+                    }
+                },
+            };
+            Block::Resource(Resource { uri, mime_type, contents })
+        }
+        other => return Err(invalid_params(format!("Unsupported prompt content block: {other}"))),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn reads_every_block_type_in_order() {
+        let params = json!({"sessionId": "s", "prompt": [
+            {"type": "text", "text": "Fix this"},
+            {"type": "resource_link", "uri": "file:///w/a.rs", "name": "a.rs", "mimeType": "text/x-rust", "size": 12},
+            {"type": "image", "data": "aGk=", "mimeType": "image/png"},
+            {"type": "audio", "data": "", "mimeType": "audio/wav", "uri": "file:///w/a%20b.wav"},
+            {"type": "resource", "resource": {"uri": "mem://x", "text": "notes"}},
+            {"type": "resource", "resource": {"uri": "mem://", "blob": "AAE=", "mimeType": "application/pdf"}},
+        ]});
+        let blocks = read(&params.to_string()).unwrap();
+        let kinds: Vec<&str> = blocks.iter().map(Block::kind).collect();
+        assert_eq!(kinds, ["text", "resource_link", "image", "audio", "resource", "resource"]);
+        assert_eq!(blocks[0], Block::Text("Fix this".into()));
+        let Block::Link(link) = &blocks[1] else { panic!() };
+        assert_eq!((link.size, link.mime_type.as_deref()), (Some(12), Some("text/x-rust")));
+        let Block::Image(image) = &blocks[2] else { panic!() };
+        assert_eq!(
+            (image.size("image").unwrap(), image.filename("image")),
+            (2, "image.png".into())
+        );
+        let Block::Audio(audio) = &blocks[3] else { panic!() };
+        assert_eq!(audio.filename("audio"), "a b.wav");
+        let Block::Resource(text) = &blocks[4] else { panic!() };
+        assert_eq!(
+            (text.filename(), &text.contents),
+            ("context.txt".into(), &Contents::Text("notes".into()))
+        );
+        let Block::Resource(blob) = &blocks[5] else { panic!() };
+        assert_eq!(blob.filename(), "context.pdf");
+    }
+
+    #[test]
+    fn refuses_what_it_cannot_read() {
+        let message = |block: Value| {
+            read(&json!({"prompt": [{"type": "text", "text": "ok"}, block]}).to_string())
+                .unwrap_err()
+                .message
+        };
+        assert_eq!(message(json!({"type": "video"})), "Unsupported prompt content block: video");
+        assert_eq!(message(json!({"type": "text"})), "prompt[1]: missing field `text`");
+        assert_eq!(
+            message(json!({"type": "resource_link", "uri": "u", "name": "n", "size": -1})),
+            "resource_link size must be a non-negative integer"
+        );
+        assert_eq!(
+            message(json!({"type": "image", "data": "x", "mimeType": ""})),
+            "prompt[1]: field `mimeType` must not be empty"
+        );
+        assert_eq!(
+            message(json!({"type": "resource", "resource": {"uri": "u"}})),
+            "embedded resource has neither text nor blob"
+        );
+        assert_eq!(
+            decoded_size("a", "image").unwrap_err().message,
+            "image data is not valid base64"
+        );
+        assert_eq!(
+            read("{}").unwrap_err().message,
+            "session/prompt params: missing field `prompt`"
+        );
+    }
+}

@@ -1,0 +1,185 @@
+//! JSON text written directly, without a `serde_json::Value` tree: the ACP builders put an
+//! update together field by field. Strings are escaped exactly as `serde_json` escapes them
+//! (a test compares the two), values the mapper already holds as trees are written by
+//! `serde_json`.
+
+use std::fmt::Write as _;
+
+use serde_json::Value;
+
+/// A JSON object being written: `{`, then each field, then `}` from [`Obj::end`].
+pub(crate) struct Obj {
+    text: String,
+    empty: bool,
+}
+
+impl Obj {
+    pub fn new() -> Self {
+        Self::with_capacity(64)
+    }
+
+    pub fn with_capacity(capacity: usize) -> Self {
+        let mut text = String::with_capacity(capacity);
+        text.push('{');
+        Self { text, empty: true }
+    }
+
+    fn key(&mut self, key: &str) -> &mut String {
+        if !self.empty {
+            self.text.push(',');
+        }
+        self.empty = false;
+        string(&mut self.text, key);
+        self.text.push(':');
+        &mut self.text
+    }
+
+    pub fn str(mut self, key: &str, value: &str) -> Self {
+        string(self.key(key), value);
+        self
+    }
+
+    pub fn opt_str(self, key: &str, value: Option<&str>) -> Self {
+        match value {
+            Some(value) => self.str(key, value),
+            None => self,
+        }
+    }
+
+    pub fn u64(mut self, key: &str, value: u64) -> Self {
+        let text = self.key(key);
+        let _ = write!(text, "{value}");
+        self
+    }
+
+    /// A value the mapper holds as a tree.
+    pub fn value(mut self, key: &str, value: &Value) -> Self {
+        let text = self.key(key);
+        text.push_str(&value.to_string());
+        self
+    }
+
+    pub fn opt_value(self, key: &str, value: Option<&Value>) -> Self {
+        match value {
+            Some(value) => self.value(key, value),
+            None => self,
+        }
+    }
+
+    /// An array of values the mapper holds as trees.
+    pub fn values(mut self, key: &str, values: &[Value]) -> Self {
+        let text = self.key(key);
+        text.push('[');
+        for (index, value) in values.iter().enumerate() {
+            if index > 0 {
+                text.push(',');
+            }
+            text.push_str(&value.to_string());
+        }
+        text.push(']');
+        self
+    }
+
+    /// JSON text written by another builder (an object or array), inserted as it is.
+    pub fn raw(mut self, key: &str, json: &str) -> Self {
+        self.key(key).push_str(json);
+        self
+    }
+
+    /// An array of JSON texts written by other builders.
+    pub fn raw_list<'a>(mut self, key: &str, items: impl IntoIterator<Item = &'a str>) -> Self {
+        let text = self.key(key);
+        text.push('[');
+        for (index, item) in items.into_iter().enumerate() {
+            if index > 0 {
+                text.push(',');
+            }
+            text.push_str(item);
+        }
+        text.push(']');
+        self
+    }
+
+    pub fn end(mut self) -> String {
+        self.text.push('}');
+        self.text
+    }
+}
+
+/// Appends `value` as a JSON string, escaped as `serde_json` escapes it: `"` and `\`, and the
+/// control characters below U+0020 (`\b \t \n \f \r` by name, the others as `\u00XX`).
+pub(crate) fn string(out: &mut String, value: &str) {
+    out.reserve(value.len() + 2);
+    out.push('"');
+    let mut start = 0;
+    for (index, byte) in value.bytes().enumerate() {
+        let escape = match byte {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0x08 => "\\b",
+            0x0c => "\\f",
+            0x00..=0x1f => "",
+            _ => continue,
+        };
+        out.push_str(&value[start..index]);
+        if escape.is_empty() {
+            let _ = write!(out, "\\u{byte:04x}");
+        } else {
+            out.push_str(escape);
+        }
+        start = index + 1;
+    }
+    out.push_str(&value[start..]);
+    out.push('"');
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn escapes_strings_as_serde_json_does() {
+        let samples = [
+            "",
+            "plain",
+            "a \"quoted\" \\ back",
+            "line\nbreak\r\ttab",
+            "\u{0}\u{1}\u{7}\u{8}\u{b}\u{c}\u{1f}\u{7f}",
+            "ünïcødé 😀 / </script>",
+            "\u{2028}\u{2029}",
+        ];
+        for sample in samples {
+            let mut mine = String::new();
+            string(&mut mine, sample);
+            assert_eq!(mine, serde_json::to_string(sample).unwrap(), "{sample:?}");
+        }
+        let all: String = (0u8..0x80).map(char::from).collect();
+        let mut mine = String::new();
+        string(&mut mine, &all);
+        assert_eq!(mine, serde_json::to_string(&all).unwrap());
+    }
+
+    #[test]
+    fn writes_objects_field_by_field() {
+        let text = Obj::new()
+            .str("a", "x")
+            .opt_str("skipped", None)
+            .u64("n", 7)
+            .value("v", &json!({"k": [1, null]}))
+            .values("list", &[json!(1), json!("two")])
+            .raw("r", "{}")
+            .raw_list("rl", ["[]", "3"])
+            .end();
+        let value: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(
+            value,
+            json!({"a": "x", "n": 7, "v": {"k": [1, null]}, "list": [1, "two"], "r": {}, "rl": [[], 3]})
+        );
+        assert_eq!(Obj::new().end(), "{}");
+    }
+}

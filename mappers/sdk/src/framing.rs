@@ -1,0 +1,344 @@
+//! Framers for host output: newline-delimited lines ([`Lines`], NDJSON), and length-prefixed
+//! binary frames ([`Frames`], which also reads a text line first for hosts that greet in
+//! text), each bounded; and [`Reader`], which takes big-endian fields off the front of a
+//! frame. A frame is handed to the mapper as a slice of the framer's buffer, whatever the chunk
+//! boundaries of `push`, and is never copied to get there.
+//!
+//! A framer never skips or guesses: bytes beyond its bounds are an error, and the connection
+//! fails the transport with it.
+
+use zcode_contract::MapperError;
+
+use crate::json::protocol;
+
+/// Lines of a byte stream: each complete line without its `\n` (and a `\r` before it).
+pub struct Lines {
+    buffer: Vec<u8>,
+    /// How much of `buffer` is known to hold no newline: a long line that comes in many pushes
+    /// is scanned once, not once per push.
+    scanned: usize,
+    max: usize,
+    too_long: fn(usize) -> MapperError,
+}
+
+fn line_too_long(max: usize) -> MapperError {
+    protocol(format!("A line of host output exceeded {max} bytes"))
+}
+
+impl Lines {
+    /// Lines of at most `max` bytes.
+    pub fn new(max: usize) -> Self {
+        Self { buffer: Vec::new(), scanned: 0, max, too_long: line_too_long }
+    }
+
+    /// The error for a line over the bound (given the bound).
+    pub fn too_long(mut self, error: fn(usize) -> MapperError) -> Self {
+        self.too_long = error;
+        self
+    }
+
+    /// Takes `bytes` and hands `each` every line they complete, in order. An error (a line
+    /// over the bound, or one `each` refuses) stops at that line.
+    pub fn push(
+        &mut self,
+        bytes: &[u8],
+        mut each: impl FnMut(&[u8]) -> Result<(), MapperError>,
+    ) -> Result<(), MapperError> {
+        self.buffer.extend_from_slice(bytes);
+        let mut start = 0;
+        let mut from = self.scanned;
+        while let Some(offset) = self.buffer[from..].iter().position(|&b| b == b'\n') {
+            let end = from + offset;
+            let line = &self.buffer[start..end];
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            if line.len() > self.max {
+                return Err((self.too_long)(self.max));
+            }
+            each(line)?;
+            start = end + 1;
+            from = start;
+        }
+        self.buffer.drain(..start);
+        self.scanned = self.buffer.len();
+        if self.buffer.len() > self.max {
+            return Err((self.too_long)(self.max));
+        }
+        Ok(())
+    }
+
+    /// At end of input: the last line, if it has no newline (it is still a line).
+    pub fn finish(
+        &mut self,
+        each: impl FnOnce(&[u8]) -> Result<(), MapperError>,
+    ) -> Result<(), MapperError> {
+        let rest = std::mem::take(&mut self.buffer);
+        self.scanned = 0;
+        if rest.is_empty() {
+            return Ok(());
+        }
+        let line = rest.strip_suffix(b"\r").unwrap_or(&rest);
+        if line.len() > self.max {
+            return Err((self.too_long)(self.max));
+        }
+        each(line)
+    }
+
+    /// Bytes of a line not yet complete.
+    pub fn pending(&self) -> usize {
+        self.buffer.len()
+    }
+
+    /// Forgets what is buffered (after the transport failed).
+    pub fn clear(&mut self) {
+        self.buffer = Vec::new();
+        self.scanned = 0;
+    }
+}
+
+/// Where a frame's length is and what it may be: a header of `header` bytes holds the body's
+/// length as a big-endian `u32` at `length_at`; the body follows the header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LengthPrefix {
+    pub header: usize,
+    pub length_at: usize,
+    /// Shortest body accepted (1 refuses empty frames).
+    pub min_body: usize,
+    pub max_body: usize,
+}
+
+/// One complete frame, borrowed from the framer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Frame<'a> {
+    pub header: &'a [u8],
+    pub body: &'a [u8],
+}
+
+/// A frame whose length is out of bounds: the length it gave.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BadLength(pub usize);
+
+/// Length-prefixed frames of a byte stream.
+pub struct Frames {
+    format: LengthPrefix,
+    buffer: Vec<u8>,
+    /// Bytes of `buffer` already taken.
+    start: usize,
+}
+
+impl Frames {
+    pub fn new(format: LengthPrefix) -> Self {
+        Self { format, buffer: Vec::new(), start: 0 }
+    }
+
+    pub fn push(&mut self, bytes: &[u8]) {
+        self.compact();
+        self.buffer.extend_from_slice(bytes);
+    }
+
+    /// Drops taken bytes once they are at least half the buffer (amortised, and never a copy
+    /// of a large frame the caller still reads).
+    fn compact(&mut self) {
+        if self.start == self.buffer.len() {
+            self.buffer.clear();
+            self.start = 0;
+        } else if self.start > 0 && self.start >= self.buffer.len() / 2 {
+            self.buffer.drain(..self.start);
+            self.start = 0;
+        }
+    }
+
+    fn rest(&self) -> &[u8] {
+        &self.buffer[self.start..]
+    }
+
+    /// Bytes received but not yet taken as a frame or line.
+    pub fn pending(&self) -> usize {
+        self.buffer.len() - self.start
+    }
+
+    /// The next frame's header, once it is complete (before its body is), so a mapper can
+    /// check it first.
+    pub fn header(&self) -> Option<&[u8]> {
+        self.rest().get(..self.format.header)
+    }
+
+    /// The next complete frame, if it has arrived.
+    pub fn next_frame(&mut self) -> Result<Option<Frame<'_>>, BadLength> {
+        self.compact();
+        let LengthPrefix { header, length_at, min_body, max_body } = self.format;
+        let Some(head) = self.header() else { return Ok(None) };
+        let prefix: [u8; 4] = head[length_at..length_at + 4].try_into().expect("four bytes");
+        let length = u32::from_be_bytes(prefix) as usize;
+        if length < min_body || length > max_body {
+            return Err(BadLength(length));
+        }
+        if self.pending() < header + length {
+            return Ok(None);
+        }
+        let from = self.start;
+        self.start += header + length;
+        let frame = &self.buffer[from..self.start];
+        Ok(Some(Frame { header: &frame[..header], body: &frame[header..] }))
+    }
+
+    /// The next text line (without its `\n`), for a host that greets with one before its
+    /// frames; `None` until it is complete. `Err` carries the bytes waiting when more than
+    /// `max` arrived without a newline.
+    pub fn next_line(&mut self, max: usize) -> Result<Option<&[u8]>, usize> {
+        self.compact();
+        let Some(newline) = self.rest().iter().position(|&b| b == b'\n') else {
+            return match self.pending() {
+                waiting if waiting > max => Err(waiting),
+                _ => Ok(None),
+            };
+        };
+        let from = self.start;
+        self.start += newline + 1;
+        Ok(Some(&self.buffer[from..from + newline]))
+    }
+}
+
+/// Big-endian fields off the front of a frame; running out is a protocol error that names the
+/// frame (`"<what> is truncated"`).
+pub struct Reader<'a> {
+    bytes: &'a [u8],
+    what: &'a str,
+}
+
+impl<'a> Reader<'a> {
+    pub fn new(bytes: &'a [u8], what: &'a str) -> Self {
+        Self { bytes, what }
+    }
+
+    pub fn take(&mut self, n: usize) -> Result<&'a [u8], MapperError> {
+        if self.bytes.len() < n {
+            return Err(protocol(format!("{} is truncated", self.what)));
+        }
+        let (head, rest) = self.bytes.split_at(n);
+        self.bytes = rest;
+        Ok(head)
+    }
+
+    pub fn u8(&mut self) -> Result<u8, MapperError> {
+        Ok(self.take(1)?[0])
+    }
+
+    pub fn u32(&mut self) -> Result<u32, MapperError> {
+        Ok(u32::from_be_bytes(self.take(4)?.try_into().expect("four bytes")))
+    }
+
+    pub fn u64(&mut self) -> Result<u64, MapperError> {
+        Ok(u64::from_be_bytes(self.take(8)?.try_into().expect("eight bytes")))
+    }
+
+    /// What is left.
+    pub fn rest(self) -> &'a [u8] {
+        self.bytes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines_of(lines: &mut Lines, bytes: &[u8]) -> Result<Vec<String>, MapperError> {
+        let mut out = Vec::new();
+        lines.push(bytes, |line| {
+            out.push(String::from_utf8(line.to_vec()).unwrap());
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    #[test]
+    fn splits_lines_whatever_the_chunks() {
+        let stream = b"{\"a\":1}\r\n\n{\"b\":2}\nrest";
+        for split in 0..=stream.len() {
+            let mut lines = Lines::new(64);
+            let mut got = lines_of(&mut lines, &stream[..split]).unwrap();
+            got.extend(lines_of(&mut lines, &stream[split..]).unwrap());
+            assert_eq!(got, ["{\"a\":1}", "", "{\"b\":2}"], "split at {split}");
+            assert_eq!(lines.pending(), 4);
+            let mut last = Vec::new();
+            lines
+                .finish(|line| {
+                    last.extend_from_slice(line);
+                    Ok(())
+                })
+                .unwrap();
+            assert_eq!(last, b"rest");
+            assert_eq!(lines.pending(), 0);
+        }
+    }
+
+    #[test]
+    fn bounds_lines() {
+        let mut lines = Lines::new(4).too_long(|max| protocol(format!("over {max}")));
+        assert_eq!(lines_of(&mut lines, b"abcd\n").unwrap(), ["abcd"]);
+        assert_eq!(lines_of(&mut lines, b"abcde\n").unwrap_err().message, "over 4");
+        let mut waiting = Lines::new(4);
+        assert_eq!(
+            lines_of(&mut waiting, b"abcde").unwrap_err().message,
+            "A line of host output exceeded 4 bytes"
+        );
+        let mut refused = Lines::new(8);
+        let error = refused.push(b"x\ny\n", |_| Err(protocol("no"))).unwrap_err();
+        assert_eq!(error.message, "no");
+    }
+
+    const FORMAT: LengthPrefix = LengthPrefix { header: 5, length_at: 1, min_body: 0, max_body: 8 };
+
+    fn frame(kind: u8, body: &[u8]) -> Vec<u8> {
+        [&[kind][..], &(body.len() as u32).to_be_bytes(), body].concat()
+    }
+
+    #[test]
+    fn splits_frames_whatever_the_chunks() {
+        let stream = [frame(1, b"one"), frame(2, b""), frame(3, b"three")].concat();
+        for split in 0..=stream.len() {
+            let mut frames = Frames::new(FORMAT);
+            let mut got = Vec::new();
+            for chunk in [&stream[..split], &stream[split..]] {
+                frames.push(chunk);
+                while let Some(frame) = frames.next_frame().unwrap() {
+                    got.push((frame.header[0], frame.body.to_vec()));
+                }
+            }
+            assert_eq!(got, [(1, b"one".to_vec()), (2, vec![]), (3, b"three".to_vec())]);
+            assert_eq!(frames.pending(), 0);
+        }
+    }
+
+    #[test]
+    fn bounds_frames_and_reads_a_greeting_line() {
+        let mut frames = Frames::new(LengthPrefix { min_body: 1, ..FORMAT });
+        frames.push(b"{\"hello\":1}\n");
+        frames.push(&frame(7, b"x")[..3]);
+        assert_eq!(frames.next_line(64).unwrap(), Some(&b"{\"hello\":1}"[..]));
+        assert_eq!(frames.header(), None);
+        frames.push(&frame(7, b"x")[3..]);
+        assert_eq!(frames.header(), Some(&[7, 0, 0, 0, 1][..]));
+        assert_eq!(frames.next_frame().unwrap().unwrap().body, b"x");
+        frames.push(&frame(1, b""));
+        assert_eq!(frames.next_frame().unwrap_err(), BadLength(0));
+        let mut long = Frames::new(FORMAT);
+        long.push(&frame(1, b"123456789"));
+        assert_eq!(long.next_frame().unwrap_err(), BadLength(9));
+        let mut chatty = Frames::new(FORMAT);
+        chatty.push(b"no newline");
+        assert_eq!(chatty.next_line(4), Err(10));
+    }
+
+    #[test]
+    fn reads_big_endian_fields() {
+        let bytes = [1, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 3, b'x'];
+        let mut reader = Reader::new(&bytes, "Test frame");
+        assert_eq!((reader.u8().unwrap(), reader.u32().unwrap()), (1, 2));
+        assert_eq!(reader.u64().unwrap(), 3);
+        assert_eq!(reader.rest(), b"x");
+        assert_eq!(
+            Reader::new(&[0], "Test frame").u32().unwrap_err().message,
+            "Test frame is truncated"
+        );
+    }
+}

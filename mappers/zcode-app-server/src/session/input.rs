@@ -1,0 +1,276 @@
+//! What the Agent routes to a session: legacy `session/event`s (in sequence, the ones V4
+//! duplicates dropped unread), V4 conversation frames (the streamed deltas read without a
+//! tree), the reply to a resync, and the Agent's reverse requests ([`super::reverse`]).
+
+use serde::Deserialize;
+use serde_json::Value;
+use serde_json::value::RawValue;
+use zcode_contract::{Action, Effects, MapperError, ReplyBody, SessionInput, Terminal};
+use zcode_mapper_sdk::json::protocol;
+use zcode_v4::schema::native;
+
+use super::{AppServerSession, IntoError};
+use crate::conversation;
+use crate::events::{self, Turn};
+use crate::subscription::FrameOutcome;
+use crate::wire::{self, Frame, object, raw_str, raw_value};
+
+/// `turn.completed` as the session reads it: the payload's `usage` and `resultType`, and
+/// nothing of the rest (the turn's whole text is in `response`).
+#[derive(Deserialize)]
+struct Completed<'a> {
+    #[serde(borrow)]
+    payload: &'a RawValue,
+}
+
+#[derive(Deserialize)]
+struct CompletedPayload<'a> {
+    #[serde(default, deserialize_with = "wire::present")]
+    usage: Option<Value>,
+    #[serde(default, borrow, rename = "resultType")]
+    result_type: Option<&'a RawValue>,
+}
+
+impl AppServerSession {
+    pub(super) fn map_one(&mut self, input: &SessionInput, effects: &mut Effects) {
+        match input {
+            SessionInput::Reply(reply) => {
+                // The reply to a resync: its recovery frames follow as events.
+                if let ReplyBody::Error(error) = &reply.body.clone().into_error() {
+                    effects.actions.push(Action::Terminal(Terminal::Broken(native(format!(
+                        "ZCode could not resync the conversation: {}",
+                        error.message
+                    )))));
+                } else {
+                    effects.actions.push(Action::Ignore("resync acknowledged".to_string()));
+                }
+            }
+            SessionInput::Event(data) => {
+                let Some(line) = data.as_text() else {
+                    effects.actions.push(Action::Terminal(Terminal::Broken(protocol(
+                        "ZCode sent binary data on its NDJSON pipe",
+                    ))));
+                    return;
+                };
+                let read = wire::classify(line).and_then(|frame| match frame {
+                    Frame::Notification { method, params } => {
+                        self.notification(&method, params, effects)
+                    }
+                    Frame::Request { id, method, params } => {
+                        let (id, params) = (raw_value(Some(id))?, raw_value(params)?);
+                        self.reverse_request(id, &method, &params, effects);
+                        Ok(())
+                    }
+                    Frame::Reply(_) => {
+                        effects
+                            .actions
+                            .push(Action::Ignore("reply routed as an event".to_string()));
+                        Ok(())
+                    }
+                });
+                if let Err(error) = read {
+                    effects.actions.push(Action::Terminal(Terminal::Broken(error)));
+                }
+            }
+        }
+    }
+
+    /// A notification routed to the session, its parameters as they came.
+    pub(super) fn notification(
+        &mut self,
+        method: &str,
+        params: Option<&RawValue>,
+        effects: &mut Effects,
+    ) -> Result<(), MapperError> {
+        if method == "session/event" {
+            return self.legacy_event(params, effects);
+        }
+        if method == "v4/conversation/frame"
+            && let Some(deltas) = params.and_then(|params| self.v4.deltas(params))
+        {
+            let mut cx =
+                conversation::Context { tools: &mut self.tools, workspace: &self.workspace };
+            let actions = self.conversation.apply_deltas(&deltas, &mut cx);
+            self.applied(actions, effects);
+            return Ok(());
+        }
+        let params = raw_value(params)?;
+        self.read_notification(method, params, effects);
+        Ok(())
+    }
+
+    /// A legacy `session/event`. Its number and type are read first, alone: an event this
+    /// stream only ignores (with V4, every text delta comes twice) is dropped without its
+    /// payload being read. Params the head cannot be read from go the general way, which has
+    /// the errors.
+    pub(super) fn legacy_event(
+        &mut self,
+        params: Option<&RawValue>,
+        effects: &mut Effects,
+    ) -> Result<(), MapperError> {
+        #[derive(Deserialize)]
+        struct Head<'a> {
+            #[serde(default, borrow)]
+            seq: Option<&'a RawValue>,
+            #[serde(default, borrow, rename = "type")]
+            kind: Option<&'a RawValue>,
+        }
+        let head = params.and_then(object::<Head<'_>>);
+        let Some(head) = head else {
+            let params = raw_value(params)?;
+            if self.in_sequence(params.get("seq").and_then(Value::as_u64), effects) {
+                self.map_event(&params, effects);
+            }
+            return Ok(());
+        };
+        // The sequence sees every event, dropped or not.
+        let seq = head.seq.and_then(|raw| serde_json::from_str::<u64>(raw.get()).ok());
+        if !self.in_sequence(seq, effects) {
+            return Ok(());
+        }
+        let kind = raw_str(head.kind);
+        if let Some(why) = kind.as_deref().and_then(|kind| events::ignored(kind, !self.v4.active()))
+        {
+            effects.actions.push(Action::Ignore(why));
+            return Ok(());
+        }
+        // The end of the turn carries the turn's whole text (`response`): read without it.
+        if kind.as_deref() == Some("turn.completed")
+            && let Some(completed) = params.and_then(object::<Completed<'_>>)
+            && let Some(payload) = object::<CompletedPayload<'_>>(completed.payload)
+        {
+            let result_type = raw_str(payload.result_type);
+            let actions =
+                events::completed(&mut self.turn(), payload.usage, result_type.as_deref());
+            self.event_actions(Ok(actions), effects);
+            return Ok(());
+        }
+        self.map_event(&raw_value(params)?, effects);
+        Ok(())
+    }
+
+    /// What the legacy stream's mapping needs of the session.
+    pub(super) fn turn(&mut self) -> Turn<'_> {
+        Turn {
+            tools: &mut self.tools,
+            workspace: &self.workspace,
+            running: self.running,
+            usage: &mut self.usage,
+            content: !self.v4.active(),
+        }
+    }
+
+    /// Checks a legacy event's number: `false` when the event goes no further (a duplicate, or
+    /// a gap that broke the turn).
+    pub(super) fn in_sequence(&mut self, seq: Option<u64>, effects: &mut Effects) -> bool {
+        if let (Some(seq), Some(last)) = (seq, self.event_seq)
+            && seq <= last
+            && seq != 0
+        {
+            effects.actions.push(Action::Ignore("duplicate session event".to_string()));
+            return false;
+        }
+        if let Some(seq) = seq.filter(|s| *s != 0) {
+            let expected = self.event_seq.map(|last| last + 1);
+            self.event_seq = Some(seq);
+            // Session events are numbered one by one; a jump means some never came (the
+            // turn's result among them, perhaps): the turn cannot be trusted to end.
+            if let Some(expected) = expected.filter(|e| seq > *e && self.running) {
+                effects.actions.push(Action::Terminal(Terminal::Broken(protocol(format!(
+                    "ZCode skipped session events: expected event {expected}, got {seq}"
+                )))));
+                return false;
+            }
+        }
+        true
+    }
+
+    /// A legacy event in sequence, read whole.
+    pub(super) fn map_event(&mut self, params: &Value, effects: &mut Effects) {
+        let actions = events::map(&mut self.turn(), params);
+        self.event_actions(actions, effects);
+    }
+
+    pub(super) fn event_actions(
+        &mut self,
+        actions: Result<Vec<Action>, MapperError>,
+        effects: &mut Effects,
+    ) {
+        let v4_content = self.v4.active();
+        match actions {
+            Ok(actions) => {
+                for action in actions {
+                    match action {
+                        // With V4 the turn's last content may still be in a frame on
+                        // its way: the end is held until the V4 turn header closes.
+                        Action::Terminal(end @ (Terminal::Stop(_) | Terminal::Failed(_)))
+                            if v4_content && !self.conversation.turn_closed() =>
+                        {
+                            self.pending_terminal = Some(end);
+                            effects.actions.push(Action::Ignore(
+                                "turn end waits for the V4 conversation".to_string(),
+                            ));
+                        }
+                        other => effects.actions.push(other),
+                    }
+                }
+            }
+            Err(error) => effects.actions.push(Action::Terminal(Terminal::Broken(error))),
+        }
+    }
+
+    pub(super) fn read_notification(&mut self, method: &str, params: Value, effects: &mut Effects) {
+        match method {
+            "v4/conversation/frame" => match self.v4.frame(params) {
+                Ok(FrameOutcome::Applied(payload)) => {
+                    let mut cx = conversation::Context {
+                        tools: &mut self.tools,
+                        workspace: &self.workspace,
+                    };
+                    let actions = self.conversation.apply(payload, &mut cx);
+                    self.applied(actions, effects);
+                }
+                Ok(FrameOutcome::Skipped(why)) => {
+                    effects.actions.push(Action::Ignore(why.to_string()))
+                }
+                Ok(FrameOutcome::Gap(why)) => {
+                    let Some(sid) = self.id.clone() else { return };
+                    self.announced
+                        .push(("v4/conversation/resync".to_string(), self.v4.resync_params(&sid)));
+                    effects.requests += 1;
+                    effects.actions.push(Action::Ignore(format!("{why}: resync")));
+                }
+                Err(error) => effects.actions.push(Action::Terminal(Terminal::Broken(error))),
+            },
+            other => effects.actions.push(Action::Ignore(format!("notification {other}"))),
+        }
+    }
+
+    /// What a V4 frame applied to the conversation shows; a turn end the legacy stream gave
+    /// is let through once the V4 turn header has closed.
+    pub(super) fn applied(
+        &mut self,
+        actions: Result<Vec<Action>, MapperError>,
+        effects: &mut Effects,
+    ) {
+        match actions {
+            Ok(actions) => {
+                let actions: Vec<Action> =
+                    actions.into_iter().filter_map(|a| self.mode_seen(a)).collect();
+                if actions.is_empty() {
+                    effects.actions.push(Action::Ignore("v4 frame applied".into()));
+                }
+                effects.actions.extend(actions);
+            }
+            Err(error) => {
+                effects.actions.push(Action::Terminal(Terminal::Broken(error)));
+                return;
+            }
+        }
+        if self.conversation.turn_closed()
+            && let Some(end) = self.pending_terminal.take()
+        {
+            effects.actions.push(Action::Terminal(end));
+        }
+    }
+}

@@ -1,0 +1,202 @@
+//! A prompt turn: the prompt as the one text ZCode takes, sent as V4 `sendText` (or legacy
+//! `session/send`), the session resumed and the prompt sent once more when ZCode evicted its
+//! runtime; cancel (V4 `stop`, else `session/stop`) and the turn's end.
+
+use serde_json::{Value, json};
+use zcode_contract::{ErrorKind, MapperError, NativeReply, NativeRequest, Step};
+use zcode_mapper_sdk::json::{invalid_params, protocol};
+use zcode_v4::command;
+
+use super::{AppServerSession, Op, PromptStage, done, request, wait};
+use crate::connection::{ok_body, workspace_ref};
+use crate::events;
+use crate::wire::acp_params;
+
+/// ZCode refused the prompt because the session has no resident runtime (it was evicted):
+/// `-32004` on the legacy path, `rejected` / `proto.sessionNotFound` over V4.
+fn not_active(body: &Result<Value, MapperError>) -> bool {
+    match body {
+        Ok(ack) => {
+            ack.get("status").and_then(Value::as_str) == Some("rejected")
+                && ack.get("reasonCode").and_then(Value::as_str) == Some("proto.sessionNotFound")
+        }
+        Err(error) => error.kind == ErrorKind::NotFound,
+    }
+}
+
+/// The prompt as the one text ZCode takes.
+fn prompt_text(params: &Value) -> Result<String, MapperError> {
+    let blocks = params
+        .get("prompt")
+        .and_then(Value::as_array)
+        .ok_or_else(|| invalid_params("prompt is missing"))?;
+    let mut parts = Vec::new();
+    for block in blocks {
+        match block.get("type").and_then(Value::as_str) {
+            Some("text") => {
+                parts.push(block.get("text").and_then(Value::as_str).unwrap_or("").to_string())
+            }
+            Some("resource_link") => {
+                let uri = block.get("uri").and_then(Value::as_str).unwrap_or("");
+                let name = block.get("name").and_then(Value::as_str).unwrap_or(uri);
+                parts.push(format!("[{name}]({uri})"));
+            }
+            Some("resource") => match block.pointer("/resource/text").and_then(Value::as_str) {
+                Some(text) => {
+                    let uri = block.pointer("/resource/uri").and_then(Value::as_str).unwrap_or("");
+                    parts.push(format!("<resource uri=\"{uri}\">\n{text}\n</resource>"));
+                }
+                None => {
+                    return Err(invalid_params(
+                        "binary embedded resources are not supported by ZCode's Agent",
+                    ));
+                }
+            },
+            other => {
+                return Err(invalid_params(format!(
+                    "{} prompt content is not supported by ZCode's Agent",
+                    other.unwrap_or("untyped")
+                )));
+            }
+        }
+    }
+    let text = parts.join("\n\n");
+    if text.trim().is_empty() {
+        return Err(invalid_params("The prompt has no text"));
+    }
+    Ok(text)
+}
+
+impl AppServerSession {
+    /// A prompt: sent at once; the turn's content comes as events.
+    pub(super) fn begin_prompt(
+        &mut self,
+        op_id: u64,
+        params: &str,
+        first: u64,
+    ) -> Result<Step, MapperError> {
+        let text = prompt_text(&acp_params(params)?)?;
+        let sid = self.sid()?.to_string();
+        self.running = true;
+        self.cancelled = false;
+        self.usage = None;
+        self.pending_terminal = None;
+        self.tools.clear();
+        let send = self.send_prompt(&sid, &text, first);
+        self.ops.insert(op_id, Op::Prompt { text, stage: PromptStage::Sent });
+        Ok(wait(vec![send]))
+    }
+
+    pub(super) fn cancel(&mut self, op_id: u64, first: u64) -> Result<Step, MapperError> {
+        let sid = self.sid()?.to_string();
+        self.cancelled = true;
+        self.ops.insert(op_id, Op::Cancel);
+        // `session/stop` only aborts the current model request; the V4 stop is what the
+        // Desktop's stop button sends (reference APP §8.2).
+        Ok(wait(vec![if self.v4.active() {
+            request(first, "v4/command", self.v4.command(&sid, "stop", json!({})))
+        } else {
+            request(first, "session/stop", json!({"sessionId": sid}))
+        }]))
+    }
+
+    /// The turn is over: its usage, and nothing of it kept.
+    pub(super) fn finish_turn(&mut self) -> Result<Step, MapperError> {
+        self.running = false;
+        self.tools.clear();
+        self.conversation.unwatch();
+        self.pending_terminal = None;
+        Ok(done(events::acp_usage(self.usage.take().as_ref()), Vec::new()))
+    }
+
+    /// The prompt's text to ZCode: V4 `sendText` where the session has V4, else `session/send`.
+    pub(super) fn send_prompt(&mut self, sid: &str, text: &str, first: u64) -> NativeRequest {
+        if self.v4.active() {
+            let command = self.v4.command(
+                sid,
+                "sendText",
+                json!({"text": text, "requestedDelivery": "startNow"}),
+            );
+            // ZCode attributes the turn to this command (`turnHeader.sourceCommandId`).
+            self.conversation.watch(command["commandId"].as_str().map(str::to_string));
+            request(first, "v4/command", command)
+        } else {
+            request(first, "session/send", json!({"sessionId": sid, "content": text}))
+        }
+    }
+
+    /// The prompt operation after a reply: done when ZCode accepted it; an evicted session is
+    /// resumed and subscribed again, then the prompt is sent once more.
+    pub(super) fn prompt_step(
+        &mut self,
+        op_id: u64,
+        text: String,
+        stage: PromptStage,
+        reply: Option<&NativeReply>,
+        first: u64,
+    ) -> Result<Step, MapperError> {
+        let reply = reply.ok_or_else(|| protocol("prompt resumed without a reply"))?;
+        let sid = self.sid()?.to_string();
+        let next = |this: &mut Self, stage, req| {
+            this.ops.insert(op_id, Op::Prompt { text: text.clone(), stage });
+            Ok(wait(vec![req]))
+        };
+        match stage {
+            PromptStage::Sent | PromptStage::Resent => {
+                let body = ok_body(&reply.body, "prompt");
+                if stage == PromptStage::Sent && not_active(&body) {
+                    let workspace = workspace_ref(&self.workspace);
+                    let params =
+                        json!({"sessionId": sid, "workspace": workspace, "mcpServers": self.mcp});
+                    return next(
+                        self,
+                        PromptStage::Resume,
+                        request(first, "session/resume", params),
+                    );
+                }
+                let accepted = body.and_then(|body| {
+                    if body.get("status").is_some() {
+                        command::accepted(&body).map(|_| ())
+                    } else {
+                        Ok(())
+                    }
+                });
+                match accepted {
+                    Ok(()) => Ok(done(json!({}), Vec::new())),
+                    Err(error) => Err(error),
+                }
+            }
+            PromptStage::Resume => {
+                let state = ok_body(&reply.body, "session/resume")?;
+                self.settings(&state);
+                let params = json!({"sessionId": sid, "deliveryKind": "desktop-continuous", "includeSnapshot": false});
+                next(self, PromptStage::Subscribe, request(first, "session/subscribe", params))
+            }
+            PromptStage::Subscribe => {
+                let result = ok_body(&reply.body, "session/subscribe")?;
+                self.event_seq = result.get("eventSeq").and_then(Value::as_u64);
+                if !self.v4.active() {
+                    let send = self.send_prompt(&sid, &text, first);
+                    return next(self, PromptStage::Resent, send);
+                }
+                let params = json!({"topic": format!("conversation/{sid}"), "connectionId": self.v4.connection_id, "clientMode": "desktop-continuous"});
+                next(
+                    self,
+                    PromptStage::V4Subscribe,
+                    request(first, "v4/conversation/subscribe", params),
+                )
+            }
+            PromptStage::V4Subscribe => {
+                let result = ok_body(&reply.body, "v4/conversation/subscribe")?;
+                let ack =
+                    result.get("ack").ok_or_else(|| protocol("v4 subscribe without an ack"))?;
+                self.v4.resubscribed(
+                    ack.get("subscriptionId").and_then(Value::as_str).map(str::to_string),
+                    ack.get("logEpoch").and_then(Value::as_str).map(str::to_string),
+                );
+                let send = self.send_prompt(&sid, &text, first);
+                next(self, PromptStage::Resent, send)
+            }
+        }
+    }
+}

@@ -1,0 +1,293 @@
+//! Reassembly of fragmented logical frames, as ZCode's own assembler checks them (3.15.1
+//! `zcode-protocol-v4/wire-reassembly.ts`, `wire-assembler.ts`; `PROTOCOL_V4_LIMITS` in
+//! `core.ts`).
+//!
+//! A large logical frame travels as fragments of its UTF-8 JSON bytes, base64-encoded, each
+//! naming the fragment count, the byte count and a CRC-32 of the whole. Fragments are accepted
+//! in any order, and identical repeats are harmless; every fragment of a frame must agree on
+//! what it says about the frame, the bytes decoded must never exceed the announced size
+//! (checked as each fragment comes, as ZCode does), and the whole must have that size and that
+//! checksum. The bytes are decoded straight into place, so a frame is held once rather than as
+//! parts and then a concatenation (F-20).
+//!
+//! What a mapper does about a [`Problem`] (resync or break, and its words) is the mapper's: the
+//! assembler only says what went wrong. The parameters where the V4 mappers differ are
+//! explicit: [`Limits`], the [`Base64`] strictness, and whether fragments of several frames may
+//! interleave.
+
+use std::collections::BTreeMap;
+
+use crate::codec::{Base64, crc32_hex};
+
+/// How much one logical frame may make the mapper hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Fragments of one frame at most.
+    pub max_fragments: u64,
+    /// Bytes of one logical frame at most.
+    pub max_logical_bytes: u64,
+}
+
+impl Limits {
+    /// `PROTOCOL_V4_LIMITS`: `logicalFrameAssemblyMaxFragments` (1024) and
+    /// `logicalFrameAssemblyMaxBytes` (16 MiB).
+    pub const PROTOCOL: Limits =
+        Limits { max_fragments: 1024, max_logical_bytes: 16 * 1024 * 1024 };
+}
+
+/// What went wrong with a fragment. Nothing of a frame that has a problem is handed on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Problem {
+    /// The index, count and size contradict each other, or exceed the fragment limit.
+    Inconsistent,
+    /// The frame announces more bytes than the limit.
+    TooLarge,
+    /// The fragment disagrees with the others of its frame (count, size, checksum, or the
+    /// caller's metadata), or belongs to another frame while one is being assembled and
+    /// frames may not interleave.
+    Mismatch,
+    /// The data is not base64 of the required strictness.
+    NotBase64,
+    /// A fragment came again with other bytes.
+    Conflict { index: u64 },
+    /// The fragments decoded so far hold more bytes than the frame announced.
+    TooManyBytes,
+    /// All fragments came and hold fewer bytes than the frame announced.
+    TooFewBytes,
+    /// The reassembled bytes fail their CRC-32.
+    Checksum,
+}
+
+/// One physical fragment.
+pub struct Fragment<'a, M> {
+    /// `logicalFrameId`.
+    pub frame_id: &'a str,
+    /// Whatever else every fragment of the frame must repeat (the envelope, for a mapper that
+    /// checks it); it comes back with the frame.
+    pub meta: M,
+    pub index: u64,
+    pub count: u64,
+    pub logical_bytes: u64,
+    /// 8 lowercase hex digits, checked by the caller.
+    pub checksum: &'a str,
+    pub data: &'a str,
+}
+
+struct Assembly<M> {
+    meta: M,
+    count: u64,
+    logical_bytes: u64,
+    checksum: String,
+    /// The bytes of fragments `0..ends.len()`, decoded straight into place: fragments come in
+    /// order, so the frame is held once. `ends[i]` is where fragment `i` ends, to compare a
+    /// repeat.
+    logical: Vec<u8>,
+    ends: Vec<usize>,
+    /// Fragments that arrived before an earlier one, until it comes.
+    early: BTreeMap<u64, Vec<u8>>,
+    bytes: u64,
+}
+
+impl<M> Assembly<M> {
+    /// The bytes fragment `index` brought, if it came already.
+    fn part(&self, index: u64) -> Option<&[u8]> {
+        match usize::try_from(index).ok().filter(|i| *i < self.ends.len()) {
+            Some(i) => Some(&self.logical[if i == 0 { 0 } else { self.ends[i - 1] }..self.ends[i]]),
+            None => self.early.get(&index).map(Vec::as_slice),
+        }
+    }
+
+    fn append(&mut self, bytes: &[u8]) {
+        self.logical.extend_from_slice(bytes);
+        self.ends.push(self.logical.len());
+    }
+}
+
+/// Reassembles logical frames.
+pub struct Assembler<M> {
+    limits: Limits,
+    base64: Base64,
+    /// Fragments of several frames may arrive interleaved (each frame is assembled by its id);
+    /// otherwise one frame at a time.
+    interleaved: bool,
+    frames: BTreeMap<String, Assembly<M>>,
+}
+
+impl<M: PartialEq> Assembler<M> {
+    pub fn new(limits: Limits, base64: Base64, interleaved: bool) -> Self {
+        Self { limits, base64, interleaved, frames: BTreeMap::new() }
+    }
+
+    /// Drops every partial frame (after a fault, or when a resync starts over).
+    pub fn reset(&mut self) {
+        self.frames.clear();
+    }
+
+    pub fn in_progress(&self) -> bool {
+        !self.frames.is_empty()
+    }
+
+    /// The logical frame's bytes (checked against size and checksum) once its last fragment
+    /// came, with the metadata of its first; `None` while fragments are missing.
+    pub fn accept(&mut self, fragment: Fragment<'_, M>) -> Result<Option<(M, Vec<u8>)>, Problem> {
+        let Fragment { frame_id, meta, index, count, logical_bytes, checksum, data } = fragment;
+        if count == 0
+            || count > self.limits.max_fragments
+            || count > logical_bytes
+            || index >= count
+        {
+            return Err(Problem::Inconsistent);
+        }
+        if logical_bytes > self.limits.max_logical_bytes {
+            return Err(Problem::TooLarge);
+        }
+        if !self.interleaved && self.frames.keys().any(|id| id != frame_id) {
+            return Err(Problem::Mismatch);
+        }
+        match self.frames.get(frame_id) {
+            Some(assembly)
+                if assembly.meta != meta
+                    || assembly.count != count
+                    || assembly.logical_bytes != logical_bytes
+                    || assembly.checksum != checksum =>
+            {
+                return Err(Problem::Mismatch);
+            }
+            Some(_) => {}
+            None => {
+                let assembly = Assembly {
+                    meta,
+                    count,
+                    logical_bytes,
+                    checksum: checksum.to_string(),
+                    // Exactly the announced size (bounded above): growing by doubling would
+                    // hold up to twice the frame while it is copied.
+                    logical: Vec::with_capacity(logical_bytes as usize),
+                    ends: Vec::new(),
+                    early: BTreeMap::new(),
+                    bytes: 0,
+                };
+                self.frames.insert(frame_id.to_string(), assembly);
+            }
+        }
+        let assembly = self.frames.get_mut(frame_id).expect("inserted above");
+        let decoded = self.base64.decode(data).ok_or(Problem::NotBase64)?;
+        if let Some(previous) = assembly.part(index) {
+            if *previous != decoded {
+                return Err(Problem::Conflict { index });
+            }
+            return Ok(None);
+        }
+        assembly.bytes += decoded.len() as u64;
+        if assembly.bytes > logical_bytes {
+            return Err(Problem::TooManyBytes);
+        }
+        if index == assembly.ends.len() as u64 {
+            assembly.append(&decoded);
+            drop(decoded);
+            while let Some(next) = assembly.early.remove(&(assembly.ends.len() as u64)) {
+                assembly.append(&next);
+            }
+        } else {
+            assembly.early.insert(index, decoded);
+        }
+        if (assembly.ends.len() as u64) < count {
+            return Ok(None);
+        }
+        let assembly = self.frames.remove(frame_id).expect("assembling");
+        if assembly.bytes != logical_bytes {
+            return Err(Problem::TooFewBytes);
+        }
+        // The checksum covers exactly these bytes: the decoded fragments joined in index
+        // order, before any UTF-8 or JSON decoding.
+        if crc32_hex(&assembly.logical) != assembly.checksum {
+            return Err(Problem::Checksum);
+        }
+        Ok(Some((assembly.meta, assembly.logical)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec::encode_base64;
+
+    const TEXT: &[u8] = "{\"héllo\":\"wörld, and some more text\"}".as_bytes();
+
+    fn pieces(bytes: &[u8], count: usize) -> Vec<String> {
+        bytes.chunks(bytes.len().div_ceil(count)).map(encode_base64).collect()
+    }
+
+    fn fragment<'a>(
+        id: &'a str,
+        index: usize,
+        data: &'a [String],
+        sum: &'a str,
+    ) -> Fragment<'a, ()> {
+        Fragment {
+            frame_id: id,
+            meta: (),
+            index: index as u64,
+            count: data.len() as u64,
+            logical_bytes: TEXT.len() as u64,
+            checksum: sum,
+            data: &data[index],
+        }
+    }
+
+    fn assembler(interleaved: bool) -> Assembler<()> {
+        Assembler::new(Limits::PROTOCOL, Base64::Canonical, interleaved)
+    }
+
+    #[test]
+    fn reassembles_in_any_order_with_repeats() {
+        let data = pieces(TEXT, 5);
+        let sum = crc32_hex(TEXT);
+        let mut assembler = assembler(false);
+        for index in [3, 1, 1, 4, 0, 2] {
+            let done = assembler.accept(fragment("f", index, &data, &sum)).unwrap();
+            assert_eq!(done.is_some(), index == 2, "fragment {index}");
+            if let Some(((), bytes)) = done {
+                assert_eq!(bytes, TEXT);
+            }
+        }
+        assert!(!assembler.in_progress());
+    }
+
+    #[test]
+    fn says_what_is_wrong() {
+        let data = pieces(TEXT, 3);
+        let sum = crc32_hex(TEXT);
+        let mut one = assembler(false);
+        one.accept(fragment("f", 0, &data, &sum)).unwrap();
+        assert_eq!(one.accept(fragment("g", 1, &data, &sum)), Err(Problem::Mismatch));
+        let other = [encode_base64(b"zz"), data[1].clone(), data[2].clone()];
+        assert_eq!(one.accept(fragment("f", 0, &other, &sum)), Err(Problem::Conflict { index: 0 }));
+        let mut many = assembler(true);
+        many.accept(fragment("f", 0, &data, &sum)).unwrap();
+        assert_eq!(many.accept(fragment("g", 1, &data, &sum)), Ok(None), "frames interleave");
+        assert_eq!(many.accept(fragment("f", 1, &data, "00000000")), Err(Problem::Mismatch));
+        let mut bad = assembler(false);
+        for index in 0..2 {
+            bad.accept(fragment("f", index, &data, "00000000")).unwrap();
+        }
+        assert_eq!(bad.accept(fragment("f", 2, &data, "00000000")), Err(Problem::Checksum));
+        let mut short = fragment("f", 0, &data, &sum);
+        short.data = "aGk";
+        assert_eq!(assembler(false).accept(short), Err(Problem::NotBase64));
+        let mut big = fragment("f", 0, &data, &sum);
+        big.logical_bytes = 17 * 1024 * 1024;
+        assert_eq!(assembler(false).accept(big), Err(Problem::TooLarge));
+        let mut many_parts = fragment("f", 0, &data, &sum);
+        many_parts.count = 1025;
+        assert_eq!(assembler(false).accept(many_parts), Err(Problem::Inconsistent));
+        let whole = [encode_base64(TEXT), encode_base64(b"x")];
+        let mut over = assembler(false);
+        over.accept(fragment("f", 0, &whole, &sum)).unwrap();
+        assert_eq!(over.accept(fragment("f", 1, &whole, &sum)), Err(Problem::TooManyBytes));
+        let few = [encode_base64(b"x"), encode_base64(b"y")];
+        let mut under = assembler(false);
+        under.accept(fragment("f", 0, &few, &sum)).unwrap();
+        assert_eq!(under.accept(fragment("f", 1, &few, &sum)), Err(Problem::TooFewBytes));
+    }
+}

@@ -1,0 +1,216 @@
+//! The frame that comes by the thousand, read without a tree of it: a complete deltas frame,
+//! its text appends (`row.delta`) and text rows (`assistantText`, `reasoning`) borrowed from
+//! the frame's text, any other delta as a tree. A turn streams one `row.delta` per text delta,
+//! and its last frames carry its whole text (megabytes): neither is parsed into a tree to be
+//! classified (F-24).
+//!
+//! Anything unusual is not read here ([`read_deltas`] answers `None`): the caller's general
+//! reader, with its checks and errors, takes it.
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde_json::Value;
+use serde_json::value::RawValue;
+
+use crate::wire::WIRE_VERSION;
+
+/// `raw` read as `T` when it is a JSON object: a derived struct also reads an array (by
+/// position), which no ZCode frame is. `None` when it cannot be read so.
+pub fn object<'a, T: Deserialize<'a>>(raw: &'a RawValue) -> Option<T> {
+    if !raw.get().starts_with('{') {
+        return None;
+    }
+    serde_json::from_str(raw.get()).ok()
+}
+
+/// The string a raw member holds, borrowed unless it has escapes; `None` for any other value.
+pub fn raw_str(raw: Option<&RawValue>) -> Option<Cow<'_, str>> {
+    #[derive(Deserialize)]
+    struct Text<'a>(#[serde(borrow)] Cow<'a, str>);
+    let raw = raw?;
+    if !raw.get().starts_with('"') {
+        return None;
+    }
+    serde_json::from_str::<Text<'_>>(raw.get()).ok().map(|text| text.0)
+}
+
+/// One delta of a frame read by [`read_deltas`].
+#[derive(Debug)]
+pub enum Delta<'a> {
+    /// `row.delta`: text appended to a row.
+    Append(TextAppend<'a>),
+    /// `row.appended` / `row.upserted` of a text row, whose text is the row's whole text so far
+    /// (a turn's last frames carry its whole message this way).
+    TextRow(TextRow<'a>),
+    /// Any other delta, read as a tree.
+    Tree(Value),
+}
+
+impl<'a> Delta<'a> {
+    /// `None` for a delta that is not an object.
+    fn read(raw: &'a RawValue) -> Option<Self> {
+        #[derive(Deserialize)]
+        struct RowOp<'a> {
+            #[serde(borrow)]
+            op: Cow<'a, str>,
+            #[serde(borrow)]
+            row: &'a RawValue,
+        }
+        if !raw.get().starts_with('{') {
+            return None;
+        }
+        if let Some(append) = object::<TextAppend<'a>>(raw).filter(|d| d.op == "row.delta") {
+            return Some(Delta::Append(append));
+        }
+        if let Some(op) = object::<RowOp<'a>>(raw)
+            && matches!(&*op.op, "row.appended" | "row.upserted")
+            && let Some(row) = object::<TextRow<'a>>(op.row)
+            && matches!(&*row.kind, "assistantText" | "reasoning")
+        {
+            return Some(Delta::TextRow(row));
+        }
+        serde_json::from_str(raw.get()).ok().map(Delta::Tree)
+    }
+}
+
+/// A text row (`assistantText`, `reasoning`), read without a tree.
+#[derive(Debug, Deserialize)]
+pub struct TextRow<'a> {
+    #[serde(rename = "rowId")]
+    pub row_id: u64,
+    #[serde(borrow)]
+    pub kind: Cow<'a, str>,
+    #[serde(borrow, rename = "turnId")]
+    pub turn_id: Cow<'a, str>,
+    #[serde(borrow)]
+    pub text: Cow<'a, str>,
+}
+
+/// A `row.delta`: text appended to a row, read without a tree.
+#[derive(Debug, Deserialize)]
+pub struct TextAppend<'a> {
+    #[serde(borrow)]
+    op: Cow<'a, str>,
+    #[serde(rename = "rowId")]
+    pub row_id: u64,
+    #[serde(borrow)]
+    pub path: Cow<'a, str>,
+    #[serde(borrow)]
+    pub append: Cow<'a, str>,
+}
+
+/// A complete deltas frame that continues the log, read by [`read_deltas`].
+#[derive(Debug)]
+pub struct DeltaFrame<'a> {
+    pub to_seq: u64,
+    /// `deliveryKind` is `recovery`.
+    pub recovery: bool,
+    pub deltas: Vec<Delta<'a>>,
+}
+
+/// The frame notification `params` (the wire frame) when it is a complete frame of the wire
+/// version, of subscription `subscription_id`, whose deltas continue the position `seq`
+/// ([`crate::sequence::Order::Next`]) and are all objects; `None` for anything else.
+pub fn read_deltas<'a>(
+    params: &'a RawValue,
+    subscription_id: &str,
+    seq: u64,
+) -> Option<DeltaFrame<'a>> {
+    #[derive(Deserialize)]
+    struct Wire<'a> {
+        #[serde(rename = "wireVersion")]
+        wire_version: u64,
+        #[serde(borrow)]
+        kind: Cow<'a, str>,
+        #[serde(borrow, rename = "subscriptionId")]
+        subscription_id: Cow<'a, str>,
+        #[serde(default, borrow, rename = "deliveryKind")]
+        delivery_kind: Option<&'a RawValue>,
+        #[serde(borrow)]
+        frame: &'a RawValue,
+    }
+    #[derive(Deserialize)]
+    struct Frame<'a> {
+        #[serde(rename = "fromSeq")]
+        from_seq: u64,
+        #[serde(rename = "toSeq")]
+        to_seq: u64,
+        #[serde(borrow)]
+        payload: &'a RawValue,
+    }
+    #[derive(Deserialize)]
+    struct Deltas<'a> {
+        #[serde(borrow)]
+        kind: Cow<'a, str>,
+        #[serde(borrow)]
+        deltas: Vec<&'a RawValue>,
+    }
+    let wire: Wire<'a> = object(params)?;
+    if wire.wire_version != WIRE_VERSION
+        || wire.kind != "complete"
+        || wire.subscription_id != subscription_id
+    {
+        return None;
+    }
+    let frame: Frame<'a> = object(wire.frame)?;
+    if frame.to_seq <= seq || frame.from_seq != seq {
+        return None;
+    }
+    let payload: Deltas<'a> = object(frame.payload)?;
+    if payload.kind != "deltas" {
+        return None;
+    }
+    let deltas = payload.deltas.into_iter().map(Delta::read).collect::<Option<Vec<_>>>()?;
+    let recovery = raw_str(wire.delivery_kind).as_deref() == Some("recovery");
+    Some(DeltaFrame { to_seq: frame.to_seq, recovery, deltas })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn raw(value: &Value) -> Box<RawValue> {
+        RawValue::from_string(value.to_string()).unwrap()
+    }
+
+    fn frame(from: u64, to: u64, deltas: Value) -> Value {
+        json!({"wireVersion": 3, "kind": "complete", "deliveryKind": "online", "logicalFrameId": "f",
+               "logicalFrameOrdinal": 1, "topic": "conversation/s1", "subscriptionId": "sub-1",
+               "frame": {"topic": "conversation/s1", "subscriptionId": "sub-1", "fromSeq": from,
+                         "toSeq": to, "sentAt": 1, "payload": {"kind": "deltas", "deltas": deltas}}})
+    }
+
+    #[test]
+    fn reads_frames_in_sequence_and_leaves_anything_else_alone() {
+        let append = json!({"op": "row.delta", "rowId": 4, "path": "text", "append": "hi"});
+        let text_row = json!({"op": "row.upserted", "row": {"rowId": 4, "turnId": "t", "kind": "reasoning", "text": "hi", "state": "complete"}});
+        let header = json!({"op": "row.upserted", "row": {"rowId": 3, "turnId": "t", "kind": "turnHeader", "state": "running"}});
+        let wire = raw(&frame(3, 4, json!([append, text_row, header])));
+        let read = read_deltas(&wire, "sub-1", 3).unwrap();
+        assert_eq!((read.to_seq, read.recovery), (4, false));
+        let [Delta::Append(appended), Delta::TextRow(row), Delta::Tree(tree)] = &read.deltas[..]
+        else {
+            panic!("{read:?}")
+        };
+        assert_eq!((appended.row_id, &*appended.path, &*appended.append), (4, "text", "hi"));
+        assert_eq!(
+            (row.row_id, &*row.kind, &*row.turn_id, &*row.text),
+            (4, "reasoning", "t", "hi")
+        );
+        assert_eq!(tree["row"]["kind"], "turnHeader");
+        for (other, subscription, seq) in [
+            (frame(3, 4, json!([append])), "sub-0", 3), // another subscription
+            (frame(3, 4, json!([append])), "sub-1", 4), // a repeat
+            (frame(5, 6, json!([append])), "sub-1", 4), // past a gap
+            (frame(4, 5, json!([[1, 2]])), "sub-1", 4), // a delta that is not an object
+        ] {
+            assert!(read_deltas(&raw(&other), subscription, seq).is_none(), "{other}");
+        }
+        let mut recovery = frame(4, 5, json!([append]));
+        recovery["deliveryKind"] = json!("recovery");
+        assert!(read_deltas(&raw(&recovery), "sub-1", 4).unwrap().recovery);
+    }
+}
