@@ -16,7 +16,8 @@
 //! mode is `plan`. The flag is also the boolean config option `zcode.plan`.
 
 use serde_json::{Value, json};
-use zcode_contract::MapperError;
+use zcode_mapper_sdk::acp::params::ConfigChange;
+use zcode_mapper_sdk::contract::MapperError;
 use zcode_mapper_sdk::json::{Fields, invalid_params, protocol, text};
 use zcode_task::envelope::Service;
 use zcode_task::ops::{self, Outbound};
@@ -138,30 +139,26 @@ impl TaskV2 {
     fn set_config_step(
         &self,
         state: &State,
-        params: &Value,
+        change: &ConfigChange,
     ) -> Result<GenStep<Stage>, MapperError> {
-        let fields = Fields::acp(params, "session/set_config_option params")?;
-        let config_id = fields.str("configId")?;
-        let kind = fields.opt_str("type")?;
-        let value = fields.get("value");
+        let config_id = change.config_id.as_str();
         match config_id {
             PLAN_OPTION => {
-                let (Some("boolean"), Some(Value::Bool(on))) = (kind, value) else {
+                let Some(on) = change.boolean() else {
                     return Err(invalid_params("zcode.plan takes a boolean value"));
                 };
-                self.mode_step(state, *on, None, ModeRequest::PlanOption)
+                self.mode_step(state, on, None, ModeRequest::PlanOption)
             }
-            MODEL_OPTION | THOUGHT_LEVEL_OPTION if kind.is_none_or(|kind| kind == "value_id") => {
-                let value = match value {
-                    Some(Value::String(value)) => value.as_str(),
-                    other => {
-                        let shown = other.map_or_else(|| "<missing>".to_string(), Value::to_string);
-                        return Err(invalid_params(if config_id == MODEL_OPTION {
-                            format!("Unknown ZCode model: {shown}")
-                        } else {
-                            format!("Unknown thought level: {shown}")
-                        }));
-                    }
+            MODEL_OPTION | THOUGHT_LEVEL_OPTION
+                if change.kind.as_deref().is_none_or(|kind| kind == "value_id") =>
+            {
+                let Some(value) = change.value_id() else {
+                    let shown = change.shown_value();
+                    return Err(invalid_params(if config_id == MODEL_OPTION {
+                        format!("Unknown ZCode model: {shown}")
+                    } else {
+                        format!("Unknown thought level: {shown}")
+                    }));
                 };
                 state.session_id()?;
                 let (selection, stage): (_, fn(Selection) -> Stage) = if config_id == MODEL_OPTION {
@@ -373,9 +370,9 @@ impl Generation for TaskV2 {
     fn set_config_option(
         &mut self,
         state: &State,
-        params: &Value,
+        change: &ConfigChange,
     ) -> Result<GenStep<Stage>, MapperError> {
-        self.set_config_step(state, params)
+        self.set_config_step(state, change)
     }
 
     fn advance(
@@ -408,7 +405,7 @@ impl Generation for TaskV2 {
                 Ok(self.open_session(state, request))
             }
             Stage::Session { request, expected } => {
-                let snapshot = Snapshot::parse(&result, request.kind.source(), &SNAPSHOT_RULES)?;
+                let snapshot = Snapshot::parse(&result, request.source(), &SNAPSHOT_RULES)?;
                 if request.kind == OpenKind::Create
                     && let Some(expected) = expected
                 {

@@ -8,7 +8,7 @@
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
-use zcode_contract::{
+use zcode_mapper_sdk::contract::{
     ErrorKind, Inbound, MapperError, NativeData, NativeReply, ReplyBody, RoutedEvent,
 };
 

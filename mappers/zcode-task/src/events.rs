@@ -3,7 +3,9 @@
 
 use serde::Serialize;
 use serde_json::Value;
-use zcode_contract::{Action, ErrorKind, MapperError, NativeData, StopReason, Terminal};
+use zcode_mapper_sdk::contract::{
+    Action, ErrorKind, MapperError, NativeData, StopReason, Terminal,
+};
 
 use crate::event_text;
 use crate::interactions;
@@ -386,7 +388,9 @@ fn turn_failed(state: &mut State, payload: Fields<'_>) -> Vec<Action> {
 #[cfg(test)]
 mod tests {
     use serde_json::json;
-    use zcode_contract::{Action, ClientFeatures, ErrorKind, MapperError, StopReason, Terminal};
+    use zcode_mapper_sdk::contract::{
+        Action, ClientFeatures, ErrorKind, MapperError, StopReason, Terminal,
+    };
 
     use super::*;
     use crate::test_support::*;

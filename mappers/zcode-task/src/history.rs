@@ -1,7 +1,7 @@
 //! `session/load` history replay: persisted messages → ACP updates, in order.
 
 use serde_json::{Value, json};
-use zcode_contract::MapperError;
+use zcode_mapper_sdk::contract::MapperError;
 
 use crate::settings::{Message, Role};
 use crate::tools::{FAILED_TOOL, Status, ToolCallView, completed_content};

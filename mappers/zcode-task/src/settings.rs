@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-use zcode_contract::MapperError;
+use zcode_mapper_sdk::contract::MapperError;
 
 use zcode_mapper_sdk::json::{protocol, text};
 use zcode_mapper_sdk::time::iso8601_from_epoch_ms;

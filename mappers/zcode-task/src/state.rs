@@ -1,6 +1,6 @@
 //! The mapping state of one session, shared by its operations and its event mapping.
 
-use zcode_contract::{Action, ClientFeatures, MapperError, StopReason, Terminal};
+use zcode_mapper_sdk::contract::{Action, ClientFeatures, MapperError, StopReason, Terminal};
 
 use crate::interactions::Interactions;
 use crate::settings::Settings;

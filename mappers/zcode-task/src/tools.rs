@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
-use zcode_contract::MapperError;
+use zcode_mapper_sdk::contract::MapperError;
 
 use zcode_mapper_sdk::json::{canonical, protocol};
 use zcode_mapper_sdk::tool_view::{self, PATH_KEYS, text_content};

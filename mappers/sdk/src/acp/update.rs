@@ -5,9 +5,9 @@
 //!
 //! | builder | `sessionUpdate` |
 //! | --- | --- |
-//! | [`text_chunk`], [`agent_text`], [`agent_thought`], [`user_text`], [`content_chunk`] | `agent_message_chunk`, `agent_thought_chunk`, `user_message_chunk` |
+//! | [`text_chunk`] ([`agent_text`], [`agent_thought`], [`user_text`]), [`content_chunk`] | `*_chunk` |
 //! | [`ToolCall`], [`ToolCallUpdate`] | `tool_call`, `tool_call_update` |
-//! | [`plan`], [`plan_items`], [`plan_markdown`], [`plan_removed`] | `plan`, `plan_update`, `plan_removed` |
+//! | [`plan`], [`plan_items`], [`plan_markdown`], [`plan_removed`] | `plan`, `plan_*` |
 //! | [`available_commands`] | `available_commands_update` |
 //! | [`current_mode`] | `current_mode_update` |
 //! | [`config_options`] | `config_option_update` |

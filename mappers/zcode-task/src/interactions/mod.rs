@@ -11,7 +11,7 @@ mod questions;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use zcode_contract::{
+use zcode_mapper_sdk::contract::{
     Action, ErrorKind, Interaction, InteractionAnswer, InteractionRequest, MapperError,
 };
 use zcode_mapper_sdk::json::{error, internal};
@@ -164,7 +164,7 @@ pub fn answer(state: &mut State, answer: &InteractionAnswer) -> Result<Answered,
 #[cfg(test)]
 mod tests {
 
-    use zcode_contract::{ErrorKind, InteractionAnswer, InteractionOutcome, SessionOp};
+    use zcode_mapper_sdk::contract::{ErrorKind, InteractionAnswer, InteractionOutcome, SessionOp};
 
     use crate::test_support::*;
 

@@ -3,7 +3,7 @@
 //! of them selects the native deny option.
 
 use serde_json::{Value, json};
-use zcode_contract::{
+use zcode_mapper_sdk::contract::{
     Action, InteractionOutcome, InteractionRequest, MapperError, PermissionRequest,
 };
 use zcode_mapper_sdk::json::{Fields, protocol, text};
@@ -252,7 +252,7 @@ pub(super) fn answer(to: Target<'_>, asked: Asked, outcome: &InteractionOutcome)
 #[cfg(test)]
 mod tests {
     use serde_json::{Value, json};
-    use zcode_contract::{
+    use zcode_mapper_sdk::contract::{
         Action, ErrorKind, InteractionAnswer, InteractionOutcome, InteractionRequest, SessionOp,
     };
 

@@ -4,7 +4,7 @@
 //! explicit approving choice approves; anything else rejects and takes the proposal down.
 
 use serde_json::{Value, json};
-use zcode_contract::{Action, InteractionOutcome, InteractionRequest, MapperError};
+use zcode_mapper_sdk::contract::{Action, InteractionOutcome, InteractionRequest, MapperError};
 use zcode_mapper_sdk::json::{protocol, text};
 
 use super::permission::{Decision, NativePermission};
@@ -238,7 +238,7 @@ pub(super) fn answer_question(
 #[cfg(test)]
 mod tests {
     use serde_json::{Value, json};
-    use zcode_contract::{
+    use zcode_mapper_sdk::contract::{
         Action, InteractionOutcome, InteractionRequest, SessionOp, StopReason, Terminal,
     };
 

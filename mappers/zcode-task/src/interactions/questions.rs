@@ -4,7 +4,7 @@
 //! A `plan_approval` request is plan approval ([`super::plan`]).
 
 use serde_json::{Map, Value, json};
-use zcode_contract::{Action, InteractionOutcome, InteractionRequest, MapperError};
+use zcode_mapper_sdk::contract::{Action, InteractionOutcome, InteractionRequest, MapperError};
 use zcode_mapper_sdk::json::{Fields, text};
 
 use super::{Pending, Target, choice, interaction, plan, refuse, unsupported};
@@ -248,7 +248,7 @@ pub(super) fn answer(to: Target<'_>, asked: Asked, outcome: &InteractionOutcome)
 #[cfg(test)]
 mod tests {
     use serde_json::{Value, json};
-    use zcode_contract::{InteractionOutcome, InteractionRequest};
+    use zcode_mapper_sdk::contract::{InteractionOutcome, InteractionRequest};
 
     use crate::test_support::*;
 
