@@ -4,6 +4,7 @@
 
 use serde_json::{Map, Value, json};
 use zcode_mapper_sdk::acp::params::ConfigChange;
+use zcode_mapper_sdk::acp::update;
 use zcode_mapper_sdk::contract::MapperError;
 use zcode_mapper_sdk::json::{Fields, invalid_params, text};
 use zcode_task::ops;
@@ -253,17 +254,16 @@ impl Generation for TaskV1 {
             }
             Stage::SetMode => {
                 let snapshot = Snapshot::parse(&result, "setMode", &SNAPSHOT_RULES)?;
-                let update = json!({"sessionUpdate": "current_mode_update", "currentModeId": snapshot.mode()});
+                let update = update::current_mode(snapshot.mode());
                 state.settings.replace(snapshot);
-                Ok(GenStep::Done(done(json!({}), vec![text(&update)])))
+                Ok(GenStep::Done(done(json!({}), vec![update])))
             }
             Stage::SetConfig { method } => {
                 let snapshot = Snapshot::parse(&result, method, &SNAPSHOT_RULES)?;
                 state.settings.replace(snapshot);
                 let options = state.settings.config_options(self);
-                let update =
-                    json!({"sessionUpdate": "config_option_update", "configOptions": options});
-                Ok(GenStep::Done(done(json!({"configOptions": options}), vec![text(&update)])))
+                let update = update::config_options(&options);
+                Ok(GenStep::Done(done(json!({"configOptions": options}), vec![update])))
             }
         }
     }

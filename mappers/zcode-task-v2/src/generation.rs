@@ -17,6 +17,7 @@
 
 use serde_json::{Value, json};
 use zcode_mapper_sdk::acp::params::ConfigChange;
+use zcode_mapper_sdk::acp::update;
 use zcode_mapper_sdk::contract::MapperError;
 use zcode_mapper_sdk::json::{Fields, invalid_params, protocol, text};
 use zcode_task::envelope::Service;
@@ -228,17 +229,17 @@ impl TaskV2 {
         })
     }
 
-    fn mode_and_options(&mut self, state: &State) -> (Value, Value) {
+    /// The mode update and the config options.
+    fn mode_and_options(&mut self, state: &State) -> (String, Value) {
         let snapshot = state.settings.snapshot();
         let mode = snapshot.map(|s| self.current_mode(s)).unwrap_or_else(|| "build".into());
         let options = state.settings.config_options(self);
-        (json!({"sessionUpdate": "current_mode_update", "currentModeId": mode}), options)
+        (update::current_mode(&mode), options)
     }
 
     fn config_done(&mut self, state: &mut State) -> GenStep<Stage> {
         let options = state.settings.config_options(self);
-        let update = json!({"sessionUpdate": "config_option_update", "configOptions": options});
-        let updates = vec![text(&update)];
+        let updates = vec![update::config_options(&options)];
         state.settings.remember_sent(&updates);
         GenStep::Done(done(json!({"configOptions": options}), updates))
     }
@@ -430,11 +431,9 @@ impl Generation for TaskV2 {
                 self.plan_enabled = plan;
                 state.settings.replace(snapshot);
                 let (mode_update, options) = self.mode_and_options(state);
-                let options_update =
-                    json!({"sessionUpdate": "config_option_update", "configOptions": options});
-                let mut updates = vec![text(&mode_update)];
+                let mut updates = vec![mode_update];
                 if flag_changed || request == ModeRequest::PlanOption {
-                    updates.push(text(&options_update));
+                    updates.push(update::config_options(&options));
                 }
                 let response = match request {
                     ModeRequest::Mode => json!({}),
@@ -516,9 +515,7 @@ impl Generation for TaskV2 {
         }
         self.plan_enabled = false;
         let (mode_update, options) = self.mode_and_options(state);
-        let options_update =
-            json!({"sessionUpdate": "config_option_update", "configOptions": options});
-        let updates = vec![text(&mode_update), text(&options_update)];
+        let updates = vec![mode_update, update::config_options(&options)];
         state.settings.remember_sent(&updates);
         updates
     }

@@ -5,13 +5,14 @@
 
 use serde_json::{Map, Value, json};
 use zcode_mapper_sdk::acp::params::ConfigChange;
+use zcode_mapper_sdk::acp::update;
 use zcode_mapper_sdk::acp_check;
 use zcode_mapper_sdk::contract::{
     Action, ClientFeatures, ErrorKind, InteractionAnswer, InteractionOutcome, InteractionRequest,
     MapperError, NativeData, NativeReply, OpResult, ReplyBody, SessionInit, SessionOp, Step,
     Terminal,
 };
-use zcode_mapper_sdk::json::{invalid_params, text};
+use zcode_mapper_sdk::json::invalid_params;
 use zcode_mapper_sdk::{Mapping, Session as _, SessionMachine as _};
 
 use crate::ops;
@@ -118,9 +119,9 @@ impl Generation for Plain {
             }
             PlainStage::SetMode => {
                 let snapshot = Snapshot::parse(&result, "setMode", &RULES)?;
-                let update = json!({"sessionUpdate": "current_mode_update", "currentModeId": snapshot.mode()});
+                let update = update::current_mode(snapshot.mode());
                 state.settings.replace(snapshot);
-                Ok(GenStep::Done(done(json!({}), vec![text(&update)])))
+                Ok(GenStep::Done(done(json!({}), vec![update])))
             }
         }
     }
@@ -214,8 +215,8 @@ impl Run {
     }
 }
 
-pub fn update_kinds(updates: &[Value]) -> Vec<&str> {
-    updates.iter().map(|u| u["sessionUpdate"].as_str().unwrap()).collect()
+pub fn update_kinds(updates: &[Value]) -> Vec<String> {
+    updates.iter().map(|u| update::kind(&u.to_string()).unwrap()).collect()
 }
 
 impl<G: Generation + Default> Driver<G> {
