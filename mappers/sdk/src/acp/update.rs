@@ -20,7 +20,6 @@
 use std::collections::BTreeMap;
 
 use serde_json::Value;
-use zcode_contract::Action;
 
 use super::write::Obj;
 
@@ -29,11 +28,6 @@ const TAG: &str = "sessionUpdate";
 
 fn tagged(kind: &str) -> Obj {
     Obj::new().str(TAG, kind)
-}
-
-/// The update as an action of a mapped batch.
-pub fn action(update: String) -> Action {
-    Action::Update(update)
 }
 
 // ----- message chunks --------------------------------------------------------------------------
