@@ -2,7 +2,8 @@
 //! owns the ACP side and the mechanics; a mapper speaks its host's protocol only.
 //!
 //! A mapper crate implements [`Mapper`] (its contract and launch plan; the rest defaults) with
-//! a [`Connection`] and a per-event [`Session`], then registers it once:
+//! a [`Link`] (framing and connection operations) and a [`Session`] (session operations and
+//! events), then registers it once:
 //!
 //! ```text
 //! zcode_mapper_sdk::register_mapper! {
@@ -13,21 +14,24 @@
 //!
 //! which exports it as the `zcode:mapper@0.2.0` component (wasm32 only, [`export_mapper!`]) and
 //! declares the same logic natively as a `contract::Mapper` ([`native_mapper!`]) for tests,
-//! golden traces, benchmarks and fuzzing. A mapper whose session maps whole batches itself
-//! implements [`Definition`] and a [`SessionMachine`] instead.
+//! golden traces, benchmarks and fuzzing. A mapper that drives the contract itself (a session
+//! that maps whole batches) implements [`Definition`], [`Connection`] and [`SessionMachine`].
 //!
 //! The ACP side ([`acp`]): typed readers of session parameters, prompt blocks, modes and config
 //! changes; builders of every session update, written as JSON text; permission options;
 //! questions as a form and the answer decoded; plan approval and todo lists.
 //!
-//! The mechanics: batch mapping, where an input that fails becomes a `terminal(broken)` action
-//! and mapping goes on, and requests a session makes while mapping, issued with the ids the
-//! core hands out and their replies routed back by tag ([`mapping`]); operations as step
-//! machines with checked replies ([`ops`]); framers for lines and length-prefixed frames
-//! ([`framing`]); strict JSON readers ([`json`]); how a tool call looks ([`tool_view`]); and
-//! helpers for a sandbox without clock or randomness ([`time`], [`ids`], [`uri`], [`media`]).
-//! The contract's types are re-exported as [`contract`], so a mapper depends on this crate
-//! only. Test support: [`acp_check`] (feature `acp-check`) and [`component_check`].
+//! The mechanics: operations as step machines, started with their parameters read and resumed
+//! with checked replies ([`Linked`], [`Mapping`], [`ops`]); batch mapping, where an input that
+//! fails becomes a `terminal(broken)` action and mapping goes on, and requests a session makes
+//! while mapping, issued with the ids the core hands out and their replies routed back by tag
+//! ([`mapping`]); framers for lines and length-prefixed frames ([`framing`]); numbered events
+//! recovered in order ([`sequence`]); strict JSON readers ([`json`]); contract values
+//! ([`install`]); how a tool call looks ([`tool_view`]); and helpers for a sandbox without clock
+//! or randomness ([`time`], [`ids`], [`uri`], [`media`]). The contract's types are re-exported
+//! as [`contract`], so a mapper depends on this crate only; [`prelude`] imports what most
+//! mapper files use. Test support: [`acp_check`] (feature `acp-check`) and
+//! [`component_check`].
 //!
 //! Everything here runs without clock, randomness, filesystem or environment, like the guests:
 //! hence `BTreeMap` (std's `HashMap` seeds its hasher from `wasi:random`).
@@ -37,12 +41,16 @@ pub mod component_check;
 pub mod framing;
 pub mod guest;
 pub mod ids;
+pub mod install;
 pub mod json;
+pub mod link;
 pub mod log;
 pub mod mapping;
 pub mod media;
 pub mod native;
 pub mod ops;
+pub mod prelude;
+pub mod sequence;
 pub mod time;
 pub mod tool_view;
 pub mod uri;
@@ -55,19 +63,25 @@ pub use acp::plan;
 pub use zcode_contract as contract;
 
 use zcode_contract::{
-    AuthCommand, ConnectionOp, Contract, Effects, ErrorKind, Inbound, LaunchPlan, MapperError,
-    NativeData, NativeReply, Outgoing, SessionInit, SessionInput, SessionOp, Step, VerifiedInstall,
+    AuthCommand, ConnectionOp, Contract, Effects, ErrorKind, Inbound, InteractionAnswer,
+    LaunchPlan, MapperError, NativeData, NativeReply, Outgoing, SessionInit, SessionInput,
+    SessionOp, Step, VerifiedInstall,
 };
 
+use acp::params::{ConfigChange, ListParams, SessionParams};
+use acp::prompt::Block;
+pub use link::Linked;
 pub use mapping::{Mapped, Mapping, Request};
+pub use ops::Next;
 
-/// A mapper, as most mappers are written: its contract and launch plan, a connection made with
-/// `Default`, and a per-event [`Session`] made from the session's init, driven by [`Mapping`].
+/// A mapper, as most mappers are written: its contract and launch plan, a [`Link`] made with
+/// `Default` (driven by [`Linked`]), and a per-event [`Session`] made from the session's init
+/// (driven by [`Mapping`]).
 /// Every `Mapper` is a [`Definition`]; register it with [`register_mapper!`].
 pub trait Mapper: 'static {
     /// Protocol id, for logs (a panic message names it).
     const NAME: &'static str;
-    type Connection: Connection + Default;
+    type Connection: Link + Default;
     type Session: Session;
 
     /// Identity and compatibility contract (pure; the core caches it).
@@ -93,7 +107,7 @@ pub fn no_login(
 
 impl<M: Mapper> Definition for M {
     const NAME: &'static str = M::NAME;
-    type Connection = M::Connection;
+    type Connection = Linked<M::Connection>;
     type Session = Mapping<M::Session>;
 
     fn contract() -> Contract {
@@ -111,8 +125,8 @@ impl<M: Mapper> Definition for M {
         M::auth_plan(install, command)
     }
 
-    fn connection() -> M::Connection {
-        M::Connection::default()
+    fn connection() -> Linked<M::Connection> {
+        Linked::new(M::Connection::default())
     }
 
     fn session(init: &SessionInit) -> Mapping<M::Session> {
@@ -176,20 +190,114 @@ pub trait Connection: 'static {
     }
 }
 
-/// The mapping state of one native session.
+/// One host process as most mappers write it: framing, and the connection operations one at
+/// a time. [`Linked`] drives it as a [`Connection`]: it reads the ACP parameters, keeps each
+/// waiting operation's stage and checks every resume against it. `id` is the id the
+/// operation's first request must use.
+pub trait Link: 'static {
+    /// Where a waiting operation is.
+    type Stage: 'static;
+
+    /// Host output → what it means. An error fails the transport closed.
+    fn push(&mut self, bytes: &[u8]) -> Result<Vec<Inbound>, MapperError>;
+    /// End of host output.
+    fn finish(&mut self) -> Result<Vec<Inbound>, MapperError>;
+    /// What the host reported about itself at setup (compared with the release's `identity`).
+    fn identity(&self) -> Option<String> {
+        None
+    }
+
+    /// Run once after the handshake. Default: nothing to do.
+    fn setup(&mut self, id: u64) -> Result<Next<Self::Stage>, MapperError> {
+        let _ = id;
+        Ok(Next::finished())
+    }
+    /// The doctor's health probe: can the host serve `workspace`?
+    fn probe(&mut self, workspace: &str, id: u64) -> Result<Next<Self::Stage>, MapperError>;
+    /// `session/list`. Default: the host cannot list sessions.
+    fn list_sessions(
+        &mut self,
+        params: ListParams,
+        id: u64,
+    ) -> Result<Next<Self::Stage>, MapperError> {
+        let _ = (params, id);
+        Err(MapperError::new(ErrorKind::Unsupported, "This host cannot list sessions"))
+    }
+    /// Continues an operation waiting in `stage` with the reply it waited for and that
+    /// request's label (`None` after a step that waited for nothing).
+    fn resume(
+        &mut self,
+        stage: Self::Stage,
+        reply: Option<(&NativeReply, &str)>,
+        id: u64,
+    ) -> Result<Next<Self::Stage>, MapperError>;
+}
+
+/// One native session, as most mappers write it: an operation at a time, an event at a time.
+/// [`Mapping`] drives it through the contract: it parses each ACP request into typed
+/// parameters, keeps each waiting operation's stage ([`ops::Pending`]) and checks every resume
+/// against it, maps batches input by input, and issues the requests mapping makes.
+///
+/// Operations return what they do next ([`Next`]): wait in a stage for what they sent, or finish.
+/// `id` is the id the operation's first request must use (then `id + 1`, ...). The operations a
+/// host may lack default to a clear refusal.
 pub trait Session: 'static {
     /// What the session remembers about a request it makes while mapping, to know what the
     /// reply answers (`()` for a session that makes none).
     type Tag: 'static;
+    /// Where a waiting operation is.
+    type Stage: 'static;
 
     /// The state of a new session.
     fn new(init: &SessionInit) -> Self
     where
         Self: Sized;
 
-    fn start(&mut self, op_id: u64, op: &SessionOp, first_request_id: u64) -> Step;
-    /// `reply` is `None` after a step that awaited no reply.
-    fn resume(&mut self, op_id: u64, reply: Option<&NativeReply>, first_request_id: u64) -> Step;
+    /// `session/new`, `session/load` or `session/resume` (`params.kind` says which).
+    fn open(&mut self, params: SessionParams, id: u64) -> Result<Next<Self::Stage>, MapperError>;
+    /// `session/prompt`: done when the host took the input; the turn ends with a terminal.
+    fn prompt(&mut self, prompt: Vec<Block>, id: u64) -> Result<Next<Self::Stage>, MapperError>;
+    /// Asks the host to stop the running turn.
+    fn cancel(&mut self, id: u64) -> Result<Next<Self::Stage>, MapperError>;
+    /// After the turn's terminal: the final usage (an ACP `Usage`). Default: `{}`.
+    fn finish_turn(&mut self, id: u64) -> Result<Next<Self::Stage>, MapperError> {
+        let _ = id;
+        Ok(Next::finished())
+    }
+    /// `session/set_mode`. Default: the host has no modes.
+    fn set_mode(&mut self, mode_id: String, id: u64) -> Result<Next<Self::Stage>, MapperError> {
+        let _ = (mode_id, id);
+        Err(MapperError::new(ErrorKind::Unsupported, "This host has no session modes"))
+    }
+    /// `session/set_config_option`. Default: the host has no config options.
+    fn set_config_option(
+        &mut self,
+        change: ConfigChange,
+        id: u64,
+    ) -> Result<Next<Self::Stage>, MapperError> {
+        let _ = id;
+        Err(json::invalid_params(format!("Unknown config option: {}", change.config_id)))
+    }
+    /// The core's answer to an interaction the session raised. Default: it raised none.
+    fn answer(
+        &mut self,
+        answer: &InteractionAnswer,
+        id: u64,
+    ) -> Result<Next<Self::Stage>, MapperError> {
+        let _ = id;
+        Err(json::internal(format!("Unknown or already answered interaction: {}", answer.key)))
+    }
+    /// Unsubscribes and releases the native session.
+    fn close(&mut self, id: u64) -> Result<Next<Self::Stage>, MapperError>;
+    /// Continues an operation waiting in `stage` with the reply it waited for and that
+    /// request's label (`None` after a step that waited for nothing).
+    fn resume(
+        &mut self,
+        stage: Self::Stage,
+        reply: Option<(&NativeReply, &str)>,
+        id: u64,
+    ) -> Result<Next<Self::Stage>, MapperError>;
+
     /// Maps one native event. An error is a broken stream ([`mapping`] turns it into a
     /// `terminal(broken)` action); nothing may be dropped silently.
     fn map_event(&mut self, event: &NativeData) -> Result<Mapped<Self::Tag>, MapperError>;

@@ -1,4 +1,9 @@
-//! Batch mapping and the requests a session makes while mapping.
+//! A [`Session`] as the contract drives it: operations as step machines, batch mapping, and
+//! the requests a session makes while mapping.
+//!
+//! An operation starts with the ACP request read into typed parameters (a request that does
+//! not read is refused before the session sees it) and goes on with each reply it waits for,
+//! checked against the stage it waits in ([`Pending`]).
 //!
 //! The core hands a session its input in batches (`map`) and, when the batch announced native
 //! requests, asks for them right away with the ids it allots (`issue`); their replies come back
@@ -17,7 +22,10 @@ use zcode_contract::{
     SessionOp, Step, Terminal,
 };
 
+use crate::acp::params::{self, ConfigChange, OpenKind, SessionParams};
+use crate::acp::prompt;
 use crate::json::internal;
+use crate::ops::{Next, Pending};
 use crate::{Session, SessionMachine};
 
 /// Encodes a request once the core has given it an id.
@@ -102,11 +110,20 @@ impl<T> Mapped<T> {
         self.requests.push(request);
         self
     }
+
+    /// Appends what mapping another input made.
+    pub fn append(&mut self, other: Mapped<T>) {
+        self.actions.extend(other.actions);
+        self.writes.extend(other.writes);
+        self.requests.extend(other.requests);
+    }
 }
 
-/// A [`Session`] driven through the contract's `map` / `issue` protocol.
+/// A [`Session`] driven through the contract.
 pub struct Mapping<S: Session> {
     session: S,
+    /// Operations waiting for a reply (or to be resumed without one).
+    pending: Pending<S::Stage>,
     /// Requests the last `map` announced, waiting for their ids.
     announced: Vec<Request<S::Tag>>,
     /// Tags of issued requests that await a reply, by request id.
@@ -115,7 +132,12 @@ pub struct Mapping<S: Session> {
 
 impl<S: Session> Mapping<S> {
     pub fn new(session: S) -> Self {
-        Self { session, announced: Vec::new(), issued: BTreeMap::new() }
+        Self {
+            session,
+            pending: Pending::default(),
+            announced: Vec::new(),
+            issued: BTreeMap::new(),
+        }
     }
 
     pub fn session(&self) -> &S {
@@ -129,11 +151,19 @@ impl<S: Session> Mapping<S> {
 
 impl<S: Session> SessionMachine for Mapping<S> {
     fn start(&mut self, op_id: u64, op: &SessionOp, first_request_id: u64) -> Step {
-        self.session.start(op_id, op, first_request_id)
+        let next = self
+            .pending
+            .check_new(op_id)
+            .and_then(|()| start(&mut self.session, op, first_request_id));
+        self.pending.step(op_id, next)
     }
 
     fn resume(&mut self, op_id: u64, reply: Option<&NativeReply>, first_request_id: u64) -> Step {
-        self.session.resume(op_id, reply, first_request_id)
+        let next = self.pending.resume(op_id, reply).and_then(|resumed| {
+            let reply = resumed.reply.as_ref().map(|(reply, label)| (*reply, label.as_str()));
+            self.session.resume(resumed.stage, reply, first_request_id)
+        });
+        self.pending.step(op_id, next)
     }
 
     /// Maps a batch in arrival order.
@@ -189,6 +219,29 @@ impl<S: Session> SessionMachine for Mapping<S> {
     }
 }
 
+/// Starts `op` on `session` with its parameters read.
+fn start<S: Session>(
+    session: &mut S,
+    op: &SessionOp,
+    id: u64,
+) -> Result<Next<S::Stage>, MapperError> {
+    let open = |kind, params: &str| SessionParams::read(kind, params);
+    match op {
+        SessionOp::Create(params) => session.open(open(OpenKind::Create, params)?, id),
+        SessionOp::Load(params) => session.open(open(OpenKind::Load, params)?, id),
+        SessionOp::Resume(params) => session.open(open(OpenKind::Resume, params)?, id),
+        SessionOp::Prompt(params) => session.prompt(prompt::read(params)?, id),
+        SessionOp::Cancel => session.cancel(id),
+        SessionOp::FinishTurn => session.finish_turn(id),
+        SessionOp::SetMode(params) => session.set_mode(params::mode_id(params)?, id),
+        SessionOp::SetConfigOption(params) => {
+            session.set_config_option(ConfigChange::read(params)?, id)
+        }
+        SessionOp::Answer(answer) => session.answer(answer, id),
+        SessionOp::Close => session.close(id),
+    }
+}
+
 fn broken(problem: MapperError) -> Action {
     Action::Terminal(Terminal::Broken(problem))
 }
@@ -196,6 +249,8 @@ fn broken(problem: MapperError) -> Action {
 #[cfg(test)]
 mod tests {
     use zcode_contract::{ErrorKind, NativeData, ReplyBody};
+
+    use crate::acp::prompt;
 
     use super::*;
 
@@ -208,17 +263,52 @@ mod tests {
 
     impl Session for Probe {
         type Tag = u32;
+        type Stage = &'static str;
 
         fn new(_: &zcode_contract::SessionInit) -> Self {
             Self::default()
         }
 
-        fn start(&mut self, _: u64, _: &SessionOp, _: u64) -> Step {
-            Step::Done(Err(internal("no ops")))
+        /// Sends `open` and waits for its reply.
+        fn open(
+            &mut self,
+            params: SessionParams,
+            id: u64,
+        ) -> Result<Next<Self::Stage>, MapperError> {
+            let request =
+                NativeRequest { id, bytes: b"open".to_vec(), label: "open".into(), timeout_ms: 10 };
+            assert_eq!(params.kind, OpenKind::Create);
+            Ok(Next::send("opening", request))
         }
 
-        fn resume(&mut self, _: u64, _: Option<&NativeReply>, _: u64) -> Step {
-            Step::Done(Err(internal("no ops")))
+        fn prompt(
+            &mut self,
+            prompt: Vec<prompt::Block>,
+            _: u64,
+        ) -> Result<Next<Self::Stage>, MapperError> {
+            Ok(Next::done(&serde_json::json!({"blocks": prompt.len()})))
+        }
+
+        /// Streams an update and waits for nothing.
+        fn cancel(&mut self, _: u64) -> Result<Next<Self::Stage>, MapperError> {
+            Ok(Next::Wait(
+                "cancelling",
+                Outgoing { updates: vec!["{}".into()], ..Outgoing::default() },
+            ))
+        }
+
+        fn close(&mut self, _: u64) -> Result<Next<Self::Stage>, MapperError> {
+            Err(internal("no close"))
+        }
+
+        fn resume(
+            &mut self,
+            stage: Self::Stage,
+            reply: Option<(&NativeReply, &str)>,
+            _: u64,
+        ) -> Result<Next<Self::Stage>, MapperError> {
+            let label = reply.map(|(_, label)| label);
+            Ok(Next::done(&serde_json::json!({"stage": stage, "label": label})))
         }
 
         fn map_event(&mut self, event: &NativeData) -> Result<Mapped<u32>, MapperError> {
@@ -304,6 +394,74 @@ mod tests {
             broken_message(&effects.actions[1]),
             "Reply 40 answers no request this session issued"
         );
+    }
+
+    fn response(step: Step) -> serde_json::Value {
+        match step {
+            Step::Done(Ok(result)) => serde_json::from_str(&result.response).unwrap(),
+            other => panic!("not a response: {other:?}"),
+        }
+    }
+
+    fn error(step: Step) -> MapperError {
+        match step {
+            Step::Done(Err(error)) => error,
+            other => panic!("not an error: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn starts_operations_with_typed_params_and_resumes_them_by_stage() {
+        let mut mapping = Mapping::new(Probe::default());
+        assert!(matches!(
+            mapping.start(1, &SessionOp::Create("{\"cwd\":\"/w\"}".into()), 5),
+            Step::Wait(_)
+        ));
+        let reply = NativeReply { id: 5, body: ReplyBody::Ok("{}".into()) };
+        assert_eq!(
+            response(mapping.resume(1, Some(&reply), 6)),
+            serde_json::json!({"stage": "opening", "label": "open"})
+        );
+        assert!(matches!(mapping.start(2, &SessionOp::Cancel, 6), Step::Wait(_)));
+        assert_eq!(
+            response(mapping.resume(2, None, 6)),
+            serde_json::json!({"stage": "cancelling", "label": null})
+        );
+        let prompt = r#"{"sessionId":"s","prompt":[{"type":"text","text":"hi"}]}"#;
+        assert_eq!(
+            response(mapping.start(3, &SessionOp::Prompt(prompt.into()), 6)),
+            serde_json::json!({"blocks": 1})
+        );
+        // Parameters that do not read never reach the session.
+        let bad = error(mapping.start(4, &SessionOp::Prompt("{}".into()), 6));
+        assert_eq!(bad.message, "session/prompt params: missing field `prompt`");
+        assert_eq!(error(mapping.resume(9, None, 6)).message, "Operation 9 is not waiting");
+    }
+
+    #[test]
+    fn refuses_what_a_session_does_not_override() {
+        let mut mapping = Mapping::new(Probe::default());
+        let mode = error(mapping.start(1, &SessionOp::SetMode("{\"modeId\":\"x\"}".into()), 1));
+        assert_eq!(
+            (mode.kind, mode.message.as_str()),
+            (ErrorKind::Unsupported, "This host has no session modes")
+        );
+        let option = error(mapping.start(
+            2,
+            &SessionOp::SetConfigOption("{\"configId\":\"m\",\"value\":\"a\"}".into()),
+            1,
+        ));
+        assert_eq!(
+            (option.kind, option.message.as_str()),
+            (ErrorKind::InvalidParams, "Unknown config option: m")
+        );
+        let answer = zcode_contract::InteractionAnswer {
+            key: "k".into(),
+            outcome: zcode_contract::InteractionOutcome::Unavailable("x".into()),
+        };
+        let answered = error(mapping.start(3, &SessionOp::Answer(answer), 1));
+        assert_eq!(answered.message, "Unknown or already answered interaction: k");
+        assert_eq!(response(mapping.start(4, &SessionOp::FinishTurn, 1)), serde_json::json!({}));
     }
 
     #[test]

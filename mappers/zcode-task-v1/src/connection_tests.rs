@@ -1,8 +1,11 @@
 //! The 3.11.2 connection: the doctor probe and session listing after `readWorkspaceState`.
 
 use serde_json::{Value, json};
-use zcode_contract::{ConnectionOp, ErrorKind, MapperError, NativeReply, ReplyBody, Step};
+use zcode_mapper_sdk::Connection as _;
 use zcode_mapper_sdk::acp_check;
+use zcode_mapper_sdk::contract::{
+    ConnectionOp, ErrorKind, MapperError, NativeReply, ReplyBody, Step,
+};
 
 use crate::TaskV1Connection;
 
@@ -55,12 +58,12 @@ fn list(connection: &mut TaskV1Connection, params: Value, count: usize) -> Value
 
 #[test]
 fn sets_up_immediately() {
-    assert_eq!(response(TaskV1Connection::new().start(1, &ConnectionOp::Setup, 1)), json!({}));
+    assert_eq!(response(TaskV1Connection::default().start(1, &ConnectionOp::Setup, 1)), json!({}));
 }
 
 #[test]
 fn probes_with_initialize() {
-    let mut connection = TaskV1Connection::new();
+    let mut connection = TaskV1Connection::default();
     let step = connection.start(3, &ConnectionOp::Probe("/w".into()), 7);
     assert_eq!(
         request_json(&step)["params"],
@@ -79,7 +82,7 @@ fn probes_with_initialize() {
 
 #[test]
 fn pages_session_lists() {
-    let mut connection = TaskV1Connection::new();
+    let mut connection = TaskV1Connection::default();
     let first = list(&mut connection, json!({"cwd": "/w"}), 120);
     assert_eq!(first["sessions"].as_array().unwrap().len(), 50);
     assert_eq!(first["sessions"][0], json!({"sessionId": "s0", "cwd": "/w"}));
@@ -98,7 +101,7 @@ fn pages_session_lists() {
 
 #[test]
 fn refuses_bad_list_params_before_any_request() {
-    let mut connection = TaskV1Connection::new();
+    let mut connection = TaskV1Connection::default();
     for (params, message) in [
         (json!({}), "ZCode requires cwd when listing sessions"),
         (json!({"cwd": "/w", "cursor": "abc"}), "Unknown session list cursor: abc"),
@@ -121,7 +124,7 @@ fn refuses_bad_list_params_before_any_request() {
 
 #[test]
 fn requires_a_provider_before_listing() {
-    let mut connection = TaskV1Connection::new();
+    let mut connection = TaskV1Connection::default();
     connection.start(1, &ConnectionOp::ListSessions(json!({"cwd": "/w"}).to_string()), 1);
     connection.resume(1, Some(&ok(1, json!({"available": true}))), 2);
     let problem =
@@ -131,7 +134,7 @@ fn requires_a_provider_before_listing() {
 
 #[test]
 fn reports_native_errors_and_unknown_replies() {
-    let mut connection = TaskV1Connection::new();
+    let mut connection = TaskV1Connection::default();
     connection.start(1, &ConnectionOp::Probe("/w".into()), 1);
     let native = MapperError::new(ErrorKind::Native, "host exploded");
     let problem = failure(connection.resume(

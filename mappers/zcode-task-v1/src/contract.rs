@@ -1,7 +1,7 @@
 //! Which installs this mapper drives (ZCode 3.11.2 with CLI 0.16.5, and the simulator's files),
 //! and how their host service is started.
 
-use zcode_contract::{Contract, LaunchPlan, MapperError, VerifiedInstall};
+use zcode_mapper_sdk::contract::{Contract, LaunchPlan, MapperError, VerifiedInstall};
 use zcode_task::install::{
     self, CREDENTIALS_FILE, HostRelease, cli_version_probe, verified_release,
 };
@@ -87,7 +87,7 @@ mod tests {
     use std::path::Path;
 
     use serde_json::{Value, json};
-    use zcode_contract::{LayoutKind, Os};
+    use zcode_mapper_sdk::contract::{LayoutKind, Os};
 
     use super::*;
 

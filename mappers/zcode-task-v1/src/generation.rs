@@ -3,7 +3,9 @@
 //! with refs `{providerId, modelId, variant?}`; the thought level is a session setting.
 
 use serde_json::{Map, Value, json};
-use zcode_contract::MapperError;
+use zcode_mapper_sdk::acp::params::ConfigChange;
+use zcode_mapper_sdk::acp::update;
+use zcode_mapper_sdk::contract::MapperError;
 use zcode_mapper_sdk::json::{Fields, invalid_params, text};
 use zcode_task::ops;
 use zcode_task::session::{GenStep, Generation, OpenRequest, done};
@@ -189,24 +191,20 @@ impl Generation for TaskV1 {
     fn set_config_option(
         &mut self,
         state: &State,
-        params: &Value,
+        change: &ConfigChange,
     ) -> Result<GenStep<Stage>, MapperError> {
-        let fields = Fields::acp(params, "session/set_config_option params")?;
-        let config_id = fields.str("configId")?;
+        let config_id = change.config_id.as_str();
         let known = config_id == MODEL_OPTION || config_id == THOUGHT_LEVEL_OPTION;
-        if !known || fields.opt_str("type")?.is_some_and(|kind| kind != "value_id") {
+        if !known || change.kind.as_deref().is_some_and(|kind| kind != "value_id") {
             return Err(invalid_params(format!("Unknown config option: {config_id}")));
         }
-        let value = match fields.get("value") {
-            Some(Value::String(value)) => value.as_str(),
-            other => {
-                let shown = other.map_or_else(|| "<missing>".to_string(), Value::to_string);
-                return Err(invalid_params(if config_id == MODEL_OPTION {
-                    format!("Unknown ZCode model: {shown}")
-                } else {
-                    format!("Unknown thought level: {shown}")
-                }));
-            }
+        let Some(Value::String(value)) = &change.value else {
+            let shown = change.shown_value();
+            return Err(invalid_params(if config_id == MODEL_OPTION {
+                format!("Unknown ZCode model: {shown}")
+            } else {
+                format!("Unknown thought level: {shown}")
+            }));
         };
         let session_id = state.session_id()?;
         let workspace = &state.workspace;
@@ -250,23 +248,22 @@ impl Generation for TaskV1 {
                 Ok(GenStep::Send { outbound, stage: Stage::Session(request) })
             }
             Stage::Session(request) => {
-                let source = request.kind.source();
+                let source = request.source();
                 let snapshot = Snapshot::parse(&result, source, &SNAPSHOT_RULES)?;
                 Ok(GenStep::Opened { request, snapshot })
             }
             Stage::SetMode => {
                 let snapshot = Snapshot::parse(&result, "setMode", &SNAPSHOT_RULES)?;
-                let update = json!({"sessionUpdate": "current_mode_update", "currentModeId": snapshot.mode()});
+                let update = update::current_mode(snapshot.mode());
                 state.settings.replace(snapshot);
-                Ok(GenStep::Done(done(json!({}), vec![text(&update)])))
+                Ok(GenStep::Done(done(json!({}), vec![update])))
             }
             Stage::SetConfig { method } => {
                 let snapshot = Snapshot::parse(&result, method, &SNAPSHOT_RULES)?;
                 state.settings.replace(snapshot);
                 let options = state.settings.config_options(self);
-                let update =
-                    json!({"sessionUpdate": "config_option_update", "configOptions": options});
-                Ok(GenStep::Done(done(json!({"configOptions": options}), vec![text(&update)])))
+                let update = update::config_options(&options);
+                Ok(GenStep::Done(done(json!({"configOptions": options}), vec![update])))
             }
         }
     }

@@ -19,22 +19,21 @@ mod settings_tests;
 #[cfg(test)]
 mod tests;
 
-use zcode_contract::{
-    AuthCommand, Contract, LaunchPlan, MapperError, SessionInit, VerifiedInstall,
-};
+use zcode_mapper_sdk::contract::{AuthCommand, Contract, LaunchPlan, MapperError, VerifiedInstall};
 
 /// One host process of ZCode 3.11.2.
-pub type TaskV1Connection = zcode_task::connection::Connection<workspace_state::WorkspaceState>;
+pub type TaskV1Connection =
+    zcode_mapper_sdk::Linked<zcode_task::connection::Connection<workspace_state::WorkspaceState>>;
 /// The mapping state of one ZCode 3.11.2 session.
 pub type TaskV1Session = zcode_task::session::Session<generation::TaskV1>;
 
 /// The mapper for ZCode 3.11.2.
 pub struct TaskV1Definition;
 
-impl zcode_mapper_sdk::Definition for TaskV1Definition {
+impl zcode_mapper_sdk::Mapper for TaskV1Definition {
     const NAME: &'static str = contract::PROTOCOL_ID;
-    type Connection = TaskV1Connection;
-    type Session = zcode_mapper_sdk::Mapping<TaskV1Session>;
+    type Connection = zcode_task::connection::Connection<workspace_state::WorkspaceState>;
+    type Session = TaskV1Session;
 
     fn contract() -> Contract {
         contract::contract()
@@ -50,19 +49,9 @@ impl zcode_mapper_sdk::Definition for TaskV1Definition {
     ) -> Result<LaunchPlan, MapperError> {
         zcode_task::install::auth_plan(install, command)
     }
-
-    fn connection() -> TaskV1Connection {
-        TaskV1Connection::new()
-    }
-
-    fn session(init: &SessionInit) -> Self::Session {
-        zcode_mapper_sdk::Mapping::new(TaskV1Session::new(init))
-    }
 }
 
-zcode_mapper_sdk::export_mapper!(TaskV1Definition);
-
-zcode_mapper_sdk::native_mapper! {
+zcode_mapper_sdk::register_mapper! {
     /// The mapper, natively.
     pub struct TaskV1Mapper(TaskV1Definition), source: "native:zcode-task-v1";
 }

@@ -2,8 +2,8 @@
 //! mode catalog, and snapshots validated with this generation's rules.
 
 use serde_json::{Map, Value, json};
-use zcode_contract::MapperError;
 use zcode_mapper_sdk::acp_check;
+use zcode_mapper_sdk::contract::MapperError;
 use zcode_task::settings::Snapshot;
 use zcode_task::test_support::snapshot_json;
 

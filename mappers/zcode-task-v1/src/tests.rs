@@ -3,8 +3,8 @@
 //! model and thought-level options.
 
 use serde_json::{Value, json};
-use zcode_contract::{ErrorKind, SessionOp};
 use zcode_mapper_sdk::acp_check;
+use zcode_mapper_sdk::contract::{ErrorKind, SessionOp};
 use zcode_task::test_support::{Driver, WORKSPACE, ok, snapshot_json, update_kinds};
 
 use crate::generation::TaskV1;

@@ -1,7 +1,7 @@
 //! `readWorkspaceState`: how ZCode 3.11.2 tells whether a model provider is configured.
 
 use serde_json::{Value, json};
-use zcode_contract::{ErrorKind, MapperError};
+use zcode_mapper_sdk::contract::{ErrorKind, MapperError};
 use zcode_mapper_sdk::json::{Fields, error};
 use zcode_task::connection::ProviderCheck;
 use zcode_task::envelope::Service;

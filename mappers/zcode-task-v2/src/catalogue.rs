@@ -7,7 +7,7 @@
 //! {reasoningLevel?}}` — no `variant` any more; the reasoning level travels with the model.
 
 use serde_json::{Map, Value, json};
-use zcode_contract::{ErrorKind, MapperError};
+use zcode_mapper_sdk::contract::{ErrorKind, MapperError};
 use zcode_mapper_sdk::json::{Fields, error, invalid_params, protocol};
 use zcode_task::envelope::Service;
 use zcode_task::ops::{Outbound, validation_failed};

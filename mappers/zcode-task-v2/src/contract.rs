@@ -6,7 +6,7 @@
 //! archive (`<resources>/config/provider/zcode-builtin.json`, pinned like the host files), which
 //! the bridge passes on in `init-local`.
 
-use zcode_contract::{Contract, LaunchPlan, MapperError, VerifiedInstall};
+use zcode_mapper_sdk::contract::{Contract, LaunchPlan, MapperError, VerifiedInstall};
 use zcode_task::install::{
     self, CREDENTIALS_FILE, HostRelease, cli_version_probe, file_for_role, verified_release,
 };
@@ -88,7 +88,7 @@ mod tests {
     use std::path::Path;
 
     use serde_json::{Value, json};
-    use zcode_contract::{LayoutKind, Os};
+    use zcode_mapper_sdk::contract::{LayoutKind, Os};
 
     use super::*;
 

@@ -16,7 +16,9 @@
 //! mode is `plan`. The flag is also the boolean config option `zcode.plan`.
 
 use serde_json::{Value, json};
-use zcode_contract::MapperError;
+use zcode_mapper_sdk::acp::params::ConfigChange;
+use zcode_mapper_sdk::acp::update;
+use zcode_mapper_sdk::contract::MapperError;
 use zcode_mapper_sdk::json::{Fields, invalid_params, protocol, text};
 use zcode_task::envelope::Service;
 use zcode_task::ops::{self, Outbound};
@@ -138,30 +140,26 @@ impl TaskV2 {
     fn set_config_step(
         &self,
         state: &State,
-        params: &Value,
+        change: &ConfigChange,
     ) -> Result<GenStep<Stage>, MapperError> {
-        let fields = Fields::acp(params, "session/set_config_option params")?;
-        let config_id = fields.str("configId")?;
-        let kind = fields.opt_str("type")?;
-        let value = fields.get("value");
+        let config_id = change.config_id.as_str();
         match config_id {
             PLAN_OPTION => {
-                let (Some("boolean"), Some(Value::Bool(on))) = (kind, value) else {
+                let Some(on) = change.boolean() else {
                     return Err(invalid_params("zcode.plan takes a boolean value"));
                 };
-                self.mode_step(state, *on, None, ModeRequest::PlanOption)
+                self.mode_step(state, on, None, ModeRequest::PlanOption)
             }
-            MODEL_OPTION | THOUGHT_LEVEL_OPTION if kind.is_none_or(|kind| kind == "value_id") => {
-                let value = match value {
-                    Some(Value::String(value)) => value.as_str(),
-                    other => {
-                        let shown = other.map_or_else(|| "<missing>".to_string(), Value::to_string);
-                        return Err(invalid_params(if config_id == MODEL_OPTION {
-                            format!("Unknown ZCode model: {shown}")
-                        } else {
-                            format!("Unknown thought level: {shown}")
-                        }));
-                    }
+            MODEL_OPTION | THOUGHT_LEVEL_OPTION
+                if change.kind.as_deref().is_none_or(|kind| kind == "value_id") =>
+            {
+                let Some(value) = change.value_id() else {
+                    let shown = change.shown_value();
+                    return Err(invalid_params(if config_id == MODEL_OPTION {
+                        format!("Unknown ZCode model: {shown}")
+                    } else {
+                        format!("Unknown thought level: {shown}")
+                    }));
                 };
                 state.session_id()?;
                 let (selection, stage): (_, fn(Selection) -> Stage) = if config_id == MODEL_OPTION {
@@ -231,17 +229,17 @@ impl TaskV2 {
         })
     }
 
-    fn mode_and_options(&mut self, state: &State) -> (Value, Value) {
+    /// The mode update and the config options.
+    fn mode_and_options(&mut self, state: &State) -> (String, Value) {
         let snapshot = state.settings.snapshot();
         let mode = snapshot.map(|s| self.current_mode(s)).unwrap_or_else(|| "build".into());
         let options = state.settings.config_options(self);
-        (json!({"sessionUpdate": "current_mode_update", "currentModeId": mode}), options)
+        (update::current_mode(&mode), options)
     }
 
     fn config_done(&mut self, state: &mut State) -> GenStep<Stage> {
         let options = state.settings.config_options(self);
-        let update = json!({"sessionUpdate": "config_option_update", "configOptions": options});
-        let updates = vec![text(&update)];
+        let updates = vec![update::config_options(&options)];
         state.settings.remember_sent(&updates);
         GenStep::Done(done(json!({"configOptions": options}), updates))
     }
@@ -373,9 +371,9 @@ impl Generation for TaskV2 {
     fn set_config_option(
         &mut self,
         state: &State,
-        params: &Value,
+        change: &ConfigChange,
     ) -> Result<GenStep<Stage>, MapperError> {
-        self.set_config_step(state, params)
+        self.set_config_step(state, change)
     }
 
     fn advance(
@@ -408,7 +406,7 @@ impl Generation for TaskV2 {
                 Ok(self.open_session(state, request))
             }
             Stage::Session { request, expected } => {
-                let snapshot = Snapshot::parse(&result, request.kind.source(), &SNAPSHOT_RULES)?;
+                let snapshot = Snapshot::parse(&result, request.source(), &SNAPSHOT_RULES)?;
                 if request.kind == OpenKind::Create
                     && let Some(expected) = expected
                 {
@@ -433,11 +431,9 @@ impl Generation for TaskV2 {
                 self.plan_enabled = plan;
                 state.settings.replace(snapshot);
                 let (mode_update, options) = self.mode_and_options(state);
-                let options_update =
-                    json!({"sessionUpdate": "config_option_update", "configOptions": options});
-                let mut updates = vec![text(&mode_update)];
+                let mut updates = vec![mode_update];
                 if flag_changed || request == ModeRequest::PlanOption {
-                    updates.push(text(&options_update));
+                    updates.push(update::config_options(&options));
                 }
                 let response = match request {
                     ModeRequest::Mode => json!({}),
@@ -519,9 +515,7 @@ impl Generation for TaskV2 {
         }
         self.plan_enabled = false;
         let (mode_update, options) = self.mode_and_options(state);
-        let options_update =
-            json!({"sessionUpdate": "config_option_update", "configOptions": options});
-        let updates = vec![text(&mode_update), text(&options_update)];
+        let updates = vec![mode_update, update::config_options(&options)];
         state.settings.remember_sent(&updates);
         updates
     }

@@ -17,22 +17,21 @@ pub mod providers;
 #[cfg(test)]
 mod tests;
 
-use zcode_contract::{
-    AuthCommand, Contract, LaunchPlan, MapperError, SessionInit, VerifiedInstall,
-};
+use zcode_mapper_sdk::contract::{AuthCommand, Contract, LaunchPlan, MapperError, VerifiedInstall};
 
 /// One host process of ZCode 3.12.3.
-pub type TaskV2Connection = zcode_task::connection::Connection<providers::Catalogue>;
+pub type TaskV2Connection =
+    zcode_mapper_sdk::Linked<zcode_task::connection::Connection<providers::Catalogue>>;
 /// The mapping state of one ZCode 3.12.3 session.
 pub type TaskV2Session = zcode_task::session::Session<generation::TaskV2>;
 
 /// The mapper for ZCode 3.12.3.
 pub struct TaskV2Definition;
 
-impl zcode_mapper_sdk::Definition for TaskV2Definition {
+impl zcode_mapper_sdk::Mapper for TaskV2Definition {
     const NAME: &'static str = contract::PROTOCOL_ID;
-    type Connection = TaskV2Connection;
-    type Session = zcode_mapper_sdk::Mapping<TaskV2Session>;
+    type Connection = zcode_task::connection::Connection<providers::Catalogue>;
+    type Session = TaskV2Session;
 
     fn contract() -> Contract {
         contract::contract()
@@ -48,19 +47,9 @@ impl zcode_mapper_sdk::Definition for TaskV2Definition {
     ) -> Result<LaunchPlan, MapperError> {
         zcode_task::install::auth_plan(install, command)
     }
-
-    fn connection() -> TaskV2Connection {
-        TaskV2Connection::new()
-    }
-
-    fn session(init: &SessionInit) -> Self::Session {
-        zcode_mapper_sdk::Mapping::new(TaskV2Session::new(init))
-    }
 }
 
-zcode_mapper_sdk::export_mapper!(TaskV2Definition);
-
-zcode_mapper_sdk::native_mapper! {
+zcode_mapper_sdk::register_mapper! {
     /// The mapper, natively.
     pub struct TaskV2Mapper(TaskV2Definition), source: "native:zcode-task-v2";
 }

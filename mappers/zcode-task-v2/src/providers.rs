@@ -2,7 +2,7 @@
 //! configured: the catalogue has at least one model.
 
 use serde_json::Value;
-use zcode_contract::MapperError;
+use zcode_mapper_sdk::contract::MapperError;
 use zcode_task::connection::ProviderCheck;
 use zcode_task::ops::Outbound;
 

@@ -5,11 +5,12 @@
 //! `zcode-task`.)
 
 use serde_json::{Value, json};
-use zcode_contract::{
+use zcode_mapper_sdk::Connection as _;
+use zcode_mapper_sdk::acp_check;
+use zcode_mapper_sdk::contract::{
     ConnectionOp, ErrorKind, InteractionAnswer, InteractionOutcome, NativeReply, ReplyBody,
     SessionOp, Step,
 };
-use zcode_mapper_sdk::acp_check;
 
 use zcode_task::test_support::Run;
 
@@ -467,7 +468,7 @@ fn loading_drops_the_plan_flag_like_a_native_resume() {
 
 #[test]
 fn lists_sessions_after_checking_the_catalogue() {
-    let mut connection = TaskV2Connection::new();
+    let mut connection = TaskV2Connection::default();
     let request = |step: &Step| -> Value {
         match step {
             Step::Wait(outgoing) => serde_json::from_slice(&outgoing.requests[0].bytes).unwrap(),

@@ -3,9 +3,11 @@
 //! how depends on the generation ([`ProviderCheck`]).
 
 use serde_json::{Value, json};
-use zcode_contract::{ConnectionOp, ErrorKind, Inbound, MapperError, NativeReply, Outgoing, Step};
-use zcode_mapper_sdk::json::{Fields, internal, invalid_params, parse};
-use zcode_mapper_sdk::ops::{Pending, done};
+use zcode_mapper_sdk::Link;
+use zcode_mapper_sdk::acp::params::ListParams;
+use zcode_mapper_sdk::contract::{Inbound, MapperError, NativeReply};
+use zcode_mapper_sdk::json::{internal, invalid_params};
+use zcode_mapper_sdk::ops::Next;
 
 use crate::envelope::Framer;
 use crate::ops::{self, Outbound};
@@ -22,7 +24,7 @@ pub trait ProviderCheck {
 pub const PAGE_SIZE: usize = 50;
 const CURSOR_PREFIX: &str = "zcode-sessions-from-";
 
-enum Stage {
+pub enum Stage {
     Probe,
     ListInitialize { workspace: String, offset: usize },
     ListProviders { workspace: String, offset: usize },
@@ -30,116 +32,67 @@ enum Stage {
 }
 
 /// The connection resource of generation `P`.
+#[derive(Default)]
 pub struct Connection<P: ProviderCheck> {
     providers: P,
     framer: Framer,
-    pending: Pending<Stage>,
 }
 
-impl<P: ProviderCheck + Default> Default for Connection<P> {
-    fn default() -> Self {
-        Self::new()
-    }
-}
+impl<P: ProviderCheck + 'static> Link for Connection<P> {
+    type Stage = Stage;
 
-impl<P: ProviderCheck + Default> Connection<P> {
-    pub fn new() -> Self {
-        Self { providers: P::default(), framer: Framer::default(), pending: Pending::default() }
-    }
-}
-
-impl<P: ProviderCheck> Connection<P> {
-    pub fn push(&mut self, bytes: &[u8]) -> Result<Vec<Inbound>, MapperError> {
+    fn push(&mut self, bytes: &[u8]) -> Result<Vec<Inbound>, MapperError> {
         self.framer.push(bytes)
     }
 
-    pub fn finish(&mut self) -> Result<Vec<Inbound>, MapperError> {
+    fn finish(&mut self) -> Result<Vec<Inbound>, MapperError> {
         self.framer.finish()
     }
 
-    pub fn start(&mut self, op_id: u64, op: &ConnectionOp, first_request_id: u64) -> Step {
-        if let Err(problem) = self.pending.check_new(op_id) {
-            return Step::Done(Err(problem));
-        }
-        match op {
-            ConnectionOp::Setup => done(&json!({}), Vec::new()),
-            ConnectionOp::Probe(workspace) => {
-                self.send(op_id, first_request_id, Stage::Probe, ops::initialize(workspace))
-            }
-            ConnectionOp::ListSessions(params) => match list_params(params) {
-                Ok((workspace, offset)) => {
-                    let outbound = ops::initialize(&workspace);
-                    self.send(
-                        op_id,
-                        first_request_id,
-                        Stage::ListInitialize { workspace, offset },
-                        outbound,
-                    )
-                }
-                Err(problem) => Step::Done(Err(problem)),
-            },
-        }
+    fn probe(&mut self, workspace: &str, id: u64) -> Result<Next<Stage>, MapperError> {
+        Ok(ops::initialize(workspace).send(Stage::Probe, id))
     }
 
-    pub fn resume(
-        &mut self,
-        op_id: u64,
-        reply: Option<&NativeReply>,
-        first_request_id: u64,
-    ) -> Step {
-        let next = self.pending.resume(op_id, reply).and_then(|resumed| {
-            let Some((reply, label)) = resumed.reply else {
-                return Err(internal(format!("Operation {op_id} sent no request")));
-            };
-            let result = ops::reply_value(reply, &label)?;
-            self.advance(op_id, first_request_id, resumed.stage, result)
-        });
-        next.unwrap_or_else(|problem| Step::Done(Err(problem)))
+    fn list_sessions(&mut self, params: ListParams, id: u64) -> Result<Next<Stage>, MapperError> {
+        let (workspace, offset) = list_params(params)?;
+        Ok(ops::initialize(&workspace).send(Stage::ListInitialize { workspace, offset }, id))
     }
 
-    fn advance(
+    fn resume(
         &mut self,
-        op_id: u64,
-        first_request_id: u64,
         stage: Stage,
-        result: Value,
-    ) -> Result<Step, MapperError> {
+        reply: Option<(&NativeReply, &str)>,
+        id: u64,
+    ) -> Result<Next<Stage>, MapperError> {
+        let (reply, label) =
+            reply.ok_or_else(|| internal("A connection operation sent no request"))?;
+        let result = ops::reply_value(reply, label)?;
         Ok(match stage {
             Stage::Probe => {
                 ops::check_initialized(&result)?;
-                done(&result, Vec::new())
+                Next::done(&result)
             }
             Stage::ListInitialize { workspace, offset } => {
                 ops::check_initialized(&result)?;
                 let outbound = self.providers.request(&workspace);
-                let stage = Stage::ListProviders { workspace, offset };
-                self.send(op_id, first_request_id, stage, outbound)
+                outbound.send(Stage::ListProviders { workspace, offset }, id)
             }
             Stage::ListProviders { workspace, offset } => {
                 self.providers.check(&result)?;
-                let outbound = ops::list_sessions(&workspace);
-                self.send(op_id, first_request_id, Stage::List { offset }, outbound)
+                ops::list_sessions(&workspace).send(Stage::List { offset }, id)
             }
-            Stage::List { offset } => done(&page(ops::session_infos(&result)?, offset), Vec::new()),
+            Stage::List { offset } => Next::done(&page(ops::session_infos(&result)?, offset)),
         })
-    }
-
-    fn send(&mut self, op_id: u64, request_id: u64, stage: Stage, outbound: Outbound) -> Step {
-        let outgoing =
-            Outgoing { requests: vec![outbound.into_request(request_id)], ..Outgoing::default() };
-        self.pending.wait(op_id, stage, outgoing)
     }
 }
 
 /// `session/list` params: the (canonical) workspace and the page offset from the cursor.
-fn list_params(params: &str) -> Result<(String, usize), MapperError> {
-    let params = parse(params, ErrorKind::InvalidParams, "session/list params")?;
-    let fields = Fields::acp(&params, "session/list params")?;
-    let workspace = match fields.opt_str("cwd")? {
-        Some(cwd) if !cwd.is_empty() => cwd.to_string(),
+fn list_params(params: ListParams) -> Result<(String, usize), MapperError> {
+    let workspace = match params.cwd {
+        Some(cwd) if !cwd.is_empty() => cwd,
         _ => return Err(invalid_params("ZCode requires cwd when listing sessions")),
     };
-    let offset = match fields.opt_str("cursor")? {
+    let offset = match params.cursor.as_deref() {
         None => 0,
         Some(cursor) => cursor
             .strip_prefix(CURSOR_PREFIX)

@@ -8,39 +8,48 @@
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
-use zcode_contract::{
+use zcode_mapper_sdk::contract::{
     ErrorKind, Inbound, MapperError, NativeData, NativeReply, ReplyBody, RoutedEvent,
 };
 
+use zcode_mapper_sdk::framing::Lines;
 use zcode_mapper_sdk::json::{Fields, protocol};
 
 /// Longest frame accepted, and longest unterminated buffer kept while waiting for a newline.
 pub const MAX_FRAME_BYTES: usize = 16 * 1024 * 1024;
 
 /// Splits host stdout into lines and classifies them. Once it has failed, it stays failed.
-#[derive(Default)]
 pub struct Framer {
-    buffer: Vec<u8>,
-    /// How much of `buffer` is known to contain no newline.
-    scanned: usize,
+    lines: Lines,
     failed: Option<MapperError>,
+}
+
+impl Default for Framer {
+    fn default() -> Self {
+        Self { lines: Lines::new(MAX_FRAME_BYTES).too_long(oversized), failed: None }
+    }
 }
 
 impl Framer {
     pub fn push(&mut self, bytes: &[u8]) -> Result<Vec<Inbound>, MapperError> {
         self.check_usable()?;
-        self.buffer.extend_from_slice(bytes);
-        let result = self.drain_lines();
-        self.remember_failure(result)
+        let mut inbound = Vec::new();
+        let result = self.lines.push(bytes, |line| {
+            inbound.extend(frame(line)?);
+            Ok(())
+        });
+        self.remember_failure(result.map(|()| inbound))
     }
 
     /// End of stdout: a final line without a newline is still a frame.
     pub fn finish(&mut self) -> Result<Vec<Inbound>, MapperError> {
         self.check_usable()?;
-        let rest = std::mem::take(&mut self.buffer);
-        self.scanned = 0;
-        let result = frame(&rest).map(|inbound| inbound.into_iter().collect());
-        self.remember_failure(result)
+        let mut inbound = Vec::new();
+        let result = self.lines.finish(|line| {
+            inbound.extend(frame(line)?);
+            Ok(())
+        });
+        self.remember_failure(result.map(|()| inbound))
     }
 
     fn check_usable(&self) -> Result<(), MapperError> {
@@ -58,40 +67,18 @@ impl Framer {
     ) -> Result<Vec<Inbound>, MapperError> {
         if let Err(error) = &result {
             self.failed = Some(error.clone());
-            self.buffer = Vec::new();
+            self.lines.clear();
         }
         result
     }
-
-    fn drain_lines(&mut self) -> Result<Vec<Inbound>, MapperError> {
-        let mut inbound = Vec::new();
-        let mut start = 0;
-        let mut search_from = self.scanned;
-        while let Some(offset) = self.buffer[search_from..].iter().position(|&b| b == b'\n') {
-            let end = search_from + offset;
-            inbound.extend(frame(&self.buffer[start..end])?);
-            start = end + 1;
-            search_from = start;
-        }
-        self.buffer.drain(..start);
-        self.scanned = self.buffer.len();
-        if self.buffer.len() > MAX_FRAME_BYTES {
-            return Err(oversized());
-        }
-        Ok(inbound)
-    }
 }
 
-fn oversized() -> MapperError {
-    protocol(format!("Native protocol frame exceeded {MAX_FRAME_BYTES} bytes"))
+fn oversized(max: usize) -> MapperError {
+    protocol(format!("Native protocol frame exceeded {max} bytes"))
 }
 
-/// One line (without its newline): `None` for a blank line.
+/// One line (without its line ending): `None` for a blank line.
 fn frame(line: &[u8]) -> Result<Option<Inbound>, MapperError> {
-    let line = line.strip_suffix(b"\r").unwrap_or(line);
-    if line.len() > MAX_FRAME_BYTES {
-        return Err(oversized());
-    }
     let text = std::str::from_utf8(line)
         .map_err(|_| protocol("Native protocol contained invalid UTF-8"))?;
     if text.trim().is_empty() {

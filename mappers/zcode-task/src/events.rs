@@ -1,14 +1,16 @@
 //! Native dynamic events → actions. The event union is strict: an unknown type, a missing
 //! field or an extra field is a protocol error, never silence.
 
-use serde::Serialize;
 use serde_json::Value;
-use zcode_contract::{Action, ErrorKind, MapperError, NativeData, StopReason, Terminal};
+use zcode_mapper_sdk::acp::update::{self, Chunk};
+use zcode_mapper_sdk::contract::{
+    Action, ErrorKind, MapperError, NativeData, StopReason, Terminal,
+};
 
 use crate::event_text;
 use crate::interactions;
 use crate::settings::{Publisher, Snapshot, SnapshotRules, session_info_update};
-use crate::state::{State, TurnPhase, update};
+use crate::state::{State, TurnPhase};
 use zcode_mapper_sdk::json::{Fields, error, parse, protocol};
 
 /// Session event types that mean nothing for ACP.
@@ -204,7 +206,8 @@ fn other_event(
         "turn.failed" => Ok(turn_failed(state, payload)),
         "session.titleUpdated" => match payload.get("title") {
             Some(Value::String(title)) => {
-                Ok(session_info_update(Some(title), Some(timestamp)).iter().map(update).collect())
+                let update = session_info_update(Some(title), Some(timestamp));
+                Ok(update.into_iter().map(Action::Update).collect())
             }
             _ => Ok(vec![Action::Ignore("session.titleUpdated without a title".to_string())]),
         },
@@ -261,41 +264,18 @@ fn typed_streaming(
 }
 
 /// The ACP chunk a stream kind becomes (`None`: a tool input kind); an unknown kind is an error.
-fn chunk_kind(kind: &str) -> Result<Option<&'static str>, MapperError> {
+fn chunk_kind(kind: &str) -> Result<Option<Chunk>, MapperError> {
     match kind {
-        "text_delta" => Ok(Some("agent_message_chunk")),
-        "reasoning_delta" => Ok(Some("agent_thought_chunk")),
+        "text_delta" => Ok(Some(Chunk::Agent)),
+        "reasoning_delta" => Ok(Some(Chunk::Thought)),
         "tool_input_start" | "tool_input_delta" | "tool_input_end" | "tool_call" => Ok(None),
         other => Err(protocol(format!("Unsupported model stream kind: {other}"))),
     }
 }
 
-/// A text chunk update, written out without a tree. The keys come sorted, as the tree wrote
-/// them in the component (`serde_json` without `preserve_order`: only test builds unify it in),
-/// so the component's text is the same byte for byte.
-fn text_chunk(chunk_kind: &'static str, delta: &str, message_id: Option<&str>) -> Action {
-    #[derive(Serialize)]
-    struct Chunk<'a> {
-        content: Content<'a>,
-        #[serde(rename = "messageId", skip_serializing_if = "Option::is_none")]
-        message_id: Option<&'a str>,
-        #[serde(rename = "sessionUpdate")]
-        session_update: &'static str,
-    }
-    #[derive(Serialize)]
-    struct Content<'a> {
-        text: &'a str,
-        #[serde(rename = "type")]
-        content_type: &'static str,
-    }
-    let chunk = Chunk {
-        content: Content { text: delta, content_type: "text" },
-        message_id,
-        session_update: chunk_kind,
-    };
-    // Structs of strings always serialize; were it to fail, the core would refuse the empty
-    // update and break the turn.
-    Action::Update(serde_json::to_string(&chunk).unwrap_or_default())
+/// A text chunk update, written out without a tree (the SDK's builder).
+fn text_chunk(chunk: Chunk, delta: &str, message_id: Option<&str>) -> Action {
+    Action::Update(update::text_chunk(chunk, delta, message_id))
 }
 
 /// The tool input kinds of a stream, for tool `id`; `delta` is read only by the kind that has
@@ -314,7 +294,8 @@ fn tool_stream<'a>(
         "tool_input_delta" => tools.input_delta(id, delta()?),
         "tool_call" => {
             tools.set_input(id, name, input);
-            return Ok(tools.announce(id, name, &state.workspace).iter().map(update).collect());
+            let announced = tools.announce(id, name, &state.workspace);
+            return Ok(announced.into_iter().map(Action::Update).collect());
         }
         _ => {}
     }
@@ -336,7 +317,7 @@ fn tool_updated(state: &mut State, payload: Fields<'_>) -> Result<Vec<Action>, M
     if kind == "scheduled" {
         tools.set_input(id, name, payload.get("input"));
     }
-    let mut updates: Vec<Value> = tools.announce(id, name, &workspace).into_iter().collect();
+    let mut updates: Vec<String> = tools.announce(id, name, &workspace).into_iter().collect();
     match kind {
         "started" | "progress" => updates.extend(tools.progressed(id, kind)?),
         "result" => updates.push(tools.completed(
@@ -347,7 +328,7 @@ fn tool_updated(state: &mut State, payload: Fields<'_>) -> Result<Vec<Action>, M
         "error" => updates.push(tools.failed(id, payload.get("error"))),
         _ => {}
     }
-    Ok(updates.iter().map(update).collect())
+    Ok(updates.into_iter().map(Action::Update).collect())
 }
 
 fn turn_completed(state: &mut State, payload: Fields<'_>) -> Vec<Action> {
@@ -386,7 +367,9 @@ fn turn_failed(state: &mut State, payload: Fields<'_>) -> Vec<Action> {
 #[cfg(test)]
 mod tests {
     use serde_json::json;
-    use zcode_contract::{Action, ClientFeatures, ErrorKind, MapperError, StopReason, Terminal};
+    use zcode_mapper_sdk::contract::{
+        Action, ClientFeatures, ErrorKind, MapperError, StopReason, Terminal,
+    };
 
     use super::*;
     use crate::test_support::*;

@@ -17,7 +17,7 @@ use std::fmt;
 use serde::Deserialize;
 use serde::de::{self, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
-use zcode_contract::{MapperError, NativeReply};
+use zcode_mapper_sdk::contract::{MapperError, NativeReply};
 
 use crate::ops;
 
@@ -164,7 +164,7 @@ impl<'de> Deserialize<'de> for StringOrNone {
 #[cfg(test)]
 mod tests {
     use serde_json::json;
-    use zcode_contract::ReplyBody;
+    use zcode_mapper_sdk::contract::ReplyBody;
 
     use super::*;
     use crate::settings::Snapshot;

@@ -1,11 +1,12 @@
 //! `session/load` history replay: persisted messages → ACP updates, in order.
 
 use serde_json::{Value, json};
-use zcode_contract::MapperError;
+use zcode_mapper_sdk::acp::update::{self, Chunk};
+use zcode_mapper_sdk::contract::MapperError;
 
 use crate::settings::{Message, Role};
 use crate::tools::{FAILED_TOOL, Status, ToolCallView, completed_content};
-use zcode_mapper_sdk::json::{Fields, protocol, text};
+use zcode_mapper_sdk::json::{Fields, protocol};
 use zcode_mapper_sdk::tool_view::error_content;
 use zcode_mapper_sdk::uri::uri_basename;
 
@@ -14,20 +15,10 @@ pub fn replay(messages: &[Message], workspace: &str) -> Result<Vec<String>, Mapp
     for message in messages {
         let message_id = message.info.message_id.as_deref();
         for part in &message.parts {
-            if let Some(update) = part_update(message.info.role, message_id, part, workspace)? {
-                updates.push(text(&update));
-            }
+            updates.extend(part_update(message.info.role, message_id, part, workspace)?);
         }
     }
     Ok(updates)
-}
-
-fn chunk(kind: &str, content: Value, message_id: Option<&str>) -> Value {
-    let mut chunk = json!({"sessionUpdate": kind, "content": content});
-    if let Some(id) = message_id {
-        chunk["messageId"] = json!(id);
-    }
-    chunk
 }
 
 fn part_update(
@@ -35,10 +26,10 @@ fn part_update(
     message_id: Option<&str>,
     part: &Value,
     workspace: &str,
-) -> Result<Option<Value>, MapperError> {
+) -> Result<Option<String>, MapperError> {
     let message_kind = match role {
-        Role::User => "user_message_chunk",
-        Role::Assistant => "agent_message_chunk",
+        Role::User => Chunk::User,
+        Role::Assistant => Chunk::Agent,
     };
     let part_type = part.get("type").and_then(Value::as_str).unwrap_or_default();
     match (part_type, role) {
@@ -47,8 +38,8 @@ fn part_update(
             if text.is_empty() {
                 return Ok(None);
             }
-            let kind = if part_type == "reasoning" { "agent_thought_chunk" } else { message_kind };
-            Ok(Some(chunk(kind, json!({"type": "text", "text": text}), message_id)))
+            let kind = if part_type == "reasoning" { Chunk::Thought } else { message_kind };
+            Ok(Some(update::text_chunk(kind, text, message_id)))
         }
         ("file", _) => {
             let fields =
@@ -66,7 +57,7 @@ fn part_update(
             if let Some(mime) = fields.opt_str("mime").ok().flatten() {
                 link["mimeType"] = json!(mime);
             }
-            Ok(Some(chunk(message_kind, link, message_id)))
+            Ok(Some(update::content_chunk(message_kind, &link, message_id)))
         }
         ("tool", _) => tool_part(part, workspace).map(Some),
         // Other persisted parts (step markers, snapshots, ...) have no ACP form.
@@ -78,7 +69,7 @@ fn malformed(kind: &str) -> MapperError {
     protocol(format!("Persisted {kind} part is malformed"))
 }
 
-fn tool_part(part: &Value, workspace: &str) -> Result<Value, MapperError> {
+fn tool_part(part: &Value, workspace: &str) -> Result<String, MapperError> {
     let fields = Fields::native(part, "Persisted tool part").map_err(|_| malformed("tool"))?;
     let id = fields.non_empty_str("callId").map_err(|_| malformed("tool"))?;
     let name = fields.non_empty_str("tool").map_err(|_| malformed("tool"))?;

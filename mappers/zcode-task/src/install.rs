@@ -2,7 +2,7 @@
 //! layout per OS with its bundle metadata, the pinned files, the CLI version probe, and how
 //! login / logout run ZCode's CLI.
 
-use zcode_contract::{
+use zcode_mapper_sdk::contract::{
     AuthCommand, DesktopLayout, FilePin, LaunchPlan, Layout, LayoutKind, MapperError, Os, Release,
     VerifiedInstall, VersionProbe,
 };

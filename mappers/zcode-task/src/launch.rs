@@ -5,7 +5,7 @@
 //! script allowlists).
 
 use serde_json::{Map, Value, json};
-use zcode_contract::{LaunchPlan, MapperError, VerifiedInstall};
+use zcode_mapper_sdk::contract::{LaunchPlan, MapperError, VerifiedInstall};
 
 use crate::bridge;
 use crate::install::{HOST_INDEX_PATH, HOST_INDEX_ROLE, HOST_RPC_ROLE, HostRelease, file_for_role};

@@ -3,7 +3,7 @@
 //! [`Outbound::call`].
 
 use serde_json::{Value, json};
-use zcode_contract::{ErrorKind, MapperError, NativeReply, NativeRequest};
+use zcode_mapper_sdk::contract::{ErrorKind, MapperError, NativeReply, NativeRequest};
 
 use crate::envelope::{Service, call_bytes, subscribe_bytes, unsubscribe_bytes};
 use zcode_mapper_sdk::json::{Fields, error, protocol};
@@ -72,6 +72,11 @@ impl Outbound {
             Outbound::Call { long: true, .. } => LONG_TIMEOUT_MS,
             _ => DEFAULT_TIMEOUT_MS,
         }
+    }
+
+    /// Sent with id `id`, the operation waiting in `stage` for the reply.
+    pub fn send<S>(self, stage: S, id: u64) -> zcode_mapper_sdk::ops::Next<S> {
+        zcode_mapper_sdk::ops::Next::send(stage, self.into_request(id))
     }
 
     pub fn into_request(self, id: u64) -> NativeRequest {
@@ -459,7 +464,7 @@ mod tests {
 
     #[test]
     fn reads_replies() {
-        use zcode_contract::ReplyBody;
+        use zcode_mapper_sdk::contract::ReplyBody;
         let ok = NativeReply { id: 1, body: ReplyBody::Ok("{\"a\":1}".into()) };
         assert_eq!(reply_value(&ok, "agent.x").unwrap(), json!({"a": 1}));
         let lost = NativeReply { id: 1, body: ReplyBody::Lost("timed out".into()) };

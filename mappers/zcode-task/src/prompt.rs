@@ -1,11 +1,10 @@
-//! ACP prompt content blocks → the native prompt: one text plus attachments. Nothing the client
-//! sent is dropped: what cannot be represented is refused.
+//! ACP prompt content blocks (read by the SDK) → the native prompt: one text plus attachments.
+//! Nothing the client sent is dropped: what cannot be represented is refused.
 
 use serde_json::{Value, json};
-use zcode_contract::MapperError;
-
-use zcode_mapper_sdk::json::{Fields, invalid_params};
-use zcode_mapper_sdk::media::{base64_decoded_len, mime_subtype};
+use zcode_mapper_sdk::acp::prompt::{Block, Contents, Link, Media, Resource, decoded_size};
+use zcode_mapper_sdk::contract::MapperError;
+use zcode_mapper_sdk::json::invalid_params;
 use zcode_mapper_sdk::uri::{file_uri_path, is_absolute_path, uri_basename};
 
 /// What `sendPrompt` carries besides the ids.
@@ -15,23 +14,19 @@ pub struct NativePrompt {
     pub attachments: Vec<Value>,
 }
 
-pub fn convert(blocks: &[Value]) -> Result<NativePrompt, MapperError> {
+pub fn convert(blocks: Vec<Block>) -> Result<NativePrompt, MapperError> {
     let mut texts: Vec<String> = Vec::new();
     let mut attachments = Vec::new();
-    for (index, block) in blocks.iter().enumerate() {
-        let what = format!("prompt[{index}]");
-        let fields = Fields::acp(block, &what)?;
-        match fields.str("type")? {
-            "text" => texts.push(fields.str("text")?.to_string()),
-            "resource_link" => match link(&fields)? {
-                Link::Text(text) => texts.push(text),
-                Link::File(attachment) => attachments.push(attachment),
-            },
-            kind @ ("image" | "audio") => attachments.push(media(&fields, kind)?),
-            "resource" => attachments.push(embedded(&fields)?),
-            other => {
-                return Err(invalid_params(format!("Unsupported prompt content block: {other}")));
+    for block in blocks {
+        match block {
+            Block::Text(text) => texts.push(text),
+            Block::Link(link) if !link.uri.starts_with("file:") => {
+                texts.push(format!("{}: {}", link.name, link.uri));
             }
+            Block::Link(link) => attachments.push(file(link)?),
+            Block::Image(image) => attachments.push(media(image, "image")?),
+            Block::Audio(audio) => attachments.push(media(audio, "audio")?),
+            Block::Resource(resource) => attachments.push(embedded(resource)?),
         }
     }
     if texts.is_empty() && attachments.is_empty() {
@@ -40,98 +35,70 @@ pub fn convert(blocks: &[Value]) -> Result<NativePrompt, MapperError> {
     Ok(NativePrompt { content: texts.join("\n\n"), attachments })
 }
 
-enum Link {
-    Text(String),
-    File(Value),
-}
-
-/// A `file:` link becomes an attachment ZCode reads from disk; any other link stays text.
-fn link(fields: &Fields<'_>) -> Result<Link, MapperError> {
-    let uri = fields.str("uri")?;
-    let name = fields.str("name")?;
-    if !uri.starts_with("file:") {
-        return Ok(Link::Text(format!("{name}: {uri}")));
-    }
-    let path = file_uri_path(uri).filter(|path| is_absolute_path(path)).ok_or_else(|| {
-        invalid_params(format!("resource_link must name an absolute local file: {uri}"))
+/// A `file:` link: an attachment ZCode reads from disk.
+fn file(link: Link) -> Result<Value, MapperError> {
+    let path = file_uri_path(&link.uri).filter(|path| is_absolute_path(path)).ok_or_else(|| {
+        invalid_params(format!("resource_link must name an absolute local file: {}", link.uri))
     })?;
-    let filename = if name.is_empty() {
-        uri_basename(uri).unwrap_or_else(|| "file".to_string())
+    let filename = if link.name.is_empty() {
+        uri_basename(&link.uri).unwrap_or_else(|| "file".to_string())
     } else {
-        name.to_string()
+        link.name
     };
     let mut attachment = json!({
         "kind": "file",
         "filename": filename,
-        "mimeType": fields.opt_str("mimeType")?.unwrap_or("application/octet-stream"),
+        "mimeType": link.mime_type.as_deref().unwrap_or("application/octet-stream"),
         "localPath": path,
     });
-    if let Some(size) = fields.get("size") {
-        let size = size
-            .as_u64()
-            .ok_or_else(|| invalid_params("resource_link size must be a non-negative integer"))?;
+    if let Some(size) = link.size {
         attachment["sizeBytes"] = json!(size);
     }
-    Ok(Link::File(attachment))
+    Ok(attachment)
 }
 
-fn decoded_size(data: &str, what: &str) -> Result<u64, MapperError> {
-    base64_decoded_len(data)
-        .ok_or_else(|| invalid_params(format!("{what} data is not valid base64")))
-}
-
-fn media(fields: &Fields<'_>, kind: &str) -> Result<Value, MapperError> {
-    let data = fields.str("data")?;
-    let mime = fields.non_empty_str("mimeType")?;
-    let filename = fields
-        .opt_str("uri")?
-        .and_then(uri_basename)
-        .unwrap_or_else(|| format!("{kind}.{}", mime_subtype(mime).unwrap_or("bin")));
+fn media(media: Media, kind: &str) -> Result<Value, MapperError> {
     Ok(json!({
         "kind": kind,
-        "filename": filename,
-        "mimeType": mime,
-        "dataBase64": data,
-        "sizeBytes": decoded_size(data, kind)?,
+        "filename": media.filename(kind),
+        "mimeType": media.mime_type,
+        "sizeBytes": media.size(kind)?,
+        "dataBase64": media.data,
     }))
 }
 
-fn embedded(fields: &Fields<'_>) -> Result<Value, MapperError> {
-    let resource = fields.object("resource", "embedded resource")?;
-    let uri = resource.str("uri")?;
-    let mime = resource.opt_str("mimeType")?;
-    let fallback_extension =
-        |default: &str| mime.and_then(mime_subtype).unwrap_or(default).to_string();
-    if let Some(text) = resource.opt_str("text")? {
-        let filename =
-            uri_basename(uri).unwrap_or_else(|| format!("context.{}", fallback_extension("txt")));
-        return Ok(json!({
+fn embedded(resource: Resource) -> Result<Value, MapperError> {
+    let filename = resource.filename();
+    let mime = resource.mime_type;
+    Ok(match resource.contents {
+        Contents::Text(text) => json!({
             "kind": "file",
             "filename": filename,
-            "mimeType": mime.unwrap_or("text/plain"),
-            "textContent": text,
+            "mimeType": mime.as_deref().unwrap_or("text/plain"),
             "sizeBytes": text.len(),
-        }));
-    }
-    if let Some(blob) = resource.opt_str("blob")? {
-        let filename =
-            uri_basename(uri).unwrap_or_else(|| format!("context.{}", fallback_extension("bin")));
-        return Ok(json!({
+            "textContent": text,
+        }),
+        Contents::Blob(blob) => json!({
             "kind": "file",
             "filename": filename,
-            "mimeType": mime.unwrap_or("application/octet-stream"),
+            "mimeType": mime.as_deref().unwrap_or("application/octet-stream"),
+            "sizeBytes": decoded_size(&blob, "embedded resource")?,
             "dataBase64": blob,
-            "sizeBytes": decoded_size(blob, "embedded resource")?,
-        }));
-    }
-    Err(invalid_params("embedded resource has neither text nor blob"))
+        }),
+    })
 }
 
 #[cfg(test)]
 mod tests {
-    use zcode_contract::ErrorKind;
+    use zcode_mapper_sdk::acp::prompt::read_blocks;
+    use zcode_mapper_sdk::contract::ErrorKind;
 
     use super::*;
+
+    /// The blocks as the SDK reads them, converted.
+    fn convert(blocks: &[Value]) -> Result<NativePrompt, MapperError> {
+        super::convert(read_blocks(blocks)?)
+    }
 
     #[test]
     fn joins_text_and_keeps_links_in_order() {

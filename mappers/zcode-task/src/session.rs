@@ -9,11 +9,14 @@
 //! opened native session back ([`GenStep::Opened`]) to be bound and subscribed here.
 
 use serde_json::{Value, json};
-use zcode_contract::{
-    Action, ErrorKind, MapperError, NativeData, NativeReply, OpResult, Outgoing, SessionInit,
-    SessionOp, Step,
+use zcode_mapper_sdk::Mapped;
+use zcode_mapper_sdk::acp::params::{ConfigChange, McpServer, SessionParams};
+use zcode_mapper_sdk::acp::prompt::Block;
+use zcode_mapper_sdk::contract::{
+    ErrorKind, InteractionAnswer, MapperError, NativeData, NativeReply, OpResult, Outgoing,
+    SessionInit,
 };
-use zcode_mapper_sdk::ops::{Pager, Pending};
+use zcode_mapper_sdk::ops::{Next, Pager};
 
 use crate::events::{self, Reader};
 use crate::final_read;
@@ -24,30 +27,9 @@ use crate::prompt;
 use crate::settings::{Publisher, Snapshot, SnapshotRules};
 use crate::state::{Bound, State, TurnPhase};
 use zcode_mapper_sdk::ids::derived_uuid;
-use zcode_mapper_sdk::json::{Fields, error, internal, invalid_params, parse, text};
+use zcode_mapper_sdk::json::{error, internal, invalid_params, text};
 
-/// Which ACP request opens the native session.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum OpenKind {
-    Create,
-    Load,
-    Resume,
-}
-
-impl OpenKind {
-    fn what(self) -> &'static str {
-        match self {
-            OpenKind::Create => "session/new params",
-            OpenKind::Load => "session/load params",
-            OpenKind::Resume => "session/resume params",
-        }
-    }
-
-    /// The native method whose snapshot opens the session.
-    pub fn source(self) -> &'static str {
-        if self == OpenKind::Create { "createSession" } else { "resumeSession" }
-    }
-}
+pub use zcode_mapper_sdk::acp::params::OpenKind;
 
 /// A checked `session/new`, `session/load` or `session/resume` request.
 #[derive(Clone, Debug)]
@@ -57,6 +39,13 @@ pub struct OpenRequest {
     pub session_id: Option<String>,
     /// The client's MCP servers in the host's shapes.
     pub mcp_servers: Value,
+}
+
+impl OpenRequest {
+    /// The native method whose snapshot opens the session.
+    pub fn source(&self) -> &'static str {
+        if self.kind == OpenKind::Create { "createSession" } else { "resumeSession" }
+    }
 }
 
 /// A generation's answer to a step it drives.
@@ -89,11 +78,11 @@ pub trait Generation: Publisher {
     /// `session/set_mode` with the requested mode id.
     fn set_mode(&mut self, state: &State, mode: &str) -> Result<GenStep<Self::Stage>, MapperError>;
 
-    /// `session/set_config_option` with its parsed params.
+    /// `session/set_config_option` with the change it asks for.
     fn set_config_option(
         &mut self,
         state: &State,
-        params: &Value,
+        change: &ConfigChange,
     ) -> Result<GenStep<Self::Stage>, MapperError>;
 
     /// Continues one of the generation's steps with the reply to its request.
@@ -118,7 +107,9 @@ pub trait Generation: Publisher {
     }
 }
 
-enum Stage<S> {
+/// Where a waiting session operation is: in a step of the generation's, or in one of the
+/// steps every generation shares.
+pub enum Stage<S> {
     Generation(S),
     /// A `session/load` streams its history page by page before it subscribes.
     Replay {
@@ -150,9 +141,10 @@ enum Stage<S> {
     },
 }
 
-/// What an operation does next (a short-lived return value, so its size does not matter).
+/// What an operation does next, before the core has handed out the id of its request (a
+/// short-lived return value, so its size does not matter).
 #[allow(clippy::large_enum_variant)]
-enum Next<S> {
+enum Flow<S> {
     /// Stream `updates`, then send `outbound` (if any) and wait in `stage`: for its reply, or
     /// for nothing when there is no request.
     Send {
@@ -165,8 +157,8 @@ enum Next<S> {
     Done(OpResult),
 }
 
-fn send<S>(stage: Stage<S>, outbound: Outbound) -> Next<S> {
-    Next::Send {
+fn send<S>(stage: Stage<S>, outbound: Outbound) -> Flow<S> {
+    Flow::Send {
         stage,
         updates: Vec::new(),
         outbound: Some(outbound),
@@ -185,7 +177,6 @@ pub fn done(response: Value, updates: Vec<String>) -> OpResult {
 pub struct Session<G: Generation> {
     state: State,
     generation: G,
-    pending: Pending<Stage<G::Stage>>,
     /// The session a load or resume asked for, while it is being reopened.
     opening: Option<String>,
 }
@@ -195,141 +186,48 @@ impl<G: Generation + Default> Session<G> {
         Self {
             state: State::new(init.workspace.clone(), init.client),
             generation: G::default(),
-            pending: Pending::default(),
             opening: None,
         }
     }
 }
 
 impl<G: Generation> Session<G> {
-    pub fn start(&mut self, op_id: u64, op: &SessionOp, first_request_id: u64) -> Step {
-        if let Err(problem) = self.pending.check_new(op_id) {
-            return Step::Done(Err(problem));
-        }
-        let next = match op {
-            SessionOp::Create(params) => self.open(OpenKind::Create, params),
-            SessionOp::Load(params) => self.open(OpenKind::Load, params),
-            SessionOp::Resume(params) => self.open(OpenKind::Resume, params),
-            SessionOp::Prompt(params) => self.prompt(params),
-            SessionOp::Cancel => self.cancel(),
-            SessionOp::FinishTurn => self.finish_turn(),
-            SessionOp::SetMode(params) => self.set_mode(params),
-            SessionOp::SetConfigOption(params) => self.set_config_option(params),
-            SessionOp::Answer(answer) => {
-                interactions::answer(&mut self.state, answer).map(|answered| {
-                    let stage = Stage::Answer {
-                        updates: answered.updates,
-                        plan_approved: answered.plan_approved,
-                    };
-                    send(stage, answered.outbound)
-                })
-            }
-            SessionOp::Close => self.close(),
-        };
-        self.step(op_id, first_request_id, next)
-    }
-
-    pub fn resume(
-        &mut self,
-        op_id: u64,
-        reply: Option<&NativeReply>,
-        first_request_id: u64,
-    ) -> Step {
-        let next = self.pending.resume(op_id, reply).and_then(|resumed| {
-            let Some((reply, label)) = resumed.reply else {
-                return self.streamed(resumed.stage);
-            };
-            let result = match &resumed.stage {
-                // The turn's whole message comes with it; only its parts' types are read.
-                Stage::FinishSnapshot { .. } => final_read::snapshot_value(reply, &label),
-                _ => ops::reply_value(reply, &label),
-            };
-            match (result, &self.opening) {
-                // The host's error for an unknown session is free text: ask for its sessions.
-                (Err(failure), Some(session_id))
-                    if label == "agent.resumeSession" && failure.kind == ErrorKind::Native =>
-                {
-                    let stage = Stage::ConfirmMissing { session_id: session_id.clone(), failure };
-                    Ok(send(stage, ops::list_sessions(self.workspace())))
-                }
-                (result, _) => self.advance(resumed.stage, result),
-            }
-        });
-        self.step(op_id, first_request_id, next)
-    }
-
-    /// Maps one routed native event (errors outside a turn are returned, not swallowed).
-    pub fn map_event(&mut self, payload: &NativeData) -> Result<Vec<Action>, MapperError> {
-        let rules = self.generation.snapshot_rules();
-        let reader = Reader { rules, publisher: &mut self.generation };
-        events::map_event(&mut self.state, reader, payload)
-    }
-
-    fn step(
-        &mut self,
-        op_id: u64,
-        request_id: u64,
-        next: Result<Next<G::Stage>, MapperError>,
-    ) -> Step {
-        match next {
-            Ok(Next::Send { stage, updates, outbound, routes_added, routes_removed }) => {
-                let requests = outbound.map(|o| o.into_request(request_id)).into_iter().collect();
-                let outgoing = Outgoing {
-                    updates,
-                    routes_added,
-                    routes_removed,
-                    writes: Vec::new(),
-                    requests,
-                };
-                self.pending.wait(op_id, stage, outgoing)
-            }
-            Ok(Next::Done(result)) => Step::Done(Ok(result)),
-            Err(error) => Step::Done(Err(error)),
-        }
-    }
-
     fn workspace(&self) -> &str {
         &self.state.workspace
     }
 
     /// A generation step as a step of this session.
-    fn generation_step(&mut self, step: GenStep<G::Stage>) -> Result<Next<G::Stage>, MapperError> {
+    fn generation_step(&mut self, step: GenStep<G::Stage>) -> Result<Flow<G::Stage>, MapperError> {
         match step {
             GenStep::Send { stage, outbound } => Ok(send(Stage::Generation(stage), outbound)),
-            GenStep::Done(result) => Ok(Next::Done(result)),
+            GenStep::Done(result) => Ok(Flow::Done(result)),
             GenStep::Opened { request, snapshot } => self.opened(request, snapshot),
         }
     }
 
     // ----- create / load / resume ------------------------------------------------------------
 
-    fn open(&mut self, kind: OpenKind, params: &str) -> Result<Next<G::Stage>, MapperError> {
-        let params = parse(params, ErrorKind::InvalidParams, kind.what())?;
-        let fields = Fields::acp(&params, kind.what())?;
-        if fields.opt_array("additionalDirectories")?.is_some_and(|dirs| !dirs.is_empty()) {
+    fn open_session(&mut self, params: SessionParams) -> Result<Flow<G::Stage>, MapperError> {
+        if !params.additional_directories.is_empty() {
             return Err(invalid_params(
                 "Installed ZCode host does not support ACP additionalDirectories",
             ));
         }
-        if fields.get("systemPrompt").is_some() {
+        if params.system_prompt {
             return Err(error(
                 ErrorKind::Unsupported,
                 "Installed ZCode host does not support ACP systemPrompt",
             ));
         }
-        let mcp_servers =
-            mcp_servers(fields.opt_array("mcpServers")?.map(Vec::as_slice).unwrap_or_default())?;
-        let session_id = match kind {
-            OpenKind::Create => None,
-            OpenKind::Load | OpenKind::Resume => {
-                Some(fields.non_empty_str("sessionId")?.to_string())
-            }
-        };
         if self.state.bound.is_some() {
             return Err(internal("This session resource is already bound to a native session"));
         }
-        self.opening = session_id.clone();
-        let request = OpenRequest { kind, session_id, mcp_servers };
+        self.opening = params.session_id.clone();
+        let request = OpenRequest {
+            kind: params.kind,
+            session_id: params.session_id,
+            mcp_servers: mcp_servers(&params.mcp_servers),
+        };
         let step = self.generation.open(&self.state, request)?;
         self.generation_step(step)
     }
@@ -339,7 +237,7 @@ impl<G: Generation> Session<G> {
         &mut self,
         request: OpenRequest,
         snapshot: Snapshot,
-    ) -> Result<Next<G::Stage>, MapperError> {
+    ) -> Result<Flow<G::Stage>, MapperError> {
         let workspace = self.workspace().to_string();
         if let Some(requested) = &request.session_id {
             if snapshot.workspace() != workspace {
@@ -370,10 +268,10 @@ impl<G: Generation> Session<G> {
         &mut self,
         kind: OpenKind,
         mut rest: Pager,
-    ) -> Result<Next<G::Stage>, MapperError> {
+    ) -> Result<Flow<G::Stage>, MapperError> {
         let updates = rest.next_page();
         if !rest.is_empty() {
-            return Ok(Next::Send {
+            return Ok(Flow::Send {
                 stage: Stage::Replay { rest },
                 updates,
                 outbound: None,
@@ -387,7 +285,7 @@ impl<G: Generation> Session<G> {
             workspace: self.workspace().to_string(),
             session_id: bound.session_id,
         };
-        Ok(Next::Send {
+        Ok(Flow::Send {
             stage: Stage::Subscribe { kind },
             updates,
             outbound: Some(outbound),
@@ -397,14 +295,14 @@ impl<G: Generation> Session<G> {
     }
 
     /// A step that waited for no reply (a page of history) goes on.
-    fn streamed(&mut self, stage: Stage<G::Stage>) -> Result<Next<G::Stage>, MapperError> {
+    fn streamed(&mut self, stage: Stage<G::Stage>) -> Result<Flow<G::Stage>, MapperError> {
         match stage {
             Stage::Replay { rest } => self.replay_page(OpenKind::Load, rest),
             _ => Err(internal("This operation step waits for a native reply")),
         }
     }
 
-    fn subscribed(&mut self, kind: OpenKind, result: Value) -> Result<Next<G::Stage>, MapperError> {
+    fn subscribed(&mut self, kind: OpenKind, result: Value) -> Result<Flow<G::Stage>, MapperError> {
         if let Err(problem) = ops::check_acknowledged(&result, "subscribed", "__subscribe") {
             self.state.bound = None;
             return Err(problem);
@@ -413,7 +311,7 @@ impl<G: Generation> Session<G> {
         let modes = self.generation.mode_state(&self.state);
         let config_options = self.state.settings.config_options(&mut self.generation);
         let plan_operations = self.state.plan_operations();
-        Ok(Next::Done(match kind {
+        Ok(Flow::Done(match kind {
             OpenKind::Create => {
                 let updates = self.metadata_updates(plan_operations);
                 done(
@@ -437,11 +335,9 @@ impl<G: Generation> Session<G> {
 
     // ----- prompt turns --------------------------------------------------------------------
 
-    fn prompt(&mut self, params: &str) -> Result<Next<G::Stage>, MapperError> {
+    fn start_turn(&mut self, blocks: Vec<Block>) -> Result<Flow<G::Stage>, MapperError> {
         let session_id = self.state.session_id()?.to_string();
-        let params = parse(params, ErrorKind::InvalidParams, "session/prompt params")?;
-        let fields = Fields::acp(&params, "session/prompt params")?;
-        let native = prompt::convert(fields.array("prompt")?)?;
+        let native = prompt::convert(blocks)?;
         if self.state.running() {
             return Err(internal("A prompt turn is already running in this session"));
         }
@@ -476,7 +372,7 @@ impl<G: Generation> Session<G> {
         derived_uuid(&["zcode-acp-input", session_id, &number, &updated, &last_message])
     }
 
-    fn cancel(&mut self) -> Result<Next<G::Stage>, MapperError> {
+    fn stop(&mut self) -> Result<Flow<G::Stage>, MapperError> {
         let session_id = self.state.session_id()?.to_string();
         if self.state.running() {
             self.state.cancelled = true;
@@ -484,32 +380,18 @@ impl<G: Generation> Session<G> {
         Ok(send(Stage::Cancel, ops::stop_generation(self.workspace(), &session_id)))
     }
 
-    fn finish_turn(&mut self) -> Result<Next<G::Stage>, MapperError> {
+    fn finish(&mut self) -> Result<Flow<G::Stage>, MapperError> {
         let session_id = self.state.session_id()?.to_string();
         Ok(send(Stage::FinishUsage, ops::get_task_token_usage(self.workspace(), &session_id)))
     }
 
     // ----- settings ----------------------------------------------------------------------------
 
-    fn set_mode(&mut self, params: &str) -> Result<Next<G::Stage>, MapperError> {
-        let params = parse(params, ErrorKind::InvalidParams, "session/set_mode params")?;
-        let mode = Fields::acp(&params, "session/set_mode params")?.str("modeId")?;
-        let step = self.generation.set_mode(&self.state, mode)?;
-        self.generation_step(step)
-    }
-
-    fn set_config_option(&mut self, params: &str) -> Result<Next<G::Stage>, MapperError> {
-        let params = parse(params, ErrorKind::InvalidParams, "session/set_config_option params")?;
-        Fields::acp(&params, "session/set_config_option params")?;
-        let step = self.generation.set_config_option(&self.state, &params)?;
-        self.generation_step(step)
-    }
-
     // ----- close -------------------------------------------------------------------------------
 
-    fn close(&mut self) -> Result<Next<G::Stage>, MapperError> {
+    fn close_session(&mut self) -> Result<Flow<G::Stage>, MapperError> {
         let Some(bound) = &self.state.bound else {
-            return Ok(Next::Done(done(json!({}), Vec::new())));
+            return Ok(Flow::Done(done(json!({}), Vec::new())));
         };
         Ok(send(Stage::CloseSession, ops::close_session(self.workspace(), &bound.session_id)))
     }
@@ -520,7 +402,7 @@ impl<G: Generation> Session<G> {
         &mut self,
         stage: Stage<G::Stage>,
         result: Result<Value, MapperError>,
-    ) -> Result<Next<G::Stage>, MapperError> {
+    ) -> Result<Flow<G::Stage>, MapperError> {
         let plan_operations = self.state.plan_operations();
         match stage {
             Stage::Generation(stage) => {
@@ -541,7 +423,7 @@ impl<G: Generation> Session<G> {
             }
             Stage::Prompt { updates } => {
                 match result.and_then(|value| ops::check_prompt_accepted(&value)) {
-                    Ok(()) => Ok(Next::Done(done(json!({}), updates))),
+                    Ok(()) => Ok(Flow::Done(done(json!({}), updates))),
                     Err(problem) => {
                         self.state.phase = TurnPhase::Idle;
                         Err(problem)
@@ -551,7 +433,7 @@ impl<G: Generation> Session<G> {
             Stage::Cancel => {
                 result?;
                 // Taken down only once the stop was accepted; otherwise the turn's end does it.
-                Ok(Next::Done(done(json!({}), self.state.plan.remove(plan_operations))))
+                Ok(Flow::Done(done(json!({}), self.state.plan.remove(plan_operations))))
             }
             Stage::FinishUsage => {
                 let usage = ops::usage(&result?)?;
@@ -569,19 +451,19 @@ impl<G: Generation> Session<G> {
                 updates.extend(self.state.plan.finish_turn(plan_operations));
                 self.state.phase = TurnPhase::Idle;
                 self.state.tools.clear();
-                Ok(Next::Done(done(usage, updates)))
+                Ok(Flow::Done(done(usage, updates)))
             }
             Stage::Answer { mut updates, plan_approved } => {
                 result?;
                 if plan_approved {
                     updates.extend(self.generation.plan_approved(&mut self.state));
                 }
-                Ok(Next::Done(done(json!({}), updates)))
+                Ok(Flow::Done(done(json!({}), updates)))
             }
             Stage::CloseSession => {
                 // Unsubscribe even if the host failed to close, then report the failure.
                 let subscription_id = self.state.bound()?.subscription_id.clone();
-                Ok(Next::Send {
+                Ok(Flow::Send {
                     stage: Stage::Unsubscribe { close_error: result.err() },
                     updates: Vec::new(),
                     outbound: Some(Outbound::Unsubscribe {
@@ -597,65 +479,146 @@ impl<G: Generation> Session<G> {
                 ops::check_acknowledged(&result?, "unsubscribed", "__unsubscribe")?;
                 match close_error {
                     Some(problem) => Err(problem),
-                    None => Ok(Next::Done(done(json!({}), Vec::new()))),
+                    None => Ok(Flow::Done(done(json!({}), Vec::new()))),
                 }
             }
         }
     }
 }
 
-/// ACP MCP server configurations in the host's shapes: stdio `{name, command, args, env}`,
-/// http/sse `{type, name, url, headers}` (name/value pairs kept as given).
-fn mcp_servers(servers: &[Value]) -> Result<Value, MapperError> {
-    let pairs = |fields: &Fields<'_>, key: &str| -> Result<Value, MapperError> {
-        let items = fields.opt_array(key)?.map(Vec::as_slice).unwrap_or_default();
-        let pairs = items
-            .iter()
-            .map(|item| {
-                let pair = Fields::acp(item, "MCP server name/value pair")?;
-                Ok(json!({"name": pair.str("name")?, "value": pair.str("value")?}))
-            })
-            .collect::<Result<Vec<_>, MapperError>>()?;
-        Ok(Value::Array(pairs))
-    };
-    let converted = servers
-        .iter()
-        .map(|server| {
-            let fields = Fields::acp(server, "MCP server")?;
-            let name = fields.non_empty_str("name")?;
-            match fields.opt_str("type")? {
-                None | Some("stdio") => {
-                    let args = fields.opt_array("args")?.cloned().unwrap_or_default();
-                    if !args.iter().all(Value::is_string) {
-                        return Err(invalid_params("MCP server: args must be strings"));
-                    }
-                    Ok(json!({
-                        "name": name,
-                        "command": fields.non_empty_str("command")?,
-                        "args": args,
-                        "env": pairs(&fields, "env")?,
-                    }))
-                }
-                Some(kind @ ("http" | "sse")) => Ok(json!({
-                    "type": kind,
-                    "name": name,
-                    "url": fields.non_empty_str("url")?,
-                    "headers": pairs(&fields, "headers")?,
-                })),
-                Some(other) => Err(error(
-                    ErrorKind::Unsupported,
-                    format!("Unsupported MCP server type: {other}"),
-                )),
+impl<G: Generation + Default + 'static> zcode_mapper_sdk::Session for Session<G> {
+    /// The task protocol's events never ask the mapper to send anything.
+    type Tag = ();
+    type Stage = Stage<G::Stage>;
+
+    fn new(init: &SessionInit) -> Self {
+        Session::new(init)
+    }
+
+    fn open(&mut self, params: SessionParams, id: u64) -> Result<Next<Self::Stage>, MapperError> {
+        let flow = self.open_session(params)?;
+        Ok(flow.next(id))
+    }
+
+    fn prompt(&mut self, prompt: Vec<Block>, id: u64) -> Result<Next<Self::Stage>, MapperError> {
+        Ok(self.start_turn(prompt)?.next(id))
+    }
+
+    fn cancel(&mut self, id: u64) -> Result<Next<Self::Stage>, MapperError> {
+        Ok(self.stop()?.next(id))
+    }
+
+    fn finish_turn(&mut self, id: u64) -> Result<Next<Self::Stage>, MapperError> {
+        Ok(self.finish()?.next(id))
+    }
+
+    fn set_mode(&mut self, mode_id: String, id: u64) -> Result<Next<Self::Stage>, MapperError> {
+        let step = self.generation.set_mode(&self.state, &mode_id)?;
+        Ok(self.generation_step(step)?.next(id))
+    }
+
+    fn set_config_option(
+        &mut self,
+        change: ConfigChange,
+        id: u64,
+    ) -> Result<Next<Self::Stage>, MapperError> {
+        let step = self.generation.set_config_option(&self.state, &change)?;
+        Ok(self.generation_step(step)?.next(id))
+    }
+
+    fn answer(
+        &mut self,
+        answer: &InteractionAnswer,
+        id: u64,
+    ) -> Result<Next<Self::Stage>, MapperError> {
+        let answered = interactions::answer(&mut self.state, answer)?;
+        let stage =
+            Stage::Answer { updates: answered.updates, plan_approved: answered.plan_approved };
+        Ok(send(stage, answered.outbound).next(id))
+    }
+
+    fn close(&mut self, id: u64) -> Result<Next<Self::Stage>, MapperError> {
+        Ok(self.close_session()?.next(id))
+    }
+
+    fn resume(
+        &mut self,
+        stage: Self::Stage,
+        reply: Option<(&NativeReply, &str)>,
+        id: u64,
+    ) -> Result<Next<Self::Stage>, MapperError> {
+        let Some((reply, label)) = reply else {
+            return Ok(self.streamed(stage)?.next(id));
+        };
+        let result = match &stage {
+            // The turn's whole message comes with it; only its parts' types are read.
+            Stage::FinishSnapshot { .. } => final_read::snapshot_value(reply, label),
+            _ => ops::reply_value(reply, label),
+        };
+        let flow = match (result, &self.opening) {
+            // The host's error for an unknown session is free text: ask for its sessions.
+            (Err(failure), Some(session_id))
+                if label == "agent.resumeSession" && failure.kind == ErrorKind::Native =>
+            {
+                let stage = Stage::ConfirmMissing { session_id: session_id.clone(), failure };
+                send(stage, ops::list_sessions(self.workspace()))
             }
-        })
-        .collect::<Result<Vec<_>, MapperError>>()?;
-    Ok(Value::Array(converted))
+            (result, _) => self.advance(stage, result)?,
+        };
+        Ok(flow.next(id))
+    }
+
+    /// Maps one routed native event (errors outside a turn are returned, not swallowed).
+    fn map_event(&mut self, payload: &NativeData) -> Result<Mapped<()>, MapperError> {
+        let rules = self.generation.snapshot_rules();
+        let reader = Reader { rules, publisher: &mut self.generation };
+        events::map_event(&mut self.state, reader, payload).map(Mapped::from)
+    }
+}
+
+impl<S> Flow<S> {
+    /// The contract's next step, with `id` for the request.
+    fn next(self, id: u64) -> Next<Stage<S>> {
+        match self {
+            Flow::Send { stage, updates, outbound, routes_added, routes_removed } => {
+                let requests = outbound.map(|o| o.into_request(id)).into_iter().collect();
+                let outgoing = Outgoing {
+                    updates,
+                    routes_added,
+                    routes_removed,
+                    writes: Vec::new(),
+                    requests,
+                };
+                Next::Wait(stage, outgoing)
+            }
+            Flow::Done(result) => Next::Done(result),
+        }
+    }
+}
+
+/// The client's MCP servers in the host's shapes: stdio `{name, command, args, env}`, http/sse
+/// `{type, name, url, headers}` (name/value pairs kept as given).
+fn mcp_servers(servers: &[McpServer]) -> Value {
+    let pairs = |pairs: &[(String, String)]| -> Vec<Value> {
+        pairs.iter().map(|(name, value)| json!({"name": name, "value": value})).collect()
+    };
+    let converted = servers.iter().map(|server| match server {
+        McpServer::Stdio { name, command, args, env } => {
+            json!({"name": name, "command": command, "args": args, "env": pairs(env)})
+        }
+        McpServer::Http { name, url, headers } | McpServer::Sse { name, url, headers } => {
+            json!({"type": server.transport(), "name": name, "url": url, "headers": pairs(headers)})
+        }
+    });
+    Value::Array(converted.collect())
 }
 
 #[cfg(test)]
 mod tests {
     use serde_json::{Value, json};
-    use zcode_contract::{Action, ErrorKind, SessionOp, Step, StopReason, Terminal};
+    use zcode_mapper_sdk::contract::{Action, ErrorKind, SessionOp, Step, StopReason, Terminal};
+
+    use zcode_mapper_sdk::SessionMachine as _;
 
     use crate::test_support::*;
 
@@ -817,8 +780,8 @@ mod tests {
         assert_eq!(problem.message, "Operation 1 waits for no reply, got reply 3");
     }
 
-    fn reply(id: u64, value: Value) -> zcode_contract::NativeReply {
-        zcode_contract::NativeReply { id, body: ok(value) }
+    fn reply(id: u64, value: Value) -> zcode_mapper_sdk::contract::NativeReply {
+        zcode_mapper_sdk::contract::NativeReply { id, body: ok(value) }
     }
 
     #[test]

@@ -3,16 +3,14 @@
 //! generations — the mode catalog, the shape of model refs, the config options — comes from the
 //! generation through [`SnapshotRules`] and [`Publisher`].
 
-use std::collections::BTreeMap;
-
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-use zcode_contract::MapperError;
+use zcode_mapper_sdk::contract::MapperError;
 
-use zcode_mapper_sdk::json::{protocol, text};
+use zcode_mapper_sdk::acp::plan::Todos;
+use zcode_mapper_sdk::acp::update::{self, Command, EntryStatus, LastSent, PlanEntry, Priority};
+use zcode_mapper_sdk::json::protocol;
 use zcode_mapper_sdk::time::iso8601_from_epoch_ms;
-
-const TODOS_PLAN_ID: &str = "zcode-todos";
 
 /// What a generation accepts in a snapshot besides the shared shape.
 #[derive(Clone, Copy, Debug)]
@@ -263,11 +261,11 @@ impl Snapshot {
 #[derive(Default)]
 pub struct Settings {
     snapshot: Option<Snapshot>,
-    /// A todo list is currently shown, so an empty one must clear it.
-    todos_shown: bool,
+    /// The todo list as the client sees it.
+    todos: Todos,
     /// The last metadata update of each kind sent to the client: snapshots repeat most of
     /// their content, and the client only needs to hear what changed.
-    last_sent: BTreeMap<String, String>,
+    last_sent: LastSent,
 }
 
 impl Settings {
@@ -297,116 +295,61 @@ impl Settings {
         let Some(snapshot) = self.snapshot.clone() else {
             return Vec::new();
         };
-        let mut updates = Vec::new();
-        let commands: Vec<Value> = snapshot
+        let commands: Vec<Command<'_>> = snapshot
             .slash_commands
             .iter()
-            .map(|command| {
-                let mut entry = json!({"name": command.name, "description": command.description});
-                if let Some(hint) = &command.input_hint {
-                    entry["input"] = json!({"hint": hint});
-                }
-                entry
+            .map(|command| Command {
+                name: &command.name,
+                description: &command.description,
+                input_hint: command.input_hint.as_deref(),
             })
             .collect();
-        updates.push(
-            json!({"sessionUpdate": "available_commands_update", "availableCommands": commands}),
-        );
-        let config_options = publisher.publish_config_options(&snapshot);
-        updates.push(
-            json!({"sessionUpdate": "config_option_update", "configOptions": config_options}),
-        );
-        updates.push(
-            json!({"sessionUpdate": "current_mode_update", "currentModeId": publisher.current_mode(&snapshot)}),
-        );
-        if let Some(info) =
-            session_info_update(snapshot.session.title.as_deref(), snapshot.session.updated_at)
-        {
-            updates.push(info);
-        }
+        let mut updates = vec![
+            update::available_commands(&commands),
+            update::config_options(&publisher.publish_config_options(&snapshot)),
+            update::current_mode(&publisher.current_mode(&snapshot)),
+        ];
+        let session = &snapshot.session;
+        updates.extend(session_info_update(session.title.as_deref(), session.updated_at));
         if let Some(usage) = &snapshot.runtime.context_usage {
-            let mut update =
-                json!({"sessionUpdate": "usage_update", "used": usage.used, "size": usage.size});
-            if let Some(cost) = &usage.cost {
-                update["cost"] = json!({"amount": cost.amount, "currency": cost.currency});
-            }
-            updates.push(update);
+            let cost = usage
+                .cost
+                .as_ref()
+                .map(|c| update::Cost { amount: c.amount, currency: &c.currency });
+            updates.push(update::usage(usage.used, usage.size, cost));
         }
-        updates.extend(
-            self.todo_update(snapshot.todos.as_deref().unwrap_or_default(), plan_operations),
-        );
-        updates.iter().map(text).filter(|update| self.changed(update)).collect()
+        let todos: Vec<PlanEntry<'_>> = snapshot.todos.iter().flatten().map(Todo::entry).collect();
+        updates.extend(self.todos.update(&todos, plan_operations));
+        self.last_sent.filter(updates)
     }
 
     /// Records metadata updates sent outside [`Settings::metadata_updates`] (answers to the
     /// client's own requests), so that the next metadata does not repeat them.
     pub fn remember_sent(&mut self, updates: &[String]) {
-        for update in updates {
-            self.changed(update);
-        }
-    }
-
-    /// Records `update` as sent, unless it repeats the last update of its kind.
-    fn changed(&mut self, update: &String) -> bool {
-        let kind = serde_json::from_str::<Value>(update)
-            .ok()
-            .and_then(|v| v.get("sessionUpdate").and_then(Value::as_str).map(str::to_owned))
-            .unwrap_or_default();
-        self.last_sent.insert(kind, update.clone()).as_ref() != Some(update)
-    }
-
-    fn todo_update(&mut self, todos: &[Todo], plan_operations: bool) -> Option<Value> {
-        let entries: Vec<Value> = todos
-            .iter()
-            .map(|todo| json!({"content": todo.content, "status": todo.status.name(), "priority": todo.priority.name()}))
-            .collect();
-        let update = match (entries.is_empty(), plan_operations) {
-            (true, _) if !self.todos_shown => return None,
-            (true, true) => json!({"sessionUpdate": "plan_removed", "planId": TODOS_PLAN_ID}),
-            (false, true) => json!({
-                "sessionUpdate": "plan_update",
-                "plan": {"type": "items", "planId": TODOS_PLAN_ID, "entries": entries},
-            }),
-            (_, false) => json!({"sessionUpdate": "plan", "entries": entries}),
-        };
-        self.todos_shown = !entries.is_empty();
-        Some(update)
+        self.last_sent.remember(updates);
     }
 }
 
 /// ACP `session_info_update`, or nothing when there is neither a title nor a time.
-pub fn session_info_update(title: Option<&str>, updated_at_ms: Option<f64>) -> Option<Value> {
+pub fn session_info_update(title: Option<&str>, updated_at_ms: Option<f64>) -> Option<String> {
     let updated_at = updated_at_ms.and_then(iso8601_from_epoch_ms);
-    if title.is_none() && updated_at.is_none() {
-        return None;
-    }
-    let mut update = json!({"sessionUpdate": "session_info_update"});
-    if let Some(title) = title {
-        update["title"] = json!(title);
-    }
-    if let Some(updated_at) = updated_at {
-        update["updatedAt"] = json!(updated_at);
-    }
-    Some(update)
+    update::session_info(title, updated_at.as_deref())
 }
 
-impl TodoStatus {
-    fn name(self) -> &'static str {
-        match self {
-            TodoStatus::Pending => "pending",
-            TodoStatus::InProgress => "in_progress",
-            TodoStatus::Completed => "completed",
-        }
-    }
-}
-
-impl TodoPriority {
-    fn name(self) -> &'static str {
-        match self {
-            TodoPriority::High => "high",
-            TodoPriority::Medium => "medium",
-            TodoPriority::Low => "low",
-        }
+impl Todo {
+    /// The todo as an ACP plan entry.
+    fn entry(&self) -> PlanEntry<'_> {
+        let status = match self.status {
+            TodoStatus::Pending => EntryStatus::Pending,
+            TodoStatus::InProgress => EntryStatus::InProgress,
+            TodoStatus::Completed => EntryStatus::Completed,
+        };
+        let priority = match self.priority {
+            TodoPriority::High => Priority::High,
+            TodoPriority::Medium => Priority::Medium,
+            TodoPriority::Low => Priority::Low,
+        };
+        PlanEntry { content: &self.content, priority, status }
     }
 }
 

@@ -1,11 +1,11 @@
 //! The mapping state of one session, shared by its operations and its event mapping.
 
-use zcode_contract::{Action, ClientFeatures, MapperError, StopReason, Terminal};
+use zcode_mapper_sdk::contract::{Action, ClientFeatures, MapperError, StopReason, Terminal};
 
 use crate::interactions::Interactions;
 use crate::settings::Settings;
 use crate::tools::Tools;
-use zcode_mapper_sdk::json::{internal, text};
+use zcode_mapper_sdk::json::internal;
 use zcode_mapper_sdk::plan::PlanView;
 
 /// The native session this resource is bound to, and its event subscription (the route).
@@ -133,9 +133,4 @@ impl State {
         self.phase = TurnPhase::Ended;
         vec![Action::Terminal(Terminal::Stop(StopReason::Cancelled))]
     }
-}
-
-/// `Action::Update` from an ACP JSON value.
-pub fn update(value: &serde_json::Value) -> Action {
-    Action::Update(text(value))
 }

@@ -4,13 +4,16 @@
 //! sees against the ACP schema.
 
 use serde_json::{Map, Value, json};
-use zcode_contract::{
+use zcode_mapper_sdk::acp::params::ConfigChange;
+use zcode_mapper_sdk::acp::update;
+use zcode_mapper_sdk::acp_check;
+use zcode_mapper_sdk::contract::{
     Action, ClientFeatures, ErrorKind, InteractionAnswer, InteractionOutcome, InteractionRequest,
     MapperError, NativeData, NativeReply, OpResult, ReplyBody, SessionInit, SessionOp, Step,
     Terminal,
 };
-use zcode_mapper_sdk::acp_check;
-use zcode_mapper_sdk::json::{invalid_params, text};
+use zcode_mapper_sdk::json::invalid_params;
+use zcode_mapper_sdk::{Mapping, Session as _, SessionMachine as _};
 
 use crate::ops;
 use crate::session::{GenStep, Generation, OpenRequest, Session, done};
@@ -88,7 +91,7 @@ impl Generation for Plain {
     fn set_config_option(
         &mut self,
         _state: &State,
-        _params: &Value,
+        _change: &ConfigChange,
     ) -> Result<GenStep<PlainStage>, MapperError> {
         Err(invalid_params("Config options belong to a real generation"))
     }
@@ -111,14 +114,14 @@ impl Generation for Plain {
                 Ok(GenStep::Send { outbound, stage: PlainStage::Session(request) })
             }
             PlainStage::Session(request) => {
-                let snapshot = Snapshot::parse(&result, request.kind.source(), &RULES)?;
+                let snapshot = Snapshot::parse(&result, request.source(), &RULES)?;
                 Ok(GenStep::Opened { request, snapshot })
             }
             PlainStage::SetMode => {
                 let snapshot = Snapshot::parse(&result, "setMode", &RULES)?;
-                let update = json!({"sessionUpdate": "current_mode_update", "currentModeId": snapshot.mode()});
+                let update = update::current_mode(snapshot.mode());
                 state.settings.replace(snapshot);
-                Ok(GenStep::Done(done(json!({}), vec![text(&update)])))
+                Ok(GenStep::Done(done(json!({}), vec![update])))
             }
         }
     }
@@ -153,8 +156,8 @@ pub fn snapshot_json() -> Value {
 }
 
 /// A session of generation `G` plus a scripted host.
-pub struct Driver<G: Generation = Plain> {
-    pub session: Session<G>,
+pub struct Driver<G: Generation + Default + 'static = Plain> {
+    pub session: Mapping<Session<G>>,
     next_request: u64,
     next_op: u64,
     /// The `seq` of the last session event sent.
@@ -212,8 +215,8 @@ impl Run {
     }
 }
 
-pub fn update_kinds(updates: &[Value]) -> Vec<&str> {
-    updates.iter().map(|u| u["sessionUpdate"].as_str().unwrap()).collect()
+pub fn update_kinds(updates: &[Value]) -> Vec<String> {
+    updates.iter().map(|u| update::kind(&u.to_string()).unwrap()).collect()
 }
 
 impl<G: Generation + Default> Driver<G> {
@@ -222,11 +225,11 @@ impl<G: Generation + Default> Driver<G> {
             workspace: WORKSPACE.to_string(),
             client: ClientFeatures { plan_operations, form_elicitation },
         };
-        Self { session: Session::new(&init), next_request: 100, next_op: 1, seq: 0 }
+        Self { session: Mapping::new(Session::new(&init)), next_request: 100, next_op: 1, seq: 0 }
     }
 }
 
-impl<G: Generation> Driver<G> {
+impl<G: Generation + Default + 'static> Driver<G> {
     /// Runs an operation, answering its requests with `replies` in order.
     pub fn run(&mut self, op: SessionOp, replies: Vec<ReplyBody>) -> Run {
         let op_id = self.next_op;
@@ -312,7 +315,8 @@ impl<G: Generation> Driver<G> {
 
     /// An event as text, for what a [`Value`] cannot hold.
     pub fn try_event_text(&mut self, text: &str) -> Result<Vec<Action>, MapperError> {
-        self.session.map_event(&NativeData::Text(text.to_string()))
+        let mapped = self.session.session_mut().map_event(&NativeData::Text(text.to_string()))?;
+        Ok(mapped.actions)
     }
 
     pub fn session_event(&mut self, event_type: &str, payload: Value) -> Vec<Action> {

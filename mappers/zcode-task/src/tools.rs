@@ -4,8 +4,9 @@
 use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
-use zcode_contract::MapperError;
+use zcode_mapper_sdk::contract::MapperError;
 
+use zcode_mapper_sdk::acp::update::{ToolCall, ToolCallUpdate};
 use zcode_mapper_sdk::json::{canonical, protocol};
 use zcode_mapper_sdk::tool_view::{self, PATH_KEYS, text_content};
 pub use zcode_mapper_sdk::tool_view::{default_title, locations, tool_kind};
@@ -108,29 +109,8 @@ pub fn result_content(result: &Value, input: Option<&Value>, workspace: &str) ->
     content
 }
 
-/// ACP tool-call status names.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Status {
-    Pending,
-    InProgress,
-    Completed,
-    Failed,
-}
-
-impl Status {
-    pub fn name(self) -> &'static str {
-        match self {
-            Status::Pending => "pending",
-            Status::InProgress => "in_progress",
-            Status::Completed => "completed",
-            Status::Failed => "failed",
-        }
-    }
-
-    fn is_final(self) -> bool {
-        matches!(self, Status::Completed | Status::Failed)
-    }
-}
+/// ACP tool-call status.
+pub use zcode_mapper_sdk::acp::update::ToolStatus as Status;
 
 /// One complete `tool_call` (announcement or history replay).
 pub struct ToolCallView<'a> {
@@ -144,31 +124,23 @@ pub struct ToolCallView<'a> {
 }
 
 impl ToolCallView<'_> {
-    pub fn to_update(&self, workspace: &str) -> Value {
-        let mut update = json!({
-            "sessionUpdate": "tool_call",
-            "toolCallId": self.id,
-            "title": match self.title.filter(|t| !t.is_empty()) {
-                Some(title) => title.to_string(),
-                None => default_title(self.name, self.raw_input, workspace),
-            },
-            "kind": tool_kind(self.name),
-            "status": self.status.name(),
-        });
-        if let Some(input) = self.raw_input {
-            update["rawInput"] = input.clone();
-        }
-        if let Some(output) = self.raw_output {
-            update["rawOutput"] = output.clone();
-        }
-        if !self.content.is_empty() {
-            update["content"] = json!(self.content);
-        }
+    /// The `tool_call` update: a title naming what the tool acts on when the agent gave none,
+    /// the kind from its name, the files its input names.
+    pub fn to_update(&self, workspace: &str) -> String {
+        let title = match self.title.filter(|title| !title.is_empty()) {
+            Some(title) => title.to_string(),
+            None => default_title(self.name, self.raw_input, workspace),
+        };
         let locations = locations(self.raw_input, workspace);
-        if !locations.is_empty() {
-            update["locations"] = json!(locations);
-        }
-        update
+        let call = ToolCall {
+            status: self.status,
+            raw_input: self.raw_input,
+            raw_output: self.raw_output,
+            content: &self.content,
+            locations: &locations,
+            ..ToolCall::new(self.id, &title, tool_kind(self.name))
+        };
+        call.to_json()
     }
 }
 
@@ -222,7 +194,7 @@ impl Tools {
     }
 
     /// The `tool_call` announcement, once per tool.
-    pub fn announce(&mut self, id: &str, name: Option<&str>, workspace: &str) -> Option<Value> {
+    pub fn announce(&mut self, id: &str, name: Option<&str>, workspace: &str) -> Option<String> {
         let state = self.state(id);
         if let Some(name) = name
             && state.name.is_none()
@@ -257,7 +229,7 @@ impl Tools {
     }
 
     /// `started`/`progress`: `in_progress` once; never after the tool finished.
-    pub fn progressed(&mut self, id: &str, kind: &str) -> Result<Option<Value>, MapperError> {
+    pub fn progressed(&mut self, id: &str, kind: &str) -> Result<Option<String>, MapperError> {
         let state = self.state(id);
         match state.status {
             Some(status) if status.is_final() => {
@@ -266,40 +238,34 @@ impl Tools {
             Some(Status::InProgress) => Ok(None),
             _ => {
                 state.status = Some(Status::InProgress);
-                Ok(Some(
-                    json!({"sessionUpdate": "tool_call_update", "toolCallId": id, "status": "in_progress"}),
-                ))
+                Ok(Some(ToolCallUpdate::status(id, Status::InProgress).to_json()))
             }
         }
     }
 
     /// `result`: completed with the raw output and its content.
-    pub fn completed(&mut self, id: &str, result: &Value, workspace: &str) -> Value {
+    pub fn completed(&mut self, id: &str, result: &Value, workspace: &str) -> String {
         let name = self.calls.get(id).and_then(|state| state.name.as_deref()).unwrap_or("tool");
         let content = completed_content(name, result, self.raw_input(id), workspace);
         self.state(id).status = Some(Status::Completed);
-        json!({
-            "sessionUpdate": "tool_call_update",
-            "toolCallId": id,
-            "status": "completed",
-            "rawOutput": result,
-            "content": content,
-        })
+        let update = ToolCallUpdate {
+            raw_output: Some(result),
+            content: Some(&content),
+            ..ToolCallUpdate::status(id, Status::Completed)
+        };
+        update.to_json()
     }
 
     /// `error`: failed with the native error as raw output.
-    pub fn failed(&mut self, id: &str, error: Option<&Value>) -> Value {
+    pub fn failed(&mut self, id: &str, error: Option<&Value>) -> String {
         self.state(id).status = Some(Status::Failed);
-        let mut update = json!({
-            "sessionUpdate": "tool_call_update",
-            "toolCallId": id,
-            "status": "failed",
-            "content": tool_view::error_content(error, FAILED_TOOL),
-        });
-        if let Some(error) = error {
-            update["rawOutput"] = error.clone();
-        }
-        update
+        let content = tool_view::error_content(error, FAILED_TOOL);
+        let update = ToolCallUpdate {
+            raw_output: error,
+            content: Some(&content),
+            ..ToolCallUpdate::status(id, Status::Failed)
+        };
+        update.to_json()
     }
 }
 
@@ -307,6 +273,10 @@ impl Tools {
 mod tests {
     use super::*;
     use zcode_mapper_sdk::acp_check;
+
+    fn parsed(update: String) -> Value {
+        serde_json::from_str(&update).unwrap()
+    }
 
     #[test]
     fn editing_inputs_become_diffs() {
@@ -327,14 +297,14 @@ mod tests {
         let mut tools = Tools::default();
         let input = json!({"file_path": "/w/n.md", "content": "hi"});
         tools.set_input("t", Some("Write"), Some(&input));
-        let announced = tools.announce("t", None, "/w").unwrap();
+        let announced = parsed(tools.announce("t", None, "/w").unwrap());
         assert_eq!(
             announced["content"],
             json!([{"type": "diff", "path": "/w/n.md", "newText": "hi"}])
         );
         acp_check::session_update(&announced);
         // The diff stays on the card after the tool ran, before the result's text.
-        let done = tools.completed("t", &json!("Wrote 2 bytes"), "/w");
+        let done = parsed(tools.completed("t", &json!("Wrote 2 bytes"), "/w"));
         assert_eq!(done["content"][0]["type"], "diff");
         assert_eq!(done["content"][1]["content"]["text"], "Wrote 2 bytes");
         acp_check::session_update(&done);
@@ -346,7 +316,7 @@ mod tests {
         tools.input_started("t1", Some("Read"));
         tools.input_delta("t1", "{\"file_path\":");
         tools.input_delta("t1", "\"/w/a.rs\"}");
-        let update = tools.announce("t1", None, "/w").unwrap();
+        let update = parsed(tools.announce("t1", None, "/w").unwrap());
         assert_eq!(
             update,
             json!({
@@ -357,9 +327,9 @@ mod tests {
         acp_check::session_update(&update);
         assert_eq!(tools.announce("t1", Some("Read"), "/w"), None);
         tools.input_delta("t2", "not json");
-        assert_eq!(tools.announce("t2", None, "/w").unwrap()["rawInput"], "not json");
+        assert_eq!(parsed(tools.announce("t2", None, "/w").unwrap())["rawInput"], "not json");
         assert_eq!(
-            tools.announce("t3", None, "/w").unwrap(),
+            parsed(tools.announce("t3", None, "/w").unwrap()),
             json!({"sessionUpdate": "tool_call", "toolCallId": "t3", "title": "tool", "kind": "other", "status": "pending"})
         );
     }
@@ -384,7 +354,8 @@ mod tests {
     #[test]
     fn renders_results_errors_and_diffs() {
         let mut tools = Tools::default();
-        let update = tools.completed("t", &json!({"content": "3 files", "exitCode": 0}), "/w");
+        let update =
+            parsed(tools.completed("t", &json!({"content": "3 files", "exitCode": 0}), "/w"));
         assert_eq!(
             update["content"],
             json!([{"type": "content", "content": {"type": "text", "text": "3 files"}}])
@@ -392,7 +363,7 @@ mod tests {
         assert_eq!(update["rawOutput"], json!({"content": "3 files", "exitCode": 0}));
         acp_check::session_update(&update);
         assert_eq!(
-            tools.completed("t", &json!({"n": 1}), "/w")["content"][0]["content"]["text"],
+            parsed(tools.completed("t", &json!({"n": 1}), "/w"))["content"][0]["content"]["text"],
             "{\"n\":1}"
         );
         let unordered: Value = serde_json::from_str(r#"{"z":1,"a":{"y":2,"b":3}}"#).unwrap();
@@ -401,20 +372,20 @@ mod tests {
             r#"{"a":{"b":3,"y":2},"z":1}"#,
             "keys sorted in every build"
         );
-        assert_eq!(tools.completed("t", &json!(""), "/w")["content"], json!([]));
-        assert_eq!(tools.completed("t", &Value::Null, "/w")["content"], json!([]));
+        assert_eq!(parsed(tools.completed("t", &json!(""), "/w"))["content"], json!([]));
+        assert_eq!(parsed(tools.completed("t", &Value::Null, "/w"))["content"], json!([]));
 
         tools.set_input("e", Some("Edit"), Some(&json!({"file_path": "src/a.rs"})));
-        let edit = tools.completed("e", &json!({"oldText": "a", "newText": "b"}), "/w");
+        let edit = parsed(tools.completed("e", &json!({"oldText": "a", "newText": "b"}), "/w"));
         assert_eq!(
             edit["content"],
             json!([{"type": "diff", "path": "/w/src/a.rs", "oldText": "a", "newText": "b"}])
         );
-        let described = tools.completed(
+        let described = parsed(tools.completed(
             "e",
             &json!({"oldText": "a", "newText": "b", "content": "Edited"}),
             "/w",
-        );
+        ));
         assert_eq!(described["content"][1]["content"]["text"], "Edited");
         acp_check::session_update(&edit);
         let created = result_content(
@@ -432,7 +403,7 @@ mod tests {
                 .all(|c| c["type"] == "content")
         );
 
-        let failed = tools.failed("f", Some(&json!({"message": "denied", "code": 1})));
+        let failed = parsed(tools.failed("f", Some(&json!({"message": "denied", "code": 1}))));
         assert_eq!(
             failed["content"],
             json!([{"type": "content", "content": {"type": "text", "text": "denied"}}])
@@ -440,7 +411,7 @@ mod tests {
         assert_eq!(failed["rawOutput"], json!({"message": "denied", "code": 1}));
         acp_check::session_update(&failed);
         assert_eq!(
-            tools.failed("g", None)["content"][0]["content"]["text"],
+            parsed(tools.failed("g", None))["content"][0]["content"]["text"],
             "Tool execution failed"
         );
     }

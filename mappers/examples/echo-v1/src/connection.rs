@@ -5,67 +5,54 @@
 //! answers with its token on one line — written by the core, which fills in the credential
 //! the mapper never sees — and the host's `welcome` frame makes the connection ready.
 
-use serde_json::{Value, json};
-use zcode_mapper_sdk::contract::{
-    ConnectionOp, ErrorKind, Inbound, MapperError, NativeData, NativeReply, NativeWrite, Outgoing,
-    ReplyBody, RoutedEvent, SecretFill, Step,
-};
-use zcode_mapper_sdk::json::{Fields, internal, invalid_params, parse, protocol};
-use zcode_mapper_sdk::ops::{Pending, done, reply_json};
+use zcode_mapper_sdk::framing::{BadLength, Frames, Reader};
+use zcode_mapper_sdk::prelude::*;
 
 use crate::contract::TOKEN_SOURCE;
-use crate::wire::{EVENT, Frames, REPLY, Reader, WELCOME, request};
+use crate::wire::{EVENT, FRAMES, REPLY, WELCOME, request};
 
 /// The placeholder the core replaces with the token (inside a JSON string, exactly once).
 const TOKEN_PLACEHOLDER: &str = "@@ECHO_TOKEN@@";
 /// Longest handshake line.
 const MAX_HELLO: usize = 64 * 1024;
 
-#[derive(PartialEq)]
-enum Phase {
-    Hello,
-    Welcome,
-    Ready,
-}
-
-enum Stage {
+pub enum Stage {
     Probe,
     List { cwd: String },
 }
 
 pub struct Connection {
-    phase: Phase,
     frames: Frames,
+    /// What the host said it is, once it said hello.
     identity: Option<String>,
-    pending: Pending<Stage>,
+    /// The host's `welcome` came: it takes requests.
+    ready: bool,
 }
 
 impl Default for Connection {
     fn default() -> Self {
-        Self {
-            phase: Phase::Hello,
-            frames: Frames::default(),
-            identity: None,
-            pending: Pending::default(),
-        }
+        Self { frames: Frames::new(FRAMES), identity: None, ready: false }
     }
 }
 
-impl zcode_mapper_sdk::Connection for Connection {
+impl zcode_mapper_sdk::Link for Connection {
+    type Stage = Stage;
+
     fn push(&mut self, bytes: &[u8]) -> Result<Vec<Inbound>, MapperError> {
         self.frames.push(bytes);
         let mut inbound = Vec::new();
-        if self.phase == Phase::Hello {
-            match self.frames.take_line() {
-                Some(line) => inbound.push(self.hello(&line)?),
-                None if self.frames.pending() > MAX_HELLO => {
-                    return Err(protocol("The echo host's hello is too long"));
-                }
-                None => return Ok(inbound),
-            }
+        if self.identity.is_none() {
+            let too_long = |_| protocol("The echo host's hello is too long");
+            let Some(line) = self.frames.next_line(MAX_HELLO).map_err(too_long)? else {
+                return Ok(inbound);
+            };
+            let (identity, answer) = hello(line)?;
+            self.identity = Some(identity);
+            inbound.push(answer);
         }
-        while let Some(body) = self.frames.next_frame()? {
-            inbound.push(self.frame(&body)?);
+        let bad = |BadLength(n)| protocol(format!("Echo frame length {n} is out of bounds"));
+        while let Some(frame) = self.frames.next_frame().map_err(bad)? {
+            inbound.push(classify(&mut self.ready, frame.body)?);
         }
         Ok(inbound)
     }
@@ -81,129 +68,109 @@ impl zcode_mapper_sdk::Connection for Connection {
         self.identity.clone()
     }
 
-    fn start(&mut self, op_id: u64, op: &ConnectionOp, first_request_id: u64) -> Step {
-        let sent = self.pending.check_new(op_id).and_then(|()| match op {
-            ConnectionOp::Setup => Ok(done(&json!({}), Vec::new())),
-            ConnectionOp::Probe(_) => {
-                let status = request(first_request_id, "echo.status", "status", json!({}), 5_000);
-                Ok(self.send(op_id, Stage::Probe, status))
-            }
-            ConnectionOp::ListSessions(params) => {
-                let params = parse(params, ErrorKind::InvalidParams, "session/list params")?;
-                let fields = Fields::acp(&params, "session/list params")?;
-                if fields.opt_str("cursor")?.is_some() {
-                    return Err(invalid_params("The echo host lists every session on one page"));
-                }
-                let cwd = fields.non_empty_str("cwd")?.to_string();
-                let list =
-                    request(first_request_id, "echo.list", "list", json!({"cwd": cwd}), 5_000);
-                Ok(self.send(op_id, Stage::List { cwd }, list))
-            }
-        });
-        sent.unwrap_or_else(|problem| Step::Done(Err(problem)))
+    fn probe(&mut self, _: &str, id: u64) -> Result<Next<Stage>, MapperError> {
+        Ok(Next::send(Stage::Probe, request(id, "status", json!({}), 5_000)))
     }
 
-    fn resume(&mut self, op_id: u64, reply: Option<&NativeReply>, _first_request_id: u64) -> Step {
-        let finished = self.pending.resume(op_id, reply).and_then(|resumed| {
-            let (reply, label) =
-                resumed.reply.ok_or_else(|| internal("Echo operations await replies"))?;
-            let result = reply_json(reply, "The echo host", &label)?;
-            match resumed.stage {
-                Stage::Probe => Ok(done(&result, Vec::new())),
-                Stage::List { cwd } => {
-                    Ok(done(&json!({"sessions": sessions(&result, &cwd)?}), Vec::new()))
-                }
-            }
-        });
-        finished.unwrap_or_else(|problem| Step::Done(Err(problem)))
+    fn list_sessions(&mut self, params: ListParams, id: u64) -> Result<Next<Stage>, MapperError> {
+        if params.cursor.is_some() {
+            return Err(invalid_params("The echo host lists every session on one page"));
+        }
+        let cwd =
+            params.cwd.ok_or_else(|| invalid_params("session/list params: missing field `cwd`"))?;
+        let list = request(id, "list", json!({"cwd": cwd}), 5_000);
+        Ok(Next::send(Stage::List { cwd }, list))
+    }
+
+    fn resume(
+        &mut self,
+        stage: Stage,
+        reply: Option<(&NativeReply, &str)>,
+        _: u64,
+    ) -> Result<Next<Stage>, MapperError> {
+        let (reply, label) = reply.ok_or_else(|| internal("Echo operations await replies"))?;
+        let result = reply_json(reply, "The echo host", label)?;
+        match stage {
+            Stage::Probe => Ok(Next::done(&result)),
+            Stage::List { cwd } => Ok(Next::done(&json!({"sessions": sessions(&result, &cwd)?}))),
+        }
     }
 }
 
-impl Connection {
-    fn hello(&mut self, line: &[u8]) -> Result<Inbound, MapperError> {
-        let text = std::str::from_utf8(line).map_err(|_| protocol("Echo hello is not UTF-8"))?;
-        let hello = parse(text, ErrorKind::Protocol, "Echo hello")?;
-        let fields = Fields::native(&hello, "Echo hello")?;
-        fields.only(&["server", "version"])?;
-        let server = fields.non_empty_str("server")?;
-        self.identity = Some(format!("{server}/{}", fields.non_empty_str("version")?));
-        self.phase = Phase::Welcome;
-        let line = |token: Value| format!("{}\n", json!({"token": token})).into_bytes();
-        Ok(Inbound::Write(NativeWrite {
-            bytes: line(json!(TOKEN_PLACEHOLDER)),
-            label: "echo.auth".to_string(),
-            secret: Some(SecretFill {
-                placeholder: TOKEN_PLACEHOLDER.to_string(),
-                source: TOKEN_SOURCE.to_string(),
-                args: Vec::new(),
-                // No token: the host serves anonymously and says so in `welcome`.
-                fallback: line(Value::Null),
-            }),
-        }))
-    }
+/// The host's hello: who it is, and the answer that carries the token.
+fn hello(line: &[u8]) -> Result<(String, Inbound), MapperError> {
+    let text = std::str::from_utf8(line).map_err(|_| protocol("Echo hello is not UTF-8"))?;
+    let hello = parse(text, ErrorKind::Protocol, "Echo hello")?;
+    let fields = Fields::native(&hello, "Echo hello")?;
+    fields.only(&["server", "version"])?;
+    let identity =
+        format!("{}/{}", fields.non_empty_str("server")?, fields.non_empty_str("version")?);
+    let line = |token: Value| format!("{}\n", json!({"token": token})).into_bytes();
+    // Without a token the core writes the fallback: the host serves anonymously.
+    let secret = SecretFill {
+        placeholder: TOKEN_PLACEHOLDER.to_string(),
+        source: TOKEN_SOURCE.to_string(),
+        args: Vec::new(),
+        fallback: line(Value::Null),
+    };
+    let answer = NativeWrite::new("echo.auth", line(json!(TOKEN_PLACEHOLDER)));
+    Ok((identity, Inbound::Write(NativeWrite { secret: Some(secret), ..answer })))
+}
 
-    fn frame(&mut self, body: &[u8]) -> Result<Inbound, MapperError> {
-        let mut reader = Reader(body);
-        match (reader.u8()?, &self.phase) {
-            (WELCOME, Phase::Welcome) => {
-                self.phase = Phase::Ready;
-                Ok(Inbound::Ready)
-            }
-            (REPLY, Phase::Ready) => {
-                let id = reader.u64()?;
-                let failed = reader.u8()? != 0;
-                let text = std::str::from_utf8(reader.rest())
-                    .map_err(|_| protocol("Echo reply is not UTF-8"))?;
-                let body = if failed {
-                    let error = parse(text, ErrorKind::Protocol, "Echo error")?;
-                    let message = Fields::native(&error, "Echo error")?.non_empty_str("message")?;
-                    ReplyBody::Error(MapperError::new(ErrorKind::Native, message))
-                } else {
-                    ReplyBody::Ok(NativeData::Text(text.to_string()))
-                };
-                Ok(Inbound::Reply(NativeReply { id, body }))
-            }
-            (EVENT, Phase::Ready) => {
-                let length = usize::from(reader.u8()?);
-                let route = String::from_utf8(reader.take(length)?.to_vec())
-                    .map_err(|_| protocol("Echo event route is not UTF-8"))?;
-                let payload = NativeData::Binary(reader.rest().to_vec());
-                Ok(Inbound::Event(RoutedEvent { route, payload }))
-            }
-            (kind, _) => Err(protocol(format!("Unexpected echo frame kind {kind:#04x}"))),
+/// What a frame from the host means: `welcome` once, then replies and events.
+fn classify(ready: &mut bool, body: &[u8]) -> Result<Inbound, MapperError> {
+    let mut reader = Reader::new(body, "Echo frame");
+    match (reader.u8()?, *ready) {
+        (WELCOME, false) => {
+            *ready = true;
+            Ok(Inbound::Ready)
         }
-    }
-
-    fn send(
-        &mut self,
-        op_id: u64,
-        stage: Stage,
-        request: zcode_mapper_sdk::contract::NativeRequest,
-    ) -> Step {
-        self.pending.wait(op_id, stage, Outgoing { requests: vec![request], ..Outgoing::default() })
+        (REPLY, true) => {
+            let (id, failed) = (reader.u64()?, reader.u8()? != 0);
+            let text = std::str::from_utf8(reader.rest())
+                .map_err(|_| protocol("Echo reply is not UTF-8"))?;
+            let body = if failed {
+                let error = parse(text, ErrorKind::Protocol, "Echo error")?;
+                let message = Fields::native(&error, "Echo error")?.non_empty_str("message")?;
+                ReplyBody::Error(MapperError::new(ErrorKind::Native, message))
+            } else {
+                ReplyBody::Ok(NativeData::Text(text.to_string()))
+            };
+            Ok(Inbound::Reply(NativeReply { id, body }))
+        }
+        (EVENT, true) => {
+            let length = reader.u8()?;
+            let route = String::from_utf8(reader.take(length.into())?.to_vec())
+                .map_err(|_| protocol("Echo event route is not UTF-8"))?;
+            let payload = NativeData::Binary(reader.rest().to_vec());
+            Ok(Inbound::Event(RoutedEvent { route, payload }))
+        }
+        (kind, _) => Err(protocol(format!("Unexpected echo frame kind {kind:#04x}"))),
     }
 }
 
 /// `{sessions: [{sessionId, title}]}` as ACP `SessionInfo` objects.
 fn sessions(result: &Value, cwd: &str) -> Result<Vec<Value>, MapperError> {
-    let fields = Fields::native(result, "echo list result")?;
-    fields
-        .array("sessions")?
-        .iter()
-        .map(|session| {
-            let session = Fields::native(session, "echo session")?;
-            Ok(json!({"sessionId": session.non_empty_str("sessionId")?, "cwd": cwd, "title": session.str("title")?}))
-        })
-        .collect()
+    let info = |session: &Value| -> Result<Value, MapperError> {
+        let session = Fields::native(session, "echo session")?;
+        let id = session.non_empty_str("sessionId")?;
+        Ok(json!({"sessionId": id, "cwd": cwd, "title": session.str("title")?}))
+    };
+    Fields::native(result, "echo list result")?.array("sessions")?.iter().map(info).collect()
 }
 
 #[cfg(test)]
 mod tests {
     use zcode_mapper_sdk::Connection as _;
+    use zcode_mapper_sdk::Linked;
 
     use crate::wire;
 
     use super::*;
+
+    fn linked() -> Linked<Connection> {
+        Linked::new(Connection::default())
+    }
 
     fn reply_frame(id: u64, failed: bool, json: &str) -> Vec<u8> {
         let mut body = vec![REPLY];
@@ -213,8 +180,8 @@ mod tests {
         [&(body.len() as u32).to_be_bytes()[..], &body].concat()
     }
 
-    fn ready() -> Connection {
-        let mut connection = Connection::default();
+    fn ready() -> Linked<Connection> {
+        let mut connection = linked();
         connection.push(b"{\"server\":\"echo-host\",\"version\":\"1.0.0\"}\n").unwrap();
         assert_eq!(connection.push(&[0, 0, 0, 3, WELCOME, b'{', b'}']).unwrap(), [Inbound::Ready]);
         connection
@@ -222,7 +189,7 @@ mod tests {
 
     #[test]
     fn answers_the_hello_with_a_token_the_core_fills_in() {
-        let mut connection = Connection::default();
+        let mut connection = linked();
         assert_eq!(connection.push(b"{\"server\":\"echo-host\",").unwrap(), []);
         let inbound = connection.push(b"\"version\":\"1.0.0\"}\n\0\0\0\x03\x81{}").unwrap();
         let [Inbound::Write(write), Inbound::Ready] = inbound.as_slice() else {
@@ -271,16 +238,17 @@ mod tests {
 
     #[test]
     fn fails_closed_on_frames_out_of_place() {
-        let mut early = Connection::default();
+        let mut early = linked();
         early.push(b"{\"server\":\"echo-host\",\"version\":\"1\"}\n").unwrap();
         assert_eq!(
             early.push(&reply_frame(1, false, "{}")).unwrap_err().message,
             "Unexpected echo frame kind 0x82"
         );
-        assert!(
-            Connection::default()
-                .push(b"{\"server\":\"echo-host\",\"version\":\"1\",\"x\":1}\n")
-                .is_err()
+        assert!(linked().push(b"{\"server\":\"echo-host\",\"version\":\"1\",\"x\":1}\n").is_err());
+        let mut zero = ready();
+        assert_eq!(
+            zero.push(&[0, 0, 0, 0]).unwrap_err().message,
+            "Echo frame length 0 is out of bounds"
         );
         let mut cut = ready();
         cut.push(&[0, 0, 0, 9, EVENT]).unwrap();

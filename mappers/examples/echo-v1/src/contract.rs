@@ -2,10 +2,11 @@
 //! folder (`package.json` named `zcode-echo-host`, `server.mjs`) run by Node 20 or newer.
 
 use zcode_mapper_sdk::contract::{
-    AuthCommand, Contract, CredentialEncoding, CredentialSource, ErrorKind, FilePin, LaunchPlan,
-    Layout, LayoutKind, MapperError, Release, RuntimeLayout, VerifiedInstall, VersionProbe,
+    Contract, CredentialEncoding, CredentialSource, LaunchPlan, Layout, LayoutKind, MapperError,
+    Release, RuntimeLayout, VerifiedInstall, VersionProbe,
 };
-use zcode_mapper_sdk::json::{error, internal};
+use zcode_mapper_sdk::install::{pairs, pin, strings};
+use zcode_mapper_sdk::json::internal;
 
 pub const PROTOCOL_ID: &str = "echo-v1";
 pub const RELEASE_ID: &str = "echo-host-1.0.0";
@@ -15,10 +16,6 @@ pub const IDENTITY: &str = "echo-host/1.0.0";
 pub const TOKEN_SOURCE: &str = "echo-token";
 const CREDENTIALS_FILE: &str = ".echo-host/credentials.json";
 
-fn strings(items: &[&str]) -> Vec<String> {
-    items.iter().map(|item| item.to_string()).collect()
-}
-
 pub fn contract() -> Contract {
     Contract {
         protocol_id: PROTOCOL_ID.into(),
@@ -26,7 +23,7 @@ pub fn contract() -> Contract {
         layouts: vec![Layout::Runtime(RuntimeLayout {
             runtime_dir: ".".into(),
             package_file: "package.json".into(),
-            package_pairs: vec![("name".into(), "zcode-echo-host".into())],
+            package_pairs: pairs(&[("name", "zcode-echo-host")]),
             cli_entry: "server.mjs".into(),
             node_candidates: strings(&["bin/node"]),
             min_node_version: "20.0.0".into(),
@@ -37,12 +34,7 @@ pub fn contract() -> Contract {
             kind: LayoutKind::Runtime,
             app_version: "1.0.0".into(),
             cli_version: "1.0.0".into(),
-            files: vec![FilePin {
-                role: "cli".into(),
-                path: "server.mjs".into(),
-                sha256: None,
-                required_exports: Vec::new(),
-            }],
+            files: vec![pin("cli", "server.mjs", None)],
             identity: Some(IDENTITY.into()),
             simulated: false,
         }],
@@ -77,15 +69,11 @@ pub fn launch_plan(install: &VerifiedInstall) -> Result<LaunchPlan, MapperError>
     })
 }
 
-pub fn auth_plan(_: &VerifiedInstall, _: AuthCommand) -> Result<LaunchPlan, MapperError> {
-    Err(error(
-        ErrorKind::Unsupported,
-        "The echo host has no login; its token is read from ~/.echo-host/credentials.json",
-    ))
-}
-
 #[cfg(test)]
 mod tests {
+    use zcode_mapper_sdk::Definition as _;
+    use zcode_mapper_sdk::contract::{AuthCommand, ErrorKind};
+
     use super::*;
 
     fn install(kind: LayoutKind) -> VerifiedInstall {
@@ -125,7 +113,8 @@ mod tests {
         assert_eq!((plan.cwd.as_str(), plan.needs_handshake), ("/opt/echo", true));
         assert_eq!(plan.env_remove, ["NODE_OPTIONS"]);
         assert!(launch_plan(&install(LayoutKind::Desktop)).is_err());
-        let login = auth_plan(&install(LayoutKind::Runtime), AuthCommand::Login).unwrap_err();
+        let login =
+            crate::Echo::auth_plan(&install(LayoutKind::Runtime), AuthCommand::Login).unwrap_err();
         assert_eq!(login.kind, ErrorKind::Unsupported);
     }
 }

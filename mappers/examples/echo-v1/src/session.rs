@@ -5,18 +5,14 @@
 //! `prompt`, `cancel` (untracked: the host answers with the turn's end event), `close`.
 //!
 //! Events come numbered. A gap means events were lost: the session holds what arrives from then
-//! on, asks the host for the `missed` chunks — a request made while mapping, issued by the SDK —
-//! and maps them, then the held events, in order. A `ping` the host waits on is answered with
-//! an untracked write, in or out of a turn.
+//! on ([`Sequence`]), asks the host for the `missed` chunks — a request made while mapping,
+//! issued by the SDK — and maps them, then the held events, in order. A `ping` the host waits
+//! on is answered with an untracked write, in or out of a turn.
 
-use serde_json::{Value, json};
-use zcode_mapper_sdk::contract::{
-    Action, ErrorKind, MapperError, NativeData, NativeReply, NativeRequest, NativeWrite, Outgoing,
-    SessionInit, SessionOp, Step, StopReason, Terminal,
-};
-use zcode_mapper_sdk::json::{Fields, error, internal, invalid_params, parse, protocol};
-use zcode_mapper_sdk::ops::{Pending, done, reply_json};
-use zcode_mapper_sdk::{Mapped, Request};
+use zcode_mapper_sdk::acp::prompt;
+use zcode_mapper_sdk::acp::update::Chunk;
+use zcode_mapper_sdk::prelude::*;
+use zcode_mapper_sdk::sequence::{Order, Sequence};
 
 use crate::wire::{self, Event, request};
 
@@ -24,208 +20,53 @@ const TIMEOUT_MS: u32 = 10_000;
 /// History entries per `history` request.
 const HISTORY_PAGE: u32 = 50;
 
-#[derive(Clone, Copy, PartialEq)]
-enum Open {
-    Create,
-    Load,
-    Resume,
-}
-
-enum Stage {
+pub enum Stage {
     Opening {
-        open: Open,
+        kind: OpenKind,
         route: String,
     },
     History {
         cursor: u64,
     },
-    /// The last history page was streamed; the load is done.
-    Loaded,
-    Prompt,
-    Cancel,
-    Close,
+    /// Waits for a reply that only says the host did it.
+    Acknowledged,
+    /// Waits for nothing (an untracked cancel, the last history page) and is done.
+    Done,
 }
 
-/// What an operation does next: wait in a stage for what it sent, or finish with a response.
-enum Next {
-    Wait(Stage, Outgoing),
-    Done(Value),
-}
-
-fn wait(stage: Stage, outgoing: Outgoing) -> Result<Next, MapperError> {
-    Ok(Next::Wait(stage, outgoing))
-}
-
-fn finished() -> Result<Next, MapperError> {
-    Ok(Next::Done(json!({})))
-}
-
-/// What a request made while mapping was for.
+/// A request made while mapping: the chunks lost before event `before`.
 #[derive(Debug)]
-pub enum Tag {
-    /// Chunks lost before event `before`.
-    Missed { before: u32 },
+pub struct Missed {
+    before: u64,
 }
 
-#[derive(Clone)]
+/// The host's session, once open, and the route its events come by.
 struct Native {
     session_id: String,
     route: String,
 }
 
+#[derive(Default)]
 pub struct Session {
     workspace: String,
     native: Option<Native>,
-    pending: Pending<Stage>,
     running: bool,
     cancelled: bool,
-    last_seq: Option<u32>,
-    /// While missed chunks are being fetched: the events that arrived since, in order.
-    held: Option<Vec<Event>>,
-}
-
-impl Session {
-    pub fn new(init: &SessionInit) -> Self {
-        Self {
-            workspace: init.workspace.clone(),
-            native: None,
-            pending: Pending::default(),
-            running: false,
-            cancelled: false,
-            last_seq: None,
-            held: None,
-        }
-    }
-
-    fn native(&self) -> Result<&Native, MapperError> {
-        self.native.as_ref().ok_or_else(|| internal("The echo session is not open"))
-    }
+    events: Sequence<Event>,
 }
 
 impl zcode_mapper_sdk::Session for Session {
-    type Tag = Tag;
+    type Tag = Missed;
+    type Stage = Stage;
 
     fn new(init: &SessionInit) -> Self {
-        Session::new(init)
+        Self { workspace: init.workspace.clone(), ..Self::default() }
     }
 
-    fn start(&mut self, op_id: u64, op: &SessionOp, id: u64) -> Step {
-        let next = self.pending.check_new(op_id).and_then(|()| match op {
-            SessionOp::Create(params) => self.open(Open::Create, params, id),
-            SessionOp::Load(params) => self.open(Open::Load, params, id),
-            SessionOp::Resume(params) => self.open(Open::Resume, params, id),
-            SessionOp::Prompt(params) => self.prompt(params, id),
-            SessionOp::Cancel => {
-                let native = self.native()?;
-                let cancel = request(
-                    id,
-                    "echo.cancel",
-                    "cancel",
-                    json!({"sessionId": native.session_id}),
-                    0,
-                );
-                self.cancelled = self.running;
-                wait(Stage::Cancel, sends(cancel))
-            }
-            SessionOp::FinishTurn => {
-                self.running = false;
-                finished()
-            }
-            SessionOp::SetMode(_) | SessionOp::SetConfigOption(_) => {
-                Err(error(ErrorKind::Unsupported, "The echo host has no modes or options"))
-            }
-            SessionOp::Answer(answer) => {
-                Err(internal(format!("Unknown or already answered interaction: {}", answer.key)))
-            }
-            SessionOp::Close => {
-                let Some(native) = self.native.take() else { return finished() };
-                let close = request(
-                    id,
-                    "echo.close",
-                    "close",
-                    json!({"sessionId": native.session_id}),
-                    TIMEOUT_MS,
-                );
-                wait(Stage::Close, Outgoing { routes_removed: vec![native.route], ..sends(close) })
-            }
-        });
-        self.step(op_id, next)
-    }
-
-    fn resume(&mut self, op_id: u64, reply: Option<&NativeReply>, id: u64) -> Step {
-        let next = self.pending.resume(op_id, reply).and_then(|resumed| {
-            let result = match resumed.reply {
-                Some((reply, label)) => reply_json(reply, "The echo host", &label),
-                None => Ok(Value::Null),
-            };
-            self.advance(resumed.stage, result, id)
-        });
-        self.step(op_id, next)
-    }
-
-    fn map_event(&mut self, event: &NativeData) -> Result<Mapped<Tag>, MapperError> {
-        let NativeData::Binary(bytes) = event else {
-            return Err(protocol("Echo events are binary"));
-        };
-        let event = Event::parse(bytes)?;
-        if let Some(held) = &mut self.held {
-            let seq = event.seq();
-            held.push(event);
-            return Ok(Mapped::ignore(format!("event {seq} held until the missed ones arrive")));
-        }
-        self.accept(event)
-    }
-
-    fn map_reply(&mut self, tag: Tag, reply: &NativeReply) -> Result<Mapped<Tag>, MapperError> {
-        let Tag::Missed { before } = tag;
-        let result = reply_json(reply, "The echo host", "echo.missed")?;
-        let fields = Fields::native(&result, "echo missed result")?;
-        let mut mapped = Mapped::nothing();
-        for missed in fields.array("chunks")? {
-            let missed = Fields::native(missed, "missed chunk")?;
-            let seq =
-                u32::try_from(missed.u64("seq")?).map_err(|_| protocol("Echo seq is 32-bit"))?;
-            if seq >= before || self.last_seq.is_some_and(|last| seq <= last) {
-                return Err(protocol(format!(
-                    "The echo host sent chunk {seq}, which was not missed"
-                )));
-            }
-            self.last_seq = Some(seq);
-            let text = missed.str("text")?;
-            mapped.actions.push(match self.running {
-                true => chunk("agent_message_chunk", text),
-                false => Action::Ignore("a missed chunk outside a turn".to_string()),
-            });
-        }
-        // What was missed is in; the rest follows in order (and may itself have gaps).
-        self.last_seq = Some(before - 1);
-        for event in self.held.take().unwrap_or_default() {
-            if let Some(held) = &mut self.held {
-                held.push(event);
-                continue;
-            }
-            let next = self.accept(event)?;
-            mapped.actions.extend(next.actions);
-            mapped.writes.extend(next.writes);
-            mapped.requests.extend(next.requests);
-        }
-        Ok(mapped)
-    }
-}
-
-impl Session {
-    fn step(&mut self, op_id: u64, next: Result<Next, MapperError>) -> Step {
-        match next {
-            Ok(Next::Wait(stage, outgoing)) => self.pending.wait(op_id, stage, outgoing),
-            Ok(Next::Done(response)) => done(&response, Vec::new()),
-            Err(problem) => Step::Done(Err(problem)),
-        }
-    }
-
-    fn open(&mut self, open: Open, params: &str, id: u64) -> Result<Next, MapperError> {
-        let params = parse(params, ErrorKind::InvalidParams, "session params")?;
-        let fields = Fields::acp(&params, "session params")?;
-        if fields.opt_array("mcpServers")?.is_some_and(|servers| !servers.is_empty()) {
+    /// `open`, with a route the mapper chose, registered before the request is written so no
+    /// event of the new session can arrive unrouted.
+    fn open(&mut self, params: SessionParams, id: u64) -> Result<Next<Stage>, MapperError> {
+        if !params.mcp_servers.is_empty() {
             return Err(error(ErrorKind::Unsupported, "The echo host takes no MCP servers"));
         }
         if self.native.is_some() {
@@ -233,121 +74,171 @@ impl Session {
         }
         // Request ids are unique per connection, so a route made of one is too.
         let route = format!("echo-{id}");
-        let mut open_params = json!({"cwd": self.workspace, "route": route});
-        if open != Open::Create {
-            open_params["sessionId"] = json!(fields.non_empty_str("sessionId")?);
+        let mut open = json!({"cwd": self.workspace, "route": route});
+        if let Some(session_id) = params.session_id {
+            open["sessionId"] = json!(session_id);
         }
-        let request = request(id, "echo.open", "open", open_params, TIMEOUT_MS);
-        let outgoing = Outgoing { routes_added: vec![route.clone()], ..sends(request) };
-        wait(Stage::Opening { open, route }, outgoing)
+        let outgoing = sends(request(id, "open", open, TIMEOUT_MS));
+        let stage = Stage::Opening { kind: params.kind, route: route.clone() };
+        Ok(Next::Wait(stage, Outgoing { routes_added: vec![route], ..outgoing }))
     }
 
-    fn prompt(&mut self, params: &str, id: u64) -> Result<Next, MapperError> {
-        let params = parse(params, ErrorKind::InvalidParams, "session/prompt params")?;
-        let fields = Fields::acp(&params, "session/prompt params")?;
-        let mut text = String::new();
-        for block in fields.array("prompt")? {
-            let block = Fields::acp(block, "prompt block")?;
-            match block.str("type")? {
-                "text" => text.push_str(block.str("text")?),
-                other => {
-                    return Err(invalid_params(format!(
-                        "The echo host takes text only, not {other}"
-                    )));
-                }
-            }
-        }
+    fn prompt(&mut self, prompt: Vec<Block>, id: u64) -> Result<Next<Stage>, MapperError> {
+        let text = prompt::text_only(prompt).map_err(|other| {
+            invalid_params(format!("The echo host takes text only, not {}", other.kind()))
+        })?;
         if self.running {
             return Err(internal("A prompt turn is already running in this session"));
         }
-        let native = self.native()?;
-        let prompt = request(
-            id,
-            "echo.prompt",
-            "prompt",
-            json!({"sessionId": native.session_id, "text": text}),
-            TIMEOUT_MS,
-        );
-        self.running = true;
-        self.cancelled = false;
-        wait(Stage::Prompt, sends(prompt))
+        let params = self.with_session(json!({"text": text}))?;
+        (self.running, self.cancelled) = (true, false);
+        Ok(Next::send(Stage::Acknowledged, request(id, "prompt", params, TIMEOUT_MS)))
     }
 
-    fn advance(
+    /// Untracked (timeout 0): nothing to wait for, and the turn's end event answers it.
+    fn cancel(&mut self, id: u64) -> Result<Next<Stage>, MapperError> {
+        let cancel = request(id, "cancel", self.with_session(json!({}))?, 0);
+        self.cancelled = self.running;
+        Ok(Next::send(Stage::Done, cancel))
+    }
+
+    fn finish_turn(&mut self, _: u64) -> Result<Next<Stage>, MapperError> {
+        self.running = false;
+        Ok(Next::finished())
+    }
+
+    fn close(&mut self, id: u64) -> Result<Next<Stage>, MapperError> {
+        let Some(native) = self.native.take() else { return Ok(Next::finished()) };
+        let close =
+            sends(request(id, "close", json!({"sessionId": native.session_id}), TIMEOUT_MS));
+        Ok(Next::Wait(
+            Stage::Acknowledged,
+            Outgoing { routes_removed: vec![native.route], ..close },
+        ))
+    }
+
+    fn resume(
         &mut self,
         stage: Stage,
-        result: Result<Value, MapperError>,
+        reply: Option<(&NativeReply, &str)>,
         id: u64,
-    ) -> Result<Next, MapperError> {
+    ) -> Result<Next<Stage>, MapperError> {
+        let result = match reply {
+            Some((reply, label)) => reply_json(reply, "The echo host", label)?,
+            None => Value::Null,
+        };
         match stage {
-            Stage::Opening { open, route } => {
-                let result = result?;
-                let session_id = Fields::native(&result, "echo open result")?
-                    .non_empty_str("sessionId")?
-                    .to_string();
+            Stage::Opening { kind, route } => {
+                let opened = Fields::native(&result, "echo open result")?;
+                let session_id = opened.non_empty_str("sessionId")?.to_string();
                 self.native = Some(Native { session_id: session_id.clone(), route });
-                match open {
-                    Open::Create => Ok(Next::Done(json!({"sessionId": session_id}))),
-                    Open::Resume => finished(),
-                    Open::Load => self.history(0, id),
+                match kind {
+                    OpenKind::Create => Ok(Next::done(&json!({"sessionId": session_id}))),
+                    OpenKind::Resume => Ok(Next::finished()),
+                    OpenKind::Load => {
+                        Ok(Next::Wait(Stage::History { cursor: 0 }, self.history(0, id)?))
+                    }
                 }
             }
             Stage::History { cursor } => {
-                let result = result?;
-                let fields = Fields::native(&result, "echo history result")?;
+                let page = Fields::native(&result, "echo history result")?;
                 let updates =
-                    fields.array("entries")?.iter().map(replayed).collect::<Result<_, _>>()?;
+                    page.array("entries")?.iter().map(replayed).collect::<Result<_, _>>()?;
                 // The page streams now, with the request for the next one; the last page
                 // waits for nothing and the load ends when it is resumed.
-                let (stage, mut outgoing) = match fields.opt_u64("next")? {
-                    Some(next) if next > cursor => self.history_request(next, id)?,
+                let (stage, outgoing) = match page.opt_u64("next")? {
+                    Some(next) if next > cursor => {
+                        (Stage::History { cursor: next }, self.history(next, id)?)
+                    }
                     Some(_) => return Err(protocol("The echo history cursor went backwards")),
-                    None => (Stage::Loaded, Outgoing::default()),
+                    None => (Stage::Done, Outgoing::default()),
                 };
-                outgoing.updates = updates;
-                wait(stage, outgoing)
+                Ok(Next::Wait(stage, Outgoing { updates, ..outgoing }))
             }
-            Stage::Prompt | Stage::Close => result.and_then(|_| finished()),
-            Stage::Loaded | Stage::Cancel => finished(),
+            Stage::Acknowledged | Stage::Done => Ok(Next::finished()),
         }
     }
 
-    fn history(&self, cursor: u64, id: u64) -> Result<Next, MapperError> {
-        let (stage, outgoing) = self.history_request(cursor, id)?;
-        wait(stage, outgoing)
-    }
-
-    fn history_request(&self, cursor: u64, id: u64) -> Result<(Stage, Outgoing), MapperError> {
-        let params = json!({"sessionId": self.native()?.session_id, "cursor": cursor, "limit": HISTORY_PAGE});
-        let history = request(id, "echo.history", "history", params, TIMEOUT_MS);
-        Ok((Stage::History { cursor }, sends(history)))
-    }
-
-    /// Maps an event in sequence, or starts fetching what was missed before it.
-    fn accept(&mut self, event: Event) -> Result<Mapped<Tag>, MapperError> {
-        let seq = event.seq();
-        match self.last_seq {
-            Some(last) if seq <= last => {
-                return Ok(Mapped::ignore(format!("event {seq} already seen")));
+    fn map_event(&mut self, event: &NativeData) -> Result<Mapped<Missed>, MapperError> {
+        let NativeData::Binary(bytes) = event else {
+            return Err(protocol("Echo events are binary"));
+        };
+        let event = Event::parse(bytes)?;
+        match self.events.arrive(event.seq().into(), event) {
+            Order::Held(seq) => {
+                Ok(Mapped::ignore(format!("event {seq} held until the missed ones arrive")))
             }
-            Some(last) if seq > last + 1 => {
-                let session_id = self.native()?.session_id.clone();
-                self.held = Some(vec![event]);
-                let params = json!({"method": "missed", "params": {"sessionId": session_id, "after": last, "before": seq}});
-                let missed = Request::new(
-                    Tag::Missed { before: seq },
-                    "echo.missed",
-                    TIMEOUT_MS,
-                    move |id| wire::frame(wire::REQUEST, id, &params),
-                );
-                return Ok(Mapped::ignore(format!("events {} to {} missed", last + 1, seq - 1))
-                    .with_request(missed));
-            }
-            _ => self.last_seq = Some(seq),
+            order => self.ordered(order),
         }
+    }
+
+    fn map_reply(
+        &mut self,
+        tag: Missed,
+        reply: &NativeReply,
+    ) -> Result<Mapped<Missed>, MapperError> {
+        let result = reply_json(reply, "The echo host", "echo.missed")?;
+        let mut mapped = Mapped::nothing();
+        for missed in Fields::native(&result, "echo missed result")?.array("chunks")? {
+            let missed = Fields::native(missed, "missed chunk")?;
+            let seq = missed.u64("seq")?;
+            if u32::try_from(seq).is_err() {
+                return Err(protocol("Echo seq is 32-bit"));
+            }
+            if !self.events.fill(seq, tag.before) {
+                return Err(protocol(format!(
+                    "The echo host sent chunk {seq}, which was not missed"
+                )));
+            }
+            mapped.actions.push(match self.running {
+                true => Action::Update(update::agent_text(missed.str("text")?)),
+                false => Action::Ignore("a missed chunk outside a turn".to_string()),
+            });
+        }
+        // What was missed is in; the held events follow in order (and may find a gap again).
+        for (seq, event) in self.events.recovered(tag.before) {
+            let next = self.events.arrive(seq, event);
+            if !matches!(next, Order::Held(_)) {
+                mapped.append(self.ordered(next)?);
+            }
+        }
+        Ok(mapped)
+    }
+}
+
+impl Session {
+    /// `params` with the open session's `sessionId`.
+    fn with_session(&self, mut params: Value) -> Result<Value, MapperError> {
+        let native =
+            self.native.as_ref().ok_or_else(|| internal("The echo session is not open"))?;
+        params["sessionId"] = json!(native.session_id);
+        Ok(params)
+    }
+
+    fn history(&self, cursor: u64, id: u64) -> Result<Outgoing, MapperError> {
+        let params = self.with_session(json!({"cursor": cursor, "limit": HISTORY_PAGE}))?;
+        Ok(sends(request(id, "history", params, TIMEOUT_MS)))
+    }
+
+    /// Maps an event in its place in the sequence, or starts fetching what was missed.
+    fn ordered(&mut self, order: Order<Event>) -> Result<Mapped<Missed>, MapperError> {
+        let event = match order {
+            Order::Next(event) => event,
+            Order::Seen(seq) => return Ok(Mapped::ignore(format!("event {seq} already seen"))),
+            Order::Missing { after, before } => {
+                let params = self.with_session(json!({"after": after, "before": before}))?;
+                let missed =
+                    Request::new(Missed { before }, "echo.missed", TIMEOUT_MS, move |id| {
+                        request(id, "missed", params, TIMEOUT_MS).bytes
+                    });
+                let why = format!("events {} to {} missed", after + 1, before - 1);
+                return Ok(Mapped::ignore(why).with_request(missed));
+            }
+            Order::Held(_) => unreachable!("held events are not mapped"),
+        };
         Ok(match event {
             Event::Chunk { text, .. } if self.running => {
-                Mapped::action(chunk("agent_message_chunk", &text))
+                Mapped::action(Action::Update(update::agent_text(&text)))
             }
             Event::Chunk { .. } => Mapped::ignore("a chunk outside a turn"),
             Event::End { reason, .. } if self.running => {
@@ -371,26 +262,15 @@ impl Session {
     }
 }
 
-fn sends(request: NativeRequest) -> Outgoing {
-    Outgoing { requests: vec![request], ..Outgoing::default() }
-}
-
-fn chunk(kind: &str, text: &str) -> Action {
-    Action::Update(
-        json!({"sessionUpdate": kind, "content": {"type": "text", "text": text}}).to_string(),
-    )
-}
-
 /// A history entry `{role: "user" | "agent", text}` as a replayed message chunk.
 fn replayed(entry: &Value) -> Result<String, MapperError> {
     let entry = Fields::native(entry, "echo history entry")?;
-    let kind = match entry.str("role")? {
-        "user" => "user_message_chunk",
-        "agent" => "agent_message_chunk",
+    let chunk = match entry.str("role")? {
+        "user" => Chunk::User,
+        "agent" => Chunk::Agent,
         other => return Err(protocol(format!("Unknown echo history role: {other}"))),
     };
-    let Action::Update(update) = chunk(kind, entry.str("text")?) else { unreachable!() };
-    Ok(update)
+    Ok(update::text_chunk(chunk, entry.str("text")?, None))
 }
 
 #[cfg(test)]
@@ -405,7 +285,10 @@ mod tests {
     use zcode_mapper_sdk::mapping::Mapping;
 
     use super::Session;
-    use crate::wire::{self, Reader};
+    use zcode_mapper_sdk::Session as _;
+    use zcode_mapper_sdk::framing::Reader;
+
+    use crate::wire;
 
     fn mapping() -> Mapping<Session> {
         let init = SessionInit { workspace: "/w".into(), client: ClientFeatures::default() };
@@ -418,7 +301,7 @@ mod tests {
 
     /// The JSON of a request frame, checked to carry `id`.
     fn sent(bytes: &[u8], id: u64) -> Value {
-        let mut reader = Reader(&bytes[4..]);
+        let mut reader = Reader::new(&bytes[4..], "request");
         assert_eq!((reader.u8().unwrap(), reader.u64().unwrap()), (wire::REQUEST, id));
         serde_json::from_slice(reader.rest()).unwrap()
     }
@@ -544,7 +427,7 @@ mod tests {
         let effects = mapping.map(&[event(3, 1, &9u64.to_be_bytes())]);
         assert_eq!(effects.requests, 0);
         assert_eq!(effects.writes.len(), 1);
-        let mut reader = Reader(&effects.writes[0].bytes[4..]);
+        let mut reader = Reader::new(&effects.writes[0].bytes[4..], "answer");
         assert_eq!((reader.u8().unwrap(), reader.u64().unwrap()), (wire::ANSWER, 9));
         assert_eq!(reader.rest(), br#"{"pong":true}"#);
     }

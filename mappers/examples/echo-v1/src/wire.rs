@@ -11,7 +11,8 @@
 //! | `0x83` event | from host | `u8` route length, route, the event (binary, see [`Event`]) |
 
 use zcode_mapper_sdk::contract::{MapperError, NativeRequest};
-use zcode_mapper_sdk::json::protocol;
+use zcode_mapper_sdk::framing::{LengthPrefix, Reader};
+use zcode_mapper_sdk::json::{canonical, protocol};
 
 pub const REQUEST: u8 = 0x01;
 pub const ANSWER: u8 = 0x02;
@@ -19,102 +20,23 @@ pub const WELCOME: u8 = 0x81;
 pub const REPLY: u8 = 0x82;
 pub const EVENT: u8 = 0x83;
 
-/// Longest frame accepted.
-pub const MAX_FRAME: usize = 1024 * 1024;
+/// A `u32` length, then a body of 1 byte (the kind) to 1 MiB.
+pub const FRAMES: LengthPrefix =
+    LengthPrefix { header: 4, length_at: 0, min_body: 1, max_body: 1024 * 1024 };
 
 /// A frame to the host: kind, `u64` id, JSON (keys sorted, so the bytes are the same in every
 /// build).
 pub fn frame(kind: u8, id: u64, json: &serde_json::Value) -> Vec<u8> {
-    let body = zcode_mapper_sdk::json::canonical(json);
+    let body = canonical(json);
     let length = u32::try_from(1 + 8 + body.len()).expect("frames stay small");
-    let mut bytes = Vec::with_capacity(4 + length as usize);
-    bytes.extend_from_slice(&length.to_be_bytes());
-    bytes.push(kind);
-    bytes.extend_from_slice(&id.to_be_bytes());
-    bytes.extend_from_slice(body.as_bytes());
-    bytes
+    [&length.to_be_bytes()[..], &[kind], &id.to_be_bytes(), body.as_bytes()].concat()
 }
 
-/// A request to the host with the id the core handed out (timeout 0: no reply expected).
-pub fn request(
-    id: u64,
-    label: &str,
-    method: &str,
-    params: serde_json::Value,
-    timeout_ms: u32,
-) -> NativeRequest {
+/// Request `method` with the id the core handed out, labelled `echo.<method>` (timeout 0: no
+/// reply expected).
+pub fn request(id: u64, method: &str, params: serde_json::Value, timeout_ms: u32) -> NativeRequest {
     let bytes = frame(REQUEST, id, &serde_json::json!({"method": method, "params": params}));
-    NativeRequest { id, bytes, label: label.to_string(), timeout_ms }
-}
-
-/// Reads big-endian integers and slices off the front of a frame, failing closed.
-pub struct Reader<'a>(pub &'a [u8]);
-
-impl<'a> Reader<'a> {
-    pub fn take(&mut self, n: usize) -> Result<&'a [u8], MapperError> {
-        if self.0.len() < n {
-            return Err(protocol("Echo frame is truncated"));
-        }
-        let (head, rest) = self.0.split_at(n);
-        self.0 = rest;
-        Ok(head)
-    }
-
-    pub fn u8(&mut self) -> Result<u8, MapperError> {
-        Ok(self.take(1)?[0])
-    }
-
-    pub fn u32(&mut self) -> Result<u32, MapperError> {
-        Ok(u32::from_be_bytes(self.take(4)?.try_into().expect("four bytes")))
-    }
-
-    pub fn u64(&mut self) -> Result<u64, MapperError> {
-        Ok(u64::from_be_bytes(self.take(8)?.try_into().expect("eight bytes")))
-    }
-
-    pub fn rest(self) -> &'a [u8] {
-        self.0
-    }
-}
-
-/// Splits a byte stream into frame bodies.
-#[derive(Default)]
-pub struct Frames {
-    buffer: Vec<u8>,
-}
-
-impl Frames {
-    pub fn push(&mut self, bytes: &[u8]) {
-        self.buffer.extend_from_slice(bytes);
-    }
-
-    /// The next complete frame body, if one has arrived.
-    pub fn next_frame(&mut self) -> Result<Option<Vec<u8>>, MapperError> {
-        let Some(prefix) = self.buffer.first_chunk::<4>() else { return Ok(None) };
-        let length = u32::from_be_bytes(*prefix) as usize;
-        if length == 0 || length > MAX_FRAME {
-            return Err(protocol(format!("Echo frame length {length} is out of bounds")));
-        }
-        if self.buffer.len() < 4 + length {
-            return Ok(None);
-        }
-        let body = self.buffer[4..4 + length].to_vec();
-        self.buffer.drain(..4 + length);
-        Ok(Some(body))
-    }
-
-    /// Bytes of a frame that never completed.
-    pub fn pending(&self) -> usize {
-        self.buffer.len()
-    }
-
-    /// What is left once the handshake line is taken (the first frames may follow it).
-    pub fn take_line(&mut self) -> Option<Vec<u8>> {
-        let newline = self.buffer.iter().position(|&b| b == b'\n')?;
-        let line = self.buffer[..newline].to_vec();
-        self.buffer.drain(..=newline);
-        Some(line)
-    }
+    NativeRequest { id, bytes, label: format!("echo.{method}"), timeout_ms }
 }
 
 /// A session event: `u8` type, `u32` sequence number, then by type: the chunk's UTF-8 text, the
@@ -128,9 +50,8 @@ pub enum Event {
 
 impl Event {
     pub fn parse(bytes: &[u8]) -> Result<Event, MapperError> {
-        let mut reader = Reader(bytes);
-        let kind = reader.u8()?;
-        let seq = reader.u32()?;
+        let mut reader = Reader::new(bytes, "Echo frame");
+        let (kind, seq) = (reader.u8()?, reader.u32()?);
         let text = |bytes: &[u8]| {
             String::from_utf8(bytes.to_vec()).map_err(|_| protocol("Echo event text is not UTF-8"))
         };
@@ -139,10 +60,10 @@ impl Event {
             2 => Ok(Event::End { seq, reason: text(reader.rest())? }),
             3 => {
                 let id = reader.u64()?;
-                if !reader.rest().is_empty() {
-                    return Err(protocol("Echo ping has trailing bytes"));
+                match reader.rest() {
+                    [] => Ok(Event::Ping { seq, id }),
+                    _ => Err(protocol("Echo ping has trailing bytes")),
                 }
-                Ok(Event::Ping { seq, id })
             }
             other => Err(protocol(format!("Unknown echo event type {other}"))),
         }
@@ -159,17 +80,19 @@ impl Event {
 mod tests {
     use super::*;
 
+    use zcode_mapper_sdk::framing::{BadLength, Frames};
+
     #[test]
     fn frames_round_trip_split_anywhere() {
         let bytes = frame(REQUEST, 7, &serde_json::json!({"method": "status"}));
         assert_eq!(&bytes[..5], &[0, 0, 0, bytes.len() as u8 - 4, REQUEST]);
-        let mut frames = Frames::default();
+        let mut frames = Frames::new(FRAMES);
         for byte in &bytes {
             assert_eq!(frames.next_frame().unwrap(), None);
             frames.push(std::slice::from_ref(byte));
         }
-        let body = frames.next_frame().unwrap().unwrap();
-        let mut reader = Reader(&body);
+        let body = frames.next_frame().unwrap().unwrap().body;
+        let mut reader = Reader::new(body, "frame");
         assert_eq!((reader.u8().unwrap(), reader.u64().unwrap()), (REQUEST, 7));
         assert_eq!(reader.rest(), br#"{"method":"status"}"#);
         assert_eq!(frames.pending(), 0);
@@ -177,13 +100,10 @@ mod tests {
 
     #[test]
     fn refuses_bad_lengths_and_truncated_events() {
-        let mut frames = Frames::default();
+        let mut frames = Frames::new(FRAMES);
         frames.push(&[0, 0, 0, 0]);
-        assert_eq!(
-            frames.next_frame().unwrap_err().message,
-            "Echo frame length 0 is out of bounds"
-        );
-        let mut frames = Frames::default();
+        assert_eq!(frames.next_frame().unwrap_err(), BadLength(0));
+        let mut frames = Frames::new(FRAMES);
         frames.push(&[0x7f, 0, 0, 0]);
         assert!(frames.next_frame().is_err());
         assert_eq!(Event::parse(&[1, 0, 0]).unwrap_err().message, "Echo frame is truncated");

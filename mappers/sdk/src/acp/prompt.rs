@@ -103,6 +103,19 @@ pub fn decoded_size(data: &str, what: &str) -> Result<u64, MapperError> {
         .ok_or_else(|| invalid_params(format!("{what} data is not valid base64")))
 }
 
+/// The prompt of a host that takes text only: its text blocks joined, or the first block of
+/// another kind.
+pub fn text_only(blocks: Vec<Block>) -> Result<String, Block> {
+    let mut text = String::new();
+    for block in blocks {
+        match block {
+            Block::Text(part) => text.push_str(&part),
+            other => return Err(other),
+        }
+    }
+    Ok(text)
+}
+
 /// The blocks of `session/prompt` parameters (JSON text), in order.
 pub fn read(params: &str) -> Result<Vec<Block>, MapperError> {
     const WHAT: &str = "session/prompt params";
@@ -197,6 +210,15 @@ mod tests {
         );
         let Block::Resource(blob) = &blocks[5] else { panic!() };
         assert_eq!(blob.filename(), "context.pdf");
+    }
+
+    #[test]
+    fn joins_a_text_only_prompt() {
+        let text = |t: &str| Block::Text(t.into());
+        assert_eq!(text_only(vec![text("a "), text("b")]).unwrap(), "a b");
+        let link =
+            Block::Link(Link { uri: "u".into(), name: "n".into(), mime_type: None, size: None });
+        assert_eq!(text_only(vec![text("a"), link.clone(), text("b")]).unwrap_err(), link);
     }
 
     #[test]

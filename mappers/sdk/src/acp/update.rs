@@ -5,9 +5,9 @@
 //!
 //! | builder | `sessionUpdate` |
 //! | --- | --- |
-//! | [`text_chunk`], [`agent_text`], [`agent_thought`], [`user_text`], [`content_chunk`] | `agent_message_chunk`, `agent_thought_chunk`, `user_message_chunk` |
+//! | [`text_chunk`] ([`agent_text`], [`agent_thought`], [`user_text`]), [`content_chunk`] | `*_chunk` |
 //! | [`ToolCall`], [`ToolCallUpdate`] | `tool_call`, `tool_call_update` |
-//! | [`plan`], [`plan_items`], [`plan_markdown`], [`plan_removed`] | `plan`, `plan_update`, `plan_removed` |
+//! | [`plan`], [`plan_items`], [`plan_markdown`], [`plan_removed`] | `plan`, `plan_*` |
 //! | [`available_commands`] | `available_commands_update` |
 //! | [`current_mode`] | `current_mode_update` |
 //! | [`config_options`] | `config_option_update` |
@@ -20,7 +20,6 @@
 use std::collections::BTreeMap;
 
 use serde_json::Value;
-use zcode_contract::Action;
 
 use super::write::Obj;
 
@@ -29,11 +28,6 @@ const TAG: &str = "sessionUpdate";
 
 fn tagged(kind: &str) -> Obj {
     Obj::new().str(TAG, kind)
-}
-
-/// The update as an action of a mapped batch.
-pub fn action(update: String) -> Action {
-    Action::Update(update)
 }
 
 // ----- message chunks --------------------------------------------------------------------------
@@ -59,13 +53,15 @@ impl Chunk {
     }
 }
 
-/// A text chunk: `{"sessionUpdate", "content": {"type": "text", "text"}, "messageId"?}`.
+/// A text chunk: `{"sessionUpdate", "content": {"type": "text", "text"}, "messageId"?}`. The
+/// keys come sorted, as a `serde_json` tree writes them (without `preserve_order`), so the text
+/// is the same byte for byte as a tree of the chunk would give.
 pub fn text_chunk(chunk: Chunk, text: &str, message_id: Option<&str>) -> String {
-    let content = Obj::with_capacity(text.len() + 24).str("type", "text").str("text", text).end();
+    let content = Obj::with_capacity(text.len() + 24).str("text", text).str("type", "text").end();
     Obj::with_capacity(content.len() + 64)
-        .str(TAG, chunk.tag())
         .raw("content", &content)
         .opt_str("messageId", message_id)
+        .str(TAG, chunk.tag())
         .end()
 }
 
@@ -426,6 +422,18 @@ mod tests {
     fn checked(update: &str) -> Value {
         acp_check::session_update_text(update);
         serde_json::from_str(update).unwrap()
+    }
+
+    #[test]
+    fn writes_chunks_as_a_sorted_tree_would() {
+        let text = "a \"q\" \\ line\nnext \u{e9}\u{1F600} </x> \u{7}\t";
+        for message_id in [Some("m"), None] {
+            let mut tree = json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}});
+            if let Some(id) = message_id {
+                tree["messageId"] = json!(id);
+            }
+            assert_eq!(text_chunk(Chunk::Agent, text, message_id), crate::json::canonical(&tree));
+        }
     }
 
     #[test]

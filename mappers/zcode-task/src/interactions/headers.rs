@@ -2,7 +2,7 @@
 //! host is told no headers were applied, and the running turn cannot go on.
 
 use serde_json::Value;
-use zcode_contract::{Action, MapperError};
+use zcode_mapper_sdk::contract::{Action, MapperError};
 use zcode_mapper_sdk::json::{Fields, protocol};
 
 use super::{Pending, Target, refuse, unsupported};
@@ -61,7 +61,7 @@ pub(super) fn refuse_reply(to: Target<'_>, request_id: &str) -> Outbound {
 #[cfg(test)]
 mod tests {
     use serde_json::{Value, json};
-    use zcode_contract::{ErrorKind, InteractionOutcome, InteractionRequest, Terminal};
+    use zcode_mapper_sdk::contract::{ErrorKind, InteractionOutcome, InteractionRequest, Terminal};
 
     use crate::test_support::*;
 

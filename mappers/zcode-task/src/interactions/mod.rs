@@ -11,9 +11,7 @@ mod questions;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use zcode_contract::{
-    Action, ErrorKind, Interaction, InteractionAnswer, InteractionRequest, MapperError,
-};
+use zcode_mapper_sdk::contract::{Action, ErrorKind, InteractionAnswer, MapperError};
 use zcode_mapper_sdk::json::{error, internal};
 
 use crate::ops::Outbound;
@@ -70,24 +68,8 @@ struct Target<'a> {
     session_id: &'a str,
 }
 
-fn interaction(key: &str, request: InteractionRequest) -> Action {
-    Action::Interaction(Interaction { key: key.to_string(), request })
-}
-
-fn headless(key: &str, why: &str) -> Action {
-    interaction(key, InteractionRequest::Headless(why.to_string()))
-}
-
 fn unsupported(message: &str) -> MapperError {
     error(ErrorKind::Unsupported, message)
-}
-
-fn choice(value: &str, title: &str, description: Option<&str>) -> serde_json::Value {
-    let mut choice = serde_json::json!({"const": value, "title": title});
-    if let Some(description) = description {
-        choice["description"] = serde_json::json!(description);
-    }
-    choice
 }
 
 /// Fails a request that cannot be shown: the host gets the fail-closed answer through a
@@ -102,7 +84,7 @@ fn refuse(
     if !state.interactions.register(key, pending) {
         return vec![Action::Ignore(format!("re-delivered interaction {key}"))];
     }
-    let mut actions = vec![headless(key, why)];
+    let mut actions = vec![zcode_mapper_sdk::acp::headless(key, why)];
     if let Some(problem) = problem
         && state.running()
     {
@@ -164,7 +146,7 @@ pub fn answer(state: &mut State, answer: &InteractionAnswer) -> Result<Answered,
 #[cfg(test)]
 mod tests {
 
-    use zcode_contract::{ErrorKind, InteractionAnswer, InteractionOutcome, SessionOp};
+    use zcode_mapper_sdk::contract::{ErrorKind, InteractionAnswer, InteractionOutcome, SessionOp};
 
     use crate::test_support::*;
 

@@ -2,15 +2,15 @@
 //! announced, the native options become ACP permission options, and an answer that is not one
 //! of them selects the native deny option.
 
-use serde_json::{Value, json};
-use zcode_contract::{
-    Action, InteractionOutcome, InteractionRequest, MapperError, PermissionRequest,
-};
-use zcode_mapper_sdk::json::{Fields, protocol, text};
+use serde_json::Value;
+use zcode_mapper_sdk::acp::permission::{self, Offered, OptionKind, PermissionOption};
+use zcode_mapper_sdk::acp::{self, update::ToolCallUpdate};
+use zcode_mapper_sdk::contract::{Action, InteractionOutcome, MapperError};
+use zcode_mapper_sdk::json::{Fields, protocol};
 
-use super::{Pending, Target, interaction, plan, refuse, unsupported};
+use super::{Pending, Target, plan, refuse, unsupported};
 use crate::ops::{self, Outbound};
-use crate::state::{State, update};
+use crate::state::State;
 use crate::tools::tool_kind;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -23,8 +23,7 @@ pub(super) enum Decision {
 #[derive(Clone, Debug)]
 pub(super) struct Asked {
     request_id: String,
-    options: Vec<String>,
-    deny: String,
+    offered: Offered,
 }
 
 pub(super) struct NativeOption {
@@ -184,55 +183,40 @@ fn ordinary_permission(state: &mut State, permission: NativePermission<'_>) -> V
     if let Some(announcement) =
         state.tools.announce(tool_call_id, Some(tool_name), &state.workspace)
     {
-        actions.push(update(&announcement));
+        actions.push(Action::Update(announcement));
     }
-    let acp_options: Vec<Value> = permission
+    let options: Vec<PermissionOption<'_>> = permission
         .options
         .iter()
-        .map(|o| {
-            let kind = match (o.decision == Ok(Decision::Allow), o.remembers) {
-                (true, false) => "allow_once",
-                (true, true) => "allow_always",
-                (false, false) => "reject_once",
-                (false, true) => "reject_always",
-            };
-            json!({"optionId": o.id, "name": o.name, "kind": kind})
+        .map(|o| PermissionOption {
+            id: &o.id,
+            name: &o.name,
+            kind: OptionKind::of(o.decision == Ok(Decision::Allow), o.remembers),
         })
         .collect();
-    let mut tool_call = json!({
-        "toolCallId": tool_call_id,
-        "title": if reason.is_empty() {
-            crate::tools::default_title(tool_name, Some(input), &state.workspace)
-        } else {
-            reason.to_string()
-        },
-        "kind": tool_kind(tool_name),
-        "rawInput": input,
-    });
+    let title = if reason.is_empty() {
+        crate::tools::default_title(tool_name, Some(input), &state.workspace)
+    } else {
+        reason.to_string()
+    };
     let locations = crate::tools::locations(Some(input), &state.workspace);
-    if !locations.is_empty() {
-        tool_call["locations"] = json!(locations);
-    }
     // The change itself, so the user sees what they allow.
-    if let Some(diff) = crate::tools::input_diff(tool_name, Some(input), &state.workspace) {
-        tool_call["content"] = json!([diff]);
-    }
-    let acp_request = json!({"toolCall": tool_call, "options": acp_options});
-    state.interactions.register(
-        key,
-        Pending::Permission(Asked {
-            request_id: request_id.to_string(),
-            options: permission.options.iter().map(|o| o.id.clone()).collect(),
-            deny: permission.deny.clone(),
-        }),
-    );
-    actions.push(interaction(
-        key,
-        InteractionRequest::Permission(PermissionRequest {
-            request: text(&acp_request),
-            deny_option: permission.deny.clone(),
-        }),
-    ));
+    let diff: Vec<Value> =
+        crate::tools::input_diff(tool_name, Some(input), &state.workspace).into_iter().collect();
+    let tool_call = ToolCallUpdate {
+        title: Some(&title),
+        kind: Some(tool_kind(tool_name)),
+        raw_input: Some(input),
+        locations: (!locations.is_empty()).then_some(&locations[..]),
+        content: (!diff.is_empty()).then_some(&diff[..]),
+        ..ToolCallUpdate::new(tool_call_id)
+    };
+    let request = permission::request(&tool_call, &options, &permission.deny);
+    let offered = Offered::new(permission.options.iter().map(|o| o.id.clone()), &permission.deny);
+    state
+        .interactions
+        .register(key, Pending::Permission(Asked { request_id: request_id.to_string(), offered }));
+    actions.push(acp::interaction(key, request));
     actions
 }
 
@@ -242,17 +226,13 @@ pub(super) fn respond(to: Target<'_>, request_id: &str, option: &str) -> Outboun
 
 /// The chosen option if the native side offered it, else the native deny.
 pub(super) fn answer(to: Target<'_>, asked: Asked, outcome: &InteractionOutcome) -> Outbound {
-    let option = match outcome {
-        InteractionOutcome::Selected(id) if asked.options.contains(id) => id.clone(),
-        _ => asked.deny,
-    };
-    respond(to, &asked.request_id, &option)
+    respond(to, &asked.request_id, asked.offered.choose(outcome))
 }
 
 #[cfg(test)]
 mod tests {
     use serde_json::{Value, json};
-    use zcode_contract::{
+    use zcode_mapper_sdk::contract::{
         Action, ErrorKind, InteractionAnswer, InteractionOutcome, InteractionRequest, SessionOp,
     };
 

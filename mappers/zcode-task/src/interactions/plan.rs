@@ -4,12 +4,15 @@
 //! explicit approving choice approves; anything else rejects and takes the proposal down.
 
 use serde_json::{Value, json};
-use zcode_contract::{Action, InteractionOutcome, InteractionRequest, MapperError};
-use zcode_mapper_sdk::json::{protocol, text};
+use zcode_mapper_sdk::acp::elicit::Choice;
+use zcode_mapper_sdk::acp::plan::{Approval, approval, approval_form};
+use zcode_mapper_sdk::acp::{self};
+use zcode_mapper_sdk::contract::{Action, InteractionOutcome, MapperError};
+use zcode_mapper_sdk::json::protocol;
 
 use super::permission::{Decision, NativePermission};
-use super::questions::{Elicited, InputRequest, decline_reply, elicited, reply};
-use super::{Answered, Pending, Target, choice, interaction, refuse};
+use super::questions::{InputRequest, decline_reply, reply};
+use super::{Answered, Pending, Target, refuse};
 use crate::ops::{self, ElicitationReply};
 use crate::state::State;
 
@@ -42,28 +45,6 @@ fn plan_text(input: Option<&Value>) -> Result<&str, MapperError> {
         .ok_or_else(|| protocol("ZCode plan approval has no plan content"))
 }
 
-/// The plan approval form: one required `optionId` choice.
-fn plan_form(tool_call_id: Option<&str>, message: &str, choices: Vec<Value>) -> String {
-    let mut form = json!({
-        "mode": "form",
-        "message": message,
-        "requestedSchema": {
-            "type": "object",
-            "properties": {"optionId": {
-                "type": "string",
-                "title": "Plan approval",
-                "description": message,
-                "oneOf": choices,
-            }},
-            "required": ["optionId"],
-        },
-    });
-    if let Some(id) = tool_call_id {
-        form["toolCallId"] = json!(id);
-    }
-    text(&form)
-}
-
 /// Plan approval asked as an `ExitPlanMode` permission (source B).
 pub(super) fn permission(state: &mut State, permission: NativePermission<'_>) -> Vec<Action> {
     let key = permission.key.as_str();
@@ -87,10 +68,10 @@ pub(super) fn permission(state: &mut State, permission: NativePermission<'_>) ->
     }
     let reason = permission.reason;
     let message = if reason.is_empty() { PLAN_MESSAGE_FALLBACK } else { reason };
-    let choices = permission
+    let choices: Vec<Choice> = permission
         .options
         .iter()
-        .map(|o| choice(&o.id, &o.name, o.description.as_deref()))
+        .map(|o| Choice::new(&o.id, &o.name, o.description.as_deref()))
         .collect();
     let plan_operations = state.plan_operations();
     let mut actions: Vec<Action> = state
@@ -112,8 +93,8 @@ pub(super) fn permission(state: &mut State, permission: NativePermission<'_>) ->
             deny: permission.deny.clone(),
         }),
     );
-    let form = plan_form(Some(permission.tool_call_id), message, choices);
-    actions.push(interaction(key, InteractionRequest::Elicitation(form)));
+    let form = approval_form(Some(permission.tool_call_id), message, &choices);
+    actions.push(acp::form(key, form));
     actions
 }
 
@@ -125,7 +106,7 @@ pub(super) fn question(state: &mut State, request: InputRequest<'_>) -> Vec<Acti
         reason: reason.to_string(),
     };
     let checked = plan_text(input).and_then(|plan| match questions.as_slice() {
-        [(question, _)] if !question.multi && !question.values.is_empty() => Ok((plan, question)),
+        [question] if !question.multi && !question.choices.is_empty() => Ok((plan, question)),
         _ => Err(protocol("ZCode plan approval must ask exactly one single-choice question")),
     });
     let (plan, question) = match checked {
@@ -138,10 +119,6 @@ pub(super) fn question(state: &mut State, request: InputRequest<'_>) -> Vec<Acti
         return refuse(state, &key, decline(NO_CLIENT_FOR_PLAN), NO_CLIENT_FOR_PLAN, None);
     }
     let message = prompt.unwrap_or(&question.text);
-    let choices = match &questions[0].1["oneOf"] {
-        Value::Array(choices) => choices.clone(),
-        _ => Vec::new(),
-    };
     let plan_operations = state.plan_operations();
     let mut actions: Vec<Action> = state
         .plan
@@ -154,24 +131,11 @@ pub(super) fn question(state: &mut State, request: InputRequest<'_>) -> Vec<Acti
         Pending::PlanQuestion(AskedAsQuestion {
             request_id: request_id.to_string(),
             question: question.text.clone(),
-            values: question.values.clone(),
+            values: question.choices.iter().map(|choice| choice.value.clone()).collect(),
         }),
     );
-    actions.push(interaction(
-        &key,
-        InteractionRequest::Elicitation(plan_form(tool_call_id, message, choices)),
-    ));
+    actions.push(acp::form(&key, approval_form(tool_call_id, message, &question.choices)));
     actions
-}
-
-fn selected_plan_option(outcome: &InteractionOutcome) -> Result<Option<String>, Elicited> {
-    match elicited(outcome) {
-        Ok(Elicited::Accept(content)) => {
-            Ok(content.get("optionId").and_then(Value::as_str).map(str::to_string))
-        }
-        Ok(other) => Err(other),
-        Err(_) => Ok(None),
-    }
 }
 
 pub(super) fn answer_permission(
@@ -183,10 +147,10 @@ pub(super) fn answer_permission(
     let plan_operations = state.plan_operations();
     let respond =
         |id: &str| ops::respond_permission(to.workspace, to.session_id, &asked.request_id, id);
-    let chosen = selected_plan_option(outcome)
-        .ok()
-        .flatten()
-        .and_then(|id| asked.options.iter().find(|(option, _)| *option == id));
+    let chosen = match approval(outcome) {
+        Approval::Chose(id) => asked.options.iter().find(|(option, _)| *option == id),
+        _ => None,
+    };
     match chosen {
         Some((id, Decision::Allow)) => {
             Answered::approving(state.plan.accept(plan_operations), respond(id))
@@ -206,15 +170,15 @@ pub(super) fn answer_question(
 ) -> Answered {
     let plan_operations = state.plan_operations();
     let AskedAsQuestion { request_id, question, values } = asked;
-    match selected_plan_option(outcome) {
-        Ok(Some(id)) if values.contains(&id) => {
+    match approval(outcome) {
+        Approval::Chose(id) if values.contains(&id) => {
             let content = json!({"answer_0": id, "answers": {question: [id]}, "answer": id});
             Answered::approving(
                 state.plan.accept(plan_operations),
                 reply(to, &request_id, ElicitationReply::Accept(content)),
             )
         }
-        Ok(_) => {
+        Approval::Chose(_) | Approval::Unanswered => {
             let reason = match outcome {
                 InteractionOutcome::Unavailable(reason) => reason.clone(),
                 _ => PLAN_FAILED.to_string(),
@@ -224,11 +188,11 @@ pub(super) fn answer_question(
                 decline_reply(to, &request_id, Some(reason)),
             )
         }
-        Err(Elicited::Cancel) => Answered::with_updates(
+        Approval::Cancelled => Answered::with_updates(
             state.plan.remove(plan_operations),
             reply(to, &request_id, ElicitationReply::Cancel),
         ),
-        Err(_) => Answered::with_updates(
+        Approval::Declined => Answered::with_updates(
             state.plan.remove(plan_operations),
             decline_reply(to, &request_id, None),
         ),
@@ -238,7 +202,7 @@ pub(super) fn answer_question(
 #[cfg(test)]
 mod tests {
     use serde_json::{Value, json};
-    use zcode_contract::{
+    use zcode_mapper_sdk::contract::{
         Action, InteractionOutcome, InteractionRequest, SessionOp, StopReason, Terminal,
     };
 

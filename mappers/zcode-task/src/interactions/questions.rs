@@ -1,26 +1,20 @@
 //! Structured input (`userInput.request` with questions): the questions become one ACP form
-//! (`answer_<i>` per question), and the accepted content goes back with the answers keyed by
+//! (the SDK's [`elicit`]), and the accepted content goes back with the answers keyed by
 //! question text. A form the client cannot fill, or content that does not match it, declines.
 //! A `plan_approval` request is plan approval ([`super::plan`]).
 
-use serde_json::{Map, Value, json};
-use zcode_contract::{Action, InteractionOutcome, InteractionRequest, MapperError};
-use zcode_mapper_sdk::json::{Fields, text};
+use serde_json::Value;
+use zcode_mapper_sdk::acp::elicit::{self, Answer, Choice, Question};
+use zcode_mapper_sdk::acp::{self};
+use zcode_mapper_sdk::contract::{Action, InteractionOutcome, MapperError};
+use zcode_mapper_sdk::json::Fields;
 
-use super::{Pending, Target, choice, interaction, plan, refuse, unsupported};
+use super::{Pending, Target, plan, refuse, unsupported};
 use crate::ops::{self, ElicitationReply, Outbound};
 use crate::state::State;
 
 const QUESTION_MESSAGE_FALLBACK: &str = "ZCode needs additional input";
 const NO_CLIENT_FOR_INPUT: &str = "No active client can handle structured input";
-const BAD_ANSWER: &str = "Structured input answer does not match the requested form";
-
-#[derive(Clone, Debug)]
-pub(super) struct Question {
-    pub text: String,
-    pub values: Vec<String>,
-    pub multi: bool,
-}
 
 /// Questions the host waits on.
 #[derive(Clone, Debug)]
@@ -35,11 +29,13 @@ pub(super) struct InputRequest<'a> {
     pub request_id: &'a str,
     pub tool_call_id: Option<&'a str>,
     pub prompt: Option<&'a str>,
-    pub questions: Vec<(Question, Value)>,
+    pub questions: Vec<Question>,
     pub input: Option<&'a Value>,
 }
 
-fn questions(fields: &Fields<'_>) -> Result<Vec<(Question, Value)>, MapperError> {
+/// `{question, header, options: [{value, label, description?}], multiSelect?}` each; a question
+/// without options is answered with free text, even if multi-select.
+fn questions(fields: &Fields<'_>) -> Result<Vec<Question>, MapperError> {
     let Some(items) = fields.opt_array("questions")? else {
         return Ok(Vec::new());
     };
@@ -50,25 +46,17 @@ fn questions(fields: &Fields<'_>) -> Result<Vec<(Question, Value)>, MapperError>
             q.only(&["question", "header", "options", "multiSelect"])?;
             let text = q.non_empty_str("question")?;
             let header = q.non_empty_str("header")?;
-            let mut values = Vec::new();
-            let mut choices = Vec::new();
-            for option in q.array("options")? {
-                let o = Fields::native(option, "userInput option")?;
-                o.only(&["value", "label", "description", "preview"])?;
-                let value = o.str("value")?;
-                choices.push(choice(value, o.str("label")?, o.opt_str("description")?));
-                values.push(value.to_string());
-            }
-            // A question without options is answered with free text, even if multi-select.
-            let multi = q.opt_bool("multiSelect")?.unwrap_or(false) && !choices.is_empty();
-            let mut schema = json!({"type": if multi { "array" } else { "string" }, "title": header, "description": text});
-            if multi {
-                schema["items"] = json!({"anyOf": choices});
-                schema["minItems"] = json!(1);
-            } else if !choices.is_empty() {
-                schema["oneOf"] = json!(choices);
-            }
-            Ok((Question { text: text.to_string(), values, multi }, schema))
+            let choices = q
+                .array("options")?
+                .iter()
+                .map(|option| {
+                    let o = Fields::native(option, "userInput option")?;
+                    o.only(&["value", "label", "description", "preview"])?;
+                    Ok(Choice::new(o.str("value")?, o.str("label")?, o.opt_str("description")?))
+                })
+                .collect::<Result<Vec<_>, MapperError>>()?;
+            let multi = q.opt_bool("multiSelect")?.unwrap_or(false);
+            Ok(Question::new(header, text, choices, multi))
         })
         .collect()
 }
@@ -132,91 +120,16 @@ pub fn user_input_request(state: &mut State, request: &Value) -> Result<Vec<Acti
     if !state.running() {
         return Ok(refuse(state, &key, decline(NO_CLIENT_FOR_INPUT), NO_CLIENT_FOR_INPUT, None));
     }
-    let mut properties = Map::new();
-    let mut required = Vec::new();
-    for (index, (_, schema)) in questions.iter().enumerate() {
-        properties.insert(format!("answer_{index}"), schema.clone());
-        required.push(json!(format!("answer_{index}")));
-    }
-    let mut form = json!({
-        "mode": "form",
-        "message": prompt.unwrap_or(QUESTION_MESSAGE_FALLBACK),
-        "requestedSchema": {"type": "object", "properties": properties, "required": required},
-    });
-    if let Some(id) = tool_call_id {
-        form["toolCallId"] = json!(id);
-    }
+    let form = elicit::questions_form(
+        prompt.unwrap_or(QUESTION_MESSAGE_FALLBACK),
+        tool_call_id,
+        &questions,
+    );
     state.interactions.register(
         &key,
-        Pending::Questions(Asked {
-            request_id: request_id.to_string(),
-            questions: questions.into_iter().map(|(question, _)| question).collect(),
-        }),
+        Pending::Questions(Asked { request_id: request_id.to_string(), questions }),
     );
-    Ok(vec![interaction(&key, InteractionRequest::Elicitation(text(&form)))])
-}
-
-/// An ACP elicitation result as the native side needs it.
-pub(super) enum Elicited {
-    Accept(Map<String, Value>),
-    Decline,
-    Cancel,
-}
-
-pub(super) fn elicited(outcome: &InteractionOutcome) -> Result<Elicited, String> {
-    let json = match outcome {
-        InteractionOutcome::Elicited(json) => json,
-        InteractionOutcome::Unavailable(reason) => return Err(reason.clone()),
-        InteractionOutcome::Selected(_) => {
-            return Err("The client answered a form with a permission option".to_string());
-        }
-    };
-    let value: Value =
-        serde_json::from_str(json).map_err(|_| "Malformed elicitation response".to_string())?;
-    match value.get("action").and_then(Value::as_str) {
-        Some("accept") => match value.get("content") {
-            Some(Value::Object(content)) => Ok(Elicited::Accept(content.clone())),
-            None | Some(Value::Null) => Ok(Elicited::Accept(Map::new())),
-            Some(_) => Err("Malformed elicitation response".to_string()),
-        },
-        Some("decline") => Ok(Elicited::Decline),
-        Some("cancel") => Ok(Elicited::Cancel),
-        Some(other) => Err(format!("Unsupported ACP elicitation action: {other}")),
-        None => Err("Malformed elicitation response".to_string()),
-    }
-}
-
-/// The native content for accepted answers: the client's content, plus `answers` keyed by
-/// question text, plus `answer` when there is a single question.
-fn structured_content(
-    questions: &[Question],
-    content: Map<String, Value>,
-) -> Result<Value, String> {
-    let mut answers = Map::new();
-    for (index, question) in questions.iter().enumerate() {
-        let values: Vec<String> = match content.get(&format!("answer_{index}")) {
-            None | Some(Value::Null) => Vec::new(),
-            Some(Value::String(value)) if !question.multi => vec![value.clone()],
-            Some(Value::Array(items)) if question.multi => items
-                .iter()
-                .map(|item| item.as_str().map(str::to_string).ok_or_else(|| BAD_ANSWER.to_string()))
-                .collect::<Result<_, _>>()?,
-            Some(_) => return Err(BAD_ANSWER.to_string()),
-        };
-        if !question.values.is_empty()
-            && values.iter().any(|value| !question.values.contains(value))
-        {
-            return Err(BAD_ANSWER.to_string());
-        }
-        answers.insert(question.text.clone(), json!(values));
-    }
-    let single_answer = (questions.len() == 1).then(|| content.get("answer_0").cloned()).flatten();
-    let mut native = content;
-    native.insert("answers".to_string(), Value::Object(answers));
-    if let Some(answer) = single_answer {
-        native.insert("answer".to_string(), answer);
-    }
-    Ok(Value::Object(native))
+    Ok(vec![acp::form(&key, form)])
 }
 
 pub(super) fn reply(to: Target<'_>, request_id: &str, reply: ElicitationReply) -> Outbound {
@@ -233,13 +146,13 @@ pub(super) fn decline(to: Target<'_>, request_id: &str, reason: String) -> Outbo
 }
 
 pub(super) fn answer(to: Target<'_>, asked: Asked, outcome: &InteractionOutcome) -> Outbound {
-    let native = match elicited(outcome) {
-        Ok(Elicited::Accept(content)) => match structured_content(&asked.questions, content) {
+    let native = match elicit::answer(outcome) {
+        Ok(Answer::Accept(content)) => match elicit::answers(&asked.questions, content) {
             Ok(content) => ElicitationReply::Accept(content),
             Err(reason) => ElicitationReply::Decline(Some(reason)),
         },
-        Ok(Elicited::Decline) => ElicitationReply::Decline(None),
-        Ok(Elicited::Cancel) => ElicitationReply::Cancel,
+        Ok(Answer::Decline) => ElicitationReply::Decline(None),
+        Ok(Answer::Cancel) => ElicitationReply::Cancel,
         Err(reason) => ElicitationReply::Decline(Some(reason)),
     };
     reply(to, &asked.request_id, native)
@@ -248,7 +161,7 @@ pub(super) fn answer(to: Target<'_>, asked: Asked, outcome: &InteractionOutcome)
 #[cfg(test)]
 mod tests {
     use serde_json::{Value, json};
-    use zcode_contract::{InteractionOutcome, InteractionRequest};
+    use zcode_mapper_sdk::contract::{InteractionOutcome, InteractionRequest};
 
     use crate::test_support::*;
 

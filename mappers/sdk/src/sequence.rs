@@ -1,0 +1,112 @@
+//! Numbered events, mapped once each and in order, for a host that can resend what was lost.
+//!
+//! [`Sequence::arrive`] sorts each event: the next one is mapped, one seen before is dropped,
+//! and one after a gap starts a recovery: it is held, and so is everything that arrives until
+//! the mapper has fetched the missing events, fed them in with [`Sequence::fill`] and taken
+//! the held ones back with [`Sequence::recovered`], to pass through `arrive` again in order
+//! (they may find a gap of their own).
+
+/// Where an arriving event stands.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Order<E> {
+    /// Next in order: map it.
+    Next(E),
+    /// Seen already (delivered twice): drop it.
+    Seen(u64),
+    /// Events after `after` and before `before` are missing; the event is held until they
+    /// are in.
+    Missing { after: u64, before: u64 },
+    /// Held: a recovery is under way.
+    Held(u64),
+}
+
+/// The sequence of one stream's events.
+#[derive(Clone, Debug)]
+pub struct Sequence<E> {
+    last: Option<u64>,
+    /// During a recovery: what arrived since the gap, in order.
+    held: Option<Vec<(u64, E)>>,
+}
+
+impl<E> Default for Sequence<E> {
+    fn default() -> Self {
+        Self { last: None, held: None }
+    }
+}
+
+impl<E> Sequence<E> {
+    pub fn arrive(&mut self, seq: u64, event: E) -> Order<E> {
+        if let Some(held) = &mut self.held {
+            held.push((seq, event));
+            return Order::Held(seq);
+        }
+        match self.last {
+            Some(last) if seq <= last => Order::Seen(seq),
+            Some(last) if seq > last + 1 => {
+                self.held = Some(vec![(seq, event)]);
+                Order::Missing { after: last, before: seq }
+            }
+            _ => {
+                self.last = Some(seq);
+                Order::Next(event)
+            }
+        }
+    }
+
+    /// A missing event of the recovery that ends at `before` came in; `false` if it is not one
+    /// that was missing (or not in order).
+    pub fn fill(&mut self, seq: u64, before: u64) -> bool {
+        if seq >= before || self.last.is_some_and(|last| seq <= last) {
+            return false;
+        }
+        self.last = Some(seq);
+        true
+    }
+
+    /// The recovery that ends at `before` is over: the held events, to arrive again in order.
+    pub fn recovered(&mut self, before: u64) -> Vec<(u64, E)> {
+        self.last = Some(before - 1);
+        self.held.take().unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn maps_in_order_and_drops_what_came_twice() {
+        let mut sequence = Sequence::default();
+        assert_eq!(sequence.arrive(1, "a"), Order::Next("a"));
+        assert_eq!(sequence.arrive(2, "b"), Order::Next("b"));
+        assert_eq!(sequence.arrive(2, "b"), Order::Seen(2));
+    }
+
+    #[test]
+    fn holds_what_follows_a_gap_until_it_is_filled() {
+        let mut sequence = Sequence::default();
+        sequence.arrive(1, "a");
+        assert_eq!(sequence.arrive(4, "d"), Order::Missing { after: 1, before: 4 });
+        assert_eq!(sequence.arrive(5, "e"), Order::Held(5));
+        assert!(!sequence.fill(4, 4), "4 was not missing");
+        assert!(sequence.fill(2, 4));
+        assert!(!sequence.fill(2, 4), "twice");
+        let held = sequence.recovered(4);
+        assert_eq!(held, [(4, "d"), (5, "e")]);
+        let again: Vec<_> = held.into_iter().map(|(seq, e)| sequence.arrive(seq, e)).collect();
+        assert_eq!(again, [Order::Next("d"), Order::Next("e")]);
+    }
+
+    #[test]
+    fn a_held_event_may_find_a_gap_of_its_own() {
+        let mut sequence = Sequence::default();
+        sequence.arrive(1, "a");
+        sequence.arrive(3, "c");
+        sequence.arrive(6, "f");
+        sequence.fill(2, 3);
+        let again: Vec<_> =
+            sequence.recovered(3).into_iter().map(|(seq, e)| sequence.arrive(seq, e)).collect();
+        assert_eq!(again, [Order::Next("c"), Order::Missing { after: 3, before: 6 }]);
+        assert_eq!(sequence.recovered(6), [(6, "f")]);
+    }
+}
