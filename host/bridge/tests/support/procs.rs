@@ -12,7 +12,8 @@ pub fn live_group_members(pgid: u32) -> Vec<u32> {
         // processes come and go while /proc is scanned, and the callers poll again.
         let Some(name_end) = stat.rfind(')') else { continue };
         let fields: Vec<&str> = stat[name_end + 1..].split_whitespace().collect();
-        let (Some(&state), Some(Ok(group))) = (fields.first(), fields.get(2).map(|g| g.parse()))
+        let (Some(&state), Some(Ok(group))) =
+            (fields.first(), fields.get(2).map(|g| g.parse::<u32>()))
         else {
             continue;
         };
