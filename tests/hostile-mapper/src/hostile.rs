@@ -1,15 +1,18 @@
 //! The misbehaving wrapper around the 3.12.3 connection and session.
 
 use zcode_contract::{
-    Action, ConnectionOp, Contract, FilePin, Inbound, InteractionRequest, LayoutKind, MapperError,
-    NativeData, NativeReply, Release, SessionInit, SessionOp, Step,
+    Action, Contract, FilePin, Inbound, InteractionAnswer, InteractionRequest, LayoutKind,
+    MapperError, NativeData, NativeReply, Release, SessionInit,
 };
-use zcode_mapper_sdk::Mapped;
-use zcode_mapper_sdk::{Connection as SdkConnection, Session as SdkSession};
+use zcode_mapper_sdk::acp::params::{ConfigChange, ListParams, SessionParams};
+use zcode_mapper_sdk::acp::prompt::Block;
+use zcode_mapper_sdk::{Link, Mapped, Next, Session as SdkSession};
 
 type InnerConnection = zcode_task::connection::Connection<crate::providers::Catalogue>;
 type InnerSession = zcode_task::session::Session<crate::generation::TaskV2>;
 type Tag = <InnerSession as SdkSession>::Tag;
+type Stage = <InnerSession as SdkSession>::Stage;
+type LinkStage = <InnerConnection as Link>::Stage;
 
 pub const PROTOCOL_ID: &str = "hostile-dropin";
 
@@ -47,43 +50,51 @@ pub fn contract() -> Contract {
     contract
 }
 
+#[derive(Default)]
 pub struct Connection(InnerConnection);
 
-impl Connection {
-    pub fn new() -> Self {
-        Self(InnerConnection::new())
-    }
-}
+// The inner types may have inherent methods of the same names: the trait's are called by path.
+impl Link for Connection {
+    type Stage = LinkStage;
 
-impl Default for Connection {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-// The inner types have inherent methods of the same names: the trait's are called by path.
-impl SdkConnection for Connection {
     fn push(&mut self, bytes: &[u8]) -> Result<Vec<Inbound>, MapperError> {
         if bytes.windows(17).any(|w| w == b"hostile:conn-trap") {
             panic!("hostile connection asked to trap");
         }
-        SdkConnection::push(&mut self.0, bytes)
+        Link::push(&mut self.0, bytes)
     }
 
     fn finish(&mut self) -> Result<Vec<Inbound>, MapperError> {
-        SdkConnection::finish(&mut self.0)
-    }
-
-    fn start(&mut self, op_id: u64, op: &ConnectionOp, first_request_id: u64) -> Step {
-        SdkConnection::start(&mut self.0, op_id, op, first_request_id)
-    }
-
-    fn resume(&mut self, op_id: u64, reply: Option<&NativeReply>, first_request_id: u64) -> Step {
-        SdkConnection::resume(&mut self.0, op_id, reply, first_request_id)
+        Link::finish(&mut self.0)
     }
 
     fn identity(&self) -> Option<String> {
-        SdkConnection::identity(&self.0)
+        Link::identity(&self.0)
+    }
+
+    fn setup(&mut self, id: u64) -> Result<Next<LinkStage>, MapperError> {
+        Link::setup(&mut self.0, id)
+    }
+
+    fn probe(&mut self, workspace: &str, id: u64) -> Result<Next<LinkStage>, MapperError> {
+        Link::probe(&mut self.0, workspace, id)
+    }
+
+    fn list_sessions(
+        &mut self,
+        params: ListParams,
+        id: u64,
+    ) -> Result<Next<LinkStage>, MapperError> {
+        Link::list_sessions(&mut self.0, params, id)
+    }
+
+    fn resume(
+        &mut self,
+        stage: LinkStage,
+        reply: Option<(&NativeReply, &str)>,
+        id: u64,
+    ) -> Result<Next<LinkStage>, MapperError> {
+        Link::resume(&mut self.0, stage, reply, id)
     }
 }
 
@@ -131,24 +142,61 @@ pub struct Session {
     mode: Option<Mode>,
 }
 
-impl Session {
-    pub fn new(init: &SessionInit) -> Self {
-        Self { inner: InnerSession::new(init), mode: None }
-    }
-}
-
 impl SdkSession for Session {
     type Tag = Tag;
+    type Stage = Stage;
 
-    fn start(&mut self, op_id: u64, op: &SessionOp, first_request_id: u64) -> Step {
-        if let SessionOp::Prompt(params) = op {
-            self.mode = mode_in(params);
-        }
-        SdkSession::start(&mut self.inner, op_id, op, first_request_id)
+    fn new(init: &SessionInit) -> Self {
+        Self { inner: SdkSession::new(init), mode: None }
     }
 
-    fn resume(&mut self, op_id: u64, reply: Option<&NativeReply>, first_request_id: u64) -> Step {
-        SdkSession::resume(&mut self.inner, op_id, reply, first_request_id)
+    fn open(&mut self, params: SessionParams, id: u64) -> Result<Next<Stage>, MapperError> {
+        SdkSession::open(&mut self.inner, params, id)
+    }
+
+    fn prompt(&mut self, prompt: Vec<Block>, id: u64) -> Result<Next<Stage>, MapperError> {
+        self.mode = prompt.iter().find_map(|block| match block {
+            Block::Text(text) => mode_in(text),
+            _ => None,
+        });
+        SdkSession::prompt(&mut self.inner, prompt, id)
+    }
+
+    fn cancel(&mut self, id: u64) -> Result<Next<Stage>, MapperError> {
+        SdkSession::cancel(&mut self.inner, id)
+    }
+
+    fn finish_turn(&mut self, id: u64) -> Result<Next<Stage>, MapperError> {
+        SdkSession::finish_turn(&mut self.inner, id)
+    }
+
+    fn set_mode(&mut self, mode_id: String, id: u64) -> Result<Next<Stage>, MapperError> {
+        SdkSession::set_mode(&mut self.inner, mode_id, id)
+    }
+
+    fn set_config_option(
+        &mut self,
+        change: ConfigChange,
+        id: u64,
+    ) -> Result<Next<Stage>, MapperError> {
+        SdkSession::set_config_option(&mut self.inner, change, id)
+    }
+
+    fn answer(&mut self, answer: &InteractionAnswer, id: u64) -> Result<Next<Stage>, MapperError> {
+        SdkSession::answer(&mut self.inner, answer, id)
+    }
+
+    fn close(&mut self, id: u64) -> Result<Next<Stage>, MapperError> {
+        SdkSession::close(&mut self.inner, id)
+    }
+
+    fn resume(
+        &mut self,
+        stage: Stage,
+        reply: Option<(&NativeReply, &str)>,
+        id: u64,
+    ) -> Result<Next<Stage>, MapperError> {
+        SdkSession::resume(&mut self.inner, stage, reply, id)
     }
 
     fn map_event(&mut self, event: &NativeData) -> Result<Mapped<Tag>, MapperError> {

@@ -27,17 +27,15 @@ pub mod providers;
 
 pub mod hostile;
 
-use zcode_contract::{
-    AuthCommand, Contract, LaunchPlan, MapperError, SessionInit, VerifiedInstall,
-};
+use zcode_contract::{AuthCommand, Contract, LaunchPlan, MapperError, VerifiedInstall};
 
 /// The 3.12.3 mapper, with the misbehaving wrapper around its connection and session.
 pub struct HostileDefinition;
 
-impl zcode_mapper_sdk::Definition for HostileDefinition {
+impl zcode_mapper_sdk::Mapper for HostileDefinition {
     const NAME: &'static str = hostile::PROTOCOL_ID;
     type Connection = hostile::Connection;
-    type Session = zcode_mapper_sdk::Mapping<hostile::Session>;
+    type Session = hostile::Session;
 
     fn contract() -> Contract {
         hostile::contract()
@@ -52,14 +50,6 @@ impl zcode_mapper_sdk::Definition for HostileDefinition {
         command: AuthCommand,
     ) -> Result<LaunchPlan, MapperError> {
         zcode_task::install::auth_plan(install, command)
-    }
-
-    fn connection() -> hostile::Connection {
-        hostile::Connection::new()
-    }
-
-    fn session(init: &SessionInit) -> Self::Session {
-        zcode_mapper_sdk::Mapping::new(hostile::Session::new(init))
     }
 }
 
