@@ -14,6 +14,11 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+/// The release recorded and the mapper that replays it: named together, since the simulator's
+/// default release (Desktop 4.0.0) speaks another protocol.
+const RELEASE: &str = "3.11.2";
+const MAPPER: &str = "embedded:zcode-task-v1";
+
 /// Hang guard for one response; never a timing assertion.
 const HANG_GUARD: Duration = Duration::from_secs(120);
 
@@ -91,7 +96,7 @@ struct Client {
 impl Client {
     fn start(mut command: Command) -> Self {
         let mut child = command
-            .arg("--simulate")
+            .args(["--simulate", "--simulate-version", RELEASE])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -194,7 +199,7 @@ fn run_session(env: &Env, record: &Path, unredacted: bool) {
 fn mapper_test(env: &Env, recording: &Path) -> (bool, String) {
     let output = env
         .command("", false)
-        .args(["mapper", "test", "embedded:zcode-task-v1"])
+        .args(["mapper", "test", MAPPER])
         .arg(recording)
         .output()
         .expect("run zcode-acp mapper test");
