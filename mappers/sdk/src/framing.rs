@@ -181,6 +181,15 @@ impl Frames {
         Ok(Some(Frame { header: &frame[..header], body: &frame[header..] }))
     }
 
+    /// At end of output: an error when it stopped inside a frame or line (`"<host> stopped
+    /// inside a frame (<n> bytes left)"`).
+    pub fn finish(&self, host: &str) -> Result<(), MapperError> {
+        match self.pending() {
+            0 => Ok(()),
+            left => Err(protocol(format!("{host} stopped inside a frame ({left} bytes left)"))),
+        }
+    }
+
     /// The next text line (without its `\n`), for a host that greets with one before its
     /// frames; `None` until it is complete. `Err` carries the bytes waiting when more than
     /// `max` arrived without a newline.
@@ -232,9 +241,24 @@ impl<'a> Reader<'a> {
     }
 
     /// What is left.
+    /// `n` bytes as UTF-8 text (see [`utf8`]).
+    pub fn text(&mut self, n: usize, what: &str) -> Result<&'a str, MapperError> {
+        utf8(self.take(n)?, what)
+    }
+
     pub fn rest(self) -> &'a [u8] {
         self.bytes
     }
+
+    /// The rest of the frame as UTF-8 text (see [`utf8`]).
+    pub fn rest_text(self, what: &str) -> Result<&'a str, MapperError> {
+        utf8(self.bytes, what)
+    }
+}
+
+/// `bytes` as UTF-8 text; bytes that are not are a protocol error, `"<what> is not UTF-8"`.
+pub fn utf8<'a>(bytes: &'a [u8], what: &str) -> Result<&'a str, MapperError> {
+    std::str::from_utf8(bytes).map_err(|_| protocol(format!("{what} is not UTF-8")))
 }
 
 #[cfg(test)]
@@ -330,6 +354,18 @@ mod tests {
     }
 
     #[test]
+    fn says_when_output_stops_inside_a_frame() {
+        let mut frames = Frames::new(FORMAT);
+        frames.push(&frame(1, b"ab"));
+        assert_eq!(
+            frames.finish("The host").unwrap_err().message,
+            "The host stopped inside a frame (7 bytes left)"
+        );
+        frames.next_frame().unwrap();
+        assert!(frames.finish("The host").is_ok());
+    }
+
+    #[test]
     fn reads_big_endian_fields() {
         let bytes = [1, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 3, b'x'];
         let mut reader = Reader::new(&bytes, "Test frame");
@@ -340,5 +376,21 @@ mod tests {
             Reader::new(&[0], "Test frame").u32().unwrap_err().message,
             "Test frame is truncated"
         );
+    }
+
+    #[test]
+    fn reads_text_fields() {
+        let bytes = [2, b'h', b'i', b'o', b'k'];
+        let mut reader = Reader::new(&bytes, "Test frame");
+        let length = reader.u8().unwrap().into();
+        assert_eq!(reader.text(length, "Test route").unwrap(), "hi");
+        assert_eq!(reader.rest_text("Test text").unwrap(), "ok");
+        assert_eq!(
+            Reader::new(&[0xff], "Test frame").rest_text("Test text").unwrap_err().message,
+            "Test text is not UTF-8"
+        );
+        let truncated = Reader::new(&[1], "Test frame").text(2, "Test route").unwrap_err();
+        assert_eq!(truncated.message, "Test frame is truncated");
+        assert_eq!(utf8(b"\xc3", "Hello").unwrap_err().kind, zcode_contract::ErrorKind::Protocol);
     }
 }

@@ -1,7 +1,7 @@
 //! Small builders for the install data of a contract: lists of strings and pairs as the
-//! contract holds them, and file pins.
+//! contract holds them, file pins, the CLI version probe and credentials stored in the clear.
 
-use zcode_contract::FilePin;
+use zcode_contract::{CredentialEncoding, CredentialSource, FilePin, VersionProbe};
 
 pub fn strings(items: &[&str]) -> Vec<String> {
     items.iter().map(|item| item.to_string()).collect()
@@ -22,6 +22,24 @@ pub fn pin(role: &str, path: &str, sha256: Option<&str>) -> FilePin {
     }
 }
 
+/// How the core asks an install for its CLI version: `args` (`{cli-entry}` stands for the CLI
+/// entry), no extra environment.
+pub fn version_probe(args: &[&str]) -> VersionProbe {
+    VersionProbe { args: strings(args), env: Vec::new() }
+}
+
+/// Credential source `name`: the value at `key` of the JSON file `file` (relative to the home
+/// folder), stored in the clear.
+pub fn plain_credential(name: &str, file: &str, key: &str) -> CredentialSource {
+    CredentialSource {
+        name: name.to_string(),
+        file: file.to_string(),
+        key: key.to_string(),
+        lookups: Vec::new(),
+        encodings: vec![CredentialEncoding::Plain],
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -35,5 +53,11 @@ mod tests {
             (file.role.as_str(), file.sha256, file.required_exports.len()),
             ("cli", None, 0)
         );
+        let probe = version_probe(&["{cli-entry}", "--version"]);
+        assert_eq!((probe.args.len(), probe.env.len()), (2, 0));
+        let token = plain_credential("t", ".host/credentials.json", "token");
+        assert_eq!((token.name.as_str(), token.key.as_str()), ("t", "token"));
+        assert_eq!(token.encodings, [CredentialEncoding::Plain]);
+        assert!(token.lookups.is_empty());
     }
 }

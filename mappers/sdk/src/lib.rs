@@ -50,6 +50,7 @@ pub mod media;
 pub mod native;
 pub mod ops;
 pub mod prelude;
+pub mod secret;
 pub mod sequence;
 pub mod time;
 pub mod tool_view;

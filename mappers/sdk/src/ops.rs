@@ -209,6 +209,18 @@ pub fn reply_json(
     parse(reply_text(reply, host, label)?, ErrorKind::Protocol, &format!("The result of {label}"))
 }
 
+/// The JSON result of the reply a resumed operation waited for (see [`reply_json`]), or `null`
+/// when it waited for none: what a `resume` reads first.
+pub fn reply_value(
+    reply: Option<(&NativeReply, &str)>,
+    host: &str,
+) -> Result<serde_json::Value, MapperError> {
+    match reply {
+        Some((reply, label)) => reply_json(reply, host, label),
+        None => Ok(serde_json::Value::Null),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -324,6 +336,18 @@ mod tests {
         assert_eq!(
             reply_text(&binary, "Host", "x.y").unwrap_err().message,
             "The result of x.y is binary, not text"
+        );
+    }
+
+    #[test]
+    fn reads_the_reply_a_resume_waited_for() {
+        let reply = NativeReply { id: 1, body: ReplyBody::Ok("[1]".into()) };
+        assert_eq!(reply_value(Some((&reply, "x.y")), "Host").unwrap(), serde_json::json!([1]));
+        assert_eq!(reply_value(None, "Host").unwrap(), serde_json::Value::Null);
+        let lost = NativeReply { id: 1, body: ReplyBody::Lost("gone".into()) };
+        assert_eq!(
+            reply_value(Some((&lost, "x.y")), "Host").unwrap_err().message,
+            "Host did not answer x.y: gone"
         );
     }
 }

@@ -68,6 +68,15 @@ impl<E> Sequence<E> {
         self.last = Some(before - 1);
         self.held.take().unwrap_or_default()
     }
+
+    /// The recovery that ends at `before` is over: the held events arrive again, in order, and
+    /// this is what to map of them (anything after a new gap is held again, so the last may be
+    /// [`Order::Missing`], and none is [`Order::Held`]).
+    pub fn replay(&mut self, before: u64) -> Vec<Order<E>> {
+        let held = self.recovered(before);
+        let orders = held.into_iter().map(|(seq, event)| self.arrive(seq, event));
+        orders.filter(|order| !matches!(order, Order::Held(_))).collect()
+    }
 }
 
 #[cfg(test)]
@@ -108,5 +117,23 @@ mod tests {
             sequence.recovered(3).into_iter().map(|(seq, e)| sequence.arrive(seq, e)).collect();
         assert_eq!(again, [Order::Next("c"), Order::Missing { after: 3, before: 6 }]);
         assert_eq!(sequence.recovered(6), [(6, "f")]);
+    }
+
+    #[test]
+    fn replays_what_was_held_up_to_a_new_gap() {
+        let mut sequence = Sequence::default();
+        sequence.arrive(1, "a");
+        sequence.arrive(3, "c");
+        sequence.arrive(4, "d");
+        sequence.arrive(6, "f");
+        sequence.arrive(7, "g");
+        assert!(sequence.fill(2, 3));
+        assert_eq!(
+            sequence.replay(3),
+            [Order::Next("c"), Order::Next("d"), Order::Missing { after: 4, before: 6 }]
+        );
+        assert!(sequence.fill(5, 6));
+        assert_eq!(sequence.replay(6), [Order::Next("f"), Order::Next("g")]);
+        assert_eq!(sequence.arrive(8, "h"), Order::Next("h"));
     }
 }
