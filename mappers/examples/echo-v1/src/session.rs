@@ -1,13 +1,6 @@
-//! One echo session: its operations and its events.
-//!
-//! Operations: `open` (with the route the host tags the session's events with), `history` in
-//! pages for `session/load` (each page streams to the client while the next is asked for),
-//! `prompt`, `cancel` (untracked: the host answers with the turn's end event), `close`.
-//!
-//! Events come numbered. A gap means events were lost: the session holds what arrives from then
-//! on ([`Sequence`]), asks the host for the `missed` chunks — a request made while mapping,
-//! issued by the SDK — and maps them, then the held events, in order. A `ping` the host waits
-//! on is answered with an untracked write, in or out of a turn.
+//! One echo session: its operations (`open`, `history` pages for `session/load`, `prompt`,
+//! `cancel`, `close`) and its events, which come numbered: after a gap the session asks the host
+//! for the `missed` chunks while mapping, then maps what it held back, in order.
 
 use zcode_mapper_sdk::acp::prompt;
 use zcode_mapper_sdk::acp::update::Chunk;
@@ -28,9 +21,7 @@ pub enum Stage {
     History {
         cursor: u64,
     },
-    /// Waits for a reply that only says the host did it.
-    Acknowledged,
-    /// Waits for nothing (an untracked cancel, the last history page) and is done.
+    /// Finishes when resumed: after a reply that only says the host did it, or after nothing.
     Done,
 }
 
@@ -63,7 +54,7 @@ impl zcode_mapper_sdk::Session for Session {
         Self { workspace: init.workspace.clone(), ..Self::default() }
     }
 
-    /// `open`, with a route the mapper chose, registered before the request is written so no
+    /// `open` with a route the mapper chose, registered before the request is written so no
     /// event of the new session can arrive unrouted.
     fn open(&mut self, params: SessionParams, id: u64) -> Result<Next<Stage>, MapperError> {
         if !params.mcp_servers.is_empty() {
@@ -92,7 +83,7 @@ impl zcode_mapper_sdk::Session for Session {
         }
         let params = self.with_session(json!({"text": text}))?;
         (self.running, self.cancelled) = (true, false);
-        Ok(Next::send(Stage::Acknowledged, request(id, "prompt", params, TIMEOUT_MS)))
+        Ok(Next::send(Stage::Done, request(id, "prompt", params, TIMEOUT_MS)))
     }
 
     /// Untracked (timeout 0): nothing to wait for, and the turn's end event answers it.
@@ -109,12 +100,9 @@ impl zcode_mapper_sdk::Session for Session {
 
     fn close(&mut self, id: u64) -> Result<Next<Stage>, MapperError> {
         let Some(native) = self.native.take() else { return Ok(Next::finished()) };
-        let close =
-            sends(request(id, "close", json!({"sessionId": native.session_id}), TIMEOUT_MS));
-        Ok(Next::Wait(
-            Stage::Acknowledged,
-            Outgoing { routes_removed: vec![native.route], ..close },
-        ))
+        let params = json!({"sessionId": native.session_id});
+        let close = sends(request(id, "close", params, TIMEOUT_MS));
+        Ok(Next::Wait(Stage::Done, Outgoing { routes_removed: vec![native.route], ..close }))
     }
 
     fn resume(
@@ -123,10 +111,7 @@ impl zcode_mapper_sdk::Session for Session {
         reply: Option<(&NativeReply, &str)>,
         id: u64,
     ) -> Result<Next<Stage>, MapperError> {
-        let result = match reply {
-            Some((reply, label)) => reply_json(reply, "The echo host", label)?,
-            None => Value::Null,
-        };
+        let result = reply_value(reply, "The echo host")?;
         match stage {
             Stage::Opening { kind, route } => {
                 let opened = Fields::native(&result, "echo open result")?;
@@ -140,12 +125,12 @@ impl zcode_mapper_sdk::Session for Session {
                     }
                 }
             }
+            // The page streams now, with the request for the next one; the last page waits for
+            // nothing, and the load ends when it is resumed.
             Stage::History { cursor } => {
                 let page = Fields::native(&result, "echo history result")?;
                 let updates =
                     page.array("entries")?.iter().map(replayed).collect::<Result<_, _>>()?;
-                // The page streams now, with the request for the next one; the last page
-                // waits for nothing and the load ends when it is resumed.
                 let (stage, outgoing) = match page.opt_u64("next")? {
                     Some(next) if next > cursor => {
                         (Stage::History { cursor: next }, self.history(next, id)?)
@@ -155,7 +140,7 @@ impl zcode_mapper_sdk::Session for Session {
                 };
                 Ok(Next::Wait(stage, Outgoing { updates, ..outgoing }))
             }
-            Stage::Acknowledged | Stage::Done => Ok(Next::finished()),
+            Stage::Done => Ok(Next::finished()),
         }
     }
 
@@ -163,8 +148,8 @@ impl zcode_mapper_sdk::Session for Session {
         let NativeData::Binary(bytes) = event else {
             return Err(protocol("Echo events are binary"));
         };
-        let event = Event::parse(bytes)?;
-        match self.events.arrive(event.seq().into(), event) {
+        let (seq, event) = Event::parse(bytes)?;
+        match self.events.arrive(seq.into(), event) {
             Order::Held(seq) => {
                 Ok(Mapped::ignore(format!("event {seq} held until the missed ones arrive")))
             }
@@ -172,6 +157,7 @@ impl zcode_mapper_sdk::Session for Session {
         }
     }
 
+    /// The missed chunks, then what was held back meanwhile, in order.
     fn map_reply(
         &mut self,
         tag: Missed,
@@ -195,12 +181,8 @@ impl zcode_mapper_sdk::Session for Session {
                 false => Action::Ignore("a missed chunk outside a turn".to_string()),
             });
         }
-        // What was missed is in; the held events follow in order (and may find a gap again).
-        for (seq, event) in self.events.recovered(tag.before) {
-            let next = self.events.arrive(seq, event);
-            if !matches!(next, Order::Held(_)) {
-                mapped.append(self.ordered(next)?);
-            }
+        for order in self.events.replay(tag.before) {
+            mapped.append(self.ordered(order)?);
         }
         Ok(mapped)
     }
@@ -220,28 +202,20 @@ impl Session {
         Ok(sends(request(id, "history", params, TIMEOUT_MS)))
     }
 
-    /// Maps an event in its place in the sequence, or starts fetching what was missed.
+    /// Maps an event in its place in the sequence, or asks for what was missed before it.
     fn ordered(&mut self, order: Order<Event>) -> Result<Mapped<Missed>, MapperError> {
         let event = match order {
             Order::Next(event) => event,
             Order::Seen(seq) => return Ok(Mapped::ignore(format!("event {seq} already seen"))),
-            Order::Missing { after, before } => {
-                let params = self.with_session(json!({"after": after, "before": before}))?;
-                let missed =
-                    Request::new(Missed { before }, "echo.missed", TIMEOUT_MS, move |id| {
-                        request(id, "missed", params, TIMEOUT_MS).bytes
-                    });
-                let why = format!("events {} to {} missed", after + 1, before - 1);
-                return Ok(Mapped::ignore(why).with_request(missed));
-            }
+            Order::Missing { after, before } => return self.missed(after, before),
             Order::Held(_) => unreachable!("held events are not mapped"),
         };
         Ok(match event {
-            Event::Chunk { text, .. } if self.running => {
+            Event::Chunk(text) if self.running => {
                 Mapped::action(Action::Update(update::agent_text(&text)))
             }
-            Event::Chunk { .. } => Mapped::ignore("a chunk outside a turn"),
-            Event::End { reason, .. } if self.running => {
+            Event::Chunk(_) => Mapped::ignore("a chunk outside a turn"),
+            Event::End(reason) if self.running => {
                 let reason = match (reason.as_str(), self.cancelled) {
                     (_, true) | ("cancelled", _) => StopReason::Cancelled,
                     ("end_turn", _) => StopReason::EndTurn,
@@ -252,13 +226,23 @@ impl Session {
                 self.running = false;
                 Mapped::action(Action::Terminal(Terminal::Stop(reason)))
             }
-            Event::End { .. } => Mapped::ignore("a turn end outside a turn"),
+            Event::End(_) => Mapped::ignore("a turn end outside a turn"),
             // The host waits for the answer, whatever the session is doing.
-            Event::Ping { id, .. } => {
+            Event::Ping(id) => {
                 let answer = wire::frame(wire::ANSWER, id, &json!({"pong": true}));
                 Mapped::ignore("ping").with_write(NativeWrite::new("echo.pong", answer))
             }
         })
+    }
+
+    /// Asks the host for the events after `after` and before `before`.
+    fn missed(&self, after: u64, before: u64) -> Result<Mapped<Missed>, MapperError> {
+        let params = self.with_session(json!({"after": after, "before": before}))?;
+        let missed = Request::new(Missed { before }, "echo.missed", TIMEOUT_MS, move |id| {
+            request(id, "missed", params, TIMEOUT_MS).bytes
+        });
+        let why = format!("events {} to {} missed", after + 1, before - 1);
+        Ok(Mapped::ignore(why).with_request(missed))
     }
 }
 

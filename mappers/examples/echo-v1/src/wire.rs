@@ -39,40 +39,34 @@ pub fn request(id: u64, method: &str, params: serde_json::Value, timeout_ms: u32
     NativeRequest { id, bytes, label: format!("echo.{method}"), timeout_ms }
 }
 
-/// A session event: `u8` type, `u32` sequence number, then by type: the chunk's UTF-8 text, the
-/// stop reason (`end_turn` or `cancelled`), or the `u64` id of a ping the host waits on.
+/// A session event, after its `u8` type and `u32` sequence number: by type, the chunk's UTF-8
+/// text, the stop reason (`end_turn` or `cancelled`), or the `u64` id of a ping the host waits
+/// on.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Event {
-    Chunk { seq: u32, text: String },
-    End { seq: u32, reason: String },
-    Ping { seq: u32, id: u64 },
+    Chunk(String),
+    End(String),
+    Ping(u64),
 }
 
 impl Event {
-    pub fn parse(bytes: &[u8]) -> Result<Event, MapperError> {
+    /// The event and its sequence number.
+    pub fn parse(bytes: &[u8]) -> Result<(u32, Event), MapperError> {
         let mut reader = Reader::new(bytes, "Echo frame");
         let (kind, seq) = (reader.u8()?, reader.u32()?);
-        let text = |bytes: &[u8]| {
-            String::from_utf8(bytes.to_vec()).map_err(|_| protocol("Echo event text is not UTF-8"))
-        };
-        match kind {
-            1 => Ok(Event::Chunk { seq, text: text(reader.rest())? }),
-            2 => Ok(Event::End { seq, reason: text(reader.rest())? }),
+        let event = match kind {
+            1 => Event::Chunk(reader.rest_text("Echo event text")?.to_string()),
+            2 => Event::End(reader.rest_text("Echo event text")?.to_string()),
             3 => {
                 let id = reader.u64()?;
-                match reader.rest() {
-                    [] => Ok(Event::Ping { seq, id }),
-                    _ => Err(protocol("Echo ping has trailing bytes")),
+                if !reader.rest().is_empty() {
+                    return Err(protocol("Echo ping has trailing bytes"));
                 }
+                Event::Ping(id)
             }
-            other => Err(protocol(format!("Unknown echo event type {other}"))),
-        }
-    }
-
-    pub fn seq(&self) -> u32 {
-        match self {
-            Event::Chunk { seq, .. } | Event::End { seq, .. } | Event::Ping { seq, .. } => *seq,
-        }
+            other => return Err(protocol(format!("Unknown echo event type {other}"))),
+        };
+        Ok((seq, event))
     }
 }
 
@@ -121,14 +115,14 @@ mod tests {
     fn reads_each_event_type() {
         assert_eq!(
             Event::parse(&[1, 0, 0, 0, 2, b'h', b'i']).unwrap(),
-            Event::Chunk { seq: 2, text: "hi".into() }
+            (2, Event::Chunk("hi".into()))
         );
         assert_eq!(
             Event::parse(b"\x02\0\0\0\x03end_turn").unwrap(),
-            Event::End { seq: 3, reason: "end_turn".into() }
+            (3, Event::End("end_turn".into()))
         );
         let ping = [&[3, 0, 0, 0, 4][..], &9u64.to_be_bytes()].concat();
-        assert_eq!(Event::parse(&ping).unwrap(), Event::Ping { seq: 4, id: 9 });
+        assert_eq!(Event::parse(&ping).unwrap(), (4, Event::Ping(9)));
         assert!(Event::parse(&[&ping[..], &[1]].concat()).is_err());
     }
 }
