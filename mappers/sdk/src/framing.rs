@@ -106,6 +106,20 @@ pub struct LengthPrefix {
     pub max_body: usize,
 }
 
+impl LengthPrefix {
+    /// A frame of this format around the body made of `parts`: the header holds the body's
+    /// length at `length_at` and zeros elsewhere. Panics on a body over `u32::MAX` bytes.
+    pub fn encode(&self, parts: &[&[u8]]) -> Vec<u8> {
+        let length: usize = parts.iter().map(|part| part.len()).sum();
+        let prefix = u32::try_from(length).expect("a frame body fits a u32 length");
+        let mut frame = vec![0; self.header];
+        frame[self.length_at..self.length_at + 4].copy_from_slice(&prefix.to_be_bytes());
+        frame.reserve(length);
+        parts.iter().for_each(|part| frame.extend_from_slice(part));
+        frame
+    }
+}
+
 /// One complete frame, borrowed from the framer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Frame<'a> {
@@ -179,6 +193,19 @@ impl Frames {
         self.start += header + length;
         let frame = &self.buffer[from..self.start];
         Ok(Some(Frame { header: &frame[..header], body: &frame[header..] }))
+    }
+
+    /// [`Frames::next_frame`], with a length out of bounds a protocol error: `"<what> length
+    /// <n> is out of bounds"`.
+    pub fn frame(&mut self, what: &str) -> Result<Option<Frame<'_>>, MapperError> {
+        let bad = |BadLength(n)| protocol(format!("{what} length {n} is out of bounds"));
+        self.next_frame().map_err(bad)
+    }
+
+    /// [`Frames::next_line`], with a line over `max` bytes a protocol error: `"<what> is too
+    /// long"`.
+    pub fn line(&mut self, max: usize, what: &str) -> Result<Option<&[u8]>, MapperError> {
+        self.next_line(max).map_err(|_| protocol(format!("{what} is too long")))
     }
 
     /// At end of output: an error when it stopped inside a frame or line (`"<host> stopped
@@ -351,6 +378,31 @@ mod tests {
         let mut chatty = Frames::new(FORMAT);
         chatty.push(b"no newline");
         assert_eq!(chatty.next_line(4), Err(10));
+    }
+
+    #[test]
+    fn encodes_frames_it_reads_back() {
+        let bytes = FORMAT.encode(&[b"ab", b"", b"c"]);
+        assert_eq!(bytes, [0, 0, 0, 0, 3, b'a', b'b', b'c']);
+        assert_eq!(frame(0, b"abc"), bytes);
+        let mut frames = Frames::new(FORMAT);
+        frames.push(&bytes);
+        assert_eq!(frames.frame("Test frame").unwrap().unwrap().body, b"abc");
+    }
+
+    #[test]
+    fn names_what_is_out_of_bounds() {
+        let mut frames = Frames::new(FORMAT);
+        frames.push(b"hello\n");
+        assert_eq!(frames.line(8, "Test hello").unwrap(), Some(&b"hello"[..]));
+        frames.push(&frame(1, b"123456789"));
+        assert_eq!(
+            frames.frame("Test frame").unwrap_err().message,
+            "Test frame length 9 is out of bounds"
+        );
+        let mut chatty = Frames::new(FORMAT);
+        chatty.push(b"no newline");
+        assert_eq!(chatty.line(4, "Test hello").unwrap_err().message, "Test hello is too long");
     }
 
     #[test]

@@ -229,7 +229,7 @@ pub trait Link: 'static {
     fn resume(
         &mut self,
         stage: Self::Stage,
-        reply: Option<(&NativeReply, &str)>,
+        reply: ops::Reply,
         id: u64,
     ) -> Result<Next<Self::Stage>, MapperError>;
 }
@@ -295,7 +295,7 @@ pub trait Session: 'static {
     fn resume(
         &mut self,
         stage: Self::Stage,
-        reply: Option<(&NativeReply, &str)>,
+        reply: ops::Reply,
         id: u64,
     ) -> Result<Next<Self::Stage>, MapperError>;
 

@@ -16,4 +16,4 @@ pub use crate::contract::{
 };
 pub use crate::json::{Fields, error, internal, invalid_params, parse, protocol};
 pub use crate::mapping::{Mapped, Request};
-pub use crate::ops::{Next, Pending, reply_json, reply_value, sends};
+pub use crate::ops::{Next, Pending, Reply, reply_json, reply_value, sends};

@@ -20,6 +20,20 @@ pub enum Order<E> {
     Held(u64),
 }
 
+impl<E> Order<E> {
+    /// What became of the event, for an `ignore` action when it is not mapped now.
+    pub fn why(&self) -> String {
+        match self {
+            Order::Next(_) => "the next event in order".to_string(),
+            Order::Seen(seq) => format!("event {seq} already seen"),
+            Order::Missing { after, before } => {
+                format!("events {} to {} missed", after + 1, before - 1)
+            }
+            Order::Held(seq) => format!("event {seq} held until the missed ones arrive"),
+        }
+    }
+}
+
 /// The sequence of one stream's events.
 #[derive(Clone, Debug)]
 pub struct Sequence<E> {
@@ -117,6 +131,16 @@ mod tests {
             sequence.recovered(3).into_iter().map(|(seq, e)| sequence.arrive(seq, e)).collect();
         assert_eq!(again, [Order::Next("c"), Order::Missing { after: 3, before: 6 }]);
         assert_eq!(sequence.recovered(6), [(6, "f")]);
+    }
+
+    #[test]
+    fn says_why_an_event_is_not_mapped_now() {
+        let mut sequence = Sequence::default();
+        sequence.arrive(1, "a");
+        assert_eq!(sequence.arrive(1, "a").why(), "event 1 already seen");
+        assert_eq!(sequence.arrive(4, "d").why(), "events 2 to 3 missed");
+        assert_eq!(sequence.arrive(5, "e").why(), "event 5 held until the missed ones arrive");
+        assert_eq!(Order::Next("x").why(), "the next event in order");
     }
 
     #[test]
