@@ -1,16 +1,15 @@
 //! One echo host process: the handshake, the frames it sends, and the connection operations
 //! (the doctor's probe and session listing).
 
-use zcode_mapper_sdk::framing::{BadLength, Frames, Reader, utf8};
+use zcode_mapper_sdk::framing::{Frames, Reader, utf8};
 use zcode_mapper_sdk::prelude::*;
 use zcode_mapper_sdk::secret;
 
 use crate::TOKEN_SOURCE;
 use crate::wire::{EVENT, FRAMES, REPLY, WELCOME, request};
 
-/// The placeholder the core replaces with the token.
+/// Replaced by the core with the token.
 const TOKEN_PLACEHOLDER: &str = "@@ECHO_TOKEN@@";
-/// Longest handshake line.
 const MAX_HELLO: usize = 64 * 1024;
 
 pub enum Stage {
@@ -40,16 +39,14 @@ impl zcode_mapper_sdk::Link for Connection {
         self.frames.push(bytes);
         let mut inbound = Vec::new();
         if self.identity.is_none() {
-            let too_long = |_| protocol("The echo host's hello is too long");
-            let Some(line) = self.frames.next_line(MAX_HELLO).map_err(too_long)? else {
+            let Some(line) = self.frames.line(MAX_HELLO, "The echo host's hello")? else {
                 return Ok(inbound);
             };
             let (identity, answer) = hello(line)?;
             self.identity = Some(identity);
             inbound.push(answer);
         }
-        let bad = |BadLength(n)| protocol(format!("Echo frame length {n} is out of bounds"));
-        while let Some(frame) = self.frames.next_frame().map_err(bad)? {
+        while let Some(frame) = self.frames.frame("Echo frame")? {
             inbound.push(classify(&mut self.ready, frame.body)?);
         }
         Ok(inbound)
@@ -78,12 +75,7 @@ impl zcode_mapper_sdk::Link for Connection {
         Ok(Next::send(Stage::List { cwd }, list))
     }
 
-    fn resume(
-        &mut self,
-        stage: Stage,
-        reply: Option<(&NativeReply, &str)>,
-        _: u64,
-    ) -> Result<Next<Stage>, MapperError> {
+    fn resume(&mut self, stage: Stage, reply: Reply, _: u64) -> Result<Next<Stage>, MapperError> {
         let result = reply_value(reply, "The echo host")?;
         match stage {
             Stage::Probe => Ok(Next::done(&result)),
@@ -92,9 +84,8 @@ impl zcode_mapper_sdk::Link for Connection {
     }
 }
 
-/// The host's hello: who it is, and the answer that carries the token, which the core fills in
-/// (the mapper never sees it). Without a token the core writes `null`: the host serves
-/// anonymously.
+/// The host's hello: who it is, and the answer with the token, which the core fills in (the
+/// mapper never sees it). Without a token the core writes `null`: the host serves anonymously.
 fn hello(line: &[u8]) -> Result<(String, Inbound), MapperError> {
     let hello = parse(utf8(line, "Echo hello")?, ErrorKind::Protocol, "Echo hello")?;
     let fields = Fields::native(&hello, "Echo hello")?;

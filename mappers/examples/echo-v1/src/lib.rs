@@ -1,8 +1,6 @@
-//! The echo mapper: the smallest complete zcode-acp mapper, for a made-up protocol (`echo`)
-//! whose host is a small Node server (`host/server.mjs`), and the worked example of
-//! `docs/writing-a-mapper.md`. This file says which installs it drives and how their host
-//! starts; [`wire`] is the protocol on the wire, [`connection`] the host process, [`session`]
-//! one session.
+//! The echo mapper: the smallest complete zcode-acp mapper, worked through in
+//! `docs/writing-a-mapper.md`. Its protocol, `echo`, is made up; its host is a small Node server
+//! (`host/server.mjs`). This file says which installs it drives and how their host starts.
 
 pub mod connection;
 pub mod session;
@@ -16,8 +14,6 @@ use zcode_mapper_sdk::json::internal;
 
 pub const PROTOCOL_ID: &str = "echo-v1";
 pub const RELEASE_ID: &str = "echo-host-1.0.0";
-/// What the host says about itself in its hello (`<server>/<version>`).
-pub const IDENTITY: &str = "echo-host/1.0.0";
 /// The credential the core fills into the handshake.
 pub const TOKEN_SOURCE: &str = "echo-token";
 const CREDENTIALS_FILE: &str = ".echo-host/credentials.json";
@@ -31,13 +27,12 @@ impl zcode_mapper_sdk::Mapper for Echo {
     type Connection = connection::Connection;
     type Session = session::Session;
 
-    /// A standalone runtime folder (`package.json` named `zcode-echo-host`, `server.mjs`) run
-    /// by Node 20 or newer.
+    /// A runtime folder (`package.json` named `zcode-echo-host`, `server.mjs`) run by Node 20
+    /// or newer. `server.mjs` is not pinned: the host proves what it is in its hello instead.
     fn contract() -> Contract {
         Contract {
             protocol_id: PROTOCOL_ID.into(),
-            description: "The echo host: a made-up protocol, the mapper SDK's worked example"
-                .into(),
+            description: "The echo host, the mapper SDK's worked example".into(),
             layouts: vec![Layout::Runtime(RuntimeLayout {
                 runtime_dir: ".".into(),
                 package_file: "package.json".into(),
@@ -46,14 +41,13 @@ impl zcode_mapper_sdk::Mapper for Echo {
                 node_candidates: strings(&["bin/node"]),
                 min_node_version: "20.0.0".into(),
             })],
-            // The server script is not pinned: the host proves what it is in its hello instead.
             releases: vec![Release {
                 id: RELEASE_ID.into(),
                 kind: LayoutKind::Runtime,
                 app_version: "1.0.0".into(),
                 cli_version: "1.0.0".into(),
                 files: vec![pin("cli", "server.mjs", None)],
-                identity: Some(IDENTITY.into()),
+                identity: Some("echo-host/1.0.0".into()),
                 simulated: false,
             }],
             cli_version_probe: version_probe(&["{cli-entry}", "--version"]),
@@ -62,8 +56,8 @@ impl zcode_mapper_sdk::Mapper for Echo {
         }
     }
 
-    /// `node server.mjs` in the runtime folder. The host greets first, so the core waits for
-    /// the handshake before it writes requests. `NODE_OPTIONS` could load code into it.
+    /// `node server.mjs` in the runtime folder, without `NODE_OPTIONS` (it could load code into
+    /// the host). The host greets first: the core waits for the handshake.
     fn launch_plan(install: &VerifiedInstall) -> Result<LaunchPlan, MapperError> {
         if install.kind != LayoutKind::Runtime || install.release_id != RELEASE_ID {
             return Err(internal(format!("Release {} is not an echo host", install.release_id)));

@@ -3,6 +3,7 @@
 //! for the `missed` chunks while mapping, then maps what it held back, in order.
 
 use zcode_mapper_sdk::acp::prompt;
+use zcode_mapper_sdk::acp::turn::Turn;
 use zcode_mapper_sdk::acp::update::Chunk;
 use zcode_mapper_sdk::prelude::*;
 use zcode_mapper_sdk::sequence::{Order, Sequence};
@@ -13,22 +14,12 @@ const TIMEOUT_MS: u32 = 10_000;
 /// History entries per `history` request.
 const HISTORY_PAGE: u32 = 50;
 
+/// Where an operation waits. `Done` finishes when resumed: after a reply that only says the
+/// host did it, or after nothing.
 pub enum Stage {
-    Opening {
-        kind: OpenKind,
-        route: String,
-    },
-    History {
-        cursor: u64,
-    },
-    /// Finishes when resumed: after a reply that only says the host did it, or after nothing.
+    Opening { kind: OpenKind, route: String },
+    History { cursor: u64 },
     Done,
-}
-
-/// A request made while mapping: the chunks lost before event `before`.
-#[derive(Debug)]
-pub struct Missed {
-    before: u64,
 }
 
 /// The host's session, once open, and the route its events come by.
@@ -41,13 +32,13 @@ struct Native {
 pub struct Session {
     workspace: String,
     native: Option<Native>,
-    running: bool,
-    cancelled: bool,
+    turn: Turn,
     events: Sequence<Event>,
 }
 
 impl zcode_mapper_sdk::Session for Session {
-    type Tag = Missed;
+    /// A request made while mapping asks for the chunks missed before this event.
+    type Tag = u64;
     type Stage = Stage;
 
     fn new(init: &SessionInit) -> Self {
@@ -78,23 +69,20 @@ impl zcode_mapper_sdk::Session for Session {
         let text = prompt::text_only(prompt).map_err(|other| {
             invalid_params(format!("The echo host takes text only, not {}", other.kind()))
         })?;
-        if self.running {
-            return Err(internal("A prompt turn is already running in this session"));
-        }
         let params = self.with_session(json!({"text": text}))?;
-        (self.running, self.cancelled) = (true, false);
+        self.turn.start()?;
         Ok(Next::send(Stage::Done, request(id, "prompt", params, TIMEOUT_MS)))
     }
 
     /// Untracked (timeout 0): nothing to wait for, and the turn's end event answers it.
     fn cancel(&mut self, id: u64) -> Result<Next<Stage>, MapperError> {
         let cancel = request(id, "cancel", self.with_session(json!({}))?, 0);
-        self.cancelled = self.running;
+        self.turn.cancel();
         Ok(Next::send(Stage::Done, cancel))
     }
 
     fn finish_turn(&mut self, _: u64) -> Result<Next<Stage>, MapperError> {
-        self.running = false;
+        self.turn.finish();
         Ok(Next::finished())
     }
 
@@ -105,12 +93,7 @@ impl zcode_mapper_sdk::Session for Session {
         Ok(Next::Wait(Stage::Done, Outgoing { routes_removed: vec![native.route], ..close }))
     }
 
-    fn resume(
-        &mut self,
-        stage: Stage,
-        reply: Option<(&NativeReply, &str)>,
-        id: u64,
-    ) -> Result<Next<Stage>, MapperError> {
+    fn resume(&mut self, stage: Stage, reply: Reply, id: u64) -> Result<Next<Stage>, MapperError> {
         let result = reply_value(reply, "The echo host")?;
         match stage {
             Stage::Opening { kind, route } => {
@@ -120,9 +103,7 @@ impl zcode_mapper_sdk::Session for Session {
                 match kind {
                     OpenKind::Create => Ok(Next::done(&json!({"sessionId": session_id}))),
                     OpenKind::Resume => Ok(Next::finished()),
-                    OpenKind::Load => {
-                        Ok(Next::Wait(Stage::History { cursor: 0 }, self.history(0, id)?))
-                    }
+                    OpenKind::Load => self.history(0, id),
                 }
             }
             // The page streams now, with the request for the next one; the last page waits for
@@ -131,57 +112,39 @@ impl zcode_mapper_sdk::Session for Session {
                 let page = Fields::native(&result, "echo history result")?;
                 let updates =
                     page.array("entries")?.iter().map(replayed).collect::<Result<_, _>>()?;
-                let (stage, outgoing) = match page.opt_u64("next")? {
-                    Some(next) if next > cursor => {
-                        (Stage::History { cursor: next }, self.history(next, id)?)
-                    }
+                let next = match page.opt_u64("next")? {
+                    Some(next) if next > cursor => self.history(next, id)?,
                     Some(_) => return Err(protocol("The echo history cursor went backwards")),
-                    None => (Stage::Done, Outgoing::default()),
+                    None => Next::Wait(Stage::Done, Outgoing::default()),
                 };
-                Ok(Next::Wait(stage, Outgoing { updates, ..outgoing }))
+                Ok(next.with_updates(updates))
             }
             Stage::Done => Ok(Next::finished()),
         }
     }
 
-    fn map_event(&mut self, event: &NativeData) -> Result<Mapped<Missed>, MapperError> {
+    fn map_event(&mut self, event: &NativeData) -> Result<Mapped<u64>, MapperError> {
         let NativeData::Binary(bytes) = event else {
             return Err(protocol("Echo events are binary"));
         };
         let (seq, event) = Event::parse(bytes)?;
-        match self.events.arrive(seq.into(), event) {
-            Order::Held(seq) => {
-                Ok(Mapped::ignore(format!("event {seq} held until the missed ones arrive")))
-            }
-            order => self.ordered(order),
-        }
+        let order = self.events.arrive(seq.into(), event);
+        self.ordered(order)
     }
 
     /// The missed chunks, then what was held back meanwhile, in order.
-    fn map_reply(
-        &mut self,
-        tag: Missed,
-        reply: &NativeReply,
-    ) -> Result<Mapped<Missed>, MapperError> {
+    fn map_reply(&mut self, before: u64, reply: &NativeReply) -> Result<Mapped<u64>, MapperError> {
         let result = reply_json(reply, "The echo host", "echo.missed")?;
         let mut mapped = Mapped::nothing();
         for missed in Fields::native(&result, "echo missed result")?.array("chunks")? {
             let missed = Fields::native(missed, "missed chunk")?;
             let seq = missed.u64("seq")?;
-            if u32::try_from(seq).is_err() {
-                return Err(protocol("Echo seq is 32-bit"));
+            if !self.events.fill(seq, before) {
+                return Err(protocol(format!("The echo host sent chunk {seq}, not missed")));
             }
-            if !self.events.fill(seq, tag.before) {
-                return Err(protocol(format!(
-                    "The echo host sent chunk {seq}, which was not missed"
-                )));
-            }
-            mapped.actions.push(match self.running {
-                true => Action::Update(update::agent_text(missed.str("text")?)),
-                false => Action::Ignore("a missed chunk outside a turn".to_string()),
-            });
+            mapped.append(self.event(Event::Chunk(missed.str("text")?.to_string()))?);
         }
-        for order in self.events.replay(tag.before) {
+        for order in self.events.replay(before) {
             mapped.append(self.ordered(order)?);
         }
         Ok(mapped)
@@ -197,34 +160,36 @@ impl Session {
         Ok(params)
     }
 
-    fn history(&self, cursor: u64, id: u64) -> Result<Outgoing, MapperError> {
+    fn history(&self, cursor: u64, id: u64) -> Result<Next<Stage>, MapperError> {
         let params = self.with_session(json!({"cursor": cursor, "limit": HISTORY_PAGE}))?;
-        Ok(sends(request(id, "history", params, TIMEOUT_MS)))
+        Ok(Next::send(Stage::History { cursor }, request(id, "history", params, TIMEOUT_MS)))
     }
 
     /// Maps an event in its place in the sequence, or asks for what was missed before it.
-    fn ordered(&mut self, order: Order<Event>) -> Result<Mapped<Missed>, MapperError> {
-        let event = match order {
-            Order::Next(event) => event,
-            Order::Seen(seq) => return Ok(Mapped::ignore(format!("event {seq} already seen"))),
-            Order::Missing { after, before } => return self.missed(after, before),
-            Order::Held(_) => unreachable!("held events are not mapped"),
-        };
+    fn ordered(&mut self, order: Order<Event>) -> Result<Mapped<u64>, MapperError> {
+        match order {
+            Order::Next(event) => self.event(event),
+            Order::Missing { after, before } => {
+                Ok(Mapped::ignore(order.why()).with_request(self.missed(after, before)?))
+            }
+            seen_or_held => Ok(Mapped::ignore(seen_or_held.why())),
+        }
+    }
+
+    fn event(&mut self, event: Event) -> Result<Mapped<u64>, MapperError> {
         Ok(match event {
-            Event::Chunk(text) if self.running => {
+            Event::Chunk(text) if self.turn.running() => {
                 Mapped::action(Action::Update(update::agent_text(&text)))
             }
             Event::Chunk(_) => Mapped::ignore("a chunk outside a turn"),
-            Event::End(reason) if self.running => {
-                let reason = match (reason.as_str(), self.cancelled) {
-                    (_, true) | ("cancelled", _) => StopReason::Cancelled,
-                    ("end_turn", _) => StopReason::EndTurn,
-                    (other, _) => {
-                        return Err(protocol(format!("Unknown echo stop reason: {other}")));
-                    }
+            Event::End(reason) if self.turn.running() => {
+                let reason = match reason.as_str() {
+                    "cancelled" => StopReason::Cancelled,
+                    "end_turn" => StopReason::EndTurn,
+                    _ if self.turn.cancelled() => StopReason::Cancelled,
+                    other => return Err(protocol(format!("Unknown echo stop reason: {other}"))),
                 };
-                self.running = false;
-                Mapped::action(Action::Terminal(Terminal::Stop(reason)))
+                Mapped::action(self.turn.stop(reason))
             }
             Event::End(_) => Mapped::ignore("a turn end outside a turn"),
             // The host waits for the answer, whatever the session is doing.
@@ -236,13 +201,11 @@ impl Session {
     }
 
     /// Asks the host for the events after `after` and before `before`.
-    fn missed(&self, after: u64, before: u64) -> Result<Mapped<Missed>, MapperError> {
+    fn missed(&self, after: u64, before: u64) -> Result<Request<u64>, MapperError> {
         let params = self.with_session(json!({"after": after, "before": before}))?;
-        let missed = Request::new(Missed { before }, "echo.missed", TIMEOUT_MS, move |id| {
+        Ok(Request::new(before, "echo.missed", TIMEOUT_MS, move |id| {
             request(id, "missed", params, TIMEOUT_MS).bytes
-        });
-        let why = format!("events {} to {} missed", after + 1, before - 1);
-        Ok(Mapped::ignore(why).with_request(missed))
+        }))
     }
 }
 

@@ -24,25 +24,20 @@ pub const EVENT: u8 = 0x83;
 pub const FRAMES: LengthPrefix =
     LengthPrefix { header: 4, length_at: 0, min_body: 1, max_body: 1024 * 1024 };
 
-/// A frame to the host: kind, `u64` id, JSON (keys sorted, so the bytes are the same in every
-/// build).
+/// A frame to the host: kind, `u64` id, JSON (keys sorted: the same bytes in every build).
 pub fn frame(kind: u8, id: u64, json: &serde_json::Value) -> Vec<u8> {
-    let body = canonical(json);
-    let length = u32::try_from(1 + 8 + body.len()).expect("frames stay small");
-    [&length.to_be_bytes()[..], &[kind], &id.to_be_bytes(), body.as_bytes()].concat()
+    FRAMES.encode(&[&[kind], &id.to_be_bytes(), canonical(json).as_bytes()])
 }
 
-/// Request `method` with the id the core handed out, labelled `echo.<method>` (timeout 0: no
-/// reply expected).
+/// Request `method`, labelled `echo.<method>` (timeout 0: no reply expected).
 pub fn request(id: u64, method: &str, params: serde_json::Value, timeout_ms: u32) -> NativeRequest {
     let bytes = frame(REQUEST, id, &serde_json::json!({"method": method, "params": params}));
     NativeRequest { id, bytes, label: format!("echo.{method}"), timeout_ms }
 }
 
-/// A session event, after its `u8` type and `u32` sequence number: by type, the chunk's UTF-8
-/// text, the stop reason (`end_turn` or `cancelled`), or the `u64` id of a ping the host waits
-/// on.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A session event: `u8` type, `u32` sequence number, then by type the chunk's UTF-8 text, the
+/// stop reason (`end_turn` or `cancelled`), or the `u64` id of a ping the host waits on.
+#[derive(Debug, PartialEq, Eq)]
 pub enum Event {
     Chunk(String),
     End(String),
