@@ -107,6 +107,10 @@ pub struct LengthPrefix {
 }
 
 impl LengthPrefix {
+    /// A big-endian `u32` length, then a body of 1 byte to 1 MiB: the [`Default`].
+    pub const U32: LengthPrefix =
+        LengthPrefix { header: 4, length_at: 0, min_body: 1, max_body: 1024 * 1024 };
+
     /// A frame of this format around the body made of `parts`: the header holds the body's
     /// length at `length_at` and zeros elsewhere. Panics on a body over `u32::MAX` bytes.
     pub fn encode(&self, parts: &[&[u8]]) -> Vec<u8> {
@@ -117,6 +121,12 @@ impl LengthPrefix {
         frame.reserve(length);
         parts.iter().for_each(|part| frame.extend_from_slice(part));
         frame
+    }
+}
+
+impl Default for LengthPrefix {
+    fn default() -> Self {
+        LengthPrefix::U32
     }
 }
 
@@ -137,6 +147,13 @@ pub struct Frames {
     buffer: Vec<u8>,
     /// Bytes of `buffer` already taken.
     start: usize,
+}
+
+/// Frames of the default format, [`LengthPrefix::U32`].
+impl Default for Frames {
+    fn default() -> Self {
+        Self::new(LengthPrefix::U32)
+    }
 }
 
 impl Frames {
@@ -275,6 +292,14 @@ impl<'a> Reader<'a> {
 
     pub fn rest(self) -> &'a [u8] {
         self.bytes
+    }
+
+    /// Nothing is left: trailing bytes are a protocol error, `"<what> has trailing bytes"`.
+    pub fn end(self) -> Result<(), MapperError> {
+        match self.bytes {
+            [] => Ok(()),
+            _ => Err(protocol(format!("{} has trailing bytes", self.what))),
+        }
     }
 
     /// The rest of the frame as UTF-8 text (see [`utf8`]).
@@ -428,6 +453,28 @@ mod tests {
             Reader::new(&[0], "Test frame").u32().unwrap_err().message,
             "Test frame is truncated"
         );
+    }
+
+    #[test]
+    fn frames_a_u32_length_by_default() {
+        let mut frames = Frames::default();
+        frames.push(&LengthPrefix::default().encode(&[b"x"]));
+        assert_eq!(frames.next_frame().unwrap().unwrap().body, b"x");
+        frames.push(&[0, 0x10, 0, 1]);
+        assert_eq!(frames.next_frame().unwrap_err(), BadLength(1024 * 1024 + 1));
+        let mut empty = Frames::default();
+        empty.push(&[0; 4]);
+        assert_eq!(empty.next_frame().unwrap_err(), BadLength(0));
+    }
+
+    #[test]
+    fn ends_where_the_frame_ends() {
+        let mut reader = Reader::new(&[1, 2], "Test frame");
+        reader.u8().unwrap();
+        assert_eq!(reader.end().unwrap_err().message, "Test frame has trailing bytes");
+        let mut reader = Reader::new(&[1], "Test frame");
+        reader.u8().unwrap();
+        assert!(reader.end().is_ok());
     }
 
     #[test]
