@@ -6,7 +6,7 @@ use zcode_mapper_sdk::prelude::*;
 use zcode_mapper_sdk::secret;
 
 use crate::TOKEN_SOURCE;
-use crate::wire::{EVENT, FRAMES, REPLY, WELCOME, request};
+use crate::wire::{EVENT, REPLY, WELCOME, request};
 
 /// Replaced by the core with the token.
 const TOKEN_PLACEHOLDER: &str = "@@ECHO_TOKEN@@";
@@ -17,18 +17,13 @@ pub enum Stage {
     List { cwd: String },
 }
 
+#[derive(Default)]
 pub struct Connection {
     frames: Frames,
     /// What the host said it is, once it said hello.
     identity: Option<String>,
     /// The host's `welcome` came: it takes requests.
     ready: bool,
-}
-
-impl Default for Connection {
-    fn default() -> Self {
-        Self { frames: Frames::new(FRAMES), identity: None, ready: false }
-    }
 }
 
 impl zcode_mapper_sdk::Link for Connection {

@@ -72,10 +72,7 @@ impl zcode_mapper_sdk::Mapper for Echo {
     }
 }
 
-zcode_mapper_sdk::register_mapper! {
-    /// The echo mapper, natively.
-    pub struct EchoMapper(Echo), source: "native:echo-v1";
-}
+zcode_mapper_sdk::register_mapper!(pub struct EchoMapper(Echo), source: "native:echo-v1");
 
 #[cfg(test)]
 mod tests {

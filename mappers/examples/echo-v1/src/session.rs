@@ -48,9 +48,7 @@ impl zcode_mapper_sdk::Session for Session {
     /// `open` with a route the mapper chose, registered before the request is written so no
     /// event of the new session can arrive unrouted.
     fn open(&mut self, params: SessionParams, id: u64) -> Result<Next<Stage>, MapperError> {
-        if !params.mcp_servers.is_empty() {
-            return Err(error(ErrorKind::Unsupported, "The echo host takes no MCP servers"));
-        }
+        params.refuse_mcp_servers("The echo host")?;
         if self.native.is_some() {
             return Err(internal("This session is already open"));
         }
@@ -66,9 +64,7 @@ impl zcode_mapper_sdk::Session for Session {
     }
 
     fn prompt(&mut self, prompt: Vec<Block>, id: u64) -> Result<Next<Stage>, MapperError> {
-        let text = prompt::text_only(prompt).map_err(|other| {
-            invalid_params(format!("The echo host takes text only, not {}", other.kind()))
-        })?;
+        let text = prompt::text_for("The echo host", prompt)?;
         let params = self.with_session(json!({"text": text}))?;
         self.turn.start()?;
         Ok(Next::send(Stage::Done, request(id, "prompt", params, TIMEOUT_MS)))

@@ -1,6 +1,6 @@
 //! The echo protocol on the wire. After a one-line JSON handshake each way, both sides send
-//! binary frames: a `u32` big-endian length, then that many bytes, the first of which is the
-//! frame kind.
+//! binary frames: a `u32` big-endian length, then that many bytes (1 to 1 MiB, the SDK's default
+//! [`LengthPrefix`]), the first of which is the frame kind.
 //!
 //! | kind | direction | body after the kind byte |
 //! | --- | --- | --- |
@@ -20,13 +20,9 @@ pub const WELCOME: u8 = 0x81;
 pub const REPLY: u8 = 0x82;
 pub const EVENT: u8 = 0x83;
 
-/// A `u32` length, then a body of 1 byte (the kind) to 1 MiB.
-pub const FRAMES: LengthPrefix =
-    LengthPrefix { header: 4, length_at: 0, min_body: 1, max_body: 1024 * 1024 };
-
 /// A frame to the host: kind, `u64` id, JSON (keys sorted: the same bytes in every build).
 pub fn frame(kind: u8, id: u64, json: &serde_json::Value) -> Vec<u8> {
-    FRAMES.encode(&[&[kind], &id.to_be_bytes(), canonical(json).as_bytes()])
+    LengthPrefix::U32.encode(&[&[kind], &id.to_be_bytes(), canonical(json).as_bytes()])
 }
 
 /// Request `method`, labelled `echo.<method>` (timeout 0: no reply expected).
@@ -54,9 +50,7 @@ impl Event {
             2 => Event::End(reader.rest_text("Echo event text")?.to_string()),
             3 => {
                 let id = reader.u64()?;
-                if !reader.rest().is_empty() {
-                    return Err(protocol("Echo ping has trailing bytes"));
-                }
+                reader.end()?;
                 Event::Ping(id)
             }
             other => return Err(protocol(format!("Unknown echo event type {other}"))),
@@ -75,7 +69,7 @@ mod tests {
     fn frames_round_trip_split_anywhere() {
         let bytes = frame(REQUEST, 7, &serde_json::json!({"method": "status"}));
         assert_eq!(&bytes[..5], &[0, 0, 0, bytes.len() as u8 - 4, REQUEST]);
-        let mut frames = Frames::new(FRAMES);
+        let mut frames = Frames::default();
         for byte in &bytes {
             assert_eq!(frames.next_frame().unwrap(), None);
             frames.push(std::slice::from_ref(byte));
@@ -89,10 +83,10 @@ mod tests {
 
     #[test]
     fn refuses_bad_lengths_and_truncated_events() {
-        let mut frames = Frames::new(FRAMES);
+        let mut frames = Frames::default();
         frames.push(&[0, 0, 0, 0]);
         assert_eq!(frames.next_frame().unwrap_err(), BadLength(0));
-        let mut frames = Frames::new(FRAMES);
+        let mut frames = Frames::default();
         frames.push(&[0x7f, 0, 0, 0]);
         assert!(frames.next_frame().is_err());
         assert_eq!(Event::parse(&[1, 0, 0]).unwrap_err().message, "Echo frame is truncated");
