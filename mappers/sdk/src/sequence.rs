@@ -6,6 +6,10 @@
 //! the held ones back with [`Sequence::recovered`], to pass through `arrive` again in order
 //! (they may find a gap of their own).
 
+use zcode_contract::MapperError;
+
+use crate::json::protocol;
+
 /// Where an arriving event stands.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Order<E> {
@@ -77,6 +81,15 @@ impl<E> Sequence<E> {
         true
     }
 
+    /// [`Sequence::fill`], with an event that was not missing a protocol error: `"Event <seq> was
+    /// not missing"`.
+    pub fn refill(&mut self, seq: u64, before: u64) -> Result<(), MapperError> {
+        match self.fill(seq, before) {
+            true => Ok(()),
+            false => Err(protocol(format!("Event {seq} was not missing"))),
+        }
+    }
+
     /// The recovery that ends at `before` is over: the held events, to arrive again in order.
     pub fn recovered(&mut self, before: u64) -> Vec<(u64, E)> {
         self.last = Some(before - 1);
@@ -114,6 +127,8 @@ mod tests {
         assert!(!sequence.fill(4, 4), "4 was not missing");
         assert!(sequence.fill(2, 4));
         assert!(!sequence.fill(2, 4), "twice");
+        assert_eq!(sequence.refill(2, 4).unwrap_err().message, "Event 2 was not missing");
+        assert!(sequence.refill(3, 4).is_ok());
         let held = sequence.recovered(4);
         assert_eq!(held, [(4, "d"), (5, "e")]);
         let again: Vec<_> = held.into_iter().map(|(seq, e)| sequence.arrive(seq, e)).collect();
