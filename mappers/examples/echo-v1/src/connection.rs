@@ -1,5 +1,4 @@
-//! One echo host process: the handshake, the frames it sends, and the connection operations
-//! (the doctor's probe and session listing).
+//! One echo host process: the handshake, its frames, and the connection operations.
 
 use zcode_mapper_sdk::framing::{Frames, Reader, utf8};
 use zcode_mapper_sdk::prelude::*;
@@ -10,7 +9,6 @@ use crate::wire::{EVENT, REPLY, WELCOME, request};
 
 /// Replaced by the core with the token.
 const TOKEN_PLACEHOLDER: &str = "@@ECHO_TOKEN@@";
-const MAX_HELLO: usize = 64 * 1024;
 
 pub enum Stage {
     Probe,
@@ -29,12 +27,12 @@ pub struct Connection {
 impl zcode_mapper_sdk::Link for Connection {
     type Stage = Stage;
 
-    /// The host speaks first, one JSON line; then come frames.
+    /// The host says hello in one JSON line; then come frames.
     fn push(&mut self, bytes: &[u8]) -> Result<Vec<Inbound>, MapperError> {
         self.frames.push(bytes);
         let mut inbound = Vec::new();
         if self.identity.is_none() {
-            let Some(line) = self.frames.line(MAX_HELLO, "The echo host's hello")? else {
+            let Some(line) = self.frames.line(64 * 1024, "The echo host's hello")? else {
                 return Ok(inbound);
             };
             let (identity, answer) = hello(line)?;

@@ -1,6 +1,5 @@
-//! The echo mapper: the smallest complete zcode-acp mapper, worked through in
-//! `docs/writing-a-mapper.md`. Its protocol, `echo`, is made up; its host is a small Node server
-//! (`host/server.mjs`). This file says which installs it drives and how their host starts.
+//! The echo mapper, worked through in `docs/writing-a-mapper.md`: a made-up protocol whose host
+//! is `host/server.mjs`. This file says which installs it drives and how their host starts.
 
 pub mod connection;
 pub mod session;
@@ -12,7 +11,6 @@ use zcode_mapper_sdk::contract::{
 use zcode_mapper_sdk::install::{pairs, pin, plain_credential, strings, version_probe};
 use zcode_mapper_sdk::json::internal;
 
-pub const PROTOCOL_ID: &str = "echo-v1";
 pub const RELEASE_ID: &str = "echo-host-1.0.0";
 /// The credential the core fills into the handshake.
 pub const TOKEN_SOURCE: &str = "echo-token";
@@ -20,10 +18,9 @@ const CREDENTIALS_FILE: &str = ".echo-host/credentials.json";
 
 pub struct Echo;
 
-/// The rest (the connection made with `Default`, sessions with `Session::new`, no login) is
-/// the SDK's default.
+/// The rest (no login of its own, for one) is the SDK's default.
 impl zcode_mapper_sdk::Mapper for Echo {
-    const NAME: &'static str = PROTOCOL_ID;
+    const NAME: &'static str = "echo-v1";
     type Connection = connection::Connection;
     type Session = session::Session;
 
@@ -31,7 +28,7 @@ impl zcode_mapper_sdk::Mapper for Echo {
     /// or newer. `server.mjs` is not pinned: the host proves what it is in its hello instead.
     fn contract() -> Contract {
         Contract {
-            protocol_id: PROTOCOL_ID.into(),
+            protocol_id: Self::NAME.into(),
             description: "The echo host, the mapper SDK's worked example".into(),
             layouts: vec![Layout::Runtime(RuntimeLayout {
                 runtime_dir: ".".into(),

@@ -1,6 +1,5 @@
-//! One echo session: its operations (`open`, `history` pages for `session/load`, `prompt`,
-//! `cancel`, `close`) and its events, which come numbered: after a gap the session asks the host
-//! for the `missed` chunks while mapping, then maps what it held back, in order.
+//! One echo session: its operations, and its events, which come numbered: after a gap the
+//! session asks the host for the `missed` chunks, then maps what it held back, in order.
 
 use zcode_mapper_sdk::acp::prompt;
 use zcode_mapper_sdk::acp::turn::Turn;
@@ -11,27 +10,22 @@ use zcode_mapper_sdk::sequence::{Order, Sequence};
 use crate::wire::{self, Event, request};
 
 const TIMEOUT_MS: u32 = 10_000;
-/// History entries per `history` request.
 const HISTORY_PAGE: u32 = 50;
 
 /// Where an operation waits. `Done` finishes when resumed: after a reply that only says the
 /// host did it, or after nothing.
 pub enum Stage {
-    Opening { kind: OpenKind, route: String },
+    Opening(OpenKind),
     History { cursor: u64 },
     Done,
-}
-
-/// The host's session, once open, and the route its events come by.
-struct Native {
-    session_id: String,
-    route: String,
 }
 
 #[derive(Default)]
 pub struct Session {
     workspace: String,
-    native: Option<Native>,
+    /// The host's session, once open, and the route its events come by.
+    session_id: Option<String>,
+    route: String,
     turn: Turn,
     events: Sequence<Event>,
 }
@@ -45,22 +39,21 @@ impl zcode_mapper_sdk::Session for Session {
         Self { workspace: init.workspace.clone(), ..Self::default() }
     }
 
-    /// `open` with a route the mapper chose, registered before the request is written so no
-    /// event of the new session can arrive unrouted.
+    /// `open` with a route made of its request id (unique per connection), registered before
+    /// the request is written so no event of the new session can arrive unrouted.
     fn open(&mut self, params: SessionParams, id: u64) -> Result<Next<Stage>, MapperError> {
         params.refuse_mcp_servers("The echo host")?;
-        if self.native.is_some() {
+        if self.session_id.is_some() {
             return Err(internal("This session is already open"));
         }
-        // Request ids are unique per connection, so a route made of one is too.
-        let route = format!("echo-{id}");
-        let mut open = json!({"cwd": self.workspace, "route": route});
+        self.route = format!("echo-{id}");
+        let mut open = json!({"cwd": self.workspace, "route": self.route});
         if let Some(session_id) = params.session_id {
             open["sessionId"] = json!(session_id);
         }
         let outgoing = sends(request(id, "open", open, TIMEOUT_MS));
-        let stage = Stage::Opening { kind: params.kind, route: route.clone() };
-        Ok(Next::Wait(stage, Outgoing { routes_added: vec![route], ..outgoing }))
+        let routes_added = vec![self.route.clone()];
+        Ok(Next::Wait(Stage::Opening(params.kind), Outgoing { routes_added, ..outgoing }))
     }
 
     fn prompt(&mut self, prompt: Vec<Block>, id: u64) -> Result<Next<Stage>, MapperError> {
@@ -83,27 +76,26 @@ impl zcode_mapper_sdk::Session for Session {
     }
 
     fn close(&mut self, id: u64) -> Result<Next<Stage>, MapperError> {
-        let Some(native) = self.native.take() else { return Ok(Next::finished()) };
-        let params = json!({"sessionId": native.session_id});
-        let close = sends(request(id, "close", params, TIMEOUT_MS));
-        Ok(Next::Wait(Stage::Done, Outgoing { routes_removed: vec![native.route], ..close }))
+        let Some(session_id) = self.session_id.take() else { return Ok(Next::finished()) };
+        let close = sends(request(id, "close", json!({"sessionId": session_id}), TIMEOUT_MS));
+        let routes_removed = vec![std::mem::take(&mut self.route)];
+        Ok(Next::Wait(Stage::Done, Outgoing { routes_removed, ..close }))
     }
 
     fn resume(&mut self, stage: Stage, reply: Reply, id: u64) -> Result<Next<Stage>, MapperError> {
         let result = reply_value(reply, "The echo host")?;
         match stage {
-            Stage::Opening { kind, route } => {
+            Stage::Opening(kind) => {
                 let opened = Fields::native(&result, "echo open result")?;
-                let session_id = opened.non_empty_str("sessionId")?.to_string();
-                self.native = Some(Native { session_id: session_id.clone(), route });
+                let session_id = opened.non_empty_str("sessionId")?;
+                self.session_id = Some(session_id.to_string());
                 match kind {
                     OpenKind::Create => Ok(Next::done(&json!({"sessionId": session_id}))),
                     OpenKind::Resume => Ok(Next::finished()),
                     OpenKind::Load => self.history(0, id),
                 }
             }
-            // The page streams now, with the request for the next one; the last page waits for
-            // nothing, and the load ends when it is resumed.
+            // A page streams with the request for the next; the last waits for nothing.
             Stage::History { cursor } => {
                 let page = Fields::native(&result, "echo history result")?;
                 let updates =
@@ -134,10 +126,7 @@ impl zcode_mapper_sdk::Session for Session {
         let mut mapped = Mapped::nothing();
         for missed in Fields::native(&result, "echo missed result")?.array("chunks")? {
             let missed = Fields::native(missed, "missed chunk")?;
-            let seq = missed.u64("seq")?;
-            if !self.events.fill(seq, before) {
-                return Err(protocol(format!("The echo host sent chunk {seq}, not missed")));
-            }
+            self.events.refill(missed.u64("seq")?, before)?;
             mapped.append(self.event(Event::Chunk(missed.str("text")?.to_string()))?);
         }
         for order in self.events.replay(before) {
@@ -150,9 +139,8 @@ impl zcode_mapper_sdk::Session for Session {
 impl Session {
     /// `params` with the open session's `sessionId`.
     fn with_session(&self, mut params: Value) -> Result<Value, MapperError> {
-        let native =
-            self.native.as_ref().ok_or_else(|| internal("The echo session is not open"))?;
-        params["sessionId"] = json!(native.session_id);
+        let not_open = || internal("The echo session is not open");
+        params["sessionId"] = json!(self.session_id.as_ref().ok_or_else(not_open)?);
         Ok(params)
     }
 
@@ -161,12 +149,16 @@ impl Session {
         Ok(Next::send(Stage::History { cursor }, request(id, "history", params, TIMEOUT_MS)))
     }
 
-    /// Maps an event in its place in the sequence, or asks for what was missed before it.
     fn ordered(&mut self, order: Order<Event>) -> Result<Mapped<u64>, MapperError> {
         match order {
             Order::Next(event) => self.event(event),
+            // Asks for what was missed, as a request made while mapping.
             Order::Missing { after, before } => {
-                Ok(Mapped::ignore(order.why()).with_request(self.missed(after, before)?))
+                let params = self.with_session(json!({"after": after, "before": before}))?;
+                let missed = Request::new(before, "echo.missed", TIMEOUT_MS, move |id| {
+                    request(id, "missed", params, TIMEOUT_MS).bytes
+                });
+                Ok(Mapped::ignore(order.why()).with_request(missed))
             }
             seen_or_held => Ok(Mapped::ignore(seen_or_held.why())),
         }
@@ -194,14 +186,6 @@ impl Session {
                 Mapped::ignore("ping").with_write(NativeWrite::new("echo.pong", answer))
             }
         })
-    }
-
-    /// Asks the host for the events after `after` and before `before`.
-    fn missed(&self, after: u64, before: u64) -> Result<Request<u64>, MapperError> {
-        let params = self.with_session(json!({"after": after, "before": before}))?;
-        Ok(Request::new(before, "echo.missed", TIMEOUT_MS, move |id| {
-            request(id, "missed", params, TIMEOUT_MS).bytes
-        }))
     }
 }
 
