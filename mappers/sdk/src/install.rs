@@ -1,7 +1,11 @@
 //! Small builders for the install data of a contract: lists of strings and pairs as the
 //! contract holds them, file pins, the CLI version probe and credentials stored in the clear.
 
-use zcode_contract::{CredentialEncoding, CredentialSource, FilePin, VersionProbe};
+use zcode_contract::{
+    CredentialEncoding, CredentialSource, FilePin, MapperError, VerifiedInstall, VersionProbe,
+};
+
+use crate::json::internal;
 
 pub fn strings(items: &[&str]) -> Vec<String> {
     items.iter().map(|item| item.to_string()).collect()
@@ -40,6 +44,18 @@ pub fn plain_credential(name: &str, file: &str, key: &str) -> CredentialSource {
     }
 }
 
+/// Refuses an install of a release not in `releases` (the core only hands a mapper installs of
+/// its contract's releases: this guards a launch plan against a mix-up).
+pub fn known_release(install: &VerifiedInstall, releases: &[&str]) -> Result<(), MapperError> {
+    match releases.contains(&install.release_id.as_str()) {
+        true => Ok(()),
+        false => Err(internal(format!(
+            "Release {} is not part of this mapper's contract",
+            install.release_id
+        ))),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -59,5 +75,27 @@ mod tests {
         assert_eq!((token.name.as_str(), token.key.as_str()), ("t", "token"));
         assert_eq!(token.encodings, [CredentialEncoding::Plain]);
         assert!(token.lookups.is_empty());
+    }
+
+    #[test]
+    fn knows_its_releases() {
+        let install = VerifiedInstall {
+            install_root: "/opt/h".into(),
+            kind: zcode_contract::LayoutKind::Runtime,
+            executable: "/usr/bin/node".into(),
+            cli_entry: "/opt/h/cli.mjs".into(),
+            host_archive: "/opt/h".into(),
+            release_id: "h-1".into(),
+            app_version: "1".into(),
+            cli_version: "1".into(),
+            files: Vec::new(),
+            unpinned: Vec::new(),
+            home: "/home/u".into(),
+        };
+        assert!(known_release(&install, &["h-0", "h-1"]).is_ok());
+        assert_eq!(
+            known_release(&install, &["h-2"]).unwrap_err().message,
+            "Release h-1 is not part of this mapper's contract"
+        );
     }
 }
