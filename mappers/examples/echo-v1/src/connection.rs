@@ -18,7 +18,7 @@ pub enum Stage {
 #[derive(Default)]
 pub struct Connection {
     frames: Frames,
-    /// What the host said it is, once it said hello.
+    /// `<server>/<version>`, once the host said hello.
     identity: Option<String>,
     /// The host's `welcome` came: it takes requests.
     ready: bool,

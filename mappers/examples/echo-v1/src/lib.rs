@@ -5,11 +5,10 @@ pub mod connection;
 pub mod session;
 pub mod wire;
 
-use zcode_mapper_sdk::contract::{
-    Contract, LaunchPlan, Layout, LayoutKind, MapperError, Release, RuntimeLayout, VerifiedInstall,
-};
-use zcode_mapper_sdk::install::{pairs, pin, plain_credential, strings, version_probe};
-use zcode_mapper_sdk::json::internal;
+use zcode_mapper_sdk::contract::{Layout, LayoutKind, Release, RuntimeLayout};
+use zcode_mapper_sdk::install::version_probe;
+use zcode_mapper_sdk::install::{known_release, pairs, pin, plain_credential, strings};
+use zcode_mapper_sdk::prelude::*;
 
 pub const RELEASE_ID: &str = "echo-host-1.0.0";
 /// The credential the core fills into the handshake.
@@ -56,9 +55,7 @@ impl zcode_mapper_sdk::Mapper for Echo {
     /// `node server.mjs` in the runtime folder, without `NODE_OPTIONS` (it could load code into
     /// the host). The host greets first: the core waits for the handshake.
     fn launch_plan(install: &VerifiedInstall) -> Result<LaunchPlan, MapperError> {
-        if install.kind != LayoutKind::Runtime || install.release_id != RELEASE_ID {
-            return Err(internal(format!("Release {} is not an echo host", install.release_id)));
-        }
+        known_release(install, &[RELEASE_ID])?;
         Ok(LaunchPlan {
             args: vec![install.cli_entry.clone()],
             env_remove: strings(&["NODE_OPTIONS"]),
@@ -78,10 +75,10 @@ mod tests {
 
     use super::*;
 
-    fn install(kind: LayoutKind) -> VerifiedInstall {
+    fn install() -> VerifiedInstall {
         VerifiedInstall {
             install_root: "/opt/echo".into(),
-            kind,
+            kind: LayoutKind::Runtime,
             executable: "/usr/bin/node".into(),
             cli_entry: "/opt/echo/server.mjs".into(),
             host_archive: "/opt/echo".into(),
@@ -110,12 +107,13 @@ mod tests {
 
     #[test]
     fn runs_the_server_script_in_the_runtime_folder() {
-        let plan = Echo::launch_plan(&install(LayoutKind::Runtime)).unwrap();
+        let plan = Echo::launch_plan(&install()).unwrap();
         assert_eq!(plan.args, ["/opt/echo/server.mjs"]);
         assert_eq!((plan.cwd.as_str(), plan.needs_handshake), ("/opt/echo", true));
         assert_eq!(plan.env_remove, ["NODE_OPTIONS"]);
-        assert!(Echo::launch_plan(&install(LayoutKind::Desktop)).is_err());
-        let login = Echo::auth_plan(&install(LayoutKind::Runtime), AuthCommand::Login).unwrap_err();
+        let other = VerifiedInstall { release_id: "other".into(), ..install() };
+        assert!(Echo::launch_plan(&other).is_err());
+        let login = Echo::auth_plan(&install(), AuthCommand::Login).unwrap_err();
         assert_eq!(login.kind, ErrorKind::Unsupported);
     }
 }

@@ -12,8 +12,7 @@ use crate::wire::{self, Event, request};
 const TIMEOUT_MS: u32 = 10_000;
 const HISTORY_PAGE: u32 = 50;
 
-/// Where an operation waits. `Done` finishes when resumed: after a reply that only says the
-/// host did it, or after nothing.
+/// Where an operation waits. `Done` finishes when resumed (after an acknowledgement, or nothing).
 pub enum Stage {
     Opening(OpenKind),
     History { cursor: u64 },
@@ -166,9 +165,7 @@ impl Session {
 
     fn event(&mut self, event: Event) -> Result<Mapped<u64>, MapperError> {
         Ok(match event {
-            Event::Chunk(text) if self.turn.running() => {
-                Mapped::action(Action::Update(update::agent_text(&text)))
-            }
+            Event::Chunk(text) if self.turn.running() => Mapped::update(update::agent_text(&text)),
             Event::Chunk(_) => Mapped::ignore("a chunk outside a turn"),
             Event::End(reason) if self.turn.running() => {
                 let reason = match reason.as_str() {

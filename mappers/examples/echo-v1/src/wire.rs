@@ -1,24 +1,16 @@
 //! The echo protocol on the wire. After a one-line JSON handshake each way, both sides send
 //! binary frames: a `u32` big-endian length, then that many bytes (1 to 1 MiB, the SDK's default
-//! [`LengthPrefix`]), the first of which is the frame kind.
-//!
-//! | kind | direction | body after the kind byte |
-//! | --- | --- | --- |
-//! | `0x01` request | to host | `u64` id, JSON `{method, params}` |
-//! | `0x02` answer | to host | `u64` id of the host's ping, JSON result (untracked) |
-//! | `0x81` welcome | from host | JSON `{authenticated}`: the handshake is done |
-//! | `0x82` reply | from host | `u64` id, `u8` 0 ok / 1 error, JSON result or `{message}` |
-//! | `0x83` event | from host | `u8` route length, route, the event (binary, see [`Event`]) |
+//! [`LengthPrefix`]): the frame kind, then what the kind says.
 
 use zcode_mapper_sdk::contract::{MapperError, NativeRequest};
 use zcode_mapper_sdk::framing::{LengthPrefix, Reader};
 use zcode_mapper_sdk::json::{canonical, protocol};
 
-pub const REQUEST: u8 = 0x01;
-pub const ANSWER: u8 = 0x02;
-pub const WELCOME: u8 = 0x81;
-pub const REPLY: u8 = 0x82;
-pub const EVENT: u8 = 0x83;
+pub const REQUEST: u8 = 0x01; // to host: u64 id, JSON {method, params}
+pub const ANSWER: u8 = 0x02; // to host: u64 id of the host's ping, JSON result (untracked)
+pub const WELCOME: u8 = 0x81; // from host: JSON {authenticated}, the handshake is done
+pub const REPLY: u8 = 0x82; // from host: u64 id, u8 0 ok / 1 error, JSON result or {message}
+pub const EVENT: u8 = 0x83; // from host: u8 route length, route, the event (binary, see Event)
 
 /// A frame to the host: kind, `u64` id, JSON (keys sorted: the same bytes in every build).
 pub fn frame(kind: u8, id: u64, json: &serde_json::Value) -> Vec<u8> {
