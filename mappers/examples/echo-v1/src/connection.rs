@@ -7,7 +7,6 @@ use zcode_mapper_sdk::secret;
 use crate::TOKEN_SOURCE;
 use crate::wire::{EVENT, REPLY, WELCOME, request};
 
-/// Replaced by the core with the token.
 const TOKEN_PLACEHOLDER: &str = "@@ECHO_TOKEN@@";
 
 pub enum Stage {
@@ -18,7 +17,6 @@ pub enum Stage {
 #[derive(Default)]
 pub struct Connection {
     frames: Frames,
-    /// `<server>/<version>`, once the host said hello.
     identity: Option<String>,
     /// The host's `welcome` came: it takes requests.
     ready: bool,

@@ -11,7 +11,6 @@ use zcode_mapper_sdk::install::{known_release, pairs, pin, plain_credential, str
 use zcode_mapper_sdk::prelude::*;
 
 pub const RELEASE_ID: &str = "echo-host-1.0.0";
-/// The credential the core fills into the handshake.
 pub const TOKEN_SOURCE: &str = "echo-token";
 const CREDENTIALS_FILE: &str = ".echo-host/credentials.json";
 

@@ -136,7 +136,6 @@ impl zcode_mapper_sdk::Session for Session {
 }
 
 impl Session {
-    /// `params` with the open session's `sessionId`.
     fn with_session(&self, mut params: Value) -> Result<Value, MapperError> {
         let not_open = || internal("The echo session is not open");
         params["sessionId"] = json!(self.session_id.as_ref().ok_or_else(not_open)?);
@@ -151,7 +150,6 @@ impl Session {
     fn ordered(&mut self, order: Order<Event>) -> Result<Mapped<u64>, MapperError> {
         match order {
             Order::Next(event) => self.event(event),
-            // Asks for what was missed, as a request made while mapping.
             Order::Missing { after, before } => {
                 let params = self.with_session(json!({"after": after, "before": before}))?;
                 let missed = Request::new(before, "echo.missed", TIMEOUT_MS, move |id| {
