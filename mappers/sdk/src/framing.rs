@@ -106,6 +106,30 @@ pub struct LengthPrefix {
     pub max_body: usize,
 }
 
+impl LengthPrefix {
+    /// A big-endian `u32` length, then a body of 1 byte to 1 MiB: the [`Default`].
+    pub const U32: LengthPrefix =
+        LengthPrefix { header: 4, length_at: 0, min_body: 1, max_body: 1024 * 1024 };
+
+    /// A frame of this format around the body made of `parts`: the header holds the body's
+    /// length at `length_at` and zeros elsewhere. Panics on a body over `u32::MAX` bytes.
+    pub fn encode(&self, parts: &[&[u8]]) -> Vec<u8> {
+        let length: usize = parts.iter().map(|part| part.len()).sum();
+        let prefix = u32::try_from(length).expect("a frame body fits a u32 length");
+        let mut frame = vec![0; self.header];
+        frame[self.length_at..self.length_at + 4].copy_from_slice(&prefix.to_be_bytes());
+        frame.reserve(length);
+        parts.iter().for_each(|part| frame.extend_from_slice(part));
+        frame
+    }
+}
+
+impl Default for LengthPrefix {
+    fn default() -> Self {
+        LengthPrefix::U32
+    }
+}
+
 /// One complete frame, borrowed from the framer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Frame<'a> {
@@ -123,6 +147,13 @@ pub struct Frames {
     buffer: Vec<u8>,
     /// Bytes of `buffer` already taken.
     start: usize,
+}
+
+/// Frames of the default format, [`LengthPrefix::U32`].
+impl Default for Frames {
+    fn default() -> Self {
+        Self::new(LengthPrefix::U32)
+    }
 }
 
 impl Frames {
@@ -181,6 +212,28 @@ impl Frames {
         Ok(Some(Frame { header: &frame[..header], body: &frame[header..] }))
     }
 
+    /// [`Frames::next_frame`], with a length out of bounds a protocol error: `"<what> length
+    /// <n> is out of bounds"`.
+    pub fn frame(&mut self, what: &str) -> Result<Option<Frame<'_>>, MapperError> {
+        let bad = |BadLength(n)| protocol(format!("{what} length {n} is out of bounds"));
+        self.next_frame().map_err(bad)
+    }
+
+    /// [`Frames::next_line`], with a line over `max` bytes a protocol error: `"<what> is too
+    /// long"`.
+    pub fn line(&mut self, max: usize, what: &str) -> Result<Option<&[u8]>, MapperError> {
+        self.next_line(max).map_err(|_| protocol(format!("{what} is too long")))
+    }
+
+    /// At end of output: an error when it stopped inside a frame or line (`"<host> stopped
+    /// inside a frame (<n> bytes left)"`).
+    pub fn finish(&self, host: &str) -> Result<(), MapperError> {
+        match self.pending() {
+            0 => Ok(()),
+            left => Err(protocol(format!("{host} stopped inside a frame ({left} bytes left)"))),
+        }
+    }
+
     /// The next text line (without its `\n`), for a host that greets with one before its
     /// frames; `None` until it is complete. `Err` carries the bytes waiting when more than
     /// `max` arrived without a newline.
@@ -232,9 +285,32 @@ impl<'a> Reader<'a> {
     }
 
     /// What is left.
+    /// `n` bytes as UTF-8 text (see [`utf8`]).
+    pub fn text(&mut self, n: usize, what: &str) -> Result<&'a str, MapperError> {
+        utf8(self.take(n)?, what)
+    }
+
     pub fn rest(self) -> &'a [u8] {
         self.bytes
     }
+
+    /// Nothing is left: trailing bytes are a protocol error, `"<what> has trailing bytes"`.
+    pub fn end(self) -> Result<(), MapperError> {
+        match self.bytes {
+            [] => Ok(()),
+            _ => Err(protocol(format!("{} has trailing bytes", self.what))),
+        }
+    }
+
+    /// The rest of the frame as UTF-8 text (see [`utf8`]).
+    pub fn rest_text(self, what: &str) -> Result<&'a str, MapperError> {
+        utf8(self.bytes, what)
+    }
+}
+
+/// `bytes` as UTF-8 text; bytes that are not are a protocol error, `"<what> is not UTF-8"`.
+pub fn utf8<'a>(bytes: &'a [u8], what: &str) -> Result<&'a str, MapperError> {
+    std::str::from_utf8(bytes).map_err(|_| protocol(format!("{what} is not UTF-8")))
 }
 
 #[cfg(test)]
@@ -330,6 +406,43 @@ mod tests {
     }
 
     #[test]
+    fn encodes_frames_it_reads_back() {
+        let bytes = FORMAT.encode(&[b"ab", b"", b"c"]);
+        assert_eq!(bytes, [0, 0, 0, 0, 3, b'a', b'b', b'c']);
+        assert_eq!(frame(0, b"abc"), bytes);
+        let mut frames = Frames::new(FORMAT);
+        frames.push(&bytes);
+        assert_eq!(frames.frame("Test frame").unwrap().unwrap().body, b"abc");
+    }
+
+    #[test]
+    fn names_what_is_out_of_bounds() {
+        let mut frames = Frames::new(FORMAT);
+        frames.push(b"hello\n");
+        assert_eq!(frames.line(8, "Test hello").unwrap(), Some(&b"hello"[..]));
+        frames.push(&frame(1, b"123456789"));
+        assert_eq!(
+            frames.frame("Test frame").unwrap_err().message,
+            "Test frame length 9 is out of bounds"
+        );
+        let mut chatty = Frames::new(FORMAT);
+        chatty.push(b"no newline");
+        assert_eq!(chatty.line(4, "Test hello").unwrap_err().message, "Test hello is too long");
+    }
+
+    #[test]
+    fn says_when_output_stops_inside_a_frame() {
+        let mut frames = Frames::new(FORMAT);
+        frames.push(&frame(1, b"ab"));
+        assert_eq!(
+            frames.finish("The host").unwrap_err().message,
+            "The host stopped inside a frame (7 bytes left)"
+        );
+        frames.next_frame().unwrap();
+        assert!(frames.finish("The host").is_ok());
+    }
+
+    #[test]
     fn reads_big_endian_fields() {
         let bytes = [1, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 3, b'x'];
         let mut reader = Reader::new(&bytes, "Test frame");
@@ -340,5 +453,43 @@ mod tests {
             Reader::new(&[0], "Test frame").u32().unwrap_err().message,
             "Test frame is truncated"
         );
+    }
+
+    #[test]
+    fn frames_a_u32_length_by_default() {
+        let mut frames = Frames::default();
+        frames.push(&LengthPrefix::default().encode(&[b"x"]));
+        assert_eq!(frames.next_frame().unwrap().unwrap().body, b"x");
+        frames.push(&[0, 0x10, 0, 1]);
+        assert_eq!(frames.next_frame().unwrap_err(), BadLength(1024 * 1024 + 1));
+        let mut empty = Frames::default();
+        empty.push(&[0; 4]);
+        assert_eq!(empty.next_frame().unwrap_err(), BadLength(0));
+    }
+
+    #[test]
+    fn ends_where_the_frame_ends() {
+        let mut reader = Reader::new(&[1, 2], "Test frame");
+        reader.u8().unwrap();
+        assert_eq!(reader.end().unwrap_err().message, "Test frame has trailing bytes");
+        let mut reader = Reader::new(&[1], "Test frame");
+        reader.u8().unwrap();
+        assert!(reader.end().is_ok());
+    }
+
+    #[test]
+    fn reads_text_fields() {
+        let bytes = [2, b'h', b'i', b'o', b'k'];
+        let mut reader = Reader::new(&bytes, "Test frame");
+        let length = reader.u8().unwrap().into();
+        assert_eq!(reader.text(length, "Test route").unwrap(), "hi");
+        assert_eq!(reader.rest_text("Test text").unwrap(), "ok");
+        assert_eq!(
+            Reader::new(&[0xff], "Test frame").rest_text("Test text").unwrap_err().message,
+            "Test text is not UTF-8"
+        );
+        let truncated = Reader::new(&[1], "Test frame").text(2, "Test route").unwrap_err();
+        assert_eq!(truncated.message, "Test frame is truncated");
+        assert_eq!(utf8(b"\xc3", "Hello").unwrap_err().kind, zcode_contract::ErrorKind::Protocol);
     }
 }

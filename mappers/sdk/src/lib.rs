@@ -6,32 +6,30 @@
 //! events), then registers it once:
 //!
 //! ```text
-//! zcode_mapper_sdk::register_mapper! {
-//!     /// The echo mapper, natively.
-//!     pub struct EchoMapper(crate::Echo), source: "native:echo-v1";
-//! }
+//! zcode_mapper_sdk::register_mapper!(pub struct EchoMapper(crate::Echo), source: "native:echo-v1");
 //! ```
 //!
-//! which exports it as the `zcode:mapper@0.2.0` component (wasm32 only, [`export_mapper!`]) and
-//! declares the same logic natively as a `contract::Mapper` ([`native_mapper!`]) for tests,
-//! golden traces, benchmarks and fuzzing. A mapper that drives the contract itself (a session
-//! that maps whole batches) implements [`Definition`], [`Connection`] and [`SessionMachine`].
+//! (doc comments on the struct may go first), which exports it as the `zcode:mapper@0.2.0`
+//! component (wasm32 only, [`export_mapper!`]) and declares the same logic natively as a
+//! `contract::Mapper` ([`native_mapper!`]) for tests, golden traces, benchmarks and fuzzing. A
+//! mapper that drives the contract itself (a session that maps whole batches) implements
+//! [`Definition`], [`Connection`] and [`SessionMachine`].
 //!
 //! The ACP side ([`acp`]): typed readers of session parameters, prompt blocks, modes and config
-//! changes; builders of every session update, written as JSON text; permission options;
-//! questions as a form and the answer decoded; plan approval and todo lists.
+//! changes; builders of every session update, written as JSON text; the prompt turn;
+//! permission options; questions as a form and the answer decoded; plan approval and todo lists.
 //!
 //! The mechanics: operations as step machines, started with their parameters read and resumed
 //! with checked replies ([`Linked`], [`Mapping`], [`ops`]); batch mapping, where an input that
 //! fails becomes a `terminal(broken)` action and mapping goes on, and requests a session makes
 //! while mapping, issued with the ids the core hands out and their replies routed back by tag
 //! ([`mapping`]); framers for lines and length-prefixed frames ([`framing`]); numbered events
-//! recovered in order ([`sequence`]); strict JSON readers ([`json`]); contract values
-//! ([`install`]); how a tool call looks ([`tool_view`]); and helpers for a sandbox without clock
-//! or randomness ([`time`], [`ids`], [`uri`], [`media`]). The contract's types are re-exported
-//! as [`contract`], so a mapper depends on this crate only; [`prelude`] imports what most
-//! mapper files use. Test support: [`acp_check`] (feature `acp-check`) and
-//! [`component_check`].
+//! recovered in order ([`sequence`]); writes carrying a credential the core fills in
+//! ([`secret`]); strict JSON readers ([`json`]); contract values ([`install`]); how a tool
+//! call looks ([`tool_view`]); and helpers for a sandbox without clock or randomness
+//! ([`time`], [`ids`], [`uri`], [`media`]). The contract's types are re-exported as
+//! [`contract`], so a mapper depends on this crate only; [`prelude`] imports what most mapper
+//! files use. Test support: [`acp_check`] (feature `acp-check`) and [`component_check`].
 //!
 //! Everything here runs without clock, randomness, filesystem or environment, like the guests:
 //! hence `BTreeMap` (std's `HashMap` seeds its hasher from `wasi:random`).
@@ -50,6 +48,7 @@ pub mod media;
 pub mod native;
 pub mod ops;
 pub mod prelude;
+pub mod secret;
 pub mod sequence;
 pub mod time;
 pub mod tool_view;
@@ -228,7 +227,7 @@ pub trait Link: 'static {
     fn resume(
         &mut self,
         stage: Self::Stage,
-        reply: Option<(&NativeReply, &str)>,
+        reply: ops::Reply,
         id: u64,
     ) -> Result<Next<Self::Stage>, MapperError>;
 }
@@ -294,7 +293,7 @@ pub trait Session: 'static {
     fn resume(
         &mut self,
         stage: Self::Stage,
-        reply: Option<(&NativeReply, &str)>,
+        reply: ops::Reply,
         id: u64,
     ) -> Result<Next<Self::Stage>, MapperError>;
 

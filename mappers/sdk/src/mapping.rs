@@ -91,6 +91,11 @@ impl<T> Mapped<T> {
         vec![action].into()
     }
 
+    /// One ACP update (JSON text, from [`crate::acp::update`]).
+    pub fn update(update: String) -> Self {
+        Self::action(Action::Update(update))
+    }
+
     /// An `ignore` action: the input means nothing for ACP (named for logs, never silence).
     pub fn ignore(why: impl Into<String>) -> Self {
         Self::action(Action::Ignore(why.into()))
@@ -462,6 +467,13 @@ mod tests {
         let answered = error(mapping.start(3, &SessionOp::Answer(answer), 1));
         assert_eq!(answered.message, "Unknown or already answered interaction: k");
         assert_eq!(response(mapping.start(4, &SessionOp::FinishTurn, 1)), serde_json::json!({}));
+    }
+
+    #[test]
+    fn builds_what_one_input_makes() {
+        let mapped = Mapped::<()>::update("{}".into()).with_action(Action::Ignore("x".into()));
+        assert_eq!(mapped.actions, [Action::Update("{}".into()), Action::Ignore("x".into())]);
+        assert_eq!(Mapped::<()>::ignore("y").actions, [Action::Ignore("y".into())]);
     }
 
     #[test]

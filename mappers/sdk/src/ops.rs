@@ -128,6 +128,10 @@ impl Pager {
     }
 }
 
+/// The reply a resumed operation waited for, with that request's label; `None` after a step
+/// that waited for nothing.
+pub type Reply<'a> = Option<(&'a NativeReply, &'a str)>;
+
 /// What an operation does next: wait in a stage for what it sends (a reply, or nothing), or
 /// finish with its result. [`Pending::step`] turns it into the contract's [`Step`].
 #[allow(clippy::large_enum_variant)] // a short-lived return value
@@ -150,6 +154,20 @@ impl<S> Next<S> {
     /// Waits in `stage` for the reply to `request`.
     pub fn send(stage: S, request: NativeRequest) -> Self {
         Next::Wait(stage, sends(request))
+    }
+
+    /// The same step with `updates` sent first: streamed while it waits, or before its result.
+    pub fn with_updates(self, mut updates: Vec<String>) -> Self {
+        match self {
+            Next::Wait(stage, mut outgoing) => {
+                updates.append(&mut outgoing.updates);
+                Next::Wait(stage, Outgoing { updates, ..outgoing })
+            }
+            Next::Done(mut result) => {
+                updates.append(&mut result.updates);
+                Next::Done(OpResult { updates, ..result })
+            }
+        }
     }
 }
 
@@ -207,6 +225,15 @@ pub fn reply_json(
     label: &str,
 ) -> Result<serde_json::Value, MapperError> {
     parse(reply_text(reply, host, label)?, ErrorKind::Protocol, &format!("The result of {label}"))
+}
+
+/// The JSON result of the reply a resumed operation waited for (see [`reply_json`]), or `null`
+/// when it waited for none: what a `resume` reads first.
+pub fn reply_value(reply: Reply, host: &str) -> Result<serde_json::Value, MapperError> {
+    match reply {
+        Some((reply, label)) => reply_json(reply, host, label),
+        None => Ok(serde_json::Value::Null),
+    }
 }
 
 #[cfg(test)]
@@ -290,6 +317,17 @@ mod tests {
     }
 
     #[test]
+    fn puts_updates_first() {
+        let waiting =
+            Next::Wait("s", Outgoing { updates: vec!["b".into()], ..Outgoing::default() });
+        let Next::Wait("s", outgoing) = waiting.with_updates(vec!["a".into()]) else { panic!() };
+        assert_eq!(outgoing.updates, ["a", "b"]);
+        let done = Next::<()>::Done(result(&serde_json::json!({}), vec!["b".into()]));
+        let Next::Done(done) = done.with_updates(vec!["a".into()]) else { panic!() };
+        assert_eq!((done.response.as_str(), done.updates), ("{}", vec!["a".into(), "b".into()]));
+    }
+
+    #[test]
     fn pages_by_count_and_by_size() {
         let mut pager = Pager::new((0..250).map(|n| n.to_string()).collect());
         let sizes: Vec<usize> = std::iter::from_fn(|| {
@@ -324,6 +362,18 @@ mod tests {
         assert_eq!(
             reply_text(&binary, "Host", "x.y").unwrap_err().message,
             "The result of x.y is binary, not text"
+        );
+    }
+
+    #[test]
+    fn reads_the_reply_a_resume_waited_for() {
+        let reply = NativeReply { id: 1, body: ReplyBody::Ok("[1]".into()) };
+        assert_eq!(reply_value(Some((&reply, "x.y")), "Host").unwrap(), serde_json::json!([1]));
+        assert_eq!(reply_value(None, "Host").unwrap(), serde_json::Value::Null);
+        let lost = NativeReply { id: 1, body: ReplyBody::Lost("gone".into()) };
+        assert_eq!(
+            reply_value(Some((&lost, "x.y")), "Host").unwrap_err().message,
+            "Host did not answer x.y: gone"
         );
     }
 }

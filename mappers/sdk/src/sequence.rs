@@ -6,6 +6,10 @@
 //! the held ones back with [`Sequence::recovered`], to pass through `arrive` again in order
 //! (they may find a gap of their own).
 
+use zcode_contract::MapperError;
+
+use crate::json::protocol;
+
 /// Where an arriving event stands.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Order<E> {
@@ -18,6 +22,20 @@ pub enum Order<E> {
     Missing { after: u64, before: u64 },
     /// Held: a recovery is under way.
     Held(u64),
+}
+
+impl<E> Order<E> {
+    /// What became of the event, for an `ignore` action when it is not mapped now.
+    pub fn why(&self) -> String {
+        match self {
+            Order::Next(_) => "the next event in order".to_string(),
+            Order::Seen(seq) => format!("event {seq} already seen"),
+            Order::Missing { after, before } => {
+                format!("events {} to {} missed", after + 1, before - 1)
+            }
+            Order::Held(seq) => format!("event {seq} held until the missed ones arrive"),
+        }
+    }
 }
 
 /// The sequence of one stream's events.
@@ -63,10 +81,28 @@ impl<E> Sequence<E> {
         true
     }
 
+    /// [`Sequence::fill`], with an event that was not missing a protocol error: `"Event <seq> was
+    /// not missing"`.
+    pub fn refill(&mut self, seq: u64, before: u64) -> Result<(), MapperError> {
+        match self.fill(seq, before) {
+            true => Ok(()),
+            false => Err(protocol(format!("Event {seq} was not missing"))),
+        }
+    }
+
     /// The recovery that ends at `before` is over: the held events, to arrive again in order.
     pub fn recovered(&mut self, before: u64) -> Vec<(u64, E)> {
         self.last = Some(before - 1);
         self.held.take().unwrap_or_default()
+    }
+
+    /// The recovery that ends at `before` is over: the held events arrive again, in order, and
+    /// this is what to map of them (anything after a new gap is held again, so the last may be
+    /// [`Order::Missing`], and none is [`Order::Held`]).
+    pub fn replay(&mut self, before: u64) -> Vec<Order<E>> {
+        let held = self.recovered(before);
+        let orders = held.into_iter().map(|(seq, event)| self.arrive(seq, event));
+        orders.filter(|order| !matches!(order, Order::Held(_))).collect()
     }
 }
 
@@ -91,6 +127,8 @@ mod tests {
         assert!(!sequence.fill(4, 4), "4 was not missing");
         assert!(sequence.fill(2, 4));
         assert!(!sequence.fill(2, 4), "twice");
+        assert_eq!(sequence.refill(2, 4).unwrap_err().message, "Event 2 was not missing");
+        assert!(sequence.refill(3, 4).is_ok());
         let held = sequence.recovered(4);
         assert_eq!(held, [(4, "d"), (5, "e")]);
         let again: Vec<_> = held.into_iter().map(|(seq, e)| sequence.arrive(seq, e)).collect();
@@ -108,5 +146,33 @@ mod tests {
             sequence.recovered(3).into_iter().map(|(seq, e)| sequence.arrive(seq, e)).collect();
         assert_eq!(again, [Order::Next("c"), Order::Missing { after: 3, before: 6 }]);
         assert_eq!(sequence.recovered(6), [(6, "f")]);
+    }
+
+    #[test]
+    fn says_why_an_event_is_not_mapped_now() {
+        let mut sequence = Sequence::default();
+        sequence.arrive(1, "a");
+        assert_eq!(sequence.arrive(1, "a").why(), "event 1 already seen");
+        assert_eq!(sequence.arrive(4, "d").why(), "events 2 to 3 missed");
+        assert_eq!(sequence.arrive(5, "e").why(), "event 5 held until the missed ones arrive");
+        assert_eq!(Order::Next("x").why(), "the next event in order");
+    }
+
+    #[test]
+    fn replays_what_was_held_up_to_a_new_gap() {
+        let mut sequence = Sequence::default();
+        sequence.arrive(1, "a");
+        sequence.arrive(3, "c");
+        sequence.arrive(4, "d");
+        sequence.arrive(6, "f");
+        sequence.arrive(7, "g");
+        assert!(sequence.fill(2, 3));
+        assert_eq!(
+            sequence.replay(3),
+            [Order::Next("c"), Order::Next("d"), Order::Missing { after: 4, before: 6 }]
+        );
+        assert!(sequence.fill(5, 6));
+        assert_eq!(sequence.replay(6), [Order::Next("f"), Order::Next("g")]);
+        assert_eq!(sequence.arrive(8, "h"), Order::Next("h"));
     }
 }

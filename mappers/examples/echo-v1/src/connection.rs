@@ -1,67 +1,51 @@
-//! One echo host process: the handshake, the frames it sends, and the connection-level
-//! operations (the doctor probe and session listing).
-//!
-//! The host speaks first: `{"server":"echo-host","version":...}` on one line. The mapper
-//! answers with its token on one line — written by the core, which fills in the credential
-//! the mapper never sees — and the host's `welcome` frame makes the connection ready.
+//! One echo host process: the handshake, its frames, and the connection operations.
 
-use zcode_mapper_sdk::framing::{BadLength, Frames, Reader};
+use zcode_mapper_sdk::framing::{Frames, Reader, utf8};
 use zcode_mapper_sdk::prelude::*;
+use zcode_mapper_sdk::secret;
 
-use crate::contract::TOKEN_SOURCE;
-use crate::wire::{EVENT, FRAMES, REPLY, WELCOME, request};
+use crate::TOKEN_SOURCE;
+use crate::wire::{EVENT, REPLY, WELCOME, request};
 
-/// The placeholder the core replaces with the token (inside a JSON string, exactly once).
 const TOKEN_PLACEHOLDER: &str = "@@ECHO_TOKEN@@";
-/// Longest handshake line.
-const MAX_HELLO: usize = 64 * 1024;
 
 pub enum Stage {
     Probe,
     List { cwd: String },
 }
 
+#[derive(Default)]
 pub struct Connection {
     frames: Frames,
-    /// What the host said it is, once it said hello.
     identity: Option<String>,
     /// The host's `welcome` came: it takes requests.
     ready: bool,
 }
 
-impl Default for Connection {
-    fn default() -> Self {
-        Self { frames: Frames::new(FRAMES), identity: None, ready: false }
-    }
-}
-
 impl zcode_mapper_sdk::Link for Connection {
     type Stage = Stage;
 
+    /// The host says hello in one JSON line; then come frames.
     fn push(&mut self, bytes: &[u8]) -> Result<Vec<Inbound>, MapperError> {
         self.frames.push(bytes);
         let mut inbound = Vec::new();
         if self.identity.is_none() {
-            let too_long = |_| protocol("The echo host's hello is too long");
-            let Some(line) = self.frames.next_line(MAX_HELLO).map_err(too_long)? else {
+            let Some(line) = self.frames.line(64 * 1024, "The echo host's hello")? else {
                 return Ok(inbound);
             };
             let (identity, answer) = hello(line)?;
             self.identity = Some(identity);
             inbound.push(answer);
         }
-        let bad = |BadLength(n)| protocol(format!("Echo frame length {n} is out of bounds"));
-        while let Some(frame) = self.frames.next_frame().map_err(bad)? {
+        while let Some(frame) = self.frames.frame("Echo frame")? {
             inbound.push(classify(&mut self.ready, frame.body)?);
         }
         Ok(inbound)
     }
 
     fn finish(&mut self) -> Result<Vec<Inbound>, MapperError> {
-        match self.frames.pending() {
-            0 => Ok(Vec::new()),
-            n => Err(protocol(format!("The echo host stopped inside a frame ({n} bytes left)"))),
-        }
+        self.frames.finish("The echo host")?;
+        Ok(Vec::new())
     }
 
     fn identity(&self) -> Option<String> {
@@ -82,14 +66,8 @@ impl zcode_mapper_sdk::Link for Connection {
         Ok(Next::send(Stage::List { cwd }, list))
     }
 
-    fn resume(
-        &mut self,
-        stage: Stage,
-        reply: Option<(&NativeReply, &str)>,
-        _: u64,
-    ) -> Result<Next<Stage>, MapperError> {
-        let (reply, label) = reply.ok_or_else(|| internal("Echo operations await replies"))?;
-        let result = reply_json(reply, "The echo host", label)?;
+    fn resume(&mut self, stage: Stage, reply: Reply, _: u64) -> Result<Next<Stage>, MapperError> {
+        let result = reply_value(reply, "The echo host")?;
         match stage {
             Stage::Probe => Ok(Next::done(&result)),
             Stage::List { cwd } => Ok(Next::done(&json!({"sessions": sessions(&result, &cwd)?}))),
@@ -97,24 +75,18 @@ impl zcode_mapper_sdk::Link for Connection {
     }
 }
 
-/// The host's hello: who it is, and the answer that carries the token.
+/// The host's hello: who it is, and the answer with the token, which the core fills in (the
+/// mapper never sees it). Without a token the core writes `null`: the host serves anonymously.
 fn hello(line: &[u8]) -> Result<(String, Inbound), MapperError> {
-    let text = std::str::from_utf8(line).map_err(|_| protocol("Echo hello is not UTF-8"))?;
-    let hello = parse(text, ErrorKind::Protocol, "Echo hello")?;
+    let hello = parse(utf8(line, "Echo hello")?, ErrorKind::Protocol, "Echo hello")?;
     let fields = Fields::native(&hello, "Echo hello")?;
     fields.only(&["server", "version"])?;
     let identity =
         format!("{}/{}", fields.non_empty_str("server")?, fields.non_empty_str("version")?);
     let line = |token: Value| format!("{}\n", json!({"token": token})).into_bytes();
-    // Without a token the core writes the fallback: the host serves anonymously.
-    let secret = SecretFill {
-        placeholder: TOKEN_PLACEHOLDER.to_string(),
-        source: TOKEN_SOURCE.to_string(),
-        args: Vec::new(),
-        fallback: line(Value::Null),
-    };
-    let answer = NativeWrite::new("echo.auth", line(json!(TOKEN_PLACEHOLDER)));
-    Ok((identity, Inbound::Write(NativeWrite { secret: Some(secret), ..answer })))
+    let fill = secret::fill(TOKEN_PLACEHOLDER, TOKEN_SOURCE, line(Value::Null));
+    let answer = secret::write("echo.auth", line(json!(TOKEN_PLACEHOLDER)), fill);
+    Ok((identity, Inbound::Write(answer)))
 }
 
 /// What a frame from the host means: `welcome` once, then replies and events.
@@ -127,8 +99,7 @@ fn classify(ready: &mut bool, body: &[u8]) -> Result<Inbound, MapperError> {
         }
         (REPLY, true) => {
             let (id, failed) = (reader.u64()?, reader.u8()? != 0);
-            let text = std::str::from_utf8(reader.rest())
-                .map_err(|_| protocol("Echo reply is not UTF-8"))?;
+            let text = reader.rest_text("Echo reply")?;
             let body = if failed {
                 let error = parse(text, ErrorKind::Protocol, "Echo error")?;
                 let message = Fields::native(&error, "Echo error")?.non_empty_str("message")?;
@@ -139,9 +110,8 @@ fn classify(ready: &mut bool, body: &[u8]) -> Result<Inbound, MapperError> {
             Ok(Inbound::Reply(NativeReply { id, body }))
         }
         (EVENT, true) => {
-            let length = reader.u8()?;
-            let route = String::from_utf8(reader.take(length.into())?.to_vec())
-                .map_err(|_| protocol("Echo event route is not UTF-8"))?;
+            let length = reader.u8()?.into();
+            let route = reader.text(length, "Echo event route")?.to_string();
             let payload = NativeData::Binary(reader.rest().to_vec());
             Ok(Inbound::Event(RoutedEvent { route, payload }))
         }

@@ -1,15 +1,8 @@
-//! One echo session: its operations and its events.
-//!
-//! Operations: `open` (with the route the host tags the session's events with), `history` in
-//! pages for `session/load` (each page streams to the client while the next is asked for),
-//! `prompt`, `cancel` (untracked: the host answers with the turn's end event), `close`.
-//!
-//! Events come numbered. A gap means events were lost: the session holds what arrives from then
-//! on ([`Sequence`]), asks the host for the `missed` chunks — a request made while mapping,
-//! issued by the SDK — and maps them, then the held events, in order. A `ping` the host waits
-//! on is answered with an untracked write, in or out of a turn.
+//! One echo session: its operations, and its events, which come numbered: after a gap the
+//! session asks the host for the `missed` chunks, then maps what it held back, in order.
 
 use zcode_mapper_sdk::acp::prompt;
+use zcode_mapper_sdk::acp::turn::Turn;
 use zcode_mapper_sdk::acp::update::Chunk;
 use zcode_mapper_sdk::prelude::*;
 use zcode_mapper_sdk::sequence::{Order, Sequence};
@@ -17,244 +10,173 @@ use zcode_mapper_sdk::sequence::{Order, Sequence};
 use crate::wire::{self, Event, request};
 
 const TIMEOUT_MS: u32 = 10_000;
-/// History entries per `history` request.
 const HISTORY_PAGE: u32 = 50;
 
+/// Where an operation waits. `Done` finishes when resumed (after an acknowledgement, or nothing).
 pub enum Stage {
-    Opening {
-        kind: OpenKind,
-        route: String,
-    },
-    History {
-        cursor: u64,
-    },
-    /// Waits for a reply that only says the host did it.
-    Acknowledged,
-    /// Waits for nothing (an untracked cancel, the last history page) and is done.
+    Opening(OpenKind),
+    History { cursor: u64 },
     Done,
-}
-
-/// A request made while mapping: the chunks lost before event `before`.
-#[derive(Debug)]
-pub struct Missed {
-    before: u64,
-}
-
-/// The host's session, once open, and the route its events come by.
-struct Native {
-    session_id: String,
-    route: String,
 }
 
 #[derive(Default)]
 pub struct Session {
     workspace: String,
-    native: Option<Native>,
-    running: bool,
-    cancelled: bool,
+    /// The host's session, once open, and the route its events come by.
+    session_id: Option<String>,
+    route: String,
+    turn: Turn,
     events: Sequence<Event>,
 }
 
 impl zcode_mapper_sdk::Session for Session {
-    type Tag = Missed;
+    /// A request made while mapping asks for the chunks missed before this event.
+    type Tag = u64;
     type Stage = Stage;
 
     fn new(init: &SessionInit) -> Self {
         Self { workspace: init.workspace.clone(), ..Self::default() }
     }
 
-    /// `open`, with a route the mapper chose, registered before the request is written so no
-    /// event of the new session can arrive unrouted.
+    /// `open` with a route made of its request id (unique per connection), registered before
+    /// the request is written so no event of the new session can arrive unrouted.
     fn open(&mut self, params: SessionParams, id: u64) -> Result<Next<Stage>, MapperError> {
-        if !params.mcp_servers.is_empty() {
-            return Err(error(ErrorKind::Unsupported, "The echo host takes no MCP servers"));
-        }
-        if self.native.is_some() {
+        params.refuse_mcp_servers("The echo host")?;
+        if self.session_id.is_some() {
             return Err(internal("This session is already open"));
         }
-        // Request ids are unique per connection, so a route made of one is too.
-        let route = format!("echo-{id}");
-        let mut open = json!({"cwd": self.workspace, "route": route});
+        self.route = format!("echo-{id}");
+        let mut open = json!({"cwd": self.workspace, "route": self.route});
         if let Some(session_id) = params.session_id {
             open["sessionId"] = json!(session_id);
         }
         let outgoing = sends(request(id, "open", open, TIMEOUT_MS));
-        let stage = Stage::Opening { kind: params.kind, route: route.clone() };
-        Ok(Next::Wait(stage, Outgoing { routes_added: vec![route], ..outgoing }))
+        let routes_added = vec![self.route.clone()];
+        Ok(Next::Wait(Stage::Opening(params.kind), Outgoing { routes_added, ..outgoing }))
     }
 
     fn prompt(&mut self, prompt: Vec<Block>, id: u64) -> Result<Next<Stage>, MapperError> {
-        let text = prompt::text_only(prompt).map_err(|other| {
-            invalid_params(format!("The echo host takes text only, not {}", other.kind()))
-        })?;
-        if self.running {
-            return Err(internal("A prompt turn is already running in this session"));
-        }
+        let text = prompt::text_for("The echo host", prompt)?;
         let params = self.with_session(json!({"text": text}))?;
-        (self.running, self.cancelled) = (true, false);
-        Ok(Next::send(Stage::Acknowledged, request(id, "prompt", params, TIMEOUT_MS)))
+        self.turn.start()?;
+        Ok(Next::send(Stage::Done, request(id, "prompt", params, TIMEOUT_MS)))
     }
 
     /// Untracked (timeout 0): nothing to wait for, and the turn's end event answers it.
     fn cancel(&mut self, id: u64) -> Result<Next<Stage>, MapperError> {
         let cancel = request(id, "cancel", self.with_session(json!({}))?, 0);
-        self.cancelled = self.running;
+        self.turn.cancel();
         Ok(Next::send(Stage::Done, cancel))
     }
 
     fn finish_turn(&mut self, _: u64) -> Result<Next<Stage>, MapperError> {
-        self.running = false;
+        self.turn.finish();
         Ok(Next::finished())
     }
 
     fn close(&mut self, id: u64) -> Result<Next<Stage>, MapperError> {
-        let Some(native) = self.native.take() else { return Ok(Next::finished()) };
-        let close =
-            sends(request(id, "close", json!({"sessionId": native.session_id}), TIMEOUT_MS));
-        Ok(Next::Wait(
-            Stage::Acknowledged,
-            Outgoing { routes_removed: vec![native.route], ..close },
-        ))
+        let Some(session_id) = self.session_id.take() else { return Ok(Next::finished()) };
+        let close = sends(request(id, "close", json!({"sessionId": session_id}), TIMEOUT_MS));
+        let routes_removed = vec![std::mem::take(&mut self.route)];
+        Ok(Next::Wait(Stage::Done, Outgoing { routes_removed, ..close }))
     }
 
-    fn resume(
-        &mut self,
-        stage: Stage,
-        reply: Option<(&NativeReply, &str)>,
-        id: u64,
-    ) -> Result<Next<Stage>, MapperError> {
-        let result = match reply {
-            Some((reply, label)) => reply_json(reply, "The echo host", label)?,
-            None => Value::Null,
-        };
+    fn resume(&mut self, stage: Stage, reply: Reply, id: u64) -> Result<Next<Stage>, MapperError> {
+        let result = reply_value(reply, "The echo host")?;
         match stage {
-            Stage::Opening { kind, route } => {
+            Stage::Opening(kind) => {
                 let opened = Fields::native(&result, "echo open result")?;
-                let session_id = opened.non_empty_str("sessionId")?.to_string();
-                self.native = Some(Native { session_id: session_id.clone(), route });
+                let session_id = opened.non_empty_str("sessionId")?;
+                self.session_id = Some(session_id.to_string());
                 match kind {
                     OpenKind::Create => Ok(Next::done(&json!({"sessionId": session_id}))),
                     OpenKind::Resume => Ok(Next::finished()),
-                    OpenKind::Load => {
-                        Ok(Next::Wait(Stage::History { cursor: 0 }, self.history(0, id)?))
-                    }
+                    OpenKind::Load => self.history(0, id),
                 }
             }
+            // A page streams with the request for the next; the last waits for nothing.
             Stage::History { cursor } => {
                 let page = Fields::native(&result, "echo history result")?;
                 let updates =
                     page.array("entries")?.iter().map(replayed).collect::<Result<_, _>>()?;
-                // The page streams now, with the request for the next one; the last page
-                // waits for nothing and the load ends when it is resumed.
-                let (stage, outgoing) = match page.opt_u64("next")? {
-                    Some(next) if next > cursor => {
-                        (Stage::History { cursor: next }, self.history(next, id)?)
-                    }
+                let next = match page.opt_u64("next")? {
+                    Some(next) if next > cursor => self.history(next, id)?,
                     Some(_) => return Err(protocol("The echo history cursor went backwards")),
-                    None => (Stage::Done, Outgoing::default()),
+                    None => Next::Wait(Stage::Done, Outgoing::default()),
                 };
-                Ok(Next::Wait(stage, Outgoing { updates, ..outgoing }))
+                Ok(next.with_updates(updates))
             }
-            Stage::Acknowledged | Stage::Done => Ok(Next::finished()),
+            Stage::Done => Ok(Next::finished()),
         }
     }
 
-    fn map_event(&mut self, event: &NativeData) -> Result<Mapped<Missed>, MapperError> {
+    fn map_event(&mut self, event: &NativeData) -> Result<Mapped<u64>, MapperError> {
         let NativeData::Binary(bytes) = event else {
             return Err(protocol("Echo events are binary"));
         };
-        let event = Event::parse(bytes)?;
-        match self.events.arrive(event.seq().into(), event) {
-            Order::Held(seq) => {
-                Ok(Mapped::ignore(format!("event {seq} held until the missed ones arrive")))
-            }
-            order => self.ordered(order),
-        }
+        let (seq, event) = Event::parse(bytes)?;
+        let order = self.events.arrive(seq.into(), event);
+        self.ordered(order)
     }
 
-    fn map_reply(
-        &mut self,
-        tag: Missed,
-        reply: &NativeReply,
-    ) -> Result<Mapped<Missed>, MapperError> {
+    /// The missed chunks, then what was held back meanwhile, in order.
+    fn map_reply(&mut self, before: u64, reply: &NativeReply) -> Result<Mapped<u64>, MapperError> {
         let result = reply_json(reply, "The echo host", "echo.missed")?;
         let mut mapped = Mapped::nothing();
         for missed in Fields::native(&result, "echo missed result")?.array("chunks")? {
             let missed = Fields::native(missed, "missed chunk")?;
-            let seq = missed.u64("seq")?;
-            if u32::try_from(seq).is_err() {
-                return Err(protocol("Echo seq is 32-bit"));
-            }
-            if !self.events.fill(seq, tag.before) {
-                return Err(protocol(format!(
-                    "The echo host sent chunk {seq}, which was not missed"
-                )));
-            }
-            mapped.actions.push(match self.running {
-                true => Action::Update(update::agent_text(missed.str("text")?)),
-                false => Action::Ignore("a missed chunk outside a turn".to_string()),
-            });
+            self.events.refill(missed.u64("seq")?, before)?;
+            mapped.append(self.event(Event::Chunk(missed.str("text")?.to_string()))?);
         }
-        // What was missed is in; the held events follow in order (and may find a gap again).
-        for (seq, event) in self.events.recovered(tag.before) {
-            let next = self.events.arrive(seq, event);
-            if !matches!(next, Order::Held(_)) {
-                mapped.append(self.ordered(next)?);
-            }
+        for order in self.events.replay(before) {
+            mapped.append(self.ordered(order)?);
         }
         Ok(mapped)
     }
 }
 
 impl Session {
-    /// `params` with the open session's `sessionId`.
     fn with_session(&self, mut params: Value) -> Result<Value, MapperError> {
-        let native =
-            self.native.as_ref().ok_or_else(|| internal("The echo session is not open"))?;
-        params["sessionId"] = json!(native.session_id);
+        let not_open = || internal("The echo session is not open");
+        params["sessionId"] = json!(self.session_id.as_ref().ok_or_else(not_open)?);
         Ok(params)
     }
 
-    fn history(&self, cursor: u64, id: u64) -> Result<Outgoing, MapperError> {
+    fn history(&self, cursor: u64, id: u64) -> Result<Next<Stage>, MapperError> {
         let params = self.with_session(json!({"cursor": cursor, "limit": HISTORY_PAGE}))?;
-        Ok(sends(request(id, "history", params, TIMEOUT_MS)))
+        Ok(Next::send(Stage::History { cursor }, request(id, "history", params, TIMEOUT_MS)))
     }
 
-    /// Maps an event in its place in the sequence, or starts fetching what was missed.
-    fn ordered(&mut self, order: Order<Event>) -> Result<Mapped<Missed>, MapperError> {
-        let event = match order {
-            Order::Next(event) => event,
-            Order::Seen(seq) => return Ok(Mapped::ignore(format!("event {seq} already seen"))),
+    fn ordered(&mut self, order: Order<Event>) -> Result<Mapped<u64>, MapperError> {
+        match order {
+            Order::Next(event) => self.event(event),
             Order::Missing { after, before } => {
                 let params = self.with_session(json!({"after": after, "before": before}))?;
-                let missed =
-                    Request::new(Missed { before }, "echo.missed", TIMEOUT_MS, move |id| {
-                        request(id, "missed", params, TIMEOUT_MS).bytes
-                    });
-                let why = format!("events {} to {} missed", after + 1, before - 1);
-                return Ok(Mapped::ignore(why).with_request(missed));
+                let missed = Request::new(before, "echo.missed", TIMEOUT_MS, move |id| {
+                    request(id, "missed", params, TIMEOUT_MS).bytes
+                });
+                Ok(Mapped::ignore(order.why()).with_request(missed))
             }
-            Order::Held(_) => unreachable!("held events are not mapped"),
-        };
+            seen_or_held => Ok(Mapped::ignore(seen_or_held.why())),
+        }
+    }
+
+    fn event(&mut self, event: Event) -> Result<Mapped<u64>, MapperError> {
         Ok(match event {
-            Event::Chunk { text, .. } if self.running => {
-                Mapped::action(Action::Update(update::agent_text(&text)))
-            }
-            Event::Chunk { .. } => Mapped::ignore("a chunk outside a turn"),
-            Event::End { reason, .. } if self.running => {
-                let reason = match (reason.as_str(), self.cancelled) {
-                    (_, true) | ("cancelled", _) => StopReason::Cancelled,
-                    ("end_turn", _) => StopReason::EndTurn,
-                    (other, _) => {
-                        return Err(protocol(format!("Unknown echo stop reason: {other}")));
-                    }
+            Event::Chunk(text) if self.turn.running() => Mapped::update(update::agent_text(&text)),
+            Event::Chunk(_) => Mapped::ignore("a chunk outside a turn"),
+            Event::End(reason) if self.turn.running() => {
+                let reason = match reason.as_str() {
+                    "cancelled" => StopReason::Cancelled,
+                    "end_turn" => StopReason::EndTurn,
+                    _ if self.turn.cancelled() => StopReason::Cancelled,
+                    other => return Err(protocol(format!("Unknown echo stop reason: {other}"))),
                 };
-                self.running = false;
-                Mapped::action(Action::Terminal(Terminal::Stop(reason)))
+                Mapped::action(self.turn.stop(reason))
             }
-            Event::End { .. } => Mapped::ignore("a turn end outside a turn"),
+            Event::End(_) => Mapped::ignore("a turn end outside a turn"),
             // The host waits for the answer, whatever the session is doing.
-            Event::Ping { id, .. } => {
+            Event::Ping(id) => {
                 let answer = wire::frame(wire::ANSWER, id, &json!({"pong": true}));
                 Mapped::ignore("ping").with_write(NativeWrite::new("echo.pong", answer))
             }

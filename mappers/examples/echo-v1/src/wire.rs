@@ -1,78 +1,53 @@
 //! The echo protocol on the wire. After a one-line JSON handshake each way, both sides send
-//! binary frames: a `u32` big-endian length, then that many bytes, the first of which is the
-//! frame kind.
-//!
-//! | kind | direction | body after the kind byte |
-//! | --- | --- | --- |
-//! | `0x01` request | to host | `u64` id, JSON `{method, params}` |
-//! | `0x02` answer | to host | `u64` id of the host's ping, JSON result (untracked) |
-//! | `0x81` welcome | from host | JSON `{authenticated}`: the handshake is done |
-//! | `0x82` reply | from host | `u64` id, `u8` 0 ok / 1 error, JSON result or `{message}` |
-//! | `0x83` event | from host | `u8` route length, route, the event (binary, see [`Event`]) |
+//! binary frames: a `u32` big-endian length, then that many bytes (1 to 1 MiB, the SDK's default
+//! [`LengthPrefix`]): the frame kind, then what the kind says.
 
 use zcode_mapper_sdk::contract::{MapperError, NativeRequest};
 use zcode_mapper_sdk::framing::{LengthPrefix, Reader};
 use zcode_mapper_sdk::json::{canonical, protocol};
 
-pub const REQUEST: u8 = 0x01;
-pub const ANSWER: u8 = 0x02;
-pub const WELCOME: u8 = 0x81;
-pub const REPLY: u8 = 0x82;
-pub const EVENT: u8 = 0x83;
+pub const REQUEST: u8 = 0x01; // to host: u64 id, JSON {method, params}
+pub const ANSWER: u8 = 0x02; // to host: u64 id of the host's ping, JSON result (untracked)
+pub const WELCOME: u8 = 0x81; // from host: JSON {authenticated}, the handshake is done
+pub const REPLY: u8 = 0x82; // from host: u64 id, u8 0 ok / 1 error, JSON result or {message}
+pub const EVENT: u8 = 0x83; // from host: u8 route length, route, the event (binary, see Event)
 
-/// A `u32` length, then a body of 1 byte (the kind) to 1 MiB.
-pub const FRAMES: LengthPrefix =
-    LengthPrefix { header: 4, length_at: 0, min_body: 1, max_body: 1024 * 1024 };
-
-/// A frame to the host: kind, `u64` id, JSON (keys sorted, so the bytes are the same in every
-/// build).
+/// A frame to the host: kind, `u64` id, JSON (keys sorted: the same bytes in every build).
 pub fn frame(kind: u8, id: u64, json: &serde_json::Value) -> Vec<u8> {
-    let body = canonical(json);
-    let length = u32::try_from(1 + 8 + body.len()).expect("frames stay small");
-    [&length.to_be_bytes()[..], &[kind], &id.to_be_bytes(), body.as_bytes()].concat()
+    LengthPrefix::U32.encode(&[&[kind], &id.to_be_bytes(), canonical(json).as_bytes()])
 }
 
-/// Request `method` with the id the core handed out, labelled `echo.<method>` (timeout 0: no
-/// reply expected).
+/// Request `method`, labelled `echo.<method>` (timeout 0: no reply expected).
 pub fn request(id: u64, method: &str, params: serde_json::Value, timeout_ms: u32) -> NativeRequest {
     let bytes = frame(REQUEST, id, &serde_json::json!({"method": method, "params": params}));
     NativeRequest { id, bytes, label: format!("echo.{method}"), timeout_ms }
 }
 
-/// A session event: `u8` type, `u32` sequence number, then by type: the chunk's UTF-8 text, the
+/// A session event: `u8` type, `u32` sequence number, then by type the chunk's UTF-8 text, the
 /// stop reason (`end_turn` or `cancelled`), or the `u64` id of a ping the host waits on.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Debug, PartialEq, Eq)]
 pub enum Event {
-    Chunk { seq: u32, text: String },
-    End { seq: u32, reason: String },
-    Ping { seq: u32, id: u64 },
+    Chunk(String),
+    End(String),
+    Ping(u64),
 }
 
 impl Event {
-    pub fn parse(bytes: &[u8]) -> Result<Event, MapperError> {
+    /// The event and its sequence number.
+    pub fn parse(bytes: &[u8]) -> Result<(u32, Event), MapperError> {
         let mut reader = Reader::new(bytes, "Echo frame");
         let (kind, seq) = (reader.u8()?, reader.u32()?);
-        let text = |bytes: &[u8]| {
-            String::from_utf8(bytes.to_vec()).map_err(|_| protocol("Echo event text is not UTF-8"))
-        };
-        match kind {
-            1 => Ok(Event::Chunk { seq, text: text(reader.rest())? }),
-            2 => Ok(Event::End { seq, reason: text(reader.rest())? }),
+        let event = match kind {
+            1 => Event::Chunk(reader.rest_text("Echo event text")?.to_string()),
+            2 => Event::End(reader.rest_text("Echo event text")?.to_string()),
             3 => {
                 let id = reader.u64()?;
-                match reader.rest() {
-                    [] => Ok(Event::Ping { seq, id }),
-                    _ => Err(protocol("Echo ping has trailing bytes")),
-                }
+                reader.end()?;
+                Event::Ping(id)
             }
-            other => Err(protocol(format!("Unknown echo event type {other}"))),
-        }
-    }
-
-    pub fn seq(&self) -> u32 {
-        match self {
-            Event::Chunk { seq, .. } | Event::End { seq, .. } | Event::Ping { seq, .. } => *seq,
-        }
+            other => return Err(protocol(format!("Unknown echo event type {other}"))),
+        };
+        Ok((seq, event))
     }
 }
 
@@ -86,7 +61,7 @@ mod tests {
     fn frames_round_trip_split_anywhere() {
         let bytes = frame(REQUEST, 7, &serde_json::json!({"method": "status"}));
         assert_eq!(&bytes[..5], &[0, 0, 0, bytes.len() as u8 - 4, REQUEST]);
-        let mut frames = Frames::new(FRAMES);
+        let mut frames = Frames::default();
         for byte in &bytes {
             assert_eq!(frames.next_frame().unwrap(), None);
             frames.push(std::slice::from_ref(byte));
@@ -100,10 +75,10 @@ mod tests {
 
     #[test]
     fn refuses_bad_lengths_and_truncated_events() {
-        let mut frames = Frames::new(FRAMES);
+        let mut frames = Frames::default();
         frames.push(&[0, 0, 0, 0]);
         assert_eq!(frames.next_frame().unwrap_err(), BadLength(0));
-        let mut frames = Frames::new(FRAMES);
+        let mut frames = Frames::default();
         frames.push(&[0x7f, 0, 0, 0]);
         assert!(frames.next_frame().is_err());
         assert_eq!(Event::parse(&[1, 0, 0]).unwrap_err().message, "Echo frame is truncated");
@@ -121,14 +96,14 @@ mod tests {
     fn reads_each_event_type() {
         assert_eq!(
             Event::parse(&[1, 0, 0, 0, 2, b'h', b'i']).unwrap(),
-            Event::Chunk { seq: 2, text: "hi".into() }
+            (2, Event::Chunk("hi".into()))
         );
         assert_eq!(
             Event::parse(b"\x02\0\0\0\x03end_turn").unwrap(),
-            Event::End { seq: 3, reason: "end_turn".into() }
+            (3, Event::End("end_turn".into()))
         );
         let ping = [&[3, 0, 0, 0, 4][..], &9u64.to_be_bytes()].concat();
-        assert_eq!(Event::parse(&ping).unwrap(), Event::Ping { seq: 4, id: 9 });
+        assert_eq!(Event::parse(&ping).unwrap(), (4, Event::Ping(9)));
         assert!(Event::parse(&[&ping[..], &[1]].concat()).is_err());
     }
 }

@@ -11,7 +11,8 @@
 //! - [`config`]: session modes and config options;
 //! - [`permission`]: permission questions and their fail-closed answers;
 //! - [`elicit`]: questions as one form, and the answer decoded;
-//! - [`plan`]: the todo list, and plan approval (the proposal, its form, the choice).
+//! - [`plan`]: the todo list, and plan approval (the proposal, its form, the choice);
+//! - [`turn`]: one prompt turn at a time, ended `cancelled` once the client cancelled it.
 //!
 //! Output is checked against the ACP schema the core validates with in each module's tests
 //! (`acp_check`).
@@ -22,6 +23,7 @@ pub mod params;
 pub mod permission;
 pub mod plan;
 pub mod prompt;
+pub mod turn;
 pub mod update;
 mod write;
 

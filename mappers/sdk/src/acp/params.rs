@@ -147,6 +147,17 @@ impl SessionParams {
     }
 }
 
+impl SessionParams {
+    /// For a host without MCP support: refuses any MCP server the client sent, as
+    /// `unsupported`, `"<host> takes no MCP servers"`.
+    pub fn refuse_mcp_servers(&self, host: &str) -> Result<(), MapperError> {
+        match self.mcp_servers.is_empty() {
+            true => Ok(()),
+            false => Err(error(ErrorKind::Unsupported, format!("{host} takes no MCP servers"))),
+        }
+    }
+}
+
 /// The `modeId` of `session/set_mode` parameters.
 pub fn mode_id(params: &str) -> Result<String, MapperError> {
     const WHAT: &str = "session/set_mode params";
@@ -224,6 +235,19 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn a_host_without_mcp_refuses_servers() {
+        let none = SessionParams::read(OpenKind::Create, r#"{"cwd":"/w","mcpServers":[]}"#);
+        assert!(none.unwrap().refuse_mcp_servers("The host").is_ok());
+        let params = json!({"cwd": "/w", "mcpServers": [{"name": "fs", "command": "mcp-fs"}]});
+        let some = SessionParams::read(OpenKind::Create, &params.to_string()).unwrap();
+        let refused = some.refuse_mcp_servers("The host").unwrap_err();
+        assert_eq!(
+            (refused.kind, refused.message.as_str()),
+            (ErrorKind::Unsupported, "The host takes no MCP servers")
+        );
+    }
 
     #[test]
     fn reads_session_params_with_mcp_servers() {

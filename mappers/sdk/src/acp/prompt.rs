@@ -116,6 +116,13 @@ pub fn text_only(blocks: Vec<Block>) -> Result<String, Block> {
     Ok(text)
 }
 
+/// [`text_only`] for `host`: another kind of block is refused as invalid params, `"<host>
+/// takes text only, not <kind>"`.
+pub fn text_for(host: &str, blocks: Vec<Block>) -> Result<String, MapperError> {
+    text_only(blocks)
+        .map_err(|other| invalid_params(format!("{host} takes text only, not {}", other.kind())))
+}
+
 /// The blocks of `session/prompt` parameters (JSON text), in order.
 pub fn read(params: &str) -> Result<Vec<Block>, MapperError> {
     const WHAT: &str = "session/prompt params";
@@ -210,6 +217,19 @@ mod tests {
         );
         let Block::Resource(blob) = &blocks[5] else { panic!() };
         assert_eq!(blob.filename(), "context.pdf");
+    }
+
+    #[test]
+    fn refuses_what_a_text_only_host_cannot_take() {
+        let text = |text: &str| Block::Text(text.into());
+        assert_eq!(text_for("The host", vec![text("a "), text("b")]).unwrap(), "a b");
+        let image =
+            Block::Image(Media { data: String::new(), mime_type: "image/png".into(), uri: None });
+        let refused = text_for("The host", vec![text("a"), image]).unwrap_err();
+        assert_eq!(
+            (refused.kind, refused.message.as_str()),
+            (ErrorKind::InvalidParams, "The host takes text only, not image")
+        );
     }
 
     #[test]
