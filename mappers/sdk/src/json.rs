@@ -36,9 +36,38 @@ pub fn parse(text: &str, kind: ErrorKind, what: &str) -> Result<Value, MapperErr
     })
 }
 
-/// JSON text of a value built by the mapper (serialising a `Value` cannot fail).
+/// JSON text of a value built by the mapper (serialising a `Value` cannot fail). A large value
+/// costs one copy of itself, not a buffer that doubled its way there (see [`append`]).
 pub fn text(value: &Value) -> String {
-    value.to_string()
+    let mut text = String::new();
+    append(&mut text, value);
+    text
+}
+
+/// Appends a value's JSON text to `out`, written in place. A large value (a tool's input that
+/// holds a written file) gets exactly its length reserved, plus room for the few keys and
+/// brackets that usually follow it: a string grown by doubling would hold up to three times
+/// the value for a moment, and a component's memory never shrinks (docs/reliability.md, F-20).
+pub fn append(out: &mut String, value: &Value) {
+    const LARGE: usize = 64 * 1024;
+    const ROOM_AFTER: usize = 4 * 1024;
+    /// Counts what would be written.
+    struct Length(usize);
+    impl std::fmt::Write for Length {
+        fn write_str(&mut self, s: &str) -> std::fmt::Result {
+            self.0 += s.len();
+            Ok(())
+        }
+    }
+    use std::fmt::Write as _;
+    let mut length = Length(0);
+    let _ = write!(length, "{value}");
+    if length.0 >= LARGE {
+        out.reserve_exact(length.0 + ROOM_AFTER);
+    } else {
+        out.reserve(length.0);
+    }
+    let _ = write!(out, "{value}");
 }
 
 /// JSON text with keys sorted at every level. `serde_json` keeps insertion order or sorts
@@ -198,6 +227,17 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn writes_a_large_value_into_a_string_not_much_larger_than_its_text() {
+        let value = json!({"content": "w".repeat(1 << 20), "n": [1, 2]});
+        let written = text(&value);
+        assert_eq!(written, value.to_string());
+        assert!(written.capacity() < written.len() + 8 * 1024, "{}", written.capacity());
+        let mut out = String::from("{\"v\":");
+        append(&mut out, &json!([1, "two"]));
+        assert_eq!(out, "{\"v\":[1,\"two\"]");
+    }
 
     #[test]
     fn says_why_text_cannot_be_read() {

@@ -265,11 +265,15 @@ pub fn parse_owned(mut value: Value) -> Result<Row, MapperError> {
             *slot = text.unwrap_or_default();
         }
         RowBody::ToolCall(tool) => {
-            tool.input_text = input_text.unwrap_or_default();
+            tool.input = input.filter(|input| !input.is_null());
+            // The text is read only where no parsed input is known: a written file's text is
+            // not held twice (F-20).
+            if tool.input.is_none() {
+                tool.input_text = input_text.unwrap_or_default();
+            }
             if tool.output_text.is_some() {
                 tool.output_text = output_text;
             }
-            tool.input = input.filter(|input| !input.is_null());
         }
         _ => {}
     }

@@ -63,8 +63,9 @@ pub fn request(
                 .end()
         })
         .collect();
+    // The tool call is written in place: it can carry megabytes (a write's content, twice).
     let request = Obj::new()
-        .raw("toolCall", &tool_call.fields())
+        .object("toolCall", |object| tool_call.write(object))
         .raw_list("options", options.iter().map(String::as_str))
         .end();
     InteractionRequest::Permission(PermissionRequest { request, deny_option: deny.to_string() })

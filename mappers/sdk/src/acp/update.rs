@@ -184,7 +184,8 @@ impl<'a> ToolCallUpdate<'a> {
         Self { status: Some(status), ..Self::new(id) }
     }
 
-    fn write(&self, object: Obj) -> String {
+    /// The fields, written into `object`.
+    pub(crate) fn write(&self, object: Obj) -> Obj {
         let mut object = object
             .str("toolCallId", self.id)
             .opt_str("title", self.title)
@@ -198,18 +199,18 @@ impl<'a> ToolCallUpdate<'a> {
         if let Some(locations) = self.locations {
             object = object.values("locations", locations);
         }
-        object.end()
+        object
     }
 
     /// The `tool_call_update` object.
     pub fn to_json(&self) -> String {
-        self.write(tagged("tool_call_update"))
+        self.write(tagged("tool_call_update")).end()
     }
 
     /// The fields alone (ACP `ToolCallUpdate` without the tag), as a permission request's
     /// `toolCall`.
     pub fn fields(&self) -> String {
-        self.write(Obj::new())
+        self.write(Obj::new()).end()
     }
 }
 

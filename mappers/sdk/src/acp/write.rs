@@ -54,8 +54,7 @@ impl Obj {
 
     /// A value the mapper holds as a tree.
     pub fn value(mut self, key: &str, value: &Value) -> Self {
-        let text = self.key(key);
-        text.push_str(&value.to_string());
+        crate::json::append(self.key(key), value);
         self
     }
 
@@ -74,9 +73,18 @@ impl Obj {
             if index > 0 {
                 text.push(',');
             }
-            text.push_str(&value.to_string());
+            crate::json::append(text, value);
         }
         text.push(']');
+        self
+    }
+
+    /// A nested object, its fields written in place by `write` (no second string: a tool
+    /// call inside a permission request can be megabytes).
+    pub fn object(mut self, key: &str, write: impl FnOnce(Obj) -> Obj) -> Self {
+        self.key(key).push('{');
+        let nested = write(Obj { text: std::mem::take(&mut self.text), empty: true });
+        self.text = nested.end();
         self
     }
 
@@ -181,5 +189,15 @@ mod tests {
             json!({"a": "x", "n": 7, "v": {"k": [1, null]}, "list": [1, "two"], "r": {}, "rl": [[], 3]})
         );
         assert_eq!(Obj::new().end(), "{}");
+    }
+
+    #[test]
+    fn writes_nested_objects_in_place() {
+        let text = Obj::new()
+            .str("a", "x")
+            .object("inner", |o| o.u64("n", 1).object("deeper", |o| o))
+            .str("b", "y")
+            .end();
+        assert_eq!(text, r#"{"a":"x","inner":{"n":1,"deeper":{}},"b":"y"}"#);
     }
 }

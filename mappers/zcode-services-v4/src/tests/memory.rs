@@ -9,7 +9,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
 use serde_json::json;
-use zcode_contract::{Inbound, NativeData, SessionInput};
+use zcode_contract::{Action, Inbound, NativeData, SessionInput};
 use zcode_mapper_sdk::Connection as _;
 
 use super::session_flow::{SID, SUB, frame, live, map, prompted, updates};
@@ -130,4 +130,84 @@ fn a_5_mib_tool_output_is_mapped_within_a_few_copies_of_itself() {
     // The update itself carries the output twice; the rest is what mapping it costs.
     assert!(push_peak < 4 * MIB, "a ~1 MiB physical frame held {push_peak} bytes");
     assert!(map_peak < 4 * OUTPUT, "mapping a {OUTPUT}-byte output held {map_peak} bytes");
+}
+
+/// A Write of 5 MiB that asks permission, as the simulator sends it: the tool's row (its input
+/// parsed and as text) in one logical frame, then the question (its `detail` the input again)
+/// in the next, each as ~1 MiB fragments. The core refuses the request as over the ACP message
+/// limit; mapping it must still fit the runtime's per-call cap (docs/reliability.md, F-20).
+#[test]
+fn a_5_mib_write_asking_permission_is_mapped_within_a_few_copies_of_itself() {
+    const CONTENT: usize = 5 * MIB;
+    let (mut session, next) = live();
+    let command_id = prompted(&mut session, next);
+    let input = json!({"file_path": "/w/big.txt", "content": "w".repeat(CONTENT)});
+    let tool = row(
+        13,
+        "toolCall",
+        json!({"toolCallId": "call-1", "toolName": "Write", "status": "pendingApproval",
+               "inputText": input.to_string(), "input": input, "approvalInteractionId": "int-1"}),
+    );
+    let interaction = json!({"interactionId": "int-1", "kind": "permission", "anchorRowId": 13, "createdAt": 1,
+        "payload": {"kind": "permission", "toolCallId": "call-1", "toolName": "Write", "summary": "", "detail": input,
+                    "options": [{"optionId": "allow", "label": "Allow once", "kind": "allowOnce"}, {"optionId": "deny", "label": "Deny", "kind": "deny"}]}});
+    drop(input);
+    let frames = [
+        deltas_frame(
+            SID,
+            SUB,
+            1,
+            3,
+            json!([
+                {"op": "row.appended", "row": row(11, "userInput", json!({"origin": "realUser", "text": "x", "sourceCommandId": command_id}))},
+                {"op": "row.appended", "row": tool},
+            ]),
+        ),
+        deltas_frame(
+            SID,
+            SUB,
+            3,
+            4,
+            json!([{"op": "state.updated", "patch": {"control": running_control(), "pendingInteractions": [interaction]}}]),
+        ),
+    ];
+    let mut stream = hello_line();
+    stream.extend(initialize());
+    let mut connection = ServicesConnection::new();
+    connection.push(&stream).unwrap();
+
+    let (mut peaks, mut asked) = (Vec::new(), false);
+    for (ordinal, logical) in (2..).zip(frames) {
+        let pieces = (logical.to_string().len() / (768 * 1024)).max(1) + 1;
+        let physical: Vec<Vec<u8>> = fragments(ordinal, SUB, SID, &logical, pieces)
+            .iter()
+            .map(|wire| event(ordinal, wire))
+            .collect();
+        drop(logical);
+        let mut frame_peak = 0;
+        for bytes in physical {
+            let inbound = connection.push(&bytes).unwrap();
+            drop(bytes);
+            let [Inbound::Event(event)] = <[Inbound; 1]>::try_from(inbound).unwrap() else {
+                panic!("one event per physical frame")
+            };
+            let NativeData::Text(text) = event.payload else { panic!("text") };
+            let input = vec![SessionInput::Event(NativeData::Text(text))];
+            let (effects, peak) = peak_of(|| map(&mut session, input));
+            frame_peak = frame_peak.max(peak);
+            asked |= effects.actions.iter().any(|a| matches!(a, Action::Interaction(_)));
+        }
+        peaks.push(frame_peak);
+    }
+    assert!(asked, "the permission was asked");
+    eprintln!(
+        "peak heap above baseline: the row's frame {} B, the question's {} B",
+        peaks[0], peaks[1]
+    );
+    // The row's frame holds the content as text and parsed, and its announcement carries it
+    // twice (diff and raw input); the question's request carries it twice again, written in
+    // place. (Before, 5.0 and 2.0 times the content: a doubled buffer took the component past
+    // its cap in the end-to-end size_limits test on runtime-4.0.0.)
+    assert!(peaks[0] < 5 * CONTENT, "the row's frame held {} bytes", peaks[0]);
+    assert!(peaks[1] < 2 * CONTENT, "the question's frame held {} bytes", peaks[1]);
 }

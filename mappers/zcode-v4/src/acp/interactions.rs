@@ -9,21 +9,23 @@
 //! decision, questions as `answer_<i>` form fields, plan approval as a one-choice form with the
 //! plan shown as a proposal.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Value, json};
 use zcode_contract::{
     Action, ErrorKind, Interaction, InteractionAnswer, InteractionOutcome, InteractionRequest,
-    MapperError, PermissionRequest,
+    MapperError,
 };
 
 use crate::acp::plan::PlanView;
-use crate::acp::text;
 use crate::acp::tools::{default_title, input_diff, locations, tool_kind};
 use crate::acp::track::Tracker;
 use crate::schema::Fields;
 use zcode_mapper_sdk::acp::elicit::{self, Answer, Choice, Question};
+use zcode_mapper_sdk::acp::permission::{self, OptionKind, PermissionOption};
 use zcode_mapper_sdk::acp::plan::{Approval, approval, approval_form};
+use zcode_mapper_sdk::acp::update::ToolCallUpdate;
 use zcode_mapper_sdk::json::{error, internal, protocol};
 
 const PLAN_TOOL: &str = "ExitPlanMode";
@@ -316,6 +318,18 @@ fn plan_text(value: Option<&Value>) -> Option<&str> {
     .filter(|plan| !plan.trim().is_empty())
 }
 
+/// The tool's name and input, borrowed from the tracker (a write's input can be megabytes,
+/// F-20); the request's `detail` stands in for an input the tracker does not know.
+fn tool_view<'a>(
+    tracker: &'a Tracker,
+    tool_call_id: &str,
+    tool_name: &'a str,
+    detail: Option<&'a Value>,
+) -> (String, Option<Cow<'a, Value>>) {
+    let (name, input) = tracker.tool(tool_call_id).unwrap_or((tool_name, None));
+    (name.to_string(), input.or(detail.map(Cow::Borrowed)))
+}
+
 fn permission(
     key: &str,
     payload: &Value,
@@ -343,11 +357,10 @@ fn permission(
     let refuse = |why: &str, problem: Option<MapperError>| -> Result<Surfaced, MapperError> {
         Ok((headless(key, why), Pending::Deny { option: deny.clone() }, problem))
     };
-    let (name, row_input) =
-        tracker.tool(tool_call_id).unwrap_or_else(|| (tool_name.to_string(), None));
-    let input = row_input.or_else(|| fields.get("detail").filter(|d| d.is_object()).cloned());
+    let detail = fields.get("detail").filter(|d| d.is_object());
 
     if tool_name == PLAN_TOOL {
+        let (_, input) = tool_view(tracker, tool_call_id, tool_name, detail);
         let problem = match &unrepresentable {
             Some(decision) => {
                 Some(protocol(format!("ZCode plan option has unsupported decision: {decision}")))
@@ -357,7 +370,7 @@ fn permission(
             }
             None => None,
         };
-        let content = plan_text(fields.get("detail")).or_else(|| plan_text(input.as_ref()));
+        let content = plan_text(fields.get("detail")).or_else(|| plan_text(input.as_deref()));
         let (Some(content), None) = (content, &problem) else {
             let problem =
                 problem.unwrap_or_else(|| protocol("ZCode plan approval has no plan content"));
@@ -401,41 +414,32 @@ fn permission(
     if let Some(announcement) = tracker.announce_for_permission(tool_call_id, workspace) {
         actions.push(Action::Update(announcement));
     }
-    let acp_options: Vec<Value> = options
+    // Read after the announcement, which changes the tracker.
+    let (name, input) = tool_view(tracker, tool_call_id, tool_name, detail);
+    let title = match summary {
+        "" => default_title(&name, input.as_deref(), workspace),
+        summary => summary.to_string(),
+    };
+    let found = locations(input.as_deref(), workspace);
+    let diff: Vec<Value> = input_diff(&name, input.as_deref(), workspace).into_iter().collect();
+    // Written from borrowed parts: a write's input can be megabytes (F-20).
+    let tool_call = ToolCallUpdate {
+        title: Some(&title),
+        kind: Some(tool_kind(&name)),
+        raw_input: input.as_deref(),
+        locations: (!found.is_empty()).then_some(&found[..]),
+        content: (!diff.is_empty()).then_some(&diff[..]),
+        ..ToolCallUpdate::new(tool_call_id)
+    };
+    let acp_options: Vec<PermissionOption<'_>> = options
         .iter()
-        .map(|o| {
-            let kind = match (o.decision == Ok(Decision::Allow), o.remembers) {
-                (true, false) => "allow_once",
-                (true, true) => "allow_always",
-                (false, false) => "reject_once",
-                (false, true) => "reject_always",
-            };
-            json!({"optionId": o.id, "name": o.label, "kind": kind})
+        .map(|o| PermissionOption {
+            id: &o.id,
+            name: &o.label,
+            kind: OptionKind::of(o.decision == Ok(Decision::Allow), o.remembers),
         })
         .collect();
-    let mut tool_call = json!({
-        "toolCallId": tool_call_id,
-        "title": if summary.is_empty() { default_title(&name, input.as_ref(), workspace) } else { summary.to_string() },
-        "kind": tool_kind(&name),
-    });
-    if let Some(input) = &input {
-        tool_call["rawInput"] = input.clone();
-    }
-    let found = locations(input.as_ref(), workspace);
-    if !found.is_empty() {
-        tool_call["locations"] = json!(found);
-    }
-    if let Some(diff) = input_diff(&name, input.as_ref(), workspace) {
-        tool_call["content"] = json!([diff]);
-    }
-    let request = json!({"toolCall": tool_call, "options": acp_options});
-    actions.push(interaction(
-        key,
-        InteractionRequest::Permission(PermissionRequest {
-            request: text(&request),
-            deny_option: deny.clone(),
-        }),
-    ));
+    actions.push(interaction(key, permission::request(&tool_call, &acp_options, &deny)));
     Ok((
         actions,
         Pending::Permission { options: options.into_iter().map(|o| o.id).collect(), deny },

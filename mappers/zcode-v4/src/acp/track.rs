@@ -7,6 +7,7 @@
 //! (`rows.ts`: appends go to `streaming` rows; a new response gets a new row). Tool calls are
 //! announced once their input is known, then move forward through their statuses.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
@@ -157,19 +158,20 @@ fn chunk(kind: Chunk, text: &str, message_id: Option<&str>) -> String {
     update::text_chunk(kind, text, message_id)
 }
 
-fn raw_input(tool: &Tool) -> Option<Value> {
+fn raw_input(tool: &Tool) -> Option<Cow<'_, Value>> {
     raw_input_of(tool.input.as_ref(), &tool.input_text)
 }
 
-/// The tool's parsed input, else its input text as JSON (or as a string).
-fn raw_input_of(input: Option<&Value>, input_text: &str) -> Option<Value> {
+/// The tool's parsed input (borrowed: a write's input can be megabytes, F-20), else its input
+/// text as JSON (or as a string).
+fn raw_input_of<'a>(input: Option<&'a Value>, input_text: &str) -> Option<Cow<'a, Value>> {
     if let Some(input) = input {
-        return Some(input.clone());
+        return Some(Cow::Borrowed(input));
     }
     if input_text.is_empty() {
         return None;
     }
-    Some(serde_json::from_str(input_text).unwrap_or_else(|_| json!(input_text)))
+    Some(Cow::Owned(serde_json::from_str(input_text).unwrap_or_else(|_| json!(input_text))))
 }
 
 fn acp_status(status: ToolStatus) -> AcpStatus {
@@ -208,10 +210,10 @@ impl Tracker {
     }
 
     /// The tool call of `tool_call_id`: its name and input, if the row is known.
-    pub fn tool(&self, tool_call_id: &str) -> Option<(String, Option<Value>)> {
+    pub fn tool(&self, tool_call_id: &str) -> Option<(&str, Option<Cow<'_, Value>>)> {
         let row = self.tools.get(tool_call_id)?;
         match self.rows.get(row)? {
-            Track::Tool(tool) => Some((tool.name.clone(), raw_input(tool))),
+            Track::Tool(tool) => Some((&tool.name, raw_input(tool))),
             _ => None,
         }
     }
@@ -590,12 +592,12 @@ fn announce(tool: &mut Tool, workspace: &str) -> String {
     tool.announced = true;
     tool.status = ToolStatus::PendingApproval;
     let input = raw_input(tool);
-    let title = default_title(&tool.name, input.as_ref(), workspace);
+    let title = default_title(&tool.name, input.as_deref(), workspace);
     let content: Vec<Value> =
-        input_diff(&tool.name, input.as_ref(), workspace).into_iter().collect();
-    let locations = locations(input.as_ref(), workspace);
+        input_diff(&tool.name, input.as_deref(), workspace).into_iter().collect();
+    let locations = locations(input.as_deref(), workspace);
     ToolCall {
-        raw_input: input.as_ref(),
+        raw_input: input.as_deref(),
         content: &content,
         locations: &locations,
         ..ToolCall::new(&tool.tool_call_id, &title, tool_kind(&tool.name))
@@ -633,7 +635,7 @@ fn transition(tool: &mut Tool, row: &ToolRow, workspace: &str) -> Result<Vec<Upd
             tree["content"] = Value::Array(completed_content(
                 &tool.name,
                 Some(output),
-                input.as_ref(),
+                input.as_deref(),
                 workspace,
             ));
             Update::Tree(tree)
@@ -711,25 +713,25 @@ pub fn history_updates(row: &Row, workspace: &str) -> Vec<String> {
         RowBody::ToolCall(row_tool) => {
             let name = &row_tool.tool_name;
             let input = raw_input_of(row_tool.input.as_ref(), &row_tool.input_text);
-            let title = default_title(name, input.as_ref(), workspace);
+            let title = default_title(name, input.as_deref(), workspace);
             let mut raw_output_value = None;
             let content = match row_tool.status {
                 ToolStatus::Success => {
                     let output = row_tool.output_text.as_deref().unwrap_or_default();
                     raw_output_value = Some(raw_output(output, row_tool.truncated.as_ref()));
-                    completed_content(name, Some(output), input.as_ref(), workspace)
+                    completed_content(name, Some(output), input.as_deref(), workspace)
                 }
                 ToolStatus::Error => {
                     raw_output_value = row_tool.error.clone();
                     error_content(row_tool.error.as_ref(), FAILED_TOOL)
                 }
                 ToolStatus::Cancelled => vec![tools::text_content(CANCELLED_TOOL)],
-                _ => input_diff(name, input.as_ref(), workspace).into_iter().collect(),
+                _ => input_diff(name, input.as_deref(), workspace).into_iter().collect(),
             };
-            let locations = locations(input.as_ref(), workspace);
+            let locations = locations(input.as_deref(), workspace);
             let call = ToolCall {
                 status: acp_status(row_tool.status),
-                raw_input: input.as_ref(),
+                raw_input: input.as_deref(),
                 locations: &locations,
                 ..ToolCall::new(&row_tool.tool_call_id, &title, tool_kind(name))
             };
