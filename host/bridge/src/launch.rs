@@ -36,6 +36,16 @@ pub(crate) fn command(program: &Path, plan: &LaunchPlan) -> Result<Command, Brid
             plan.cwd
         )));
     }
+    // Checked here because the OS reports a missing working directory as a missing program
+    // (ENOENT from the spawn), which would blame the verified executable. Desktop mappers run
+    // the host in the user's home folder, which a container may name without creating.
+    if !Path::new(&plan.cwd).is_dir() {
+        return Err(BridgeError::InvalidPlan(format!(
+            "working directory `{}` does not exist (for a Desktop install, it is the home \
+             folder: is $HOME right?)",
+            plan.cwd
+        )));
+    }
     let mut command = Command::new(program);
     for name in &plan.env_remove {
         command.env_remove(name);
@@ -102,5 +112,13 @@ mod tests {
         let mut plan = plan();
         plan.cwd = "relative".into();
         assert!(matches!(command(Path::new("/bin/sh"), &plan), Err(BridgeError::InvalidPlan(_))));
+    }
+
+    #[test]
+    fn names_a_missing_working_directory_instead_of_blaming_the_program() {
+        let mut plan = plan();
+        plan.cwd = "/does/not/exist".into();
+        let error = command(Path::new("/bin/sh"), &plan).unwrap_err();
+        assert!(error.to_string().contains("working directory `/does/not/exist` does not exist"));
     }
 }
