@@ -1,16 +1,16 @@
 //! Turns over the legacy projection, reverse requests and the interaction race, run once per
-//! protocol generation (3.14.5, 3.15.1, 3.18.2).
+//! CLI family (3.14.5, 3.15.1, 3.18.2).
 
 mod app_server_support;
 
-use app_server_support::{Desktop, GENERATIONS, has_315, labels, streamed_text};
+use app_server_support::{CLI_FAMILIES, Desktop, has_315, labels, streamed_text};
 use serde_json::{Value, json};
 
 const BIGMODEL: &str = "account:bigmodel-individual-coding-plan";
 
 #[test]
 fn create_waits_for_runtime_preferences_and_holds_the_queue() {
-    for app in GENERATIONS {
+    for app in CLI_FAMILIES {
         let desktop = Desktop::new(app);
         let mut agent = desktop.spawn();
         agent.auto_preferences = None;
@@ -56,7 +56,7 @@ fn create_waits_for_runtime_preferences_and_holds_the_queue() {
 
 #[test]
 fn a_reply_turn_streams_in_order_and_persists() {
-    for app in GENERATIONS {
+    for app in CLI_FAMILIES {
         let desktop = Desktop::new(app);
         let mut agent = desktop.spawn();
         let session = agent.session(&desktop.ws(), json!({}));
@@ -119,7 +119,7 @@ fn a_reply_turn_streams_in_order_and_persists() {
 
 #[test]
 fn a_shell_turn_asks_permission_and_honours_each_answer() {
-    for app in GENERATIONS {
+    for app in CLI_FAMILIES {
         let desktop = Desktop::new(app);
         let mut agent = desktop.spawn();
         let session = agent.session(&desktop.ws(), json!({"mode": "build"}));
@@ -196,7 +196,7 @@ fn a_shell_turn_asks_permission_and_honours_each_answer() {
 
 #[test]
 fn unanswered_interactions_are_reannounced_and_the_first_answer_wins() {
-    for app in GENERATIONS {
+    for app in CLI_FAMILIES {
         let desktop = Desktop::new(app);
         let mut agent = desktop.spawn();
         let session = agent.session(&desktop.ws(), json!({}));
@@ -255,7 +255,7 @@ fn unanswered_interactions_are_reannounced_and_the_first_answer_wins() {
 
 #[test]
 fn questions_plans_and_elicitations_go_through_request_user_input() {
-    for app in GENERATIONS {
+    for app in CLI_FAMILIES {
         let desktop = Desktop::new(app);
         let mut agent = desktop.spawn();
         let session = agent.session(&desktop.ws(), json!({"mode": "plan"}));
@@ -322,7 +322,7 @@ fn ask_user_question_resolves_itself_when_the_preferences_allow_it() {
 
 #[test]
 fn account_models_need_runtime_headers_with_the_stored_key() {
-    for app in GENERATIONS {
+    for app in CLI_FAMILIES {
         let desktop = Desktop::new(app);
         desktop.store_key(BIGMODEL, "sk-stored");
         let mut agent = desktop.spawn();
@@ -456,7 +456,7 @@ fn the_agent_dies_at_boot_without_its_builtin_provider_table() {
 
 #[test]
 fn legacy_stop_stops_a_legacy_prompt_and_setters_guard_their_revision() {
-    for app in GENERATIONS {
+    for app in CLI_FAMILIES {
         let desktop = Desktop::new(app);
         let mut agent = desktop.spawn();
         let session = agent.session(&desktop.ws(), json!({}));

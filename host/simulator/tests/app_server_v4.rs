@@ -1,9 +1,10 @@
-//! The V4 family beside the legacy one, run once per protocol generation: subscriptions and
-//! frames, the command inbox (CAS, replays, queue and guide lane), rows, usage and flow.
+//! The V4 family beside the legacy one, run once per CLI family of the app-server:
+//! subscriptions and frames, the command inbox (CAS, replays, queue and guide lane), rows,
+//! usage and flow.
 
 mod app_server_support;
 
-use app_server_support::{Agent, Desktop, GENERATIONS, has_315};
+use app_server_support::{Agent, CLI_FAMILIES, Desktop, has_315};
 use serde_json::{Value, json};
 
 fn subscribe(agent: &mut Agent, session: &str, connection: &str) -> Value {
@@ -33,7 +34,7 @@ fn revision(agent: &mut Agent, session: &str) -> u64 {
 
 #[test]
 fn a_subscription_acks_then_sends_its_snapshot_and_contiguous_deltas() {
-    for app in GENERATIONS {
+    for app in CLI_FAMILIES {
         let desktop = Desktop::new(app);
         let mut agent = desktop.spawn();
         let session = agent.session(&desktop.ws(), json!({}));
@@ -124,7 +125,7 @@ fn a_subscription_acks_then_sends_its_snapshot_and_contiguous_deltas() {
 
 #[test]
 fn commands_check_their_payload_base_revision_and_identity() {
-    for app in GENERATIONS {
+    for app in CLI_FAMILIES {
         let desktop = Desktop::new(app);
         let mut agent = desktop.spawn();
         let session = agent.session(&desktop.ws(), json!({}));
@@ -195,7 +196,7 @@ fn commands_check_their_payload_base_revision_and_identity() {
 
 #[test]
 fn inputs_queue_behind_a_run_and_guides_fall_back_when_it_stops() {
-    for app in GENERATIONS {
+    for app in CLI_FAMILIES {
         let desktop = Desktop::new(app);
         let mut agent = desktop.spawn();
         let session = agent.session(&desktop.ws(), json!({}));
@@ -294,7 +295,7 @@ fn a_saturated_connection_holds_its_frames_until_drained() {
 
 #[test]
 fn a_stored_session_materialises_cold_for_a_v4_subscriber() {
-    for app in GENERATIONS {
+    for app in CLI_FAMILIES {
         let desktop = Desktop::new(app);
         let session = {
             let mut agent = desktop.spawn();

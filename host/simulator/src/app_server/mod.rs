@@ -40,4 +40,4 @@ mod wire;
 mod zod;
 
 pub(crate) use cli::run;
-pub use profile::{AppServerProfile, Generation, PROFILES, by_name, for_app_version};
+pub use profile::{AppServerProfile, CliFamily, PROFILES, by_name, for_app_version};

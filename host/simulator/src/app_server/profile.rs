@@ -5,9 +5,10 @@
 //! these features, never on a version string. Where no public source says what changed in a
 //! release, the profile repeats its predecessor and `docs/simulator.md` §12 says so.
 
-/// The protocol generation of the bundled Agent (its CLI version family).
+/// The bundled Agent's CLI version family (all of them speak the app-server generation; the
+/// glossary's "generation" is the protocol, not the CLI line).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Generation {
+pub enum CliFamily {
     /// CLI 0.16.9 as bundled with Desktop 3.14.x (before the 3.15 deltas).
     Cli0169,
     /// CLI 0.16.9 with the Desktop 3.15 deltas (the public 3.15.1 source).
@@ -24,19 +25,19 @@ pub struct AppServerProfile {
     pub app_version: &'static str,
     /// What `zcode.cjs --version` prints.
     pub cli_version: &'static str,
-    pub generation: Generation,
+    pub cli_family: CliFamily,
 }
 
 impl AppServerProfile {
     /// Desktop 3.15 deltas are in (guarded mode, MCP elicitation, `session/list` `sessionIds`,
     /// start-up storage frames, the `version` subcommand, the legacy deletions...).
     pub fn has_315_deltas(&self) -> bool {
-        self.generation != Generation::Cli0169
+        self.cli_family != CliFamily::Cli0169
     }
 
     /// `session/list` still accepts `includeArchived` (removed in CLI 0.17.0).
     pub fn list_accepts_include_archived(&self) -> bool {
-        self.generation != Generation::Cli017
+        self.cli_family != CliFamily::Cli017
     }
 
     /// `session/close` also deletes the persisted session: the 3.15.1 `server.ts` avoids the
@@ -90,24 +91,24 @@ const fn profile(
     name: &'static str,
     app_version: &'static str,
     cli_version: &'static str,
-    generation: Generation,
+    cli_family: CliFamily,
 ) -> AppServerProfile {
-    AppServerProfile { name, app_version, cli_version, generation }
+    AppServerProfile { name, app_version, cli_version, cli_family }
 }
 
 /// Every app-server release the simulator plays, oldest first.
 pub const PROFILES: &[AppServerProfile] = &[
-    profile("desktop-3.14.3", "3.14.3", "0.16.9", Generation::Cli0169),
-    profile("desktop-3.14.4", "3.14.4", "0.16.9", Generation::Cli0169),
-    profile("desktop-3.14.5", "3.14.5", "0.16.9", Generation::Cli0169),
-    profile("desktop-3.15.1", "3.15.1", "0.16.9", Generation::Cli0169Desktop315),
-    profile("desktop-3.15.3", "3.15.3", "0.16.9", Generation::Cli0169Desktop315),
-    profile("desktop-3.16.2", "3.16.2", "0.17.0", Generation::Cli017),
-    profile("desktop-3.17.1", "3.17.1", "0.17.1", Generation::Cli017),
-    profile("desktop-3.17.2", "3.17.2", "0.17.1", Generation::Cli017),
+    profile("desktop-3.14.3", "3.14.3", "0.16.9", CliFamily::Cli0169),
+    profile("desktop-3.14.4", "3.14.4", "0.16.9", CliFamily::Cli0169),
+    profile("desktop-3.14.5", "3.14.5", "0.16.9", CliFamily::Cli0169),
+    profile("desktop-3.15.1", "3.15.1", "0.16.9", CliFamily::Cli0169Desktop315),
+    profile("desktop-3.15.3", "3.15.3", "0.16.9", CliFamily::Cli0169Desktop315),
+    profile("desktop-3.16.2", "3.16.2", "0.17.0", CliFamily::Cli017),
+    profile("desktop-3.17.1", "3.17.1", "0.17.1", CliFamily::Cli017),
+    profile("desktop-3.17.2", "3.17.2", "0.17.1", CliFamily::Cli017),
     // Not public: the CLI version of 3.18.x and 4.0.0 is the simulator's choice (§12).
-    profile("desktop-3.18.2", "3.18.2", "0.17.2", Generation::Cli017),
-    profile("desktop-4.0.0", "4.0.0", "0.18.0", Generation::Cli017),
+    profile("desktop-3.18.2", "3.18.2", "0.17.2", CliFamily::Cli017),
+    profile("desktop-4.0.0", "4.0.0", "0.18.0", CliFamily::Cli017),
 ];
 
 /// The profile whose Desktop app version is `app_version`.
@@ -136,7 +137,7 @@ mod tests {
     }
 
     #[test]
-    fn deltas_follow_the_generation() {
+    fn deltas_follow_the_cli_family() {
         let old = by_name("desktop-3.14.5").unwrap();
         let mid = by_name("desktop-3.15.1").unwrap();
         let new = by_name("desktop-3.16.2").unwrap();

@@ -5,7 +5,6 @@
 //! a generation: they build on it.
 
 pub mod auth;
-pub mod base64;
 pub mod catalog;
 pub mod clock;
 pub mod fault;

@@ -8,9 +8,9 @@
 
 use std::sync::OnceLock;
 
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
 use serde_json::{Map, Value, json};
-
-use crate::common::base64;
 
 /// `V4_WIRE_PROTOCOL_VERSION`.
 pub const WIRE_VERSION: u64 = 3;
@@ -149,7 +149,7 @@ pub fn encode(
         .chunks(chunk)
         .enumerate()
         .map(|(index, piece)| {
-            frame.fragment(framing, index, count, bytes.len(), crc, base64::encode(piece))
+            frame.fragment(framing, index, count, bytes.len(), crc, BASE64.encode(piece))
         })
         .collect())
 }
@@ -225,21 +225,7 @@ fn mobile_relay_fixed_bytes() -> usize {
 
 /// CRC-32 (IEEE 802.3, reflected, as zlib computes it).
 pub fn crc32(bytes: &[u8]) -> u32 {
-    static TABLE: OnceLock<[u32; 256]> = OnceLock::new();
-    let table = TABLE.get_or_init(|| {
-        let mut table = [0u32; 256];
-        for (index, slot) in table.iter_mut().enumerate() {
-            let mut value = index as u32;
-            for _ in 0..8 {
-                value = if value & 1 == 1 { 0xedb8_8320 ^ (value >> 1) } else { value >> 1 };
-            }
-            *slot = value;
-        }
-        table
-    });
-    !bytes
-        .iter()
-        .fold(!0u32, |crc, byte| table[((crc ^ u32::from(*byte)) & 0xff) as usize] ^ (crc >> 8))
+    crc32fast::hash(bytes)
 }
 
 #[cfg(test)]
@@ -307,22 +293,6 @@ mod tests {
     }
 
     fn decode_base64(text: &str) -> Vec<u8> {
-        let value = |c: u8| match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' => 62,
-            _ => 63,
-        };
-        let mut out = Vec::new();
-        for group in text.as_bytes().chunks(4) {
-            let digits: Vec<u8> = group.iter().filter(|c| **c != b'=').map(|c| value(*c)).collect();
-            let bits = digits.iter().fold(0u32, |acc, d| acc << 6 | u32::from(*d))
-                << (6 * (4 - digits.len()));
-            for index in 0..digits.len().saturating_sub(1) {
-                out.push((bits >> (16 - 8 * index)) as u8);
-            }
-        }
-        out
+        BASE64.decode(text).unwrap()
     }
 }

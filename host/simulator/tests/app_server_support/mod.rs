@@ -14,8 +14,8 @@ use serde_json::{Value, json};
 /// Hang guard only: no assertion depends on timing.
 const HANG_GUARD: Duration = Duration::from_secs(30);
 
-/// One profile per protocol generation: the full suite runs against these.
-pub const GENERATIONS: [&str; 3] = ["3.14.5", "3.15.1", "3.18.2"];
+/// One profile per CLI family of the app-server: the full suite runs against these.
+pub const CLI_FAMILIES: [&str; 3] = ["3.14.5", "3.15.1", "3.18.2"];
 
 /// Every app-server release with its CLI version.
 pub const RELEASES: [(&str, &str); 10] = [

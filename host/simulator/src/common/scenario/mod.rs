@@ -91,6 +91,24 @@ pub struct ToolCall {
     pub effect: Option<Effect>,
 }
 
+impl ToolCall {
+    /// The tool call behind a question the turn asks (a form, a plan to approve): no
+    /// permission, progress or effect of its own.
+    pub fn asking(name: &str, call_id: &str, input: &Value, chunks: usize, title: &str) -> Self {
+        ToolCall {
+            name: name.into(),
+            call_id: Some(call_id.into()),
+            input: input.clone(),
+            input_chunks: chunks,
+            title: Some(title.into()),
+            permission: None,
+            progress: Vec::new(),
+            outcome: ToolOutcome::Default,
+            effect: None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum ToolOutcome {
     /// The effect's natural result, or `{"content":"ok"}` without an effect.

@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 use super::Turn;
 use crate::common::scenario::{
-    Condition, Permission, PlanApproval, PlanSource, Question, ToolCall, ToolOutcome,
+    Condition, Permission, PlanApproval, PlanSource, Question, ToolCall,
 };
 use crate::common::turn::{
     Halt, PLAN_QUESTION, StepResult, Verdict, answers_summary, auto_approved, failed, new_call_id,
@@ -60,12 +60,8 @@ impl Turn {
                 Err(halt) => return self.interrupted(&ids, &call, &title, halt),
             };
             if !verdict.allowed {
-                let message = "Permission denied by the user";
-                self.session_event(
-                    "tool.updated",
-                    with(&ids, json!({"kind": "error", "error": {"message": message}})),
-                );
-                self.record_tool(call_id, &call.name, &title, &input, Err(message.to_owned()));
+                let denied = Err("Permission denied by the user".to_owned());
+                self.end_tool(&ids, &title, &input, denied);
                 return Ok(());
             }
             input = verdict.input.unwrap_or(input);
@@ -81,31 +77,33 @@ impl Turn {
             tokio::task::yield_now().await;
         }
         let result = call.result(&self.start.workspace);
-        match &result {
-            Ok(value) => self.session_event(
-                "tool.updated",
-                with(&ids, json!({"kind": "result", "result": value})),
-            ),
-            Err(message) => self.session_event(
-                "tool.updated",
-                with(&ids, json!({"kind": "error", "error": {"message": message}})),
-            ),
-        }
-        self.record_tool(call_id, &call.name, &title, &input, result);
+        self.end_tool(&ids, &title, &input, result);
         Ok(())
     }
 
     /// A stop while the tool was pending or running: the tool ends as an error, then the turn.
     fn interrupted(&mut self, ids: &Value, call: &ToolCall, title: &str, halt: Halt) -> StepResult {
         if let Halt::Cancelled = halt {
-            self.session_event(
-                "tool.updated",
-                with(ids, json!({"kind": "error", "error": {"message": INTERRUPTED}})),
-            );
-            let call_id = ids["toolCallId"].as_str().unwrap_or_default().to_owned();
-            self.record_tool(&call_id, &call.name, title, &call.input, Err(INTERRUPTED.to_owned()));
+            self.end_tool(ids, title, &call.input, Err(INTERRUPTED.to_owned()));
         }
         Err(halt)
+    }
+
+    /// The tool's end: its `result` or `error` event, and its final state in the message.
+    fn end_tool(&mut self, ids: &Value, title: &str, input: &Value, result: Result<Value, String>) {
+        let end = match &result {
+            Ok(value) => json!({"kind": "result", "result": value}),
+            Err(message) => json!({"kind": "error", "error": {"message": message}}),
+        };
+        self.session_event("tool.updated", with(ids, end));
+        let (call_id, tool) = (ids["toolCallId"].as_str(), ids["toolName"].as_str());
+        self.record_tool(
+            call_id.unwrap_or_default(),
+            tool.unwrap_or_default(),
+            title,
+            input,
+            result,
+        );
     }
 
     /// The session's mode approves the tool without asking. Planning is the `plan` mode, or
@@ -195,23 +193,13 @@ impl Turn {
         if let Some(prompt) = &question.prompt {
             request["prompt"] = json!(prompt);
         }
-        let title = "Ask the user".to_owned();
-        let call = ToolCall {
-            name: tool.into(),
-            call_id: Some(call_id.clone()),
-            input: input.clone(),
-            input_chunks: 1,
-            title: Some(title.clone()),
-            permission: None,
-            progress: Vec::new(),
-            outcome: ToolOutcome::Default,
-            effect: None,
-        };
+        let title = "Ask the user";
+        let call = ToolCall::asking(tool, &call_id, &input, 1, title);
         let event = json!({"type": "userInput.request", "request": request});
         let response =
             match self.ask(&request_id, PendingKind::Elicitation, event, "question").await {
                 Ok(response) => response,
-                Err(halt) => return self.interrupted(&ids, &call, &title, halt),
+                Err(halt) => return self.interrupted(&ids, &call, title, halt),
             };
         self.session().emit(
             &json!({"type": "userInput.response", "requestId": request_id, "response": response}),
@@ -228,17 +216,7 @@ impl Turn {
                 response["action"].as_str().unwrap_or("decline")
             ))
         };
-        match &result {
-            Ok(value) => self.session_event(
-                "tool.updated",
-                with(&ids, json!({"kind": "result", "result": value})),
-            ),
-            Err(message) => self.session_event(
-                "tool.updated",
-                with(&ids, json!({"kind": "error", "error": {"message": message}})),
-            ),
-        }
-        self.record_tool(&call_id, tool, &title, &input, result);
+        self.end_tool(&ids, title, &input, result);
         Ok(())
     }
 
@@ -248,18 +226,8 @@ impl Turn {
         let input = json!({"plan": plan.plan});
         self.announce_tool(&call_id, tool, &input, 2);
         let ids = json!({"toolCallId": call_id, "toolName": tool});
-        let title = "Present the plan".to_owned();
-        let call = ToolCall {
-            name: tool.into(),
-            call_id: Some(call_id.clone()),
-            input: input.clone(),
-            input_chunks: 2,
-            title: Some(title.clone()),
-            permission: None,
-            progress: Vec::new(),
-            outcome: ToolOutcome::Default,
-            effect: None,
-        };
+        let title = "Present the plan";
+        let call = ToolCall::asking(tool, &call_id, &input, 2, title);
         let approved = match plan.source {
             PlanSource::Permission => {
                 let permission = Permission {
@@ -274,43 +242,33 @@ impl Turn {
                 };
                 match self.ask_permission(&call_id, tool, &input, &permission, "plan").await {
                     Ok(verdict) => verdict.allowed,
-                    Err(halt) => return self.interrupted(&ids, &call, &title, halt),
+                    Err(halt) => return self.interrupted(&ids, &call, title, halt),
                 }
             }
             PlanSource::UserInput => match self.ask_plan_input(&call_id, tool, &input).await {
                 Ok(approved) => approved,
-                Err(halt) => return self.interrupted(&ids, &call, &title, halt),
+                Err(halt) => return self.interrupted(&ids, &call, title, halt),
             },
         };
         self.last_outcome = Some(if approved { Condition::Allowed } else { Condition::Denied });
         self.tool_calls += 1;
         let result = if approved {
             self.session_event("tool.updated", with(&ids, json!({"kind": "started"})));
-            let value = json!({"content": "User approved the plan"});
-            self.session_event(
-                "tool.updated",
-                with(&ids, json!({"kind": "result", "result": value})),
-            );
-            // Approving the plan ends planning, as the desktop app does: the `plan` mode gives
-            // way to `build`; the independent flag is cleared and the editing mode stays.
-            if self.session().planning() {
-                self.update_session(|live| {
-                    if live.record.mode == "plan" {
-                        live.record.mode = "build".into();
-                    }
-                    live.record.plan_enabled = false;
-                });
-            }
-            Ok(value)
+            Ok(json!({"content": "User approved the plan"}))
         } else {
-            let message = "User rejected the plan";
-            self.session_event(
-                "tool.updated",
-                with(&ids, json!({"kind": "error", "error": {"message": message}})),
-            );
-            Err(message.to_owned())
+            Err("User rejected the plan".to_owned())
         };
-        self.record_tool(&call_id, tool, &title, &input, result);
+        self.end_tool(&ids, title, &input, result);
+        // Approving the plan ends planning, as the desktop app does: the `plan` mode gives
+        // way to `build`; the independent flag is cleared and the editing mode stays.
+        if approved && self.session().planning() {
+            self.update_session(|live| {
+                if live.record.mode == "plan" {
+                    live.record.mode = "build".into();
+                }
+                live.record.plan_enabled = false;
+            });
+        }
         Ok(())
     }
 

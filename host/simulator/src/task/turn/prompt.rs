@@ -3,8 +3,9 @@
 
 use serde_json::{Value, json};
 
-use crate::common::base64;
 use crate::common::turn::estimate_tokens;
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
 
 /// Attachments converted to message parts, and what they cost in input tokens.
 pub struct Attachments {
@@ -37,7 +38,7 @@ pub fn attachments(value: Option<&Value>) -> Result<Attachments, String> {
         } else if let Some(data) = text_field("dataBase64") {
             format!("data:{mime};base64,{data}")
         } else if let Some(text) = text_field("textContent") {
-            format!("data:{mime};base64,{}", base64::encode(text.as_bytes()))
+            format!("data:{mime};base64,{}", BASE64.encode(text.as_bytes()))
         } else {
             return Err(format!(
                 "sendPrompt: attachment {filename} has no localPath, dataBase64 or textContent"
