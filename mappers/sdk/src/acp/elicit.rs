@@ -143,7 +143,7 @@ pub fn choice_permission(
         name: DECLINE_NAME,
         kind: OptionKind::RejectOnce,
     });
-    permission::choice_request(key, tool_call_id, title, &options, DECLINE_OPTION)
+    permission::choice_request(key, tool_call_id, title, None, &options, DECLINE_OPTION)
 }
 
 /// `questions` as the client can be asked them: one [`questions_form`] when it renders forms

@@ -78,12 +78,14 @@ pub const DECLINE_OPTION: &str = "zcode-acp:decline";
 /// A question asked as a permission, for a client that cannot render forms (the way peers ask
 /// plan approval: the Claude adapter's `ExitPlanMode` is an ordinary `session/request_permission`
 /// with approve / keep planning options). The tool call is the host's when it names one, else one
-/// named after the interaction `key`; either way titled with the question. `None` when the
-/// options cannot be told apart (empty, or an id given twice): the question is not asked.
+/// named after the interaction `key`; either way titled with the question, with `detail` (such
+/// as a plan no update shows) as its text content. `None` when the options cannot be told apart
+/// (empty, or an id given twice) or the deny is not among them: the question is not asked.
 pub fn choice_request(
     key: &str,
     tool_call_id: Option<&str>,
     title: &str,
+    detail: Option<&str>,
     options: &[PermissionOption<'_>],
     deny: &str,
 ) -> Option<InteractionRequest> {
@@ -93,7 +95,15 @@ pub fn choice_request(
     }
     let own = format!("zcode-acp:{key}");
     let id = tool_call_id.filter(|id| !id.is_empty()).unwrap_or(&own);
-    let tool_call = ToolCallUpdate { title: Some(title), ..ToolCallUpdate::new(id) };
+    let content: Vec<serde_json::Value> = detail
+        .map(|text| serde_json::json!({"type": "content", "content": {"type": "text", "text": text}}))
+        .into_iter()
+        .collect();
+    let tool_call = ToolCallUpdate {
+        title: Some(title),
+        content: (!content.is_empty()).then_some(&content[..]),
+        ..ToolCallUpdate::new(id)
+    };
     Some(request(&tool_call, options, deny))
 }
 
@@ -166,7 +176,7 @@ mod tests {
             PermissionOption { id: DECLINE_OPTION, name: "Decline", kind: OptionKind::RejectOnce },
         ];
         let Some(InteractionRequest::Permission(asked)) =
-            choice_request("input:r1", None, "Which?", &options, DECLINE_OPTION)
+            choice_request("input:r1", None, "Which?", None, &options, DECLINE_OPTION)
         else {
             panic!()
         };
@@ -177,14 +187,21 @@ mod tests {
             value["toolCall"],
             json!({"toolCallId": "zcode-acp:input:r1", "title": "Which?"})
         );
-        let named = choice_request("k", Some("t9"), "Which?", &options, DECLINE_OPTION).unwrap();
-        let InteractionRequest::Permission(named) = named else { panic!() };
-        assert!(named.request.contains(r#""toolCallId":"t9""#), "{}", named.request);
+        let named =
+            choice_request("k", Some("t9"), "Plan", Some("# Plan"), &options, DECLINE_OPTION);
+        let Some(InteractionRequest::Permission(named)) = named else { panic!() };
+        let named: Value = serde_json::from_str(&named.request).unwrap();
+        acp_check::permission(&named);
+        assert_eq!(
+            named["toolCall"],
+            json!({"toolCallId": "t9", "title": "Plan", "content": [
+                {"type": "content", "content": {"type": "text", "text": "# Plan"}}]})
+        );
         // Options that cannot be told apart, or a deny that is not offered: not asked.
         let twice = [options[0], options[0]];
-        assert!(choice_request("k", None, "?", &twice, "a").is_none());
-        assert!(choice_request("k", None, "?", &options, "other").is_none());
-        assert!(choice_request("k", None, "?", &[], "a").is_none());
+        assert!(choice_request("k", None, "?", None, &twice, "a").is_none());
+        assert!(choice_request("k", None, "?", None, &options, "other").is_none());
+        assert!(choice_request("k", None, "?", None, &[], "a").is_none());
     }
 
     #[test]

@@ -128,13 +128,16 @@ pub const KEEP_PLANNING: &str = "No, keep planning";
 /// one option per choice. The choices in `rejecting` are `reject_once`, the others
 /// `allow_once`; `deny` is the host's own refusal among the choices, or `None` when the host's
 /// refusal is a decline: then [`DECLINE_OPTION`] ([`KEEP_PLANNING`]) is added as the reject.
-/// The answer reads like the form's ([`approval`]). Choices that cannot be options are not
-/// asked ([`NO_FORMS`]): the host gets its refusal.
+/// `plan` is the plan's text where no update shows it (the form's message carries it). The
+/// answer reads like the form's ([`approval`]). Choices that cannot be options are not asked
+/// ([`NO_FORMS`]): the host gets its refusal.
+#[allow(clippy::too_many_arguments)]
 pub fn ask_approval(
     forms: bool,
     key: &str,
     tool_call_id: Option<&str>,
     message: &str,
+    plan: Option<&str>,
     choices: &[Choice],
     rejecting: &[&str],
     deny: Option<&str>,
@@ -158,7 +161,7 @@ pub fn ask_approval(
         });
     }
     let deny = deny.unwrap_or(DECLINE_OPTION);
-    permission::choice_request(key, tool_call_id, message, &options, deny)
+    permission::choice_request(key, tool_call_id, message, plan, &options, deny)
         .unwrap_or_else(|| InteractionRequest::Headless(NO_FORMS.to_string()))
 }
 
@@ -296,7 +299,8 @@ mod tests {
     fn asks_for_approval_as_a_permission_without_forms() {
         let choices = [Choice::new("ok", "Approve", None), Choice::new("no", "Reject", None)];
         // The host's deny is among the choices: it is the reject option.
-        let asked = ask_approval(false, "p:1", Some("t"), "Review", &choices, &["no"], Some("no"));
+        let asked =
+            ask_approval(false, "p:1", Some("t"), "Review", None, &choices, &["no"], Some("no"));
         let InteractionRequest::Permission(asked) = asked else { panic!("{asked:?}") };
         assert_eq!(asked.deny_option, "no");
         let value: Value = serde_json::from_str(&asked.request).unwrap();
@@ -312,7 +316,7 @@ mod tests {
         assert_eq!(selected("no"), Approval::Chose("no".into()));
 
         // A host that refuses by declining: "keep planning" is added, and declines.
-        let asked = ask_approval(false, "p:2", None, "Review", &choices[..1], &[], None);
+        let asked = ask_approval(false, "p:2", None, "Review", None, &choices[..1], &[], None);
         let InteractionRequest::Permission(asked) = asked else { panic!("{asked:?}") };
         assert_eq!(asked.deny_option, DECLINE_OPTION);
         let value: Value = serde_json::from_str(&asked.request).unwrap();
@@ -325,10 +329,10 @@ mod tests {
         assert_eq!(selected(DECLINE_OPTION), Approval::Declined);
 
         // With forms it is the form.
-        let form = ask_approval(true, "p", None, "Review", &choices, &["no"], Some("no"));
+        let form = ask_approval(true, "p", None, "Review", None, &choices, &["no"], Some("no"));
         assert!(matches!(form, InteractionRequest::Elicitation(_)));
         // Without usable choices it is not asked.
-        let none = ask_approval(false, "p", None, "Review", &[], &[], Some("no"));
+        let none = ask_approval(false, "p", None, "Review", None, &[], &[], Some("no"));
         assert_eq!(none, InteractionRequest::Headless(NO_FORMS.to_string()));
     }
 }

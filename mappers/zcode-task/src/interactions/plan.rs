@@ -102,7 +102,7 @@ pub(super) fn permission(state: &mut State, permission: NativePermission<'_>) ->
     let forms = state.forms();
     let tool_call_id = Some(permission.tool_call_id);
     let deny = Some(permission.deny.as_str());
-    let request = ask_approval(forms, key, tool_call_id, message, &choices, &rejecting, deny);
+    let request = ask_approval(forms, key, tool_call_id, message, None, &choices, &rejecting, deny);
     actions.push(acp::interaction(key, request));
     actions
 }
@@ -144,8 +144,16 @@ pub(super) fn question(state: &mut State, request: InputRequest<'_>) -> Vec<Acti
         }),
     );
     // ZCode's refusal here is a decline: without forms, "keep planning" declines.
-    let request =
-        ask_approval(state.forms(), &key, tool_call_id, message, &question.choices, &[], None);
+    let request = ask_approval(
+        state.forms(),
+        &key,
+        tool_call_id,
+        message,
+        None,
+        &question.choices,
+        &[],
+        None,
+    );
     actions.push(acp::interaction(&key, request));
     actions
 }
@@ -443,7 +451,8 @@ mod tests {
             json!([{"optionId": "allow-plan", "name": "Approve", "kind": "allow_once"},
                    {"optionId": "deny-plan", "name": "Reject", "kind": "reject_once"}])
         );
-        let run = driver.answer(key, InteractionOutcome::Selected("allow-plan".into()), ok(Value::Null));
+        let run =
+            driver.answer(key, InteractionOutcome::Selected("allow-plan".into()), ok(Value::Null));
         assert_eq!(run.params(0)["optionId"], "allow-plan");
 
         // Asked as a question, "keep planning" is the reject: ZCode gets a decline.
@@ -452,10 +461,12 @@ mod tests {
         let (key, request) = interaction(&actions);
         let InteractionRequest::Permission(asked) = request else { panic!("{request:?}") };
         assert_eq!(asked.deny_option, "zcode-acp:decline");
-        let options: Value = serde_json::from_str::<Value>(&asked.request).unwrap()["options"].clone();
+        let options: Value =
+            serde_json::from_str::<Value>(&asked.request).unwrap()["options"].clone();
         assert_eq!(options[0]["optionId"], "approve");
         assert_eq!(options[1]["kind"], "reject_once");
-        let run = driver.answer(key, InteractionOutcome::Selected("approve".into()), ok(Value::Null));
+        let run =
+            driver.answer(key, InteractionOutcome::Selected("approve".into()), ok(Value::Null));
         assert_eq!(run.params(0)["action"], "accept");
         assert_eq!(run.params(0)["content"]["answer_0"], "approve");
         let mut driver = running(true, false);

@@ -480,7 +480,8 @@ fn ask_plan(
     deny: Option<&str>,
 ) -> InteractionRequest {
     let tool_call_id = tool_call_id.filter(|id| !id.is_empty());
-    ask_approval(forms, key, tool_call_id, message, choices, rejecting, deny)
+    // The plan is shown as a proposal (`PlanView`): the question needs no copy of it.
+    ask_approval(forms, key, tool_call_id, message, None, choices, rejecting, deny)
 }
 
 fn questions(fields: &Fields<'_>) -> Result<Vec<Question>, MapperError> {
@@ -913,7 +914,11 @@ mod tests {
                    {"optionId": "no", "name": "Keep planning", "kind": "reject_once"}])
         );
         let approved = interactions
-            .answer(&answer("interaction:i1", InteractionOutcome::Selected("ok".into())), true, &mut plan)
+            .answer(
+                &answer("interaction:i1", InteractionOutcome::Selected("ok".into())),
+                true,
+                &mut plan,
+            )
             .unwrap();
         assert!(approved.plan_approved);
         assert_eq!(approved.answer.unwrap(), json!({"optionId": "ok"}));
@@ -959,7 +964,8 @@ mod tests {
         let InteractionRequest::Headless(why) = asked(&actions) else { panic!("{actions:?}") };
         assert_eq!(why, elicit::NO_FORMS);
         let declined = InteractionOutcome::Unavailable(why.clone());
-        let declined = interactions.answer(&answer("interaction:f", declined), true, &mut plan).unwrap();
+        let declined =
+            interactions.answer(&answer("interaction:f", declined), true, &mut plan).unwrap();
         assert_eq!(declined.answer.unwrap(), json!({"action": "decline"}));
     }
 }
