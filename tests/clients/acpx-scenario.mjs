@@ -35,6 +35,8 @@ const checks = new Checks("acpx", [
   "exec: reasoning then reply",
   "exec --approve-all: edit allowed",
   "exec --deny-all: edit denied",
+  "exec --approve-all: plan approved through a permission",
+  "exec --deny-all: plan rejected, ZCode keeps planning",
   "sessions new + cancel: turn cancelled",
 ]);
 
@@ -247,6 +249,44 @@ async function editDenied() {
   return `selected ${chosen.optionId}, tool call failed, no file, acpx exit ${run.code}`;
 }
 
+// acpx declares no form elicitation: ZCode's plan approval reaches it as an ordinary
+// session/request_permission (issue 26), never as a failed turn.
+async function planApproved() {
+  const ws = freshWorkspace("plan-approve");
+  const run = await runAcpx(ws, ["--format", "json", "--timeout", `${TIMEOUT_S}`, "--approve-all", "exec", "sim:plan"], "plan-approve");
+  const updates = updatesOf(run.messages);
+  const permissions = permissionsOf(run.messages);
+  const stop = stopReasonOf(run.messages);
+  note(`plan approve: exit ${run.code}; ${summary(updates)}; stopReason ${stop}`);
+  permissions.forEach((p) => note(`plan approve: ${describePermission(p)}`));
+  assert(run.code === 0, `acpx exit ${run.code}: ${failureOf(run)}`);
+  assert(permissions.length === 1, `${permissions.length} permission requests, expected 1`);
+  const [{ request, outcome, chosen }] = permissions;
+  const kinds = request.params.options.map((o) => o.kind);
+  assert(kinds.includes("reject_once"), `no reject option: ${kinds}`);
+  assert(outcome?.outcome === "selected" && chosen?.kind.startsWith("allow"), "acpx did not select an allow option");
+  assert(textOf(updates, "agent_message_chunk").includes("Plan approved"), "the plan was not approved");
+  assert(stop === "end_turn", `stopReason ${stop}`);
+  return `selected ${chosen.optionId} of ${kinds.join("/")}, plan approved, end_turn`;
+}
+
+async function planRejected() {
+  const ws = freshWorkspace("plan-reject");
+  const run = await runAcpx(ws, ["--format", "json", "--timeout", `${TIMEOUT_S}`, "--deny-all", "exec", "sim:plan"], "plan-reject");
+  const updates = updatesOf(run.messages);
+  const permissions = permissionsOf(run.messages);
+  const stop = stopReasonOf(run.messages);
+  note(`plan reject: exit ${run.code}; ${summary(updates)}; stopReason ${stop}`);
+  permissions.forEach((p) => note(`plan reject: ${describePermission(p)}`));
+  assert([0, EXIT_PERMISSION_DENIED].includes(run.code), `acpx exit ${run.code}: ${failureOf(run)}`);
+  assert(permissions.length === 1, `${permissions.length} permission requests, expected 1`);
+  const [{ outcome, chosen }] = permissions;
+  assert(outcome?.outcome === "selected" && chosen?.kind.startsWith("reject"), "acpx did not select a reject option");
+  assert(textOf(updates, "agent_message_chunk").includes("keep planning"), "ZCode did not keep planning");
+  assert(stop === "end_turn", `stopReason ${stop}`);
+  return `selected ${chosen.optionId}, ZCode keeps planning, end_turn, exit ${run.code}`;
+}
+
 async function cancelled() {
   const ws = freshWorkspace("cancel");
   const common = ["--ttl", `${TTL_S}`, "--timeout", `${TIMEOUT_S}`];
@@ -286,5 +326,7 @@ await checks.run("exec: streamed reply", streamedReply);
 await checks.run("exec: reasoning then reply", reasoning);
 await checks.run("exec --approve-all: edit allowed", editAllowed);
 await checks.run("exec --deny-all: edit denied", editDenied);
+await checks.run("exec --approve-all: plan approved through a permission", planApproved);
+await checks.run("exec --deny-all: plan rejected, ZCode keeps planning", planRejected);
 await checks.run("sessions new + cancel: turn cancelled", cancelled);
 process.exit(checks.finish());

@@ -286,22 +286,131 @@ fn a_declined_structured_question_lets_the_turn_go_on_without_answers() {
     assert!(agent.finish().success());
 }
 
+/// A client without form elicitation (issue 26): a form it cannot be asked as a permission
+/// (here two questions, one multi-select) is declined to ZCode natively, with a reason the
+/// model reads, and the turn goes on.
 #[test]
-fn a_structured_question_fails_the_turn_for_a_client_without_forms() {
+fn another_form_is_declined_natively_for_a_client_without_forms_and_the_turn_goes_on() {
     let env = TestEnv::new();
     let workspace = env.workspace("ws");
     let (mut agent, session) =
         Agent::with_session(&env, policy::refuse_all(), plain_client(), &workspace);
 
-    let response = agent.prompt(&session, "sim:question");
-    let (code, message) = agent.error_of(&response, "question without form support");
-    assert_eq!(code, INTERNAL_ERROR, "{message}");
-    assert!(message.contains("elicitation"), "the error says why: {message}");
+    let (response, updates, _, _) = run_turn(&mut agent, &session, "sim:question");
+    assert_eq!(agent.result_of(&response, "question without forms")["stopReason"], "end_turn");
     assert!(agent.agent_requests().is_empty(), "nothing was asked: {:#?}", agent.agent_requests());
+    let (_, tool) = only_tool(&updates);
+    assert_eq!(final_status(&tool), "failed", "declined: {tool:#?}");
+    assert!(chunk_text(&updates, "agent_message_chunk").contains("No answers"), "{updates:#?}");
+    assert!(agent.finish().success());
+}
 
-    // The session survives the failed turn.
-    let result = agent.prompt_when_idle(&session, "still there?");
-    assert_eq!(result["stopReason"], "end_turn");
+/// One single-choice question, for [`a_single_choice_question_is_a_permission_without_forms`].
+const SINGLE_CHOICE: &str = r#"{"step":"question","prompt":"One question","questions":[{"question":"Which approach should I take?","header":"Approach","options":[{"value":"quick","label":"Quick"},{"value":"thorough","label":"Thorough"}]}]}
+{"step":"text","if":"allowed","text":"Answered."}
+{"step":"text","if":"denied","text":"Not answered."}
+"#;
+
+#[test]
+fn a_single_choice_question_is_a_permission_without_forms() {
+    let env = TestEnv::new();
+    let workspace = env.workspace("ws");
+    std::fs::write(workspace.join("single.jsonl"), SINGLE_CHOICE).unwrap();
+    let (mut agent, session) = Agent::with_session(
+        &env,
+        policy::permission_kind("allow_once"),
+        plain_client(),
+        &workspace,
+    );
+
+    let before = agent.updates(&session).len();
+    agent.prompt_ok(&session, "sim:file single.jsonl", "end_turn");
+    let requests = agent.agent_requests();
+    assert_eq!(requests.len(), 1, "{requests:#?}");
+    assert_eq!(requests[0].method, "session/request_permission");
+    let options = requests[0].params["options"].as_array().unwrap().clone();
+    let kinds: Vec<&str> = options.iter().map(|o| o["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["allow_once", "allow_once", "reject_once"], "one option per choice");
+    let names: Vec<&str> = options.iter().map(|o| o["name"].as_str().unwrap()).collect();
+    assert_eq!(&names[..2], ["Quick", "Thorough"]);
+    let updates = turn_updates(&agent, &session, before);
+    let (_, tool) = only_tool(&updates);
+    assert_eq!(final_status(&tool), "completed", "{tool:#?}");
+    assert!(tool_content_text(&tool).to_lowercase().contains("quick"), "{tool:#?}");
+    assert!(chunk_text(&updates, "agent_message_chunk").contains("Answered."));
+
+    // The reject option declines: the turn goes on without an answer.
+    agent.set_policy(policy::permission_kind("reject_once"));
+    let before = agent.updates(&session).len();
+    agent.prompt_ok(&session, "sim:file single.jsonl", "end_turn");
+    let updates = turn_updates(&agent, &session, before);
+    assert!(chunk_text(&updates, "agent_message_chunk").contains("Not answered."), "{updates:#?}");
+    assert!(agent.finish().success());
+}
+
+/// Without form elicitation plan approval is an ordinary permission, as peers ask it: an
+/// approving option ends the turn `end_turn` with the plan carried out; the reject keeps ZCode
+/// planning. Both sources: the `ExitPlanMode` permission and the `plan_approval` input.
+#[test]
+fn plan_approval_is_a_permission_without_forms() {
+    let env = TestEnv::new();
+    let workspace = env.workspace("ws");
+    let (mut agent, session) = Agent::with_session(
+        &env,
+        policy::permission_kind("allow_once"),
+        plain_client(),
+        &workspace,
+    );
+    for (n, scenario) in ["sim:plan", "sim:plan-input"].into_iter().enumerate() {
+        agent.call("session/set_mode", json!({"sessionId": session, "modeId": "plan"}));
+        let before = agent.updates(&session).len();
+        agent.prompt_ok(&session, scenario, "end_turn");
+        let requests = agent.agent_requests();
+        assert_eq!(requests.len(), n + 1, "{scenario}: {requests:#?}");
+        let asked = &requests[n];
+        assert_eq!(asked.method, "session/request_permission", "{scenario}");
+        let kinds: Vec<&str> = asked.params["options"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| o["kind"].as_str().unwrap())
+            .collect();
+        assert!(
+            kinds.contains(&"allow_once") && kinds.contains(&"reject_once"),
+            "{scenario}: {kinds:?}"
+        );
+        let updates = turn_updates(&agent, &session, before);
+        let text = chunk_text(&updates, "agent_message_chunk");
+        assert!(text.contains("Plan approved"), "{scenario}: {updates:#?}");
+        if generation() == Generation::AppServer {
+            // The Agent's plan is a document no update shows: the permission carries it.
+            assert!(asked.params.to_string().contains("Proposed plan"), "{}", asked.params);
+        }
+    }
+    assert!(agent.finish().success());
+}
+
+#[test]
+fn a_plan_rejected_through_a_permission_keeps_zcode_planning() {
+    let env = TestEnv::new();
+    let workspace = env.workspace("ws");
+    let (mut agent, session) = Agent::with_session(
+        &env,
+        policy::permission_kind("reject_once"),
+        plain_client(),
+        &workspace,
+    );
+    agent.call("session/set_mode", json!({"sessionId": session, "modeId": "plan"}));
+    for scenario in ["sim:plan", "sim:plan-input"] {
+        let before = agent.updates(&session).len();
+        agent.prompt_ok(&session, scenario, "end_turn");
+        let updates = turn_updates(&agent, &session, before);
+        let text = chunk_text(&updates, "agent_message_chunk");
+        assert!(text.contains("Plan rejected; I will keep planning."), "{scenario}: {updates:#?}");
+        let left = updates.iter().any(|u| u["currentModeId"] == "build");
+        assert!(!left, "{scenario}: a rejected plan left plan mode: {updates:#?}");
+    }
+    assert_eq!(agent.agent_requests().len(), 2);
     assert!(agent.finish().success());
 }
 

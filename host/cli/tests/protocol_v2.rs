@@ -238,6 +238,51 @@ fn cancel_answers_held_prompts_32800_and_ends_the_turn_cancelled() {
     assert!(agent.finish().success());
 }
 
+/// A v2 client without form elicitation (issue 26): plan approval and a single-choice question
+/// are permissions; a rejected plan keeps ZCode planning; the turns end normally.
+#[test]
+fn without_forms_plans_and_single_choices_are_permissions() {
+    let env = TestEnv::new();
+    let workspace = env.workspace("ws");
+    let scenario = r#"{"step":"question","questions":[{"question":"Which approach?","header":"Approach","options":[{"value":"quick","label":"Quick"},{"value":"thorough","label":"Thorough"}]}]}
+{"step":"text","if":"allowed","text":"Answered."}
+"#;
+    std::fs::write(workspace.join("single.jsonl"), scenario).unwrap();
+    let mut agent = v2_agent(&env, policy::permission_kind("allow_once"), json!({}));
+    let session = new_v2_session(&mut agent, &workspace);
+
+    let turns = [
+        ("sim:plan", "Plan approved"),
+        ("sim:file single.jsonl", "Answered."),
+        ("sim:plan-input", "Plan approved"),
+    ];
+    for (n, (prompt, said)) in turns.into_iter().enumerate() {
+        agent.send_request("session/prompt", text_prompt(&session, prompt));
+        let updates = wait_idles(&agent, &session, n + 1);
+        let request = agent.wait_agent_request("session/request_permission", n);
+        let kinds: Vec<&str> = request.params["options"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| o["kind"].as_str().unwrap())
+            .collect();
+        assert!(kinds.contains(&"allow_once") && kinds.contains(&"reject_once"), "{kinds:?}");
+        let turn_start = updates.iter().rposition(|u| state(u) == Some("running")).unwrap();
+        let turn = &updates[turn_start..];
+        assert_eq!(updates.last().unwrap()["stopReason"], "end_turn", "{prompt}: {turn:#?}");
+        assert!(chunk_text(turn, "agent_message_chunk").contains(said), "{prompt}: {turn:#?}");
+    }
+
+    agent.set_policy(policy::permission_kind("reject_once"));
+    agent.send_request("session/prompt", text_prompt(&session, "sim:plan"));
+    let updates = wait_idles(&agent, &session, 4);
+    assert_eq!(updates.last().unwrap()["stopReason"], "end_turn");
+    let turn_start = updates.iter().rposition(|u| state(u) == Some("running")).unwrap();
+    assert!(chunk_text(&updates[turn_start..], "agent_message_chunk").contains("keep planning"));
+    assert_eq!(agent.agent_requests().len(), 4);
+    assert!(agent.finish().success());
+}
+
 #[test]
 fn a_permission_requires_action_and_fails_closed() {
     let env = TestEnv::new();

@@ -5,6 +5,10 @@ use serde_json::{Map, Value, json};
 use zcode_contract::{InteractionOutcome, MapperError, NativeWrite, SecretFill};
 
 use crate::contract::CODING_PLAN_KEY_SOURCE;
+use zcode_contract::InteractionRequest;
+use zcode_mapper_sdk::acp::elicit::{self, Choice, NO_FORMS};
+use zcode_mapper_sdk::acp::permission::DECLINE_OPTION;
+use zcode_mapper_sdk::acp::plan;
 use zcode_mapper_sdk::json::{protocol, text};
 
 use crate::tools;
@@ -14,6 +18,8 @@ use crate::wire::acp_params;
 /// ZCode's plan-approval question and its approving answer.
 pub const PLAN_QUESTION: &str = "Review this implementation plan.";
 pub const PLAN_APPROVE: &str = "approve";
+/// Keeps ZCode planning: declines the approval (or carries the user's feedback, in a form).
+pub const PLAN_REVISE: &str = "revise";
 /// Offered when ZCode's options hold no denying one, so the core always has a way to refuse.
 pub const SYNTHETIC_DENY: &str = "zcode-acp:deny";
 /// The sentinel ZCode uses for an MCP elicitation field answered with free text.
@@ -154,10 +160,71 @@ fn choice(value: &str, title: &str) -> Value {
     json!({"const": value, "title": title})
 }
 
+/// `interaction/requestUserInput` as the client can be asked it: the form ([`user_input_form`])
+/// when it renders forms (`forms`). Without, plan approval and one single-choice question are
+/// permissions (the SDK's `plan::ask_approval`, `elicit::choice_permission`); anything else is
+/// not asked and gets a decline whose reason the model reads ([`NO_FORMS`]).
+pub fn user_input(
+    id: &Value,
+    params: &Value,
+    forms: bool,
+) -> Result<(Pending, InteractionRequest), MapperError> {
+    let (pending, form) = user_input_form(id, params)?;
+    if forms {
+        return Ok((pending, InteractionRequest::Elicitation(text(&form))));
+    }
+    let key = format!("input:{}", pending.request_id);
+    let tool_call_id = params.get("toolCallId").and_then(Value::as_str);
+    let request = match &pending.kind {
+        Kind::Plan => {
+            let choices = [
+                Choice::new(PLAN_APPROVE, "Approve and start implementing", None),
+                Choice::new(PLAN_REVISE, plan::KEEP_PLANNING, None),
+            ];
+            // The Agent's plan is a document no update shows: the permission carries it.
+            let plan = params.pointer("/input/plan").and_then(Value::as_str);
+            let plan = plan.filter(|p| !p.is_empty());
+            let (rejecting, deny) = ([PLAN_REVISE], Some(PLAN_REVISE));
+            plan::ask_approval(
+                false,
+                &key,
+                tool_call_id,
+                PLAN_QUESTION,
+                plan,
+                &choices,
+                &rejecting,
+                deny,
+            )
+        }
+        Kind::Questions { questions } => {
+            let field = form.pointer("/requestedSchema/properties/q0");
+            let offered = field.and_then(|f| f.get("oneOf")).and_then(Value::as_array);
+            let choices: Vec<Choice> = offered
+                .into_iter()
+                .flatten()
+                .filter_map(|c| {
+                    let value = c.get("const").and_then(Value::as_str)?;
+                    Some(Choice::new(value, c.get("title").and_then(Value::as_str)?, None))
+                })
+                .collect();
+            let single = matches!(questions.as_slice(), [Question { choices: Some(_), .. }]);
+            let asked = match &questions[..] {
+                [question] if single && !choices.is_empty() => {
+                    elicit::choice_permission(&key, tool_call_id, &question.text, &choices)
+                }
+                _ => None,
+            };
+            asked.unwrap_or_else(|| InteractionRequest::Headless(NO_FORMS.to_string()))
+        }
+        Kind::Permission { .. } => unreachable!("user input is never a permission"),
+    };
+    Ok((pending, request))
+}
+
 /// `interaction/requestUserInput` → an ACP form: plan approval (`schema.interaction ==
 /// "plan_approval"`), MCP elicitation (`"mcp_elicitation"`, one question a schema field) or
 /// AskUserQuestion (`questions[]`).
-pub fn user_input(id: &Value, params: &Value) -> Result<(Pending, Value), MapperError> {
+fn user_input_form(id: &Value, params: &Value) -> Result<(Pending, Value), MapperError> {
     let what = "interaction/requestUserInput";
     let request_id = required_str(params, "requestId", what)?;
     let interaction = params.pointer("/schema/interaction").and_then(Value::as_str);
@@ -183,7 +250,7 @@ pub fn user_input(id: &Value, params: &Value) -> Result<(Pending, Value), Mapper
                 "properties": {
                     "decision": {"type": "string", "title": "Plan", "oneOf": [
                         choice(PLAN_APPROVE, "Approve and start implementing"),
-                        choice("revise", "Keep planning"),
+                        choice(PLAN_REVISE, "Keep planning"),
                     ]},
                     "feedback": {"type": "string", "title": "Feedback", "description": "What to change in the plan (when keeping on planning)"},
                 },
@@ -298,7 +365,17 @@ pub fn answer(kind: &Kind, outcome: &InteractionOutcome) -> Result<Answer, Mappe
             Ok(Answer { reply: response, v4 })
         }
         Kind::Plan => {
-            let InteractionOutcome::Elicited(result) = outcome else { return Ok(decline(None)) };
+            let result = match outcome {
+                InteractionOutcome::Elicited(result) => result,
+                // Asked as a permission: only the approving option approves.
+                InteractionOutcome::Selected(id) if id == PLAN_APPROVE => {
+                    return Ok(accept(json!({"answers": {PLAN_QUESTION: PLAN_APPROVE}})));
+                }
+                InteractionOutcome::Selected(_) => {
+                    return Ok(decline(Some("The plan was not approved")));
+                }
+                InteractionOutcome::Unavailable(reason) => return Ok(decline(Some(reason))),
+            };
             let result = acp_params(result)?;
             if result.get("action").and_then(Value::as_str) != Some("accept") {
                 return Ok(decline(None));
@@ -319,7 +396,23 @@ pub fn answer(kind: &Kind, outcome: &InteractionOutcome) -> Result<Answer, Mappe
             })
         }
         Kind::Questions { questions } => {
-            let InteractionOutcome::Elicited(result) = outcome else { return Ok(decline(None)) };
+            let result = match outcome {
+                InteractionOutcome::Elicited(result) => result,
+                // One single-choice question asked as a permission: its choice, or a decline.
+                InteractionOutcome::Selected(id) => {
+                    return Ok(match questions.as_slice() {
+                        [Question { text, choices: Some(choices) }]
+                            if id != DECLINE_OPTION && choices.contains(id) =>
+                        {
+                            accept(json!({"answers": {text.as_str(): id}}))
+                        }
+                        _ if id == DECLINE_OPTION => decline(None),
+                        _ => decline(Some("The answer is not one of the offered choices")),
+                    });
+                }
+                // Not asked (no forms) or not answered: the reason goes back with the decline.
+                InteractionOutcome::Unavailable(reason) => return Ok(decline(Some(reason))),
+            };
             let result = acp_params(result)?;
             match result.get("action").and_then(Value::as_str) {
                 Some("accept") => {}

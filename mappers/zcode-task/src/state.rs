@@ -72,6 +72,12 @@ impl State {
         self.client.plan_operations
     }
 
+    /// The client renders form elicitation; without, questions are asked as permissions or
+    /// declined (the SDK's `elicit::ask`, `plan::ask_approval`).
+    pub fn forms(&self) -> bool {
+        self.client.form_elicitation
+    }
+
     pub fn bound(&self) -> Result<&Bound, MapperError> {
         self.bound.as_ref().ok_or_else(|| internal("The native session is not open"))
     }

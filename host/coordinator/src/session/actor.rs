@@ -437,13 +437,14 @@ impl SessionActor {
                     }
                 }
             }
+            // Mappers ask a client without forms through permissions (the SDK's fallback,
+            // docs/interactions-without-forms.md); a form that still comes is declined
+            // natively, with a reason the model reads, and the turn goes on: a client's
+            // missing UI never fails a turn.
             InteractionRequest::Elicitation(_) => {
-                let why = "ZCode asked for structured input, but the ACP client cannot render \
-                           form elicitation";
-                self.answer(key, InteractionOutcome::Unavailable(why.into())).await;
-                return self
-                    .break_turn(CoordinatorError::failed(FailureKind::InteractionUnsupported, why))
-                    .await;
+                let why = "The user's ACP client cannot show this form (it does not support \
+                           form elicitation), so it was not asked. Continue without the answer.";
+                return self.answer(key, InteractionOutcome::Unavailable(why.into())).await;
             }
             InteractionRequest::Headless(why) => {
                 return self.answer(key, InteractionOutcome::Unavailable(why)).await;

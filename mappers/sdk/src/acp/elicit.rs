@@ -8,10 +8,21 @@
 //! refused, never passed on. A mapper only says how its host asks and how it wants the answer.
 
 use serde_json::{Map, Value, json};
-use zcode_contract::InteractionOutcome;
+use zcode_contract::{InteractionOutcome, InteractionRequest};
+
+use super::permission::{self, DECLINE_OPTION, OptionKind, PermissionOption};
 
 /// What a form answer that does not match the form is called in the native refusal.
 pub const BAD_ANSWER: &str = "Structured input answer does not match the requested form";
+
+/// Why a question is not asked of a client that cannot render forms. The host gets it with its
+/// decline, so the model reads why there is no answer and the turn goes on.
+pub const NO_FORMS: &str = "The user's ACP client cannot show this question (it does not \
+support form elicitation), so it was not asked. Continue without the answer, or ask the user \
+in plain text.";
+
+/// The name of the option that declines a question asked as a permission.
+pub const DECLINE_NAME: &str = "Decline to answer";
 
 /// One choice of a question: the value sent back, and what the user sees.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -106,6 +117,60 @@ pub fn questions_form(message: &str, tool_call_id: Option<&str>, questions: &[Qu
     form(message, tool_call_id, fields)
 }
 
+/// One single-choice question asked as a permission, for a client without forms: one option
+/// per choice (`allow_once`), and [`DECLINE_OPTION`] (`reject_once`) as the native decline.
+/// Its answer reads like the form's ([`answer`]: the choice is `answer_0`). `None` when the
+/// choices cannot be options (none, or one is the decline's id or given twice).
+pub fn choice_permission(
+    key: &str,
+    tool_call_id: Option<&str>,
+    title: &str,
+    choices: &[Choice],
+) -> Option<InteractionRequest> {
+    let mut options: Vec<PermissionOption<'_>> = choices
+        .iter()
+        .map(|choice| PermissionOption {
+            id: &choice.value,
+            name: &choice.title,
+            kind: OptionKind::AllowOnce,
+        })
+        .collect();
+    if options.is_empty() || options.iter().any(|option| option.id == DECLINE_OPTION) {
+        return None;
+    }
+    options.push(PermissionOption {
+        id: DECLINE_OPTION,
+        name: DECLINE_NAME,
+        kind: OptionKind::RejectOnce,
+    });
+    permission::choice_request(key, tool_call_id, title, None, &options, DECLINE_OPTION)
+}
+
+/// `questions` as the client can be asked them: one [`questions_form`] when it renders forms
+/// (`forms`); without, a single single-choice question becomes a permission
+/// ([`choice_permission`]) and anything else is not asked: the core answers it unavailable
+/// with [`NO_FORMS`] at once, which the mapper passes on as its host's decline.
+pub fn ask(
+    forms: bool,
+    key: &str,
+    message: &str,
+    tool_call_id: Option<&str>,
+    questions: &[Question],
+) -> InteractionRequest {
+    if forms {
+        return InteractionRequest::Elicitation(questions_form(message, tool_call_id, questions));
+    }
+    let asked = match questions {
+        [question] if !question.multi => {
+            // The permission has no description: the question's text titles it.
+            let title = if question.text.is_empty() { message } else { &question.text };
+            choice_permission(key, tool_call_id, title, &question.choices)
+        }
+        _ => None,
+    };
+    asked.unwrap_or_else(|| InteractionRequest::Headless(NO_FORMS.to_string()))
+}
+
 /// What the client did with a form.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Answer {
@@ -121,8 +186,10 @@ pub fn answer(outcome: &InteractionOutcome) -> Result<Answer, String> {
     let json = match outcome {
         InteractionOutcome::Elicited(json) => json,
         InteractionOutcome::Unavailable(reason) => return Err(reason.clone()),
-        InteractionOutcome::Selected(_) => {
-            return Err("The client answered a form with a permission option".to_string());
+        // A question asked as a permission ([`choice_permission`]): the choice or the decline.
+        InteractionOutcome::Selected(id) if id == DECLINE_OPTION => return Ok(Answer::Decline),
+        InteractionOutcome::Selected(id) => {
+            return Ok(Answer::Accept(Map::from_iter([("answer_0".to_string(), json!(id))])));
         }
     };
     let malformed = || "Malformed elicitation response".to_string();
@@ -227,7 +294,55 @@ mod tests {
             "Malformed elicitation response"
         );
         assert_eq!(answer(&InteractionOutcome::Unavailable("gone".into())).unwrap_err(), "gone");
-        assert!(answer(&InteractionOutcome::Selected("x".into())).is_err());
+    }
+
+    #[test]
+    fn asks_a_single_choice_as_a_permission_without_forms() {
+        let single = Question::new(
+            "Approach",
+            "Which approach?",
+            vec![Choice::new("fast", "Fast", None), Choice::new("thorough", "Thorough", None)],
+            false,
+        );
+        let asked = ask(false, "input:q1", "Answer", Some("t1"), std::slice::from_ref(&single));
+        let InteractionRequest::Permission(asked) = asked else { panic!("{asked:?}") };
+        assert_eq!(asked.deny_option, DECLINE_OPTION);
+        let value: Value = serde_json::from_str(&asked.request).unwrap();
+        acp_check::permission(&value);
+        assert_eq!(
+            value,
+            json!({"toolCall": {"toolCallId": "t1", "title": "Which approach?"}, "options": [
+                {"optionId": "fast", "name": "Fast", "kind": "allow_once"},
+                {"optionId": "thorough", "name": "Thorough", "kind": "allow_once"},
+                {"optionId": DECLINE_OPTION, "name": DECLINE_NAME, "kind": "reject_once"}]})
+        );
+        // The choice reads like the form's answer, checked against the choices.
+        let selected = |id: &str| answer(&InteractionOutcome::Selected(id.into())).unwrap();
+        let Answer::Accept(content) = selected("thorough") else { panic!() };
+        let native = answers(std::slice::from_ref(&single), content).unwrap();
+        assert_eq!(native["answers"], json!({"Which approach?": ["thorough"]}));
+        assert_eq!(native["answer"], "thorough");
+        let Answer::Accept(content) = selected("sideways") else { panic!() };
+        assert_eq!(answers(&[single], content).unwrap_err(), BAD_ANSWER);
+        assert_eq!(selected(DECLINE_OPTION), Answer::Decline);
+        // With forms it stays a form.
+        let form = ask(true, "k", "Answer", None, &questions());
+        assert!(matches!(form, InteractionRequest::Elicitation(_)), "{form:?}");
+    }
+
+    #[test]
+    fn declines_other_questions_without_forms() {
+        // Several questions, a multi-select one, free text: not asked, the host declines.
+        let free = Question::new("Name", "What name?", Vec::new(), false);
+        for questions in [questions(), questions()[..1].to_vec(), vec![free]] {
+            assert_eq!(
+                ask(false, "k", "Answer", None, &questions),
+                InteractionRequest::Headless(NO_FORMS.to_string())
+            );
+        }
+        // A choice that is the decline's id cannot be told from it: not asked either.
+        let clash = vec![Choice::new(DECLINE_OPTION, "Odd", None)];
+        assert!(choice_permission("k", None, "?", &clash).is_none());
     }
 
     #[test]

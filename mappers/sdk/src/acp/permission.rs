@@ -71,6 +71,42 @@ pub fn request(
     InteractionRequest::Permission(PermissionRequest { request, deny_option: deny.to_string() })
 }
 
+/// The option that declines a question asked as a permission when the host's own refusal is a
+/// decline, not one of its options (a question's choices, a plan approval asked as a question).
+pub const DECLINE_OPTION: &str = "zcode-acp:decline";
+
+/// A question asked as a permission, for a client that cannot render forms (the way peers ask
+/// plan approval: the Claude adapter's `ExitPlanMode` is an ordinary `session/request_permission`
+/// with approve / keep planning options). The tool call is the host's when it names one, else one
+/// named after the interaction `key`; either way titled with the question, with `detail` (such
+/// as a plan no update shows) as its text content. `None` when the options cannot be told apart
+/// (empty, or an id given twice) or the deny is not among them: the question is not asked.
+pub fn choice_request(
+    key: &str,
+    tool_call_id: Option<&str>,
+    title: &str,
+    detail: Option<&str>,
+    options: &[PermissionOption<'_>],
+    deny: &str,
+) -> Option<InteractionRequest> {
+    let ids: std::collections::BTreeSet<&str> = options.iter().map(|option| option.id).collect();
+    if options.is_empty() || ids.len() != options.len() || !ids.contains(deny) {
+        return None;
+    }
+    let own = format!("zcode-acp:{key}");
+    let id = tool_call_id.filter(|id| !id.is_empty()).unwrap_or(&own);
+    let content: Vec<serde_json::Value> = detail
+        .map(|text| serde_json::json!({"type": "content", "content": {"type": "text", "text": text}}))
+        .into_iter()
+        .collect();
+    let tool_call = ToolCallUpdate {
+        title: Some(title),
+        content: (!content.is_empty()).then_some(&content[..]),
+        ..ToolCallUpdate::new(id)
+    };
+    Some(request(&tool_call, options, deny))
+}
+
 /// The options a question offered and the one that denies: what the answer may select.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Offered {
@@ -131,6 +167,41 @@ mod tests {
                                {"optionId": "no", "name": "Deny", "kind": "reject_once"}]})
         );
         assert_eq!(OptionKind::of(false, true).name(), "reject_always");
+    }
+
+    #[test]
+    fn asks_a_question_as_a_permission_under_its_own_tool_call() {
+        let options = [
+            PermissionOption { id: "a", name: "A", kind: OptionKind::AllowOnce },
+            PermissionOption { id: DECLINE_OPTION, name: "Decline", kind: OptionKind::RejectOnce },
+        ];
+        let Some(InteractionRequest::Permission(asked)) =
+            choice_request("input:r1", None, "Which?", None, &options, DECLINE_OPTION)
+        else {
+            panic!()
+        };
+        assert_eq!(asked.deny_option, DECLINE_OPTION);
+        let value: Value = serde_json::from_str(&asked.request).unwrap();
+        acp_check::permission(&value);
+        assert_eq!(
+            value["toolCall"],
+            json!({"toolCallId": "zcode-acp:input:r1", "title": "Which?"})
+        );
+        let named =
+            choice_request("k", Some("t9"), "Plan", Some("# Plan"), &options, DECLINE_OPTION);
+        let Some(InteractionRequest::Permission(named)) = named else { panic!() };
+        let named: Value = serde_json::from_str(&named.request).unwrap();
+        acp_check::permission(&named);
+        assert_eq!(
+            named["toolCall"],
+            json!({"toolCallId": "t9", "title": "Plan", "content": [
+                {"type": "content", "content": {"type": "text", "text": "# Plan"}}]})
+        );
+        // Options that cannot be told apart, or a deny that is not offered: not asked.
+        let twice = [options[0], options[0]];
+        assert!(choice_request("k", None, "?", None, &twice, "a").is_none());
+        assert!(choice_request("k", None, "?", None, &options, "other").is_none());
+        assert!(choice_request("k", None, "?", None, &[], "a").is_none());
     }
 
     #[test]

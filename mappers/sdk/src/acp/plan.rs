@@ -8,9 +8,10 @@
 //! `optionId`; only a submitted choice counts, anything else rejects.
 
 use serde_json::{Value, json};
-use zcode_contract::InteractionOutcome;
+use zcode_contract::{InteractionOutcome, InteractionRequest};
 
-use super::elicit::{self, Answer, Choice};
+use super::elicit::{self, Answer, Choice, NO_FORMS};
+use super::permission::{self, DECLINE_OPTION, OptionKind, PermissionOption};
 use super::update::{self, EntryStatus, PlanEntry, Priority};
 
 /// The plan id of the todo list with plan operations.
@@ -119,6 +120,51 @@ pub fn approval_form(tool_call_id: Option<&str>, message: &str, choices: &[Choic
     elicit::form(message, tool_call_id, vec![("optionId".to_string(), field)])
 }
 
+/// The name of the reject option added when the host's refusal is a decline.
+pub const KEEP_PLANNING: &str = "No, keep planning";
+
+/// The approval as the client can be asked it: the [`approval_form`] when it renders forms
+/// (`forms`); without, a permission (as peers ask it: the Claude adapter's `ExitPlanMode`),
+/// one option per choice. The choices in `rejecting` are `reject_once`, the others
+/// `allow_once`; `deny` is the host's own refusal among the choices, or `None` when the host's
+/// refusal is a decline: then [`DECLINE_OPTION`] ([`KEEP_PLANNING`]) is added as the reject.
+/// `plan` is the plan's text where no update shows it (the form's message carries it). The
+/// answer reads like the form's ([`approval`]). Choices that cannot be options are not asked
+/// ([`NO_FORMS`]): the host gets its refusal.
+#[allow(clippy::too_many_arguments)]
+pub fn ask_approval(
+    forms: bool,
+    key: &str,
+    tool_call_id: Option<&str>,
+    message: &str,
+    plan: Option<&str>,
+    choices: &[Choice],
+    rejecting: &[&str],
+    deny: Option<&str>,
+) -> InteractionRequest {
+    if forms {
+        return InteractionRequest::Elicitation(approval_form(tool_call_id, message, choices));
+    }
+    let mut options: Vec<PermissionOption<'_>> = choices
+        .iter()
+        .map(|choice| PermissionOption {
+            id: &choice.value,
+            name: &choice.title,
+            kind: OptionKind::of(!rejecting.contains(&choice.value.as_str()), false),
+        })
+        .collect();
+    if deny.is_none() {
+        options.push(PermissionOption {
+            id: DECLINE_OPTION,
+            name: KEEP_PLANNING,
+            kind: OptionKind::RejectOnce,
+        });
+    }
+    let deny = deny.unwrap_or(DECLINE_OPTION);
+    permission::choice_request(key, tool_call_id, message, plan, &options, deny)
+        .unwrap_or_else(|| InteractionRequest::Headless(NO_FORMS.to_string()))
+}
+
 /// What the user did with an approval form.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Approval {
@@ -130,8 +176,14 @@ pub enum Approval {
     Unanswered,
 }
 
-/// The approval the client's answer to an [`approval_form`] gives.
+/// The approval the client's answer to an [`approval_form`] (or its permission, see
+/// [`ask_approval`]) gives.
 pub fn approval(outcome: &InteractionOutcome) -> Approval {
+    match outcome {
+        InteractionOutcome::Selected(id) if id == DECLINE_OPTION => return Approval::Declined,
+        InteractionOutcome::Selected(id) => return Approval::Chose(id.clone()),
+        _ => {}
+    }
     match elicit::answer(outcome) {
         Ok(Answer::Accept(content)) => match content.get("optionId").and_then(Value::as_str) {
             Some(id) => Approval::Chose(id.to_string()),
@@ -241,5 +293,46 @@ mod tests {
         assert_eq!(elicited(json!({"action": "decline"})), Approval::Declined);
         assert_eq!(elicited(json!({"action": "cancel"})), Approval::Cancelled);
         assert_eq!(approval(&InteractionOutcome::Unavailable("x".into())), Approval::Unanswered);
+    }
+
+    #[test]
+    fn asks_for_approval_as_a_permission_without_forms() {
+        let choices = [Choice::new("ok", "Approve", None), Choice::new("no", "Reject", None)];
+        // The host's deny is among the choices: it is the reject option.
+        let asked =
+            ask_approval(false, "p:1", Some("t"), "Review", None, &choices, &["no"], Some("no"));
+        let InteractionRequest::Permission(asked) = asked else { panic!("{asked:?}") };
+        assert_eq!(asked.deny_option, "no");
+        let value: Value = serde_json::from_str(&asked.request).unwrap();
+        acp_check::permission(&value);
+        assert_eq!(
+            value,
+            json!({"toolCall": {"toolCallId": "t", "title": "Review"}, "options": [
+                {"optionId": "ok", "name": "Approve", "kind": "allow_once"},
+                {"optionId": "no", "name": "Reject", "kind": "reject_once"}]})
+        );
+        let selected = |id: &str| approval(&InteractionOutcome::Selected(id.into()));
+        assert_eq!(selected("ok"), Approval::Chose("ok".into()));
+        assert_eq!(selected("no"), Approval::Chose("no".into()));
+
+        // A host that refuses by declining: "keep planning" is added, and declines.
+        let asked = ask_approval(false, "p:2", None, "Review", None, &choices[..1], &[], None);
+        let InteractionRequest::Permission(asked) = asked else { panic!("{asked:?}") };
+        assert_eq!(asked.deny_option, DECLINE_OPTION);
+        let value: Value = serde_json::from_str(&asked.request).unwrap();
+        acp_check::permission(&value);
+        assert_eq!(value["toolCall"]["toolCallId"], "zcode-acp:p:2");
+        assert_eq!(
+            value["options"][1],
+            json!({"optionId": DECLINE_OPTION, "name": KEEP_PLANNING, "kind": "reject_once"})
+        );
+        assert_eq!(selected(DECLINE_OPTION), Approval::Declined);
+
+        // With forms it is the form.
+        let form = ask_approval(true, "p", None, "Review", None, &choices, &["no"], Some("no"));
+        assert!(matches!(form, InteractionRequest::Elicitation(_)));
+        // Without usable choices it is not asked.
+        let none = ask_approval(false, "p", None, "Review", None, &[], &[], Some("no"));
+        assert_eq!(none, InteractionRequest::Headless(NO_FORMS.to_string()));
     }
 }

@@ -98,6 +98,8 @@ pub struct AppServerSession {
     cancelled: bool,
     usage: Option<Value>,
     interactions: BTreeMap<String, Pending>,
+    /// The client renders form elicitation (else questions are permissions or declined).
+    forms: bool,
     v4: Subscription,
     /// Requests announced by the last `map`, handed out by `issue`.
     announced: Vec<(String, Value)>,
@@ -141,6 +143,7 @@ impl AppServerSession {
     pub fn new(init: &SessionInit) -> Self {
         Self {
             workspace: init.workspace.clone(),
+            forms: init.client.form_elicitation,
             profile: releases::OLD,
             id: None,
             ops: BTreeMap::new(),

@@ -7,7 +7,7 @@ use zcode_contract::{
     Action, Effects, ErrorKind, Interaction, InteractionAnswer, InteractionRequest, MapperError,
     NativeReply, NativeWrite, Outgoing, PermissionRequest, ReplyBody, Step, Terminal,
 };
-use zcode_mapper_sdk::json::{protocol, text};
+use zcode_mapper_sdk::json::protocol;
 
 use super::{AppServerSession, Op, done, request, wait};
 use crate::interactions::{self, Pending};
@@ -187,15 +187,14 @@ impl AppServerSession {
         if self.reannounce(&key, &id, effects) {
             return Ok(());
         }
-        let (pending, form) = interactions::user_input(&id, params)?;
-        // A client without forms is the core's to refuse: it declines natively and fails the
-        // turn, so a question nobody could see never ends as if it had been answered.
+        // Without forms, the SDK's fallback: a permission, or a decline the model reads.
+        let (pending, asked) = interactions::user_input(&id, params, self.forms)?;
         let request = if !self.running || self.cancelled {
             InteractionRequest::Headless(
                 "ZCode asked a question outside a running turn".to_string(),
             )
         } else {
-            InteractionRequest::Elicitation(text(&form))
+            asked
         };
         self.interactions.insert(key.clone(), pending);
         effects.actions.push(Action::Interaction(Interaction { key, request }));

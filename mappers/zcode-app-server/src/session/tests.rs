@@ -533,8 +533,8 @@ fn questions_plans_and_elicitations_become_forms() {
     );
     let asked = headless.event(json!({"id": "server-1", "method": "interaction/requestUserInput", "params": {"requestId": "q-1", "sessionId": "sess_1", "questions": [{"question": "Q", "header": "Q", "options": [{"value": "a", "label": "A"}]}]}}));
     let Action::Interaction(interaction) = &asked.actions[0] else { panic!() };
-    // A client without forms is the core's to refuse (it fails the turn); the form is asked.
-    assert!(matches!(interaction.request, InteractionRequest::Elicitation(_)));
+    // A client without forms is asked one single choice as a permission.
+    assert!(matches!(interaction.request, InteractionRequest::Permission(_)));
     let (_, steps, _) = headless.run(
         SessionOp::Answer(InteractionAnswer {
             key: interaction.key.clone(),
@@ -542,7 +542,10 @@ fn questions_plans_and_elicitations_become_forms() {
         }),
         &mut agent(false),
     );
-    assert_eq!(line(&steps[0].writes[0].bytes)["result"], json!({"action": "decline"}));
+    assert_eq!(
+        line(&steps[0].writes[0].bytes)["result"],
+        json!({"action": "decline", "reason": "no form"})
+    );
 }
 
 #[test]

@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 use zcode_mapper_sdk::acp::elicit::Choice;
-use zcode_mapper_sdk::acp::plan::{Approval, approval, approval_form};
+use zcode_mapper_sdk::acp::plan::{Approval, approval, ask_approval};
 use zcode_mapper_sdk::acp::{self};
 use zcode_mapper_sdk::contract::{Action, InteractionOutcome, MapperError};
 use zcode_mapper_sdk::json::protocol;
@@ -93,8 +93,17 @@ pub(super) fn permission(state: &mut State, permission: NativePermission<'_>) ->
             deny: permission.deny.clone(),
         }),
     );
-    let form = approval_form(Some(permission.tool_call_id), message, &choices);
-    actions.push(acp::form(key, form));
+    let rejecting: Vec<&str> = permission
+        .options
+        .iter()
+        .filter(|o| o.decision == Ok(Decision::Deny))
+        .map(|o| o.id.as_str())
+        .collect();
+    let forms = state.forms();
+    let tool_call_id = Some(permission.tool_call_id);
+    let deny = Some(permission.deny.as_str());
+    let request = ask_approval(forms, key, tool_call_id, message, None, &choices, &rejecting, deny);
+    actions.push(acp::interaction(key, request));
     actions
 }
 
@@ -134,7 +143,18 @@ pub(super) fn question(state: &mut State, request: InputRequest<'_>) -> Vec<Acti
             values: question.choices.iter().map(|choice| choice.value.clone()).collect(),
         }),
     );
-    actions.push(acp::form(&key, approval_form(tool_call_id, message, &question.choices)));
+    // ZCode's refusal here is a decline: without forms, "keep planning" declines.
+    let request = ask_approval(
+        state.forms(),
+        &key,
+        tool_call_id,
+        message,
+        None,
+        &question.choices,
+        &[],
+        None,
+    );
+    actions.push(acp::interaction(&key, request));
     actions
 }
 
@@ -414,5 +434,50 @@ mod tests {
             ok(Value::Null),
         );
         assert_eq!(run.params(0)["reason"], "No active client can approve the plan");
+    }
+
+    /// A client without form elicitation is asked the plan as a permission (issue 26).
+    #[test]
+    fn asks_plans_as_permissions_without_forms() {
+        let mut driver = running(true, false);
+        let actions =
+            driver.event(permission_event("plan-1", "ExitPlanMode", plan_permission_options()));
+        let (key, request) = interaction(&actions);
+        let InteractionRequest::Permission(asked) = request else { panic!("{request:?}") };
+        assert_eq!(asked.deny_option, "deny-plan");
+        let asked: Value = serde_json::from_str(&asked.request).unwrap();
+        assert_eq!(
+            asked["options"],
+            json!([{"optionId": "allow-plan", "name": "Approve", "kind": "allow_once"},
+                   {"optionId": "deny-plan", "name": "Reject", "kind": "reject_once"}])
+        );
+        let run =
+            driver.answer(key, InteractionOutcome::Selected("allow-plan".into()), ok(Value::Null));
+        assert_eq!(run.params(0)["optionId"], "allow-plan");
+
+        // Asked as a question, "keep planning" is the reject: ZCode gets a decline.
+        let mut driver = running(true, false);
+        let actions = driver.event(plan_input_event("plan-q"));
+        let (key, request) = interaction(&actions);
+        let InteractionRequest::Permission(asked) = request else { panic!("{request:?}") };
+        assert_eq!(asked.deny_option, "zcode-acp:decline");
+        let options: Value =
+            serde_json::from_str::<Value>(&asked.request).unwrap()["options"].clone();
+        assert_eq!(options[0]["optionId"], "approve");
+        assert_eq!(options[1]["kind"], "reject_once");
+        let run =
+            driver.answer(key, InteractionOutcome::Selected("approve".into()), ok(Value::Null));
+        assert_eq!(run.params(0)["action"], "accept");
+        assert_eq!(run.params(0)["content"]["answer_0"], "approve");
+        let mut driver = running(true, false);
+        driver.event(plan_input_event("plan-q"));
+        let rejected = InteractionOutcome::Selected("zcode-acp:decline".into());
+        let run = driver.answer("input:plan-q", rejected, ok(Value::Null));
+        assert_eq!(run.params(0)["action"], "decline");
+        assert!(run.params(0).get("reason").is_none(), "{}", run.params(0));
+        assert_eq!(
+            run.updates(),
+            [json!({"sessionUpdate": "plan_removed", "planId": "zcode-plan-proposal:plan-q"})]
+        );
     }
 }

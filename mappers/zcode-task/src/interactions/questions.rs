@@ -120,16 +120,13 @@ pub fn user_input_request(state: &mut State, request: &Value) -> Result<Vec<Acti
     if !state.running() {
         return Ok(refuse(state, &key, decline(NO_CLIENT_FOR_INPUT), NO_CLIENT_FOR_INPUT, None));
     }
-    let form = elicit::questions_form(
-        prompt.unwrap_or(QUESTION_MESSAGE_FALLBACK),
-        tool_call_id,
-        &questions,
-    );
+    let message = prompt.unwrap_or(QUESTION_MESSAGE_FALLBACK);
+    let request = elicit::ask(state.forms(), &key, message, tool_call_id, &questions);
     state.interactions.register(
         &key,
         Pending::Questions(Asked { request_id: request_id.to_string(), questions }),
     );
-    Ok(vec![acp::form(&key, form)])
+    Ok(vec![acp::interaction(&key, request)])
 }
 
 pub(super) fn reply(to: Target<'_>, request_id: &str, reply: ElicitationReply) -> Outbound {
@@ -264,5 +261,42 @@ mod tests {
         let run =
             driver.answer("input:q", InteractionOutcome::Unavailable("x".into()), ok(Value::Null));
         assert_eq!(run.params(0)["reason"], "No active client can handle structured input");
+    }
+
+    /// Without form elicitation one single-choice question is a permission; anything else is
+    /// declined with a reason the model reads (issue 26).
+    #[test]
+    fn asks_a_single_choice_as_a_permission_and_declines_other_forms_without_forms() {
+        let single = json!([{"question": "Which mode?", "header": "Mode", "options": [
+            {"value": "fast", "label": "Fast"}, {"value": "safe", "label": "Safe"}]}]);
+        let mut driver = running(true, false);
+        let actions = driver.event(question_event("q", single.clone()));
+        let (key, request) = interaction(&actions);
+        let InteractionRequest::Permission(asked) = request else { panic!("{request:?}") };
+        let asked: Value = serde_json::from_str(&asked.request).unwrap();
+        assert_eq!(asked["toolCall"], json!({"toolCallId": "ask-1", "title": "Which mode?"}));
+        assert_eq!(asked["options"].as_array().unwrap().len(), 3);
+        let run = driver.answer(key, InteractionOutcome::Selected("safe".into()), ok(Value::Null));
+        assert_eq!(run.params(0)["action"], "accept");
+        assert_eq!(run.params(0)["content"]["answers"], json!({"Which mode?": ["safe"]}));
+
+        let mut driver = running(true, false);
+        driver.event(question_event("q", single));
+        let declined = InteractionOutcome::Selected("zcode-acp:decline".into());
+        let run = driver.answer("input:q", declined, ok(Value::Null));
+        assert_eq!(run.params(0)["action"], "decline");
+
+        let two = json!([
+            {"question": "Which mode?", "header": "Mode", "options": [{"value": "fast", "label": "Fast"}]},
+            {"question": "Name?", "header": "Name", "options": []}]);
+        let mut driver = running(true, false);
+        let actions = driver.event(question_event("q2", two));
+        let (key, request) = interaction(&actions);
+        let InteractionRequest::Headless(why) = request else { panic!("{request:?}") };
+        assert!(why.contains("cannot show this question"), "{why}");
+        let why = why.clone();
+        let run = driver.answer(key, InteractionOutcome::Unavailable(why.clone()), ok(Value::Null));
+        assert_eq!(run.params(0)["action"], "decline");
+        assert_eq!(run.params(0)["reason"], why.as_str());
     }
 }

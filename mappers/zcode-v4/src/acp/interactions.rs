@@ -24,7 +24,7 @@ use crate::acp::track::Tracker;
 use crate::schema::Fields;
 use zcode_mapper_sdk::acp::elicit::{self, Answer, Choice, Question};
 use zcode_mapper_sdk::acp::permission::{self, OptionKind, PermissionOption};
-use zcode_mapper_sdk::acp::plan::{Approval, approval, approval_form};
+use zcode_mapper_sdk::acp::plan::{Approval, approval, ask_approval};
 use zcode_mapper_sdk::acp::update::ToolCallUpdate;
 use zcode_mapper_sdk::json::{error, internal, protocol};
 
@@ -97,6 +97,9 @@ pub struct Context<'a> {
     pub workspace: &'a str,
     pub running: bool,
     pub plan_operations: bool,
+    /// The client renders form elicitation; without, questions are asked as permissions or
+    /// declined (the SDK's `elicit::ask`, `plan::ask_approval`).
+    pub forms: bool,
     pub tracker: &'a mut Tracker,
     pub plan: &'a mut PlanView,
 }
@@ -119,7 +122,7 @@ impl Interactions {
     ) -> Result<(Vec<Action>, Option<MapperError>), MapperError> {
         let mut actions = Vec::new();
         let mut problem = None;
-        let Context { workspace, running, plan_operations, tracker, plan } = cx;
+        let Context { workspace, running, plan_operations, forms, tracker, plan } = cx;
         for item in list {
             let fields = Fields::native(item, "pending interaction")?;
             let id = fields.non_empty_str("interactionId")?.to_string();
@@ -130,9 +133,13 @@ impl Interactions {
             let payload = fields.value("payload")?;
             let (mut found, pending, refusal) = match fields.str("kind")? {
                 "permission" => {
-                    permission(&key, payload, running, workspace, plan_operations, tracker, plan)?
+                    let shown = Shown { running, plan_operations, forms };
+                    permission(&key, payload, shown, workspace, tracker, plan)?
                 }
-                "userInput" => user_input(&key, payload, running, plan_operations, plan)?,
+                "userInput" => {
+                    let shown = Shown { running, plan_operations, forms };
+                    user_input(&key, payload, shown, plan)?
+                }
                 _ => (
                     vec![interaction(
                         &key,
@@ -305,6 +312,14 @@ fn native_options(payload: &Fields<'_>) -> Result<Vec<NativeOption>, MapperError
 
 type Surfaced = (Vec<Action>, Pending, Option<MapperError>);
 
+/// What the client is shown a request in: a running turn, plan operations, forms.
+#[derive(Clone, Copy)]
+struct Shown {
+    running: bool,
+    plan_operations: bool,
+    forms: bool,
+}
+
 fn headless(key: &str, why: &str) -> Vec<Action> {
     vec![interaction(key, InteractionRequest::Headless(why.to_string()))]
 }
@@ -333,12 +348,12 @@ fn tool_view<'a>(
 fn permission(
     key: &str,
     payload: &Value,
-    running: bool,
+    shown: Shown,
     workspace: &str,
-    plan_operations: bool,
     tracker: &mut Tracker,
     plan: &mut PlanView,
 ) -> Result<Surfaced, MapperError> {
+    let Shown { running, plan_operations, forms } = shown;
     let fields = Fields::native(payload, "permission request")?;
     let tool_call_id = fields.str("toolCallId")?;
     let tool_name = fields.str("toolName")?;
@@ -388,10 +403,14 @@ fn permission(
             .collect();
         let choices: Vec<Choice> =
             options.iter().map(|o| Choice::new(&o.id, &o.label, None)).collect();
-        actions.push(interaction(
-            key,
-            InteractionRequest::Elicitation(plan_form(Some(tool_call_id), message, &choices)),
-        ));
+        let rejecting: Vec<&str> = options
+            .iter()
+            .filter(|o| o.decision == Ok(Decision::Deny))
+            .map(|o| o.id.as_str())
+            .collect();
+        let request =
+            ask_plan(forms, key, Some(tool_call_id), message, &choices, &rejecting, Some(&deny));
+        actions.push(interaction(key, request));
         let decisions = options
             .iter()
             .filter_map(|o| o.decision.clone().ok().map(|d| (o.id.clone(), d)))
@@ -449,9 +468,20 @@ fn permission(
 
 // ----- structured input ----------------------------------------------------------------------
 
-/// The plan approval form: one required `optionId` choice (no tool call named by an empty id).
-fn plan_form(tool_call_id: Option<&str>, message: &str, choices: &[Choice]) -> String {
-    approval_form(tool_call_id.filter(|id| !id.is_empty()), message, choices)
+/// The plan approval as the client can be asked it: one required `optionId` choice, or a
+/// permission without forms (no tool call named by an empty id).
+fn ask_plan(
+    forms: bool,
+    key: &str,
+    tool_call_id: Option<&str>,
+    message: &str,
+    choices: &[Choice],
+    rejecting: &[&str],
+    deny: Option<&str>,
+) -> InteractionRequest {
+    let tool_call_id = tool_call_id.filter(|id| !id.is_empty());
+    // The plan is shown as a proposal (`PlanView`): the question needs no copy of it.
+    ask_approval(forms, key, tool_call_id, message, None, choices, rejecting, deny)
 }
 
 fn questions(fields: &Fields<'_>) -> Result<Vec<Question>, MapperError> {
@@ -484,10 +514,10 @@ fn questions(fields: &Fields<'_>) -> Result<Vec<Question>, MapperError> {
 fn user_input(
     key: &str,
     payload: &Value,
-    running: bool,
-    plan_operations: bool,
+    shown: Shown,
     plan: &mut PlanView,
 ) -> Result<Surfaced, MapperError> {
+    let Shown { running, plan_operations, forms } = shown;
     let fields = Fields::native(payload, "userInput request")?;
     let prompt = fields.str("prompt")?;
     let free_text = fields.bool("freeText")?;
@@ -523,10 +553,9 @@ fn user_input(
             .into_iter()
             .map(Action::Update)
             .collect();
-        actions.push(interaction(
-            key,
-            InteractionRequest::Elicitation(plan_form(tool_call_id, message, &question.choices)),
-        ));
+        // ZCode's refusal here is a decline: without forms, "keep planning" declines.
+        let request = ask_plan(forms, key, tool_call_id, message, &question.choices, &[], None);
+        actions.push(interaction(key, request));
         let pending = Pending::PlanQuestion {
             question: question.text.clone(),
             values: question.choices.iter().map(|choice| choice.value.clone()).collect(),
@@ -542,7 +571,7 @@ fn user_input(
     }
     let message = if prompt.is_empty() { QUESTION_MESSAGE_FALLBACK } else { prompt };
     let tool_call_id = tool_call_id.filter(|id| !id.is_empty());
-    let (form, pending) = if questions.is_empty() {
+    let (request, pending) = if questions.is_empty() {
         let options: Vec<(String, String)> = match fields.opt_array("options")? {
             Some(options) => options
                 .iter()
@@ -560,29 +589,26 @@ fn user_input(
             );
             return refuse(NO_CLIENT_FOR_INPUT, Some(problem));
         }
-        let mut schema = json!({"type": "string", "title": message, "description": message});
-        if !options.is_empty() {
-            schema["oneOf"] = json!(
-                options
-                    .iter()
-                    .map(|(id, label)| Choice::new(id, label, None).schema())
-                    .collect::<Vec<_>>()
-            );
-        }
-        (
-            elicit::form(message, tool_call_id, vec![("answer_0".to_string(), schema)]),
-            Pending::Single { options: options.into_iter().map(|(id, _)| id).collect() },
-        )
+        let choices: Vec<Choice> =
+            options.iter().map(|(id, label)| Choice::new(id, label, None)).collect();
+        // One choice among options, or free text: the single question of `elicit::ask`.
+        let question = Question::new(message, message, choices, false);
+        let request = if forms {
+            let schema = question.schema();
+            let form = elicit::form(message, tool_call_id, vec![("answer_0".to_string(), schema)]);
+            InteractionRequest::Elicitation(form)
+        } else {
+            elicit::ask(forms, key, message, tool_call_id, std::slice::from_ref(&question))
+        };
+        (request, Pending::Single { options: options.into_iter().map(|(id, _)| id).collect() })
     } else {
-        (
-            elicit::questions_form(message, tool_call_id, &questions),
-            Pending::Questions { questions },
-        )
+        let request = elicit::ask(forms, key, message, tool_call_id, &questions);
+        (request, Pending::Questions { questions })
     };
     if !running {
         return refuse(NO_CLIENT_FOR_INPUT, None);
     }
-    Ok((vec![interaction(key, InteractionRequest::Elicitation(form))], pending, None))
+    Ok((vec![interaction(key, request)], pending, None))
 }
 
 // ----- answers -------------------------------------------------------------------------------
@@ -603,6 +629,14 @@ mod tests {
         list: Value,
         running: bool,
     ) -> (Interactions, Vec<Action>, Option<MapperError>, PlanView) {
+        surface_for(list, running, true)
+    }
+
+    fn surface_for(
+        list: Value,
+        running: bool,
+        forms: bool,
+    ) -> (Interactions, Vec<Action>, Option<MapperError>, PlanView) {
         let mut interactions = Interactions::default();
         let mut tracker = Tracker::default();
         let mut plan = PlanView::default();
@@ -610,6 +644,7 @@ mod tests {
             workspace: "/w",
             running,
             plan_operations: true,
+            forms,
             tracker: &mut tracker,
             plan: &mut plan,
         };
@@ -682,6 +717,7 @@ mod tests {
             workspace: "/w",
             running: true,
             plan_operations: true,
+            forms: true,
             tracker: &mut tracker,
             plan: &mut plan,
         };
@@ -745,6 +781,7 @@ mod tests {
             workspace: "/w",
             running: true,
             plan_operations: true,
+            forms: true,
             tracker: &mut tracker,
             plan: &mut plan,
         };
@@ -760,6 +797,7 @@ mod tests {
             workspace: "/w",
             running: true,
             plan_operations: true,
+            forms: true,
             tracker: &mut tracker,
             plan: &mut plan,
         };
@@ -841,5 +879,93 @@ mod tests {
             .unwrap();
         assert!(approved.plan_approved);
         assert_eq!(approved.answer.unwrap()["content"]["answer"], "approve");
+    }
+
+    fn asked(actions: &[Action]) -> &InteractionRequest {
+        actions
+            .iter()
+            .find_map(|a| match a {
+                Action::Interaction(i) => Some(&i.request),
+                _ => None,
+            })
+            .expect("an interaction")
+    }
+
+    fn permission_of(request: &InteractionRequest) -> (Value, &str) {
+        let InteractionRequest::Permission(p) = request else { panic!("{request:?}") };
+        (serde_json::from_str(&p.request).unwrap(), &p.deny_option)
+    }
+
+    /// A client without form elicitation (issue 26): plan approval and one single-choice
+    /// question are permissions, other questions are declined.
+    #[test]
+    fn without_forms_questions_are_permissions_or_declined() {
+        let options = json!([{"optionId": "ok", "label": "Approve", "kind": "allowOnce"}, {"optionId": "no", "label": "Keep planning", "kind": "deny"}]);
+        let mut plan_item = permission_item(options);
+        plan_item[0]["payload"]["toolName"] = json!("ExitPlanMode");
+        plan_item[0]["payload"]["detail"] = json!({"plan": "# Plan"});
+        let (mut interactions, actions, problem, mut plan) = surface_for(plan_item, true, false);
+        assert!(problem.is_none());
+        let (request, deny) = permission_of(asked(&actions));
+        assert_eq!(deny, "no");
+        assert_eq!(
+            request["options"],
+            json!([{"optionId": "ok", "name": "Approve", "kind": "allow_once"},
+                   {"optionId": "no", "name": "Keep planning", "kind": "reject_once"}])
+        );
+        let approved = interactions
+            .answer(
+                &answer("interaction:i1", InteractionOutcome::Selected("ok".into())),
+                true,
+                &mut plan,
+            )
+            .unwrap();
+        assert!(approved.plan_approved);
+        assert_eq!(approved.answer.unwrap(), json!({"optionId": "ok"}));
+
+        let plan_input = json!([{"interactionId": "p", "kind": "userInput", "anchorRowId": 1, "createdAt": 1,
+            "payload": {"kind": "userInput", "prompt": "", "freeText": false, "input": {"plan": "# Plan"}, "schema": {"interaction": "plan_approval"},
+                        "questions": [{"question": "Review this implementation plan.", "header": "Plan", "options": [{"value": "approve", "label": "Approve"}]}]}}]);
+        let (mut interactions, actions, _, mut plan) = surface_for(plan_input, true, false);
+        let (request, deny) = permission_of(asked(&actions));
+        assert_eq!(deny, permission::DECLINE_OPTION);
+        assert_eq!(request["options"][1]["kind"], "reject_once");
+        let kept = InteractionOutcome::Selected(permission::DECLINE_OPTION.into());
+        let kept = interactions.answer(&answer("interaction:p", kept), true, &mut plan).unwrap();
+        assert!(!kept.plan_approved);
+        assert_eq!(kept.answer.unwrap(), json!({"action": "decline"}));
+
+        let single = json!([{"interactionId": "q", "kind": "userInput", "anchorRowId": 1, "createdAt": 1,
+            "payload": {"kind": "userInput", "prompt": "Pick", "freeText": false, "toolCallId": "c9",
+                        "questions": [{"question": "Which?", "header": "Choice", "options": [{"value": "a", "label": "A"}, {"value": "b", "label": "B"}]}]}}]);
+        let (mut interactions, actions, _, mut plan) = surface_for(single, true, false);
+        let (request, _) = permission_of(asked(&actions));
+        assert_eq!(request["toolCall"], json!({"toolCallId": "c9", "title": "Which?"}));
+        let chose = InteractionOutcome::Selected("b".into());
+        let chose = interactions.answer(&answer("interaction:q", chose), true, &mut plan).unwrap();
+        assert_eq!(
+            chose.answer.unwrap(),
+            json!({"action": "accept", "content": {"answer_0": "b", "answers": {"Which?": ["b"]}, "answer": "b"}})
+        );
+
+        let options_only = json!([{"interactionId": "o", "kind": "userInput", "anchorRowId": 1, "createdAt": 1,
+            "payload": {"kind": "userInput", "prompt": "Pick one", "freeText": false, "options": [{"optionId": "x", "label": "X"}]}}]);
+        let (mut interactions, actions, _, mut plan) = surface_for(options_only, true, false);
+        let (request, _) = permission_of(asked(&actions));
+        assert_eq!(request["toolCall"]["toolCallId"], "zcode-acp:interaction:o");
+        let chose = InteractionOutcome::Selected("x".into());
+        let chose = interactions.answer(&answer("interaction:o", chose), true, &mut plan).unwrap();
+        assert_eq!(chose.answer.unwrap(), json!({"optionId": "x"}));
+
+        let free = json!([{"interactionId": "f", "kind": "userInput", "anchorRowId": 1, "createdAt": 1,
+            "payload": {"kind": "userInput", "prompt": "Name it", "freeText": true}}]);
+        let (mut interactions, actions, problem, mut plan) = surface_for(free, true, false);
+        assert!(problem.is_none(), "the turn goes on");
+        let InteractionRequest::Headless(why) = asked(&actions) else { panic!("{actions:?}") };
+        assert_eq!(why, elicit::NO_FORMS);
+        let declined = InteractionOutcome::Unavailable(why.clone());
+        let declined =
+            interactions.answer(&answer("interaction:f", declined), true, &mut plan).unwrap();
+        assert_eq!(declined.answer.unwrap(), json!({"action": "decline"}));
     }
 }

@@ -360,6 +360,7 @@ fn state_updated(state: &mut State, out: &mut Vec<Action>) -> Result<(), MapperE
         workspace: &state.workspace,
         running: state.turn.running() && !state.turn.cancelled,
         plan_operations,
+        forms: state.client.form_elicitation,
         tracker: &mut state.tracker,
         plan: &mut state.plan,
     };
