@@ -161,6 +161,26 @@ pub fn resource_attachment(resource: &Resource) -> Result<Value, MapperError> {
     })
 }
 
+/// A `file` part of a persisted ZCode message (`{type:"file", url, filename?, mime?}`, how both
+/// the task protocol's and the app-server's stores record an attachment) as the ACP
+/// `resource_link` a replay shows: the recorded URL (a `file:` path or a `data:` URL), the
+/// recorded name (else the URL's last segment, else the URL) and MIME type. `None` without a URL.
+pub fn file_part_link(part: &Value) -> Option<Value> {
+    let url = part.get("url").and_then(Value::as_str).filter(|url| !url.is_empty())?;
+    let name = part
+        .get("filename")
+        .and_then(Value::as_str)
+        .filter(|name| !name.is_empty())
+        .map(str::to_string)
+        .or_else(|| uri_basename(url))
+        .unwrap_or_else(|| url.to_string());
+    let mut link = json!({"type": "resource_link", "uri": url, "name": name});
+    if let Some(mime) = part.get("mime").and_then(Value::as_str) {
+        link["mimeType"] = json!(mime);
+    }
+    Some(link)
+}
+
 /// The prompt of a host that takes text only: its text blocks joined, or the first block of
 /// another kind.
 pub fn text_only(blocks: Vec<Block>) -> Result<String, Block> {
