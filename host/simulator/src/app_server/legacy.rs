@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::attachments;
 use super::catalog;
 use super::fault::AppFault;
 use super::messages;
@@ -16,6 +15,7 @@ use super::session::{Origin, Resident};
 use super::snapshot::{self, Models};
 use super::store::{SessionRecord, Usage};
 use super::wire::{self, BUSY, INVALID_PARAMS, ProtocolError, REVISION_MISMATCH, parse_params};
+use crate::common::attachments;
 use crate::common::clock::now_ms;
 
 /// Methods of the real Agent's table the simulator answers with "not simulated" rather than

@@ -17,7 +17,6 @@
 //! the Services Server. Facts and the choices made where the public source is silent are
 //! listed in `docs/simulator.md` §12.
 
-mod attachments;
 mod catalog;
 mod cli;
 mod fault;

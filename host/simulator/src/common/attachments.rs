@@ -1,6 +1,7 @@
-//! `session/send` attachments, as the Desktop Agent takes them inline: `{kind: image|audio|file,
-//! filename, mimeType, sizeBytes?, dataBase64? | localPath? | textContent?}` (reference APP §4.1
-//! `session/send`). The simulator checks that each arrived whole, so a test that passes proves
+//! Inline prompt attachments, as the Desktop Agent's `session/send` (reference APP §4.1) and the
+//! 3.11/3.12 host service's `sendPrompt` take them: `{kind: image|audio|file, filename, mimeType,
+//! sizeBytes?, dataBase64? | localPath? | textContent?}`. The simulator checks that each arrived
+//! whole, so a test that passes proves
 //! the bytes, the MIME type and the name made it through the agent unchanged:
 //! - the base64 decodes, and `sizeBytes` (when given) is the decoded length;
 //! - the bytes are what the MIME type says, for the types the simulator can recognise (PNG,
@@ -33,7 +34,8 @@ pub fn receive(params: &Value) -> Result<Vec<Received>, String> {
     items.iter().enumerate().map(|(index, item)| receive_one(index, item)).collect()
 }
 
-fn receive_one(index: usize, item: &Value) -> Result<Received, String> {
+/// One attachment (the `index`-th), checked.
+pub fn receive_one(index: usize, item: &Value) -> Result<Received, String> {
     let field = |key: &str| item.get(key).and_then(Value::as_str);
     let kind = field("kind").unwrap_or_default();
     if !matches!(kind, "image" | "audio" | "file") {
