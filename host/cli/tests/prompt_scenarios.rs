@@ -535,8 +535,8 @@ fn rich_prompt_content_is_accepted_and_kept_in_the_history() {
     if generation() == Generation::AppServer {
         return rich_prompt_content_on_the_desktop_agent();
     }
-    let why = "images and audio need V4's attachment upload, which the Services Server mapper \
-               does not implement: runtime_services.rs tests their clear refusal and the text kinds";
+    let why = "the Services Server uploads attachments and records them as V4 rows: \
+               runtime_services.rs tests the upload, the sendText and the replay";
     if !applies(&[Generation::HostBridge], why) {
         return;
     }

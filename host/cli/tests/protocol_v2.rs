@@ -167,10 +167,6 @@ fn a_prompt_is_acknowledged_first_and_ends_with_exactly_one_idle() {
 /// ACP v2 carries an image to ZCode like v1 does: the simulated Agent takes it only whole.
 #[test]
 fn a_prompt_with_an_image_ends_with_one_end_turn_idle() {
-    let why = "the runtime archives' mapper refuses images (no V4 attachment upload yet)";
-    if !applies(&[Generation::AppServer, Generation::HostBridge], why) {
-        return;
-    }
     const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
     let env = TestEnv::new();
     let workspace = env.workspace("ws");

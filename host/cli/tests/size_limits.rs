@@ -80,10 +80,6 @@ fn base64(bytes: &[u8]) -> String {
 /// 20 MiB per attachment lies beyond: the mappers' unit tests cover it.)
 #[test]
 fn an_image_up_to_the_limit_reaches_zcode_and_one_over_it_is_refused_naming_the_limit() {
-    let why = "the runtime archives' mapper refuses images (no V4 attachment upload yet)";
-    if !applies(&[Generation::AppServer, Generation::HostBridge], why) {
-        return;
-    }
     let env = TestEnv::new();
     let workspace = env.workspace("ws");
     let (mut agent, session) =

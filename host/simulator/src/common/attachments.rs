@@ -69,20 +69,29 @@ pub fn receive_one(index: usize, item: &Value) -> Result<Received, String> {
     if kind != "file" && !mime.starts_with(&format!("{kind}/")) {
         return Err(format!("attachment {name}: kind {kind} with MIME type {mime}"));
     }
-    match (sniff(&bytes), mime.starts_with("image/") || mime.starts_with("audio/")) {
-        (Some(found), _) if found != mime => {
-            return Err(format!("attachment {name}: declared {mime} but the bytes are {found}"));
-        }
-        (None, true) => {
-            return Err(format!("attachment {name}: the bytes are not {mime}"));
-        }
-        _ => {}
-    }
-    let sha = Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect::<String>();
+    check_bytes(name, mime, &bytes)?;
+    let sha = sha256_hex(&bytes);
     Ok(Received {
         part: json!({"type": "file", "url": url, "filename": name, "mime": mime}),
         summary: format!("{name} ({mime}, {} bytes, sha256:{sha})", bytes.len()),
     })
+}
+
+/// The bytes are what `mime` says, where their signature shows it; an `image/*` or `audio/*`
+/// whose bytes show no known format is refused too.
+pub fn check_bytes(name: &str, mime: &str, bytes: &[u8]) -> Result<(), String> {
+    match (sniff(bytes), mime.starts_with("image/") || mime.starts_with("audio/")) {
+        (Some(found), _) if found != mime => {
+            Err(format!("attachment {name}: declared {mime} but the bytes are {found}"))
+        }
+        (None, true) => Err(format!("attachment {name}: the bytes are not {mime}")),
+        _ => Ok(()),
+    }
+}
+
+/// Lower-case hex SHA-256.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The MIME type the bytes show, for the few formats with a clear signature.
@@ -112,7 +121,7 @@ fn encode(bytes: &[u8]) -> String {
 }
 
 /// Standard base64 with optional padding; `None` if it is not.
-fn decode(text: &str) -> Option<Vec<u8>> {
+pub fn decode(text: &str) -> Option<Vec<u8>> {
     let body = text.trim_end_matches('=');
     if text.len() - body.len() > 2 || body.len() % 4 == 1 {
         return None;
