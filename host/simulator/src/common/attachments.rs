@@ -58,13 +58,13 @@ pub fn receive_one(index: usize, item: &Value) -> Result<Received, String> {
     } else {
         return Err(format!("attachment {name} has no dataBase64, textContent or localPath"));
     };
-    if let Some(size) = item.get("sizeBytes") {
-        if size.as_u64() != Some(bytes.len() as u64) {
-            return Err(format!(
-                "attachment {name}: sizeBytes {size} but {} bytes arrived",
-                bytes.len()
-            ));
-        }
+    if let Some(size) = item.get("sizeBytes")
+        && size.as_u64() != Some(bytes.len() as u64)
+    {
+        return Err(format!(
+            "attachment {name}: sizeBytes {size} but {} bytes arrived",
+            bytes.len()
+        ));
     }
     if kind != "file" && !mime.starts_with(&format!("{kind}/")) {
         return Err(format!("attachment {name}: kind {kind} with MIME type {mime}"));
