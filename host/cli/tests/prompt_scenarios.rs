@@ -572,26 +572,24 @@ fn todos_become_a_plan() {
 /// A 1×1 PNG.
 const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
 
-/// The Desktop Agent takes text, embedded text resources and links (as text); its attachment
-/// shape is not public, so images and audio are refused by name instead of being dropped.
+/// A PDF's first bytes (`%PDF-1.4`), as an embedded binary resource.
+const PDF: &str = "JVBERi0xLjQK";
+
+/// The Desktop Agent takes text, embedded text resources and links as text, and images, audio
+/// and binary resources as `session/send` attachments. The simulated Agent refuses a send whose
+/// attachment did not arrive whole (bytes, MIME type, name) and records the attachments, so the
+/// replay after a load shows each one exactly as sent.
 fn rich_prompt_content_on_the_desktop_agent() {
     let env = TestEnv::new();
     let workspace = env.workspace("ws");
     let (mut agent, session) =
         Agent::with_session(&env, policy::refuse_all(), plain_client(), &workspace);
-    for (block, name) in [
-        (json!({"type": "image", "data": PNG, "mimeType": "image/png"}), "image"),
-        (json!({"type": "audio", "data": "UklGRgAAAABXQVZF", "mimeType": "audio/wav"}), "audio"),
-    ] {
-        let prompt = json!([{"type": "text", "text": "look"}, block]);
-        let response =
-            agent.request("session/prompt", json!({"sessionId": session, "prompt": prompt}));
-        let (code, message) = agent.error_of(&response, name);
-        assert_eq!(code, INVALID_PARAMS, "{name}: {message}");
-        assert!(message.contains(name), "{message}");
-    }
     let prompt = json!([
         {"type": "text", "text": "look at these"},
+        {"type": "image", "data": PNG, "mimeType": "image/png", "uri": "file:///virtual/dot.png"},
+        {"type": "audio", "data": "UklGRgAAAABXQVZF", "mimeType": "audio/wav"},
+        {"type": "resource", "resource": {"uri": "file:///virtual/spec.pdf", "blob": PDF,
+            "mimeType": "application/pdf"}},
         {"type": "resource", "resource": {"uri": "file:///virtual/context.txt",
             "text": "embedded context", "mimeType": "text/plain"}},
         {"type": "resource_link", "uri": "file:///virtual/notes.md", "name": "notes.md"},
@@ -601,6 +599,43 @@ fn rich_prompt_content_on_the_desktop_agent() {
     let text = chunk_text(&agent.updates(&session), "agent_message_chunk");
     assert!(text.contains("look at these") && text.contains("embedded context"), "{text:?}");
     assert!(text.contains("notes.md"), "{text:?}");
+
+    // An image whose bytes are not what its MIME type says does not arrive as sent: the
+    // simulated Agent refuses it, naming the mismatch.
+    let lying = json!([{"type": "image", "data": PNG, "mimeType": "image/jpeg"}]);
+    let response = agent.request("session/prompt", json!({"sessionId": session, "prompt": lying}));
+    let (_, message) = agent.error_of(&response, "a PNG declared as JPEG");
+    assert!(message.contains("declared image/jpeg but the bytes are image/png"), "{message}");
+    agent.prompt_ok(&session, "still here", "end_turn");
+    assert!(agent.finish().success());
+
+    // The replay shows each attachment as the Agent recorded it: name, MIME type and bytes.
+    let mut agent = Agent::start(&env);
+    agent.initialize(plain_client());
+    agent.call("session/load", json!({"sessionId": session, "cwd": workspace, "mcpServers": []}));
+    let user: Vec<Value> =
+        agent.updates(&session).into_iter().filter(|u| kind(u) == "user_message_chunk").collect();
+    let links: Vec<(&str, &str, &str)> = user
+        .iter()
+        .filter(|u| u["content"]["type"] == "resource_link")
+        .map(|u| {
+            let c = &u["content"];
+            (
+                c["name"].as_str().unwrap(),
+                c["mimeType"].as_str().unwrap(),
+                c["uri"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        links,
+        [
+            ("dot.png", "image/png", format!("data:image/png;base64,{PNG}").as_str()),
+            ("audio.wav", "audio/wav", "data:audio/wav;base64,UklGRgAAAABXQVZF"),
+            ("spec.pdf", "application/pdf", format!("data:application/pdf;base64,{PDF}").as_str()),
+        ],
+        "{user:#?}"
+    );
     assert!(agent.finish().success());
 }
 
@@ -609,8 +644,8 @@ fn rich_prompt_content_is_accepted_and_kept_in_the_history() {
     if generation() == Generation::AppServer {
         return rich_prompt_content_on_the_desktop_agent();
     }
-    let why = "images and audio need V4's attachment upload, which the Services Server mapper \
-               does not implement: runtime_services.rs tests their clear refusal and the text kinds";
+    let why = "the Services Server uploads attachments and records them as V4 rows: \
+               runtime_services.rs tests the upload, the sendText and the replay";
     if !applies(&[Generation::HostBridge], why) {
         return;
     }

@@ -164,6 +164,36 @@ fn a_prompt_is_acknowledged_first_and_ends_with_exactly_one_idle() {
     assert!(agent.finish().success());
 }
 
+/// ACP v2 carries an image to ZCode like v1 does: the simulated Agent takes it only whole.
+#[test]
+fn a_prompt_with_an_image_ends_with_one_end_turn_idle() {
+    const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+    let env = TestEnv::new();
+    let workspace = env.workspace("ws");
+    let mut agent = v2_agent(&env, policy::refuse_all(), json!({}));
+    let session = new_v2_session(&mut agent, &workspace);
+    let prompt = json!({"sessionId": session, "prompt": [
+        {"type": "text", "text": "what is in it?"},
+        {"type": "image", "data": PNG, "mimeType": "image/png"},
+    ]});
+    let id = agent.send_request("session/prompt", prompt);
+    let ack = agent.wait_response(id);
+    assert!(agent.result_of(&ack, "prompt")["messageId"].is_string(), "{ack}");
+    let updates = wait_idles(&agent, &session, 1);
+    let idles: Vec<&Value> = updates.iter().filter(|u| is_turn_end(u)).collect();
+    assert_eq!(idles.len(), 1, "{updates:#?}");
+    assert_eq!(idles[0]["stopReason"], "end_turn", "{updates:#?}");
+    // A PNG declared as JPEG does not arrive as sent: the simulated Agent refuses it.
+    let lying = json!({"sessionId": session, "prompt": [
+        {"type": "image", "data": PNG, "mimeType": "image/jpeg"},
+    ]});
+    let id = agent.send_request("session/prompt", lying);
+    let response = agent.wait_response(id);
+    let (_, message) = agent.error_of(&response, "a PNG declared as JPEG");
+    assert!(message.contains("the bytes are image/png"), "{message}");
+    assert!(agent.finish().success());
+}
+
 #[test]
 fn a_second_prompt_on_a_busy_session_is_held_and_run_in_arrival_order() {
     let env = TestEnv::new();

@@ -452,8 +452,29 @@ fn interactions_are_answered_natively_exactly_once() {
 /// A 1×1 PNG.
 const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
 
+/// Standard base64 with padding.
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for group in bytes.chunks(3) {
+        let n = group.iter().enumerate().fold(0u32, |n, (i, b)| n | u32::from(*b) << (16 - 8 * i));
+        for i in 0..4 {
+            out.push(if i <= group.len() {
+                ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char
+            } else {
+                '='
+            });
+        }
+    }
+    out
+}
+
+/// Images, audio and binary resources are uploaded (`attachmentBeginV4` with the SHA-256,
+/// chunks of at most 512 KiB, `attachmentCommitV4`) and named by their refs in `sendText`; the
+/// simulated Server refuses an upload that did not arrive whole, and a load shows the
+/// attachments as ZCode records them. Text kinds still go as text.
 #[test]
-fn binary_prompt_content_is_refused_and_text_kinds_are_sent_as_text() {
+fn attachments_are_uploaded_whole_then_sent_and_text_kinds_are_sent_as_text() {
     if !services() {
         return;
     }
@@ -462,34 +483,77 @@ fn binary_prompt_content_is_refused_and_text_kinds_are_sent_as_text() {
     let (path, vars) = recording(&env);
     let mut agent = start(&env, policy::refuse_all(), &vars);
     let session = agent.new_session(&workspace);
-    // V4 needs attachments uploaded (attachmentBeginV4 …), which this mapper does not do.
-    for block in [
-        json!({"type": "image", "data": PNG, "mimeType": "image/png"}),
-        json!({"type": "audio", "data": "UklGRgAAAABXQVZF", "mimeType": "audio/wav"}),
-    ] {
-        let prompt = json!([{"type": "text", "text": "look"}, block]);
-        let response =
-            agent.request("session/prompt", json!({"sessionId": session, "prompt": prompt}));
-        let (code, message) = agent.error_of(&response, "binary content");
-        assert_eq!(code, INTERNAL_ERROR, "{message}");
-        assert_eq!(response["error"]["data"]["kind"], "unsupported", "{response}");
-    }
+    // 1.2 MB behind a PNG signature: three chunks.
+    let mut big = b"\x89PNG\r\n\x1a\n".to_vec();
+    big.resize(1_200_000, 7);
     let notes = workspace.join("notes.md");
     let prompt = json!([
         {"type": "text", "text": "look at these"},
+        {"type": "image", "data": PNG, "mimeType": "image/png", "uri": "file:///virtual/dot.png"},
+        {"type": "audio", "data": "UklGRgAAAABXQVZF", "mimeType": "audio/wav"},
+        {"type": "resource", "resource": {"uri": "file:///virtual/spec.pdf", "blob": "JVBERi0xLjQK",
+            "mimeType": "application/pdf"}},
+        {"type": "image", "data": base64(&big), "mimeType": "image/png", "uri": "file:///virtual/big.png"},
         {"type": "resource", "resource": {"uri": "file:///virtual/context.txt",
             "text": "embedded context", "mimeType": "text/plain"}},
         {"type": "resource_link", "uri": format!("file://{}", notes.display()), "name": "notes.md"},
     ]);
     let result = agent.call("session/prompt", json!({"sessionId": session, "prompt": prompt}));
     assert_eq!(result["stopReason"], "end_turn", "{result}");
+
+    // A PNG declared as JPEG does not arrive as sent: the commit is refused, nothing is sent.
+    let lying = json!([{"type": "image", "data": PNG, "mimeType": "image/jpeg"}]);
+    let response = agent.request("session/prompt", json!({"sessionId": session, "prompt": lying}));
+    let (_, message) = agent.error_of(&response, "a PNG declared as JPEG");
+    assert!(message.contains("declared image/jpeg but the bytes are image/png"), "{message}");
+    agent.prompt_ok(&session, "still here", "end_turn");
     Invariants::new(&env).finish(agent);
+
+    let calls = native_calls(&path);
+    let begins: Vec<&Value> =
+        calls.iter().filter(|(m, _)| m == "attachmentBeginV4").map(|(_, a)| a).collect();
+    let named: Vec<(&str, &str, u64, u64)> = begins
+        .iter()
+        .map(|b| {
+            let (name, mime) = (b["fileName"].as_str().unwrap(), b["mime"].as_str().unwrap());
+            (name, mime, b["totalBytes"].as_u64().unwrap(), b["totalChunks"].as_u64().unwrap())
+        })
+        .collect();
+    assert_eq!(
+        named,
+        [
+            ("dot.png", "image/png", 70, 1),
+            ("audio.wav", "audio/wav", 12, 1),
+            ("spec.pdf", "application/pdf", 9, 1),
+            ("big.png", "image/png", 1_200_000, 3),
+            ("image.jpeg", "image/jpeg", 70, 1),
+        ]
+    );
+    assert!(begins.iter().all(|b| b["checksum"].as_str().unwrap().starts_with("sha256:")));
+    let chunks = calls.iter().filter(|(m, _)| m == "attachmentChunkV4").count();
+    assert_eq!(chunks, 7, "one chunk each, three for the big one");
     let sent = commands(&path);
-    assert_eq!(types(&sent), ["sendText"], "nothing was sent for the refused prompts");
+    assert_eq!(types(&sent), ["sendText", "sendText"], "nothing was sent for the refused prompt");
     let text = sent[0]["payload"]["text"].as_str().unwrap_or_default();
     for part in ["look at these", "embedded context", "notes.md"] {
         assert!(text.contains(part), "{part:?} is in the text ZCode got: {text:?}");
     }
+    let attached: Vec<&str> = sent[0]["payload"]["attachments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["fileName"].as_str().unwrap())
+        .collect();
+    assert_eq!(attached, ["dot.png", "audio.wav", "spec.pdf", "big.png"]);
+
+    // The replay shows the attachments as the user message ZCode recorded.
+    let mut agent = start(&env, policy::refuse_all(), &[]);
+    agent.call("session/load", json!({"sessionId": session, "cwd": workspace, "mcpServers": []}));
+    let user = chunk_text(&agent.updates(&session), "user_message_chunk");
+    for name in ["dot.png", "audio.wav", "spec.pdf", "big.png"] {
+        assert!(user.contains(&format!("[Attachment: {name}")), "{name}: {user:?}");
+    }
+    Invariants::new(&env).finish(agent);
 }
 
 #[test]

@@ -58,6 +58,49 @@ fn a_prompt_up_to_the_limit_is_carried_and_one_above_it_is_refused_up_front() {
     assert!(agent.finish().success());
 }
 
+/// Standard base64 with padding.
+fn base64(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for group in bytes.chunks(3) {
+        let n = group.iter().enumerate().fold(0u32, |n, (i, b)| n | u32::from(*b) << (16 - 8 * i));
+        for i in 0..4 {
+            if i <= group.len() {
+                out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+/// An image is carried whole up to the limit of the ACP message that brings it; above it the
+/// prompt is refused up front, naming the limit, and nothing reaches ZCode. (ZCode's own
+/// 20 MiB per attachment lies beyond: the mappers' unit tests cover it.)
+#[test]
+fn an_image_up_to_the_limit_reaches_zcode_and_one_over_it_is_refused_naming_the_limit() {
+    let env = TestEnv::new();
+    let workspace = env.workspace("ws");
+    let (mut agent, session) =
+        Agent::with_session(&env, policy::refuse_all(), plain_client(), &workspace);
+    // A PNG signature and padding: what the simulated Agent checks the bytes against.
+    let image = |bytes: usize| {
+        let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
+        png.resize(bytes, 0);
+        json!({"sessionId": session, "prompt": [
+            {"type": "text", "text": "sim:reply seen"},
+            {"type": "image", "mimeType": "image/png", "data": base64(&png)},
+        ]})
+    };
+    let fits = agent.request("session/prompt", image((LIMIT - 1024) / 4 * 3));
+    assert_eq!(agent.result_of(&fits, "an image under the limit")["stopReason"], "end_turn");
+    let too_big = agent.request("session/prompt", image(LIMIT / 4 * 3 + 3));
+    assert_refused_naming_the_limit(&agent, &too_big, "an image over the limit");
+    agent.prompt_ok(&session, "still here", "end_turn");
+    assert!(agent.finish().success());
+}
+
 #[test]
 fn an_embedded_resource_counts_towards_the_prompt() {
     let env = TestEnv::new();

@@ -4,6 +4,7 @@ use serde_json::Value;
 use zcode_contract::MapperError;
 
 use crate::tools;
+use zcode_mapper_sdk::acp::prompt::file_part_link;
 use zcode_mapper_sdk::acp::update::{self, Chunk, ToolCall, ToolStatus};
 use zcode_mapper_sdk::json::protocol;
 
@@ -47,6 +48,14 @@ pub fn replay(result: &Value, workspace: &str) -> Result<Vec<String>, MapperErro
                         .filter(|t| !t.is_empty())
                     {
                         out.push(update::agent_thought(t));
+                    }
+                }
+                // An attachment as ZCode recorded it (`session/send` attachments become file
+                // parts), shown as a link to what was sent.
+                Some("file") => {
+                    if let Some(link) = file_part_link(part) {
+                        let chunk = if user { Chunk::User } else { Chunk::Agent };
+                        out.push(update::content_chunk(chunk, &link, None));
                     }
                 }
                 Some("tool") => {

@@ -1,6 +1,7 @@
 //! `session/load` history replay: persisted messages → ACP updates, in order.
 
-use serde_json::{Value, json};
+use serde_json::Value;
+use zcode_mapper_sdk::acp::prompt::file_part_link;
 use zcode_mapper_sdk::acp::update::{self, Chunk};
 use zcode_mapper_sdk::contract::MapperError;
 
@@ -8,7 +9,6 @@ use crate::settings::{Message, Role};
 use crate::tools::{FAILED_TOOL, Status, ToolCallView, completed_content};
 use zcode_mapper_sdk::json::{Fields, protocol};
 use zcode_mapper_sdk::tool_view::error_content;
-use zcode_mapper_sdk::uri::uri_basename;
 
 pub fn replay(messages: &[Message], workspace: &str) -> Result<Vec<String>, MapperError> {
     let mut updates = Vec::new();
@@ -42,21 +42,8 @@ fn part_update(
             Ok(Some(update::text_chunk(kind, text, message_id)))
         }
         ("file", _) => {
-            let fields =
-                Fields::native(part, "Persisted file part").map_err(|_| malformed("file"))?;
-            let url = fields.non_empty_str("url").map_err(|_| malformed("file"))?;
-            let name = fields
-                .opt_str("filename")
-                .ok()
-                .flatten()
-                .filter(|name| !name.is_empty())
-                .map(str::to_string)
-                .or_else(|| uri_basename(url))
-                .unwrap_or_else(|| url.to_string());
-            let mut link = json!({"type": "resource_link", "uri": url, "name": name});
-            if let Some(mime) = fields.opt_str("mime").ok().flatten() {
-                link["mimeType"] = json!(mime);
-            }
+            Fields::native(part, "Persisted file part").map_err(|_| malformed("file"))?;
+            let link = file_part_link(part).ok_or_else(|| malformed("file"))?;
             Ok(Some(update::content_chunk(message_kind, &link, message_id)))
         }
         ("tool", _) => tool_part(part, workspace).map(Some),

@@ -2,7 +2,7 @@
 //! Nothing the client sent is dropped: what cannot be represented is refused.
 
 use serde_json::{Value, json};
-use zcode_mapper_sdk::acp::prompt::{Block, Contents, Link, Media, Resource, decoded_size};
+use zcode_mapper_sdk::acp::prompt::{Block, Link, media_attachment, resource_attachment};
 use zcode_mapper_sdk::contract::MapperError;
 use zcode_mapper_sdk::json::invalid_params;
 use zcode_mapper_sdk::uri::{file_uri_path, is_absolute_path, uri_basename};
@@ -24,9 +24,9 @@ pub fn convert(blocks: Vec<Block>) -> Result<NativePrompt, MapperError> {
                 texts.push(format!("{}: {}", link.name, link.uri));
             }
             Block::Link(link) => attachments.push(file(link)?),
-            Block::Image(image) => attachments.push(media(image, "image")?),
-            Block::Audio(audio) => attachments.push(media(audio, "audio")?),
-            Block::Resource(resource) => attachments.push(embedded(resource)?),
+            Block::Image(image) => attachments.push(media_attachment(&image, "image")?),
+            Block::Audio(audio) => attachments.push(media_attachment(&audio, "audio")?),
+            Block::Resource(resource) => attachments.push(resource_attachment(&resource)?),
         }
     }
     if texts.is_empty() && attachments.is_empty() {
@@ -55,37 +55,6 @@ fn file(link: Link) -> Result<Value, MapperError> {
         attachment["sizeBytes"] = json!(size);
     }
     Ok(attachment)
-}
-
-fn media(media: Media, kind: &str) -> Result<Value, MapperError> {
-    Ok(json!({
-        "kind": kind,
-        "filename": media.filename(kind),
-        "mimeType": media.mime_type,
-        "sizeBytes": media.size(kind)?,
-        "dataBase64": media.data,
-    }))
-}
-
-fn embedded(resource: Resource) -> Result<Value, MapperError> {
-    let filename = resource.filename();
-    let mime = resource.mime_type;
-    Ok(match resource.contents {
-        Contents::Text(text) => json!({
-            "kind": "file",
-            "filename": filename,
-            "mimeType": mime.as_deref().unwrap_or("text/plain"),
-            "sizeBytes": text.len(),
-            "textContent": text,
-        }),
-        Contents::Blob(blob) => json!({
-            "kind": "file",
-            "filename": filename,
-            "mimeType": mime.as_deref().unwrap_or("application/octet-stream"),
-            "sizeBytes": decoded_size(&blob, "embedded resource")?,
-            "dataBase64": blob,
-        }),
-    })
 }
 
 #[cfg(test)]

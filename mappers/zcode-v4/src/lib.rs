@@ -22,6 +22,7 @@
 //! here uses a clock, randomness, the filesystem or the environment.
 
 pub mod acp;
+pub mod attachment;
 pub mod codec;
 pub mod command;
 pub mod follow;

@@ -14,7 +14,8 @@ use super::server::{Reply, Server, not_simulated};
 use super::session::{Origin, Resident};
 use super::snapshot::{self, Models};
 use super::store::{SessionRecord, Usage};
-use super::wire::{self, BUSY, ProtocolError, REVISION_MISMATCH, parse_params};
+use super::wire::{self, BUSY, INVALID_PARAMS, ProtocolError, REVISION_MISMATCH, parse_params};
+use crate::common::attachments;
 use crate::common::clock::now_ms;
 
 /// Methods of the real Agent's table the simulator answers with "not simulated" rather than
@@ -310,6 +311,9 @@ fn send(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolE
     if !refinements.is_empty() {
         return Err(ProtocolError::invalid_params(&refinements));
     }
+    // Every attachment must have arrived whole (bytes, MIME type, name), or the send fails.
+    let received = attachments::receive(&params)
+        .map_err(|message| ProtocolError::new(INVALID_PARAMS, message))?;
     let session_id = session_id(&params);
     let mut state = server.state();
     let busy_fault = server.faults.take_one("session/send", AppFault::Busy).is_some();
@@ -338,6 +342,13 @@ fn send(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolE
         text(&params, "inputId").map_or_else(|| messages::new_id("input"), str::to_owned);
     let content = text(&params, "content").unwrap_or_default().to_owned();
     let start = resident.begin_turn(&content, &input_id, Origin::Legacy, None);
+    if let Some(parts) = resident.record.messages.last_mut().and_then(|m| m["parts"].as_array_mut())
+    {
+        for attachment in &received {
+            eprintln!("zcode-sim: session/send attachment arrived whole: {}", attachment.summary);
+            parts.push(attachment.part.clone());
+        }
+    }
     let revision = resident.revision;
     state.persist(&session_id);
     state.state_updated(&session_id, "prompt_started", json!({"status": "running"}));

@@ -4,6 +4,7 @@
 //! the model catalogue of the GLM releases, the sign-in state and the clock. Nothing here knows
 //! a generation: they build on it.
 
+pub mod attachments;
 pub mod auth;
 pub mod catalog;
 pub mod clock;

@@ -373,6 +373,12 @@ fn send_text(
     if text.trim().is_empty() && attachments.is_empty() {
         return Decision::rejected("proto.invalidPayload", "input must not be empty");
     }
+    let session_id = conversation.record.session_id.clone();
+    if let Err(message) =
+        crate::services::channels::attachments::check_sent(&session_id, &attachments)
+    {
+        return Decision::rejected("proto.invalidPayload", message);
+    }
     let requested = match payload.get("requestedDelivery") {
         None | Some(Value::Null) => None,
         Some(value) => match value.as_str() {

@@ -2,7 +2,7 @@
 //! resource links, images, audio and embedded resources. Nothing the client sent is dropped:
 //! an unknown block type is an `invalid-params` error, and so is a field of the wrong type.
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use zcode_contract::{ErrorKind, MapperError};
 
 use crate::json::{Fields, invalid_params, parse};
@@ -101,6 +101,84 @@ impl Resource {
 pub fn decoded_size(data: &str, what: &str) -> Result<u64, MapperError> {
     base64_decoded_len(data)
         .ok_or_else(|| invalid_params(format!("{what} data is not valid base64")))
+}
+
+/// The largest attachment ZCode takes: 20 MiB per file, the V4 upload's limit
+/// (`../shared/reference/zcode-services-v4.md` §3.1 "attachment ≤ 20 MiB"; ZCode's own clients
+/// check the same `ProtocolLimits.attachmentMaxBytes` before `attachmentBeginV4`). The legacy
+/// attachment of `session/send` / `sendPrompt` is held to it too: no public source gives that
+/// path another limit, and ZCode drops an oversized file silently (`zcode-app-server.md`
+/// §4.1), so it is refused up front instead.
+pub const ATTACHMENT_MAX_BYTES: u64 = 20 * 1024 * 1024;
+
+/// `bytes` of an attachment named `name`, checked against [`ATTACHMENT_MAX_BYTES`]: over it
+/// is invalid params naming the limit.
+pub fn check_attachment_size(name: &str, bytes: u64) -> Result<u64, MapperError> {
+    if bytes > ATTACHMENT_MAX_BYTES {
+        return Err(invalid_params(format!(
+            "attachment {name} is too large: {bytes} bytes, over ZCode's limit of 20 MiB ({ATTACHMENT_MAX_BYTES} bytes) per attachment"
+        )));
+    }
+    Ok(bytes)
+}
+
+/// An image or audio block as ZCode's legacy attachment (`session/send` of the app-server,
+/// `sendPrompt` of the task protocol): `{kind, filename, mimeType, sizeBytes, dataBase64}`
+/// with the base64 unchanged (no `data:` prefix) (`zcode-app-server.md` §4.1 `session/send`).
+pub fn media_attachment(media: &Media, kind: &str) -> Result<Value, MapperError> {
+    let filename = media.filename(kind);
+    let size = check_attachment_size(&filename, media.size(kind)?)?;
+    Ok(json!({
+        "kind": kind,
+        "filename": filename,
+        "mimeType": media.mime_type,
+        "sizeBytes": size,
+        "dataBase64": media.data,
+    }))
+}
+
+/// An embedded resource as ZCode's legacy `file` attachment: text as `textContent`
+/// (`text/plain` unless the client named a type), a blob as `dataBase64`
+/// (`application/octet-stream` unless named).
+pub fn resource_attachment(resource: &Resource) -> Result<Value, MapperError> {
+    let filename = resource.filename();
+    let mime = resource.mime_type.as_deref();
+    Ok(match &resource.contents {
+        Contents::Text(text) => json!({
+            "kind": "file",
+            "filename": filename,
+            "mimeType": mime.unwrap_or("text/plain"),
+            "sizeBytes": check_attachment_size(&filename, text.len() as u64)?,
+            "textContent": text,
+        }),
+        Contents::Blob(blob) => json!({
+            "kind": "file",
+            "filename": filename,
+            "mimeType": mime.unwrap_or("application/octet-stream"),
+            "sizeBytes": check_attachment_size(&filename, decoded_size(blob, "embedded resource")?)?,
+            "dataBase64": blob,
+        }),
+    })
+}
+
+/// A `file` part of a persisted ZCode message (`{type:"file", url, filename?, mime?}`, how both
+/// the task protocol's and the app-server's stores record an attachment) as the ACP
+/// `resource_link` a replay shows: the recorded URL (a `file:` path or a `data:` URL), the
+/// recorded name (else the URL's last segment, else the URL) and MIME type. `None` without a URL.
+pub fn file_part_link(part: &Value) -> Option<Value> {
+    let url = part.get("url").and_then(Value::as_str).filter(|url| !url.is_empty())?;
+    let name = part
+        .get("filename")
+        .and_then(Value::as_str)
+        .filter(|name| !name.is_empty())
+        .map(str::to_string)
+        .or_else(|| uri_basename(url))
+        .unwrap_or_else(|| url.to_string());
+    let mut link = json!({"type": "resource_link", "uri": url, "name": name});
+    if let Some(mime) = part.get("mime").and_then(Value::as_str) {
+        link["mimeType"] = json!(mime);
+    }
+    Some(link)
 }
 
 /// The prompt of a host that takes text only: its text blocks joined, or the first block of
@@ -217,6 +295,47 @@ mod tests {
         );
         let Block::Resource(blob) = &blocks[5] else { panic!() };
         assert_eq!(blob.filename(), "context.pdf");
+    }
+
+    #[test]
+    fn builds_legacy_attachments_and_refuses_one_over_the_limit() {
+        let png = Media { data: "aGk=".into(), mime_type: "image/png".into(), uri: None };
+        assert_eq!(
+            media_attachment(&png, "image").unwrap(),
+            json!({"kind": "image", "filename": "image.png", "mimeType": "image/png",
+                "sizeBytes": 2, "dataBase64": "aGk="})
+        );
+        let blob = Resource {
+            uri: "file:///w/a.pdf".into(),
+            mime_type: Some("application/pdf".into()),
+            contents: Contents::Blob("AAE=".into()),
+        };
+        assert_eq!(
+            resource_attachment(&blob).unwrap(),
+            json!({"kind": "file", "filename": "a.pdf", "mimeType": "application/pdf",
+                "sizeBytes": 2, "dataBase64": "AAE="})
+        );
+        let text = Resource {
+            uri: "mem://".into(),
+            mime_type: None,
+            contents: Contents::Text("hey".into()),
+        };
+        assert_eq!(resource_attachment(&text).unwrap()["textContent"], "hey");
+        assert_eq!(check_attachment_size("a", ATTACHMENT_MAX_BYTES).unwrap(), ATTACHMENT_MAX_BYTES);
+        let over = check_attachment_size("big.png", ATTACHMENT_MAX_BYTES + 1).unwrap_err();
+        assert_eq!(over.kind, ErrorKind::InvalidParams);
+        assert!(
+            over.message.contains("big.png") && over.message.contains("20 MiB"),
+            "{}",
+            over.message
+        );
+        // 20 MiB + 3 bytes of base64 (4 chars per 3 bytes).
+        let huge = Media {
+            data: "A".repeat((ATTACHMENT_MAX_BYTES as usize + 3) / 3 * 4),
+            mime_type: "audio/wav".into(),
+            uri: None,
+        };
+        assert!(media_attachment(&huge, "audio").unwrap_err().message.contains("20 MiB"));
     }
 
     #[test]

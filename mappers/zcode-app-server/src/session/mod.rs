@@ -66,7 +66,7 @@ enum Op {
         pending_updates: Vec<String>,
     },
     Prompt {
-        text: String,
+        prompt: prompt::NativePrompt,
         stage: PromptStage,
     },
     Cancel,
@@ -200,8 +200,8 @@ impl AppServerSession {
             Op::Opening { stage, replay, resume, mcp, pending_updates } => {
                 self.opening(op_id, stage, replay, resume, mcp, pending_updates, reply, first)
             }
-            Op::Prompt { text, stage } => {
-                let step = self.prompt_step(op_id, text, stage, reply, first);
+            Op::Prompt { prompt, stage } => {
+                let step = self.prompt_step(op_id, prompt, stage, reply, first);
                 if step.is_err() {
                     self.running = false;
                     self.conversation.unwatch();

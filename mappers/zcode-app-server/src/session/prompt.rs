@@ -4,6 +4,9 @@
 
 use serde_json::{Value, json};
 use zcode_contract::{ErrorKind, MapperError, NativeReply, NativeRequest, Step};
+use zcode_mapper_sdk::acp::prompt::{
+    Block, Contents, media_attachment, read_blocks, resource_attachment,
+};
 use zcode_mapper_sdk::json::{invalid_params, protocol};
 use zcode_v4::command;
 
@@ -24,47 +27,45 @@ fn not_active(body: &Result<Value, MapperError>) -> bool {
     }
 }
 
-/// The prompt as the one text ZCode takes.
-fn prompt_text(params: &Value) -> Result<String, MapperError> {
+/// The prompt as ZCode's Agent takes it: one text, and the attachments of `session/send`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(super) struct NativePrompt {
+    pub text: String,
+    /// Legacy attachments (`{kind, filename, mimeType, sizeBytes, dataBase64}`), built by the
+    /// SDK as for the task protocol's `sendPrompt`.
+    pub attachments: Vec<Value>,
+}
+
+/// Text, links and embedded text become the text; images, audio and embedded binary resources
+/// become `session/send` attachments of kind `image`, `audio` and `file` (reference APP §4.1
+/// `session/send`: "Attachments: `{kind:"image", filename, mimeType, sizeBytes?, dataBase64?,
+/// localPath?}` … `kind:"file"` … `kind:"audio"`").
+fn native_prompt(params: &Value) -> Result<NativePrompt, MapperError> {
     let blocks = params
         .get("prompt")
         .and_then(Value::as_array)
         .ok_or_else(|| invalid_params("prompt is missing"))?;
     let mut parts = Vec::new();
-    for block in blocks {
-        match block.get("type").and_then(Value::as_str) {
-            Some("text") => {
-                parts.push(block.get("text").and_then(Value::as_str).unwrap_or("").to_string())
-            }
-            Some("resource_link") => {
-                let uri = block.get("uri").and_then(Value::as_str).unwrap_or("");
-                let name = block.get("name").and_then(Value::as_str).unwrap_or(uri);
-                parts.push(format!("[{name}]({uri})"));
-            }
-            Some("resource") => match block.pointer("/resource/text").and_then(Value::as_str) {
-                Some(text) => {
-                    let uri = block.pointer("/resource/uri").and_then(Value::as_str).unwrap_or("");
-                    parts.push(format!("<resource uri=\"{uri}\">\n{text}\n</resource>"));
+    let mut attachments = Vec::new();
+    for block in read_blocks(blocks)? {
+        match block {
+            Block::Text(text) => parts.push(text),
+            Block::Link(link) => parts.push(format!("[{}]({})", link.name, link.uri)),
+            Block::Resource(resource) => match &resource.contents {
+                Contents::Text(text) => {
+                    parts.push(format!("<resource uri=\"{}\">\n{text}\n</resource>", resource.uri))
                 }
-                None => {
-                    return Err(invalid_params(
-                        "binary embedded resources are not supported by ZCode's Agent",
-                    ));
-                }
+                Contents::Blob(_) => attachments.push(resource_attachment(&resource)?),
             },
-            other => {
-                return Err(invalid_params(format!(
-                    "{} prompt content is not supported by ZCode's Agent",
-                    other.unwrap_or("untyped")
-                )));
-            }
+            Block::Image(image) => attachments.push(media_attachment(&image, "image")?),
+            Block::Audio(audio) => attachments.push(media_attachment(&audio, "audio")?),
         }
     }
     let text = parts.join("\n\n");
-    if text.trim().is_empty() {
+    if text.trim().is_empty() && attachments.is_empty() {
         return Err(invalid_params("The prompt has no text"));
     }
-    Ok(text)
+    Ok(NativePrompt { text, attachments })
 }
 
 impl AppServerSession {
@@ -75,15 +76,15 @@ impl AppServerSession {
         params: &str,
         first: u64,
     ) -> Result<Step, MapperError> {
-        let text = prompt_text(&acp_params(params)?)?;
+        let prompt = native_prompt(&acp_params(params)?)?;
         let sid = self.sid()?.to_string();
         self.running = true;
         self.cancelled = false;
         self.usage = None;
         self.pending_terminal = None;
         self.tools.clear();
-        let send = self.send_prompt(&sid, &text, first);
-        self.ops.insert(op_id, Op::Prompt { text, stage: PromptStage::Sent });
+        let send = self.send_prompt(&sid, &prompt, first);
+        self.ops.insert(op_id, Op::Prompt { prompt, stage: PromptStage::Sent });
         Ok(wait(vec![send]))
     }
 
@@ -109,20 +110,36 @@ impl AppServerSession {
         Ok(done(events::acp_usage(self.usage.take().as_ref()), Vec::new()))
     }
 
-    /// The prompt's text to ZCode: V4 `sendText` where the session has V4, else `session/send`.
-    pub(super) fn send_prompt(&mut self, sid: &str, text: &str, first: u64) -> NativeRequest {
-        if self.v4.active() {
+    /// The prompt to ZCode: V4 `sendText` where the session has V4, else `session/send`. A
+    /// prompt with attachments always goes by `session/send`, which every Desktop Agent (3.14
+    /// to 4.0) takes them on inline: V4 `sendText` takes only uploaded attachment refs, and the
+    /// app-server's upload (`v4/attachment/begin|chunk|commit`, reference APP §4.4) has no
+    /// public parameter shape. Such a turn has no command id: the conversation adopts the
+    /// running turn whose header names none.
+    pub(super) fn send_prompt(
+        &mut self,
+        sid: &str,
+        prompt: &NativePrompt,
+        first: u64,
+    ) -> NativeRequest {
+        if self.v4.active() && prompt.attachments.is_empty() {
             let command = self.v4.command(
                 sid,
                 "sendText",
-                json!({"text": text, "requestedDelivery": "startNow"}),
+                json!({"text": prompt.text, "requestedDelivery": "startNow"}),
             );
             // ZCode attributes the turn to this command (`turnHeader.sourceCommandId`).
             self.conversation.watch(command["commandId"].as_str().map(str::to_string));
-            request(first, "v4/command", command)
-        } else {
-            request(first, "session/send", json!({"sessionId": sid, "content": text}))
+            return request(first, "v4/command", command);
         }
+        if self.v4.active() {
+            self.conversation.watch(None);
+        }
+        let mut params = json!({"sessionId": sid, "content": prompt.text});
+        if !prompt.attachments.is_empty() {
+            params["attachments"] = json!(prompt.attachments);
+        }
+        request(first, "session/send", params)
     }
 
     /// The prompt operation after a reply: done when ZCode accepted it; an evicted session is
@@ -130,7 +147,7 @@ impl AppServerSession {
     pub(super) fn prompt_step(
         &mut self,
         op_id: u64,
-        text: String,
+        prompt: NativePrompt,
         stage: PromptStage,
         reply: Option<&NativeReply>,
         first: u64,
@@ -138,7 +155,7 @@ impl AppServerSession {
         let reply = reply.ok_or_else(|| protocol("prompt resumed without a reply"))?;
         let sid = self.sid()?.to_string();
         let next = |this: &mut Self, stage, req| {
-            this.ops.insert(op_id, Op::Prompt { text: text.clone(), stage });
+            this.ops.insert(op_id, Op::Prompt { prompt: prompt.clone(), stage });
             Ok(wait(vec![req]))
         };
         match stage {
@@ -176,7 +193,7 @@ impl AppServerSession {
                 let result = ok_body(&reply.body, "session/subscribe")?;
                 self.event_seq = result.get("eventSeq").and_then(Value::as_u64);
                 if !self.v4.active() {
-                    let send = self.send_prompt(&sid, &text, first);
+                    let send = self.send_prompt(&sid, &prompt, first);
                     return next(self, PromptStage::Resent, send);
                 }
                 let params = json!({"topic": format!("conversation/{sid}"), "connectionId": self.v4.connection_id, "clientMode": "desktop-continuous"});
@@ -194,7 +211,7 @@ impl AppServerSession {
                     ack.get("subscriptionId").and_then(Value::as_str).map(str::to_string),
                     ack.get("logEpoch").and_then(Value::as_str).map(str::to_string),
                 );
-                let send = self.send_prompt(&sid, &text, first);
+                let send = self.send_prompt(&sid, &prompt, first);
                 next(self, PromptStage::Resent, send)
             }
         }

@@ -269,6 +269,28 @@ fn prompts_and_stops_through_v4_where_the_agent_has_it() {
         matches!(step, Step::Done(Err(e)) if e.kind == zcode_contract::ErrorKind::InvalidParams)
     );
 
+    // Attachments go inline on `session/send`, also where the session has V4.
+    let png = "iVBORw0KGgo=";
+    let rich = json!({"prompt": [
+        {"type": "text", "text": "look"},
+        {"type": "image", "data": png, "mimeType": "image/png"},
+        {"type": "audio", "data": "UklGRg==", "mimeType": "audio/wav", "uri": "file:///w/hi.wav"},
+        {"type": "resource", "resource": {"uri": "file:///w/a.bin", "blob": "AAE=", "mimeType": "application/octet-stream"}},
+    ]});
+    for v4 in [true, false] {
+        let mut driver = opened(v4, true);
+        let (sent, _, _) = driver.run(SessionOp::Prompt(rich.to_string()), &mut agent(v4));
+        assert_eq!(sent[0]["method"], "session/send", "v4: {v4}");
+        assert_eq!(
+            sent[0]["params"],
+            json!({"sessionId": "sess_1", "content": "look", "attachments": [
+                {"kind": "image", "filename": "image.png", "mimeType": "image/png", "sizeBytes": 8, "dataBase64": png},
+                {"kind": "audio", "filename": "hi.wav", "mimeType": "audio/wav", "sizeBytes": 4, "dataBase64": "UklGRg=="},
+                {"kind": "file", "filename": "a.bin", "mimeType": "application/octet-stream", "sizeBytes": 2, "dataBase64": "AAE="},
+            ]})
+        );
+    }
+
     let mut refused = opened(true, true);
     let (_, _, step) = refused.run(
         SessionOp::Prompt(json!({"prompt": [{"type": "text", "text": "x"}]}).to_string()),

@@ -35,6 +35,7 @@ use zcode_v4::acp::settings::{
 };
 use zcode_v4::acp::text;
 use zcode_v4::acp::turn::TurnPhase;
+use zcode_v4::attachment::{self, Upload};
 use zcode_v4::follow::Bound;
 use zcode_v4::follow::feed;
 use zcode_v4::schema::Fields;
@@ -53,7 +54,26 @@ pub(super) enum Stage {
     Replay(Box<Walk>),
     Subscribe(OpenKind),
     Commands(Box<Commands>),
+    Upload(Box<Uploading>),
     Unsubscribe,
+}
+
+/// A prompt's attachments being uploaded one after the other, before its commands are sent.
+pub(super) struct Uploading {
+    waiting: VecDeque<Upload>,
+    /// The upload in flight, its id and the step whose answer is awaited.
+    current: Option<(Upload, String, UploadStep)>,
+    /// The `sendText` attachments of the committed uploads, in prompt order.
+    attachments: Vec<Value>,
+    steps: Vec<Command>,
+    finish: Finish,
+}
+
+#[derive(Clone, Copy)]
+enum UploadStep {
+    Begin,
+    Chunk(usize),
+    Commit,
 }
 
 pub(super) struct Commands {
@@ -263,6 +283,13 @@ fn advance(
         Stage::Replay(walk) => replayed(session, walk, feed::page(&result?, calls::ROWS_LABEL)?),
         Stage::Subscribe(kind) => subscribed(session, kind, &result?),
         Stage::Commands(commands) => acknowledged(session, *commands, result),
+        Stage::Upload(uploading) => {
+            let next = uploaded(session, *uploading, result);
+            if next.is_err() {
+                session.follow.state.turn = Default::default();
+            }
+            next
+        }
         Stage::Unsubscribe => {
             result?;
             Ok(done(json!({}), Vec::new()))
@@ -368,7 +395,7 @@ fn subscribed(
 fn prompt_op(session: &mut ServicesSession, params: &str) -> Result<Next, MapperError> {
     let params = parse(params, ErrorKind::InvalidParams, "session/prompt params")?;
     let fields = Fields::acp(&params, "session/prompt params")?;
-    let text = prompt::text(fields.array("prompt")?)?;
+    let prompt::Input { text, uploads } = prompt::input(fields.array("prompt")?)?;
     bound(session)?;
     if let Some(reason) = &session.follow.state.broken {
         return Err(protocol(format!(
@@ -405,7 +432,86 @@ fn prompt_op(session: &mut ServicesSession, params: &str) -> Result<Next, Mapper
     let watermark = session.follow.state.tracker.watermark();
     session.follow.state.turn.start(&command_id, watermark);
     session.follow.state.tracker.own_input(&command_id);
-    commands(session, steps, Finish::Prompt { command_id, updates })
+    let finish = Finish::Prompt { command_id, updates };
+    if uploads.is_empty() {
+        return commands(session, steps, finish);
+    }
+    let uploading = Uploading {
+        waiting: uploads.into(),
+        current: None,
+        attachments: Vec::new(),
+        steps,
+        finish,
+    };
+    let next = next_upload(session, uploading);
+    if next.is_err() {
+        session.follow.state.turn = Default::default();
+    }
+    next
+}
+
+/// The next upload's `begin`, or, all committed, the commands with `sendText` naming them.
+fn next_upload(
+    session: &mut ServicesSession,
+    mut uploading: Uploading,
+) -> Result<Next, MapperError> {
+    let Some(upload) = uploading.waiting.pop_front() else {
+        let mut steps = uploading.steps;
+        for step in steps.iter_mut().filter(|step| step.kind == "sendText") {
+            step.payload["attachments"] = json!(uploading.attachments);
+        }
+        return commands(session, steps, uploading.finish);
+    };
+    let upload_id = session.follow.state.command_id();
+    let params = upload.begin(&upload_id);
+    uploading.current = Some((upload, upload_id, UploadStep::Begin));
+    upload_call(session, uploading, "attachmentBeginV4", params)
+}
+
+fn upload_call(
+    session: &ServicesSession,
+    uploading: Uploading,
+    method: &'static str,
+    mut params: Value,
+) -> Result<Next, MapperError> {
+    let bound = bound(session)?;
+    params["workspacePath"] = json!(session.follow.state.workspace);
+    params["sessionId"] = json!(bound.session_id);
+    Ok(send(Stage::Upload(Box::new(uploading)), Call::agent(method, params)))
+}
+
+/// An upload step answered: the next chunk, the commit, or the next upload.
+fn uploaded(
+    session: &mut ServicesSession,
+    mut uploading: Uploading,
+    result: Result<Value, MapperError>,
+) -> Result<Next, MapperError> {
+    let (upload, upload_id, step) =
+        uploading.current.take().ok_or_else(|| internal("no attachment upload in flight"))?;
+    let answer = result?;
+    let next = match step {
+        UploadStep::Begin => {
+            attachment::begun(&answer, &upload_id)?;
+            0
+        }
+        UploadStep::Chunk(index) => {
+            attachment::chunked(&answer, index)?;
+            index + 1
+        }
+        UploadStep::Commit => {
+            let reference = attachment::committed(&answer)?;
+            uploading.attachments.push(upload.attachment(&reference));
+            return next_upload(session, uploading);
+        }
+    };
+    if next < upload.total_chunks() {
+        let params = upload.chunk(&upload_id, next);
+        uploading.current = Some((upload, upload_id, UploadStep::Chunk(next)));
+        return upload_call(session, uploading, "attachmentChunkV4", params);
+    }
+    let params = json!({"uploadId": upload_id});
+    uploading.current = Some((upload, upload_id, UploadStep::Commit));
+    upload_call(session, uploading, "attachmentCommitV4", params)
 }
 
 fn cancel(session: &mut ServicesSession) -> Result<Next, MapperError> {

@@ -59,6 +59,9 @@ pub fn call(server: &Arc<Server>, method: &str, args: &[Option<Value>]) -> Optio
         "conversationRowsRangeV4" => rows_range(server, args),
         "sendConversationCommandV4" => return Some(send_command(server, args)),
         "collectLocalRuntimeChildProcesses" => Ok(Some(json!([]))),
+        method if super::attachments::METHODS.contains(&method) => {
+            super::attachments::call(server, method, args)
+        }
         _ => return None,
     };
     Some(Reply::from(result))

@@ -4,6 +4,7 @@
 
 mod account;
 mod agent;
+pub mod attachments;
 mod model_selection;
 mod usage_stats;
 
@@ -75,14 +76,7 @@ impl From<CallResult> for Reply {
 }
 
 /// Methods the real services have that the simulator does not play.
-const AGENT_UNSIMULATED: &[&str] = &[
-    "attachmentBeginV4",
-    "attachmentChunkV4",
-    "attachmentCommitV4",
-    "attachmentAbortV4",
-    "queryConversationCommandsV4",
-    "backgroundBashOutputV4",
-];
+const AGENT_UNSIMULATED: &[&str] = &["queryConversationCommandsV4", "backgroundBashOutputV4"];
 const PROVIDER_SETTINGS_UNSIMULATED: &[&str] = &[
     "getView",
     "createPersonalProvider",
@@ -99,6 +93,7 @@ const USAGE_UNSIMULATED: &[&str] = &["getCodingPlanResetStatus"];
 pub fn all_methods() -> Vec<&'static str> {
     let mut methods: Vec<&'static str> = Vec::new();
     methods.extend_from_slice(agent::METHODS);
+    methods.extend_from_slice(attachments::METHODS);
     methods.extend_from_slice(AGENT_UNSIMULATED);
     methods.extend_from_slice(model_selection::METHODS);
     methods.extend_from_slice(usage_stats::METHODS);

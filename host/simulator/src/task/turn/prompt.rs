@@ -22,7 +22,12 @@ pub fn attachments(value: Option<&Value>) -> Result<Attachments, String> {
     };
     let mut parts = Vec::new();
     let mut tokens = 0;
-    for item in items {
+    for (index, item) in items.iter().enumerate() {
+        // Inline bytes must have arrived whole (size, MIME type by signature, name).
+        if item.get("dataBase64").is_some() {
+            crate::common::attachments::receive_one(index, item)
+                .map_err(|problem| format!("sendPrompt: {problem}"))?;
+        }
         let text_field = |key: &str| item.get(key).and_then(Value::as_str);
         let kind = text_field("kind").filter(|kind| matches!(*kind, "image" | "audio" | "file"));
         let (Some(_kind), Some(filename), Some(mime)) =
@@ -74,7 +79,7 @@ mod tests {
         let converted = attachments(Some(&json!([
             {"kind": "file", "filename": "a.rs", "mimeType": "text/x-rust", "localPath": "/w/a.rs", "sizeBytes": 40},
             {"kind": "file", "filename": "ctx.txt", "mimeType": "text/plain", "textContent": "hi"},
-            {"kind": "image", "filename": "image.png", "mimeType": "image/png", "dataBase64": "AAAA"},
+            {"kind": "image", "filename": "image.png", "mimeType": "image/png", "dataBase64": "iVBORw0KGgo="},
         ])))
         .unwrap();
         assert_eq!(converted.parts[0]["url"], "file:///w/a.rs");
@@ -86,5 +91,11 @@ mod tests {
                 .is_err()
         );
         assert!(attachments(Some(&json!({}))).is_err());
+        let lying = attachments(Some(&json!([{"kind": "image", "filename": "a.jpg",
+            "mimeType": "image/jpeg", "dataBase64": "iVBORw0KGgo="}])));
+        assert_eq!(
+            lying.err().unwrap(),
+            "sendPrompt: attachment a.jpg: declared image/jpeg but the bytes are image/png"
+        );
     }
 }
