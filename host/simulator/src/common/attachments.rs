@@ -12,6 +12,10 @@
 //! and the check. What arrived is recorded in the user message as `file` parts (a `data:` URL,
 //! or the `file:` URL of a local path), which a load replays.
 
+use base64::Engine as _;
+use base64::alphabet;
+use base64::engine::DecodePaddingMode;
+use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig, STANDARD as BASE64};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
@@ -117,34 +121,16 @@ fn sniff(bytes: &[u8]) -> Option<&'static str> {
 }
 
 fn encode(bytes: &[u8]) -> String {
-    crate::common::base64::encode(bytes)
+    BASE64.encode(bytes)
 }
 
 /// Standard base64 with optional padding; `None` if it is not.
 pub fn decode(text: &str) -> Option<Vec<u8>> {
-    let body = text.trim_end_matches('=');
-    if text.len() - body.len() > 2 || body.len() % 4 == 1 {
-        return None;
-    }
-    let mut out = Vec::with_capacity(body.len() * 3 / 4);
-    let (mut acc, mut bits) = (0u32, 0);
-    for byte in body.bytes() {
-        let value = match byte {
-            b'A'..=b'Z' => byte - b'A',
-            b'a'..=b'z' => byte - b'a' + 26,
-            b'0'..=b'9' => byte - b'0' + 52,
-            b'+' => 62,
-            b'/' => 63,
-            _ => return None,
-        };
-        acc = (acc << 6) | u32::from(value);
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((acc >> bits) as u8);
-        }
-    }
-    Some(out)
+    const LENIENT: GeneralPurpose = GeneralPurpose::new(
+        &alphabet::STANDARD,
+        GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent),
+    );
+    LENIENT.decode(text).ok()
 }
 
 #[cfg(test)]
