@@ -227,6 +227,41 @@ fn a_v4_sequence_gap_is_resynced_and_nothing_is_lost() {
     assert!(agent.finish().success());
 }
 
+/// A real app-server writes notifications batched as one JSON array a line (release notes of
+/// csuftt/zcode-jetbrains-plugin, ZC-GUI 0.3.7: "array-format notification frames from the new
+/// CLI"): every frame of a batch is read, in order, over V4 and over the legacy stream.
+#[test]
+fn notifications_batched_as_array_lines_are_read_in_order() {
+    if !desktop("notifications_batched_as_array_lines_are_read_in_order", None) {
+        return;
+    }
+    for fault in [None, Some(("ZCODE_SIM_FAULT", "no-v4"))] {
+        let env = TestEnv::new();
+        let workspace = env.workspace("ws");
+        let (record_var, record_file) = recording(&env);
+        let mut extra = vec![(ARRAY_LINES, "1"), (record_var, record_file.as_str())];
+        extra.extend(fault);
+        let mut agent = Agent::start_with_env(&env, policy::refuse_all(), &extra);
+        agent.initialize(plain_client());
+        let session = agent.new_session(&workspace);
+        agent.prompt_ok(&session, "sim:stream 200", "end_turn");
+        let text = chunk_text(&agent.updates(&session), "agent_message_chunk");
+        assert_eq!(text, "lorem ipsum ".repeat(200), "every delta once, in order ({fault:?})");
+        // The mapper was pushed the batches as lines of their own (the record holds the bytes
+        // pushed, as JSON text): the stream's frames came as arrays.
+        let batch = match fault {
+            None => r#"[{\"method\":\"v4/conversation/frame\""#,
+            Some(_) => r#"[{\"method\":\"session/event\""#,
+        };
+        assert!(record(&env).contains(batch), "no {batch} ({fault:?})");
+        let before = agent.updates(&session).len();
+        agent.prompt_ok(&session, "and the next turn", "end_turn");
+        let text = chunk_text(&agent.updates(&session)[before..], "agent_message_chunk");
+        assert!(text.contains("You said: and the next turn"), "{text:?}");
+        assert!(agent.finish().success());
+    }
+}
+
 #[test]
 fn an_evicted_session_is_resumed_for_its_next_prompt() {
     if !desktop("an_evicted_session_is_resumed_for_its_next_prompt", None) {

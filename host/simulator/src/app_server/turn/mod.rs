@@ -317,10 +317,17 @@ impl Turn {
             {
                 self.start.stop.sleep(delay).await?;
             }
-            self.stream_event(json!({"kind": kind, "delta": chunk, "partId": part_id}));
-            self.v4(vec![
-                json!({"op": "row.delta", "rowId": row_id, "path": "text", "append": chunk}),
-            ]);
+            // The chunk's event and V4 delta go out together (one array line, when arrays).
+            let mut payload = json!({"kind": kind, "delta": chunk, "partId": part_id});
+            payload["assistantMessageId"] = json!(self.assistant_id);
+            let (session_id, turn_id) = (self.session_id(), self.start.turn_id.as_str());
+            self.state().batch(|state| {
+                state.event(session_id, Some(turn_id), "model.streaming", payload);
+                state.v4(
+                    session_id,
+                    vec![json!({"op": "row.delta", "rowId": row_id, "path": "text", "append": chunk})],
+                );
+            });
             self.append_text(part, &part_id, chunk);
             if index == middle {
                 self.fault_point("stream").await?;
