@@ -320,6 +320,30 @@ fn a_stale_mode_switch_falls_back_and_a_busy_agent_is_a_clear_error() {
     assert!(agent.finish().success());
 }
 
+/// `session/send` answered with a plain string result is a refusal (live record, Desktop
+/// 3.12.3 / CLI 0.16.5, 2026-09: the stored model no longer resolves): the prompt fails with
+/// ZCode's own text at once instead of waiting for a turn that never starts; the next one runs.
+#[test]
+fn a_send_answered_with_a_string_fails_the_prompt_with_zcodes_text() {
+    if !desktop("a_send_answered_with_a_string_fails_the_prompt_with_zcodes_text", None) {
+        return;
+    }
+    let env = TestEnv::new();
+    let workspace = env.workspace("ws");
+    let fault = [("ZCODE_SIM_FAULT", "no-v4,model-gone@session/send")];
+    let mut agent = Agent::start_with_env(&env, policy::refuse_all(), &fault);
+    agent.initialize(plain_client());
+    let session = agent.new_session(&workspace);
+    let response = agent.prompt(&session, "refused in ZCode's words");
+    let (code, message) = agent.error_of(&response, "a send refused with a string");
+    assert_eq!(code, INTERNAL_ERROR, "{message}");
+    assert!(message.contains("历史任务使用的模型已不可用"), "ZCode's text: {message}");
+    agent.prompt_ok(&session, "then accepted", "end_turn");
+    let text = chunk_text(&agent.updates(&session), "agent_message_chunk");
+    assert!(text.contains("You said: then accepted"), "{text:?}");
+    assert!(agent.finish().success());
+}
+
 #[test]
 fn sessions_are_listed_and_close_never_deletes_them() {
     if !desktop("sessions_are_listed_and_close_never_deletes_them", None) {

@@ -30,6 +30,9 @@ pub enum AppFault {
     StaleCas,
     /// The next `session/send` is refused with `-32010` although the session is idle.
     Busy,
+    /// The next `session/send` is answered with a plain string result, ZCode's refusal when
+    /// the session's stored model no longer resolves (live record [B] of issue 25).
+    ModelGone,
     /// The session's resident runtime is deactivated: session RPCs answer `-32004`.
     Evict,
     /// The next interaction request is re-announced at once, so two ids are outstanding.
@@ -72,6 +75,7 @@ impl Switch for AppFault {
         ("v4-seq-gap", AppFault::V4SeqGap),
         ("stale-cas", AppFault::StaleCas),
         ("busy", AppFault::Busy),
+        ("model-gone", AppFault::ModelGone),
         ("evict", AppFault::Evict),
         ("interaction-race", AppFault::InteractionRace),
         ("headers-storm", AppFault::HeadersStorm),
@@ -87,7 +91,7 @@ impl Switch for AppFault {
     fn default_point(self) -> &'static str {
         match self {
             AppFault::SlowStart => "start",
-            AppFault::Busy => "session/send",
+            AppFault::Busy | AppFault::ModelGone => "session/send",
             AppFault::StaleCas => "v4/command",
             AppFault::CloseDeletes => "session/close",
             AppFault::SnapshotFirst => "v4/conversation/subscribe",
@@ -122,6 +126,7 @@ impl Switch for AppFault {
             AppFault::SlowStart => point == "start",
             AppFault::Crash | AppFault::Exit | AppFault::Stall => true,
             AppFault::Busy
+            | AppFault::ModelGone
             | AppFault::StaleCas
             | AppFault::CloseDeletes
             | AppFault::SnapshotFirst => is_method,

@@ -304,6 +304,12 @@ fn subscribe(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, Prot
     Ok(Reply { result, after, ..Reply::default() })
 }
 
+/// What `session/send` answered, word for word, when the session's model was gone (the record
+/// cited at [`AppFault::ModelGone`]): "the model this task used is no longer available; pick an
+/// available one from the current model list and continue".
+pub const MODEL_GONE: &str =
+    "历史任务使用的模型已不可用，请从当前模型列表中选择一个可用模型后继续。";
+
 fn send(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
     let params = parse_params(&schemas::session_send(), params)?;
     let refinements = schemas::session_send_refinements(&params);
@@ -313,6 +319,7 @@ fn send(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolE
     let session_id = session_id(&params);
     let mut state = server.state();
     let busy_fault = server.faults.take_one("session/send", AppFault::Busy).is_some();
+    let model_gone = server.faults.take_one("session/send", AppFault::ModelGone).is_some();
     let selection = match params.get("modelSelection") {
         Some(selection) => Some(
             catalog::resolve_selection(&state.entitlements, selection, false)
@@ -329,6 +336,13 @@ fn send(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolE
     }
     if busy_fault || resident.is_running() {
         return Err(ProtocolError::new(BUSY, "A prompt is already running for this session"));
+    }
+    if model_gone {
+        // A business refusal as a plain string *result*, not an error frame: seen when a new
+        // process resumed an old session whose stored model no longer resolves ("ZCode
+        // Protocol v1 (app-server stdio): live verification record", Desktop 3.12.3 / CLI
+        // 0.16.5, 2026-09, "边界与坑"). No turn starts.
+        return Ok(json!(MODEL_GONE).into());
     }
     check_revision(resident, &params)?;
     if let Some(selection) = selection {

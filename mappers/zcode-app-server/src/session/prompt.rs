@@ -24,6 +24,14 @@ fn not_active(body: &Result<Value, MapperError>) -> bool {
     }
 }
 
+/// `session/send` answered with a plain string: a refusal in ZCode's words, not an acceptance.
+/// A live record saw it when a new process resumed an old session whose stored model no longer
+/// resolves ("ZCode Protocol v1 (app-server stdio): live verification record", Desktop 3.12.3 /
+/// CLI 0.16.5, 2026-09); no turn starts, so the prompt must not wait for one.
+fn refused(reason: &str) -> MapperError {
+    MapperError::new(ErrorKind::Native, format!("ZCode refused the prompt: {reason}"))
+}
+
 /// The prompt as the one text ZCode takes.
 fn prompt_text(params: &Value) -> Result<String, MapperError> {
     let blocks = params
@@ -154,12 +162,13 @@ impl AppServerSession {
                         request(first, "session/resume", params),
                     );
                 }
-                let accepted = body.and_then(|body| {
-                    if body.get("status").is_some() {
-                        command::accepted(&body).map(|_| ())
-                    } else {
-                        Ok(())
-                    }
+                let accepted = body.and_then(|body| match body {
+                    Value::String(reason) => Err(refused(&reason)),
+                    body if body.get("status").is_some() => command::accepted(&body).map(|_| ()),
+                    Value::Object(_) => Ok(()),
+                    other => Err(protocol(format!(
+                        "ZCode answered the prompt with neither an acceptance nor a reason: {other}"
+                    ))),
                 });
                 match accepted {
                     Ok(()) => Ok(done(json!({}), Vec::new())),

@@ -286,6 +286,33 @@ fn prompts_and_stops_through_v4_where_the_agent_has_it() {
     );
 }
 
+/// `session/send` answered with a plain string is ZCode refusing the prompt in its own words
+/// (live record, Desktop 3.12.3 / CLI 0.16.5: the stored model no longer resolves); taken as an
+/// acceptance, the prompt waited for a turn that never starts.
+#[test]
+fn a_send_answered_with_a_string_is_a_refusal_in_zcodes_words() {
+    const GONE: &str = "历史任务使用的模型已不可用，请从当前模型列表中选择一个可用模型后继续。";
+    let mut legacy = opened(false, true);
+    let mut refusing = |f: &Value| match f["method"].as_str() {
+        Some("session/send") => json!(GONE),
+        _ => agent(false)(f),
+    };
+    let text = json!({"sessionId": "sess_1", "prompt": [{"type": "text", "text": "x"}]});
+    let (sent, _, step) = legacy.run(SessionOp::Prompt(text.to_string()), &mut refusing);
+    assert_eq!(sent.len(), 1, "nothing sent after the refusal: {sent:?}");
+    let Step::Done(Err(error)) = step else { panic!("{step:?}") };
+    assert_eq!(error.kind, zcode_contract::ErrorKind::Native);
+    assert_eq!(error.message, format!("ZCode refused the prompt: {GONE}"));
+    // Neither an acceptance nor a reason: not taken for either.
+    let (_, _, step) = legacy.run(SessionOp::Prompt(text.to_string()), &mut |f: &Value| {
+        if f["method"] == "session/send" { json!(7) } else { json!({}) }
+    });
+    assert!(matches!(step, Step::Done(Err(e)) if e.kind == zcode_contract::ErrorKind::Protocol));
+    // An acceptance is one still.
+    let (_, _, step) = legacy.run(SessionOp::Prompt(text.to_string()), &mut agent(false));
+    assert!(matches!(step, Step::Done(Ok(_))), "{step:?}");
+}
+
 /// Without V4 (3.14), the legacy stream carries the turn.
 #[test]
 fn maps_a_legacy_turn_of_text_thinking_and_tools() {
