@@ -262,6 +262,32 @@ fn notifications_batched_as_array_lines_are_read_in_order() {
     }
 }
 
+/// A real stream was seen without some notifications ("ZCode app-server Session Protocol"
+/// probe log, CLI 0.16.x, §6.3): the skipped legacy events are replayed with `session/events`
+/// `afterSeq` (§8.3) and the turn goes on, nothing lost, over V4 and over the legacy stream. A
+/// gap ZCode cannot replay still breaks the turn (`faults::a_gap_in_the_event_sequence_…`).
+#[test]
+fn skipped_session_events_are_replayed_and_the_turn_goes_on() {
+    if !desktop("skipped_session_events_are_replayed_and_the_turn_goes_on", None) {
+        return;
+    }
+    for faults in ["drop-events@stream=3", "no-v4,drop-events@stream=3"] {
+        let env = TestEnv::new();
+        let workspace = env.workspace("ws");
+        let (record_var, record_file) = recording(&env);
+        let extra = [("ZCODE_SIM_FAULT", faults), (record_var, record_file.as_str())];
+        let mut agent = Agent::start_with_env(&env, policy::refuse_all(), &extra);
+        agent.initialize(plain_client());
+        let session = agent.new_session(&workspace);
+        agent.prompt_ok(&session, "sim:stream 200", "end_turn");
+        let text = chunk_text(&agent.updates(&session), "agent_message_chunk");
+        assert_eq!(text, "lorem ipsum ".repeat(200), "every delta once, in order ({faults})");
+        assert!(record(&env).contains("session/events"), "the gap was replayed ({faults})");
+        agent.prompt_ok(&session, "and the next turn", "end_turn");
+        assert!(agent.finish().success());
+    }
+}
+
 #[test]
 fn an_evicted_session_is_resumed_for_its_next_prompt() {
     if !desktop("an_evicted_session_is_resumed_for_its_next_prompt", None) {

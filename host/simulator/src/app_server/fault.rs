@@ -24,6 +24,10 @@ pub enum AppFault {
     UnknownEvent,
     /// The next `session/event` of the session skips sequence numbers.
     SeqGap,
+    /// The next `n` `session/event` notifications (default 2) are kept in the session's log
+    /// but never written: a stream seen without notifications (issue 25 [A] §6.3), which
+    /// `session/events` with `afterSeq` replays.
+    DropEvents,
     /// The next V4 conversation frame's `fromSeq` is ahead of the last `toSeq`.
     V4SeqGap,
     /// The next CAS V4 command is answered `stale` / `proto.staleRevision`.
@@ -72,6 +76,7 @@ impl Switch for AppFault {
         ("invalid-utf8", AppFault::InvalidUtf8),
         ("unknown-event", AppFault::UnknownEvent),
         ("seq-gap", AppFault::SeqGap),
+        ("drop-events", AppFault::DropEvents),
         ("v4-seq-gap", AppFault::V4SeqGap),
         ("stale-cas", AppFault::StaleCas),
         ("busy", AppFault::Busy),
@@ -102,15 +107,16 @@ impl Switch for AppFault {
             AppFault::Crash | AppFault::Malformed | AppFault::InvalidUtf8 => "stream",
             AppFault::UnknownEvent => "stream",
             AppFault::Exit | AppFault::Stall => "permission",
-            AppFault::SeqGap | AppFault::V4SeqGap => "stream",
+            AppFault::SeqGap | AppFault::V4SeqGap | AppFault::DropEvents => "stream",
         }
     }
 
-    /// `=n`: a delay in ms (`slow-start`) or a count (`headers-storm`).
+    /// `=n`: a delay in ms (`slow-start`) or a count (`headers-storm`, `drop-events`).
     fn default_value(self) -> u64 {
         match self {
             AppFault::SlowStart => 2_000,
             AppFault::HeadersStorm => 5,
+            AppFault::DropEvents => 2,
             _ => 0,
         }
     }

@@ -287,21 +287,18 @@ fn subscribe(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, Prot
     let mut state = server.state();
     let resident = state.resident(&session_id)?;
     resident.delivery_kind = params["deliveryKind"].as_str().map(str::to_owned);
-    let mut result = json!({"eventSeq": resident.seq});
+    // The answer carries the events from the cursor on, oldest first, and the session's id:
+    // `{eventSeq, events, sessionId}` ("ZCode app-server Session Protocol" probe log, CLI
+    // 0.16.x, §5.2; the live record of Desktop 3.12.3, Q1).
+    let events = match params["afterSeq"].as_u64() {
+        Some(seq) => resident.events_after(seq),
+        None => Vec::new(),
+    };
+    let mut result = json!({"eventSeq": resident.seq, "events": events, "sessionId": session_id});
     if params["includeSnapshot"] == true {
         result["snapshot"] = state.snapshot(&session_id, Models::Current, None)?;
     }
-    let resident = state.resident(&session_id)?;
-    // Events the subscriber missed follow the answer, oldest first.
-    let after: Vec<Value> = match params["afterSeq"].as_u64() {
-        Some(seq) => resident
-            .events_after(seq)
-            .into_iter()
-            .map(|event| wire::notification("session/event", event))
-            .collect(),
-        None => Vec::new(),
-    };
-    Ok(Reply { result, after, ..Reply::default() })
+    Ok(result.into())
 }
 
 /// What `session/send` answered, word for word, when the session's model was gone (the record

@@ -150,6 +150,10 @@ impl State {
     pub fn event(&mut self, session_id: &str, turn_id: Option<&str>, kind: &str, payload: Value) {
         let Some(resident) = self.sessions.get_mut(session_id) else { return };
         let event = resident.next_event(turn_id, kind, payload);
+        if resident.drop > 0 {
+            resident.drop -= 1;
+            return;
+        }
         if resident.delivery_kind.is_some() {
             self.notify(vec![wire::notification("session/event", event)]);
         }

@@ -183,7 +183,7 @@ impl AppServerSession {
             }
             PromptStage::Subscribe => {
                 let result = ok_body(&reply.body, "session/subscribe")?;
-                self.event_seq = result.get("eventSeq").and_then(Value::as_u64);
+                self.event_seq = super::subscribed_seq(&result);
                 if !self.v4.active() {
                     let send = self.send_prompt(&sid, &text, first);
                     return next(self, PromptStage::Resent, send);

@@ -551,12 +551,17 @@ impl Turn {
             AppFault::UnknownEvent,
             AppFault::SeqGap,
             AppFault::V4SeqGap,
+            AppFault::DropEvents,
             AppFault::Evict,
         ];
         // At `turn-end` an eviction waits until the turn has ended (`finish`).
         let kinds = if point == "turn-end" { &kinds[..kinds.len() - 1] } else { &kinds[..] };
         let armed = self.server.faults.take_kinds(point, kinds);
         for fault in armed {
+            if fault.kind == AppFault::DropEvents {
+                self.resident(|resident| resident.drop += fault.value);
+                continue;
+            }
             self.fire(fault.kind, point)?;
         }
         Ok(())
