@@ -259,15 +259,15 @@ fn session_messages(server: &Arc<Server>, params: Option<&Value>) -> Result<Repl
     let mut state = server.state();
     let resident = state.resident(&session_id(&params))?;
     let all = &resident.record.messages;
-    let start = match text(&params, "afterMessageId") {
-        Some(after) => all
-            .iter()
-            .position(|message| message["info"]["messageId"] == after)
-            .map_or(all.len(), |index| index + 1),
-        None => 0,
-    };
+    // As a live record measured (Desktop 3.12.3 / CLI 0.16.5, 2026-09-14, the paging matrix):
+    // the messages after a cursor, all of them when it is unknown (no error), and of those the
+    // newest `limit`, oldest first.
+    let start = text(&params, "afterMessageId")
+        .and_then(|after| all.iter().position(|message| message["info"]["messageId"] == after))
+        .map_or(0, |index| index + 1);
+    let suffix = &all[start..];
     let limit = params["limit"].as_u64().map_or(usize::MAX, |limit| limit as usize);
-    let page: Vec<&Value> = all[start..].iter().take(limit).collect();
+    let page: Vec<&Value> = suffix[suffix.len().saturating_sub(limit)..].iter().collect();
     Ok(json!({"messages": page}).into())
 }
 
