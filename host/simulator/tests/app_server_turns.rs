@@ -168,6 +168,7 @@ fn a_shell_turn_asks_permission_and_honours_each_answer() {
             "tool.updated:started",
             "tool.updated:progress",
             "tool.updated:result",
+            "tool.updated:batch",
             "model.streaming:text_delta",
             "session.updated",
             "turn.completed",
