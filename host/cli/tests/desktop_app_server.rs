@@ -227,6 +227,67 @@ fn a_v4_sequence_gap_is_resynced_and_nothing_is_lost() {
     assert!(agent.finish().success());
 }
 
+/// A real app-server writes notifications batched as one JSON array a line (release notes of
+/// csuftt/zcode-jetbrains-plugin, ZC-GUI 0.3.7: "array-format notification frames from the new
+/// CLI"): every frame of a batch is read, in order, over V4 and over the legacy stream.
+#[test]
+fn notifications_batched_as_array_lines_are_read_in_order() {
+    if !desktop("notifications_batched_as_array_lines_are_read_in_order", None) {
+        return;
+    }
+    for fault in [None, Some(("ZCODE_SIM_FAULT", "no-v4"))] {
+        let env = TestEnv::new();
+        let workspace = env.workspace("ws");
+        let (record_var, record_file) = recording(&env);
+        let mut extra = vec![(ARRAY_LINES, "1"), (record_var, record_file.as_str())];
+        extra.extend(fault);
+        let mut agent = Agent::start_with_env(&env, policy::refuse_all(), &extra);
+        agent.initialize(plain_client());
+        let session = agent.new_session(&workspace);
+        agent.prompt_ok(&session, "sim:stream 200", "end_turn");
+        let text = chunk_text(&agent.updates(&session), "agent_message_chunk");
+        assert_eq!(text, "lorem ipsum ".repeat(200), "every delta once, in order ({fault:?})");
+        // The mapper was pushed the batches as lines of their own (the record holds the bytes
+        // pushed, as JSON text): the stream's frames came as arrays.
+        let batch = match fault {
+            None => r#"[{\"method\":\"v4/conversation/frame\""#,
+            Some(_) => r#"[{\"method\":\"session/event\""#,
+        };
+        assert!(record(&env).contains(batch), "no {batch} ({fault:?})");
+        let before = agent.updates(&session).len();
+        agent.prompt_ok(&session, "and the next turn", "end_turn");
+        let text = chunk_text(&agent.updates(&session)[before..], "agent_message_chunk");
+        assert!(text.contains("You said: and the next turn"), "{text:?}");
+        assert!(agent.finish().success());
+    }
+}
+
+/// A real stream was seen without some notifications ("ZCode app-server Session Protocol"
+/// probe log, CLI 0.16.x, §6.3): the skipped legacy events are replayed with `session/events`
+/// `afterSeq` (§8.3) and the turn goes on, nothing lost, over V4 and over the legacy stream. A
+/// gap ZCode cannot replay still breaks the turn (`faults::a_gap_in_the_event_sequence_…`).
+#[test]
+fn skipped_session_events_are_replayed_and_the_turn_goes_on() {
+    if !desktop("skipped_session_events_are_replayed_and_the_turn_goes_on", None) {
+        return;
+    }
+    for faults in ["drop-events@stream=3", "no-v4,drop-events@stream=3"] {
+        let env = TestEnv::new();
+        let workspace = env.workspace("ws");
+        let (record_var, record_file) = recording(&env);
+        let extra = [("ZCODE_SIM_FAULT", faults), (record_var, record_file.as_str())];
+        let mut agent = Agent::start_with_env(&env, policy::refuse_all(), &extra);
+        agent.initialize(plain_client());
+        let session = agent.new_session(&workspace);
+        agent.prompt_ok(&session, "sim:stream 200", "end_turn");
+        let text = chunk_text(&agent.updates(&session), "agent_message_chunk");
+        assert_eq!(text, "lorem ipsum ".repeat(200), "every delta once, in order ({faults})");
+        assert!(record(&env).contains("session/events"), "the gap was replayed ({faults})");
+        agent.prompt_ok(&session, "and the next turn", "end_turn");
+        assert!(agent.finish().success());
+    }
+}
+
 #[test]
 fn an_evicted_session_is_resumed_for_its_next_prompt() {
     if !desktop("an_evicted_session_is_resumed_for_its_next_prompt", None) {
@@ -282,6 +343,30 @@ fn a_stale_mode_switch_falls_back_and_a_busy_agent_is_a_clear_error() {
     agent.prompt_ok(&session, "then accepted", "end_turn");
     let text = chunk_text(&agent.updates(&session), "agent_message_chunk");
     assert!(text.contains("You said: then accepted"), "the legacy stream carried it: {text:?}");
+    assert!(agent.finish().success());
+}
+
+/// `session/send` answered with a plain string result is a refusal (live record, Desktop
+/// 3.12.3 / CLI 0.16.5, 2026-09: the stored model no longer resolves): the prompt fails with
+/// ZCode's own text at once instead of waiting for a turn that never starts; the next one runs.
+#[test]
+fn a_send_answered_with_a_string_fails_the_prompt_with_zcodes_text() {
+    if !desktop("a_send_answered_with_a_string_fails_the_prompt_with_zcodes_text", None) {
+        return;
+    }
+    let env = TestEnv::new();
+    let workspace = env.workspace("ws");
+    let fault = [("ZCODE_SIM_FAULT", "no-v4,model-gone@session/send")];
+    let mut agent = Agent::start_with_env(&env, policy::refuse_all(), &fault);
+    agent.initialize(plain_client());
+    let session = agent.new_session(&workspace);
+    let response = agent.prompt(&session, "refused in ZCode's words");
+    let (code, message) = agent.error_of(&response, "a send refused with a string");
+    assert_eq!(code, INTERNAL_ERROR, "{message}");
+    assert!(message.contains("历史任务使用的模型已不可用"), "ZCode's text: {message}");
+    agent.prompt_ok(&session, "then accepted", "end_turn");
+    let text = chunk_text(&agent.updates(&session), "agent_message_chunk");
+    assert!(text.contains("You said: then accepted"), "{text:?}");
     assert!(agent.finish().success());
 }
 

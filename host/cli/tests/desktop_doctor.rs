@@ -2,7 +2,8 @@
 //! an extracted AppImage, Windows x64 and arm64), seen from a process of that platform: the
 //! app-server mapper is selected, a fake install pinned by the simulator's files takes its
 //! simulated release, one whose Agent differs takes the real release (unpinned, verified by
-//! identity), and a fake 3.19.0 is refused with a message naming the newest known release.
+//! identity), a fake 3.19.1 takes its real release unpinned, and a fake 3.19.0 is refused with a
+//! message naming the newest known release.
 //!
 //! The embedded mappers' contracts come from this binary (`mapper info embedded --json`); the
 //! installs from `simulator install`; discovery and the report are the library's, run for the
@@ -164,6 +165,26 @@ fn an_agent_that_is_not_the_simulators_takes_the_real_release_unpinned() {
     let text = String::from_utf8_lossy(&output.stdout);
     assert!(text.contains("unpinned: cli"), "{text}");
     assert!(text.contains("smoke: passed"), "{text}");
+}
+
+/// Desktop 3.19.1 (public as a package of its official AppImage, gentoo-zh
+/// `dev-util/zcode-bin-3.19.1`) is a real release the mapper knows: an install that says 3.19.1
+/// and whose Agent is not the simulator's takes it unpinned, checked by the identity at setup.
+#[test]
+fn a_fake_3_19_1_takes_its_real_release_unpinned() {
+    let env = TestEnv::new();
+    let contracts = embedded_contracts();
+    let root =
+        fake_install(&env, "3.19.1", &["--app-version", "3.19.1", "--variant", "modified-cli"]);
+    let report = doctor(&env, &root, &Platform::current(), &contracts);
+    assert_eq!(report["appVersion"], "3.19.1", "{report:#}");
+    let selected = &report["selectedMapper"];
+    assert_eq!(selected["source"], "embedded:zcode-app-server", "{report:#}");
+    assert_eq!(selected["releaseId"], "zcode-desktop-3.19.1", "{report:#}");
+    assert_eq!(selected["pinning"], "unpinned");
+    assert_eq!(selected["unpinnedRoles"], serde_json::json!(["cli"]));
+    assert_eq!(selected["identity"], "zcode-protocol/1 capabilities:independentPlanState");
+    assert_eq!(selected["simulated"], false);
 }
 
 #[test]

@@ -168,7 +168,7 @@ mod tests {
         let error = host_profile(unknown.path()).unwrap_err();
         assert!(error.contains("no simulator profile for ZCode 3.13.0"), "{error}");
         assert!(error.contains("(supported: 3.11.2, 3.12.3, 3.14.3, "), "{error}");
-        assert!(error.ends_with("3.18.2, 4.0.0)"), "{error}");
+        assert!(error.ends_with("3.18.2, 3.19.1, 4.0.0)"), "{error}");
         let empty = tempfile::tempdir().unwrap();
         assert!(host_profile(empty.path()).unwrap_err().contains("no app.asar/package.json"));
     }

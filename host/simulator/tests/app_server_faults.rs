@@ -54,6 +54,30 @@ fn legacy_sequence_gaps_jump_the_event_seq() {
     assert_eq!(jumps, 1, "{seqs:?}");
 }
 
+/// `drop-events`: events a real stream was seen without (probe log [A] §6.3) stay in the log,
+/// and `session/events` with `afterSeq` gives them back (§8.3).
+#[test]
+fn dropped_events_are_logged_and_replayed_after_their_seq() {
+    let desktop = Desktop::new("3.16.2");
+    let mut agent = agent_with(&desktop, "drop-events@stream=2");
+    let session = agent.session(&desktop.ws(), json!({}));
+    agent.prompt(&session, "sim:stream 10");
+    let seqs: Vec<u64> =
+        agent.turn_events(&session).iter().map(|event| event["seq"].as_u64().unwrap()).collect();
+    let jumps: Vec<&[u64]> = seqs.windows(2).filter(|pair| pair[1] != pair[0] + 1).collect();
+    assert_eq!(jumps.len(), 1, "{seqs:?}");
+    let (last, next) = (jumps[0][0], jumps[0][1]);
+    assert_eq!(next, last + 3, "two events never written: {seqs:?}");
+    let replayed = agent.ok("session/events", json!({"sessionId": session, "afterSeq": last}));
+    let replayed: Vec<u64> = replayed["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|event| event["seq"].as_u64().unwrap())
+        .collect();
+    assert_eq!(replayed[..3], [last + 1, last + 2, last + 3], "{replayed:?}");
+}
+
 #[test]
 fn stale_cas_and_busy_refuse_the_next_command_only() {
     let desktop = Desktop::new("3.16.2");

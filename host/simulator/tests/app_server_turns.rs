@@ -112,8 +112,20 @@ fn a_reply_turn_streams_in_order_and_persists() {
         let resumed =
             later.ok("session/resume", json!({"sessionId": session, "workspace": desktop.ws()}));
         assert_eq!(resumed["messages"].as_array().unwrap().len(), 2, "{app}");
+        // The newest `limit`, also after an unknown cursor (the Desktop 3.12.3 live record).
         let messages = later.ok("session/messages", json!({"sessionId": session, "limit": 1}));
-        assert_eq!(messages["messages"][0]["info"]["role"], "user");
+        assert_eq!(messages["messages"][0]["info"]["role"], "assistant", "{app}");
+        let unknown = later.ok(
+            "session/messages",
+            json!({"sessionId": session, "afterMessageId": "msg_nowhere", "limit": 1}),
+        );
+        assert_eq!(unknown["messages"], messages["messages"], "{app}");
+        let first = resumed["messages"][0]["info"]["messageId"].clone();
+        let after = later.ok(
+            "session/messages",
+            json!({"sessionId": session, "afterMessageId": first, "limit": 5}),
+        );
+        assert_eq!(after["messages"], messages["messages"], "{app}: the suffix, newest first");
     }
 }
 
@@ -156,6 +168,7 @@ fn a_shell_turn_asks_permission_and_honours_each_answer() {
             "tool.updated:started",
             "tool.updated:progress",
             "tool.updated:result",
+            "tool.updated:batch",
             "model.streaming:text_delta",
             "session.updated",
             "turn.completed",

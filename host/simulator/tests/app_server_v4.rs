@@ -384,12 +384,14 @@ fn events_are_pushed_only_to_a_subscribed_session() {
         events["events"].as_array().unwrap().iter().map(|e| e["type"].as_str().unwrap()).collect();
     assert_eq!(kinds.first(), Some(&"session.created"));
     assert_eq!(kinds.last(), Some(&"turn.completed"));
-    // Subscribing from a seq replays what came after it.
+    // Subscribing from a seq answers what came after it, in the answer (probe log [A] §5.2).
     let subscribed = agent.call(
         "session/subscribe",
         json!({"sessionId": session, "deliveryKind": "desktop-continuous", "afterSeq": 1}),
     );
     assert_eq!(subscribed["result"]["eventSeq"].as_u64(), Some(kinds.len() as u64));
-    let replayed = agent.notification("session/event");
-    assert_eq!(replayed["params"]["seq"], 2);
+    assert_eq!(subscribed["result"]["sessionId"], session.as_str());
+    let replayed = subscribed["result"]["events"].as_array().unwrap();
+    assert_eq!(replayed.len(), kinds.len() - 1);
+    assert_eq!(replayed[0]["seq"], 2);
 }

@@ -95,6 +95,26 @@ impl Lines {
     }
 }
 
+/// The frames of one NDJSON line (already trimmed): a line that holds a JSON array is a batch
+/// of frames, read in order; any other line is one frame, and `None` says so (the caller reads
+/// the line as it is, and refuses it there if it is no frame).
+///
+/// A real ZCode app-server writes batched notification frames this way: a JetBrains client of
+/// it (csuftt/zcode-jetbrains-plugin, ZC-GUI 0.3.7 release notes, 2026-09-20) fixed "array-format
+/// notification frames from the new CLI crashing the reader thread". Each element is handed on
+/// as the text it came as, never built into a tree; an element that is not a frame (an array, a
+/// string) is the caller's to refuse, as a line holding it would be. An array that is not JSON
+/// fails: nothing of it is read.
+pub fn json_batch(line: &str) -> Result<Option<Vec<&str>>, MapperError> {
+    if !line.starts_with('[') {
+        return Ok(None);
+    }
+    let frames: Vec<&serde_json::value::RawValue> = serde_json::from_str(line).map_err(|e| {
+        protocol(format!("A line of host output is not a JSON array of frames: {e}"))
+    })?;
+    Ok(Some(frames.into_iter().map(|frame| frame.get()).collect()))
+}
+
 /// Where a frame's length is and what it may be: a header of `header` bytes holds the body's
 /// length as a big-endian `u32` at `length_at`; the body follows the header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -316,6 +336,20 @@ pub fn utf8<'a>(bytes: &'a [u8], what: &str) -> Result<&'a str, MapperError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_array_line_is_a_batch_of_frames_in_order() {
+        let line = r#"[{"method":"a","params":{"n":1}}, {"method":"b"} ,[1]]"#;
+        assert_eq!(
+            json_batch(line).unwrap(),
+            Some(vec![r#"{"method":"a","params":{"n":1}}"#, r#"{"method":"b"}"#, "[1]"])
+        );
+        assert_eq!(json_batch("[]").unwrap(), Some(Vec::new()));
+        assert_eq!(json_batch(r#"{"method":"a"}"#).unwrap(), None);
+        assert_eq!(json_batch("not json").unwrap(), None);
+        let error = json_batch(r#"[{"method":"a"}"#).unwrap_err();
+        assert!(error.message.contains("not a JSON array of frames"), "{}", error.message);
+    }
 
     fn lines_of(lines: &mut Lines, bytes: &[u8]) -> Result<Vec<String>, MapperError> {
         let mut out = Vec::new();

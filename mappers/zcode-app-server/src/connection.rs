@@ -12,6 +12,7 @@ use zcode_contract::{
     OpResult, Outgoing, ReplyBody, RoutedEvent, Step,
 };
 
+use zcode_mapper_sdk::framing::json_batch;
 use zcode_mapper_sdk::json::{internal, protocol};
 use zcode_mapper_sdk::time::iso8601_from_epoch_ms;
 use zcode_v4::schema::native;
@@ -91,6 +92,24 @@ impl AppServerConnection {
             }
             Routing::Here(inbound) => inbound,
         })
+    }
+
+    /// The frames of complete lines, in order: a line holding a JSON array is a batch of
+    /// frames (a real Agent writes notifications so, [`json_batch`]), each read as a line of
+    /// its own would be.
+    fn frames(&mut self, lines: Vec<String>) -> Result<Vec<Inbound>, MapperError> {
+        let mut inbound = Vec::with_capacity(lines.len());
+        for line in lines {
+            match json_batch(&line)? {
+                None => inbound.push(self.inbound(line)?),
+                Some(frames) => {
+                    for frame in frames {
+                        inbound.push(self.inbound(frame.to_string())?);
+                    }
+                }
+            }
+        }
+        Ok(inbound)
     }
 
     fn start_op(&mut self, op_id: u64, op: &ConnectionOp, first: u64) -> Result<Step, MapperError> {
@@ -347,12 +366,12 @@ fn sessions(result: &Value, cwd: Option<&str>, offset: usize) -> Result<Value, M
 impl zcode_mapper_sdk::Connection for AppServerConnection {
     fn push(&mut self, bytes: &[u8]) -> Result<Vec<Inbound>, MapperError> {
         let lines = self.lines.push(bytes)?;
-        lines.into_iter().map(|line| self.inbound(line)).collect()
+        self.frames(lines)
     }
 
     fn finish(&mut self) -> Result<Vec<Inbound>, MapperError> {
         let lines = self.lines.finish()?;
-        lines.into_iter().map(|line| self.inbound(line)).collect()
+        self.frames(lines)
     }
 
     fn start(&mut self, op_id: u64, op: &ConnectionOp, first: u64) -> Step {

@@ -46,6 +46,52 @@ fn frames_lines_across_pushes_and_routes_by_session() {
     assert!(matches!(conn.finish().unwrap()[0], Inbound::Reply(NativeReply { id: 9, .. })));
 }
 
+/// A line holding a JSON array is a batch of frames, each read in order as a line of its own
+/// would be: a real Agent writes notifications so (csuftt/zcode-jetbrains-plugin, ZC-GUI 0.3.7
+/// release notes: "array-format notification frames from the new CLI"). The frames are
+/// reconstructed from a published probe log, not a capture ("ZCode app-server Session
+/// Protocol", CLI 0.16.x, 2026-08-14, §6.2 and §7.2).
+#[test]
+fn an_array_line_is_a_batch_of_frames_read_in_order() {
+    let event = r#"{"method":"session/event","params":{"deliveryKind":"desktop-continuous","eventId":"5fcb907d-a25e-4887-b036-a71c175f3395","payload":{"assistantMessageId":"msg_mssqw4rg_6cc132e0","delta":"ok","done":false,"kind":"text_delta"},"seq":6,"sessionId":"sess_25dd7b36","timestamp":1786699740753,"traceId":"df15e5b2-8411-4ae1-a24a-09f6d058e2c6","turnId":"turn_e626aacb-0fb6-4bcd-a6e1-7de5dca363b3","type":"model.streaming"}}"#;
+    let state = r#"{"method":"state.updated","params":{"type":"state.updated","scope":"session","workspace":{"workspaceKey":"zprobe","workspacePath":"/tmp/zprobe-work"},"sessionId":"sess_25dd7b36","revision":2,"reason":"prompt_started","patch":{"status":"running"}}}"#;
+    let mut conn = AppServerConnection::new();
+    let line = format!("[{event}, {state},{{\"id\":2,\"result\":{{\"accepted\":true}}}}]\n");
+    // Cut inside the array: the batch is read once its line is complete.
+    let (head, tail) = line.split_at(40);
+    assert!(conn.push(head.as_bytes()).unwrap().is_empty());
+    let inbound = conn.push(tail.as_bytes()).unwrap();
+    assert_eq!(inbound.len(), 3, "{inbound:?}");
+    let Inbound::Event(first) = &inbound[0] else { panic!("{:?}", inbound[0]) };
+    assert_eq!(first.route, "session/sess_25dd7b36");
+    // The session gets the frame as the element's own text, as a line of its own.
+    assert_eq!(first.payload.as_text(), Some(event));
+    assert!(matches!(&inbound[1], Inbound::Ignored(m) if m == "state.updated"));
+    assert!(matches!(&inbound[2], Inbound::Reply(NativeReply { id: 2, body: ReplyBody::Ok(_) })));
+    // An empty batch is no frame; the lines around it are read as ever.
+    let inbound = conn.push(b"[]\n{\"id\":3,\"result\":{}}\n").unwrap();
+    assert!(matches!(&inbound[..], [Inbound::Reply(NativeReply { id: 3, .. })]));
+    // A last line without its newline is a batch too.
+    assert!(conn.push(format!("[{event}]").as_bytes()).unwrap().is_empty());
+    assert!(matches!(&conn.finish().unwrap()[..], [Inbound::Event(_)]));
+}
+
+#[test]
+fn a_batch_fails_closed_on_what_a_line_would() {
+    let protocol = |message: &str| (ErrorKind::Protocol, message.to_string());
+    assert_eq!(
+        refusal(b"[{\"id\":3,\"result\":{}},[{\"id\":4,\"result\":{}}]]\n"),
+        protocol("ZCode wrote a line that is not a JSON object")
+    );
+    assert_eq!(
+        refusal(b"[{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}]\n"),
+        protocol("ZCode wrote a JSON-RPC 2.0 frame; the Agent speaks NDJSON without it")
+    );
+    let (kind, message) = refusal(b"[{\"id\":3,\"result\":{}}\n");
+    assert_eq!(kind, ErrorKind::Protocol);
+    assert!(message.contains("not a JSON array of frames"), "{message}");
+}
+
 #[test]
 fn answers_what_needs_no_client_itself() {
     let mut conn = AppServerConnection::new();

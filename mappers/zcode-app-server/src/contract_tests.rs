@@ -40,6 +40,7 @@ fn lists_each_release_with_its_pin_or_identity() {
             ("3.17.1", "0.17.1"),
             ("3.17.2", "0.17.1"),
             ("3.18.2", "0.17.2"),
+            ("3.19.1", "0.17.2"),
             ("4.0.0", "0.18.0")
         ]
     );
@@ -49,7 +50,7 @@ fn lists_each_release_with_its_pin_or_identity() {
         .filter(|r| r.cli_version_assumed)
         .map(|r| r.app_version)
         .collect();
-    assert_eq!(assumed, ["3.15.3", "3.17.1", "3.18.2", "4.0.0"]);
+    assert_eq!(assumed, ["3.15.3", "3.17.1", "3.18.2", "3.19.1", "4.0.0"]);
     let pinned = contract.release("zcode-desktop-3.14.5").unwrap();
     assert_eq!(pinned.files[0].path, "glm/zcode.cjs");
     assert_eq!(

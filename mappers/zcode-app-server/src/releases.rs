@@ -59,7 +59,7 @@ pub struct ReleaseInfo {
     pub cli_version_assumed: bool,
 }
 
-pub const RELEASES: [ReleaseInfo; 10] = [
+pub const RELEASES: [ReleaseInfo; 11] = [
     ReleaseInfo {
         id: "zcode-desktop-3.14.3",
         app_version: "3.14.3",
@@ -119,6 +119,16 @@ pub const RELEASES: [ReleaseInfo; 10] = [
     ReleaseInfo {
         id: "zcode-desktop-3.18.2",
         app_version: "3.18.2",
+        cli_version: "0.17.2",
+        cli_sha256: None,
+        cli_version_assumed: true,
+    },
+    // Packaged from the official `ZCode-3.19.1-linux-{x64,arm64}.AppImage` (gentoo-zh overlay,
+    // `dev-util/zcode-bin-3.19.1`); its CLI version is not public: the 0.17 line is assumed,
+    // its predecessor's 0.17.2 (docs/mapper-zcode-app-server.md §1).
+    ReleaseInfo {
+        id: "zcode-desktop-3.19.1",
+        app_version: "3.19.1",
         cli_version: "0.17.2",
         cli_sha256: None,
         cli_version_assumed: true,

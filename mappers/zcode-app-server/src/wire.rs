@@ -1,4 +1,5 @@
-//! The Agent's envelope: one JSON object a line, no `jsonrpc`; a frame with `id` and `method` is
+//! The Agent's envelope: one JSON object a line (or a JSON array of them, a batch read in order:
+//! `zcode_mapper_sdk::framing::json_batch`), no `jsonrpc`; a frame with `id` and `method` is
 //! a request (the Agent's own ids are strings, `server-<n>`), `id` with `result`/`error` a
 //! response, `method` alone a notification (`packages/shared/src/zcode-protocol/index.ts`).
 

@@ -81,6 +81,10 @@ pub fn simulated_release() -> &'static str {
     })
 }
 
+/// The simulator switch that batches the app-server's notifications as JSON array lines; passed
+/// on to every agent when the suite runs with it (docs/simulator.md §7).
+pub const ARRAY_LINES: &str = "ZCODE_SIM_ARRAY_LINES";
+
 /// `--simulate --simulate-version <the release under test>`.
 pub fn simulate_args() -> Vec<&'static str> {
     vec!["--simulate", "--simulate-version", simulated_release()]
@@ -212,8 +216,13 @@ impl Agent {
             .env("RUST_BACKTRACE", "1")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .envs(extra.iter().copied());
+            .stderr(Stdio::piped());
+        // `ZCODE_SIM_ARRAY_LINES=1` (scripts/test sets it for some runs): the simulated Agent
+        // writes its notifications as JSON array lines, as a real one was seen doing.
+        if let Some(value) = std::env::var_os(ARRAY_LINES) {
+            command.env(ARRAY_LINES, value);
+        }
+        command.envs(extra.iter().copied());
         let mut child = command.spawn().expect("spawn zcode-acp");
         let shared = Arc::new(Shared {
             transcript: Mutex::new(Transcript::default()),

@@ -24,12 +24,19 @@ pub enum AppFault {
     UnknownEvent,
     /// The next `session/event` of the session skips sequence numbers.
     SeqGap,
+    /// The next `n` `session/event` notifications (default 2) are kept in the session's log
+    /// but never written: a stream seen without notifications (issue 25 [A] §6.3), which
+    /// `session/events` with `afterSeq` replays.
+    DropEvents,
     /// The next V4 conversation frame's `fromSeq` is ahead of the last `toSeq`.
     V4SeqGap,
     /// The next CAS V4 command is answered `stale` / `proto.staleRevision`.
     StaleCas,
     /// The next `session/send` is refused with `-32010` although the session is idle.
     Busy,
+    /// The next `session/send` is answered with a plain string result, ZCode's refusal when
+    /// the session's stored model no longer resolves (live record [B] of issue 25).
+    ModelGone,
     /// The session's resident runtime is deactivated: session RPCs answer `-32004`.
     Evict,
     /// The next interaction request is re-announced at once, so two ids are outstanding.
@@ -69,9 +76,11 @@ impl Switch for AppFault {
         ("invalid-utf8", AppFault::InvalidUtf8),
         ("unknown-event", AppFault::UnknownEvent),
         ("seq-gap", AppFault::SeqGap),
+        ("drop-events", AppFault::DropEvents),
         ("v4-seq-gap", AppFault::V4SeqGap),
         ("stale-cas", AppFault::StaleCas),
         ("busy", AppFault::Busy),
+        ("model-gone", AppFault::ModelGone),
         ("evict", AppFault::Evict),
         ("interaction-race", AppFault::InteractionRace),
         ("headers-storm", AppFault::HeadersStorm),
@@ -87,7 +96,7 @@ impl Switch for AppFault {
     fn default_point(self) -> &'static str {
         match self {
             AppFault::SlowStart => "start",
-            AppFault::Busy => "session/send",
+            AppFault::Busy | AppFault::ModelGone => "session/send",
             AppFault::StaleCas => "v4/command",
             AppFault::CloseDeletes => "session/close",
             AppFault::SnapshotFirst => "v4/conversation/subscribe",
@@ -98,15 +107,16 @@ impl Switch for AppFault {
             AppFault::Crash | AppFault::Malformed | AppFault::InvalidUtf8 => "stream",
             AppFault::UnknownEvent => "stream",
             AppFault::Exit | AppFault::Stall => "permission",
-            AppFault::SeqGap | AppFault::V4SeqGap => "stream",
+            AppFault::SeqGap | AppFault::V4SeqGap | AppFault::DropEvents => "stream",
         }
     }
 
-    /// `=n`: a delay in ms (`slow-start`) or a count (`headers-storm`).
+    /// `=n`: a delay in ms (`slow-start`) or a count (`headers-storm`, `drop-events`).
     fn default_value(self) -> u64 {
         match self {
             AppFault::SlowStart => 2_000,
             AppFault::HeadersStorm => 5,
+            AppFault::DropEvents => 2,
             _ => 0,
         }
     }
@@ -122,6 +132,7 @@ impl Switch for AppFault {
             AppFault::SlowStart => point == "start",
             AppFault::Crash | AppFault::Exit | AppFault::Stall => true,
             AppFault::Busy
+            | AppFault::ModelGone
             | AppFault::StaleCas
             | AppFault::CloseDeletes
             | AppFault::SnapshotFirst => is_method,

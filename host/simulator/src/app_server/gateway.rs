@@ -29,19 +29,19 @@ struct Connection {
 }
 
 impl Gateway {
-    /// Writes one frame to its connection, or holds it while the connection is saturated.
-    /// Frames for a closed connection are dropped.
-    pub fn deliver(&mut self, out: &Output, frame: Frame) {
+    /// The notification to write for one frame, or `None` while its connection is saturated
+    /// (the frame is held) or closed (the frame is dropped).
+    pub fn deliver(&mut self, frame: Frame) -> Option<Value> {
         let connection = self.connections.entry(frame.connection_id.clone()).or_default();
         if connection.closed {
-            return;
+            return None;
         }
         let notification = frame_notification(frame);
         if connection.saturated {
             connection.held.push(notification);
-        } else {
-            out.frame(&notification);
+            return None;
         }
+        Some(notification)
     }
 
     /// `v4/connection/flow`: `saturated` holds the connection's frames, `drained` flushes them

@@ -260,15 +260,15 @@ fn session_messages(server: &Arc<Server>, params: Option<&Value>) -> Result<Repl
     let mut state = server.state();
     let resident = state.resident(&session_id(&params))?;
     let all = &resident.record.messages;
-    let start = match text(&params, "afterMessageId") {
-        Some(after) => all
-            .iter()
-            .position(|message| message["info"]["messageId"] == after)
-            .map_or(all.len(), |index| index + 1),
-        None => 0,
-    };
+    // As a live record measured (Desktop 3.12.3 / CLI 0.16.5, 2026-09-14, the paging matrix):
+    // the messages after a cursor, all of them when it is unknown (no error), and of those the
+    // newest `limit`, oldest first.
+    let start = text(&params, "afterMessageId")
+        .and_then(|after| all.iter().position(|message| message["info"]["messageId"] == after))
+        .map_or(0, |index| index + 1);
+    let suffix = &all[start..];
     let limit = params["limit"].as_u64().map_or(usize::MAX, |limit| limit as usize);
-    let page: Vec<&Value> = all[start..].iter().take(limit).collect();
+    let page: Vec<&Value> = suffix[suffix.len().saturating_sub(limit)..].iter().collect();
     Ok(json!({"messages": page}).into())
 }
 
@@ -288,22 +288,25 @@ fn subscribe(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, Prot
     let mut state = server.state();
     let resident = state.resident(&session_id)?;
     resident.delivery_kind = params["deliveryKind"].as_str().map(str::to_owned);
-    let mut result = json!({"eventSeq": resident.seq});
+    // The answer carries the events from the cursor on, oldest first, and the session's id:
+    // `{eventSeq, events, sessionId}` ("ZCode app-server Session Protocol" probe log, CLI
+    // 0.16.x, §5.2; the live record of Desktop 3.12.3, Q1).
+    let events = match params["afterSeq"].as_u64() {
+        Some(seq) => resident.events_after(seq),
+        None => Vec::new(),
+    };
+    let mut result = json!({"eventSeq": resident.seq, "events": events, "sessionId": session_id});
     if params["includeSnapshot"] == true {
         result["snapshot"] = state.snapshot(&session_id, Models::Current, None)?;
     }
-    let resident = state.resident(&session_id)?;
-    // Events the subscriber missed follow the answer, oldest first.
-    let after: Vec<Value> = match params["afterSeq"].as_u64() {
-        Some(seq) => resident
-            .events_after(seq)
-            .into_iter()
-            .map(|event| wire::notification("session/event", event))
-            .collect(),
-        None => Vec::new(),
-    };
-    Ok(Reply { result, after, ..Reply::default() })
+    Ok(result.into())
 }
+
+/// What `session/send` answered, word for word, when the session's model was gone (the record
+/// cited at [`AppFault::ModelGone`]): "the model this task used is no longer available; pick an
+/// available one from the current model list and continue".
+pub const MODEL_GONE: &str =
+    "历史任务使用的模型已不可用，请从当前模型列表中选择一个可用模型后继续。";
 
 fn send(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
     let params = parse_params(&schemas::session_send(), params)?;
@@ -317,6 +320,7 @@ fn send(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolE
     let session_id = session_id(&params);
     let mut state = server.state();
     let busy_fault = server.faults.take_one("session/send", AppFault::Busy).is_some();
+    let model_gone = server.faults.take_one("session/send", AppFault::ModelGone).is_some();
     let selection = match params.get("modelSelection") {
         Some(selection) => Some(
             catalog::resolve_selection(&state.entitlements, selection, false)
@@ -333,6 +337,13 @@ fn send(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolE
     }
     if busy_fault || resident.is_running() {
         return Err(ProtocolError::new(BUSY, "A prompt is already running for this session"));
+    }
+    if model_gone {
+        // A business refusal as a plain string *result*, not an error frame: seen when a new
+        // process resumed an old session whose stored model no longer resolves ("ZCode
+        // Protocol v1 (app-server stdio): live verification record", Desktop 3.12.3 / CLI
+        // 0.16.5, 2026-09, "边界与坑"). No turn starts.
+        return Ok(json!(MODEL_GONE).into());
     }
     check_revision(resident, &params)?;
     if let Some(selection) = selection {

@@ -108,6 +108,9 @@ pub const PROFILES: &[AppServerProfile] = &[
     profile("desktop-3.17.2", "3.17.2", "0.17.1", CliFamily::Cli017),
     // Not public: the CLI version of 3.18.x and 4.0.0 is the simulator's choice (§12).
     profile("desktop-3.18.2", "3.18.2", "0.17.2", CliFamily::Cli017),
+    // Public only as a package of the official AppImage (gentoo-zh `dev-util/zcode-bin-3.19.1`);
+    // its CLI version is not: the 0.17 line is assumed, 3.18.2's 0.17.2 (§12.1).
+    profile("desktop-3.19.1", "3.19.1", "0.17.2", CliFamily::Cli017),
     profile("desktop-4.0.0", "4.0.0", "0.18.0", CliFamily::Cli017),
 ];
 

@@ -38,6 +38,9 @@ pub struct Options {
     /// `ZCODE_SIM_ENTITLED_ACCOUNTS`: account providers entitled from the start, as if the
     /// host had pushed their account state (a test stand-in for Desktop's account push).
     pub entitled_accounts: Vec<String>,
+    /// `ZCODE_SIM_ARRAY_LINES=1`: notifications go out as JSON arrays, one line for those
+    /// written together, as a real app-server was seen writing them (docs/simulator.md §7).
+    pub array_lines: bool,
 }
 
 fn millis(name: &str, default: u64) -> Result<Duration, String> {
@@ -65,6 +68,7 @@ impl Options {
                 .filter(|id| !id.is_empty())
                 .map(str::to_owned)
                 .collect(),
+            array_lines: std::env::var("ZCODE_SIM_ARRAY_LINES").is_ok_and(|value| value == "1"),
         })
     }
 }
@@ -80,6 +84,10 @@ pub struct State {
     pub auto_resolution: HashMap<String, bool>,
     /// Interactions whose auto-resolution a V4 client snoozed.
     pub snoozed: HashSet<String>,
+    /// [`Options::array_lines`].
+    pub array_lines: bool,
+    /// Notifications of the batch being written ([`State::batch`]).
+    held: Option<Vec<Value>>,
 }
 
 impl State {
@@ -115,26 +123,54 @@ impl State {
         self.auto_resolution.get(key).copied().unwrap_or(resident.preferences.ask_auto_resolution)
     }
 
+    /// Writes notifications: each on its line, or, with [`Options::array_lines`], all of them
+    /// as one JSON array on one line (a real app-server batches notifications so: the release
+    /// notes of csuftt/zcode-jetbrains-plugin ZC-GUI 0.3.7, 2026-09-20). Inside
+    /// [`State::batch`] they are held until the batch ends.
+    pub fn notify(&mut self, notifications: Vec<Value>) {
+        if let Some(held) = &mut self.held {
+            held.extend(notifications);
+        } else {
+            write_notifications(&self.out, self.array_lines, notifications);
+        }
+    }
+
+    /// Runs `write` with the notifications it writes held, then writes them together: one
+    /// line with [`Options::array_lines`]. Held only under this one lock, so nothing written
+    /// meanwhile can overtake them.
+    pub fn batch<R>(&mut self, write: impl FnOnce(&mut State) -> R) -> R {
+        let outer = self.held.replace(Vec::new());
+        let result = write(self);
+        let held = std::mem::replace(&mut self.held, outer).unwrap_or_default();
+        self.notify(held);
+        result
+    }
+
     /// Records a session event and pushes it when the session is subscribed.
     pub fn event(&mut self, session_id: &str, turn_id: Option<&str>, kind: &str, payload: Value) {
         let Some(resident) = self.sessions.get_mut(session_id) else { return };
         let event = resident.next_event(turn_id, kind, payload);
+        if resident.drop > 0 {
+            resident.drop -= 1;
+            return;
+        }
         if resident.delivery_kind.is_some() {
-            self.out.frame(&wire::notification("session/event", event));
+            self.notify(vec![wire::notification("session/event", event)]);
         }
     }
 
     /// `state.updated` for a session (`emitStateUpdated`).
     pub fn state_updated(&mut self, session_id: &str, reason: &str, patch: Value) {
         let Some(resident) = self.sessions.get(session_id) else { return };
-        self.out.frame(&wire::notification(
+        let notification = wire::notification(
             "state.updated",
             json!({
                 "patch": patch, "reason": reason, "revision": resident.revision,
                 "scope": "session", "sessionId": session_id, "type": "state.updated",
                 "workspace": resident.record.workspace,
             }),
-        ));
+        );
+        self.notify(vec![notification]);
     }
 
     /// Applies V4 deltas to the session's projection and delivers the frames.
@@ -144,9 +180,10 @@ impl State {
         for delta in deltas {
             resident.publisher.stage(&mut batch, delta);
         }
-        for frame in resident.publisher.commit(batch) {
-            self.gateway.deliver(&self.out, frame);
-        }
+        let frames = resident.publisher.commit(batch);
+        let notifications: Vec<Value> =
+            frames.into_iter().filter_map(|frame| self.gateway.deliver(frame)).collect();
+        self.notify(notifications);
     }
 
     /// `state.updated` V4 patch of the given A-zone keys.
@@ -176,16 +213,20 @@ impl State {
             patch.insert((*key).to_owned(), settings[*key].clone());
         }
         self.persist(session_id);
-        self.state_updated(session_id, reason, Value::Object(patch));
-        self.v4_patch(session_id, &["config", "meta"]);
+        self.batch(|state| {
+            state.state_updated(session_id, reason, Value::Object(patch));
+            state.v4_patch(session_id, &["config", "meta"]);
+        });
         Ok(())
     }
 
     /// What both projections hear when a run starts.
     pub fn started(&mut self, session_id: &str) {
         self.persist(session_id);
-        self.state_updated(session_id, "prompt_started", json!({"status": "running"}));
-        self.v4_patch(session_id, &["control", "availability", "inputRouting", "queue"]);
+        self.batch(|state| {
+            state.state_updated(session_id, "prompt_started", json!({"status": "running"}));
+            state.v4_patch(session_id, &["control", "availability", "inputRouting", "queue"]);
+        });
     }
 
     /// `session/usage` (and V4 `conversation/usage`): the cumulative counters of a resident
@@ -265,6 +306,7 @@ impl Server {
     ) -> Arc<Server> {
         let writer = out.clone();
         let options_accounts = options.entitled_accounts.clone();
+        let array_lines = options.array_lines;
         let interactions = Arc::new(Interactions::default());
         let claims = interactions.clone();
         let reverse =
@@ -285,6 +327,8 @@ impl Server {
                 out: out.clone(),
                 auto_resolution: HashMap::new(),
                 snoozed: HashSet::new(),
+                array_lines,
+                held: None,
             }),
             out,
         })
@@ -360,3 +404,12 @@ pub const MALFORMED_LINE: &[u8] = b"{\"method\":\"session/event\",\"params\":{\"
 /// What the `invalid-utf8` fault writes: a frame whose string holds bytes that are not UTF-8.
 pub const INVALID_UTF8_LINE: &[u8] =
     b"{\"method\":\"session/event\",\"params\":\"\xff\xfe\xfd\"}\n";
+
+/// Writes notifications on their own lines, or all of them as one JSON array line.
+pub fn write_notifications(out: &Output, array_lines: bool, notifications: Vec<Value>) {
+    match notifications.len() {
+        0 => {}
+        _ if array_lines => out.frame(&Value::Array(notifications)),
+        _ => notifications.iter().for_each(|notification| out.frame(notification)),
+    }
+}

@@ -143,6 +143,8 @@ pub struct Resident {
     pub pending_requests: Vec<String>,
     /// The `seq-gap` fault: the next event's `seq` skips this many numbers.
     pub gap: u64,
+    /// The `drop-events` fault: this many next events are logged but not written.
+    pub drop: u64,
     pub last_phase: &'static str,
     pub publisher: Publisher,
     pub admissions: u64,
@@ -179,6 +181,7 @@ impl Resident {
             active_tools: Vec::new(),
             pending_requests: Vec::new(),
             gap: 0,
+            drop: 0,
             last_phase,
             admissions: 0,
         };

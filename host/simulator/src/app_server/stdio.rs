@@ -139,14 +139,38 @@ async fn handle(server: Arc<Server>, id: Value, method: String, params: Option<V
         }
     };
     let mut bytes = Vec::new();
-    for frame in &frames {
-        serde_json::to_writer(&mut bytes, frame).expect("frames serialize");
+    for line in lines(frames, server.options.array_lines) {
+        serde_json::to_writer(&mut bytes, &line).expect("frames serialize");
         bytes.push(b'\n');
     }
     server.out.bytes(bytes);
     if let Some(start) = start {
         tokio::spawn(turn::run(server.clone(), start));
     }
+}
+
+/// The lines of frames written together: each frame on its own, or, with `array_lines`, the
+/// notifications next to each other as one JSON array (responses stay lines of their own).
+fn lines(frames: Vec<Value>, array_lines: bool) -> Vec<Value> {
+    if !array_lines {
+        return frames;
+    }
+    let mut lines = Vec::new();
+    let mut notifications = Vec::new();
+    for frame in frames {
+        if frame.get("id").is_some() {
+            if !notifications.is_empty() {
+                lines.push(Value::Array(std::mem::take(&mut notifications)));
+            }
+            lines.push(frame);
+        } else {
+            notifications.push(frame);
+        }
+    }
+    if !notifications.is_empty() {
+        lines.push(Value::Array(notifications));
+    }
+    lines
 }
 
 async fn dispatch(
@@ -208,5 +232,23 @@ fn storage_startup_frames(server: &Server) {
                    "databaseId": database_id, "databaseKind": "session", "phase": phase,
                    "elapsedMs": index}),
         ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn array_lines_batch_the_notifications_next_to_each_other() {
+        let note = |n: u64| json!({"method": "session/event", "params": {"seq": n}});
+        let reply = json!({"id": 1, "result": {}});
+        let frames = vec![note(1), reply.clone(), note(2), note(3)];
+        assert_eq!(lines(frames.clone(), false), frames);
+        assert_eq!(
+            lines(frames, true),
+            vec![json!([note(1)]), reply, json!([note(2), note(3)])],
+            "responses stay lines of their own"
+        );
     }
 }

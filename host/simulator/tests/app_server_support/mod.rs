@@ -18,7 +18,7 @@ const HANG_GUARD: Duration = Duration::from_secs(30);
 pub const CLI_FAMILIES: [&str; 3] = ["3.14.5", "3.15.1", "3.18.2"];
 
 /// Every app-server release with its CLI version.
-pub const RELEASES: [(&str, &str); 10] = [
+pub const RELEASES: [(&str, &str); 11] = [
     ("3.14.3", "0.16.9"),
     ("3.14.4", "0.16.9"),
     ("3.14.5", "0.16.9"),
@@ -28,6 +28,7 @@ pub const RELEASES: [(&str, &str); 10] = [
     ("3.17.1", "0.17.1"),
     ("3.17.2", "0.17.1"),
     ("3.18.2", "0.17.2"),
+    ("3.19.1", "0.17.2"),
     ("4.0.0", "0.18.0"),
 ];
 

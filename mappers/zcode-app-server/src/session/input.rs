@@ -3,8 +3,8 @@
 //! tree), the reply to a resync, and the Agent's reverse requests ([`super::reverse`]).
 
 use serde::Deserialize;
-use serde_json::Value;
 use serde_json::value::RawValue;
+use serde_json::{Value, json};
 use zcode_contract::{Action, Effects, MapperError, ReplyBody, SessionInput, Terminal};
 use zcode_mapper_sdk::json::protocol;
 use zcode_v4::schema::native;
@@ -34,6 +34,10 @@ struct CompletedPayload<'a> {
 impl AppServerSession {
     pub(super) fn map_one(&mut self, input: &SessionInput, effects: &mut Effects) {
         match input {
+            SessionInput::Reply(reply) if self.replays.contains(&reply.id) => {
+                self.replays.retain(|id| *id != reply.id);
+                self.replayed(&reply.body.clone().into_error(), effects);
+            }
             SessionInput::Reply(reply) => {
                 // The reply to a resync: its recovery frames follow as events.
                 if let ReplyBody::Error(error) = &reply.body.clone().into_error() {
@@ -115,17 +119,25 @@ impl AppServerSession {
             #[serde(default, borrow, rename = "type")]
             kind: Option<&'a RawValue>,
         }
+        // While skipped events are replayed, what comes meanwhile waits behind them.
+        if let Some(held) = &mut self.held {
+            held.push(params.map_or_else(|| "null".to_string(), |p| p.get().to_string()));
+            effects.actions.push(Action::Ignore("held behind a replay".to_string()));
+            return Ok(());
+        }
         let head = params.and_then(object::<Head<'_>>);
         let Some(head) = head else {
             let params = raw_value(params)?;
-            if self.in_sequence(params.get("seq").and_then(Value::as_u64), effects) {
+            let seq = params.get("seq").and_then(Value::as_u64);
+            if self.in_sequence(seq, &params.to_string(), effects) {
                 self.map_event(&params, effects);
             }
             return Ok(());
         };
         // The sequence sees every event, dropped or not.
         let seq = head.seq.and_then(|raw| serde_json::from_str::<u64>(raw.get()).ok());
-        if !self.in_sequence(seq, effects) {
+        let text = params.map_or("null", |p| p.get());
+        if !self.in_sequence(seq, text, effects) {
             return Ok(());
         }
         let kind = raw_str(head.kind);
@@ -160,9 +172,15 @@ impl AppServerSession {
         }
     }
 
-    /// Checks a legacy event's number: `false` when the event goes no further (a duplicate, or
-    /// a gap that broke the turn).
-    pub(super) fn in_sequence(&mut self, seq: Option<u64>, effects: &mut Effects) -> bool {
+    /// Checks a legacy event's number: `false` when the event goes no further (a duplicate, an
+    /// event held while skipped ones are replayed, or a gap that broke the turn). `params` is
+    /// the event as it came, held when it shows a gap.
+    pub(super) fn in_sequence(
+        &mut self,
+        seq: Option<u64>,
+        params: &str,
+        effects: &mut Effects,
+    ) -> bool {
         if let (Some(seq), Some(last)) = (seq, self.event_seq)
             && seq <= last
             && seq != 0
@@ -171,18 +189,75 @@ impl AppServerSession {
             return false;
         }
         if let Some(seq) = seq.filter(|s| *s != 0) {
-            let expected = self.event_seq.map(|last| last + 1);
-            self.event_seq = Some(seq);
+            let last = self.event_seq;
             // Session events are numbered one by one; a jump means some never came (the
-            // turn's result among them, perhaps): the turn cannot be trusted to end.
-            if let Some(expected) = expected.filter(|e| seq > *e && self.running) {
+            // turn's result among them, perhaps). A real stream was seen missing events
+            // ("ZCode app-server Session Protocol" probe log, CLI 0.16.x, §6.3), and ZCode
+            // keeps them to replay (`session/events` with `afterSeq`, §8.3): they are asked
+            // for, once, and this event waits behind them.
+            if let Some(last) = last.filter(|last| seq > last + 1 && self.running) {
+                if let Some(sid) = self.id.clone().filter(|_| !self.replaying) {
+                    self.held = Some(vec![params.to_string()]);
+                    self.announced.push((
+                        "session/events".to_string(),
+                        json!({"sessionId": sid, "afterSeq": last}),
+                    ));
+                    effects.requests += 1;
+                    effects.actions.push(Action::Ignore(format!(
+                        "ZCode skipped session events after {last}: replaying them"
+                    )));
+                    return false;
+                }
+                self.event_seq = Some(seq);
                 effects.actions.push(Action::Terminal(Terminal::Broken(protocol(format!(
-                    "ZCode skipped session events: expected event {expected}, got {seq}"
+                    "ZCode skipped session events: expected event {}, got {seq}",
+                    last + 1
                 )))));
                 return false;
             }
+            self.event_seq = Some(seq);
         }
         true
+    }
+
+    /// The reply to a replay of skipped events: they are read in order, then the events held
+    /// meanwhile. What is still missing then (ZCode's log keeps only turn-level events, the
+    /// live record of Desktop 3.12.3 found) breaks the turn, as a failed replay does.
+    fn replayed(&mut self, body: &ReplyBody, effects: &mut Effects) {
+        let held = self.held.take().unwrap_or_default();
+        let events = match body {
+            ReplyBody::Ok(data) => data
+                .as_text()
+                .and_then(|text| serde_json::from_str::<Value>(text).ok())
+                .and_then(|result| result.get("events").and_then(Value::as_array).cloned())
+                .ok_or_else(|| protocol("ZCode answered session/events without its events")),
+            ReplyBody::Error(error) => Err(protocol(format!(
+                "ZCode could not replay the skipped session events: {}",
+                error.message
+            ))),
+            ReplyBody::Lost(why) => {
+                Err(protocol(format!("ZCode could not replay the skipped session events: {why}")))
+            }
+        };
+        let events = match events {
+            Ok(events) => events,
+            Err(error) => {
+                effects.actions.push(Action::Terminal(Terminal::Broken(error)));
+                return;
+            }
+        };
+        self.replaying = true;
+        let texts = events.iter().map(Value::to_string).chain(held);
+        for text in texts {
+            let read = RawValue::from_string(text)
+                .map_err(|e| protocol(format!("ZCode replayed an event that cannot be read: {e}")))
+                .and_then(|raw| self.legacy_event(Some(&raw), effects));
+            if let Err(error) = read {
+                effects.actions.push(Action::Terminal(Terminal::Broken(error)));
+                break;
+            }
+        }
+        self.replaying = false;
     }
 
     /// A legacy event in sequence, read whole.

@@ -105,6 +105,14 @@ pub struct AppServerSession {
     announced: Vec<(String, Value)>,
     /// Legacy event sequence reached (events at or below are duplicates).
     event_seq: Option<u64>,
+    /// Ids of the `session/events` requests issued to replay skipped events (the other
+    /// requests a `map` issues are V4 resyncs).
+    replays: Vec<u64>,
+    /// Legacy events held while skipped ones are replayed (their params, as they came); `Some`
+    /// while a replay is out.
+    held: Option<Vec<String>>,
+    /// Replayed events are being read: a gap among them is not replayed again.
+    replaying: bool,
     mode: Option<String>,
     model: Option<(String, String)>,
     thought: Option<String>,
@@ -155,6 +163,9 @@ impl AppServerSession {
             v4: Subscription::default(),
             announced: Vec::new(),
             event_seq: None,
+            replays: Vec::new(),
+            held: None,
+            replaying: false,
             mode: None,
             model: None,
             thought: None,
@@ -223,6 +234,17 @@ impl AppServerSession {
     }
 }
 
+/// The event sequence a `session/subscribe` answer leaves the session at. A real answer is
+/// `{eventSeq, events, sessionId}`, `events` the log from the cursor on ("ZCode app-server
+/// Session Protocol" probe log, CLI 0.16.x, §5.2; the Desktop 3.12.3 live record, Q1): the
+/// mapper subscribes without a cursor, so what it carries is already in the history read, and
+/// only moves the sequence on.
+fn subscribed_seq(result: &Value) -> Option<u64> {
+    let listed = result.get("events").and_then(Value::as_array).into_iter().flatten();
+    let last = listed.filter_map(|event| event.get("seq").and_then(Value::as_u64)).max();
+    result.get("eventSeq").and_then(Value::as_u64).max(last)
+}
+
 trait IntoError {
     fn into_error(self) -> ReplyBody;
 }
@@ -260,7 +282,12 @@ impl zcode_mapper_sdk::SessionMachine for AppServerSession {
         let requests = std::mem::take(&mut self.announced)
             .into_iter()
             .enumerate()
-            .map(|(i, (method, params))| request(first + i as u64, &method, params))
+            .map(|(i, (method, params))| {
+                if method == "session/events" {
+                    self.replays.push(first + i as u64);
+                }
+                request(first + i as u64, &method, params)
+            })
             .collect();
         Outgoing { requests, ..Outgoing::default() }
     }

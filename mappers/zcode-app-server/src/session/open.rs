@@ -199,7 +199,7 @@ impl AppServerSession {
             Stage::Subscribe => {
                 let reply = reply.ok_or_else(|| protocol("subscribe resumed without a reply"))?;
                 let result = ok_body(&reply.body, "session/subscribe")?;
-                self.event_seq = result.get("eventSeq").and_then(Value::as_u64);
+                self.event_seq = super::subscribed_seq(&result);
                 let flow = request(
                     first,
                     "v4/connection/flow",

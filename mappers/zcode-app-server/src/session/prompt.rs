@@ -27,6 +27,14 @@ fn not_active(body: &Result<Value, MapperError>) -> bool {
     }
 }
 
+/// `session/send` answered with a plain string: a refusal in ZCode's words, not an acceptance.
+/// A live record saw it when a new process resumed an old session whose stored model no longer
+/// resolves ("ZCode Protocol v1 (app-server stdio): live verification record", Desktop 3.12.3 /
+/// CLI 0.16.5, 2026-09); no turn starts, so the prompt must not wait for one.
+fn refused(reason: &str) -> MapperError {
+    MapperError::new(ErrorKind::Native, format!("ZCode refused the prompt: {reason}"))
+}
+
 /// The prompt as ZCode's Agent takes it: one text, and the attachments of `session/send`.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub(super) struct NativePrompt {
@@ -171,12 +179,13 @@ impl AppServerSession {
                         request(first, "session/resume", params),
                     );
                 }
-                let accepted = body.and_then(|body| {
-                    if body.get("status").is_some() {
-                        command::accepted(&body).map(|_| ())
-                    } else {
-                        Ok(())
-                    }
+                let accepted = body.and_then(|body| match body {
+                    Value::String(reason) => Err(refused(&reason)),
+                    body if body.get("status").is_some() => command::accepted(&body).map(|_| ()),
+                    Value::Object(_) => Ok(()),
+                    other => Err(protocol(format!(
+                        "ZCode answered the prompt with neither an acceptance nor a reason: {other}"
+                    ))),
                 });
                 match accepted {
                     Ok(()) => Ok(done(json!({}), Vec::new())),
@@ -191,7 +200,7 @@ impl AppServerSession {
             }
             PromptStage::Subscribe => {
                 let result = ok_body(&reply.body, "session/subscribe")?;
-                self.event_seq = result.get("eventSeq").and_then(Value::as_u64);
+                self.event_seq = super::subscribed_seq(&result);
                 if !self.v4.active() {
                     let send = self.send_prompt(&sid, &prompt, first);
                     return next(self, PromptStage::Resent, send);

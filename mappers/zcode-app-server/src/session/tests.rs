@@ -308,6 +308,33 @@ fn prompts_and_stops_through_v4_where_the_agent_has_it() {
     );
 }
 
+/// `session/send` answered with a plain string is ZCode refusing the prompt in its own words
+/// (live record, Desktop 3.12.3 / CLI 0.16.5: the stored model no longer resolves); taken as an
+/// acceptance, the prompt waited for a turn that never starts.
+#[test]
+fn a_send_answered_with_a_string_is_a_refusal_in_zcodes_words() {
+    const GONE: &str = "历史任务使用的模型已不可用，请从当前模型列表中选择一个可用模型后继续。";
+    let mut legacy = opened(false, true);
+    let mut refusing = |f: &Value| match f["method"].as_str() {
+        Some("session/send") => json!(GONE),
+        _ => agent(false)(f),
+    };
+    let text = json!({"sessionId": "sess_1", "prompt": [{"type": "text", "text": "x"}]});
+    let (sent, _, step) = legacy.run(SessionOp::Prompt(text.to_string()), &mut refusing);
+    assert_eq!(sent.len(), 1, "nothing sent after the refusal: {sent:?}");
+    let Step::Done(Err(error)) = step else { panic!("{step:?}") };
+    assert_eq!(error.kind, zcode_contract::ErrorKind::Native);
+    assert_eq!(error.message, format!("ZCode refused the prompt: {GONE}"));
+    // Neither an acceptance nor a reason: not taken for either.
+    let (_, _, step) = legacy.run(SessionOp::Prompt(text.to_string()), &mut |f: &Value| {
+        if f["method"] == "session/send" { json!(7) } else { json!({}) }
+    });
+    assert!(matches!(step, Step::Done(Err(e)) if e.kind == zcode_contract::ErrorKind::Protocol));
+    // An acceptance is one still.
+    let (_, _, step) = legacy.run(SessionOp::Prompt(text.to_string()), &mut agent(false));
+    assert!(matches!(step, Step::Done(Ok(_))), "{step:?}");
+}
+
 /// Without V4 (3.14), the legacy stream carries the turn.
 #[test]
 fn maps_a_legacy_turn_of_text_thinking_and_tools() {
@@ -978,15 +1005,102 @@ fn the_turn_ends_when_both_streams_have_ended_it_in_either_order() {
 
 #[test]
 fn a_gap_in_the_legacy_event_numbers_breaks_the_running_turn() {
+    // ZCode replays what it kept, and it kept nothing of the gap: the turn breaks.
     let mut driver = opened(true, true);
     prompt(&mut driver);
     let next = driver.event(event(5, "turn.started", json!({})));
     assert!(matches!(next.actions[..], [Action::Ignore(_)]));
-    let gap = driver.event(event(9, "turn.completed", json!({"resultType": "success"})));
+    let completed = event(9, "turn.completed", json!({"resultType": "success"}));
+    let replayed =
+        replay(&mut driver, completed.clone(), 5, json!({"events": [completed["params"]]}));
     assert!(
-        matches!(&gap.actions[..], [Action::Terminal(Terminal::Broken(e))] if e.message.contains("expected event 6, got 9")),
-        "{gap:?}"
+        matches!(&replayed.actions[..], [Action::Terminal(Terminal::Broken(e)), ..] if e.message.contains("expected event 6, got 9")),
+        "{replayed:?}"
     );
+    // A replay ZCode refuses breaks it too.
+    let mut driver = opened(false, true);
+    prompt(&mut driver);
+    driver.event(event(5, "turn.started", json!({})));
+    let error = json!({"error": {"code": -32004, "message": "Session is not active: sess_1"}});
+    let refused =
+        replay(&mut driver, event(9, "turn.completed", json!({"resultType": "success"})), 5, error);
+    assert!(
+        matches!(&refused.actions[..], [Action::Terminal(Terminal::Broken(e))] if e.message.contains("could not replay") && e.message.contains("not active")),
+        "{refused:?}"
+    );
+}
+
+/// Skipped events ZCode still has are replayed (`session/events` `afterSeq`, "ZCode app-server
+/// Session Protocol" probe log §8.3), and what came meanwhile waits behind them: the turn goes
+/// on with nothing lost and nothing twice.
+#[test]
+fn skipped_legacy_events_are_replayed_and_the_turn_goes_on() {
+    let mut driver = opened(false, true);
+    prompt(&mut driver);
+    let text = |seq: u64, delta: &str| {
+        event(
+            seq,
+            "model.streaming",
+            json!({"kind": "text_delta", "delta": delta, "assistantMessageId": "m1"}),
+        )
+    };
+    driver.event(event(5, "turn.started", json!({"turnNumber": 0})));
+    driver.event(text(6, "a"));
+    // 7 and 8 never came; 9 shows the gap and 10 comes while the replay is out.
+    let gap = driver.event(text(9, "d"));
+    assert_eq!(gap.requests, 1, "{gap:?}");
+    let issued = driver.session.issue(60).unwrap();
+    assert_eq!(
+        line(&issued.requests[0].bytes),
+        json!({"id": 60, "method": "session/events", "params": {"sessionId": "sess_1", "afterSeq": 6}})
+    );
+    let held = driver.event(text(10, "e"));
+    assert!(matches!(&held.actions[..], [Action::Ignore(why)] if why.contains("held")), "{held:?}");
+    let events: Vec<Value> = [text(7, "b"), text(8, "c"), text(9, "d")]
+        .into_iter()
+        .map(|e| e["params"].clone())
+        .collect();
+    let replayed = driver
+        .session
+        .map(&[SessionInput::Reply(NativeReply {
+            id: 60,
+            body: ReplyBody::Ok(json!({"events": events, "eventSeq": 9}).to_string().into()),
+        })])
+        .unwrap();
+    let mut chunks = String::new();
+    for action in &replayed.actions {
+        match action {
+            Action::Update(update) => {
+                let update: Value = serde_json::from_str(update).unwrap();
+                chunks.push_str(update["content"]["text"].as_str().unwrap_or(""));
+            }
+            Action::Terminal(end) => panic!("the turn ended: {end:?}"),
+            _ => {}
+        }
+    }
+    assert_eq!(chunks, "bcde", "the skipped text in order, then what was held, once each");
+    // The turn goes on: its end ends it.
+    let end = driver.event(event(11, "turn.completed", json!({"resultType": "success"})));
+    assert!(
+        end.actions
+            .iter()
+            .any(|a| matches!(a, Action::Terminal(Terminal::Stop(StopReason::EndTurn)))),
+        "{end:?}"
+    );
+}
+
+/// Sends `gap` (an event past a gap after `last`), checks the replay asked for, and answers
+/// it with `answer`; returns what the answer mapped to.
+fn replay(driver: &mut Driver, gap: Value, last: u64, answer: Value) -> Effects {
+    let effects = driver.event(gap);
+    assert_eq!(effects.requests, 1, "{effects:?}");
+    let issued = driver.session.issue(70).unwrap();
+    assert_eq!(line(&issued.requests[0].bytes)["params"]["afterSeq"], last);
+    let body = match answer.get("error") {
+        Some(error) => ReplyBody::Error(crate::wire::native_error(error)),
+        None => ReplyBody::Ok(answer.to_string().into()),
+    };
+    driver.session.map(&[SessionInput::Reply(NativeReply { id: 70, body })]).unwrap()
 }
 
 #[test]
@@ -1009,12 +1123,11 @@ fn a_legacy_delta_v4_carries_is_dropped_and_still_counted() {
     let twice = r#"{"method":"session/event","params":{"sessionId":"sess_1","seq":1,"seq":7,"type":"model.streaming","payload":{}}}"#;
     let effects = driver.session.map(&[SessionInput::Event(twice.to_string().into())]).unwrap();
     assert_eq!(effects.actions, [carried]);
-    // The dropped events were counted: one missing after them is a gap.
+    // The dropped events were counted: one missing after them is a gap, replayed from 7.
     let gap = driver.event(delta(9));
-    assert!(
-        matches!(&gap.actions[..], [Action::Terminal(Terminal::Broken(e))] if e.message == "ZCode skipped session events: expected event 8, got 9"),
-        "{gap:?}"
-    );
+    assert_eq!(gap.requests, 1, "{gap:?}");
+    let issued = driver.session.issue(80).unwrap();
+    assert_eq!(line(&issued.requests[0].bytes)["params"]["afterSeq"], 7);
 }
 
 #[test]

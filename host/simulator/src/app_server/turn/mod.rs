@@ -317,10 +317,17 @@ impl Turn {
             {
                 self.start.stop.sleep(delay).await?;
             }
-            self.stream_event(json!({"kind": kind, "delta": chunk, "partId": part_id}));
-            self.v4(vec![
-                json!({"op": "row.delta", "rowId": row_id, "path": "text", "append": chunk}),
-            ]);
+            // The chunk's event and V4 delta go out together (one array line, when arrays).
+            let mut payload = json!({"kind": kind, "delta": chunk, "partId": part_id});
+            payload["assistantMessageId"] = json!(self.assistant_id);
+            let (session_id, turn_id) = (self.session_id(), self.start.turn_id.as_str());
+            self.state().batch(|state| {
+                state.event(session_id, Some(turn_id), "model.streaming", payload);
+                state.v4(
+                    session_id,
+                    vec![json!({"op": "row.delta", "rowId": row_id, "path": "text", "append": chunk})],
+                );
+            });
             self.append_text(part, &part_id, chunk);
             if index == middle {
                 self.fault_point("stream").await?;
@@ -544,12 +551,17 @@ impl Turn {
             AppFault::UnknownEvent,
             AppFault::SeqGap,
             AppFault::V4SeqGap,
+            AppFault::DropEvents,
             AppFault::Evict,
         ];
         // At `turn-end` an eviction waits until the turn has ended (`finish`).
         let kinds = if point == "turn-end" { &kinds[..kinds.len() - 1] } else { &kinds[..] };
         let armed = self.server.faults.take_kinds(point, kinds);
         for fault in armed {
+            if fault.kind == AppFault::DropEvents {
+                self.resident(|resident| resident.drop += fault.value);
+                continue;
+            }
             self.fire(fault.kind, point)?;
         }
         Ok(())

@@ -416,6 +416,13 @@ impl Turn {
             json!({"kind": "result", "toolCallId": call_id, "toolName": tool, "result": result,
                    "duration": duration}),
         );
+        // A batch's summary follows its tools' results (`scheduled → started → progress×N →
+        // result → batch`, the Desktop 3.12.3 live record's tool turn; issue 25 [B]); each tool
+        // is its own batch here.
+        self.event(
+            "tool.updated",
+            json!({"kind": "batch", "toolCallIds": [call_id], "successCount": 1, "errorCount": 0}),
+        );
         self.upsert_row(row, json!({"status": "success", "output": {"text": output}}));
         let state = json!({"status": "completed", "input": object_or_empty(input), "output": output,
                            "title": title, "metadata": {}, "startedAt": started, "completedAt": now_ms()});
