@@ -8,6 +8,7 @@ mod history;
 mod open;
 mod ops;
 mod prompt;
+mod upload;
 
 use std::collections::BTreeMap;
 

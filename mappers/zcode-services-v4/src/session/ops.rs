@@ -25,6 +25,7 @@ use crate::session::calls;
 use crate::session::command::{self, Ack, CAS_ATTEMPTS, Command};
 use crate::session::history::{Walk, replayed, walked};
 use crate::session::open::{self, Open, OpenKind};
+use crate::session::upload::{self, Uploading};
 use crate::session::{ServicesSession, prompt};
 use crate::sessions;
 use zcode_mapper_sdk::acp::update;
@@ -35,7 +36,6 @@ use zcode_v4::acp::settings::{
 };
 use zcode_v4::acp::text;
 use zcode_v4::acp::turn::TurnPhase;
-use zcode_v4::attachment::{self, Upload};
 use zcode_v4::follow::Bound;
 use zcode_v4::follow::feed;
 use zcode_v4::schema::Fields;
@@ -58,31 +58,13 @@ pub(super) enum Stage {
     Unsubscribe,
 }
 
-/// A prompt's attachments being uploaded one after the other, before its commands are sent.
-pub(super) struct Uploading {
-    waiting: VecDeque<Upload>,
-    /// The upload in flight, its id and the step whose answer is awaited.
-    current: Option<(Upload, String, UploadStep)>,
-    /// The `sendText` attachments of the committed uploads, in prompt order.
-    attachments: Vec<Value>,
-    steps: Vec<Command>,
-    finish: Finish,
-}
-
-#[derive(Clone, Copy)]
-enum UploadStep {
-    Begin,
-    Chunk(usize),
-    Commit,
-}
-
 pub(super) struct Commands {
     steps: VecDeque<Command>,
     current: Option<(Command, u32)>,
     finish: Finish,
 }
 
-enum Finish {
+pub(super) enum Finish {
     Prompt { command_id: String, updates: Vec<String> },
     Cancel,
     Mode { mode: String, plan: bool, option_response: bool },
@@ -284,7 +266,7 @@ fn advance(
         Stage::Subscribe(kind) => subscribed(session, kind, &result?),
         Stage::Commands(commands) => acknowledged(session, *commands, result),
         Stage::Upload(uploading) => {
-            let next = uploaded(session, *uploading, result);
+            let next = upload::answered(session, *uploading, result);
             if next.is_err() {
                 session.follow.state.turn = Default::default();
             }
@@ -436,82 +418,11 @@ fn prompt_op(session: &mut ServicesSession, params: &str) -> Result<Next, Mapper
     if uploads.is_empty() {
         return commands(session, steps, finish);
     }
-    let uploading = Uploading {
-        waiting: uploads.into(),
-        current: None,
-        attachments: Vec::new(),
-        steps,
-        finish,
-    };
-    let next = next_upload(session, uploading);
+    let next = upload::next(session, Uploading::new(uploads, steps, finish));
     if next.is_err() {
         session.follow.state.turn = Default::default();
     }
     next
-}
-
-/// The next upload's `begin`, or, all committed, the commands with `sendText` naming them.
-fn next_upload(
-    session: &mut ServicesSession,
-    mut uploading: Uploading,
-) -> Result<Next, MapperError> {
-    let Some(upload) = uploading.waiting.pop_front() else {
-        let mut steps = uploading.steps;
-        for step in steps.iter_mut().filter(|step| step.kind == "sendText") {
-            step.payload["attachments"] = json!(uploading.attachments);
-        }
-        return commands(session, steps, uploading.finish);
-    };
-    let upload_id = session.follow.state.command_id();
-    let params = upload.begin(&upload_id);
-    uploading.current = Some((upload, upload_id, UploadStep::Begin));
-    upload_call(session, uploading, "attachmentBeginV4", params)
-}
-
-fn upload_call(
-    session: &ServicesSession,
-    uploading: Uploading,
-    method: &'static str,
-    mut params: Value,
-) -> Result<Next, MapperError> {
-    let bound = bound(session)?;
-    params["workspacePath"] = json!(session.follow.state.workspace);
-    params["sessionId"] = json!(bound.session_id);
-    Ok(send(Stage::Upload(Box::new(uploading)), Call::agent(method, params)))
-}
-
-/// An upload step answered: the next chunk, the commit, or the next upload.
-fn uploaded(
-    session: &mut ServicesSession,
-    mut uploading: Uploading,
-    result: Result<Value, MapperError>,
-) -> Result<Next, MapperError> {
-    let (upload, upload_id, step) =
-        uploading.current.take().ok_or_else(|| internal("no attachment upload in flight"))?;
-    let answer = result?;
-    let next = match step {
-        UploadStep::Begin => {
-            attachment::begun(&answer, &upload_id)?;
-            0
-        }
-        UploadStep::Chunk(index) => {
-            attachment::chunked(&answer, index)?;
-            index + 1
-        }
-        UploadStep::Commit => {
-            let reference = attachment::committed(&answer)?;
-            uploading.attachments.push(upload.attachment(&reference));
-            return next_upload(session, uploading);
-        }
-    };
-    if next < upload.total_chunks() {
-        let params = upload.chunk(&upload_id, next);
-        uploading.current = Some((upload, upload_id, UploadStep::Chunk(next)));
-        return upload_call(session, uploading, "attachmentChunkV4", params);
-    }
-    let params = json!({"uploadId": upload_id});
-    uploading.current = Some((upload, upload_id, UploadStep::Commit));
-    upload_call(session, uploading, "attachmentCommitV4", params)
 }
 
 fn cancel(session: &mut ServicesSession) -> Result<Next, MapperError> {
@@ -671,7 +582,7 @@ fn set_config_option(session: &mut ServicesSession, params: &str) -> Result<Next
 
 // ----- commands ------------------------------------------------------------------------------
 
-fn commands(
+pub(super) fn commands(
     session: &mut ServicesSession,
     steps: Vec<Command>,
     finish: Finish,
