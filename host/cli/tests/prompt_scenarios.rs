@@ -133,12 +133,7 @@ fn an_allowed_edit_writes_the_file() {
     assert_eq!(permission.method, "session/request_permission");
     assert_eq!(permission.params["sessionId"], session.as_str());
     assert_eq!(permission.params["toolCall"]["kind"], "edit", "{:?}", permission.params);
-    let kinds: Vec<&str> = permission.params["options"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|o| o["kind"].as_str().unwrap())
-        .collect();
+    let kinds = policy::option_kinds(&permission.params);
     assert!(kinds.contains(&"allow_once") && kinds.contains(&"reject_once"), "{kinds:?}");
 
     let written = workspace.join("notes/allowed.txt");
@@ -329,7 +324,7 @@ fn a_single_choice_question_is_a_permission_without_forms() {
     assert_eq!(requests.len(), 1, "{requests:#?}");
     assert_eq!(requests[0].method, "session/request_permission");
     let options = requests[0].params["options"].as_array().unwrap().clone();
-    let kinds: Vec<&str> = options.iter().map(|o| o["kind"].as_str().unwrap()).collect();
+    let kinds = policy::option_kinds(&requests[0].params);
     assert_eq!(kinds, ["allow_once", "allow_once", "reject_once"], "one option per choice");
     let names: Vec<&str> = options.iter().map(|o| o["name"].as_str().unwrap()).collect();
     assert_eq!(&names[..2], ["Quick", "Thorough"]);
@@ -369,12 +364,7 @@ fn plan_approval_is_a_permission_without_forms() {
         assert_eq!(requests.len(), n + 1, "{scenario}: {requests:#?}");
         let asked = &requests[n];
         assert_eq!(asked.method, "session/request_permission", "{scenario}");
-        let kinds: Vec<&str> = asked.params["options"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|o| o["kind"].as_str().unwrap())
-            .collect();
+        let kinds = policy::option_kinds(&asked.params);
         assert!(
             kinds.contains(&"allow_once") && kinds.contains(&"reject_once"),
             "{scenario}: {kinds:?}"

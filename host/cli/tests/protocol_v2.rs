@@ -290,12 +290,7 @@ fn without_forms_plans_and_single_choices_are_permissions() {
         agent.send_request("session/prompt", text_prompt(&session, prompt));
         let updates = wait_idles(&agent, &session, n + 1);
         let request = agent.wait_agent_request("session/request_permission", n);
-        let kinds: Vec<&str> = request.params["options"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|o| o["kind"].as_str().unwrap())
-            .collect();
+        let kinds = policy::option_kinds(&request.params);
         assert!(kinds.contains(&"allow_once") && kinds.contains(&"reject_once"), "{kinds:?}");
         let turn_start = updates.iter().rposition(|u| state(u) == Some("running")).unwrap();
         let turn = &updates[turn_start..];

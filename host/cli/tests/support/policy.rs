@@ -90,3 +90,9 @@ pub fn selected(option_id: &Value) -> Value {
 fn refused(method: &str) -> Reply {
     Reply::Error { code: METHOD_NOT_FOUND, message: format!("unexpected {method}") }
 }
+
+/// The `kind` of each option of a `session/request_permission`, in order.
+pub fn option_kinds(params: &Value) -> Vec<&str> {
+    let options = params["options"].as_array().expect("a permission request has options");
+    options.iter().map(|option| option["kind"].as_str().expect("an option has a kind")).collect()
+}
