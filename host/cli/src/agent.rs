@@ -2,6 +2,7 @@
 
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 use zcode_acp_server::{ServerConfig, serve, stdio};
 use zcode_coordinator::CoordinatorConfig;
@@ -10,7 +11,8 @@ use crate::Target;
 use crate::account::ZcodeAccount;
 use crate::launcher::{Launcher, SessionHosts};
 
-pub fn run(target: Target) -> ExitCode {
+/// `cancel_grace`: how long a cancelled turn may take to end (`--cancel-grace`).
+pub fn run(target: Target, cancel_grace: Duration) -> ExitCode {
     let launcher = match Launcher::new(target) {
         Ok(launcher) => launcher,
         Err(error) => {
@@ -33,7 +35,7 @@ pub fn run(target: Target) -> ExitCode {
         }
         let config = ServerConfig {
             version: env!("CARGO_PKG_VERSION").to_string(),
-            coordinator: CoordinatorConfig::default(),
+            coordinator: CoordinatorConfig { cancel_grace, ..CoordinatorConfig::default() },
             flow: Some(flow),
         };
         let hosts = Arc::new(SessionHosts(launcher.clone()));
@@ -46,9 +48,9 @@ pub fn run(target: Target) -> ExitCode {
             .unwrap_or_else(|panic| Err(agent_client_protocol::Error::into_internal_error(panic)))
     });
     // The last frames (the answers to shutdown) must reach stdout before the process exits.
-    stdout.finish(std::time::Duration::from_secs(5));
+    stdout.finish(Duration::from_secs(5));
     // Blocking work still running (a first mapper compile) must not hold the exit.
-    runtime.shutdown_timeout(std::time::Duration::from_millis(500));
+    runtime.shutdown_timeout(Duration::from_millis(500));
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {

@@ -18,6 +18,7 @@ mod simulator;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
@@ -26,6 +27,10 @@ use clap::{Args, Parser, Subcommand};
 struct Cli {
     #[command(flatten)]
     target: Target,
+    /// Seconds ZCode may take to end a turn after `session/cancel`; the prompt is then answered
+    /// `cancelled` anyway and the session waits no longer for that turn (default 30).
+    #[arg(long, value_name = "SECONDS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    cancel_grace: u64,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -88,7 +93,7 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     match cli.command {
-        None => agent::run(cli.target),
+        None => agent::run(cli.target, Duration::from_secs(cli.cancel_grace)),
         Some(Command::Doctor { json }) => doctor::run(&cli.target, json),
         Some(Command::Version) => doctor::version(&cli.target),
         Some(Command::Login) => {

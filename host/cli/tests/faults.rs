@@ -135,8 +135,11 @@ fn a_gap_in_the_event_sequence_is_not_a_normal_end() {
 fn a_host_that_never_ends_a_stopped_turn_still_yields_cancelled() {
     let env = TestEnv::new();
     let workspace = env.workspace("ws");
-    let (mut agent, session) =
-        Agent::with_session(&env, policy::refuse_all(), plain_client(), &workspace);
+    // A short grace (the default is 30 s), so the test waits 2 s for it, not 30.
+    let args = [simulate_args(), vec!["--cancel-grace", "2"]].concat();
+    let mut agent = Agent::start_with_args(&env, policy::refuse_all(), &args, &[]);
+    agent.initialize(plain_client());
+    let session = agent.new_session(&workspace);
     // `stall` freezes the turn: stopGeneration is acknowledged, no terminal event ever comes.
     let id = agent.send_request("session/prompt", text_prompt(&session, "sim:fault stall"));
     agent.wait_for("the text before the stall", |t| {
@@ -144,7 +147,7 @@ fn a_host_that_never_ends_a_stopped_turn_still_yields_cancelled() {
         chunk_text(&updates, "agent_message_chunk").contains("Before the fault.").then_some(())
     });
     agent.notify("session/cancel", json!({"sessionId": session}));
-    // The agent's cancel grace (30 s) is below the hang guard.
+    // Answered when the grace has passed, though ZCode never ends the turn.
     let response = agent.wait_response(id);
     assert_eq!(agent.result_of(&response, "stalled prompt")["stopReason"], "cancelled");
     assert!(agent.finish().success());
