@@ -11,6 +11,9 @@
 //! host's ping), and a load that streams its history page by page before it is done. Untrusted
 //! or changed, the same file is listed and never loaded; `mapper install` verifies, copies and
 //! trusts it.
+//!
+//! Independent of `ZCODE_ACP_E2E_SIMULATE_VERSION` (the echo host is the only ZCode here):
+//! `scripts/test` runs it once, not once per release.
 
 mod support;
 

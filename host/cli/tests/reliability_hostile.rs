@@ -5,6 +5,9 @@
 //! host (a new session gets a fresh one), a mapper that imports files or sockets never loads,
 //! and a contract that claims every ZCode matches none. The sandbox limits themselves are
 //! tested in `host/mapper-runtime/tests/sandbox.rs`.
+//!
+//! Independent of `ZCODE_ACP_E2E_SIMULATE_VERSION` (every test names 3.12.3): `scripts/test`
+//! runs it once, not once per release.
 
 #[allow(dead_code)] // the build helper has more than this test needs
 #[path = "../../embedded-mappers/guest_build.rs"]
