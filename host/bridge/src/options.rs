@@ -19,11 +19,10 @@ pub struct BridgeOptions {
 }
 
 /// The largest native frame a mapper is expected to accept, plus slack for the bytes of a
-/// following frame that arrive in the same read. 64 MiB, the longest line the app-server
-/// mapper reads: a real `session/resume` answers the whole history in one line, 26 MB in a
-/// live record ("ZCode Protocol v1 (app-server stdio): live verification record", Desktop
-/// 3.12.3 / CLI 0.16.5, issue 25 [B]); 16 MiB failed such a load. Every other mapper refuses
-/// frames over 16 MiB itself, earlier.
+/// following frame that arrive in the same read. 64 MiB, the longest native line a mapper
+/// reads: a real host answers a resumed session's whole history in one line, 26 MB in a
+/// published live record (issue 25 [B], `docs/reliability.md` F-34); 16 MiB failed such a
+/// load. Mappers with smaller frames refuse theirs themselves, earlier.
 const DEFAULT_STDOUT_BUFFER_CAP: usize = 64 * 1024 * 1024 + 256 * 1024;
 
 impl Default for BridgeOptions {

@@ -110,8 +110,8 @@ pub struct WasmConnection {
 impl MapperConnection for WasmConnection {
     /// The call's input counts the bytes of the frame still being assembled, not only this
     /// push's: a mapper must hold a frame until its end arrives, so the push that completes a
-    /// 30 MB line (a real `session/resume` answered 26 MB at once, issue 25 [B]) works on all
-    /// of it, though it hands in one read's worth. How many bytes may go unframed is the
+    /// 30 MB line (a real host answered a resume with 26 MB at once, issue 25 [B]) works on all
+    /// of it, though it hands in one read's worth (`docs/reliability.md` F-34). How many bytes may go unframed is the
     /// bridge's `stdout_buffer_cap`, so this stays bounded.
     fn push(&mut self, bytes: &[u8]) -> Result<Vec<Inbound>, MapperError> {
         let handle = self.handle;
