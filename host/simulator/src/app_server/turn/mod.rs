@@ -834,18 +834,6 @@ fn first_line_title(text: &str) -> String {
     line.chars().take(80).collect()
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn titles_come_from_the_first_non_empty_line() {
-        assert_eq!(first_line_title("\n  hello world  \nmore"), "hello world");
-        assert_eq!(first_line_title(&"x".repeat(100)).len(), 80);
-        assert_eq!(first_line_title(""), "");
-    }
-}
-
 /// Writes `bytes` of stack-trace lines to stderr in one go, blocking until they are taken (the
 /// `stderr-flood` fault): while a host does not read them the turn cannot go on.
 fn stderr_flood(bytes: u64) {
@@ -858,4 +846,16 @@ fn stderr_flood(bytes: u64) {
     let mut stderr = std::io::stderr().lock();
     let _ = stderr.write_all(text.as_bytes());
     let _ = stderr.flush();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn titles_come_from_the_first_non_empty_line() {
+        assert_eq!(first_line_title("\n  hello world  \nmore"), "hello world");
+        assert_eq!(first_line_title(&"x".repeat(100)).len(), 80);
+        assert_eq!(first_line_title(""), "");
+    }
 }
