@@ -18,9 +18,12 @@ pub struct BridgeOptions {
     pub handshake_timeout: Duration,
 }
 
-/// The largest native frame a mapper is expected to accept (16 MiB), plus slack for the bytes
-/// of a following frame that arrive in the same read.
-const DEFAULT_STDOUT_BUFFER_CAP: usize = 16 * 1024 * 1024 + 256 * 1024;
+/// The largest native frame a mapper is expected to accept, plus slack for the bytes of a
+/// following frame that arrive in the same read. 64 MiB, the longest native line a mapper
+/// reads: a real host answers a resumed session's whole history in one line, 26 MB in a
+/// published live record (issue 25 [B], `docs/reliability.md` F-34); 16 MiB failed such a
+/// load. Mappers with smaller frames refuse theirs themselves, earlier.
+const DEFAULT_STDOUT_BUFFER_CAP: usize = 64 * 1024 * 1024 + 256 * 1024;
 
 impl Default for BridgeOptions {
     fn default() -> Self {

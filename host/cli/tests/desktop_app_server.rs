@@ -288,6 +288,116 @@ fn skipped_session_events_are_replayed_and_the_turn_goes_on() {
     }
 }
 
+/// Quota back-off keeps a turn open for minutes without a frame (the model request retries,
+/// "ZCode app-server Session Protocol" probe log, CLI 0.16.x, §6.3: `maxAttempts: 11`; issue 25
+/// [C], ZC-GUI 0.4.1). The turn stays open while the rest of the connection works, and a cancel
+/// ends it at once: the silence lasts 10 minutes, far past the hang guard, so an end that waited
+/// on any timeout would fail here. Over V4 and over the legacy stream.
+#[test]
+fn a_silent_turn_stays_open_and_a_cancel_ends_it_at_once() {
+    if !desktop("a_silent_turn_stays_open_and_a_cancel_ends_it_at_once", None) {
+        return;
+    }
+    for faults in ["silence@stream=600000", "no-v4,silence@stream=600000"] {
+        let env = TestEnv::new();
+        let workspace = env.workspace("ws");
+        let mut agent =
+            Agent::start_with_env(&env, policy::refuse_all(), &[("ZCODE_SIM_FAULT", faults)]);
+        agent.initialize(plain_client());
+        let session = agent.new_session(&workspace);
+        let id = send_prompt(&mut agent, &session, "sim:reply Before the silence; after it.");
+        agent.wait_update(&session, "the chunk before the silence", |u| {
+            kind(u) == "agent_message_chunk"
+        });
+        // Meanwhile another session of the same Agent runs a whole turn ...
+        let other = agent.new_session(&workspace);
+        agent.prompt_ok(&other, "meanwhile", "end_turn");
+        // ... and the silent one is still open: nothing ended it.
+        assert!(agent.transcript().response(id).is_none(), "the silent turn ended ({faults})");
+        agent.notify("session/cancel", json!({"sessionId": session}));
+        let response = agent.wait_response(id);
+        assert_eq!(agent.result_of(&response, "cancelled")["stopReason"], "cancelled", "{faults}");
+        let text = chunk_text(&agent.updates(&session), "agent_message_chunk");
+        assert!(!text.contains("after it"), "the turn went on after the cancel: {text:?}");
+        agent.prompt_when_idle(&session, "after the cancel");
+        assert!(agent.finish().success());
+    }
+}
+
+/// Under model errors the app-server writes stack traces to stderr (issue 25 [C]): 8 MiB of
+/// them at once, mid-stream, stall nothing. The Agent blocks on its stderr write until it is
+/// read, so a host that did not drain it would never see the rest of the turn.
+#[test]
+fn a_stderr_flood_from_the_agent_stalls_nothing() {
+    if !desktop("a_stderr_flood_from_the_agent_stalls_nothing", None) {
+        return;
+    }
+    let env = TestEnv::new();
+    let workspace = env.workspace("ws");
+    let fault = [("ZCODE_SIM_FAULT", "stderr-flood@stream=8192")];
+    let mut agent = Agent::start_with_env(&env, policy::refuse_all(), &fault);
+    agent.initialize(plain_client());
+    let session = agent.new_session(&workspace);
+    agent.prompt_ok(&session, "sim:stream 200", "end_turn");
+    let text = chunk_text(&agent.updates(&session), "agent_message_chunk");
+    assert_eq!(text, "lorem ipsum ".repeat(200), "every delta once, in order");
+    agent.prompt_ok(&session, "and the next turn", "end_turn");
+    // None of it reached the client or the log as text (stderr is drained, never logged).
+    let transcript = format!("{:?}", agent.updates(&session));
+    assert!(!transcript.contains("Too Many Requests"), "stderr leaked into the updates");
+    assert!(agent.finish().success());
+}
+
+/// A real `session/resume` answered the whole history in one 26 MB reply ("ZCode Protocol v1
+/// (app-server stdio): live verification record", Desktop 3.12.3 / CLI 0.16.5, issue 25 [B]).
+/// A 30 MiB history (the `big-history` fault: about 3 700 exchanges of 8 KiB) loads: the resume
+/// reply and `session/messages` each carry all of it, one line apiece, and every message is
+/// replayed, in order, before `session/load` answers.
+#[test]
+fn a_30_mib_history_loads_in_one_resume_reply() {
+    if !desktop("a_30_mib_history_loads_in_one_resume_reply", None) {
+        return;
+    }
+    let env = TestEnv::new();
+    let workspace = env.workspace("ws");
+    let (mut agent, session) =
+        Agent::with_session(&env, policy::refuse_all(), plain_client(), &workspace);
+    agent.prompt_ok(&session, "the newest words", "end_turn");
+    assert!(agent.finish().success());
+
+    let fault = [("ZCODE_SIM_FAULT", "big-history@session/resume=30")];
+    let mut agent = Agent::start_with_env(&env, policy::refuse_all(), &fault);
+    agent.initialize(plain_client());
+    let id = agent.send_request(
+        "session/load",
+        json!({"sessionId": session, "cwd": workspace, "mcpServers": []}),
+    );
+    let response = agent.wait_response(id);
+    agent.result_of(&response, "session/load of a 30 MiB history");
+    let updates = agent.updates(&session);
+    let users: Vec<String> = updates
+        .iter()
+        .filter(|u| kind(u) == "user_message_chunk")
+        .map(|u| u["content"]["text"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    let replies = chunk_text(&updates, "agent_message_chunk");
+    let seeded = users.iter().filter(|t| t.starts_with("History message ")).count();
+    assert!(seeded > 3_000, "{seeded} seeded exchanges replayed");
+    assert_eq!(users[0], "History message 1");
+    assert_eq!(users[seeded - 1], format!("History message {seeded}"));
+    assert_eq!(
+        users.last().map(String::as_str),
+        Some("the newest words"),
+        "in order, the newest last"
+    );
+    // The replies are most of the 30 MiB; the rest is the messages' JSON around them.
+    assert!(replies.len() > 25 * 1024 * 1024, "{} bytes of replies", replies.len());
+    assert!(replies.contains(&format!("Reply to history message {seeded}. ")));
+    // The session goes on.
+    agent.prompt_ok(&session, "after the big load", "end_turn");
+    assert!(agent.finish().success());
+}
+
 #[test]
 fn an_evicted_session_is_resumed_for_its_next_prompt() {
     if !desktop("an_evicted_session_is_resumed_for_its_next_prompt", None) {

@@ -86,7 +86,7 @@ impl Mapper for WasmMapper {
         let mut instance = self.instance()?;
         let handle = instance
             .call(Input::NONE, |guest, store| guest.connection().call_constructor(store))?;
-        Ok(Box::new(WasmConnection { instance, handle }))
+        Ok(Box::new(WasmConnection { instance, handle, unframed: 0 }))
     }
 
     fn session(&self, init: &SessionInit) -> Result<Box<dyn MapperSession>, MapperFault> {
@@ -103,14 +103,26 @@ impl Mapper for WasmMapper {
 pub struct WasmConnection {
     instance: Instance,
     handle: ResourceAny,
+    /// Bytes pushed since a push last completed anything: the frame the mapper is assembling.
+    unframed: usize,
 }
 
 impl MapperConnection for WasmConnection {
+    /// The call's input counts the bytes of the frame still being assembled, not only this
+    /// push's: a mapper must hold a frame until its end arrives, so the push that completes a
+    /// 30 MB line (a real host answered a resume with 26 MB at once, issue 25 [B]) works on all
+    /// of it, though it hands in one read's worth (`docs/reliability.md` F-34). How many bytes may go unframed is the
+    /// bridge's `stdout_buffer_cap`, so this stays bounded.
     fn push(&mut self, bytes: &[u8]) -> Result<Vec<Inbound>, MapperError> {
         let handle = self.handle;
-        self.instance.call(Input::bytes(bytes.len()), |guest, store| {
+        self.unframed = self.unframed.saturating_add(bytes.len());
+        let inbound = self.instance.call(Input::bytes(self.unframed), |guest, store| {
             guest.connection().call_push(store, handle, bytes).map(convert_list_result)
-        })?
+        })??;
+        if !inbound.is_empty() {
+            self.unframed = 0;
+        }
+        Ok(inbound)
     }
 
     fn finish(&mut self) -> Result<Vec<Inbound>, MapperError> {

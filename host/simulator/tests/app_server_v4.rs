@@ -382,7 +382,8 @@ fn events_are_pushed_only_to_a_subscribed_session() {
     let events = agent.ok("session/events", json!({"sessionId": session}));
     let kinds: Vec<&str> =
         events["events"].as_array().unwrap().iter().map(|e| e["type"].as_str().unwrap()).collect();
-    assert_eq!(kinds.first(), Some(&"session.created"));
+    // A new session's log is empty until its first turn (probe log [A] §5.2, §11.4).
+    assert_eq!(kinds.first(), Some(&"session.titleUpdated"));
     assert_eq!(kinds.last(), Some(&"turn.completed"));
     // Subscribing from a seq answers what came after it, in the answer (probe log [A] §5.2).
     let subscribed = agent.call(

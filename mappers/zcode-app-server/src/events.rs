@@ -38,6 +38,7 @@ pub fn ignored(kind: &str, content: bool) -> Option<String> {
     match kind {
         // Shown from the V4 rows and state: the same facts, projected by ZCode itself.
         "model.streaming" | "tool.updated" | "session.titleUpdated" | "session.updated"
+        | "model.response"
             if !content =>
         {
             Some(format!("{kind} (carried by the V4 conversation)"))
@@ -82,7 +83,12 @@ pub fn map(turn: &mut Turn<'_>, event: &Value) -> Result<Vec<Action>, MapperErro
                 None => vec![Action::Ignore(kind.to_string())],
             }
         }
-        "session.updated" => session_updated(payload),
+        // Not in any public schema's enum, but recorded live (docs/mapper-zcode-app-server.md
+        // §3.3): the reply's commit, `{content, usage, contextWindow, stopReason, …}`, the same
+        // payload an earlier CLI sent as `session.updated` ("ZCode app-server Session Protocol"
+        // probe log, §11.4 seq 10). Its text came as deltas and comes again in `turn.completed`;
+        // only its context usage is read.
+        "session.updated" | "model.response" => session_updated(kind, payload),
         other => vec![Action::Terminal(Terminal::Broken(protocol(format!(
             "ZCode sent a session event zcode-acp does not know: {other}"
         ))))],
@@ -189,14 +195,14 @@ fn tool(turn: &mut Turn<'_>, payload: &Value) -> Result<Vec<Action>, MapperError
     Ok(actions)
 }
 
-fn session_updated(payload: &Value) -> Vec<Action> {
+fn session_updated(kind: &str, payload: &Value) -> Vec<Action> {
     let used = payload.pointer("/usage/inputTokens").and_then(Value::as_u64);
     let size = payload.get("contextWindow").and_then(Value::as_u64);
     match (used, size) {
         (Some(used), Some(size)) => {
             vec![Action::Update(update::usage(used, size, None))]
         }
-        _ => vec![Action::Ignore("session.updated".to_string())],
+        _ => vec![Action::Ignore(kind.to_string())],
     }
 }
 
@@ -269,3 +275,7 @@ pub fn acp_usage(usage: Option<&Value>) -> Value {
         _ => Value::Null,
     }
 }
+
+#[cfg(test)]
+#[path = "events_tests.rs"]
+mod tests;

@@ -49,6 +49,20 @@ pub enum AppFault {
     SnapshotFirst,
     /// Wait `n` ms (default 2000) before reading stdin.
     SlowStart,
+    /// The turn writes nothing for `n` ms (default 600 000) and goes on after: a model request
+    /// in quota back-off, which retries for minutes without a frame ("ZCode app-server Session
+    /// Protocol" probe log, §6.3: `maxAttempts: 11`; issue 25 [C], ZC-GUI 0.4.1). A stop ends it
+    /// at once, as `cancelled`.
+    Silence,
+    /// Write `n` KiB (default 8192) of stack traces to stderr, all at once, then go on: the
+    /// app-server prints them under model errors (issue 25 [C]). A host that does not drain
+    /// stderr would block the Agent's next write, and with it the turn.
+    StderrFlood,
+    /// The next cold `session/resume` finds `n` MiB (default 30) of finished exchanges in the
+    /// session's history, so its reply (which carries every message) and `session/messages`
+    /// are that big: a real resume answered 26 MB in one reply ("ZCode Protocol v1 (app-server
+    /// stdio): live verification record", Desktop 3.12.3 / CLI 0.16.5, issue 25 [B]).
+    BigHistory,
     /// Play an Agent without V4: `v4/connection/flow` is `Method not found` (no known release
     /// is one; it drives a host's legacy-only path).
     NoV4,
@@ -88,6 +102,9 @@ impl Switch for AppFault {
         ("snapshot-first", AppFault::SnapshotFirst),
         ("slow-start", AppFault::SlowStart),
         ("no-v4", AppFault::NoV4),
+        ("silence", AppFault::Silence),
+        ("stderr-flood", AppFault::StderrFlood),
+        ("big-history", AppFault::BigHistory),
     ];
     const DELAY_VARIABLE: bool = false;
     const VALUE: &'static str = "number";
@@ -103,7 +120,9 @@ impl Switch for AppFault {
             AppFault::NoV4 => "v4/connection/flow",
             AppFault::Evict => "turn-end",
             AppFault::InteractionRace => "permission",
-            AppFault::HeadersStorm => "model-request",
+            AppFault::HeadersStorm | AppFault::Silence => "model-request",
+            AppFault::StderrFlood => "stream",
+            AppFault::BigHistory => "session/resume",
             AppFault::Crash | AppFault::Malformed | AppFault::InvalidUtf8 => "stream",
             AppFault::UnknownEvent => "stream",
             AppFault::Exit | AppFault::Stall => "permission",
@@ -117,6 +136,9 @@ impl Switch for AppFault {
             AppFault::SlowStart => 2_000,
             AppFault::HeadersStorm => 5,
             AppFault::DropEvents => 2,
+            AppFault::Silence => 600_000,
+            AppFault::StderrFlood => 8 * 1024,
+            AppFault::BigHistory => 30,
             _ => 0,
         }
     }
@@ -135,10 +157,12 @@ impl Switch for AppFault {
             | AppFault::ModelGone
             | AppFault::StaleCas
             | AppFault::CloseDeletes
-            | AppFault::SnapshotFirst => is_method,
+            | AppFault::SnapshotFirst
+            | AppFault::BigHistory => is_method,
             AppFault::NoV4 => point == "v4/connection/flow",
             AppFault::InteractionRace => matches!(point, "permission" | "question" | "plan"),
             AppFault::HeadersStorm => point == "model-request",
+            AppFault::Silence | AppFault::StderrFlood => TURN_POINTS.contains(&point),
             _ => point != "start",
         }
     }

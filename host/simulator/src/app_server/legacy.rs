@@ -164,16 +164,12 @@ async fn create(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, P
     };
     let deferred = text(&params, "persistence") == Some("deferred");
     server.materialize(record, false, deferred).await?;
-    let mut state = server.state();
-    let resident = state.resident(&session_id)?;
-    let window = resident.current_model().map_or(200_000, |model| model.context_window);
-    let mode = resident.record.mode.clone();
-    state.event(
-        &session_id,
-        None,
-        "session.created",
-        json!({"mode": mode, "contextWindow": window}),
-    );
+    // A new session's event log is empty: its snapshot says `runtime.eventSeq: 0`, a subscribe
+    // answers `{eventSeq: 0, events: []}` and the first turn's first event is `seq` 1 ("ZCode
+    // app-server Session Protocol" probe log, CLI 0.16.x, §2.4, §5.2, §11.2–§11.4, issue 25
+    // [A]; the live record [B], Q1: "new session eventSeq=0"). So no `session.created` is
+    // numbered here, though the schema has the type.
+    let state = server.state();
     Ok(state.snapshot(&session_id, Models::All, None)?.into())
 }
 
@@ -197,6 +193,10 @@ async fn resume(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, P
                 )
             })?
     };
+    let mut record = record;
+    if let Some(fault) = server.faults.take_one("session/resume", AppFault::BigHistory) {
+        seed_history(&mut record, fault.value * 1024 * 1024);
+    }
     let message_count = record.messages.len();
     let part_count = messages::part_count(&record.messages);
     let directory = record.workspace_path().to_owned();
@@ -300,6 +300,50 @@ fn subscribe(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, Prot
         result["snapshot"] = state.snapshot(&session_id, Models::Current, None)?;
     }
     Ok(result.into())
+}
+
+/// Puts `bytes` of finished exchanges (a user message "History message k", an assistant reply
+/// of about 8 KiB, the size of a real message: 48 messages were 414 KB in the live record [B])
+/// before the session's own messages (the `big-history` fault).
+fn seed_history(record: &mut SessionRecord, bytes: u64) {
+    const FILLER: &str = "lorem ipsum dolor sit amet ";
+    let workspace = record.workspace_path().to_owned();
+    let mut seeded = Vec::new();
+    let mut size = 0u64;
+    let mut k = 0u64;
+    while size < bytes {
+        k += 1;
+        let user_id = messages::new_id("msg");
+        let user = messages::user_message(
+            &record.session_id,
+            &user_id,
+            &format!("History message {k}"),
+            None,
+        );
+        let reply_id = messages::new_id("msg");
+        let mut text = format!("Reply to history message {k}. ");
+        while text.len() < 8 * 1024 {
+            text.push_str(FILLER);
+        }
+        let info = messages::AssistantInfo {
+            session_id: &record.session_id,
+            message_id: &reply_id,
+            parent_message_id: &user_id,
+            model: None,
+            workspace_path: &workspace,
+            created: now_ms(),
+            tokens: messages::Tokens::default(),
+            finish: "stop",
+        };
+        let part =
+            messages::part(&record.session_id, &reply_id, json!({"type": "text", "text": text}));
+        let reply = messages::assistant_message(&info, vec![part]);
+        size += (user.to_string().len() + reply.to_string().len()) as u64;
+        seeded.push(user);
+        seeded.push(reply);
+    }
+    seeded.append(&mut record.messages);
+    record.messages = seeded;
 }
 
 /// What `session/send` answered, word for word, when the session's model was gone (the record

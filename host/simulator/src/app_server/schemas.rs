@@ -92,12 +92,16 @@ pub fn session_create(profile: &AppServerProfile) -> Schema {
     ])
 }
 
-/// 3.15 made `workspace` optional and added the thought level, tool lists and workflow flags.
+/// 3.15 added the thought level, tool lists and workflow flags. `workspace` is optional on
+/// 0.16.x too: `session/resume {sessionId}` alone resumed on a live CLI 0.16.5 ("ZCode
+/// Protocol v1 (app-server stdio): live verification record", Desktop 3.12.3, issue 25 [B]),
+/// and the 0.16.x bundle's schema lists `workspace?` ("ZCode app-server Session Protocol"
+/// probe log, §3.1, issue 25 [A]).
 pub fn session_resume(profile: &AppServerProfile) -> Schema {
     if !profile.has_315_deltas() {
         return strict(vec![
             field("sessionId", non_empty()),
-            field("workspace", workspace_ref()),
+            optional("workspace", workspace_ref()),
             optional("mcpServers", array(mcp_server())),
         ]);
     }

@@ -185,8 +185,11 @@ impl Turn {
         let title = {
             let mut state = self.state();
             let Some(resident) = state.sessions.get_mut(self.session_id()) else { return };
-            resident.record.turn_count += 1;
+            // Turns are numbered from 0: the first turn's `turn.started` says `turnNumber: 0`
+            // ("ZCode app-server Session Protocol" probe log, CLI 0.16.x, §7.2 and §11.4,
+            // issue 25 [A]).
             let turn_number = resident.record.turn_count;
+            resident.record.turn_count += 1;
             let title = resident.record.title.is_empty().then(|| first_line_title(&text));
             if let Some(title) = &title {
                 resident.record.title = title.clone();
@@ -318,7 +321,12 @@ impl Turn {
                 self.start.stop.sleep(delay).await?;
             }
             // The chunk's event and V4 delta go out together (one array line, when arrays).
-            let mut payload = json!({"kind": kind, "delta": chunk, "partId": part_id});
+            // The segment's last chunk says `done: true`, the others `done: false` (probe log
+            // [A] of issue 25, §7.2: "`done` marks the end of the stream, true on the last
+            // chunk"; the live record [B], Q1).
+            let done = index + 1 == chunks.len();
+            let mut payload =
+                json!({"kind": kind, "delta": chunk, "done": done, "partId": part_id});
             payload["assistantMessageId"] = json!(self.assistant_id);
             let (session_id, turn_id) = (self.session_id(), self.start.turn_id.as_str());
             self.state().batch(|state| {
@@ -552,17 +560,24 @@ impl Turn {
             AppFault::SeqGap,
             AppFault::V4SeqGap,
             AppFault::DropEvents,
+            AppFault::Silence,
+            AppFault::StderrFlood,
             AppFault::Evict,
         ];
         // At `turn-end` an eviction waits until the turn has ended (`finish`).
         let kinds = if point == "turn-end" { &kinds[..kinds.len() - 1] } else { &kinds[..] };
         let armed = self.server.faults.take_kinds(point, kinds);
         for fault in armed {
-            if fault.kind == AppFault::DropEvents {
-                self.resident(|resident| resident.drop += fault.value);
-                continue;
+            match fault.kind {
+                AppFault::DropEvents => {
+                    self.resident(|resident| resident.drop += fault.value);
+                }
+                AppFault::Silence => {
+                    self.start.stop.sleep(std::time::Duration::from_millis(fault.value)).await?;
+                }
+                AppFault::StderrFlood => stderr_flood(fault.value * 1024),
+                _ => self.fire(fault.kind, point)?,
             }
-            self.fire(fault.kind, point)?;
         }
         Ok(())
     }
@@ -621,7 +636,9 @@ impl Turn {
             FaultKind::SeqGap => self.fire(AppFault::SeqGap, "scenario"),
             FaultKind::InvalidUtf8 => self.fire(AppFault::InvalidUtf8, "scenario"),
             FaultKind::Oversize => {
-                let filler = "x".repeat(17 * 1024 * 1024);
+                // Past the longest line a host reads from this Agent (64 MiB: a real resume
+                // answered 26 MB in one line, issue 25 [B]), not only past 16 MiB.
+                let filler = "x".repeat(65 * 1024 * 1024);
                 self.stream_event(json!({"kind": "text_delta", "delta": filler}));
                 Ok(())
             }
@@ -815,6 +832,20 @@ impl Turn {
 fn first_line_title(text: &str) -> String {
     let line = text.lines().map(str::trim).find(|line| !line.is_empty()).unwrap_or_default();
     line.chars().take(80).collect()
+}
+
+/// Writes `bytes` of stack-trace lines to stderr in one go, blocking until they are taken (the
+/// `stderr-flood` fault): while a host does not read them the turn cannot go on.
+fn stderr_flood(bytes: u64) {
+    use std::io::Write;
+    const TRACE: &str = "Error: 429 Too Many Requests (simulated model error)\n    at retryModelRequest (zcode.cjs:1:1)\n    at async runTurn (zcode.cjs:1:1)\n";
+    let mut text = String::with_capacity(bytes as usize + TRACE.len());
+    while (text.len() as u64) < bytes {
+        text.push_str(TRACE);
+    }
+    let mut stderr = std::io::stderr().lock();
+    let _ = stderr.write_all(text.as_bytes());
+    let _ = stderr.flush();
 }
 
 #[cfg(test)]

@@ -40,6 +40,9 @@ pub(super) fn policy(mode: &str, tool: &str) -> Policy {
     }
 }
 
+/// The denial reason of a permission round trip that failed (see `ask_permission`).
+pub const PERMISSION_REQUEST_FAILED: &str = "Permission request failed";
+
 /// The outcome of asking for a tool.
 pub(super) enum Verdict {
     Allow {
@@ -55,8 +58,16 @@ pub(super) enum Verdict {
     },
 }
 
-/// The three options the Agent offers (3.15.1 `permission-options.ts`).
-pub(super) fn permission_options(tool: &str) -> Value {
+/// The three options the Agent offers (3.15.1 `permission-options.ts`). The allow-for-project
+/// rule names the command a `Bash` call runs as its `ruleContent`, as a live record saw
+/// (`{"ruleContent":"printf 'A' > probe-a.txt","toolName":"Bash"}`: "ZCode Protocol v1
+/// (app-server stdio): live verification record", Desktop 3.12.3 / CLI 0.16.5, tool turn,
+/// issue 25 [B]); other tools' rules name the tool alone *(choice: no record shows one)*.
+pub(super) fn permission_options(tool: &str, input: &Value) -> Value {
+    let mut rule = json!({"toolName": tool});
+    if let Some(command) = input.get("command").and_then(Value::as_str).filter(|_| tool == "Bash") {
+        rule["ruleContent"] = json!(command);
+    }
     json!([
         {"optionId": "allow_once", "kind": "allow_once", "name": "Allow once",
          "response": {"decision": "allow", "reason": "Approved once"}},
@@ -64,7 +75,7 @@ pub(super) fn permission_options(tool: &str) -> Value {
          "description": "Do not ask again for matching requests in this project",
          "response": {"decision": "allow", "reason": "Approved for this project",
                       "permissionUpdates": [{"type": "addRules", "behavior": "allow",
-                                             "rules": [{"toolName": tool}]}]}},
+                                             "rules": [rule]}]}},
         {"optionId": "deny", "kind": "deny", "name": "Deny",
          "response": {"decision": "deny", "reason": "The user denied this tool call."}},
     ])
@@ -119,7 +130,7 @@ impl Turn {
                     let defaulted = permission.options
                         == crate::common::scenario::default_permission_options(&call.name);
                     let options = if permission.options.is_empty() || defaulted {
-                        permission_options(&call.name)
+                        permission_options(&call.name, &call.input)
                     } else {
                         Value::Array(permission.options.clone())
                     };
@@ -325,10 +336,12 @@ impl Turn {
                 let message = error.into_protocol("interaction/requestPermission").message;
                 Verdict::Error { kind, message }
             }
-            Answer::Failed(error) => {
-                let message = error.into_protocol("interaction/requestPermission").message;
-                Verdict::Deny { reason: format!("The permission request failed: {message}") }
-            }
+            // Outside `guarded`, an error answer and an answer that fails the schema alike are
+            // a silent denial: `permission.resolved {decision: "deny", reason: "Permission
+            // request failed"}`, the same text as the tool's error, and no validation text
+            // anywhere ("ZCode Protocol v1 (app-server stdio): live verification record",
+            // Desktop 3.12.3 / CLI 0.16.5, malformed-answer experiments, issue 25 [B]).
+            Answer::Failed(_) => Verdict::Deny { reason: PERMISSION_REQUEST_FAILED.into() },
         };
         let verdict = match verdict {
             Verdict::Allow { input: Value::Null } => Verdict::Allow { input: input.clone() },
@@ -505,10 +518,19 @@ mod tests {
 
     #[test]
     fn the_default_options_carry_their_responses() {
-        let options = permission_options("Bash");
+        let options = permission_options("Bash", &json!({"command": "printf 'A' > probe-a.txt"}));
         assert_eq!(options[0]["response"]["decision"], "allow");
         assert_eq!(options[1]["kind"], "allow_always");
-        assert_eq!(options[1]["response"]["permissionUpdates"][0]["rules"][0]["toolName"], "Bash");
+        // The rule the live record [B] shows, member for member.
+        assert_eq!(
+            options[1]["response"]["permissionUpdates"][0]["rules"][0],
+            json!({"ruleContent": "printf 'A' > probe-a.txt", "toolName": "Bash"})
+        );
+        let write = permission_options("Write", &json!({"file_path": "a.txt"}));
+        assert_eq!(
+            write[1]["response"]["permissionUpdates"][0]["rules"][0],
+            json!({"toolName": "Write"})
+        );
         assert_eq!(options[2]["response"]["decision"], "deny");
         assert_eq!(output_text(&json!({"content": "hi"})), "hi");
     }
