@@ -56,7 +56,7 @@ fn run() -> Result<(), String> {
 
     let target_dir = match std::env::var_os("ZCODE_ACP_MAPPER_TARGET_DIR") {
         Some(dir) => PathBuf::from(dir),
-        None => guest_build::nested_target_dir(&out_dir),
+        None => guest_build::nested_target_dir(&out_dir, &env("TARGET")?),
     };
     let build = guest_build::WorkspaceBuild {
         cargo: std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()),

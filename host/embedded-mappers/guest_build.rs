@@ -259,13 +259,18 @@ pub fn check_sysroot_has_target(sysroot: &Path) -> Result<(), String> {
 }
 
 /// `<outer target dir>/mappers` for a build script's `OUT_DIR`
-/// (`<target>[/<triple>]/<profile>/build/<pkg>-<hash>/out`): beside the outer build's profile
-/// directories, whose lock the outer cargo holds while the script runs, and shared by every
-/// outer profile.
-pub fn nested_target_dir(out_dir: &Path) -> PathBuf {
+/// (`<target>[/<triple>]/<profile>/build/<pkg>-<hash>/out`, `target` being the build's
+/// `TARGET`): beside the outer build's profile directories, whose lock the outer cargo holds
+/// while the script runs, and shared by every outer profile and target, as the components do
+/// not depend on either (a static build of the binary reuses the components of its tests).
+pub fn nested_target_dir(out_dir: &Path, target: &str) -> PathBuf {
     let build_dir = out_dir.ancestors().find(|dir| dir.file_name().is_some_and(|n| n == "build"));
     match build_dir.and_then(Path::parent).and_then(Path::parent) {
-        Some(target) => target.join("mappers"),
+        Some(dir) if dir.file_name().is_some_and(|n| n == target) => match dir.parent() {
+            Some(root) => root.join("mappers"),
+            None => dir.join("mappers"),
+        },
+        Some(root) => root.join("mappers"),
         None => out_dir.join("mappers-target"),
     }
 }

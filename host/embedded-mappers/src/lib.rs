@@ -62,11 +62,14 @@ mod tests {
     }
 
     #[test]
-    fn the_nested_target_dir_is_beside_the_outer_profiles() {
+    fn the_nested_target_dir_is_beside_the_outer_profiles_for_every_target() {
+        let gnu = "x86_64-unknown-linux-gnu";
         let out = Path::new("/t/debug/build/zcode-embedded-mappers-0123/out");
-        assert_eq!(nested_target_dir(out), Path::new("/t/mappers"));
-        let cross = Path::new("/t/x86_64-unknown-linux-gnu/release/build/p-1/out");
-        assert_eq!(nested_target_dir(cross), Path::new("/t/x86_64-unknown-linux-gnu/mappers"));
+        assert_eq!(nested_target_dir(out, gnu), Path::new("/t/mappers"));
+        // A build for a named target shares the host build's components.
+        let musl = "x86_64-unknown-linux-musl";
+        let cross = Path::new("/t/x86_64-unknown-linux-musl/release/build/p-1/out");
+        assert_eq!(nested_target_dir(cross, musl), Path::new("/t/mappers"));
     }
 
     #[test]
