@@ -16,10 +16,10 @@ use crate::common::catalog;
 use crate::common::clock::now_ms;
 use crate::services::server::{Server, Shared};
 use crate::services::turn::history_count;
-use crate::v4::publisher::Log;
 use crate::v4::commands::{
     CAS_COMMANDS, COMMAND_TYPES, Decision, ROW_TARGETING_COMMANDS as ROW_TARGETING, replay,
 };
+use crate::v4::publisher::Log;
 
 fn noop(reason: &str) -> Decision {
     Decision::refused("noop", reason, None)
