@@ -54,6 +54,7 @@ pub struct Cut {
 }
 
 /// Checks a `forkAssistant` payload (`{target: {rowId, entityId}}`) against the parent's rows.
+#[allow(clippy::result_large_err)] // a refusal is the command's ACK, decided once
 pub fn cut(rows: &[Value], payload: &Map<String, Value>) -> Result<Cut, Decision> {
     let target = payload.get("target").and_then(Value::as_object);
     let row_id = target.and_then(|t| t.get("rowId")).and_then(Value::as_u64);
