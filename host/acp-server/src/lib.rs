@@ -65,6 +65,11 @@ impl AgentState {
         })
     }
 
+    /// The optional ACP methods `initialize` advertises (see [`HostLauncher::offers`]).
+    fn offers(&self) -> Vec<String> {
+        self.launcher.offers()
+    }
+
     fn initialized(&self) -> bool {
         self.coordinator.lock().unwrap().is_some()
     }

@@ -154,6 +154,40 @@ impl HostLauncher for SessionHosts {
             launcher.start(&selected).await
         })
     }
+
+    fn offers(&self) -> Vec<String> {
+        self.0.offers()
+    }
+}
+
+impl Launcher {
+    /// What `initialize` advertises beyond the baseline. Known only for `--simulate`: the
+    /// simulated release names its mapper through the embedded contracts (JSON built into the
+    /// binary; nothing is loaded, laid out or hashed). A real install is not known before
+    /// discovery, which hashes files and runs ZCode's version probe, so nothing optional is
+    /// advertised for it; a request is still served when its mapper offers the method.
+    pub fn offers(&self) -> Vec<String> {
+        if !self.target.simulate {
+            return Vec::new();
+        }
+        let version =
+            self.target.simulate_version.as_deref().unwrap_or(install::DEFAULT_SIMULATED_VERSION);
+        let Some(release) = zcode_sim::simulated_release(version) else { return Vec::new() };
+        let kind = match release.kind {
+            zcode_sim::InstallKind::Desktop => zcode_contract::LayoutKind::Desktop,
+            zcode_sim::InstallKind::Runtime => zcode_contract::LayoutKind::Runtime,
+        };
+        crate::mappers::embedded_contracts()
+            .into_iter()
+            .find(|contract| {
+                contract
+                    .releases
+                    .iter()
+                    .any(|r| r.simulated && r.kind == kind && r.app_version == release.app_version)
+            })
+            .map(|contract| contract.offers)
+            .unwrap_or_default()
+    }
 }
 
 /// The selected install, or a compatibility error that says what was found and expected.

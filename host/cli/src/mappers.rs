@@ -69,6 +69,15 @@ impl MapperEntry {
     }
 }
 
+/// The contracts of the embedded mappers, as read when the binary was built (none is loaded).
+pub fn embedded_contracts() -> Vec<Contract> {
+    zcode_embedded_mappers::EMBEDDED
+        .iter()
+        .filter_map(|(name, _)| zcode_precompiled_mappers::contract_json(name))
+        .filter_map(|json| serde_json::from_str(json).ok())
+        .collect()
+}
+
 impl MapperSet {
     pub fn load(target: &Target) -> Result<Self, String> {
         let runtime = runtime()?;

@@ -28,8 +28,13 @@ fn initialize_advertises_exactly_the_implemented_capabilities() {
         "{caps}"
     );
     assert_eq!(caps["mcpCapabilities"], json!({"http": true, "sse": true}), "{caps}");
-    // Exactly list, resume and close: no fork, delete or additionalDirectories.
-    assert_eq!(sorted_keys(&caps["sessionCapabilities"]), ["close", "list", "resume"], "{caps}");
+    // Exactly list, resume and close, and fork where ZCode forks (V4, `tests/fork.rs`): no
+    // delete or additionalDirectories.
+    let sessions: &[&str] = match generation() == Generation::HostBridge {
+        true => &["close", "list", "resume"],
+        false => &["close", "fork", "list", "resume"],
+    };
+    assert_eq!(sorted_keys(&caps["sessionCapabilities"]), sessions, "{caps}");
     assert_eq!(caps["auth"], json!({"logout": {}}), "{caps}");
     assert_eq!(
         sorted_keys(caps),

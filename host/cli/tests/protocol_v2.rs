@@ -68,7 +68,13 @@ fn initialize_negotiates_the_version_per_connection() {
         assert_eq!(session["mcp"], json!({"stdio": {}, "http": {}}), "{result}");
         let mut keys: Vec<&String> = session.as_object().unwrap().keys().collect();
         keys.sort();
-        assert_eq!(keys, ["mcp", "prompt"], "no fork, delete or additionalDirectories: {result}");
+        // Fork where ZCode forks (V4, `tests/fork.rs`); never delete or additionalDirectories.
+        let expected: &[&str] = if generation() == Generation::HostBridge {
+            &["mcp", "prompt"]
+        } else {
+            &["fork", "mcp", "prompt"]
+        };
+        assert_eq!(keys, expected, "no delete or additionalDirectories: {result}");
         assert!(result.get("agentCapabilities").is_none(), "v1 fields in a v2 answer: {result}");
         assert_eq!(result.get("authMethods").cloned().unwrap_or(json!([])), json!([]));
         assert!(agent.seen_processes().is_empty(), "initialize started a process");

@@ -21,6 +21,10 @@ pub enum CoordinatorError {
     /// No installed ZCode can be used; `data` carries what was found and expected.
     #[error("{message}")]
     Compatibility { message: String, data: serde_json::Value },
+    /// An optional ACP method that the ZCode found here cannot serve (its mapper does not
+    /// offer it, so `initialize` did not advertise it).
+    #[error("{message}")]
+    NotOffered { method: &'static str, message: String },
     /// The host or the mapper failed; `kind` says where (never contains user data).
     #[error("{message}")]
     Failed { kind: FailureKind, message: String },
@@ -154,6 +158,10 @@ impl From<CoordinatorError> for Error {
             CoordinatorError::Compatibility { message, data } => {
                 Error::new(ErrorCode::INTERNAL_ERROR, message).data(data)
             }
+            CoordinatorError::NotOffered { method, message } => {
+                Error::new(ErrorCode::METHOD_NOT_FOUND, message)
+                    .data(json!({ "method": method, "kind": FailureKind::Unsupported.as_str() }))
+            }
             CoordinatorError::Failed { kind, message } => {
                 Error::new(ErrorCode::INTERNAL_ERROR, message)
                     .data(json!({ "kind": kind.as_str() }))
@@ -193,6 +201,16 @@ mod tests {
         let error: Error =
             CoordinatorError::failed(FailureKind::InteractionUnsupported, "x").into();
         assert_eq!(error.data, Some(json!({ "kind": "interaction-unsupported" })));
+    }
+
+    #[test]
+    fn a_method_not_offered_is_method_not_found_naming_it() {
+        let error: Error =
+            CoordinatorError::NotOffered { method: "session/fork", message: "no fork".into() }
+                .into();
+        assert_eq!(error.code.value(), -32601);
+        assert_eq!(error.message, "no fork");
+        assert_eq!(error.data, Some(json!({ "method": "session/fork", "kind": "unsupported" })));
     }
 
     #[test]

@@ -22,6 +22,14 @@ pub struct Host {
 /// Implemented by the CLI (real installs, `--simulate`) and by tests.
 pub trait HostLauncher: Send + Sync + 'static {
     fn launch(&self) -> BoxFuture<'static, Result<Host, CoordinatorError>>;
+
+    /// The optional ACP methods (`session/fork`) that the mapper which will serve this
+    /// connection offers, as far as that is known without starting, hashing or loading
+    /// anything: what `initialize` advertises. Default: none. A request for one is still
+    /// checked against the mapper that serves it.
+    fn offers(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// absent → starting → ready → (failed | stopping) → absent.

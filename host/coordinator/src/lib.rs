@@ -18,12 +18,14 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use agent_client_protocol::v1::schema::{
-    CloseSessionRequest, CloseSessionResponse, ListSessionsRequest, ListSessionsResponse,
-    LoadSessionRequest, LoadSessionResponse, NewSessionRequest, NewSessionResponse, PromptRequest,
-    ResumeSessionRequest, ResumeSessionResponse, SessionId, SetSessionConfigOptionRequest,
+    CloseSessionRequest, CloseSessionResponse, ForkSessionRequest, ForkSessionResponse,
+    ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse,
+    NewSessionRequest, NewSessionResponse, PromptRequest, ResumeSessionRequest,
+    ResumeSessionResponse, SessionId, SetSessionConfigOptionRequest,
     SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse,
 };
-use zcode_contract::{ConnectionOp, MapperFault, SessionInit, SessionOp};
+use serde::Deserialize;
+use zcode_contract::{ConnectionOp, FORK_METHOD, MapperFault, SessionInit, SessionOp};
 
 pub use acp_json::{ChunkKind, TextChunk, Update};
 pub use client::{ClientError, ClientPort, send_each};
@@ -114,6 +116,71 @@ impl Coordinator {
         Ok((response, self.register(id, request.cwd, opened)?))
     }
 
+    /// `session/fork`, first half: the mapper makes the native fork (a new session holding the
+    /// parent's history; the parent is left as it was). [`Forked::load`] then loads the new
+    /// session on the same mapper session like `session/load`: its history replays before the
+    /// answer, in the parent's workspace. Refused before anything native happens when the
+    /// mapper serving this ZCode does not offer it.
+    pub async fn fork_session(
+        &self,
+        mut request: ForkSessionRequest,
+    ) -> Result<Forked, CoordinatorError> {
+        refuse_additional_directories(&request.additional_directories)?;
+        request.cwd = canonical_workspace(&request.cwd)?;
+        if let Some(parent) = self.inner.sessions.lock().unwrap().get(&request.session_id)
+            && parent.workspace != request.cwd
+        {
+            return Err(CoordinatorError::InvalidParams(format!(
+                "session {} belongs to workspace {}, not {}",
+                request.session_id.0,
+                parent.workspace.display(),
+                request.cwd.display()
+            )));
+        }
+        let host = self.inner.host.get().await?;
+        if !host.mapper.contract().offers(FORK_METHOD) {
+            return Err(CoordinatorError::NotOffered {
+                method: FORK_METHOD,
+                message: format!(
+                    "session/fork is not supported by this ZCode ({}): it cannot fork sessions",
+                    host.mapper.contract().protocol_id
+                ),
+            });
+        }
+        let binding = self.bind(&request.cwd).await?;
+        let mut nothing = |_: Vec<String>| {
+            Err(MapperFault("updates streamed before session/fork named the new session".into()))
+        };
+        let forked = binding.link.op(SessionOp::Fork(acp_json::to_json(&request)), &mut nothing);
+        let child = match forked.await.map_err(CoordinatorError::from).and_then(|result| {
+            #[derive(Deserialize)]
+            #[serde(rename_all = "camelCase")]
+            struct Forked {
+                session_id: SessionId,
+            }
+            let forked: Forked = acp_json::parse("session/fork result", &result.response)?;
+            Ok(forked.session_id)
+        }) {
+            Ok(child) => child,
+            Err(error) => {
+                if let Err(close) = binding.link.op(SessionOp::Close, &mut |_| Ok(())).await {
+                    tracing::debug!(target: "zcode_acp::session", %close, "closing a session that failed to fork");
+                }
+                return Err(error);
+            }
+        };
+        if child == request.session_id {
+            return Err(CoordinatorError::failed(
+                FailureKind::NativeProtocol,
+                "ZCode forked a session into itself",
+            ));
+        }
+        let mut load = LoadSessionRequest::new(child.clone(), request.cwd.clone())
+            .mcp_servers(request.mcp_servers.clone());
+        load.meta = request.meta.clone();
+        Ok(Forked { coordinator: self.clone(), binding, load })
+    }
+
     /// Binds a fresh mapper session for `workspace` and runs the operation that opens it.
     /// `known` is the id of a session being loaded or resumed: what the operation streams goes
     /// to it at once, and so do its remaining updates, before the response; a new session's
@@ -126,6 +193,17 @@ impl Coordinator {
         op: SessionOp,
     ) -> Result<(R, Opened), CoordinatorError> {
         let binding = self.bind(workspace).await?;
+        self.open_bound(binding, method, known, op).await
+    }
+
+    /// Runs the operation that opens a session on `binding` (see [`Self::open_session`]).
+    async fn open_bound<R: serde::de::DeserializeOwned>(
+        &self,
+        binding: Binding,
+        method: &'static str,
+        known: Option<SessionId>,
+        op: SessionOp,
+    ) -> Result<(R, Opened), CoordinatorError> {
         let limit = self.inner.config.max_message_bytes;
         let mut port =
             known.clone().map(|id| UpdatePort::new(id, self.inner.client.clone(), limit));
@@ -319,6 +397,35 @@ impl Coordinator {
         }
         self.inner.sessions.lock().unwrap().remove(id);
         existing.close().await
+    }
+}
+
+/// A native fork made by [`Coordinator::fork_session`], its new session not loaded yet.
+pub struct Forked {
+    coordinator: Coordinator,
+    binding: Binding,
+    load: LoadSessionRequest,
+}
+
+impl Forked {
+    /// The new session.
+    pub fn session_id(&self) -> &SessionId {
+        &self.load.session_id
+    }
+
+    /// `session/fork`, second half: loads the new session (its history streams to it before
+    /// this returns) and binds it.
+    pub async fn load(self) -> Result<(ForkSessionResponse, BoundSession), CoordinatorError> {
+        let Forked { coordinator, binding, load } = self;
+        let child = load.session_id.clone();
+        let op = SessionOp::Load(acp_json::to_json(&load));
+        let (loaded, opened) = coordinator
+            .open_bound::<LoadSessionResponse>(binding, "session/fork", Some(child.clone()), op)
+            .await?;
+        let response = ForkSessionResponse::new(child.clone())
+            .modes(loaded.modes)
+            .config_options(loaded.config_options);
+        Ok((response, coordinator.register(child, load.cwd, opened)?))
     }
 }
 

@@ -1,4 +1,4 @@
-//! Conversions between the WIT values of `zcode:mapper@0.2.0` and the plain `zcode_contract`
+//! Conversions between the WIT values of `zcode:mapper@0.3.0` and the plain `zcode_contract`
 //! types. Values going into a mapper are converted from references (the core keeps its own
 //! copy); values coming out are moved.
 
@@ -129,6 +129,7 @@ impl From<wit::Contract> for core::Contract {
             cli_version_probe: c.cli_version_probe.into(),
             credentials_file: c.credentials_file,
             credential_sources: convert_all(c.credential_sources),
+            offers: c.offers,
         }
     }
 }
@@ -438,6 +439,7 @@ impl From<&core::SessionOp> for wit::SessionOp {
             core::SessionOp::Create(p) => wit::SessionOp::Create(p.clone()),
             core::SessionOp::Load(p) => wit::SessionOp::Load(p.clone()),
             core::SessionOp::Resume(p) => wit::SessionOp::Resume(p.clone()),
+            core::SessionOp::Fork(p) => wit::SessionOp::Fork(p.clone()),
             core::SessionOp::Prompt(p) => wit::SessionOp::Prompt(p.clone()),
             core::SessionOp::Cancel => wit::SessionOp::Cancel,
             core::SessionOp::FinishTurn => wit::SessionOp::FinishTurn,

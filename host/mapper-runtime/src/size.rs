@@ -232,6 +232,7 @@ impl ByteSize for SessionOp {
             SessionOp::Create(params)
             | SessionOp::Load(params)
             | SessionOp::Resume(params)
+            | SessionOp::Fork(params)
             | SessionOp::Prompt(params)
             | SessionOp::SetMode(params)
             | SessionOp::SetConfigOption(params) => params.byte_size(),

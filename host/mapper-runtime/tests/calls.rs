@@ -132,6 +132,7 @@ fn the_contract_is_read_at_load() {
                 CredentialEncoding::Plain,
             ],
         }],
+        offers: vec!["session/fork".into()],
     };
     assert_eq!(mapper.contract(), &expected);
     assert_eq!(mapper.source(), "conformance");

@@ -476,6 +476,7 @@ fn redact_session_op(r: &mut Redactor, op: &SessionOp) -> SessionOp {
         SessionOp::Create(params) => SessionOp::Create(r.json_text(params)),
         SessionOp::Load(params) => SessionOp::Load(r.json_text(params)),
         SessionOp::Resume(params) => SessionOp::Resume(r.json_text(params)),
+        SessionOp::Fork(params) => SessionOp::Fork(r.json_text(params)),
         SessionOp::Prompt(params) => SessionOp::Prompt(r.json_text(params)),
         SessionOp::SetMode(params) => SessionOp::SetMode(r.json_text(params)),
         SessionOp::SetConfigOption(params) => SessionOp::SetConfigOption(r.json_text(params)),

@@ -35,6 +35,7 @@ impl Echo {
             cli_version_probe: VersionProbe { args: vec![], env: vec![] },
             credentials_file: String::new(),
             credential_sources: vec![],
+            offers: vec![],
         })
     }
 }

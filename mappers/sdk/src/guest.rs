@@ -178,6 +178,7 @@ impl From<native::Contract> for wit::Contract {
             },
             credentials_file: c.credentials_file,
             credential_sources: c.credential_sources.into_iter().map(Into::into).collect(),
+            offers: c.offers,
         }
     }
 }
@@ -495,6 +496,7 @@ impl From<wit::SessionOp> for native::SessionOp {
             wit::SessionOp::Create(p) => Self::Create(p),
             wit::SessionOp::Load(p) => Self::Load(p),
             wit::SessionOp::Resume(p) => Self::Resume(p),
+            wit::SessionOp::Fork(p) => Self::Fork(p),
             wit::SessionOp::Prompt(p) => Self::Prompt(p),
             wit::SessionOp::Cancel => Self::Cancel,
             wit::SessionOp::FinishTurn => Self::FinishTurn,

@@ -9,7 +9,7 @@
 //! zcode_mapper_sdk::register_mapper!(pub struct EchoMapper(crate::Echo), source: "native:echo-v1");
 //! ```
 //!
-//! (doc comments on the struct may go first), which exports it as the `zcode:mapper@0.2.0`
+//! (doc comments on the struct may go first), which exports it as the `zcode:mapper@0.3.0`
 //! component (wasm32 only, [`export_mapper!`]) and declares the same logic natively as a
 //! `contract::Mapper` ([`native_mapper!`]) for tests, golden traces, benchmarks and fuzzing. A
 //! mapper that drives the contract itself (a session that maps whole batches) implements
@@ -254,6 +254,14 @@ pub trait Session: 'static {
 
     /// `session/new`, `session/load` or `session/resume` (`params.kind` says which).
     fn open(&mut self, params: SessionParams, id: u64) -> Result<Next<Self::Stage>, MapperError>;
+    /// `session/fork` (`params.session_id` is the parent): makes the native fork and is done
+    /// with `{"sessionId": <new>}`; the core then loads the new session with `open`. Default:
+    /// this host cannot fork, and the contract offers no `session/fork` (the core refuses it
+    /// before it gets here).
+    fn fork(&mut self, params: SessionParams, id: u64) -> Result<Next<Self::Stage>, MapperError> {
+        let _ = (params, id);
+        Err(MapperError::new(ErrorKind::Unsupported, "This ZCode release cannot fork sessions"))
+    }
     /// `session/prompt`: done when the host took the input; the turn ends with a terminal.
     fn prompt(&mut self, prompt: Vec<Block>, id: u64) -> Result<Next<Self::Stage>, MapperError>;
     /// Asks the host to stop the running turn.

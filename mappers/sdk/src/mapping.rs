@@ -235,6 +235,7 @@ fn start<S: Session>(
         SessionOp::Create(params) => session.open(open(OpenKind::Create, params)?, id),
         SessionOp::Load(params) => session.open(open(OpenKind::Load, params)?, id),
         SessionOp::Resume(params) => session.open(open(OpenKind::Resume, params)?, id),
+        SessionOp::Fork(params) => session.fork(open(OpenKind::Fork, params)?, id),
         SessionOp::Prompt(params) => session.prompt(prompt::read(params)?, id),
         SessionOp::Cancel => session.cancel(id),
         SessionOp::FinishTurn => session.finish_turn(id),

@@ -3,7 +3,7 @@
 
 use zcode_contract::{
     AesGcmEncoding, AuthCommand, Contract, CredentialEncoding, CredentialLookup, CredentialSource,
-    DesktopLayout, FilePin, LaunchPlan, Layout, LayoutKind, MapperError, Os, Release,
+    DesktopLayout, FORK_METHOD, FilePin, LaunchPlan, Layout, LayoutKind, MapperError, Os, Release,
     VerifiedInstall, VersionProbe,
 };
 
@@ -161,6 +161,8 @@ pub fn contract() -> Contract {
         },
         credentials_file: ".zcode/v2/credentials.json".to_string(),
         credential_sources: vec![coding_plan_key()],
+        // V4 `forkAssistant`; an Agent found without V4 refuses it (session/open.rs).
+        offers: vec![FORK_METHOD.to_string()],
     }
 }
 

@@ -9,8 +9,8 @@
 //! release is unpinned and identified by the version its Server reports in its hello.
 
 use zcode_contract::{
-    AuthCommand, Contract, FilePin, LaunchPlan, Layout, LayoutKind, MapperError, Release,
-    RuntimeLayout, VerifiedInstall, VersionProbe,
+    AuthCommand, Contract, FORK_METHOD, FilePin, LaunchPlan, Layout, LayoutKind, MapperError,
+    Release, RuntimeLayout, VerifiedInstall, VersionProbe,
 };
 
 use zcode_mapper_sdk::json::internal;
@@ -131,6 +131,8 @@ pub fn contract() -> Contract {
         },
         credentials_file: CREDENTIALS_FILE.to_string(),
         credential_sources: Vec::new(),
+        // V4 `forkAssistant` (every release this mapper accepts speaks V4 commands).
+        offers: vec![FORK_METHOD.to_string()],
     }
 }
 

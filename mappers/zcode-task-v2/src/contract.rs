@@ -67,6 +67,8 @@ pub fn contract() -> Contract {
         cli_version_probe: cli_version_probe(),
         credentials_file: CREDENTIALS_FILE.to_string(),
         credential_sources: Vec::new(),
+        // The task protocol has no fork.
+        offers: Vec::new(),
     }
 }
 

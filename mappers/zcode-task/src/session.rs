@@ -326,6 +326,8 @@ impl<G: Generation> Session<G> {
             OpenKind::Resume => {
                 done(json!({"modes": modes, "configOptions": config_options}), Vec::new())
             }
+            // The task protocol cannot fork (its contract offers no `session/fork`).
+            OpenKind::Fork => return Err(internal("The task protocol cannot fork sessions")),
         }))
     }
 

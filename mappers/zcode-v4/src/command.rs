@@ -23,8 +23,13 @@ pub const CLIENT_ID: &str = "zcode-acp";
 pub const CAS_ATTEMPTS: u32 = 4;
 
 /// Command types that must carry `baseRevision` (of those the mappers send).
-const CAS: [&str; 4] =
-    ["setAutoDrain", "deleteQueueItem", "switchModelConfig", "switchCollaborationMode"];
+const CAS: [&str; 5] = [
+    "setAutoDrain",
+    "deleteQueueItem",
+    "switchModelConfig",
+    "switchCollaborationMode",
+    "forkAssistant",
+];
 
 /// One command to send.
 #[derive(Clone, Debug, PartialEq)]
@@ -32,11 +37,19 @@ pub struct Command {
     pub kind: &'static str,
     pub payload: Value,
     pub command_id: String,
+    /// `baseLogEpoch`, for a command that targets a row (`ROW_TARGETING_COMMANDS`).
+    pub base_log_epoch: Option<String>,
 }
 
 impl Command {
     pub fn new(kind: &'static str, payload: Value, command_id: String) -> Self {
-        Self { kind, payload, command_id }
+        Self { kind, payload, command_id, base_log_epoch: None }
+    }
+
+    /// A row-targeting command, checked against the log epoch its row was read in.
+    pub fn with_log_epoch(mut self, log_epoch: &str) -> Self {
+        self.base_log_epoch = Some(log_epoch.to_string());
+        self
     }
 
     /// Whether ZCode checks this command against the state's revision.
@@ -63,6 +76,9 @@ impl Command {
             && let Some(revision) = base_revision
         {
             envelope["baseRevision"] = json!(revision);
+        }
+        if let Some(epoch) = &self.base_log_epoch {
+            envelope["baseLogEpoch"] = json!(epoch);
         }
         envelope
     }

@@ -9,7 +9,8 @@
 //!   without a tree) and [`sequence`] (sequence, gap and resync rules);
 //! - the conversation: [`state`] (the snapshot and its `state.updated` patches), [`rows`]
 //!   (ZCode's own projection of a turn);
-//! - commands: [`command`] (envelopes and acknowledgements);
+//! - commands: [`command`] (envelopes and acknowledgements), [`fork`] (a fork's target and
+//!   command);
 //! - ACP: [`acp`] (rows as session updates, the completion rule, interactions, settings,
 //!   plans and tool calls: what a V4-only mapper shows);
 //! - a session: [`follow`] (its state, and the conversation followed frame by frame, with the
@@ -26,6 +27,7 @@ pub mod attachment;
 pub mod codec;
 pub mod command;
 pub mod follow;
+pub mod fork;
 pub mod fragments;
 pub mod rows;
 pub mod schema;

@@ -121,6 +121,20 @@ pub struct Contract {
     pub cli_version_probe: VersionProbe,
     pub credentials_file: String,
     pub credential_sources: Vec<CredentialSource>,
+    /// Optional ACP methods the mapper serves ([`FORK_METHOD`]); absent in a serialized
+    /// contract of a mapper that offers none.
+    #[serde(default)]
+    pub offers: Vec<String>,
+}
+
+/// The ACP method a mapper offers when it can open a session as a fork of another.
+pub const FORK_METHOD: &str = "session/fork";
+
+impl Contract {
+    /// Whether the mapper serves the optional ACP `method`.
+    pub fn offers(&self, method: &str) -> bool {
+        self.offers.iter().any(|offered| offered == method)
+    }
 }
 
 impl Contract {

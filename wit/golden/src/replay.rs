@@ -326,6 +326,7 @@ mod tests {
                 cli_version_probe: VersionProbe { args: vec![], env: vec![] },
                 credentials_file: String::new(),
                 credential_sources: vec![],
+                offers: vec![],
             };
             Self { contract }
         }

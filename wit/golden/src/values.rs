@@ -511,6 +511,7 @@ pub(crate) enum SessionOpDef {
     Create(#[serde(with = "json_text")] String),
     Load(#[serde(with = "json_text")] String),
     Resume(#[serde(with = "json_text")] String),
+    Fork(#[serde(with = "json_text")] String),
     Prompt(#[serde(with = "json_text")] String),
     Cancel,
     FinishTurn,

@@ -1,6 +1,8 @@
 //! What `initialize` advertises: only what is implemented and tested end to end.
 //!
-//! Deliberately not advertised: `session/fork` and `session/delete` (ZCode 3.11's host has no
+//! `session/fork` (unstable) is advertised only when the mapper that serves this connection's
+//! ZCode offers it (`offers`: V4 `forkAssistant` on Desktop and runtime 3.14+; the task
+//! protocol has none). Deliberately not advertised: `session/delete` (ZCode 3.11's host has no
 //! such operation), `additionalDirectories` (the host works in one directory), and client
 //! `fs/*` / `terminal/*` use (ZCode runs its tools itself, like the reference adapters).
 
@@ -8,10 +10,10 @@ use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
     AgentAuthCapabilities, AgentCapabilities, AuthMethod, AuthMethodTerminal, ClientCapabilities,
     Implementation, InitializeResponse, LogoutCapabilities, McpCapabilities, PromptCapabilities,
-    SessionCapabilities, SessionCloseCapabilities, SessionListCapabilities,
-    SessionResumeCapabilities,
+    SessionCapabilities, SessionCloseCapabilities, SessionForkCapabilities,
+    SessionListCapabilities, SessionResumeCapabilities,
 };
-use zcode_contract::ClientFeatures;
+use zcode_contract::{ClientFeatures, FORK_METHOD};
 
 use crate::LOGIN_METHOD_ID;
 
@@ -20,19 +22,26 @@ use crate::LOGIN_METHOD_ID;
 /// way), so an agent that reads `auth.terminal` alone offers it no auth method and is refused.
 const LEGACY_TERMINAL_AUTH_META: &str = "terminal-auth";
 
-pub fn initialize_response(client: &ClientCapabilities, version: &str) -> InitializeResponse {
+/// `offers`: the optional ACP methods the mapper serving this connection's ZCode offers.
+pub fn initialize_response(
+    client: &ClientCapabilities,
+    version: &str,
+    offers: &[String],
+) -> InitializeResponse {
+    let mut session = SessionCapabilities::new()
+        .list(SessionListCapabilities::new())
+        .resume(SessionResumeCapabilities::new())
+        .close(SessionCloseCapabilities::new());
+    if offers.iter().any(|method| method == FORK_METHOD) {
+        session = session.fork(SessionForkCapabilities::new());
+    }
     let capabilities = AgentCapabilities::new()
         .load_session(true)
         .prompt_capabilities(
             PromptCapabilities::new().image(true).audio(true).embedded_context(true),
         )
         .mcp_capabilities(McpCapabilities::new().http(true).sse(true))
-        .session_capabilities(
-            SessionCapabilities::new()
-                .list(SessionListCapabilities::new())
-                .resume(SessionResumeCapabilities::new())
-                .close(SessionCloseCapabilities::new()),
-        )
+        .session_capabilities(session)
         .auth(AgentAuthCapabilities::new().logout(LogoutCapabilities::new()));
     let mut auth_methods = Vec::new();
     if runs_terminal_auth(client) {
@@ -75,7 +84,21 @@ mod tests {
     fn auth_methods(client_capabilities: Value) -> Value {
         let client: ClientCapabilities =
             serde_json::from_value(client_capabilities).expect("client capabilities");
-        serde_json::to_value(initialize_response(&client, "0.0.0")).unwrap()["authMethods"].clone()
+        serde_json::to_value(initialize_response(&client, "0.0.0", &[])).unwrap()["authMethods"]
+            .clone()
+    }
+
+    #[test]
+    fn fork_is_advertised_only_when_the_mapper_offers_it() {
+        let client = ClientCapabilities::default();
+        let session = |offers: &[String]| {
+            serde_json::to_value(initialize_response(&client, "0", offers)).unwrap()
+                ["agentCapabilities"]["sessionCapabilities"]
+                .clone()
+        };
+        assert_eq!(session(&["session/fork".into()])["fork"], json!({}));
+        assert!(session(&[]).get("fork").is_none());
+        assert!(session(&["session/delete".into()]).get("fork").is_none());
     }
 
     #[test]

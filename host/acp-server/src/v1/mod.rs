@@ -14,11 +14,12 @@ use std::sync::Arc;
 
 use agent_client_protocol::v1::schema::{
     AuthenticateRequest, AuthenticateResponse, CancelNotification, CloseSessionRequest,
-    CloseSessionResponse, InitializeRequest, InitializeResponse, ListSessionsRequest,
-    ListSessionsResponse, LoadSessionRequest, LoadSessionResponse, LogoutRequest, LogoutResponse,
-    NewSessionRequest, NewSessionResponse, PromptRequest, PromptResponse, ResumeSessionRequest,
-    ResumeSessionResponse, SetSessionConfigOptionRequest, SetSessionConfigOptionResponse,
-    SetSessionModeRequest, SetSessionModeResponse,
+    CloseSessionResponse, ForkSessionRequest, ForkSessionResponse, InitializeRequest,
+    InitializeResponse, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest,
+    LoadSessionResponse, LogoutRequest, LogoutResponse, NewSessionRequest, NewSessionResponse,
+    PromptRequest, PromptResponse, ResumeSessionRequest, ResumeSessionResponse,
+    SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest,
+    SetSessionModeResponse,
 };
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{
@@ -57,6 +58,7 @@ pub(crate) fn agent(state: Arc<AgentState>) -> impl ConnectTo<Client> + 'static 
     let builder = request!(builder, new_session);
     let builder = request!(builder, load_session);
     let builder = request!(builder, resume_session);
+    let builder = request!(builder, fork_session);
     let builder = request!(builder, list_sessions);
     let builder = request!(builder, close_session);
     let builder = request!(builder, set_mode);
@@ -79,7 +81,11 @@ impl V1Agent {
         cx: ConnectionTo<Client>,
     ) -> Result<(), Error> {
         let capabilities = &request.client_capabilities;
-        let response = capabilities::initialize_response(capabilities, &self.state.config.version);
+        let response = capabilities::initialize_response(
+            capabilities,
+            &self.state.config.version,
+            &self.state.offers(),
+        );
         if self.state.initialized() {
             return responder.respond_with_error(Error::new(
                 ErrorCode::INVALID_REQUEST,
@@ -156,6 +162,20 @@ impl V1Agent {
         let coordinator = self.state.coordinator()?;
         open_session("session/resume", responder, async move {
             coordinator.resume_session(request).await
+        })
+    }
+
+    /// `session/fork` (unstable in v1): the new session's history replays before the answer,
+    /// like a load's.
+    fn fork_session(
+        &self,
+        request: ForkSessionRequest,
+        responder: Responder<ForkSessionResponse>,
+        _cx: ConnectionTo<Client>,
+    ) -> Result<(), Error> {
+        let coordinator = self.state.coordinator()?;
+        open_session("session/fork", responder, async move {
+            coordinator.fork_session(request).await?.load().await
         })
     }
 
@@ -248,7 +268,7 @@ impl V1Agent {
     }
 }
 
-/// `session/new`, `session/load`, `session/resume`: opens the session off the dispatch loop,
+/// `session/new`, `session/load`, `session/resume`, `session/fork`: opens the session off the dispatch loop,
 /// answers with it, and only then lets its updates flow (the answer names the session).
 fn open_session<T, F>(method: &'static str, responder: Responder<T>, open: F) -> Result<(), Error>
 where

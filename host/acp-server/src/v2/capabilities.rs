@@ -2,7 +2,9 @@
 //! implemented and tested end to end.
 //!
 //! `capabilities.session` commits the agent to v2's baseline (new, list, resume, close,
-//! prompt, cancel, update), all served. Not advertised: `session.delete`, `session.fork`,
+//! prompt, cancel, update), all served. `session.fork` (unstable) only when the mapper that
+//! serves this connection's ZCode offers it (V4 `forkAssistant`). Not advertised:
+//! `session.delete`,
 //! `session.additionalDirectories` (ZCode's host has no such operation and works in one
 //! directory), `systemPrompt`, per-entity cancellation (`tool_call/cancel` and
 //! `terminal/cancel`: ZCode stops a turn, not one tool), and the unstable extensions. MCP:
@@ -13,14 +15,19 @@ use agent_client_protocol::v2::schema::{
     AgentCapabilities, AuthMethod, AuthMethodTerminal, ClientCapabilities, Implementation,
     InitializeResponse, McpCapabilities, McpHttpCapabilities, McpStdioCapabilities,
     PromptAudioCapabilities, PromptCapabilities, PromptEmbeddedContextCapabilities,
-    PromptImageCapabilities, SessionCapabilities,
+    PromptImageCapabilities, SessionCapabilities, SessionForkCapabilities,
 };
-use zcode_contract::ClientFeatures;
+use zcode_contract::{ClientFeatures, FORK_METHOD};
 
 use crate::LOGIN_METHOD_ID;
 
-pub fn initialize_response(client: &ClientCapabilities, version: &str) -> InitializeResponse {
-    let session = SessionCapabilities::new()
+/// `offers`: the optional ACP methods the mapper serving this connection's ZCode offers.
+pub fn initialize_response(
+    client: &ClientCapabilities,
+    version: &str,
+    offers: &[String],
+) -> InitializeResponse {
+    let mut session = SessionCapabilities::new()
         .prompt(
             PromptCapabilities::new()
                 .image(PromptImageCapabilities::new())
@@ -32,6 +39,9 @@ pub fn initialize_response(client: &ClientCapabilities, version: &str) -> Initia
                 .stdio(McpStdioCapabilities::new())
                 .http(McpHttpCapabilities::new()),
         );
+    if offers.iter().any(|method| method == FORK_METHOD) {
+        session = session.fork(SessionForkCapabilities::new());
+    }
     // A terminal method only for a client that can run one; it is never passed to
     // `auth/login` (which confirms that the login it ran has completed).
     let mut auth_methods = Vec::new();

@@ -30,6 +30,13 @@ pub fn resume_session(
     recast("session/resume", resume_fields(request)?).map_err(invalid)
 }
 
+/// `session/fork`: the same setup fields (v1's fork is unstable there too).
+pub fn fork_session(request: &v2::ForkSessionRequest) -> Result<v1::ForkSessionRequest, Error> {
+    let mut value = session_setup(to_value(request))?;
+    value.as_object_mut().map(|o| o.remove("systemPrompt"));
+    recast("session/fork", value).map_err(invalid)
+}
+
 fn resume_fields(request: &v2::ResumeSessionRequest) -> Result<Value, Error> {
     let mut value = session_setup(to_value(request))?;
     value.as_object_mut().map(|o| o.remove("replayFrom"));

@@ -62,6 +62,7 @@ pub(crate) fn agent(state: Arc<AgentState>) -> impl ConnectTo<Client> + 'static 
     let builder = request!(builder, logout);
     let builder = request!(builder, new_session);
     let builder = request!(builder, resume_session);
+    let builder = request!(builder, fork_session);
     let builder = request!(builder, list_sessions);
     let builder = request!(builder, close_session);
     let builder = request!(builder, set_config_option);
@@ -88,8 +89,11 @@ impl V2Agent {
         responder: Responder<v2::InitializeResponse>,
         cx: ConnectionTo<Client>,
     ) -> Result<(), Error> {
-        let response =
-            capabilities::initialize_response(&request.capabilities, &self.state.config.version);
+        let response = capabilities::initialize_response(
+            &request.capabilities,
+            &self.state.config.version,
+            &self.state.offers(),
+        );
         let sessions = Arc::new(Sessions::new(cx, connection_nonce()));
         let client =
             Arc::new(V2Client { sessions: sessions.clone(), flow: self.state.config.flow.clone() });
@@ -194,6 +198,26 @@ impl V2Agent {
         tokio::spawn(async move {
             let result = resume(&connection, request, replay).await;
             respond_then_start("session/resume", responder, result);
+        });
+        Ok(())
+    }
+
+    /// `session/fork` (unstable): the new session's history replays like a resume from the
+    /// start (then `replay_complete`), and its state (idle) comes before the answer.
+    fn fork_session(
+        &self,
+        request: v2::ForkSessionRequest,
+        responder: Responder<v2::ForkSessionResponse>,
+        _cx: ConnectionTo<Client>,
+    ) -> Result<(), Error> {
+        let connection = self.connection()?;
+        let request = match convert::fork_session(&request) {
+            Ok(request) => request,
+            Err(error) => return responder.respond_with_error(error),
+        };
+        tokio::spawn(async move {
+            let result = fork(&connection, request).await;
+            respond_then_start("session/fork", responder, result);
         });
         Ok(())
     }
@@ -332,6 +356,36 @@ async fn resume(
     sessions.opened(&conversation);
     let options = options.map_err(convert::internal)?;
     Ok((v2::ResumeSessionResponse::new().config_options(options), bound))
+}
+
+async fn fork(
+    connection: &Connection,
+    request: agent_client_protocol::v1::schema::ForkSessionRequest,
+) -> Result<(v2::ForkSessionResponse, BoundSession), Error> {
+    let sessions = &connection.sessions;
+    let forked = connection.coordinator.fork_session(request).await?;
+    let id = v2::SessionId::new(forked.session_id().0.to_string());
+    // Shown from its first replayed update on.
+    let conversation = sessions.opening(&id);
+    let (response, bound) = match forked.load().await {
+        Ok(loaded) => loaded,
+        Err(error) => {
+            sessions.forget(&conversation);
+            return Err(error.into());
+        }
+    };
+    let options = {
+        let mut state = conversation.lock();
+        state.translator.set_config(response.modes, response.config_options);
+        state.translator.end_message();
+        state.translator.config_options()
+    };
+    sessions.send(&conversation.id, translate::replay_complete());
+    let idle = v2::StateUpdate::Idle(v2::IdleStateUpdate::new());
+    sessions.send(&conversation.id, v2::SessionUpdate::StateUpdate(idle));
+    sessions.opened(&conversation);
+    let options = options.map_err(convert::internal)?;
+    Ok((v2::ForkSessionResponse::new(id).config_options(options), bound))
 }
 
 /// Answers with the session, then lets its updates flow: the response names the session.

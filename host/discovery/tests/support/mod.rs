@@ -114,6 +114,7 @@ pub fn contract() -> Contract {
         },
         credentials_file: ".zcode/v2/credentials.json".into(),
         credential_sources: Vec::new(),
+        offers: Vec::new(),
     }
 }
 

@@ -30,6 +30,39 @@ fn stale(reason: &str, message: impl Into<String>) -> Decision {
     Decision::refused("stale", reason, Some(message.into()))
 }
 
+/// A new stored session holding the parent's history up to the target's turn (`v4/fork.rs`:
+/// the rows a fork copies hold `turns` turns, and the Agent rebuilds a session's rows from its
+/// messages, one turn per user message); the parent is not changed.
+fn fork(state: &mut State, session_id: &str, payload: &Value) -> Decision {
+    let resident = state.sessions.get(session_id).expect("checked above");
+    let empty = serde_json::Map::new();
+    let payload = payload.as_object().unwrap_or(&empty);
+    let cut = match crate::v4::fork::cut(resident.publisher.rows(), payload) {
+        Ok(cut) => cut,
+        Err(refused) => return refused,
+    };
+    let mut copy = resident.record.clone();
+    let mut users = 0;
+    let end = copy
+        .messages
+        .iter()
+        .position(|message| {
+            users += usize::from(message["info"]["role"] == "user");
+            users > cut.turns
+        })
+        .unwrap_or(copy.messages.len());
+    copy.messages.truncate(end);
+    copy.session_id = messages::new_id("sess");
+    copy.parent_session_id = Some(session_id.to_owned());
+    copy.created_at = now_ms();
+    copy.updated_at = copy.created_at;
+    // A fork is persisted when it is made.
+    if let Err(message) = state.store.save(&copy) {
+        return failed(message);
+    }
+    crate::v4::fork::accepted(&copy.session_id)
+}
+
 pub fn command(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
     let command_id = params
         .and_then(|params| params.get("commandId"))
@@ -141,6 +174,7 @@ fn execute(
                 ),
             }
         }
+        "forkAssistant" => fork(state, session_id, payload),
         "snoozeInteractionAutoResolution" => {
             state.snoozed.insert(text("interactionId"));
             Decision::accepted(None)

@@ -19,6 +19,7 @@ use crate::services::turn::history_count;
 use crate::v4::commands::{
     CAS_COMMANDS, COMMAND_TYPES, Decision, ROW_TARGETING_COMMANDS as ROW_TARGETING, replay,
 };
+use crate::v4::publisher::Log;
 
 fn noop(reason: &str) -> Decision {
     Decision::refused("noop", reason, None)
@@ -210,6 +211,7 @@ fn execute(
             _ => Decision::rejected("proto.invalidPayload", "mode: expected queue|guide"),
         },
         "resolveInteraction" => resolve_interaction(server, conversation, envelope),
+        "forkAssistant" => fork(server, conversation, payload),
         "renameSession" => match payload.get("title").and_then(Value::as_str) {
             None => Decision::rejected("proto.invalidPayload", "title: expected string"),
             Some(title) => {
@@ -225,6 +227,27 @@ fn execute(
             format!("zcode-sim does not simulate the {other} command"),
         ),
     }
+}
+
+/// A new saved session holding the parent's rows up to the target (`v4/fork.rs`); the parent
+/// is not changed.
+fn fork(server: &Server, parent: &Conversation, payload: &Map<String, Value>) -> Decision {
+    let cut = match crate::v4::fork::cut(parent.publisher.rows(), payload) {
+        Ok(cut) => cut,
+        Err(refused) => return refused,
+    };
+    let mut record = parent.record.clone();
+    record.session_id = format!("sess_{}", uuid::Uuid::new_v4());
+    record.created_at = now_ms();
+    record.updated_at = record.created_at;
+    record.permissions.clear();
+    let rows = parent.publisher.rows()[..cut.rows].to_vec();
+    let log = Log::new(format!("epoch-{}", uuid::Uuid::new_v4().simple()), rows);
+    let child = Conversation::new(record, log, true, server.router.clone());
+    server.persist(&child);
+    let id = child.id().to_owned();
+    server.insert(child);
+    crate::v4::fork::accepted(&id)
 }
 
 fn changed_config(server: &Server, conversation: &mut Conversation) {

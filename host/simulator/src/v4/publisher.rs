@@ -14,6 +14,7 @@ use std::collections::VecDeque;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
+use super::fork;
 use super::wire::{DeliveryKind, Frame};
 use crate::common::clock::now_ms;
 
@@ -289,14 +290,16 @@ impl Publisher {
     /// A snapshot's `rows`: the last [`SNAPSHOT_TAIL_ROWS`] rows and where the log starts.
     pub fn rows_window(&self) -> Value {
         let rows = &self.log.rows;
+        let window = &rows[rows.len().saturating_sub(SNAPSHOT_TAIL_ROWS)..];
         json!({
-            "window": &rows[rows.len().saturating_sub(SNAPSHOT_TAIL_ROWS)..],
+            "window": fork::with_fork_actions(window, &fork::stable_targets(rows)),
             "totalCount": rows.len(),
             "firstRowId": rows.first().map(|row| row["rowId"].clone()),
         })
     }
 
     /// `rowsRange`: up to `limit` rows before `before` (the tail without it), oldest first.
+    /// Reads show `actions.canFork` where a fork may start (`fork.rs`).
     pub fn rows_range(&self, before: Option<u64>, limit: usize, revision: u64) -> Value {
         let rows = &self.log.rows;
         let end = match before {
@@ -305,7 +308,7 @@ impl Publisher {
         };
         let start = end.saturating_sub(limit);
         json!({
-            "rows": &rows[start..end],
+            "rows": fork::with_fork_actions(&rows[start..end], &fork::stable_targets(rows)),
             "atSeq": self.log.seq,
             "atRevision": revision,
             "atLogEpoch": self.log.log_epoch,

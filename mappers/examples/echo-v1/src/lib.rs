@@ -48,6 +48,7 @@ impl zcode_mapper_sdk::Mapper for Echo {
             cli_version_probe: version_probe(&["{cli-entry}", "--version"]),
             credentials_file: CREDENTIALS_FILE.into(),
             credential_sources: vec![plain_credential(TOKEN_SOURCE, CREDENTIALS_FILE, "token")],
+            offers: Vec::new(),
         }
     }
 

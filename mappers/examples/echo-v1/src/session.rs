@@ -92,6 +92,8 @@ impl zcode_mapper_sdk::Session for Session {
                     OpenKind::Create => Ok(Next::done(&json!({"sessionId": session_id}))),
                     OpenKind::Resume => Ok(Next::finished()),
                     OpenKind::Load => self.history(0, id),
+                    // echo cannot fork: the SDK's default refuses `fork` before it opens.
+                    OpenKind::Fork => Err(internal("echo cannot fork")),
                 }
             }
             // A page streams with the request for the next; the last waits for nothing.

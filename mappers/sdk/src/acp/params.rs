@@ -21,6 +21,9 @@ pub enum OpenKind {
     Load,
     /// `session/resume`: subscribed without replay.
     Resume,
+    /// `session/fork`: a new native session holding the parent's (`session_id`'s) history;
+    /// done with `{"sessionId"}`, then the core loads it.
+    Fork,
 }
 
 impl OpenKind {
@@ -30,6 +33,7 @@ impl OpenKind {
             OpenKind::Create => "session/new params",
             OpenKind::Load => "session/load params",
             OpenKind::Resume => "session/resume params",
+            OpenKind::Fork => "session/fork params",
         }
     }
 }
@@ -115,7 +119,7 @@ fn pairs(fields: &Fields<'_>, key: &str) -> Result<Vec<(String, String)>, Mapper
 pub struct SessionParams {
     pub kind: OpenKind,
     pub cwd: Option<String>,
-    /// The session to load or resume (`None` for `session/new`).
+    /// The session to load or resume, or the parent of a fork (`None` for `session/new`).
     pub session_id: Option<String>,
     pub mcp_servers: Vec<McpServer>,
     /// `additionalDirectories`, when the client sent any.
@@ -134,7 +138,9 @@ impl SessionParams {
         let mcp_servers = McpServer::read_all(servers)?;
         let session_id = match kind {
             OpenKind::Create => None,
-            OpenKind::Load | OpenKind::Resume => Some(fields.non_empty_str("sessionId")?.into()),
+            OpenKind::Load | OpenKind::Resume | OpenKind::Fork => {
+                Some(fields.non_empty_str("sessionId")?.into())
+            }
         };
         Ok(Self {
             kind,

@@ -43,6 +43,22 @@ enum Stage {
     Subscribe,
     Flow,
     V4Subscribe,
+    /// A fork: the parent's newest V4 rows page requested.
+    ForkRows,
+    /// A fork: `forkAssistant` sent.
+    ForkCommand,
+}
+
+/// Where an opening operation is in a fork (`session/fork`): the parent is resumed and read,
+/// and forked at its newest row that can fork; the core then loads the new session.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Forking {
+    /// Not a fork.
+    No,
+    /// The parent is being resumed or read (`resume` names it).
+    Parent,
+    /// `forkAssistant` with this command id is out.
+    Command(String),
 }
 
 /// Where a prompt is. ZCode evicts an idle session's runtime (APP §1.5, §8.20): the prompt is
@@ -64,6 +80,7 @@ enum Op {
         resume: Option<String>,
         mcp: Value,
         pending_updates: Vec<String>,
+        fork: Forking,
     },
     Prompt {
         prompt: prompt::NativePrompt,
@@ -186,9 +203,10 @@ impl AppServerSession {
 
     fn start_op(&mut self, op_id: u64, op: &SessionOp, first: u64) -> Result<Step, MapperError> {
         match op {
-            SessionOp::Create(params) | SessionOp::Load(params) | SessionOp::Resume(params) => {
-                self.begin_open(op_id, op, params, first)
-            }
+            SessionOp::Create(params)
+            | SessionOp::Load(params)
+            | SessionOp::Resume(params)
+            | SessionOp::Fork(params) => self.begin_open(op_id, op, params, first),
             SessionOp::Prompt(params) => self.begin_prompt(op_id, params, first),
             SessionOp::Cancel => self.cancel(op_id, first),
             SessionOp::FinishTurn => self.finish_turn(),
@@ -208,8 +226,8 @@ impl AppServerSession {
         let op =
             self.ops.remove(&op_id).ok_or_else(|| protocol(format!("no session op {op_id}")))?;
         match op {
-            Op::Opening { stage, replay, resume, mcp, pending_updates } => {
-                self.opening(op_id, stage, replay, resume, mcp, pending_updates, reply, first)
+            Op::Opening { stage, replay, resume, mcp, pending_updates, fork } => {
+                self.opening(op_id, stage, replay, resume, mcp, pending_updates, fork, reply, first)
             }
             Op::Prompt { prompt, stage } => {
                 let step = self.prompt_step(op_id, prompt, stage, reply, first);

@@ -1,7 +1,13 @@
-//! Opening a session (create, load, resume): the Agent's capabilities and the `guarded` probe,
-//! `session/create` or `session/resume`, a load's history replayed page by page, then the
-//! legacy and V4 subscriptions; and closing it (unsubscribe only: ZCode's `session/close`
+//! Opening a session (create, load, resume, fork): the Agent's capabilities and the `guarded`
+//! probe, `session/create` or `session/resume`, a load's history replayed page by page, then
+//! the legacy and V4 subscriptions; and closing it (unsubscribe only: ZCode's `session/close`
 //! deletes the product session).
+//!
+//! A fork (`session/fork`) resumes the parent (its workspace checked), reads its newest V4 rows
+//! page (`v4/conversation/rowsRange`), sends V4 `forkAssistant` at the newest row that can fork
+//! (`zcode_v4::fork`; the legacy `session/fork` is deprecated in 3.15.1 and needs a file
+//! checkpoint), and is done with the new session's id; the core then loads it on this session
+//! resource like `session/load`. An Agent without V4 cannot fork.
 
 use serde_json::{Value, json};
 use zcode_contract::{MapperError, NativeReply, NativeRequest, Outgoing, SessionOp, Step};
@@ -10,7 +16,7 @@ use zcode_mapper_sdk::acp::update;
 use zcode_mapper_sdk::json::{invalid_params, protocol};
 use zcode_v4::acp::mcp_servers;
 
-use super::{AppServerSession, Op, Stage, done, request, wait};
+use super::{AppServerSession, Forking, Op, Stage, done, request, wait};
 use crate::connection::{ok_body, session_route, workspace_ref};
 use crate::releases::{self, Profile};
 use crate::subscription::Subscription;
@@ -48,6 +54,14 @@ impl AppServerSession {
         first: u64,
     ) -> Result<Step, MapperError> {
         let params = acp_params(params)?;
+        if matches!(op, SessionOp::Fork(_))
+            && params
+                .get("additionalDirectories")
+                .and_then(Value::as_array)
+                .is_some_and(|dirs| !dirs.is_empty())
+        {
+            return Err(invalid_params("ZCode works in the session's cwd only"));
+        }
         let resume = match op {
             SessionOp::Create(_) => None,
             _ => Some(
@@ -70,6 +84,10 @@ impl AppServerSession {
                 resume,
                 mcp,
                 pending_updates: Vec::new(),
+                fork: match op {
+                    SessionOp::Fork(_) => Forking::Parent,
+                    _ => Forking::No,
+                },
             },
         );
         Ok(wait(vec![request(first, "runtime/capabilities", json!({}))]))
@@ -84,6 +102,7 @@ impl AppServerSession {
         resume: Option<String>,
         mcp: Value,
         mut pending_updates: Vec<String>,
+        fork: Forking,
         reply: Option<&NativeReply>,
         first: u64,
     ) -> Result<Step, MapperError> {
@@ -96,10 +115,33 @@ impl AppServerSession {
                     resume: resume.clone(),
                     mcp: mcp.clone(),
                     pending_updates,
+                    fork: fork.clone(),
                 },
             );
         };
         match stage {
+            Stage::Open | Stage::ForkRows | Stage::ForkCommand if fork != Forking::No => {
+                let reply = reply.ok_or_else(|| protocol("fork resumed without a reply"))?;
+                let parent = resume.clone().unwrap_or_default();
+                let (stage, fork, request) =
+                    match self.forking(stage, &fork, &parent, reply, first)? {
+                        Ok(next) => next,
+                        // Forked: nothing is bound; the core loads the new session next.
+                        Err(child) => return Ok(done(json!({"sessionId": child}), Vec::new())),
+                    };
+                self.ops.insert(
+                    op_id,
+                    Op::Opening {
+                        stage,
+                        replay,
+                        resume: resume.clone(),
+                        mcp: mcp.clone(),
+                        pending_updates,
+                        fork,
+                    },
+                );
+                Ok(wait(vec![request]))
+            }
             Stage::Capabilities => {
                 let reply = reply.ok_or_else(|| protocol("open resumed without a reply"))?;
                 self.profile =
@@ -238,6 +280,61 @@ impl AppServerSession {
                 }
                 self.opened(resume.is_none(), pending_updates)
             }
+            Stage::ForkRows | Stage::ForkCommand => Err(protocol("fork step out of order")),
+        }
+    }
+
+    /// One step of a fork: the parent's `session/resume` answered (its workspace checked; its
+    /// rows page next), the rows page read (the command next), the command acknowledged
+    /// (`Err`: the new session's id).
+    #[allow(clippy::type_complexity)]
+    fn forking(
+        &mut self,
+        stage: Stage,
+        fork: &Forking,
+        parent: &str,
+        reply: &NativeReply,
+        first: u64,
+    ) -> Result<Result<(Stage, Forking, NativeRequest), String>, MapperError> {
+        match (stage, fork) {
+            (Stage::Open, _) => {
+                let state = ok_body(&reply.body, "session/resume")?;
+                if let Some(own) =
+                    state.pointer("/session/workspace/workspacePath").and_then(Value::as_str)
+                    && own != self.workspace
+                {
+                    return Err(invalid_params(format!(
+                        "The session belongs to the workspace {own}, not {}",
+                        self.workspace
+                    )));
+                }
+                let rows = request(
+                    first,
+                    "v4/conversation/rowsRange",
+                    json!({"sessionId": parent, "limit": 200}),
+                );
+                Ok(Ok((Stage::ForkRows, Forking::Parent, rows)))
+            }
+            (Stage::ForkRows, _) => {
+                let page = ok_body(&reply.body, "v4/conversation/rowsRange").map_err(|e| {
+                    MapperError::new(
+                        e.kind,
+                        format!("This ZCode Agent cannot fork (no V4 conversation): {}", e.message),
+                    )
+                })?;
+                let target = zcode_v4::fork::target(&page)?;
+                let command = zcode_v4::fork::command(parent, &target, first);
+                let id = command.command_id.clone();
+                let envelope = command.envelope(parent, Some(target.revision), json!(0));
+                let send = request(first, "v4/command", envelope);
+                Ok(Ok((Stage::ForkCommand, Forking::Command(id), send)))
+            }
+            (Stage::ForkCommand, Forking::Command(id)) => {
+                let ack = ok_body(&reply.body, "v4/command")?;
+                let ack = zcode_v4::command::parse_ack(&ack, id)?;
+                Ok(Err(zcode_v4::fork::forked(&ack)?))
+            }
+            _ => Err(protocol("fork step out of order")),
         }
     }
 

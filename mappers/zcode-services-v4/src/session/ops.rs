@@ -4,6 +4,10 @@
 //! - create: `initialize` → `createSession{persistence:"immediate"}` → listen + subscribe.
 //! - load: `initialize` → `resumeSession` → the history, oldest first (below) → listen +
 //!   subscribe. resume: the same without the history.
+//! - fork: `initialize` → `resumeSession` of the parent (loads it; the Services Server checks
+//!   it belongs to the workspace) → its newest rows page → `forkAssistant` at the newest row
+//!   that can fork (`zcode_v4::fork`) → done with the new session's id, which the core then
+//!   loads (a `load` on this same session resource).
 //! - prompt: (`setAutoDrain{true}` if a stop paused the queue) → `sendText{startNow}`; done
 //!   when ZCode admitted the input. The turn's end comes from the frames.
 //! - cancel: `setAutoDrain{false}` → `stop{expectedForegroundExecutionId}` → `deleteQueueItem`
@@ -49,7 +53,16 @@ pub struct PendingOp {
 pub(super) enum Stage {
     Initialize(Open),
     Session(Open),
-    ConfirmMissing { session_id: String, failure: MapperError },
+    /// A fork: the parent resumed; its newest rows page next.
+    ForkParent(Open),
+    /// A fork: the parent's rows page read; the command next.
+    ForkRows(Open),
+    /// A fork: `forkAssistant` sent.
+    ForkCommand(String),
+    ConfirmMissing {
+        session_id: String,
+        failure: MapperError,
+    },
     Walk(Box<Walk>),
     Replay(Box<Walk>),
     Subscribe(OpenKind),
@@ -102,6 +115,7 @@ pub fn start(session: &mut ServicesSession, op_id: u64, op: &SessionOp, first: u
         SessionOp::Create(params) => begin_open(session, OpenKind::Create, params),
         SessionOp::Load(params) => begin_open(session, OpenKind::Load, params),
         SessionOp::Resume(params) => begin_open(session, OpenKind::Resume, params),
+        SessionOp::Fork(params) => begin_open(session, OpenKind::Fork, params),
         SessionOp::Prompt(params) => prompt_op(session, params),
         SessionOp::Cancel => cancel(session),
         SessionOp::FinishTurn => finish_turn(session),
@@ -163,7 +177,7 @@ pub fn resume(
             ))));
         }
     };
-    let next = advance(session, op.stage, result);
+    let next = advance(session, op.stage, result, first);
     step(session, op_id, first, next)
 }
 
@@ -225,9 +239,56 @@ fn advance(
     session: &mut ServicesSession,
     stage: Stage,
     result: Result<Value, MapperError>,
+    first: u64,
 ) -> Result<Next, MapperError> {
     let workspace = session.follow.state.workspace.clone();
     match stage {
+        Stage::Initialize(open) if open.kind == OpenKind::Fork => {
+            connection::check_initialized(&result?)?;
+            let parent = open.session_id.clone().unwrap_or_default();
+            let call = Call::agent(
+                "resumeSession",
+                json!({"workspacePath": workspace, "sessionId": parent}),
+            );
+            Ok(send(Stage::ForkParent(open), call.timeout(rpc::OPEN_TIMEOUT_MS)))
+        }
+        Stage::ForkParent(open) => {
+            let parent = open.session_id.clone().unwrap_or_default();
+            let snapshot = match result {
+                Err(failure) if failure.kind == ErrorKind::Native => {
+                    let stage = Stage::ConfirmMissing { session_id: parent, failure };
+                    return Ok(send(stage, sessions::list_call(&workspace)));
+                }
+                result => result?,
+            };
+            let opened = open::opened(&snapshot)
+                .map_err(|e| rpc::invalid_result("zcode-agent.resumeSession", &e))?;
+            if opened.workspace != workspace {
+                return Err(invalid_params("Session belongs to a different workspace"));
+            }
+            if opened.session_id != parent {
+                return Err(protocol("ZCode resumed a different session than requested"));
+            }
+            Ok(send(Stage::ForkRows(open), calls::rows_range(&workspace, &parent, None)))
+        }
+        Stage::ForkRows(open) => {
+            let parent = open.session_id.clone().unwrap_or_default();
+            let target = zcode_v4::fork::target(&result?).map_err(|e| match e.kind {
+                ErrorKind::Protocol => rpc::invalid_result(calls::ROWS_LABEL, &e),
+                _ => e,
+            })?;
+            let command = zcode_v4::fork::command(&parent, &target, first);
+            let id = command.command_id.clone();
+            let call = command::call(&command, &workspace, &parent, target.revision, 0.0);
+            Ok(send(Stage::ForkCommand(id), call))
+        }
+        Stage::ForkCommand(command_id) => {
+            let ack = command::parse_ack(&result?, &command_id)?;
+            let child = zcode_v4::fork::forked(&ack)?;
+            // Nothing is bound yet: the core loads the new session on this resource next.
+            session.follow.state.opening = false;
+            Ok(done(json!({"sessionId": child}), Vec::new()))
+        }
         Stage::Initialize(open) => {
             connection::check_initialized(&result?)?;
             let call = match &open.session_id {
@@ -366,6 +427,8 @@ fn subscribed(
             let updates = session.follow.state.metadata()?;
             done(json!({"modes": modes, "configOptions": options}), updates)
         }
+        // A fork is done before anything is subscribed (`Stage::ForkCommand`).
+        OpenKind::Fork => return Err(internal("A fork subscribes nothing itself")),
         // A resume answers with nothing before its response (the core sends a load's or
         // resume's updates ahead of it): the metadata goes out with the next state change.
         OpenKind::Resume => done(json!({"modes": modes, "configOptions": options}), Vec::new()),

@@ -1,4 +1,4 @@
-//! A mapper that behaves, and exercises every shape of `zcode:mapper@0.2.0`, for the runtime's
+//! A mapper that behaves, and exercises every shape of `zcode:mapper@0.3.0`, for the runtime's
 //! tests (`tests/calls.rs`, `tests/budget.rs`). Its results describe its inputs, so a test can
 //! check that every value crossed intact.
 //!
@@ -107,6 +107,7 @@ impl Guest for Conformance {
                     CredentialEncoding::Plain,
                 ],
             }],
+            offers: vec!["session/fork".into()],
         }
     }
 
@@ -461,6 +462,7 @@ fn describe_op(op: &SessionOp) -> Value {
         SessionOp::Create(p) => json!({ "create": p }),
         SessionOp::Load(p) => json!({ "load": p }),
         SessionOp::Resume(p) => json!({ "resume": p }),
+        SessionOp::Fork(p) => json!({ "fork": p }),
         SessionOp::Prompt(p) => json!({ "prompt": p }),
         SessionOp::Cancel => json!("cancel"),
         SessionOp::FinishTurn => json!("finish-turn"),

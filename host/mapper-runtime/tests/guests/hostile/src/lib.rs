@@ -35,6 +35,7 @@ impl Guest for Hostile {
             cli_version_probe: VersionProbe { args: vec![], env: vec![] },
             credentials_file: ".hostile/creds".into(),
             credential_sources: vec![],
+            offers: vec![],
         }
     }
 
