@@ -73,8 +73,9 @@ struct Args {
     /// about a minute here).
     #[arg(long, default_value_t = 2)]
     long_runs: usize,
-    /// Relay and long-turn memory: only these generations (default: all three), by the name
-    /// the tables use: `3.11.2`, `desktop-3.18.2`, `runtime-4.0.0` (a prefix is enough).
+    /// Relay and long-turn memory: only these generations (default: all four), by the name
+    /// the tables use: `3.11.2`, `desktop-3.18.2`, `desktop-4.0.0`, `runtime-4.0.0` (a prefix
+    /// is enough).
     #[arg(long, value_name = "NAME")]
     generation: Vec<String>,
     /// History load: messages in the long session.

@@ -26,12 +26,17 @@ pub struct Generation {
 }
 
 /// One release per generation: the 3.11 host bridge, the Desktop app-server (V4 rows and
-/// legacy events), the Services Server (binary IPC, V4 deltas).
-pub const GENERATIONS: [Generation; 3] = [
+/// legacy events; 3.18.2 and the newest Desktop, 4.0.0), the Services Server (binary IPC, V4
+/// deltas).
+pub const GENERATIONS: [Generation; 4] = [
     Generation { name: "3.11.2 host", args: &["--simulate", "--simulate-version", "3.11.2"] },
     Generation {
         name: "desktop-3.18.2 app-server",
         args: &["--simulate", "--simulate-version", "desktop-3.18.2"],
+    },
+    Generation {
+        name: "desktop-4.0.0 app-server",
+        args: &["--simulate", "--simulate-version", "desktop-4.0.0"],
     },
     Generation {
         name: "runtime-4.0.0 services",

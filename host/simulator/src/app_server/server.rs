@@ -405,11 +405,13 @@ pub const MALFORMED_LINE: &[u8] = b"{\"method\":\"session/event\",\"params\":{\"
 pub const INVALID_UTF8_LINE: &[u8] =
     b"{\"method\":\"session/event\",\"params\":\"\xff\xfe\xfd\"}\n";
 
-/// Writes notifications on their own lines, or all of them as one JSON array line.
+/// Writes notifications on their own lines, or all of them as one JSON array line. Either way
+/// they go to the writer as one piece: a streamed delta's event and V4 frame are one hand-off
+/// to the writer thread (and one wake-up of it), not two.
 pub fn write_notifications(out: &Output, array_lines: bool, notifications: Vec<Value>) {
     match notifications.len() {
         0 => {}
         _ if array_lines => out.frame(&Value::Array(notifications)),
-        _ => notifications.iter().for_each(|notification| out.frame(notification)),
+        _ => out.frames(&notifications),
     }
 }

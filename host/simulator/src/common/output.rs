@@ -40,8 +40,17 @@ impl Output {
 
     /// Enqueues one JSON frame followed by a newline.
     pub fn frame(&self, value: &serde_json::Value) {
-        let mut bytes = serde_json::to_vec(value).expect("JSON values always serialize");
-        bytes.push(b'\n');
+        self.frames(std::slice::from_ref(value));
+    }
+
+    /// Enqueues JSON frames, each followed by a newline, as one write: the same bytes as a
+    /// [`Output::frame`] each, at one hand-off to the writer.
+    pub fn frames(&self, values: &[serde_json::Value]) {
+        let mut bytes = Vec::with_capacity(256 * values.len());
+        for value in values {
+            serde_json::to_writer(&mut bytes, value).expect("JSON values always serialize");
+            bytes.push(b'\n');
+        }
         self.bytes(bytes);
     }
 
