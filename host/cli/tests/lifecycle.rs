@@ -95,7 +95,7 @@ fn requests_with_unknown_methods_get_method_not_found_and_the_connection_lives_o
     let (mut agent, session) =
         Agent::with_session(&env, policy::refuse_all(), plain_client(), &workspace);
 
-    for method in ["session/fork", "session/delete", "_zcode/unknown"] {
+    for method in ["session/archive", "session/delete", "_zcode/unknown"] {
         let response = agent.request(method, json!({"sessionId": session}));
         let (code, _) = agent.error_of(&response, method);
         assert_eq!(code, METHOD_NOT_FOUND, "{method}");
