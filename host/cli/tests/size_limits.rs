@@ -223,7 +223,7 @@ fn a_history_message_over_the_limit_refuses_the_load_and_resume_still_works() {
 /// (app-server stdio): live verification record", Desktop 3.12.3 / CLI 0.16.5, issue 25 [B]).
 /// A 30 MiB history (the `big-history` fault: about 3 700 exchanges of 8 KiB) loads: the resume
 /// reply and `session/messages` each carry all of it, one line apiece, and every message is
-/// replayed, in order, before `session/load` answers. Here, not in `desktop_app_server.rs`, so
+/// replayed once, in order, byte for byte, before `session/load` answers. Here, not in `desktop_app_server.rs`, so
 /// that it runs on the Desktop releases of the whole suite, not on every smaller set as well.
 #[test]
 fn a_30_mib_history_loads_in_one_resume_reply() {
@@ -234,30 +234,11 @@ fn a_30_mib_history_loads_in_one_resume_reply() {
     ) {
         return;
     }
-    let env = TestEnv::new();
-    let workspace = env.workspace("ws");
-    let (mut agent, session) =
-        Agent::with_session(&env, policy::refuse_all(), plain_client(), &workspace);
-    agent.prompt_ok(&session, "the newest words", "end_turn");
-    assert!(agent.finish().success());
-
-    let fault = [("ZCODE_SIM_FAULT", "big-history@session/resume=30")];
-    let mut agent = Agent::start_with_env(&env, policy::refuse_all(), &fault);
-    agent.initialize(plain_client());
-    let id = agent.send_request(
-        "session/load",
-        json!({"sessionId": session, "cwd": workspace, "mcpServers": []}),
-    );
-    let response = agent.wait_response(id);
-    agent.result_of(&response, "session/load of a 30 MiB history");
-    assert_big_history_replayed(&agent.updates(&session), "the newest words");
-    // The session goes on.
-    agent.prompt_ok(&session, "after the big load", "end_turn");
-    assert!(agent.finish().success());
+    load_a_30_mib_history("big-history@session/resume=30");
 }
 
 /// The Services Server of the runtime reads the same 30 MiB of history out 200 rows a page
-/// (`conversationRowsRangeV4`, `rowsRangeMaxLimit`), about 56 pages walked back and fetched
+/// (`conversationRowsRangeV4`, `rowsRangeMaxLimit`), about 55 pages walked back and fetched
 /// again oldest first (`mappers/zcode-services-v4/src/session/history.rs`): the `big-history`
 /// fault puts it before the session's own rows at the load's first history read. Every
 /// exchange is replayed once, in order, byte for byte, before `session/load` answers.
@@ -270,6 +251,13 @@ fn a_30_mib_history_loads_page_by_page_from_the_services_server() {
     ) {
         return;
     }
+    load_a_30_mib_history("big-history@conversationRowsRangeV4=30");
+}
+
+/// A session whose turn said "the newest words" is loaded by a new process under the
+/// `big-history` fault `fault` (30 MiB of exchanges before it); the whole history replays before
+/// `session/load` answers, and the session goes on.
+fn load_a_30_mib_history(fault: &str) {
     let env = TestEnv::new();
     let workspace = env.workspace("ws");
     let (mut agent, session) =
@@ -277,8 +265,8 @@ fn a_30_mib_history_loads_page_by_page_from_the_services_server() {
     agent.prompt_ok(&session, "the newest words", "end_turn");
     assert!(agent.finish().success());
 
-    let fault = [("ZCODE_SIM_FAULT", "big-history@conversationRowsRangeV4=30")];
-    let mut agent = Agent::start_with_env(&env, policy::refuse_all(), &fault);
+    let mut agent =
+        Agent::start_with_env(&env, policy::refuse_all(), &[("ZCODE_SIM_FAULT", fault)]);
     agent.initialize(plain_client());
     let id = agent.send_request(
         "session/load",
@@ -293,7 +281,8 @@ fn a_30_mib_history_loads_page_by_page_from_the_services_server() {
 }
 
 /// The reply of the `k`th exchange the `big-history` fault seeds (both simulated Agents write
-/// the same): "Reply to history message k. " and filler up to 8 KiB.
+/// the same): "Reply to history message k. " and filler up to 8 KiB. Spelt out here rather than
+/// taken from the simulator, so that the test says what must arrive.
 fn big_history_reply(k: usize) -> String {
     let mut text = format!("Reply to history message {k}. ");
     while text.len() < 8 * 1024 {

@@ -5,6 +5,7 @@
 use serde_json::json;
 
 use crate::common::clock::now_ms;
+use crate::common::turn::big_history_reply;
 use crate::services::conversation::{Batch, Conversation};
 use crate::services::server::{Server, Shared};
 
@@ -68,20 +69,8 @@ pub fn seed(server: &Server, shared: &Shared, messages: u64) {
     server.persist(&conversation);
 }
 
-/// The text of the `k`th reply [`prepend`] seeds: about 8 KiB, the size of a real message
-/// (48 messages were 414 KB in the live record [B] of issue 25), as the app-server's
-/// `big-history` fault writes it.
-fn big_history_reply(k: u64) -> String {
-    const FILLER: &str = "lorem ipsum dolor sit amet ";
-    let mut text = format!("Reply to history message {k}. ");
-    while text.len() < 8 * 1024 {
-        text.push_str(FILLER);
-    }
-    text
-}
-
 /// The `big-history` fault: puts `bytes` of finished exchanges (a turn header, the user input
-/// "History message k", the reply [`big_history_reply`]) before the conversation's own rows,
+/// "History message k", the reply [`big_history_reply`], as the app-server's fault writes them) before the conversation's own rows,
 /// which keep their order after them. Row ids are renumbered, so it is only for a
 /// conversation nobody follows yet: the first history read of a load.
 pub fn prepend(conversation: &mut Conversation, bytes: u64) {
