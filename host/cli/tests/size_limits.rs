@@ -223,7 +223,7 @@ fn a_history_message_over_the_limit_refuses_the_load_and_resume_still_works() {
 /// (app-server stdio): live verification record", Desktop 3.12.3 / CLI 0.16.5, issue 25 [B]).
 /// A 30 MiB history (the `big-history` fault: about 3 700 exchanges of 8 KiB) loads: the resume
 /// reply and `session/messages` each carry all of it, one line apiece, and every message is
-/// replayed, in order, before `session/load` answers. Here, not in `desktop_app_server.rs`, so
+/// replayed once, in order, byte for byte, before `session/load` answers. Here, not in `desktop_app_server.rs`, so
 /// that it runs on the Desktop releases of the whole suite, not on every smaller set as well.
 #[test]
 fn a_30_mib_history_loads_in_one_resume_reply() {
@@ -234,6 +234,30 @@ fn a_30_mib_history_loads_in_one_resume_reply() {
     ) {
         return;
     }
+    load_a_30_mib_history("big-history@session/resume=30");
+}
+
+/// The Services Server of the runtime reads the same 30 MiB of history out 200 rows a page
+/// (`conversationRowsRangeV4`, `rowsRangeMaxLimit`), about 55 pages walked back and fetched
+/// again oldest first (`mappers/zcode-services-v4/src/session/history.rs`): the `big-history`
+/// fault puts it before the session's own rows at the load's first history read. Every
+/// exchange is replayed once, in order, byte for byte, before `session/load` answers.
+#[test]
+fn a_30_mib_history_loads_page_by_page_from_the_services_server() {
+    if !skip_unless(
+        "a_30_mib_history_loads_page_by_page_from_the_services_server",
+        generation() == Generation::ServicesServer,
+        "about the Services Server's paged history (ZCODE_ACP_E2E_SIMULATE_VERSION=runtime-<v>)",
+    ) {
+        return;
+    }
+    load_a_30_mib_history("big-history@conversationRowsRangeV4=30");
+}
+
+/// A session whose turn said "the newest words" is loaded by a new process under the
+/// `big-history` fault `fault` (30 MiB of exchanges before it); the whole history replays before
+/// `session/load` answers, and the session goes on.
+fn load_a_30_mib_history(fault: &str) {
     let env = TestEnv::new();
     let workspace = env.workspace("ws");
     let (mut agent, session) =
@@ -241,8 +265,8 @@ fn a_30_mib_history_loads_in_one_resume_reply() {
     agent.prompt_ok(&session, "the newest words", "end_turn");
     assert!(agent.finish().success());
 
-    let fault = [("ZCODE_SIM_FAULT", "big-history@session/resume=30")];
-    let mut agent = Agent::start_with_env(&env, policy::refuse_all(), &fault);
+    let mut agent =
+        Agent::start_with_env(&env, policy::refuse_all(), &[("ZCODE_SIM_FAULT", fault)]);
     agent.initialize(plain_client());
     let id = agent.send_request(
         "session/load",
@@ -250,26 +274,62 @@ fn a_30_mib_history_loads_in_one_resume_reply() {
     );
     let response = agent.wait_response(id);
     agent.result_of(&response, "session/load of a 30 MiB history");
-    let updates = agent.updates(&session);
-    let users: Vec<String> = updates
-        .iter()
-        .filter(|u| kind(u) == "user_message_chunk")
-        .map(|u| u["content"]["text"].as_str().unwrap_or_default().to_owned())
-        .collect();
-    let replies = chunk_text(&updates, "agent_message_chunk");
-    let seeded = users.iter().filter(|t| t.starts_with("History message ")).count();
-    assert!(seeded > 3_000, "{seeded} seeded exchanges replayed");
-    assert_eq!(users[0], "History message 1");
-    assert_eq!(users[seeded - 1], format!("History message {seeded}"));
-    assert_eq!(
-        users.last().map(String::as_str),
-        Some("the newest words"),
-        "in order, the newest last"
-    );
-    // The replies are most of the 30 MiB; the rest is the messages' JSON around them.
-    assert!(replies.len() > 25 * 1024 * 1024, "{} bytes of replies", replies.len());
-    assert!(replies.contains(&format!("Reply to history message {seeded}. ")));
+    assert_big_history_replayed(&agent.updates(&session), "the newest words");
     // The session goes on.
     agent.prompt_ok(&session, "after the big load", "end_turn");
     assert!(agent.finish().success());
+}
+
+/// The reply of the `k`th exchange the `big-history` fault seeds (both simulated Agents write
+/// the same): "Reply to history message k. " and filler up to 8 KiB. Spelt out here rather than
+/// taken from the simulator, so that the test says what must arrive.
+fn big_history_reply(k: usize) -> String {
+    let mut text = format!("Reply to history message {k}. ");
+    while text.len() < 8 * 1024 {
+        text.push_str("lorem ipsum dolor sit amet ");
+    }
+    text
+}
+
+/// A load replayed the whole `big-history`: every seeded exchange once, oldest first, each
+/// reply byte for byte, then the session's own prompt `newest`.
+fn assert_big_history_replayed(updates: &[Value], newest: &str) {
+    let users: Vec<&str> = updates
+        .iter()
+        .filter(|u| kind(u) == "user_message_chunk")
+        .map(|u| u["content"]["text"].as_str().unwrap_or_default())
+        .collect();
+    let seeded = users.iter().filter(|t| t.starts_with("History message ")).count();
+    // 30 MiB of exchanges of a little over 8 KiB: about 3 700 of them.
+    assert!(seeded > 3_000, "{seeded} seeded exchanges replayed");
+    let expected: Vec<String> =
+        (1..=seeded).map(|k| format!("History message {k}")).chain([newest.to_owned()]).collect();
+    if users != expected {
+        let at = users.iter().zip(&expected).position(|(a, b)| a != b).unwrap_or(users.len());
+        panic!(
+            "user messages differ at {at} of {} ({} expected): {:?} instead of {:?}",
+            users.len(),
+            expected.len(),
+            users.get(at),
+            expected.get(at)
+        );
+    }
+    let replies = chunk_text(updates, "agent_message_chunk");
+    let expected: String = (1..=seeded).map(big_history_reply).collect();
+    // The replies are most of the 30 MiB; the rest is the rows' JSON around them.
+    assert!(expected.len() > 25 * 1024 * 1024, "{} bytes of replies", expected.len());
+    if !replies.starts_with(&expected) {
+        let at = replies.bytes().zip(expected.bytes()).position(|(a, b)| a != b);
+        let at = at.unwrap_or(replies.len().min(expected.len()));
+        let around = |text: &str| {
+            text.get(at.saturating_sub(40)..(at + 40).min(text.len())).map(str::to_owned)
+        };
+        panic!(
+            "the replayed replies ({} bytes) differ from the seeded ones ({} bytes) at byte {at}: {:?} instead of {:?}",
+            replies.len(),
+            expected.len(),
+            around(&replies),
+            around(&expected)
+        );
+    }
 }

@@ -271,3 +271,71 @@ fn invalid_fault_specifications_are_refused_at_start() {
         assert!(stdout.is_empty());
     }
 }
+
+/// `big-history` seeds a session's first history read with MiB of finished exchanges before
+/// its own rows (the 26 MB resume of issue 25 [B], paged): the pages are consistent (row ids
+/// from 1, ascending, no gap), the session's own turn comes last, and it fires once.
+#[test]
+fn a_big_history_comes_before_the_sessions_own_rows_at_the_first_read() {
+    let runtime = Runtime::new("4.0.0");
+    let ws = runtime.ws();
+    let mut client = runtime.start(&[]);
+    let mut session = Session::create(&mut client, &ws);
+    session.prompt(&mut client, "sim:reply own words");
+    drop(client);
+
+    let mut client = runtime.start(&[("ZCODE_SIM_FAULT", "big-history=1")]);
+    client
+        .agent(
+            "resumeSession",
+            &[json!({"workspacePath": ws, "sessionId": session.id, "mcpServers": []})],
+        )
+        .ok();
+    let page = |client: &mut Client, before: Option<u64>| {
+        let mut params = json!({"workspacePath": ws, "sessionId": session.id, "limit": 200});
+        if let Some(before) = before {
+            params["beforeRowId"] = json!(before);
+        }
+        client.agent("conversationRowsRangeV4", &[params]).ok()
+    };
+    let mut rows = Vec::new();
+    let mut before = None;
+    loop {
+        let got = page(&mut client, before);
+        let mut got_rows = got["rows"].as_array().unwrap().clone();
+        before = got_rows.first().and_then(|row| row["rowId"].as_u64());
+        got_rows.append(&mut rows);
+        rows = got_rows;
+        if got["hasMore"] != true {
+            break;
+        }
+    }
+    let ids: Vec<u64> = rows.iter().map(|row| row["rowId"].as_u64().unwrap()).collect();
+    assert_eq!(ids, (1..=rows.len() as u64).collect::<Vec<_>>(), "ids from 1, in order, no gap");
+    let users: Vec<&str> = rows
+        .iter()
+        .filter(|row| row["kind"] == "userInput")
+        .map(|row| row["text"].as_str().unwrap())
+        .collect();
+    // 1 MiB of exchanges of a little over 8 KiB, then the session's own prompt.
+    let seeded = users.len() - 1;
+    assert!((100..140).contains(&seeded), "{seeded} exchanges");
+    assert_eq!(users[0], "History message 1");
+    assert_eq!(users[seeded - 1], format!("History message {seeded}"));
+    assert_eq!(users[seeded], "sim:reply own words");
+    let last = rows.last().unwrap();
+    assert_eq!(
+        (last["kind"].as_str(), last["text"].as_str()),
+        (Some("assistantText"), Some("own words"))
+    );
+    let reply = rows.iter().find(|row| row["kind"] == "assistantText").unwrap();
+    assert!(reply["text"].as_str().unwrap().starts_with("Reply to history message 1. "));
+    assert!(reply["text"].as_str().unwrap().len() >= 8 * 1024);
+    // Fired once: the tail read again is the same.
+    let again = page(&mut client, None);
+    assert_eq!(again["rows"].as_array().unwrap().last(), Some(last));
+    assert_eq!(
+        again["rows"][0]["rowId"],
+        rows[rows.len() - again["rows"].as_array().unwrap().len()]["rowId"]
+    );
+}

@@ -131,10 +131,13 @@ pub fn permission(
             SYNTHETIC_DENY.to_string()
         }
     };
-    let reason = params.get("reason").and_then(Value::as_str).unwrap_or("");
+    // The title is the call's own, never ZCode's `reason`: a real reason is a risk-policy
+    // sentence ("High risk tools require explicit approval", the Desktop 3.12.3 live record's
+    // tool turn, issue 25 [B]), and the permission's tool call is an update of the call the
+    // client already shows, so a reason as title renamed `Bash: printf ...` for good.
     let mut tool_call = json!({
         "toolCallId": tool_call_id,
-        "title": if reason.is_empty() { tools::default_title(tool_name, input, workspace) } else { reason.to_string() },
+        "title": tools::default_title(tool_name, input, workspace),
         "kind": tools::tool_kind(tool_name),
     });
     if let Some(input) = input {

@@ -17,6 +17,7 @@ use super::store::{SessionRecord, Usage};
 use super::wire::{self, BUSY, INVALID_PARAMS, ProtocolError, REVISION_MISMATCH, parse_params};
 use crate::common::attachments;
 use crate::common::clock::now_ms;
+use crate::common::turn::big_history_reply;
 
 /// Methods of the real Agent's table the simulator answers with "not simulated" rather than
 /// `Method not found` (3.15.1 `zcodeProtocolMethods`).
@@ -306,7 +307,6 @@ fn subscribe(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, Prot
 /// of about 8 KiB, the size of a real message: 48 messages were 414 KB in the live record [B])
 /// before the session's own messages (the `big-history` fault).
 fn seed_history(record: &mut SessionRecord, bytes: u64) {
-    const FILLER: &str = "lorem ipsum dolor sit amet ";
     let workspace = record.workspace_path().to_owned();
     let mut seeded = Vec::new();
     let mut size = 0u64;
@@ -321,10 +321,7 @@ fn seed_history(record: &mut SessionRecord, bytes: u64) {
             None,
         );
         let reply_id = messages::new_id("msg");
-        let mut text = format!("Reply to history message {k}. ");
-        while text.len() < 8 * 1024 {
-            text.push_str(FILLER);
-        }
+        let text = big_history_reply(k);
         let info = messages::AssistantInfo {
             session_id: &record.session_id,
             message_id: &reply_id,

@@ -178,6 +178,18 @@ impl Verdict {
 
 /// A session's title from its first prompt: the first line, whitespace collapsed, at most 60
 /// characters.
+/// The reply of the `k`th exchange a `big-history` fault seeds (both the app-server's and the
+/// Services Server's): "Reply to history message k. " and filler up to about 8 KiB, the size of
+/// a real message (48 messages were 414 KB in the live record [B] of issue 25).
+pub fn big_history_reply(k: u64) -> String {
+    const FILLER: &str = "lorem ipsum dolor sit amet ";
+    let mut text = format!("Reply to history message {k}. ");
+    while text.len() < 8 * 1024 {
+        text.push_str(FILLER);
+    }
+    text
+}
+
 pub fn title_from(text: &str) -> String {
     const TITLE_CHARS: usize = 60;
     let line = text.lines().find(|line| !line.trim().is_empty()).unwrap_or("");

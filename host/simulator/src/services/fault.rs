@@ -45,6 +45,12 @@ pub enum Fault {
     /// Answer the next CAS command `stale` although its `baseRevision` is right (another
     /// client's change raced it).
     StaleCas,
+    /// The first `conversationRowsRangeV4` (the history read of a load) finds `n` MiB (default
+    /// 30) of finished exchanges before the session's own rows, so a load pages through all of
+    /// it: a real `session/resume` answered 26 MB of history in one reply ("ZCode Protocol v1
+    /// (app-server stdio): live verification record", Desktop 3.12.3 / CLI 0.16.5, issue 25
+    /// [B]); the Services Server hands the same history out 200 rows a page.
+    BigHistory,
 }
 
 /// Points outside methods and turns.
@@ -53,6 +59,9 @@ pub const HELLO: &str = "hello";
 
 const DEFAULT_LATE_MS: u64 = 35_000;
 const DEFAULT_SLOW_START_MS: u64 = 2_000;
+const DEFAULT_BIG_HISTORY_MIB: u64 = 30;
+/// The history read: where `big-history` fires.
+pub const ROWS_RANGE: &str = "conversationRowsRangeV4";
 
 impl Switch for Fault {
     const NAMES: &'static [(&'static str, Fault)] = &[
@@ -72,6 +81,7 @@ impl Switch for Fault {
         ("invalid-utf8", Fault::InvalidUtf8),
         ("wrong-hello-version", Fault::WrongHelloVersion),
         ("stale-cas", Fault::StaleCas),
+        ("big-history", Fault::BigHistory),
     ];
     const DELAY_VARIABLE: bool = true;
     const VALUE: &'static str = "delay";
@@ -82,12 +92,18 @@ impl Switch for Fault {
             Fault::WrongHelloVersion => HELLO,
             Fault::Late | Fault::Duplicate => "helloConversationV4",
             Fault::StaleCas => "sendConversationCommandV4",
+            Fault::BigHistory => ROWS_RANGE,
             _ => "stream",
         }
     }
 
+    /// `=n`: a delay in ms, or the MiB of history (`big-history`).
     fn default_value(self) -> u64 {
-        if self == Fault::SlowStart { DEFAULT_SLOW_START_MS } else { DEFAULT_LATE_MS }
+        match self {
+            Fault::SlowStart => DEFAULT_SLOW_START_MS,
+            Fault::BigHistory => DEFAULT_BIG_HISTORY_MIB,
+            _ => DEFAULT_LATE_MS,
+        }
     }
 
     fn known_point(point: &str, methods: &[&str]) -> bool {
@@ -99,6 +115,7 @@ impl Switch for Fault {
         match self {
             Fault::SplitWrites | Fault::SlowStart => point == START,
             Fault::WrongHelloVersion => point == HELLO,
+            Fault::BigHistory => point == ROWS_RANGE,
             Fault::Late | Fault::Duplicate | Fault::StaleCas => is_method,
             Fault::Crash | Fault::Exit | Fault::Stall => true,
             _ => is_method || is_turn,
@@ -135,7 +152,8 @@ mod tests {
     use crate::common::fault::parse_spec;
     use std::time::Duration;
 
-    const METHODS: &[&str] = &["helloConversationV4", "sendConversationCommandV4"];
+    const METHODS: &[&str] =
+        &["helloConversationV4", "sendConversationCommandV4", "conversationRowsRangeV4"];
 
     #[test]
     fn parses_names_points_and_defaults() {
@@ -157,6 +175,12 @@ mod tests {
             ]
         );
         assert_eq!(faults[3].delay(), Duration::from_millis(5));
+        let big = parse_spec::<Fault>("big-history, big_history=2", None, METHODS).unwrap();
+        assert_eq!(
+            (big[0].kind, big[0].point.as_str(), big[0].value),
+            (Fault::BigHistory, ROWS_RANGE, 30)
+        );
+        assert_eq!(big[1].value, 2);
     }
 
     #[test]
@@ -165,6 +189,7 @@ mod tests {
         assert!(parse_spec::<Fault>("crc-mismatch@start", None, METHODS).is_err());
         assert!(parse_spec::<Fault>("late@stream", None, METHODS).is_err());
         assert!(parse_spec::<Fault>("wrong-hello-version@stream", None, METHODS).is_err());
+        assert!(parse_spec::<Fault>("big-history@stream", None, METHODS).is_err());
         assert!(
             parse_spec::<Fault>("seq-gap@nowhere", None, METHODS).unwrap_err().contains("point")
         );

@@ -404,6 +404,7 @@ fn call(server: &Arc<Server>, id: i64, channel: &str, method: &str, args: Vec<Op
         match armed.kind {
             Fault::Late => delay = Some(armed.delay()),
             Fault::Duplicate => duplicate = true,
+            Fault::BigHistory => seed_big_history(server, &args, armed.value),
             _ => {
                 if server.fire(&armed).is_err() {
                     return;
@@ -445,6 +446,16 @@ fn call(server: &Arc<Server>, id: i64, channel: &str, method: &str, args: Vec<Op
     if let After::Drive(shared) = reply.after {
         turn::drive(server.clone(), shared);
     }
+}
+
+/// The `big-history` fault at the history read: the session the call names finds `mib` MiB
+/// of history before its own rows (an unknown session is left to the call to refuse).
+fn seed_big_history(server: &Server, args: &[Option<Value>], mib: u64) {
+    let session_id =
+        args.first().and_then(Option::as_ref).and_then(|params| params["sessionId"].as_str());
+    let Some(Ok(Some((shared, _)))) = session_id.map(|id| server.load(id)) else { return };
+    let mut conversation = shared.lock().expect("conversation lock");
+    turn::prepend_big_history(&mut conversation, mib * 1024 * 1024);
 }
 
 #[cfg(test)]

@@ -8,13 +8,14 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
-use serde_json::json;
-use zcode_contract::{Action, Inbound, NativeData, SessionInput};
-use zcode_mapper_sdk::Connection as _;
+use serde_json::{Value, json};
+use zcode_contract::{Action, Inbound, NativeData, SessionInput, SessionOp};
+use zcode_mapper_sdk::{Connection as _, SessionMachine as _};
 
-use super::session_flow::{SID, SUB, frame, live, map, prompted, updates};
+use super::session_flow::{SID, SUB, frame, init, live, map, prompted, updates};
 use super::support::*;
 use crate::ServicesConnection;
+use crate::ServicesSession;
 
 struct Counting;
 
@@ -210,4 +211,136 @@ fn a_5_mib_write_asking_permission_is_mapped_within_a_few_copies_of_itself() {
     // its cap in the end-to-end size_limits test on runtime-4.0.0.)
     assert!(peaks[0] < 5 * CONTENT, "the row's frame held {} bytes", peaks[0]);
     assert!(peaks[1] < 2 * CONTENT, "the question's frame held {} bytes", peaks[1]);
+}
+
+/// A load of a 30 MiB history (the size of the 26 MB resume a live record saw, issue 25 [B]),
+/// as the Services Server hands it out: 200 rows a page (`rowsRangeMaxLimit`), about 56 pages,
+/// each walked back once and fetched again oldest first (`session/history.rs`). Every row
+/// reaches the client once, in order, byte for byte, and the walk holds about a page at a time:
+/// no call holds more than a few pages, and the session keeps far less than the history after.
+#[test]
+fn a_30_mib_history_loads_page_by_page_in_bounded_memory() {
+    const HISTORY: usize = 30 * MIB;
+    const PAGE: usize = 200;
+    const FILLER: &str = "lorem ipsum dolor sit amet ";
+    let reply_text = |k: usize| {
+        let mut text = format!("Reply to history message {k}. ");
+        while text.len() < 8 * 1024 {
+            text.push_str(FILLER);
+        }
+        text
+    };
+    // Exchange k is rows 3k-2 (its turn header), 3k-1 (the user's words), 3k (the reply).
+    let exchanges = HISTORY / (8 * 1024 + 512);
+    let total_rows = 3 * exchanges;
+    let row_of = |id: usize| {
+        let k = (id - 1) / 3 + 1;
+        let turn = json!(format!("turn-{k}"));
+        let mut row = match id % 3 {
+            1 => row(
+                id as u64,
+                "turnHeader",
+                json!({"origin": "userInput", "state": "completedSuccess"}),
+            ),
+            2 => row(
+                id as u64,
+                "userInput",
+                json!({"origin": "realUser", "text": format!("History message {k}")}),
+            ),
+            _ => {
+                row(id as u64, "assistantText", json!({"text": reply_text(k), "state": "complete"}))
+            }
+        };
+        row["turnId"] = turn;
+        row
+    };
+    let page = |before: Option<u64>| {
+        let end = before.map_or(total_rows + 1, |before| before as usize);
+        let start = end.saturating_sub(PAGE).max(1);
+        let rows: Vec<Value> = (start..end).map(row_of).collect();
+        json!({"rows": rows, "atSeq": 9, "atRevision": 3, "atLogEpoch": "epoch", "hasMore": start > 1})
+    };
+
+    let mut session = ServicesSession::new(&init());
+    wait(session.start(
+        1,
+        &SessionOp::Load(r#"{"sessionId":"sess-1","cwd":"/w","mcpServers":[]}"#.into()),
+        1,
+    ));
+    wait(session.resume(1, Some(&reply(1, json!({"available": true}))), 2));
+    let mut step = wait(session.resume(1, Some(&reply(2, session_snapshot(SID))), 3));
+    let before = LIVE.with(Cell::get);
+    let (mut pages, mut call_peak, mut held, mut id) = (0, 0, 0, 3);
+    // Checked as they come, so the test keeps none of it: the next user message expected, and
+    // the exchange and byte of the reply text the next chunk goes on from.
+    let (mut next_user, mut replied) = (1, (1, 0));
+    loop {
+        for update in std::mem::take(&mut step.updates) {
+            let update: Value = serde_json::from_str(&update).unwrap();
+            let text = update["content"]["text"].as_str().unwrap_or_default();
+            match update["sessionUpdate"].as_str() {
+                Some("user_message_chunk") => {
+                    assert_eq!(text, format!("History message {next_user}"), "oldest first, once");
+                    next_user += 1;
+                }
+                Some("agent_message_chunk") => {
+                    let mut rest = text;
+                    while !rest.is_empty() {
+                        assert!(replied.0 <= exchanges, "more reply text than exchanges");
+                        let want = reply_text(replied.0);
+                        let n = (want.len() - replied.1).min(rest.len());
+                        assert_eq!(
+                            rest[..n],
+                            want[replied.1..replied.1 + n],
+                            "reply {}",
+                            replied.0
+                        );
+                        rest = &rest[n..];
+                        replied.1 += n;
+                        if replied.1 == want.len() {
+                            replied = (replied.0 + 1, 0);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        let (header, _) = request(&step.requests[0]);
+        if header[0] != 100 || header[3] != "conversationRowsRangeV4" {
+            // The history is read: the subscription's listen goes out.
+            assert!(!step.routes_added.is_empty(), "the history read ends in a subscribe");
+            break;
+        }
+        let (_, arg) = call(&step.requests[0]);
+        assert_eq!(arg["limit"], PAGE as u64);
+        pages += 1;
+        let body = reply(id, page(arg["beforeRowId"].as_u64()));
+        let size = match &body.body {
+            zcode_contract::ReplyBody::Ok(NativeData::Text(text)) => text.len(),
+            _ => 0,
+        };
+        let (next, peak) = peak_of(|| session.resume(1, Some(&body), id + 1));
+        drop(body);
+        call_peak = call_peak.max(peak.saturating_sub(size));
+        step = wait(next);
+        // What the session holds between pages (and the page's updates, not yet read).
+        held = held.max((LIVE.with(Cell::get) - before).max(0) as usize);
+        id += 1;
+    }
+    let kept = (LIVE.with(Cell::get) - before).max(0) as usize;
+    let expected_pages = total_rows.div_ceil(PAGE);
+    eprintln!(
+        "{exchanges} exchanges in {expected_pages} pages, {pages} read; peak heap of a call \
+         {call_peak} B; {held} B held between pages; {kept} B kept after the history"
+    );
+    // Walked back once; then every page but the oldest (streamed as the walk reached it) and
+    // the newest (kept from the walk) fetched again.
+    assert_eq!(pages, 2 * expected_pages - 2);
+    assert_eq!(next_user, exchanges + 1, "every user message");
+    assert_eq!(replied, (exchanges + 1, 0), "every reply, whole");
+    assert!(exchanges * 8 * 1024 > 25 * MIB, "most of the history is reply text");
+    // A page is about 550 KiB of JSON; parsed and mapped, it held under 2 MiB (measured).
+    assert!(call_peak < 8 * MIB, "one page's call held {call_peak} bytes");
+    assert!(held < 8 * MIB, "the session held {held} bytes between pages");
+    assert!(kept < 4 * MIB, "the session kept {kept} bytes of a {HISTORY}-byte history");
 }

@@ -13,7 +13,7 @@ use crate::ServicesSession;
 pub(super) const SID: &str = "sess-1";
 pub(super) const SUB: &str = "sub-1";
 
-fn init() -> SessionInit {
+pub(super) fn init() -> SessionInit {
     SessionInit {
         workspace: "/w".into(),
         client: ClientFeatures { plan_operations: true, form_elicitation: true },

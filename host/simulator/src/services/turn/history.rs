@@ -5,7 +5,8 @@
 use serde_json::json;
 
 use crate::common::clock::now_ms;
-use crate::services::conversation::Batch;
+use crate::common::turn::big_history_reply;
+use crate::services::conversation::{Batch, Conversation};
 use crate::services::server::{Server, Shared};
 
 pub const DEFAULT_MESSAGES: u64 = 10_000;
@@ -66,6 +67,52 @@ pub fn seed(server: &Server, shared: &Shared, messages: u64) {
     }
     conversation.commit(batch);
     server.persist(&conversation);
+}
+
+/// The `big-history` fault: puts `bytes` of finished exchanges (a turn header, the user input
+/// "History message k", the reply [`big_history_reply`], as the app-server's fault writes them) before the conversation's own rows,
+/// which keep their order after them. Row ids are renumbered, so it is only for a
+/// conversation nobody follows yet: the first history read of a load.
+pub fn prepend(conversation: &mut Conversation, bytes: u64) {
+    let log = &mut conversation.publisher.log;
+    let mut seeded = Vec::new();
+    let mut size = 0u64;
+    let mut k = 0u64;
+    let at = now_ms();
+    while size < bytes {
+        k += 1;
+        let turn_id = format!("turn_big_history_{k}");
+        let base = |kind: &str, entity: String| json!({"kind": kind, "turnId": turn_id, "productTurnId": turn_id, "entityId": entity, "createdAt": at, "createdAtSeq": 0});
+        let mut header = base("turnHeader", format!("turn:{turn_id}"));
+        header["origin"] = json!("userInput");
+        header["executionKind"] = json!("agent");
+        header["state"] = json!("completedSuccess");
+        header["startedAt"] = json!(at);
+        header["endedAt"] = json!(at);
+        header["activeMs"] = json!(0);
+        let command_id = format!("big-history-{k}");
+        let mut user = base("userInput", format!("input:{command_id}"));
+        user["text"] = json!(format!("History message {k}"));
+        user["origin"] = json!("realUser");
+        user["sourceCommandId"] = json!(command_id);
+        let mut reply = base("assistantText", format!("text:{turn_id}"));
+        reply["assistantResponseId"] = json!(format!("resp_{turn_id}"));
+        reply["text"] = json!(big_history_reply(k));
+        reply["state"] = json!("complete");
+        for mut row in [header, user, reply] {
+            row["rowId"] = json!(seeded.len() as u64 + 1);
+            size += row.to_string().len() as u64;
+            seeded.push(row);
+        }
+    }
+    let shift = seeded.len() as u64;
+    for row in &mut log.rows {
+        let id = row["rowId"].as_u64().unwrap_or(0);
+        row["rowId"] = json!(id + shift);
+    }
+    seeded.append(&mut log.rows);
+    log.rows = seeded;
+    log.next_row_id += shift;
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
-pub use history::history_count;
+pub use history::{history_count, prepend as prepend_big_history};
 
 use crate::common::clock::now_ms;
 use crate::common::scenario::{Condition, Scenario, UsageOverride};
