@@ -6,8 +6,8 @@
 // unstable in ACP, so neither stable schema (`schema/v1/schema.json`, `schema/v2/schema.json`)
 // defines it.
 //
-// On a release whose ZCode forks (V4 `forkAssistant`: desktop-4.0.0, the default, and
-// runtime-4.0.0): a session with two finished turns is forked; the fork request and answer
+// On a release whose ZCode forks (V4 `forkAssistant`: every Desktop 3.14–4.0 through the
+// app-server, desktop-4.0.0 being the default, and every runtime through the Services Server): a session with two finished turns is forked; the fork request and answer
 // match the schema's `ForkSessionRequest`/`ForkSessionResponse`, the fork replays both turns
 // (v2: then `replay_complete` and an idle `state_update`) before its answer, takes a prompt of
 // its own, and the parent sees none of it. On any other release fork is not advertised and
@@ -31,10 +31,12 @@ if (!agentPath || !workspace || !stderrLog) {
   process.exit(2);
 }
 const agentArgs = extraArgs.length > 0 ? extraArgs : ["--simulate"];
-// The releases whose simulated ZCode forks (`--simulate` alone plays desktop-4.0.0).
+// The releases whose simulated ZCode forks: the V4 generations, Desktop (app-server) and runtime
+// (Services Server); not the task protocol's 3.11.2 and 3.12.3. `--simulate` alone plays
+// desktop-4.0.0.
 const versionAt = agentArgs.indexOf("--simulate-version");
 const release = versionAt >= 0 ? agentArgs[versionAt + 1] : "desktop-4.0.0";
-const FORKS = ["desktop-4.0.0", "runtime-4.0.0"].includes(release);
+const FORKS = /^(desktop|runtime)-/.test(release);
 const METHOD_NOT_FOUND = -32601;
 
 // Hang guards only: one answer, and the first `session/new`, which also loads the mapper.
