@@ -335,7 +335,8 @@ impl Resident {
                 let while_idle = if running.is_some() { busy } else { allowed.clone() };
                 // `fork` is refused only before the first turn (and while compacting, which the
                 // simulator does not play): the command checks the row (`v4/fork.rs`).
-                // ZCode 3.14.3 `projection-state.ts` `computeAvailability`.
+                // `computeAvailability` (3.14.3 `projection-state.ts`, as a public reading of
+                // the source quotes it).
                 let fork = if running.is_none() && self.last_phase == "draft" {
                     json!({"allowed": false, "reasonCode": "forkTargetNotStable"})
                 } else {

@@ -10,8 +10,9 @@
 //! the control patch (`product-projection-actions.ts` `markStableForkAssistant`, called from the
 //! turn-complete reduction when `resultType === "success"`). Rows rebuilt from stored history
 //! carry the marks their turns earned ([`mark_stable`]). The command checks the row's own mark,
-//! its state and its header (`resolveStableForkCandidate`: `guard.forkTargetNotStable` unless
-//! the row is complete, `canFork`, and its header `completedSuccess`).
+//! its state and its header (ZCode's row-action target check: `guard.forkAssistantOnly` for a
+//! row that is not an `assistantText`, `guard.forkTargetNotStable` unless the row is complete,
+//! `canFork`, and its header `completedSuccess`; the same code in the `forkAssistant` ACK).
 use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Value, json};
