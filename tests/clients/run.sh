@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Drives `zcode-acp --simulate` with real ACP clients: over ACP v1 acpx 0.19.1, the TypeScript
 # SDK (@agentclientprotocol/sdk 2.4.0) and the Python SDK (agent-client-protocol 0.12.1); over
-# ACP v2 the TypeScript SDK's v2 client, with every agent frame checked against the v2 schema.
+# ACP v2 the TypeScript SDK's v2 client, with every agent frame checked against the v2 schema;
+# then `session/fork` over v1 and v2 through the SDK's unstable APIs, every frame both ways
+# checked against the SDK's unstable schemas (the only ones that define `session/fork`).
 #
 #   tests/clients/run.sh <path-to-zcode-acp> [agent args…]
 #
@@ -122,6 +124,10 @@ run_scenario python-sdk "$venv/bin/python" "$here/py_client.py" "$agent" \
 new_scenario ts-sdk-v2
 run_scenario ts-sdk-v2 node "$here/ts-v2-client.mjs" "$agent" "$runs/ts-sdk-v2/workspace" \
   "$runs/ts-sdk-v2/agent.stderr" "${agent_args[@]}"
+
+new_scenario ts-sdk-fork
+run_scenario ts-sdk-fork node "$here/ts-fork-client.mjs" "$agent" "$runs/ts-sdk-fork/workspace" \
+  "$runs/ts-sdk-fork/agent.stderr" "${agent_args[@]}"
 
 echo "run time: $(($(date +%s) - started)) s"
 echo "$passed passed, $failed failed"

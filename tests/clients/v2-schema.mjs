@@ -1,12 +1,16 @@
-// Validation of every frame an agent writes against the ACP v2 JSON Schema shipped in the
-// TypeScript SDK package (`schema/v2/schema.json`), with Ajv (draft 2020-12).
+// Validation of every frame an agent writes against an ACP JSON Schema shipped in the
+// TypeScript SDK package (`schema/v2/schema.json` by default; `schema/v1/schema.unstable.json`
+// and `schema/v2/schema.unstable.json` for methods only the unstable schemas define, such as
+// `session/fork`), with Ajv (draft 2020-12).
 //
 // A frame must be an agent message (request, response or notification) or a protocol-level
 // one (`$/cancel_request`), and — since the root schema also admits any extension message —
 // its params must match the type the schema gives its method (`x-method`, handled on the
 // client's side), and a response the type of the request it answers (`{"messageId": …}` is
 // checked as a `PromptResponse`, not as any result). A method the schema does not define is
-// a problem too: zcode-acp sends no extension messages.
+// a problem too: zcode-acp sends no extension messages. The requests the client sends are
+// checked against the types the schema gives them too (`sentProblems`), so a fork request is
+// known to be the schema's own, not only what the agent accepts.
 
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
@@ -14,7 +18,7 @@ import { StringDecoder } from "node:string_decoder";
 import Ajv2020 from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";
 
-const SCHEMA_ID = "acp-v2";
+const SCHEMA_ID = "acp";
 
 /** Integer and float formats the schema uses (ajv-formats covers uri, date-time, regex). */
 const NUMBER_FORMATS = {
@@ -29,10 +33,11 @@ const NUMBER_FORMATS = {
 /** Update kinds newer than the schema that zcode-acp sends (ACP v2 Preview, schema ≥ 1.18). */
 const OPEN_KINDS_SENT = new Set(["replay_complete"]);
 
-export function loadV2Schema() {
-  // The package exports no `schema/` subpath: read it from the installed package.
+/** `file` is a path under the SDK's `schema/` folder, e.g. `v1/schema.unstable.json`. */
+export function loadSchema(file = "v2/schema.json") {
+  // Read from the installed package (its `schema/*.json` exports are JSON, not modules).
   const path = fileURLToPath(
-    new URL("./node_modules/@agentclientprotocol/sdk/schema/v2/schema.json", import.meta.url),
+    new URL(`./node_modules/@agentclientprotocol/sdk/schema/${file}`, import.meta.url),
   );
   return { path, schema: JSON.parse(readFileSync(path, "utf8")) };
 }
@@ -42,9 +47,10 @@ export function loadV2Schema() {
  * response answers), `received(line)` for each line the agent writes. `problems` lists every
  * frame that broke the schema; `counts` how many frames of each kind were checked.
  */
-export class V2FrameChecker {
-  constructor() {
-    const { path, schema } = loadV2Schema();
+export class FrameChecker {
+  constructor(file = "v2/schema.json") {
+    const { path, schema } = loadSchema(file);
+    this.file = file;
     this.schemaPath = path;
     const ajv = new Ajv2020({ strict: false, allErrors: false, validateFormats: true });
     addFormats(ajv);
@@ -64,11 +70,14 @@ export class V2FrameChecker {
     const ref = (name) => ajv.compile({ $ref: `${SCHEMA_ID}#/$defs/${name}` });
     this.outgoing = new Map();
     this.responses = new Map();
+    this.requests = new Map();
     for (const [name, def] of Object.entries(schema.$defs)) {
       const method = def["x-method"];
       if (!method) continue;
       if (def["x-side"] === "agent" && name.endsWith("Response")) {
         this.responses.set(method, ref(name));
+      } else if (def["x-side"] === "agent" && name.endsWith("Request")) {
+        this.requests.set(method, ref(name));
       } else if (["client", "protocol"].includes(def["x-side"]) && !name.endsWith("Response")) {
         this.outgoing.set(method, ref(name));
       }
@@ -77,11 +86,18 @@ export class V2FrameChecker {
     // The update kinds the schema names; any other passes its open `other` variant, so the
     // one zcode-acp sends on purpose (`replay_complete`, newer than this schema) is listed.
     this.updateKinds = new Set(
-      schema.$defs.SessionUpdate.anyOf.map((v) => v.properties?.sessionUpdate?.const).filter(Boolean),
+      (schema.$defs.SessionUpdate.anyOf ?? schema.$defs.SessionUpdate.oneOf).map((v) => v.properties?.sessionUpdate?.const).filter(Boolean),
     );
     this.pending = new Map();
     this.problems = [];
-    this.counts = { frames: 0, responses: 0, notifications: 0, requests: 0 };
+    this.sentProblems = [];
+    this.counts = { frames: 0, responses: 0, notifications: 0, requests: 0, sent: 0 };
+    /** How many frames of each method (requests sent, and the answers to them) passed. */
+    this.valid = new Map();
+  }
+
+  #passed(what) {
+    this.valid.set(what, (this.valid.get(what) ?? 0) + 1);
   }
 
   /**
@@ -91,7 +107,7 @@ export class V2FrameChecker {
   selfTest() {
     const update = (u) => ({ jsonrpc: "2.0", method: "session/update", params: { sessionId: "s", update: u } });
     const chunk = { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "x" } };
-    const probe = new V2FrameChecker();
+    const probe = new FrameChecker(this.file);
     probe.pending.set("1", "session/prompt");
     probe.pending.set("2", "session/prompt");
     const wrong = [];
@@ -113,6 +129,32 @@ export class V2FrameChecker {
     return wrong;
   }
 
+  /**
+   * Proves the checker can fail on fork frames (for a schema that defines `session/fork`): a
+   * fork request without `cwd`, a fork answer without `sessionId` and a replayed update
+   * without `sessionId` are refused, their whole forms accepted. Returns what went wrong.
+   */
+  forkSelfTest() {
+    const probe = new FrameChecker(this.file);
+    const wrong = [];
+    const request = { jsonrpc: "2.0", id: 1, method: "session/fork", params: { sessionId: "s", cwd: "/w", mcpServers: [] } };
+    if (probe.checkSent(request)) wrong.push(`refused a fork request: ${probe.checkSent(request)}`);
+    const { cwd: _, ...noCwd } = request.params;
+    if (!probe.checkSent({ ...request, params: noCwd })) wrong.push("accepted a fork request without cwd");
+    probe.pending.set("1", "session/fork");
+    probe.pending.set("2", "session/fork");
+    if (probe.check({ jsonrpc: "2.0", id: 1, result: { sessionId: "f" } })) wrong.push("refused a fork answer");
+    if (!probe.check({ jsonrpc: "2.0", id: 2, result: { configOptions: [] } })) {
+      wrong.push("accepted a fork answer without sessionId");
+    }
+    const text = { type: "text", text: "x" };
+    const chunk = { sessionUpdate: "user_message_chunk", content: text, messageId: "m" };
+    if (!probe.check({ jsonrpc: "2.0", method: "session/update", params: { update: chunk } })) {
+      wrong.push("accepted an update without sessionId");
+    }
+    return wrong;
+  }
+
   sent(line) {
     let message;
     try {
@@ -122,7 +164,19 @@ export class V2FrameChecker {
     }
     if (message && message.method !== undefined && message.id !== undefined) {
       this.pending.set(JSON.stringify(message.id), message.method);
+      const problem = this.checkSent(message);
+      if (problem) this.sentProblems.push(`request ${message.method}: ${problem} in ${line.slice(0, 300)}`);
     }
+  }
+
+  /** What is wrong with one request the client sends, or nothing. */
+  checkSent(message) {
+    this.counts.sent += 1;
+    const validate = this.requests.get(message.method);
+    if (!validate) return `a method ${this.file} does not define`;
+    if (!validate(message.params)) return summarize(validate.errors);
+    this.#passed(`request ${message.method}`);
+    return null;
   }
 
   received(line) {
@@ -148,17 +202,27 @@ export class V2FrameChecker {
       if ("error" in message) return this.error(message.error) ? null : summarize(this.error.errors);
       const validate = this.responses.get(method);
       if (!validate) return `an answer to ${method ?? "no request of the client"}`;
-      return validate(message.result) ? null : summarize(validate.errors);
+      if (!validate(message.result)) return summarize(validate.errors);
+      this.#passed(`response ${method}`);
+      return null;
     }
     this.counts[message.id === undefined ? "notifications" : "requests"] += 1;
     const validate = this.outgoing.get(message.method);
-    if (!validate) return "a method the v2 schema does not define";
+    if (!validate) return `a method ${this.file} does not define`;
     if (!validate(message.params)) return summarize(validate.errors);
     const kind = message.method === "session/update" ? message.params.update.sessionUpdate : null;
     if (kind && !this.updateKinds.has(kind) && !OPEN_KINDS_SENT.has(kind)) {
-      return `an update kind the v2 schema does not name: ${kind}`;
+      return `an update kind ${this.file} does not name: ${kind}`;
     }
+    this.#passed(`${message.id === undefined ? "notification" : "request"} ${message.method}`);
     return null;
+  }
+}
+
+/** The checker `ts-v2-client.mjs` uses: the stable v2 schema. */
+export class V2FrameChecker extends FrameChecker {
+  constructor() {
+    super("v2/schema.json");
   }
 }
 

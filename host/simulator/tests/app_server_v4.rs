@@ -94,6 +94,25 @@ fn a_subscription_acks_then_sends_its_snapshot_and_contiguous_deltas() {
             })
             .collect();
         assert_eq!(appended, ["turnHeader", "userInput", "assistantText"], "{app}");
+        // The success sends the header closed, then the turn's answer again marked as a fork
+        // target (ZCode `markStableForkAssistant`), before the control patch.
+        let upserted: Vec<Value> = frames
+            .iter()
+            .flat_map(|frame| {
+                frame["frame"]["payload"]["deltas"].as_array().cloned().unwrap_or_default()
+            })
+            .filter(|delta| delta["op"] == "row.upserted")
+            .map(|delta| delta["row"].clone())
+            .collect();
+        let header = upserted.iter().position(|row| row["state"] == "completedSuccess");
+        let marked = upserted.iter().position(|row| row["actions"]["canFork"] == true);
+        assert!(header.is_some() && marked > header, "{app}: {upserted:#?}");
+        let marked = &upserted[marked.unwrap()];
+        assert_eq!(
+            (&marked["kind"], &marked["state"]),
+            (&json!("assistantText"), &json!("complete"))
+        );
+        assert_eq!(marked["text"], "from v4", "{app}");
         // Rows page backwards; the same usage answers on both families.
         let page = agent.ok("v4/conversation/rowsRange", json!({"sessionId": session, "limit": 2}));
         let ids: Vec<u64> = page["rows"]

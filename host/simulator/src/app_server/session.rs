@@ -333,8 +333,17 @@ impl Resident {
                 let allowed = json!({"allowed": true});
                 let busy = json!({"allowed": false, "reasonCode": "guard.turnRunning"});
                 let while_idle = if running.is_some() { busy } else { allowed.clone() };
+                // `fork` is refused only before the first turn (and while compacting, which the
+                // simulator does not play): the command checks the row (`v4/fork.rs`).
+                // `computeAvailability` (3.14.3 `projection-state.ts`, as a public reading of
+                // the source quotes it).
+                let fork = if running.is_none() && self.last_phase == "draft" {
+                    json!({"allowed": false, "reasonCode": "forkTargetNotStable"})
+                } else {
+                    allowed.clone()
+                };
                 json!({
-                    "fork": while_idle, "compact": while_idle,
+                    "fork": fork, "compact": while_idle,
                     "switchModelConfig": allowed, "setFollowupMode": allowed,
                     "queueEdit": allowed, "sendQueuedNow": allowed,
                     "pauseGoal": allowed, "resumeGoal": allowed,

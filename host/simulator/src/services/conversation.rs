@@ -493,7 +493,10 @@ impl Conversation {
         let denied = |code: &str| json!({"allowed": false, "reasonCode": code});
         let running = self.is_running();
         json!({
-            "fork": denied("forkTargetNotStable"),
+            // Refused only before the first turn (and while compacting, not played here); the
+            // command checks the row (`v4/fork.rs`). `computeAvailability` (3.14.3
+            // `projection-state.ts`, as a public reading of the source quotes it).
+            "fork": if self.phase() == "draft" { denied("forkTargetNotStable") } else { allowed.clone() },
             "compact": denied("idleCannotCompact"),
             "switchModelConfig": if running { denied("sessionRunning") } else { allowed.clone() },
             "setFollowupMode": allowed,

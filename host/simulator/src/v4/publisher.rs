@@ -34,8 +34,10 @@ pub struct Log {
 }
 
 impl Log {
-    /// A new log of `rows` under a new epoch.
-    pub fn new(log_epoch: String, rows: Vec<Value>) -> Log {
+    /// A new log of `rows` under a new epoch. Rows of finished turns carry the fork marks
+    /// their successes left (`fork.rs`), as a log rebuilt from stored history does.
+    pub fn new(log_epoch: String, mut rows: Vec<Value>) -> Log {
+        fork::mark_stable(&mut rows);
         let next_row_id =
             rows.iter().filter_map(|row| row["rowId"].as_u64()).max().unwrap_or(0) + 1;
         Log { log_epoch, seq: 0, next_row_id, rows }
@@ -170,6 +172,14 @@ impl Publisher {
         row_id
     }
 
+    /// Marks the last answer of `turn_id` as a fork target and sends it again (`row.upserted`),
+    /// as ZCode does on a turn's success (`fork.rs`). Nothing when the turn has no answer.
+    pub fn mark_stable_answer(&mut self, batch: &mut Batch, turn_id: &str) {
+        if let Some(row_id) = fork::stable_answer_of(&self.log.rows, turn_id) {
+            self.upsert_row(batch, row_id, fork::mark);
+        }
+    }
+
     /// Changes a row and sends it whole (`row.upserted`).
     pub fn upsert_row(&mut self, batch: &mut Batch, row_id: u64, change: impl FnOnce(&mut Value)) {
         let Ok(index) = self.row_index(row_id) else { return };
@@ -292,14 +302,13 @@ impl Publisher {
         let rows = &self.log.rows;
         let window = &rows[rows.len().saturating_sub(SNAPSHOT_TAIL_ROWS)..];
         json!({
-            "window": fork::with_fork_actions(window, &fork::stable_targets(rows)),
+            "window": window,
             "totalCount": rows.len(),
             "firstRowId": rows.first().map(|row| row["rowId"].clone()),
         })
     }
 
     /// `rowsRange`: up to `limit` rows before `before` (the tail without it), oldest first.
-    /// Reads show `actions.canFork` where a fork may start (`fork.rs`).
     pub fn rows_range(&self, before: Option<u64>, limit: usize, revision: u64) -> Value {
         let rows = &self.log.rows;
         let end = match before {
@@ -308,7 +317,7 @@ impl Publisher {
         };
         let start = end.saturating_sub(limit);
         json!({
-            "rows": fork::with_fork_actions(&rows[start..end], &fork::stable_targets(rows)),
+            "rows": &rows[start..end],
             "atSeq": self.log.seq,
             "atRevision": revision,
             "atLogEpoch": self.log.log_epoch,

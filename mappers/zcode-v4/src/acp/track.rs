@@ -817,6 +817,27 @@ mod tests {
     }
 
     #[test]
+    fn the_fork_mark_a_success_sends_again_adds_nothing() {
+        // On a turn's success ZCode sends its last answer again, whole, with
+        // `actions.canFork` (`markStableForkAssistant`): no text is new, so nothing is shown.
+        let mut tracker = Tracker::default();
+        tracker.appended(&text_row(1, "Hello", "streaming"), "/w").unwrap();
+        tracker.upserted(&text_row(1, "Hello", "complete"), "/w").unwrap();
+        let marked = row(json!({"rowId": 1, "kind": "assistantText", "text": "Hello",
+                                "state": "complete", "assistantResponseId": "r",
+                                "actions": {"canFork": true}}));
+        assert!(tracker.upserted(&marked, "/w").unwrap().updates.is_empty());
+        // A mark on an answer streamed only in part still shows the rest, once.
+        let mut partial = Tracker::default();
+        partial.appended(&text_row(2, "Hel", "streaming"), "/w").unwrap();
+        let marked = row(json!({"rowId": 2, "kind": "assistantText", "text": "Hello",
+                                "state": "complete", "assistantResponseId": "r",
+                                "actions": {"canFork": true}}));
+        assert_eq!(partial.upserted(&marked, "/w").unwrap().values()[0]["content"]["text"], "lo");
+        assert!(partial.upserted(&marked, "/w").unwrap().updates.is_empty());
+    }
+
+    #[test]
     fn announces_tools_when_their_input_is_known_and_moves_them_forward() {
         let mut tracker = Tracker::default();
         let streaming =

@@ -29,6 +29,7 @@ use crate::common::clock::now_ms;
 use crate::common::fault::FaultKind;
 use crate::common::scenario::{Action, Condition, Scenario, UsageOverride};
 use crate::common::turn::{Halt, StepResult, estimate_tokens, failed};
+use crate::v4::fork;
 
 /// The row a streaming text or reasoning part is appended to.
 struct OpenRow {
@@ -802,6 +803,18 @@ impl Turn {
         if let Some(row) = header_row.cloned() {
             let closed = with(row, json!({"state": header}));
             state.v4(sid, vec![json!({"op": "row.upserted", "row": closed})]);
+        }
+        // A success marks the turn's last answer as a fork target and sends it again, after the
+        // header and before the control patch (`v4/fork.rs`).
+        if header == "completedSuccess" {
+            let answer = state.sessions.get(sid).and_then(|resident| {
+                let row = fork::stable_answer_of(resident.publisher.rows(), &turn_id)?;
+                resident.publisher.row(row).cloned()
+            });
+            if let Some(mut row) = answer {
+                fork::mark(&mut row);
+                state.v4(sid, vec![json!({"op": "row.upserted", "row": row})]);
+            }
         }
         state.v4_patch(
             sid,

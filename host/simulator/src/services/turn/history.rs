@@ -58,6 +58,8 @@ pub fn seed(server: &Server, shared: &Shared, messages: u64) {
             reply["assistantResponseId"] = json!(format!("resp_{turn_id}"));
             reply["text"] = json!(format!("Reply to history message {written}."));
             reply["state"] = json!("complete");
+            // The mark its turn's success left (`v4/fork.rs`).
+            reply["actions"] = json!({"canFork": true});
             conversation.append_row(&mut batch, reply);
             written += 1;
         }

@@ -340,6 +340,11 @@ impl Turn {
             header["activeMs"] = json!(active_ms);
             header["outputTokens"] = json!(output);
         });
+        // A success marks the turn's last answer as a fork target and sends it again, after the
+        // header and before the control patch (`v4/fork.rs`).
+        if header_state == "completedSuccess" {
+            conversation.publisher.mark_stable_answer(&mut batch, &self.turn_id);
+        }
         let usage = &mut conversation.record.usage;
         usage.input_tokens += input;
         usage.output_tokens += output;
