@@ -8,14 +8,17 @@ use agent_client_protocol::BoxFuture;
 use tokio::sync::Mutex;
 use zcode_bridge::HostBridge;
 use zcode_contract::Mapper;
+use zcode_credentials::SessionFacts;
 
 use crate::error::CoordinatorError;
 
-/// A running host child and the mapper that speaks its protocol.
+/// A running host child, the mapper that speaks its protocol, and the facts its contract
+/// declares (read again for each session).
 #[derive(Clone)]
 pub struct Host {
     pub bridge: HostBridge,
     pub mapper: Arc<dyn Mapper>,
+    pub facts: SessionFacts,
 }
 
 /// Starts the host: discovery, the compatibility gate, mapper selection and the bridge.

@@ -344,6 +344,7 @@ impl Coordinator {
     async fn bind(&self, workspace: &Path) -> Result<Binding, CoordinatorError> {
         let host = self.inner.host.get().await?;
         let init = SessionInit {
+            facts: host.facts.read(),
             workspace: workspace.display().to_string(),
             client: self.inner.config.client,
         };

@@ -460,7 +460,11 @@ impl MapperSession for RecordingSession {
 // ----- redacting typed inputs ------------------------------------------------------------------
 
 fn redact_init(r: &mut Redactor, init: &SessionInit) -> SessionInit {
-    SessionInit { workspace: r.text(&init.workspace), client: init.client }
+    SessionInit {
+        facts: Default::default(),
+        workspace: r.text(&init.workspace),
+        client: init.client,
+    }
 }
 
 fn redact_connection_op(r: &mut Redactor, op: &ConnectionOp) -> ConnectionOp {

@@ -66,6 +66,7 @@ fn desktop_layout(os: Os) -> Layout {
 
 fn release(info: &ReleaseInfo) -> Release {
     Release {
+        data_files: Default::default(),
         id: info.id.to_string(),
         kind: LayoutKind::Desktop,
         app_version: info.app_version.to_string(),
@@ -96,6 +97,7 @@ fn simulated_release(info: &ReleaseInfo) -> Release {
         required_exports: Vec::new(),
     };
     Release {
+        data_files: Default::default(),
         id: format!("{SIMULATED_RELEASE_PREFIX}{}", info.app_version),
         kind: LayoutKind::Desktop,
         app_version: info.app_version.to_string(),
@@ -144,6 +146,7 @@ pub fn credential_encodings() -> Vec<CredentialEncoding> {
 
 pub fn contract() -> Contract {
     Contract {
+        facts: Default::default(),
         protocol_id: PROTOCOL_ID.to_string(),
         description: "ZCode Desktop 3.14.3-4.0.0 Agent (`zcode.cjs app-server --stdio`, CLI \
                       0.16.9-0.18.0): NDJSON, the V4 conversation next to legacy session/*, \

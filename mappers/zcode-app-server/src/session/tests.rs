@@ -23,6 +23,7 @@ fn line(bytes: &[u8]) -> Value {
 impl Driver {
     fn new(form: bool) -> Self {
         let init = SessionInit {
+            facts: Default::default(),
             workspace: "/w".into(),
             client: ClientFeatures { plan_operations: false, form_elicitation: form },
         };
