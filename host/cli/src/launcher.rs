@@ -135,7 +135,7 @@ impl Launcher {
             elapsed_ms = started.elapsed().as_millis() as u64,
             "host started"
         );
-        Ok(Host { bridge, mapper, facts })
+        Ok(Host { bridge, mapper, facts: Arc::new(move || facts.read()) })
     }
 
     /// Discovery for starting something: the selected install or a clear error.

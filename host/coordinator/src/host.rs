@@ -7,8 +7,7 @@ use std::sync::Arc;
 use agent_client_protocol::BoxFuture;
 use tokio::sync::Mutex;
 use zcode_bridge::HostBridge;
-use zcode_contract::Mapper;
-use zcode_credentials::SessionFacts;
+use zcode_contract::{Facts, Mapper};
 
 use crate::error::CoordinatorError;
 
@@ -18,8 +17,12 @@ use crate::error::CoordinatorError;
 pub struct Host {
     pub bridge: HostBridge,
     pub mapper: Arc<dyn Mapper>,
-    pub facts: SessionFacts,
+    /// Reads the contract's facts for a new session (`SessionInit::facts`), as the files are
+    /// now.
+    pub facts: FactReader,
 }
+
+pub type FactReader = Arc<dyn Fn() -> Facts + Send + Sync>;
 
 /// Starts the host: discovery, the compatibility gate, mapper selection and the bridge.
 /// Implemented by the CLI (real installs, `--simulate`) and by tests.
