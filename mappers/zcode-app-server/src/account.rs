@@ -170,12 +170,32 @@ pub fn account_state(facts: &[(String, FactValue)]) -> AccountState {
             "states": states,
         });
         // Content-addressed, as Desktop's: the same state is the same revision, which the
-        // Agent answers `unchanged`. serde_json's maps are sorted, so the text is canonical.
+        // Agent answers `unchanged`.
         params["revision"] =
-            json!(format!("zcode-acp:{}", sha256_hex(params.to_string().as_bytes())));
+            json!(format!("zcode-acp:{}", sha256_hex(canonical(&params).as_bytes())));
         state.push = Some(params);
     }
     state
+}
+
+/// JSON text with every object's keys sorted, whatever order the build's maps keep (a
+/// `preserve_order` feature elsewhere in a build must not change the revision).
+fn canonical(value: &Value) -> String {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            let members: Vec<String> = keys
+                .into_iter()
+                .map(|k| format!("{}:{}", Value::String(k.clone()), canonical(&map[k])))
+                .collect();
+            format!("{{{}}}", members.join(","))
+        }
+        Value::Array(items) => {
+            format!("[{}]", items.iter().map(canonical).collect::<Vec<_>>().join(","))
+        }
+        other => other.to_string(),
+    }
 }
 
 /// `_meta.zcodeAcp.unlistedAccountProviders` of an opened session, when any is unlisted.
@@ -263,7 +283,9 @@ mod tests {
                 },
             })
         );
-        let expected = format!("zcode-acp:{}", sha256_hex(push.to_string().as_bytes()));
+        let expected = format!("zcode-acp:{}", sha256_hex(canonical(&push).as_bytes()));
+        let sorted = canonical(&json!({"b": 1, "a": [{"d": 2, "c": 3}]}));
+        assert_eq!(sorted, r#"{"a":[{"c":3,"d":2}],"b":1}"#);
         assert_eq!(revision, json!(expected));
         assert_eq!(state.entitled, vec!["account:zai-individual-coding-plan".to_string()]);
         // bigmodel: neither signed in nor selected, so nothing is said about it.
