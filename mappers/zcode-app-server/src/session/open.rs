@@ -453,14 +453,15 @@ impl AppServerSession {
     /// push was received but not applied (`docs/coding-plan.md` F5, F9); it is said, never
     /// retried.
     fn check_account_models(&mut self, state: &Value) {
+        // A state without a model list says nothing either way.
+        let Some(models) = state.pointer("/settings/model/available").and_then(Value::as_array)
+        else {
+            return;
+        };
         let listed = |provider: &str| {
-            state.pointer("/settings/model/available").and_then(Value::as_array).is_some_and(
-                |models| {
-                    models.iter().any(|m| {
-                        m.pointer("/ref/providerId").and_then(Value::as_str) == Some(provider)
-                    })
-                },
-            )
+            models
+                .iter()
+                .any(|m| m.pointer("/ref/providerId").and_then(Value::as_str) == Some(provider))
         };
         let (kept, ignored): (Vec<String>, Vec<String>) =
             std::mem::take(&mut self.account.entitled).into_iter().partition(|id| listed(id));
