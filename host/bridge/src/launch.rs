@@ -75,6 +75,7 @@ mod tests {
 
     fn install(executable: &str) -> VerifiedInstall {
         VerifiedInstall {
+            facts: Default::default(),
             install_root: "/".into(),
             kind: zcode_contract::LayoutKind::Desktop,
             executable: executable.into(),

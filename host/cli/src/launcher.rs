@@ -12,7 +12,7 @@ use serde_json::json;
 use zcode_bridge::{BridgeOptions, HostBridge, HostSpec};
 use zcode_contract::{Mapper, Platform};
 use zcode_coordinator::{CoordinatorError, FailureKind, Host, HostLauncher};
-use zcode_credentials::CredentialStore;
+use zcode_credentials::{CredentialStore, SessionFacts};
 use zcode_discovery::{Discovery, Inspector, Search, Selected, SystemRegistry, process_env};
 
 use crate::Target;
@@ -109,6 +109,12 @@ impl Launcher {
             &selected.install.home,
             mapper.contract().credential_sources.clone(),
         );
+        let facts = SessionFacts::new(
+            &selected.install.home,
+            selected.install.facts.clone(),
+            mapper.contract().facts.clone(),
+            credentials.clone(),
+        );
         let spec = HostSpec {
             install: &selected.install,
             plan: &plan,
@@ -129,7 +135,7 @@ impl Launcher {
             elapsed_ms = started.elapsed().as_millis() as u64,
             "host started"
         );
-        Ok(Host { bridge, mapper })
+        Ok(Host { bridge, mapper, facts: Arc::new(move || facts.read()) })
     }
 
     /// Discovery for starting something: the selected install or a clear error.

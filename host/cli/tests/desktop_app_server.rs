@@ -468,8 +468,38 @@ const PLAN: &str = "account:zai-individual-coding-plan";
 const SECRET_KEY: &str = "CODING-PLAN-KEY-7f3e9a";
 const MACHINE_SECRET: &str = "e2e machine secret";
 
-/// Writes ZCode's credentials file with the signed-in user and the plan's key as `stored`.
+/// Writes ZCode's settings as Desktop leaves them: the `zai` family, its plan of `kind`.
+fn write_settings(env: &TestEnv, kind: &str) {
+    let dir = env.path().join("home/.zcode/v2");
+    std::fs::create_dir_all(&dir).unwrap();
+    let settings = json!({
+        "providerFamilyDomain": "zai",
+        "providerFamilyConnectionSelections": {"zai": {"kind": kind}},
+    });
+    std::fs::write(dir.join("setting.json"), settings.to_string()).unwrap();
+}
+
+/// Writes ZCode's credentials file with the signed-in user and the plan's key as `stored`
+/// (none: signed in without a stored key, as 3.15.1 and later sign in).
+fn write_account(env: &TestEnv, stored: Option<&str>) {
+    let dir = env.path().join("home/.zcode/v2");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut entries = serde_json::Map::new();
+    let user = json!({"id": USER_ID, "name": "e2e"}).to_string();
+    entries.insert("oauth:zai:user_info".into(), json!(user));
+    if let Some(stored) = stored {
+        entries.insert(
+            format!("account-provider:coding-plan:{PLAN}:account:{USER_ID}:api-key"),
+            json!(stored),
+        );
+    }
+    std::fs::write(dir.join("credentials.json"), Value::Object(entries).to_string()).unwrap();
+}
+
+/// Writes ZCode's credentials file with the signed-in user and the plan's key as `stored`,
+/// and settings selecting the `zai` individual Coding Plan: the files that entitle it.
 fn write_credentials(env: &TestEnv, stored: &str) {
+    write_settings(env, "individual-coding-plan");
     let dir = env.path().join("home/.zcode/v2");
     std::fs::create_dir_all(&dir).unwrap();
     let mut entries = serde_json::Map::new();
@@ -498,8 +528,36 @@ fn enc_v1(clear: &str, secret: &str) -> String {
     format!("enc:v1:{}.{}.{}", part(&iv), part(&tag), part(&sealed))
 }
 
-/// One turn on an entitled account model (with the simulator `fault` armed, if any); returns
-/// the prompt's response, everything logged and the recording.
+/// A session opened with the user's files as they are: the `session/new` response, everything
+/// logged and the recording.
+fn open_with_account(env: &TestEnv, workspace: &Path) -> (Value, String, String) {
+    let (record_var, record_file) = recording(env);
+    // Unredacted: the push's order shows, and still no key can be in it.
+    let extra = [
+        ("ZCODE_ACP_RECORD_UNREDACTED", "1"),
+        ("ZCODE_CREDENTIAL_SECRET", MACHINE_SECRET),
+        ("ZCODE_ACP_LOG", "trace"),
+        (record_var, record_file.as_str()),
+    ];
+    let mut agent = Agent::start_with_env(env, policy::refuse_all(), &extra);
+    agent.initialize(plain_client());
+    let created = agent.call("session/new", json!({"cwd": workspace, "mcpServers": []}));
+    let (_, stderr) = agent.finish_with_stderr();
+    (created, stderr, record(env))
+}
+
+/// Whether a `session/new` result offers a model whose value starts with `prefix`.
+fn offers_model(created: &Value, prefix: &str) -> bool {
+    created["configOptions"].to_string().contains(&format!("\"value\":\"{prefix}"))
+}
+
+/// The reasons `session/new` gives for the unlisted plan providers.
+fn unlisted_reasons(created: &Value) -> String {
+    created["_meta"]["zcodeAcp"]["unlistedAccountProviders"].to_string()
+}
+
+/// One turn on the account model the user's files entitle (with the simulator `fault` armed,
+/// if any); returns the prompt's response, everything logged and the recording.
 fn turn_on_account(
     env: &TestEnv,
     workspace: &Path,
@@ -508,7 +566,6 @@ fn turn_on_account(
 ) -> (Value, String, String) {
     let (record_var, record_file) = recording(env);
     let extra = [
-        ("ZCODE_SIM_ENTITLED_ACCOUNTS", entitled),
         ("ZCODE_CREDENTIAL_SECRET", MACHINE_SECRET),
         ("ZCODE_ACP_LOG", "trace"),
         ("ZCODE_SIM_FAULT", fault),
@@ -560,24 +617,52 @@ fn provider_headers_carry_the_plan_key_from_the_credentials_file_and_nowhere_els
 }
 
 #[test]
-fn enc_v2_sign_ins_and_start_plan_are_refused_with_their_reason() {
-    if !desktop("enc_v2_sign_ins_and_start_plan_are_refused_with_their_reason", None) {
+fn plan_models_are_listed_only_when_the_users_files_entitle_them_and_say_why_not() {
+    if !desktop(
+        "plan_models_are_listed_only_when_the_users_files_entitle_them_and_say_why_not",
+        None,
+    ) {
         return;
     }
-    // 3.18 stores the sign-in as enc:v2 behind the OS credential store: not readable here.
+    // Entitled: signed in, an enc:v1 key, the plan selected. The push precedes the create.
+    let env = TestEnv::new();
+    let workspace = env.workspace("ws");
+    write_credentials(&env, &enc_v1(SECRET_KEY, MACHINE_SECRET));
+    let (created, logged, recorded) = open_with_account(&env, &workspace);
+    let plan_model = format!("{PLAN}/GLM-5.3");
+    assert!(offers_model(&created, &plan_model), "{created}");
+    assert!(created["_meta"]["zcodeAcp"].is_null(), "{created}");
+    let push = recorded.find("provider/updateAccountConfig").expect("pushed");
+    assert!(push < recorded.find("session/create").unwrap(), "pushed before the create");
+    for (place, text) in [("log", &logged), ("recording", &recorded)] {
+        assert!(!text.contains(SECRET_KEY), "the key is in the {place}");
+    }
+
+    // Signed in without a stored key (3.15.1 and later): not listed, and said.
+    let env = TestEnv::new();
+    let workspace = env.workspace("ws");
+    write_settings(&env, "individual-coding-plan");
+    write_account(&env, None);
+    let (created, _, recorded) = open_with_account(&env, &workspace);
+    assert!(!offers_model(&created, PLAN), "{created}");
+    assert!(unlisted_reasons(&created).contains("no Coding Plan key"), "{created}");
+    assert!(!recorded.contains("provider/updateAccountConfig"), "nothing entitled, no push");
+
+    // 3.18 stores the key as enc:v2 behind the OS credential store: not readable here.
     let env = TestEnv::new();
     let workspace = env.workspace("ws");
     write_credentials(&env, "enc:v2:opaque-to-zcode-acp");
-    let (response, logged, _) = turn_on_account(&env, &workspace, PLAN, "");
-    let message = response["error"]["message"].as_str().unwrap_or_default();
-    assert!(message.contains("enc:v2"), "says why: {response}");
+    let (created, logged, _) = open_with_account(&env, &workspace);
+    assert!(!offers_model(&created, PLAN), "{created}");
+    assert!(unlisted_reasons(&created).contains("enc:v2"), "{created}");
     assert!(!logged.contains("opaque-to-zcode-acp"));
 
-    // Start Plan needs a captcha only the Desktop renderer solves: refused, saying so.
+    // Another plan selected (the Start Plan needs a captcha only Desktop solves): not listed.
     let env = TestEnv::new();
     let workspace = env.workspace("ws");
     write_credentials(&env, SECRET_KEY);
-    let (response, _, _) = turn_on_account(&env, &workspace, "account:zai-start-plan", "");
-    let message = response["error"]["message"].as_str().unwrap_or_default();
-    assert!(message.contains("Start Plan") && message.contains("captcha"), "{response}");
+    write_settings(&env, "start-plan");
+    let (created, _, _) = open_with_account(&env, &workspace);
+    assert!(!offers_model(&created, "account:"), "{created}");
+    assert!(unlisted_reasons(&created).contains("another plan"), "{created}");
 }

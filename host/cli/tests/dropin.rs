@@ -4,7 +4,7 @@
 //! The subject is the SDK's example, `echo-v1` (`mappers/examples/echo-v1`): built with the
 //! mappers workspace, never embedded, for a made-up protocol whose host is a small Node server in
 //! a standalone-runtime folder. Through the real binary, a trusted copy of it drives that host,
-//! and every capability of WIT `zcode:mapper@0.3.0` is on the path: a runtime install found with
+//! and every capability of WIT `zcode:mapper@0.4.0` is on the path: a runtime install found with
 //! `--zcode-node` and verified by running the Node, an unpinned file with the identity the host
 //! reports, a credential the core fills into the handshake, binary frames and events, a request
 //! made while mapping events (a gap in the event sequence), an untracked write (the answer to a

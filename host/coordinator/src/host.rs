@@ -7,16 +7,22 @@ use std::sync::Arc;
 use agent_client_protocol::BoxFuture;
 use tokio::sync::Mutex;
 use zcode_bridge::HostBridge;
-use zcode_contract::Mapper;
+use zcode_contract::{Facts, Mapper};
 
 use crate::error::CoordinatorError;
 
-/// A running host child and the mapper that speaks its protocol.
+/// A running host child, the mapper that speaks its protocol, and the facts its contract
+/// declares (read again for each session).
 #[derive(Clone)]
 pub struct Host {
     pub bridge: HostBridge,
     pub mapper: Arc<dyn Mapper>,
+    /// Reads the contract's facts for a new session (`SessionInit::facts`), as the files are
+    /// now.
+    pub facts: FactReader,
 }
+
+pub type FactReader = Arc<dyn Fn() -> Facts + Send + Sync>;
 
 /// Starts the host: discovery, the compatibility gate, mapper selection and the bridge.
 /// Implemented by the CLI (real installs, `--simulate`) and by tests.

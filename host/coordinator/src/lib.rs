@@ -31,7 +31,7 @@ pub use acp_json::{ChunkKind, TextChunk, Update};
 pub use client::{ClientError, ClientPort, send_each};
 pub use config::CoordinatorConfig;
 pub use error::{CoordinatorError, FailureKind};
-pub use host::{Host, HostLauncher, HostSlot};
+pub use host::{FactReader, Host, HostLauncher, HostSlot};
 pub use session::{BoundSession, PendingPrompt};
 pub use workspace::canonical_workspace;
 
@@ -344,6 +344,7 @@ impl Coordinator {
     async fn bind(&self, workspace: &Path) -> Result<Binding, CoordinatorError> {
         let host = self.inner.host.get().await?;
         let init = SessionInit {
+            facts: (host.facts)(),
             workspace: workspace.display().to_string(),
             client: self.inner.config.client,
         };

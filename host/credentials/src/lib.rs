@@ -13,9 +13,12 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
-use zcode_contract::{CredentialSource, NativeWrite, SecretFill};
+use zcode_contract::{CredentialSource, NativeWrite, Presence, SecretFill};
 
+mod facts;
 mod protected;
+
+pub use facts::SessionFacts;
 
 use protected::{Machine, decode};
 
@@ -73,6 +76,29 @@ impl CredentialStore {
         }
     }
 
+    /// Whether `source` holds a readable credential for `args`, for a mapper's
+    /// `credential-presence` fact: the same lookups and decoders as a fill, and the value
+    /// dropped at once. An unknown source is absent.
+    pub fn presence(&self, source: &str, args: &[(String, String)]) -> Presence {
+        let Some(source) = self.sources.iter().find(|s| s.name == source) else {
+            return Presence::Absent;
+        };
+        let fill = SecretFill {
+            placeholder: String::new(),
+            source: source.name.clone(),
+            args: args.to_vec(),
+            fallback: Vec::new(),
+        };
+        match self.read(source, &fill) {
+            Ok(_) => Presence::Present,
+            Err(Unavailable::NoFile | Unavailable::Missing) => Presence::Absent,
+            Err(Unavailable::Protected(prefix)) => {
+                Presence::Unreadable(prefix.trim_end_matches(':').to_string())
+            }
+            Err(why) => Presence::Unreadable(why.to_string()),
+        }
+    }
+
     /// The credential's value, or why it cannot be had (without the value or the key).
     fn read(&self, source: &CredentialSource, fill: &SecretFill) -> Result<String, Unavailable> {
         let entries = self.entries(&source.file)?;
@@ -121,6 +147,8 @@ enum Unavailable {
         "the credential is stored in a form the contract does not allow or the core cannot read"
     )]
     Encoding,
+    #[error("the credential is stored as `{0}`, a form the core cannot read")]
+    Protected(String),
     #[error("the credential does not decrypt with this machine's key")]
     Undecryptable,
     #[error("the credential key names an unknown placeholder")]

@@ -43,7 +43,7 @@ pub(crate) fn decode(
                 return decrypt(&stored[form.prefix.len()..], form, machine);
             }
             CredentialEncoding::Unreadable(prefix) if stored.starts_with(prefix.as_str()) => {
-                return Err(Unavailable::Encoding);
+                return Err(Unavailable::Protected(prefix.clone()));
             }
             _ => {}
         }

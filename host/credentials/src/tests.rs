@@ -207,3 +207,87 @@ impl std::io::Write for Sink {
         Ok(())
     }
 }
+
+fn plan_home(key: &str) -> tempfile::TempDir {
+    home_with(&serde_json::json!({
+        "profile:bigmodel": "{\"id\":\"u42\"}",
+        "provider:coding-plan:bigmodel:user:u42:key": key,
+    }))
+}
+
+#[test]
+fn presence_says_whether_a_credential_is_readable_and_never_its_value() {
+    let key_env = "ZCODE_ACP_TEST_PRESENCE_KEY";
+    // SAFETY: only this test reads or writes this variable.
+    unsafe { std::env::set_var(key_env, "machine-secret") };
+    let mut source = source();
+    source.encodings = encodings(key_env);
+    let sealed = encrypt("machine-secret", "the-key");
+    let wrong = encrypt("another-secret", "the-key");
+    let args: Vec<(String, String)> =
+        args().iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let cases = [
+        (plan_home("plain-key"), Presence::Present),
+        (plan_home(&sealed), Presence::Present),
+        (plan_home(&wrong), Presence::Unreadable(Unavailable::Undecryptable.to_string())),
+        (plan_home("enc:v2:opaque"), Presence::Unreadable("enc".into())),
+        (tempfile::tempdir().unwrap(), Presence::Absent),
+        (home_with(&serde_json::json!({"other": "x"})), Presence::Absent),
+    ];
+    for (home, expected) in cases {
+        let store = CredentialStore::new(home.path(), vec![source.clone()]);
+        assert_eq!(store.presence("plan-key", &args), expected);
+    }
+}
+
+#[test]
+fn an_unreadable_form_is_named_by_its_prefix() {
+    let mut source = source();
+    source.encodings =
+        vec![CredentialEncoding::Unreadable("enc:v2:".into()), CredentialEncoding::Plain];
+    let args: Vec<(String, String)> =
+        args().iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let home = plan_home("enc:v2:opaque");
+    let store = CredentialStore::new(home.path(), vec![source]);
+    assert_eq!(store.presence("plan-key", &args), Presence::Unreadable("enc:v2".into()));
+}
+
+#[test]
+fn session_facts_read_user_files_and_presence_but_no_credential_value() {
+    use zcode_contract::{FactKind, FactSource, FactValue, JsonFact, PresenceFact};
+    let home = plan_home("the-secret-key");
+    std::fs::write(
+        home.path().join(".zcode/v2/setting.json"),
+        r#"{"providerFamilyDomain":"bigmodel","big":[1,2]}"#,
+    )
+    .unwrap();
+    let fact = |name: &str, kind| FactSource { name: name.into(), kind };
+    let json = |file: &str, pointer: &str| JsonFact { file: file.into(), pointer: pointer.into() };
+    let sources = vec![
+        fact("revision", FactKind::InstallJson(json("table", "/revision"))),
+        fact("family", FactKind::UserJson(json(".zcode/v2/setting.json", "/providerFamilyDomain"))),
+        fact("none", FactKind::UserJson(json(".zcode/v2/setting.json", "/absent"))),
+        fact("nofile", FactKind::UserJson(json(".zcode/v2/missing.json", ""))),
+        fact(
+            "key",
+            FactKind::CredentialPresence(PresenceFact {
+                source: "plan-key".into(),
+                args: args().iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            }),
+        ),
+    ];
+    let install = vec![("revision".to_string(), FactValue::Json("31".into()))];
+    let store = CredentialStore::new(home.path(), vec![source()]);
+    let facts = SessionFacts::new(home.path(), install, sources, store).read();
+    assert_eq!(
+        facts,
+        vec![
+            ("revision".to_string(), FactValue::Json("31".into())),
+            ("family".to_string(), FactValue::Json("\"bigmodel\"".into())),
+            ("none".to_string(), FactValue::Json("null".into())),
+            ("nofile".to_string(), FactValue::Json("null".into())),
+            ("key".to_string(), FactValue::Presence(Presence::Present)),
+        ]
+    );
+    assert!(!format!("{facts:?}").contains("the-secret-key"));
+}

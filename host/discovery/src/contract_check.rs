@@ -5,7 +5,9 @@
 
 use std::collections::HashSet;
 
-use zcode_contract::{Contract, DesktopLayout, Layout, LayoutKind, Release, RuntimeLayout};
+use zcode_contract::{
+    Contract, DesktopLayout, FactKind, Layout, LayoutKind, Release, RuntimeLayout,
+};
 
 use crate::version::is_version;
 
@@ -62,6 +64,7 @@ pub fn validate_contract(contract: &Contract) -> Result<(), String> {
         return Err("cli-version-probe args contain a NUL byte".into());
     }
     validate_credential_sources(contract)?;
+    validate_facts(contract)?;
     // No credentials file means authentication presence is reported as unknown.
     if contract.credentials_file.is_empty() {
         return Ok(());
@@ -153,6 +156,81 @@ fn validate_release(contract: &Contract, release: &Release) -> Result<(), String
         // Without a pin, the host's reported identity is what ties the install to the
         // release; a release with neither could be anything.
         return Err(format!("leaves file `{}` unpinned but names no identity", file.role));
+    }
+    for data in &release.data_files {
+        non_empty("data-file role", &data.role)?;
+        if !roles.insert(data.role.as_str()) {
+            return Err(format!("lists role `{}` twice", data.role));
+        }
+        relative_path(&format!("data file `{}` path", data.role), &data.path)?;
+        if !paths.insert(data.path.as_str()) {
+            return Err(format!("lists path `{}` twice", data.path));
+        }
+    }
+    Ok(())
+}
+
+/// Facts are read for the mapper, so none may reach a secret: a user file is never the
+/// credentials file or a credential source's file (a credential crosses only as a presence
+/// verdict), and every name, role and source is one the contract declares.
+fn validate_facts(contract: &Contract) -> Result<(), String> {
+    let mut names = HashSet::new();
+    let secret_files: HashSet<&str> = std::iter::once(contract.credentials_file.as_str())
+        .chain(contract.credential_sources.iter().map(|s| s.file.as_str()))
+        .filter(|file| !file.is_empty())
+        .collect();
+    let has_role = |role: &str| {
+        contract.releases.iter().any(|release| {
+            release.files.iter().any(|f| f.role == role)
+                || release.data_files.iter().any(|d| d.role == role)
+        })
+    };
+    for fact in &contract.facts {
+        non_empty("fact name", &fact.name)?;
+        if !names.insert(fact.name.as_str()) {
+            return Err(format!("lists fact `{}` twice", fact.name));
+        }
+        let field = |what: &str| format!("fact `{}` {what}", fact.name);
+        let pointer = |pointer: &str| match pointer.is_empty() || pointer.starts_with('/') {
+            true => Ok(()),
+            false => Err(field("has a JSON pointer that does not start with `/`")),
+        };
+        match &fact.kind {
+            FactKind::InstallJson(json) => {
+                if !has_role(&json.file) {
+                    return Err(field(&format!(
+                        "names file role `{}`, which no release lists",
+                        json.file
+                    )));
+                }
+                pointer(&json.pointer)?;
+            }
+            FactKind::InstallPath(role) => {
+                if !has_role(role) {
+                    return Err(field(&format!(
+                        "names file role `{role}`, which no release lists"
+                    )));
+                }
+            }
+            FactKind::UserJson(json) => {
+                relative_path(&field("file"), &json.file)?;
+                if secret_files.contains(json.file.as_str()) {
+                    return Err(field(&format!(
+                        "reads `{}`, which holds credentials: only their presence may be asked",
+                        json.file
+                    )));
+                }
+                pointer(&json.pointer)?;
+            }
+            FactKind::CredentialPresence(presence) => {
+                if !contract.credential_sources.iter().any(|s| s.name == presence.source) {
+                    return Err(field(&format!(
+                        "names credential source `{}`, which the contract does not declare",
+                        presence.source
+                    )));
+                }
+            }
+        }
     }
     Ok(())
 }

@@ -160,7 +160,12 @@ impl ContractRun<'_, '_> {
                         .filter(|release| release.kind == kind)
                         .map(|release| ReleaseVerdict {
                             release_id: release.id.clone(),
-                            result: judge_release(release, &self.findings, &host_files),
+                            result: judge_release(
+                                release,
+                                &self.findings,
+                                &host_files,
+                                &self.contract.facts,
+                            ),
                         })
                         .collect(),
                 )

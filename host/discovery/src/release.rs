@@ -5,7 +5,10 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use zcode_contract::Release;
+use serde_json::Value;
+use zcode_contract::{
+    FactKind, FactSource, FactValue, Facts, MAX_FACT_BYTES, MAX_FACT_FILE_BYTES, Release,
+};
 
 use crate::archive::HostArchive;
 use crate::files::{contain, join_relative};
@@ -57,30 +60,36 @@ pub(crate) fn hash_files<'r>(
     findings: &mut Findings,
 ) -> HostFiles {
     let mut files = HostFiles::new();
-    for file in releases.flat_map(|release| &release.files) {
-        if files.contains_key(&file.path) {
+    let paths = releases.flat_map(|release| {
+        let files = release.files.iter().map(|file| &file.path);
+        files.chain(release.data_files.iter().map(|data| &data.path))
+    });
+    for path in paths {
+        if files.contains_key(path) {
             continue;
         }
-        let found = base.locate(root, &file.path).and_then(|(location, source)| {
+        let found = base.locate(root, path).and_then(|(location, source)| {
             let facts = cache.facts(&source)?;
             Ok((location, facts))
         });
         findings.host_files.push(FoundFile {
-            path: file.path.clone(),
+            path: path.clone(),
             location: found.as_ref().ok().map(|(location, _)| location.clone()),
             sha256: found.as_ref().ok().map(|(_, facts)| facts.sha256.clone()),
             error: found.as_ref().err().cloned(),
         });
-        files.insert(file.path.clone(), found);
+        files.insert(path.clone(), found);
     }
     files
 }
 
-/// Versions, then file pins, then required exports.
+/// Versions, then file pins, then required exports, then data files and the install facts
+/// `facts` declares.
 pub(crate) fn judge_release(
     release: &Release,
     findings: &Findings,
     files: &HostFiles,
+    facts: &[FactSource],
 ) -> Result<Accepted, Refusal> {
     check_versions(release, findings)?;
     let mut checked = Vec::new();
@@ -114,13 +123,32 @@ pub(crate) fn judge_release(
             ));
         }
     }
+    let mut located: Vec<(String, String)> = checked
+        .iter()
+        .map(|(file, location, _)| (file.role.clone(), location.to_string()))
+        .collect();
+    let mut documents = HashMap::new();
+    for data in &release.data_files {
+        let refuse = |why: String| {
+            Refusal::new(
+                GateRule::HostFiles,
+                format!("data file `{}` ({}) {why}", data.path, data.role),
+            )
+        };
+        let location = match files.get(&data.path) {
+            Some(Ok((location, _))) => location,
+            Some(Err(error)) => return Err(refuse(format!("cannot be read: {error}"))),
+            None => return Err(refuse("was not inspected".into())),
+        };
+        documents.insert(data.role.clone(), read_json(Path::new(location)).map_err(refuse)?);
+        located.push((data.role.clone(), location.clone()));
+    }
+    let install_facts = install_facts(facts, &located, &mut documents)?;
     Ok(Accepted {
+        facts: install_facts,
         release_id: release.id.clone(),
         simulated: release.simulated,
-        files: checked
-            .iter()
-            .map(|(file, location, _)| (file.role.clone(), location.to_string()))
-            .collect(),
+        files: located,
         unpinned,
         identity: release.identity.clone(),
     })
@@ -150,4 +178,64 @@ fn check_versions(release: &Release, findings: &Findings) -> Result<(), Refusal>
         )));
     }
     Ok(())
+}
+
+/// A data file or a pinned file a fact reads: a plain JSON file of at most 1 MiB.
+fn read_json(path: &Path) -> Result<Value, String> {
+    let size = std::fs::metadata(path).map_err(|e| format!("cannot be read: {e}"))?.len();
+    if size > MAX_FACT_FILE_BYTES {
+        return Err(format!(
+            "is {size} bytes, over the {MAX_FACT_FILE_BYTES} bytes a data file may have"
+        ));
+    }
+    let text = std::fs::read(path).map_err(|e| format!("cannot be read: {e}"))?;
+    serde_json::from_slice(&text).map_err(|e| format!("is not JSON: {e}"))
+}
+
+/// The contract's `install-json` and `install-path` facts of this release. A role the release
+/// lacks, or a missing value, is `null`; a value over 256 KiB refuses the release.
+fn install_facts(
+    facts: &[FactSource],
+    located: &[(String, String)],
+    documents: &mut HashMap<String, Value>,
+) -> Result<Facts, Refusal> {
+    let mut out = Facts::new();
+    for fact in facts {
+        let location = |role: &str| located.iter().find(|(r, _)| r == role).map(|(_, l)| l);
+        let value = match &fact.kind {
+            FactKind::InstallPath(role) => {
+                location(role).map(|l| Value::String(l.clone())).unwrap_or(Value::Null)
+            }
+            FactKind::InstallJson(json) => {
+                let Some(path) = location(&json.file) else {
+                    out.push((fact.name.clone(), FactValue::Json("null".into())));
+                    continue;
+                };
+                if !documents.contains_key(&json.file) {
+                    let document = read_json(Path::new(path)).map_err(|why| {
+                        Refusal::new(
+                            GateRule::HostFiles,
+                            format!("file `{path}` ({}) {why}", json.file),
+                        )
+                    })?;
+                    documents.insert(json.file.clone(), document);
+                }
+                documents[&json.file].pointer(&json.pointer).cloned().unwrap_or(Value::Null)
+            }
+            FactKind::UserJson(_) | FactKind::CredentialPresence(_) => continue,
+        };
+        let text = value.to_string();
+        if text.len() > MAX_FACT_BYTES {
+            return Err(Refusal::new(
+                GateRule::HostFiles,
+                format!(
+                    "install fact `{}` is {} bytes, over {MAX_FACT_BYTES}",
+                    fact.name,
+                    text.len()
+                ),
+            ));
+        }
+        out.push((fact.name.clone(), FactValue::Json(text)));
+    }
+    Ok(out)
 }

@@ -194,6 +194,7 @@ fn selected(
         source: verdict.source.clone(),
         protocol_id: verdict.protocol_id.clone(),
         install: VerifiedInstall {
+            facts: release.facts.clone(),
             install_root: text(&inspection.install_root),
             kind: files.kind,
             executable: text(executable),

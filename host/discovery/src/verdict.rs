@@ -84,6 +84,8 @@ pub struct Accepted {
     pub unpinned: Vec<String>,
     /// What the host must report about itself at setup.
     pub identity: Option<String>,
+    /// The contract's install facts, read from this release's files.
+    pub facts: zcode_contract::Facts,
 }
 
 impl Accepted {

@@ -1,4 +1,4 @@
-//! Conversions between the WIT values of `zcode:mapper@0.3.0` and the plain `zcode_contract`
+//! Conversions between the WIT values of `zcode:mapper@0.4.0` and the plain `zcode_contract`
 //! types. Values going into a mapper are converted from references (the core keeps its own
 //! copy); values coming out are moved.
 
@@ -73,8 +73,53 @@ impl From<wit::Release> for core::Release {
             files: convert_all(r.files),
             identity: r.identity,
             simulated: r.simulated,
+            data_files: r
+                .data_files
+                .into_iter()
+                .map(|d| core::DataFile { role: d.role, path: d.path })
+                .collect(),
         }
     }
+}
+
+impl From<wit::JsonFact> for core::JsonFact {
+    fn from(f: wit::JsonFact) -> Self {
+        core::JsonFact { file: f.file, pointer: f.pointer }
+    }
+}
+
+impl From<wit::FactSource> for core::FactSource {
+    fn from(f: wit::FactSource) -> Self {
+        let kind = match f.kind {
+            wit::FactKind::InstallJson(json) => core::FactKind::InstallJson(json.into()),
+            wit::FactKind::InstallPath(role) => core::FactKind::InstallPath(role),
+            wit::FactKind::UserJson(json) => core::FactKind::UserJson(json.into()),
+            wit::FactKind::CredentialPresence(p) => {
+                core::FactKind::CredentialPresence(core::PresenceFact {
+                    source: p.source,
+                    args: p.args,
+                })
+            }
+        };
+        core::FactSource { name: f.name, kind }
+    }
+}
+
+fn facts(facts: &[(String, core::FactValue)]) -> Vec<(String, wit::FactValue)> {
+    facts
+        .iter()
+        .map(|(name, value)| {
+            let value = match value {
+                core::FactValue::Json(json) => wit::FactValue::Json(json.clone()),
+                core::FactValue::Presence(presence) => wit::FactValue::Presence(match presence {
+                    core::Presence::Present => wit::Presence::Present,
+                    core::Presence::Absent => wit::Presence::Absent,
+                    core::Presence::Unreadable(why) => wit::Presence::Unreadable(why.clone()),
+                }),
+            };
+            (name.clone(), value)
+        })
+        .collect()
 }
 
 impl From<wit::VersionProbe> for core::VersionProbe {
@@ -130,6 +175,7 @@ impl From<wit::Contract> for core::Contract {
             credentials_file: c.credentials_file,
             credential_sources: convert_all(c.credential_sources),
             offers: c.offers,
+            facts: convert_all(c.facts),
         }
     }
 }
@@ -347,6 +393,7 @@ impl From<&core::VerifiedInstall> for wit::VerifiedInstall {
             files: i.files.clone(),
             unpinned: i.unpinned.clone(),
             home: i.home.clone(),
+            facts: facts(&i.facts),
         }
     }
 }
@@ -417,6 +464,7 @@ impl From<&core::SessionInit> for wit::SessionInit {
                 plan_operations: init.client.plan_operations,
                 form_elicitation: init.client.form_elicitation,
             },
+            facts: facts(&init.facts),
         }
     }
 }

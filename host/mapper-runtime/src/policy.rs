@@ -16,7 +16,7 @@ const ALLOWED_IMPORT_PREFIXES: &[&str] = &["wasi:io/", "wasi:cli/"];
 
 const MAPPER_INTERFACE: &str = "zcode:mapper/mapper";
 
-/// The version this core speaks, from `zcode_contract::WIT_PACKAGE` (`0.3.0`).
+/// The version this core speaks, from `zcode_contract::WIT_PACKAGE` (`0.4.0`).
 fn core_version() -> &'static str {
     let (package, version) =
         zcode_contract::WIT_PACKAGE.split_once('@').expect("WIT_PACKAGE names a version");
@@ -118,11 +118,11 @@ mod tests {
     use super::*;
 
     const MAPPER_IMPORTS: &[&str] =
-        &["zcode:mapper/types@0.3.0", "zcode:mapper/logging@0.3.0", "wasi:io/streams@0.2.6"];
+        &["zcode:mapper/types@0.4.0", "zcode:mapper/logging@0.4.0", "wasi:io/streams@0.2.6"];
 
     #[test]
     fn accepts_patch_versions_of_the_core_wit() {
-        let exports = ["zcode:mapper/mapper@0.3.7"];
+        let exports = ["zcode:mapper/mapper@0.4.7"];
         assert!(check_wit_version(MAPPER_IMPORTS.iter().copied(), exports).is_ok());
     }
 
@@ -132,7 +132,8 @@ mod tests {
             ("0.1.0", "rebuild the mapper against this core's wit/mapper.wit"),
             ("0.2.0", "rebuild the mapper against this core's wit/mapper.wit"),
             ("0.0.9", "rebuild the mapper against this core's wit/mapper.wit"),
-            ("0.4.0", "the mapper needs a newer zcode-acp"),
+            ("0.3.0", "rebuild the mapper against this core's wit/mapper.wit"),
+            ("0.5.0", "the mapper needs a newer zcode-acp"),
             ("1.1.0", "the mapper needs a newer zcode-acp"),
             ("garbage", "it is not a version of the mapper contract"),
         ] {
@@ -142,7 +143,7 @@ mod tests {
                 err.to_string(),
                 format!(
                     "it speaks WIT zcode:mapper@{version}, but this core speaks \
-                     zcode:mapper@0.3.0: {advice}"
+                     zcode:mapper@0.4.0: {advice}"
                 )
             );
         }
@@ -152,10 +153,10 @@ mod tests {
 
     #[test]
     fn refuses_package_imports_of_another_version() {
-        let imports = ["zcode:mapper/logging@0.4.0"];
-        let err = check_wit_version(imports, ["zcode:mapper/mapper@0.3.0"]).unwrap_err();
+        let imports = ["zcode:mapper/logging@0.5.0"];
+        let err = check_wit_version(imports, ["zcode:mapper/mapper@0.4.0"]).unwrap_err();
         assert!(
-            matches!(&err, LoadFailure::WitVersion { found, .. } if found == "zcode:mapper@0.4.0"),
+            matches!(&err, LoadFailure::WitVersion { found, .. } if found == "zcode:mapper@0.5.0"),
             "{err}"
         );
     }

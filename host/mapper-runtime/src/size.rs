@@ -4,11 +4,12 @@
 use wasmtime::component::ResourceAny;
 use zcode_contract::{
     Action, ClientFeatures, ConnectionOp, Contract, CredentialEncoding, CredentialLookup,
-    CredentialSource, DesktopLayout, Effects, ErrorKind, FilePin, Inbound, Interaction,
-    InteractionAnswer, InteractionOutcome, InteractionRequest, LaunchPlan, Layout, LayoutKind,
-    MapperError, NativeData, NativeReply, NativeRequest, NativeWrite, OpResult, Os, Outgoing,
-    PermissionRequest, Release, ReplyBody, RoutedEvent, RuntimeLayout, SecretFill, SessionInit,
-    SessionInput, SessionOp, Step, StopReason, Terminal, VerifiedInstall, VersionProbe,
+    CredentialSource, DataFile, DesktopLayout, Effects, ErrorKind, FactKind, FactSource, FactValue,
+    FilePin, Inbound, Interaction, InteractionAnswer, InteractionOutcome, InteractionRequest,
+    JsonFact, LaunchPlan, Layout, LayoutKind, MapperError, NativeData, NativeReply, NativeRequest,
+    NativeWrite, OpResult, Os, Outgoing, PermissionRequest, Presence, PresenceFact, Release,
+    ReplyBody, RoutedEvent, RuntimeLayout, SecretFill, SessionInit, SessionInput, SessionOp, Step,
+    StopReason, Terminal, VerifiedInstall, VersionProbe,
 };
 
 /// Total bytes of the strings and byte lists in a value. Every string and byte list counts,
@@ -109,14 +110,18 @@ fields_size!(DesktopLayout: executable, cli_entry, metadata, metadata_pairs,
 fields_size!(RuntimeLayout: runtime_dir, package_file, package_pairs, cli_entry,
     node_candidates, min_node_version);
 fields_size!(FilePin: role, path, sha256, required_exports);
-fields_size!(Release: id, app_version, cli_version, files, identity);
+fields_size!(Release: id, app_version, cli_version, files, identity, data_files);
+fields_size!(DataFile: role, path);
+fields_size!(FactSource: name, kind);
+fields_size!(JsonFact: file, pointer);
+fields_size!(PresenceFact: source, args);
 fields_size!(VersionProbe: args, env);
 fields_size!(CredentialSource: name, file, key, lookups, encodings);
 fields_size!(CredentialLookup: name, key, field);
 fields_size!(Contract: protocol_id, description, layouts, releases, cli_version_probe,
-    credentials_file, credential_sources);
+    credentials_file, credential_sources, offers, facts);
 fields_size!(VerifiedInstall: install_root, executable, cli_entry, host_archive, release_id,
-    app_version, cli_version, files, unpinned, home);
+    app_version, cli_version, files, unpinned, home, facts);
 fields_size!(LaunchPlan: args, env, env_remove, cwd, stdin_preamble);
 fields_size!(MapperError: message, data);
 fields_size!(NativeRequest: bytes, label);
@@ -129,7 +134,27 @@ fields_size!(OpResult: response, updates);
 fields_size!(Effects: actions, writes);
 fields_size!(Interaction: key, request);
 fields_size!(PermissionRequest: request, deny_option);
-fields_size!(SessionInit: workspace);
+fields_size!(SessionInit: workspace, facts);
+
+impl ByteSize for FactKind {
+    fn byte_size(&self) -> usize {
+        match self {
+            FactKind::InstallJson(json) | FactKind::UserJson(json) => json.byte_size(),
+            FactKind::InstallPath(role) => role.byte_size(),
+            FactKind::CredentialPresence(presence) => presence.byte_size(),
+        }
+    }
+}
+
+impl ByteSize for FactValue {
+    fn byte_size(&self) -> usize {
+        match self {
+            FactValue::Json(json) => json.byte_size(),
+            FactValue::Presence(Presence::Unreadable(why)) => why.byte_size(),
+            FactValue::Presence(_) => 0,
+        }
+    }
+}
 fields_size!(InteractionAnswer: key, outcome);
 
 impl ByteSize for Layout {

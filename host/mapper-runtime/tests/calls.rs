@@ -56,6 +56,7 @@ fn secret_write() -> NativeWrite {
 fn the_contract_is_read_at_load() {
     let mapper = mapper();
     let expected = Contract {
+        facts: Default::default(),
         protocol_id: "conformance-test".into(),
         description: "every shape of the contract".into(),
         layouts: vec![
@@ -80,6 +81,7 @@ fn the_contract_is_read_at_load() {
         ],
         releases: vec![
             Release {
+                data_files: Default::default(),
                 id: "desktop-1".into(),
                 kind: LayoutKind::Desktop,
                 app_version: "1.2.3".into(),
@@ -94,6 +96,7 @@ fn the_contract_is_read_at_load() {
                 simulated: false,
             },
             Release {
+                data_files: Default::default(),
                 id: "runtime-1".into(),
                 kind: LayoutKind::Runtime,
                 app_version: "2.0.0".into(),
@@ -140,6 +143,7 @@ fn the_contract_is_read_at_load() {
 
 fn install(kind: LayoutKind) -> VerifiedInstall {
     VerifiedInstall {
+        facts: Default::default(),
         install_root: "/opt/zcode".into(),
         kind,
         executable: "/opt/zcode/bin/node".into(),
@@ -291,6 +295,7 @@ fn connection_operations_replies_and_identity_cross_intact() {
 #[test]
 fn session_operations_cross_intact() {
     let init = SessionInit {
+        facts: Default::default(),
         workspace: "/work/space".into(),
         client: ClientFeatures { plan_operations: true, form_elicitation: true },
     };

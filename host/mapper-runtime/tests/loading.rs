@@ -49,24 +49,24 @@ fn with_wit_version(version: &[u8; 5]) -> Vec<u8> {
     let mut bytes = hostile().to_vec();
     for interface in [&b"mapper"[..], b"types", b"logging"] {
         let name = |v: &[u8]| [b"zcode:mapper/", interface, b"@", v].concat();
-        bytes = replace_all(&bytes, &name(b"0.3.0"), &name(version));
+        bytes = replace_all(&bytes, &name(b"0.4.0"), &name(version));
     }
     bytes
 }
 
 #[test]
 fn a_mapper_built_for_a_later_wit_is_refused_saying_so() {
-    let err = runtime().load_bytes("new.wasm", &with_wit_version(b"0.4.0")).err().expect("refused");
+    let err = runtime().load_bytes("new.wasm", &with_wit_version(b"0.5.0")).err().expect("refused");
     assert_eq!(
         err.to_string(),
-        "cannot load mapper new.wasm: it speaks WIT zcode:mapper@0.4.0, but this core speaks \
-         zcode:mapper@0.3.0: the mapper needs a newer zcode-acp"
+        "cannot load mapper new.wasm: it speaks WIT zcode:mapper@0.5.0, but this core speaks \
+         zcode:mapper@0.4.0: the mapper needs a newer zcode-acp"
     );
 }
 
 #[test]
 fn a_compatible_patch_version_loads() {
-    let mapper = runtime().load_bytes("patch.wasm", &with_wit_version(b"0.3.9")).expect("0.3.9");
+    let mapper = runtime().load_bytes("patch.wasm", &with_wit_version(b"0.4.9")).expect("0.4.9");
     assert_eq!(map_one(session(&mapper).as_mut(), "echo:ok"), Ok(updates(&["ok"])));
 }
 

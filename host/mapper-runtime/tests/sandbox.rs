@@ -235,6 +235,7 @@ fn a_mapper_importing_files_sockets_or_clocks_is_refused_at_load() {
 
 fn sample_install() -> VerifiedInstall {
     VerifiedInstall {
+        facts: Default::default(),
         install_root: "/opt/zcode".into(),
         kind: LayoutKind::Runtime,
         executable: "/opt/zcode/bin/node".into(),

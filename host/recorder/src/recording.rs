@@ -13,9 +13,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use zcode_contract::{
-    AuthCommand, ConnectionOp, Contract, Effects, Inbound, InteractionAnswer, InteractionOutcome,
-    LaunchPlan, Mapper, MapperConnection, MapperError, MapperFault, MapperSession, NativeReply,
-    Operations, Outgoing, ReplyBody, SessionInit, SessionInput, SessionOp, Step, VerifiedInstall,
+    AuthCommand, ConnectionOp, Contract, Effects, FactValue, Inbound, InteractionAnswer,
+    InteractionOutcome, LaunchPlan, Mapper, MapperConnection, MapperError, MapperFault,
+    MapperSession, NativeReply, Operations, Outgoing, ReplyBody, SessionInit, SessionInput,
+    SessionOp, Step, VerifiedInstall,
 };
 use zcode_golden::{Call, Outcome, write_line};
 
@@ -459,8 +460,22 @@ impl MapperSession for RecordingSession {
 
 // ----- redacting typed inputs ------------------------------------------------------------------
 
+/// Facts hold no credential (presence verdicts only), but their JSON may hold paths and the
+/// user's settings: redacted like any JSON. The shadow mapper then sees redacted settings, so a
+/// session that pushes account state diverges from it there; unredacted recordings replay it.
 fn redact_init(r: &mut Redactor, init: &SessionInit) -> SessionInit {
-    SessionInit { workspace: r.text(&init.workspace), client: init.client }
+    let facts = init
+        .facts
+        .iter()
+        .map(|(name, value)| {
+            let value = match value {
+                FactValue::Json(json) => FactValue::Json(r.json_text(json)),
+                presence => presence.clone(),
+            };
+            (name.clone(), value)
+        })
+        .collect();
+    SessionInit { facts, workspace: r.text(&init.workspace), client: init.client }
 }
 
 fn redact_connection_op(r: &mut Redactor, op: &ConnectionOp) -> ConnectionOp {

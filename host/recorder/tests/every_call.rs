@@ -28,6 +28,7 @@ struct EchoSession {
 impl Echo {
     fn new() -> Self {
         Echo(Contract {
+            facts: Default::default(),
             protocol_id: "echo".into(),
             description: String::new(),
             layouts: vec![],
@@ -211,6 +212,7 @@ fn drive(mapper: &dyn Mapper) -> Vec<String> {
     seen.push(format!("{:?}", connection.finish()));
 
     let init = SessionInit {
+        facts: Default::default(),
         workspace: format!("/home/{SECRET}/work"),
         client: ClientFeatures::default(),
     };

@@ -7,10 +7,10 @@ pub const FORBIDDEN_IMPORTS: [&str; 4] =
     ["wasi:clocks", "wasi:random", "wasi:filesystem", "wasi:sockets"];
 
 /// The import every mapper has: the core's log.
-pub const LOGGING_IMPORT: &str = "zcode:mapper/logging@0.3.0";
+pub const LOGGING_IMPORT: &str = "zcode:mapper/logging@0.4.0";
 
 /// The export the core instantiates.
-pub const MAPPER_EXPORT: &str = "zcode:mapper/mapper@0.3.0";
+pub const MAPPER_EXPORT: &str = "zcode:mapper/mapper@0.4.0";
 
 /// Magic number and version of a WebAssembly component (a core module has `01 00 00 00`).
 const COMPONENT_HEADER: &[u8] = b"\0asm\x0d\x00\x01\x00";
@@ -58,7 +58,7 @@ mod tests {
         assert_eq!(check(b"\0asm\x01\x00\x00\x00").unwrap_err(), "not a WebAssembly component");
         assert_eq!(
             check(&component(&[MAPPER_EXPORT])).unwrap_err(),
-            "does not name zcode:mapper/logging@0.3.0"
+            "does not name zcode:mapper/logging@0.4.0"
         );
         assert_eq!(
             check(&component(&[LOGGING_IMPORT, MAPPER_EXPORT, "wasi:random/random@0.3.0"]))

@@ -179,8 +179,44 @@ impl From<native::Contract> for wit::Contract {
             credentials_file: c.credentials_file,
             credential_sources: c.credential_sources.into_iter().map(Into::into).collect(),
             offers: c.offers,
+            facts: c.facts.into_iter().map(Into::into).collect(),
         }
     }
+}
+
+impl From<native::FactSource> for wit::FactSource {
+    fn from(f: native::FactSource) -> Self {
+        let json = |j: native::JsonFact| wit::JsonFact { file: j.file, pointer: j.pointer };
+        let kind = match f.kind {
+            native::FactKind::InstallJson(j) => wit::FactKind::InstallJson(json(j)),
+            native::FactKind::InstallPath(role) => wit::FactKind::InstallPath(role),
+            native::FactKind::UserJson(j) => wit::FactKind::UserJson(json(j)),
+            native::FactKind::CredentialPresence(p) => {
+                wit::FactKind::CredentialPresence(wit::PresenceFact {
+                    source: p.source,
+                    args: p.args,
+                })
+            }
+        };
+        Self { name: f.name, kind }
+    }
+}
+
+fn facts(facts: Vec<(String, wit::FactValue)>) -> native::Facts {
+    facts
+        .into_iter()
+        .map(|(name, value)| {
+            let value = match value {
+                wit::FactValue::Json(json) => native::FactValue::Json(json),
+                wit::FactValue::Presence(presence) => native::FactValue::Presence(match presence {
+                    wit::Presence::Present => native::Presence::Present,
+                    wit::Presence::Absent => native::Presence::Absent,
+                    wit::Presence::Unreadable(why) => native::Presence::Unreadable(why),
+                }),
+            };
+            (name, value)
+        })
+        .collect()
 }
 
 impl From<native::Os> for wit::Os {
@@ -255,6 +291,11 @@ impl From<native::Release> for wit::Release {
                 .collect(),
             identity: r.identity,
             simulated: r.simulated,
+            data_files: r
+                .data_files
+                .into_iter()
+                .map(|d| wit::DataFile { role: d.role, path: d.path })
+                .collect(),
         }
     }
 }
@@ -305,6 +346,7 @@ impl From<wit::VerifiedInstall> for native::VerifiedInstall {
             files: i.files,
             unpinned: i.unpinned,
             home: i.home,
+            facts: facts(i.facts),
         }
     }
 }
@@ -486,6 +528,7 @@ impl From<wit::SessionInit> for native::SessionInit {
                 plan_operations: init.client.plan_operations,
                 form_elicitation: init.client.form_elicitation,
             },
+            facts: facts(init.facts),
         }
     }
 }
@@ -654,6 +697,7 @@ mod tests {
             wit::Layout::Desktop(_) => panic!("runtime became desktop"),
         }
         let release = native::Release {
+            data_files: Default::default(),
             id: "r".into(),
             kind: native::LayoutKind::Runtime,
             app_version: "1.0.0".into(),

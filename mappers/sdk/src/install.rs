@@ -80,6 +80,7 @@ mod tests {
     #[test]
     fn knows_its_releases() {
         let install = VerifiedInstall {
+            facts: Default::default(),
             install_root: "/opt/h".into(),
             kind: zcode_contract::LayoutKind::Runtime,
             executable: "/usr/bin/node".into(),

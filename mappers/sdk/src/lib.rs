@@ -9,7 +9,7 @@
 //! zcode_mapper_sdk::register_mapper!(pub struct EchoMapper(crate::Echo), source: "native:echo-v1");
 //! ```
 //!
-//! (doc comments on the struct may go first), which exports it as the `zcode:mapper@0.3.0`
+//! (doc comments on the struct may go first), which exports it as the `zcode:mapper@0.4.0`
 //! component (wasm32 only, [`export_mapper!`]) and declares the same logic natively as a
 //! `contract::Mapper` ([`native_mapper!`]) for tests, golden traces, benchmarks and fuzzing. A
 //! mapper that drives the contract itself (a session that maps whole batches) implements

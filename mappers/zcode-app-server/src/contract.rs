@@ -3,9 +3,11 @@
 
 use zcode_contract::{
     AesGcmEncoding, AuthCommand, Contract, CredentialEncoding, CredentialLookup, CredentialSource,
-    DesktopLayout, FORK_METHOD, FilePin, LaunchPlan, Layout, LayoutKind, MapperError, Os, Release,
-    VerifiedInstall, VersionProbe,
+    DataFile, DesktopLayout, FORK_METHOD, FactKind, FactSource, FilePin, JsonFact, LaunchPlan,
+    Layout, LayoutKind, MapperError, Os, PresenceFact, Release, VerifiedInstall, VersionProbe,
 };
+
+use crate::account;
 
 use crate::releases::{RELEASES, ReleaseInfo};
 use zcode_mapper_sdk::json::internal;
@@ -29,6 +31,10 @@ pub const PROVIDER_CONFIG_PATH: &str = "config/provider/zcode-builtin.json";
 pub const SIMULATED_RELEASE_PREFIX: &str = "zcode-desktop-sim-";
 /// Credential source: the Coding Plan API key Desktop stores for the signed-in account.
 pub const CODING_PLAN_KEY_SOURCE: &str = "coding-plan-api-key";
+/// Credential source asked only for its presence: the signed-in account of a family.
+pub const ACCOUNT_SOURCE: &str = "zcode-account";
+/// ZCode's settings (plain JSON, no credential): the family and plan selected.
+pub const SETTINGS_FILE: &str = ".zcode/v2/setting.json";
 /// The Agent's Cron* tools call back into the host (`automation/*`), which zcode-acp does not
 /// serve; they are hidden as the TypeScript bridge does (reference APP §1.3).
 pub const DISALLOWED_TOOLS: &str = "CronCreate CronList CronUpdate CronDelete";
@@ -76,6 +82,12 @@ fn release(info: &ReleaseInfo) -> Release {
             sha256: info.cli_sha256.map(str::to_string),
             required_exports: Vec::new(),
         }],
+        // The provider table the launch plan hands the Agent: read for the account push's
+        // `basedOnZCodeBuiltinRevision`, never run; its hash is not public, so it is no pin.
+        data_files: vec![DataFile {
+            role: PROVIDER_CONFIG_ROLE.to_string(),
+            path: PROVIDER_CONFIG_PATH.to_string(),
+        }],
         // A pinned Agent needs no identity; an unpinned one must report what 3.15.1 reports.
         identity: match info.cli_sha256 {
             Some(_) => None,
@@ -96,6 +108,7 @@ fn simulated_release(info: &ReleaseInfo) -> Release {
         required_exports: Vec::new(),
     };
     Release {
+        data_files: Default::default(),
         id: format!("{SIMULATED_RELEASE_PREFIX}{}", info.app_version),
         kind: LayoutKind::Desktop,
         app_version: info.app_version.to_string(),
@@ -123,6 +136,55 @@ fn coding_plan_key() -> CredentialSource {
         }],
         encodings: credential_encodings(),
     }
+}
+
+/// `oauth:<family>:user_info`, the signed-in account of a family (Z3151
+/// `packages/services/src/node.ts` `loadAccountIdentity`): only ever asked for its presence.
+fn account_entry() -> CredentialSource {
+    CredentialSource {
+        name: ACCOUNT_SOURCE.to_string(),
+        file: ".zcode/v2/credentials.json".to_string(),
+        key: "oauth:{family}:user_info".to_string(),
+        lookups: Vec::new(),
+        encodings: credential_encodings(),
+    }
+}
+
+/// What the account push is built from (`account::account_state`): no secret, only the
+/// table's revision and path, two settings, and presence verdicts.
+fn account_facts() -> Vec<FactSource> {
+    let fact = |name: &str, kind| FactSource { name: name.to_string(), kind };
+    let json = |file: &str, pointer: &str| JsonFact {
+        file: file.to_string(),
+        pointer: pointer.to_string(),
+    };
+    let presence = |source: &str, args: &[(&str, &str)]| {
+        FactKind::CredentialPresence(PresenceFact { source: source.to_string(), args: pairs(args) })
+    };
+    let mut facts = vec![
+        fact(
+            account::TABLE_REVISION,
+            FactKind::InstallJson(json(PROVIDER_CONFIG_ROLE, "/revision")),
+        ),
+        fact(account::TABLE_PATH, FactKind::InstallPath(PROVIDER_CONFIG_ROLE.to_string())),
+        fact(account::FAMILY, FactKind::UserJson(json(SETTINGS_FILE, "/providerFamilyDomain"))),
+        fact(
+            account::SELECTIONS,
+            FactKind::UserJson(json(SETTINGS_FILE, "/providerFamilyConnectionSelections")),
+        ),
+    ];
+    for family in account::FAMILIES {
+        let provider = account::provider_id(family);
+        facts.push(fact(
+            &format!("{}{family}", account::SIGNED_IN),
+            presence(ACCOUNT_SOURCE, &[("family", family)]),
+        ));
+        facts.push(fact(
+            &format!("{}{family}", account::PLAN_KEY),
+            presence(CODING_PLAN_KEY_SOURCE, &[("provider", &provider), ("family", family)]),
+        ));
+    }
+    facts
 }
 
 /// How Desktop stores its credentials, in the order the core tries them: `enc:v1` (AES-256-GCM
@@ -160,7 +222,8 @@ pub fn contract() -> Contract {
             env: pairs(&[("ELECTRON_RUN_AS_NODE", "1")]),
         },
         credentials_file: ".zcode/v2/credentials.json".to_string(),
-        credential_sources: vec![coding_plan_key()],
+        credential_sources: vec![coding_plan_key(), account_entry()],
+        facts: account_facts(),
         // V4 `forkAssistant`; an Agent found without V4 refuses it (session/open.rs).
         offers: vec![FORK_METHOD.to_string()],
     }

@@ -4,6 +4,7 @@ use crate::contract::*;
 
 fn install(release: &str) -> VerifiedInstall {
     VerifiedInstall {
+        facts: Default::default(),
         install_root: "/opt/ZCode".into(),
         kind: zcode_contract::LayoutKind::Desktop,
         executable: "/opt/ZCode/zcode".into(),

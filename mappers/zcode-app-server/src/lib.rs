@@ -8,6 +8,7 @@
 //! has no clock, randomness, filesystem or environment: everything it knows comes through the
 //! contract (hence `BTreeMap` throughout).
 
+pub mod account;
 pub mod connection;
 pub mod contract;
 mod conversation;

@@ -68,6 +68,7 @@ fn pin(role: &str, path: &str, sha256: Option<&str>) -> FilePin {
 
 fn real(release: &RuntimeRelease) -> Release {
     Release {
+        data_files: Default::default(),
         id: release.id.to_string(),
         kind: LayoutKind::Runtime,
         app_version: release.app_version.to_string(),
@@ -87,6 +88,7 @@ fn real(release: &RuntimeRelease) -> Release {
 /// it wins over the real release of the same versions, which is known only by its identity.
 fn simulated(release: &RuntimeRelease) -> Release {
     Release {
+        data_files: Default::default(),
         id: format!("{SIMULATED_RELEASE_PREFIX}{}", release.app_version),
         kind: LayoutKind::Runtime,
         app_version: release.app_version.to_string(),
@@ -118,6 +120,7 @@ pub fn layout() -> RuntimeLayout {
 
 pub fn contract() -> Contract {
     Contract {
+        facts: Default::default(),
         protocol_id: PROTOCOL_ID.to_string(),
         description: "ZCode stdio Services Server (runtime archives 3.14.3 to 4.0.0) on plain \
                       Node: JSON hello, VS Code-style binary IPC, one V4 conversation state"
@@ -219,6 +222,7 @@ mod tests {
     fn install(release: &str) -> VerifiedInstall {
         let runtime = "/opt/rt/zcode".to_string();
         VerifiedInstall {
+            facts: Default::default(),
             install_root: "/opt/rt".into(),
             kind: LayoutKind::Runtime,
             executable: "/opt/rt/node".into(),

@@ -58,6 +58,7 @@ const RELEASES: [&HostRelease; 2] = [&REAL, &SIMULATED];
 
 pub fn contract() -> Contract {
     Contract {
+        facts: Default::default(),
         protocol_id: PROTOCOL_ID.to_string(),
         description: "ZCode 3.11.2 (CLI 0.16.5) host service: Electron run as Node, NDJSON \
                       bridge, zcode-agent and zcode-task channels"
@@ -95,6 +96,7 @@ mod tests {
 
     pub(crate) fn install(release_id: &str) -> VerifiedInstall {
         VerifiedInstall {
+            facts: Default::default(),
             install_root: "/opt/ZCode".to_string(),
             kind: LayoutKind::Desktop,
             executable: "/opt/ZCode/zcode".to_string(),

@@ -57,6 +57,7 @@ fn releases() -> Vec<&'static HostRelease> {
 
 pub fn contract() -> Contract {
     Contract {
+        facts: Default::default(),
         protocol_id: PROTOCOL_ID.to_string(),
         description: "ZCode 3.12.3 (CLI 0.16.5) host service: Electron run as Node, NDJSON \
                       bridge, zcode-agent, zcode-task and model-selection channels, plan as an \
@@ -97,6 +98,7 @@ mod tests {
     fn install(root: &str, resources: &str) -> VerifiedInstall {
         let archive = format!("{resources}/app.asar");
         VerifiedInstall {
+            facts: Default::default(),
             install_root: root.to_string(),
             kind: LayoutKind::Desktop,
             executable: format!("{root}/zcode"),

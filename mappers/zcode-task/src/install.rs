@@ -109,6 +109,7 @@ impl HostRelease {
         ];
         files.extend(self.extra.iter().map(|(role, path, sha256)| pin(role, path, sha256, &[])));
         Release {
+            data_files: Default::default(),
             id: self.id.to_string(),
             kind: LayoutKind::Desktop,
             app_version: self.app_version.to_string(),
@@ -255,7 +256,7 @@ mod tests {
     }
 
     fn install(kind: LayoutKind) -> VerifiedInstall {
-        VerifiedInstall {
+        VerifiedInstall { facts: Default::default(),
             install_root: "/Applications/ZCode.app".into(),
             kind,
             executable: "/Applications/ZCode.app/Contents/Frameworks/ZCode Helper.app/Contents/MacOS/ZCode Helper".into(),

@@ -222,6 +222,7 @@ pub fn update_kinds(updates: &[Value]) -> Vec<String> {
 impl<G: Generation + Default> Driver<G> {
     pub fn new(plan_operations: bool, form_elicitation: bool) -> Self {
         let init = SessionInit {
+            facts: Default::default(),
             workspace: WORKSPACE.to_string(),
             client: ClientFeatures { plan_operations, form_elicitation },
         };

@@ -66,6 +66,8 @@ pub struct Release {
     pub files: Vec<FilePin>,
     pub identity: Option<String>,
     pub simulated: bool,
+    #[serde(default)]
+    pub data_files: Vec<crate::DataFile>,
 }
 
 impl Release {
@@ -125,6 +127,8 @@ pub struct Contract {
     /// contract of a mapper that offers none.
     #[serde(default)]
     pub offers: Vec<String>,
+    #[serde(default)]
+    pub facts: Vec<crate::FactSource>,
 }
 
 /// The ACP method a mapper offers when it can open a session as a fork of another.
@@ -176,6 +180,8 @@ pub struct VerifiedInstall {
     pub files: Vec<(String, String)>,
     pub unpinned: Vec<String>,
     pub home: String,
+    #[serde(default)]
+    pub facts: crate::Facts,
 }
 
 impl VerifiedInstall {

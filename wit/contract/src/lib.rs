@@ -1,11 +1,12 @@
 //! The mapper contract as plain Rust.
 //!
-//! `wit/mapper.wit` (package `zcode:mapper@0.3.0`) is the contract between the core and a
+//! `wit/mapper.wit` (package `zcode:mapper@0.4.0`) is the contract between the core and a
 //! mapper. The mapper runtime turns the WIT values into these types so that discovery, the host
 //! bridge and the session coordinator never depend on wasmtime, and so that tests can drive them
 //! with hand-written mappers. Field meanings are documented once, in the WIT file.
 
 mod error;
+mod facts;
 mod install;
 mod mapper;
 mod native;
@@ -14,9 +15,13 @@ mod platform;
 mod session;
 
 /// The WIT package version this contract mirrors; a component built against another is refused.
-pub const WIT_PACKAGE: &str = "zcode:mapper@0.3.0";
+pub const WIT_PACKAGE: &str = "zcode:mapper@0.4.0";
 
 pub use error::{ErrorKind, MapperError, MapperFault};
+pub use facts::{
+    DataFile, FactKind, FactSource, FactValue, Facts, JsonFact, MAX_FACT_BYTES,
+    MAX_FACT_FILE_BYTES, Presence, PresenceFact, fact,
+};
 pub use install::{
     AesGcmEncoding, AuthCommand, Contract, CredentialEncoding, CredentialLookup, CredentialSource,
     DesktopLayout, FORK_METHOD, FilePin, LaunchPlan, Layout, LayoutKind, Release, RuntimeLayout,

@@ -45,6 +45,8 @@ pub struct ClientFeatures {
 pub struct SessionInit {
     pub workspace: String,
     pub client: ClientFeatures,
+    #[serde(default)]
+    pub facts: crate::Facts,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -322,7 +322,11 @@ mod tests {
             Call::ConnectionIdentity,
             Call::SessionNew {
                 name: "s1".into(),
-                init: SessionInit { workspace: "/w".into(), client: ClientFeatures::default() },
+                init: SessionInit {
+                    facts: Default::default(),
+                    workspace: "/w".into(),
+                    client: ClientFeatures::default(),
+                },
             },
             Call::SessionStart {
                 name: "s1".into(),

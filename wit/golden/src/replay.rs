@@ -319,6 +319,7 @@ mod tests {
     impl Echo {
         fn new() -> Self {
             let contract = Contract {
+                facts: Default::default(),
                 protocol_id: "echo".into(),
                 description: String::new(),
                 layouts: vec![],

@@ -527,6 +527,8 @@ pub(crate) struct SessionInitDef {
     workspace: String,
     #[serde(default)]
     client: ClientFeatures,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    facts: zcode_contract::Facts,
 }
 
 #[cfg(test)]

@@ -33,6 +33,7 @@ pub fn install() -> VerifiedInstall {
     let host = fake_host_path();
     let root = host.parent().unwrap().to_string_lossy().into_owned();
     VerifiedInstall {
+        facts: Default::default(),
         install_root: root.clone(),
         kind: LayoutKind::Desktop,
         executable: host.to_string_lossy().into_owned(),

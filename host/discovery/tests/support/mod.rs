@@ -99,6 +99,7 @@ pub fn runtime_layout() -> RuntimeLayout {
 /// 3.14.3.
 pub fn contract() -> Contract {
     Contract {
+        facts: Default::default(),
         protocol_id: "zcode-task-v1".into(),
         description: "test contract".into(),
         layouts: vec![
@@ -144,6 +145,7 @@ pub fn release(id: &str) -> Release {
             .into_iter()
             .collect();
     Release {
+        data_files: Default::default(),
         id: id.into(),
         kind: LayoutKind::Desktop,
         app_version: APP_VERSION.into(),
@@ -160,6 +162,7 @@ pub fn release(id: &str) -> Release {
 
 pub fn runtime_release(id: &str) -> Release {
     Release {
+        data_files: Default::default(),
         id: id.into(),
         kind: LayoutKind::Runtime,
         app_version: RUNTIME_APP_VERSION.into(),

@@ -73,6 +73,7 @@ pub fn load_conformance(runtime: &MapperRuntime) -> Arc<WasmMapper> {
 
 pub fn init(workspace: &str) -> SessionInit {
     SessionInit {
+        facts: Default::default(),
         workspace: workspace.to_string(),
         client: ClientFeatures { plan_operations: true, form_elicitation: false },
     }

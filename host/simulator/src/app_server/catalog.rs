@@ -117,35 +117,57 @@ pub fn find_selection(selection: &Value) -> Option<&'static Model> {
 }
 
 /// Account entitlements pushed by the host, keyed by account provider id.
+///
+/// As 3.15.1 reads a push (`docs/coding-plan.md` F3, F4, F7): a provider's entitlement is its
+/// overlay entry's `access.entitled` (an overlay silent about a provider leaves it as it was);
+/// it is usable unless its state says `current: false`; and an entitled built-in provider
+/// whose state has no boolean `current` is refused (Z3151
+/// `parseProcessAccountProviderConfigSnapshot`).
 #[derive(Debug, Default)]
 pub struct Entitlements {
     entitled: HashMap<String, bool>,
+    current: HashMap<String, bool>,
     last_revision: Option<String>,
 }
 
 impl Entitlements {
-    /// These account providers entitled, as after a push that named them.
-    pub fn entitled(providers: &[String]) -> Entitlements {
-        let entitled = providers.iter().map(|id| (id.clone(), true)).collect();
-        Entitlements { entitled, last_revision: None }
-    }
-
     pub fn usable(&self, model: &Model) -> bool {
-        model.account.is_none() || self.entitled.get(model.provider_id).copied().unwrap_or(false)
+        model.account.is_none()
+            || (self.entitled.get(model.provider_id).copied().unwrap_or(false)
+                && self.current.get(model.provider_id).copied().unwrap_or(true))
     }
 
-    /// Applies a `provider/updateAccountConfig` push; returns `(providerCount, status)`.
-    pub fn update(&mut self, params: &Value) -> (usize, &'static str) {
-        let revision = params["revision"].as_str().unwrap_or_default().to_owned();
+    /// Applies a `provider/updateAccountConfig` push; returns `(providerCount, status)`, or
+    /// the Agent's refusal.
+    pub fn update(&mut self, params: &Value) -> Result<(usize, &'static str), String> {
+        let revision = params["revision"].as_str().unwrap_or_default().trim().to_owned();
+        let providers = params["providers"].as_object().cloned().unwrap_or_default();
+        for (provider, entry) in &providers {
+            let entitled = entry["access"]["entitled"] == true;
+            if provider.starts_with("account:")
+                && entitled
+                && !params["states"][provider]["current"].is_boolean()
+            {
+                return Err(format!(
+                    "Account provider {provider} is entitled but its state has no boolean current"
+                ));
+            }
+        }
         let unchanged = self.last_revision.as_deref() == Some(revision.as_str());
+        for (provider, entry) in &providers {
+            if let Some(entitled) = entry["access"]["entitled"].as_bool() {
+                self.entitled.insert(provider.clone(), entitled);
+            }
+        }
         if let Some(states) = params["states"].as_object() {
             for (provider, state) in states {
-                self.entitled.insert(provider.clone(), state["entitled"] == true);
+                if let Some(current) = state["current"].as_bool() {
+                    self.current.insert(provider.clone(), current);
+                }
             }
         }
         self.last_revision = Some(revision);
-        let count = params["providers"].as_object().map_or(0, |providers| providers.len());
-        (count, if unchanged { "unchanged" } else { "received" })
+        Ok((providers.len(), if unchanged { "unchanged" } else { "received" }))
     }
 
     pub fn available(&self) -> impl Iterator<Item = &'static Model> + '_ {
@@ -330,11 +352,12 @@ mod tests {
         let first = default_selection(&entitlements).unwrap();
         assert_eq!(first["providerId"], LOCAL_PROVIDER, "only the local model before the push");
         let push = json!({"revision": "account:x:1", "basedOnZCodeBuiltinRevision": "b",
-            "providers": {"account:bigmodel-individual-coding-plan": {}},
+            "providers": {"account:bigmodel-individual-coding-plan":
+                          {"access": {"type": "zhipu-account", "entitled": true}}},
             "states": {"account:bigmodel-individual-coding-plan":
-                       {"availability": "available", "entitled": true}}});
-        assert_eq!(entitlements.update(&push), (1, "received"));
-        assert_eq!(entitlements.update(&push), (1, "unchanged"));
+                       {"availability": "available", "entitled": true, "current": true}}});
+        assert_eq!(entitlements.update(&push), Ok((1, "received")));
+        assert_eq!(entitlements.update(&push), Ok((1, "unchanged")));
         let now = default_selection(&entitlements).unwrap();
         assert_eq!(
             now,
@@ -353,5 +376,69 @@ mod tests {
         let none = settings(&entitlements, None, None, "yolo", true);
         assert!(none["model"].get("current").is_none());
         assert_eq!(none["mode"]["current"], "yolo");
+    }
+}
+
+#[cfg(test)]
+mod entitlement_tests {
+    use super::*;
+
+    const ZAI: &str = "account:zai-individual-coding-plan";
+
+    fn push(revision: &str, entitled: bool, current: Option<bool>) -> Value {
+        let mut state = json!({"availability": "available", "entitled": entitled});
+        if let Some(current) = current {
+            state["current"] = json!(current);
+        }
+        json!({
+            "revision": revision,
+            "providers": {ZAI: {"access": {"type": "zhipu-account", "entitled": entitled}}},
+            "states": {ZAI: state},
+        })
+    }
+
+    fn listed(entitlements: &Entitlements) -> bool {
+        entitlements.available().any(|model| model.provider_id == ZAI)
+    }
+
+    #[test]
+    fn an_entitled_provider_without_a_boolean_current_is_refused() {
+        let mut entitlements = Entitlements::default();
+        assert!(entitlements.update(&push("r1", true, None)).is_err());
+        assert!(!listed(&entitlements), "a refused push changes nothing");
+    }
+
+    #[test]
+    fn current_false_is_not_listed() {
+        let mut entitlements = Entitlements::default();
+        entitlements.update(&push("r1", true, Some(false))).unwrap();
+        assert!(!listed(&entitlements));
+        entitlements.update(&push("r2", true, Some(true))).unwrap();
+        assert!(listed(&entitlements));
+    }
+
+    #[test]
+    fn the_overlay_decides_and_entitled_false_withdraws() {
+        let mut entitlements = Entitlements::default();
+        // The state alone does not entitle: the overlay's access does.
+        let mut state_only = push("r1", false, Some(true));
+        state_only["states"][ZAI]["entitled"] = json!(true);
+        entitlements.update(&state_only).unwrap();
+        assert!(!listed(&entitlements));
+        entitlements.update(&push("r2", true, Some(true))).unwrap();
+        assert!(listed(&entitlements));
+        // Silent about the provider: it stays.
+        let silent = json!({"revision": "r3", "providers": {}, "states": {}});
+        entitlements.update(&silent).unwrap();
+        assert!(listed(&entitlements));
+        entitlements.update(&push("r4", false, Some(false))).unwrap();
+        assert!(!listed(&entitlements));
+    }
+
+    #[test]
+    fn the_same_revision_is_unchanged() {
+        let mut entitlements = Entitlements::default();
+        assert_eq!(entitlements.update(&push("r1", true, Some(true))), Ok((1, "received")));
+        assert_eq!(entitlements.update(&push("r1", true, Some(true))), Ok((1, "unchanged")));
     }
 }

@@ -610,7 +610,10 @@ fn update_account_config(
     // like any other and silently ignored.
     let based_on = params["basedOnZCodeBuiltinRevision"].as_str().unwrap_or_default();
     let (count, status) = if server.provider.accepts(based_on) {
-        state.entitlements.update(&params)
+        state
+            .entitlements
+            .update(&params)
+            .map_err(|message| ProtocolError::new(wire::INTERNAL_ERROR, message))?
     } else {
         (params["providers"].as_object().map_or(0, |providers| providers.len()), "received")
     };

@@ -35,9 +35,6 @@ pub struct Options {
     pub auto_resolution: Duration,
     pub chunk_delay: Option<Duration>,
     pub scenario_file: Option<PathBuf>,
-    /// `ZCODE_SIM_ENTITLED_ACCOUNTS`: account providers entitled from the start, as if the
-    /// host had pushed their account state (a test stand-in for Desktop's account push).
-    pub entitled_accounts: Vec<String>,
     /// `ZCODE_SIM_ARRAY_LINES=1`: notifications go out as JSON arrays, one line for those
     /// written together, as a real app-server was seen writing them (docs/simulator.md §7).
     pub array_lines: bool,
@@ -61,13 +58,6 @@ impl Options {
             auto_resolution: millis("ZCODE_SIM_AUTO_RESOLUTION_MS", 90_000)?,
             chunk_delay,
             scenario_file,
-            entitled_accounts: std::env::var("ZCODE_SIM_ENTITLED_ACCOUNTS")
-                .unwrap_or_default()
-                .split(',')
-                .map(str::trim)
-                .filter(|id| !id.is_empty())
-                .map(str::to_owned)
-                .collect(),
             array_lines: std::env::var("ZCODE_SIM_ARRAY_LINES").is_ok_and(|value| value == "1"),
         })
     }
@@ -305,7 +295,6 @@ impl Server {
         out: Arc<Output>,
     ) -> Arc<Server> {
         let writer = out.clone();
-        let options_accounts = options.entitled_accounts.clone();
         let array_lines = options.array_lines;
         let interactions = Arc::new(Interactions::default());
         let claims = interactions.clone();
@@ -322,7 +311,7 @@ impl Server {
             state: Mutex::new(State {
                 store,
                 sessions: HashMap::new(),
-                entitlements: Entitlements::entitled(&options_accounts),
+                entitlements: Entitlements::default(),
                 gateway: Gateway::default(),
                 out: out.clone(),
                 auto_resolution: HashMap::new(),

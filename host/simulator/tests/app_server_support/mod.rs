@@ -486,8 +486,10 @@ pub fn account_push(revision: &str, providers: &[&str]) -> Value {
             (*provider).to_owned(),
             json!({"access": {"type": "zhipu-account", "entitled": true}}),
         );
-        states
-            .insert((*provider).to_owned(), json!({"availability": "available", "entitled": true}));
+        states.insert(
+            (*provider).to_owned(),
+            json!({"availability": "available", "entitled": true, "current": true}),
+        );
     }
     json!({"revision": revision, "basedOnZCodeBuiltinRevision": "zcode-builtin:1:abc",
            "providers": entries, "states": states})

@@ -26,6 +26,7 @@ impl zcode_mapper_sdk::Mapper for Echo {
     /// or newer. `server.mjs` is not pinned: the host proves what it is in its hello instead.
     fn contract() -> Contract {
         Contract {
+            facts: Default::default(),
             protocol_id: Self::NAME.into(),
             description: "The echo host, the mapper SDK's worked example".into(),
             layouts: vec![Layout::Runtime(RuntimeLayout {
@@ -37,6 +38,7 @@ impl zcode_mapper_sdk::Mapper for Echo {
                 min_node_version: "20.0.0".into(),
             })],
             releases: vec![Release {
+                data_files: Default::default(),
                 id: RELEASE_ID.into(),
                 kind: LayoutKind::Runtime,
                 app_version: "1.0.0".into(),
@@ -77,6 +79,7 @@ mod tests {
 
     fn install() -> VerifiedInstall {
         VerifiedInstall {
+            facts: Default::default(),
             install_root: "/opt/echo".into(),
             kind: LayoutKind::Runtime,
             executable: "/usr/bin/node".into(),

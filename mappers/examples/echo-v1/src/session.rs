@@ -215,7 +215,11 @@ mod tests {
     use crate::wire;
 
     fn mapping() -> Mapping<Session> {
-        let init = SessionInit { workspace: "/w".into(), client: ClientFeatures::default() };
+        let init = SessionInit {
+            facts: Default::default(),
+            workspace: "/w".into(),
+            client: ClientFeatures::default(),
+        };
         Mapping::new(Session::new(&init))
     }
 

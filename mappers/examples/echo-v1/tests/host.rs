@@ -251,7 +251,11 @@ fn a_session_through_the_real_host() {
     assert_eq!(core.connection_op(ConnectionOp::Setup), json!({}));
     assert_eq!(core.connection_op(ConnectionOp::Probe("/w".into()))["authenticated"], true);
 
-    let init = SessionInit { workspace: "/w".into(), client: ClientFeatures::default() };
+    let init = SessionInit {
+        facts: Default::default(),
+        workspace: "/w".into(),
+        client: ClientFeatures::default(),
+    };
     let mut session = EchoMapper.session(&init).unwrap();
     let create = SessionOp::Create(json!({"cwd": "/w", "mcpServers": []}).to_string());
     assert_eq!(

@@ -23,6 +23,7 @@ use zcode_contract::{
 use zcode_mapper_sdk::json::{protocol, text};
 use zcode_v4::schema::native;
 
+use crate::account::{AccountState, account_state};
 use crate::conversation::Conversation;
 use crate::interactions::{self, Pending};
 use crate::releases::{self, Profile};
@@ -37,6 +38,8 @@ const TIMEOUT_MS: u32 = 60_000;
 enum Stage {
     Capabilities,
     GuardedProbe,
+    /// `provider/updateAccountConfig` sent (`crate::account`).
+    AccountPush,
     Open,
     Messages,
     Replay,
@@ -145,6 +148,8 @@ pub struct AppServerSession {
     /// The legacy stream ended the turn before the V4 frames carrying its last content came:
     /// the end waits for them (V4 frames are flushed on a timer, legacy events are not).
     pending_terminal: Option<Terminal>,
+    /// The account push of this session's facts, and the plan providers left unlisted.
+    account: AccountState,
 }
 
 fn request(id: u64, method: &str, params: Value) -> NativeRequest {
@@ -192,6 +197,7 @@ impl AppServerSession {
             mcp: json!([]),
             conversation: Conversation::default(),
             pending_terminal: None,
+            account: account_state(&init.facts),
         }
     }
 

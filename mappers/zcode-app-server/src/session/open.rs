@@ -10,13 +10,16 @@
 //! resource like `session/load`. An Agent without V4 cannot fork.
 
 use serde_json::{Value, json};
-use zcode_contract::{MapperError, NativeReply, NativeRequest, Outgoing, SessionOp, Step};
+use zcode_contract::{
+    ErrorKind, MapperError, NativeReply, NativeRequest, Outgoing, ReplyBody, SessionOp, Step,
+};
 use zcode_mapper_sdk::acp::params::McpServer;
 use zcode_mapper_sdk::acp::update;
 use zcode_mapper_sdk::json::{invalid_params, protocol};
 use zcode_v4::acp::mcp_servers;
 
 use super::{AppServerSession, Forking, Op, Stage, done, request, wait};
+use crate::account;
 use crate::connection::{ok_body, session_route, workspace_ref};
 use crate::releases::{self, Profile};
 use crate::subscription::Subscription;
@@ -152,12 +155,21 @@ impl AppServerSession {
                         json!({"sessionId": releases::GUARDED_PROBE_SESSION, "mode": "guarded"});
                     return Ok(wait(vec![request(first, "session/setMode", probe)]));
                 }
-                next(self, Stage::Open, Vec::new());
-                Ok(wait(vec![self.open_request(first, resume.as_deref(), &mcp)]))
+                let stage = self.first_open_stage();
+                next(self, stage, Vec::new());
+                Ok(wait(vec![self.push_or_open(first, resume.as_deref(), &mcp)]))
             }
             Stage::GuardedProbe => {
                 let reply = reply.ok_or_else(|| protocol("open resumed without a reply"))?;
                 self.profile = self.profile.with_guarded_probe(&reply.body);
+                let stage = self.first_open_stage();
+                next(self, stage, Vec::new());
+                Ok(wait(vec![self.push_or_open(first, resume.as_deref(), &mcp)]))
+            }
+            Stage::AccountPush => {
+                let reply =
+                    reply.ok_or_else(|| protocol("account push resumed without a reply"))?;
+                self.account_pushed(&reply.body)?;
                 next(self, Stage::Open, Vec::new());
                 Ok(wait(vec![self.open_request(first, resume.as_deref(), &mcp)]))
             }
@@ -188,6 +200,7 @@ impl AppServerSession {
                         .to_string(),
                 };
                 self.settings(&state);
+                self.check_account_models(&state);
                 self.commands = available_commands(&state);
                 self.v4 = Subscription::new(&sid);
                 self.id = Some(sid.clone());
@@ -369,6 +382,9 @@ impl AppServerSession {
 
     pub(super) fn opened_response(&self, with_id: bool) -> Result<Value, MapperError> {
         let mut response = json!({"modes": self.modes(), "configOptions": self.config_options()});
+        if let Some(meta) = account::unlisted_meta(&self.account.unlisted) {
+            response["_meta"] = meta;
+        }
         if with_id {
             response["sessionId"] = json!(self.sid()?);
         }
@@ -390,5 +406,68 @@ impl AppServerSession {
         self.v4.subscription_id = None;
         self.ops.insert(op_id, Op::Close);
         Ok(Step::Wait(outgoing))
+    }
+
+    /// Before the native open: the account push when this session's facts entitle a Coding
+    /// Plan (as Desktop pushes before `session/create`, Z3151 `zcodeAgentService.ts`
+    /// `ensureAccountProviderConfigSynced`), else the open itself.
+    fn push_or_open(&self, first: u64, resume: Option<&str>, mcp: &Value) -> NativeRequest {
+        match &self.account.push {
+            Some(push) => request(first, "provider/updateAccountConfig", push.clone()),
+            None => self.open_request(first, resume, mcp),
+        }
+    }
+
+    fn first_open_stage(&self) -> Stage {
+        match self.account.push {
+            Some(_) => Stage::AccountPush,
+            None => Stage::Open,
+        }
+    }
+
+    /// The push's answer: an Agent without the method (`-32601`) lists no plan models, said
+    /// in the unlisted reasons; a `receivedRevision` other than the one sent breaks the
+    /// protocol (Desktop treats it as an error too).
+    fn account_pushed(&mut self, body: &ReplyBody) -> Result<(), MapperError> {
+        let sent = self.account.push.as_ref().and_then(|p| p.get("revision")).cloned();
+        match body {
+            ReplyBody::Error(error) if error.kind == ErrorKind::Unsupported => {
+                let why = "this ZCode Agent has no provider/updateAccountConfig".to_string();
+                let entitled = std::mem::take(&mut self.account.entitled);
+                self.account.unlisted.extend(entitled.into_iter().map(|id| (id, why.clone())));
+                Ok(())
+            }
+            _ => {
+                let result = ok_body(body, "provider/updateAccountConfig")?;
+                match result.get("receivedRevision") {
+                    Some(received) if Some(received) != sent.as_ref() => Err(protocol(format!(
+                        "provider/updateAccountConfig received revision {received}, not the one sent"
+                    ))),
+                    _ => Ok(()),
+                }
+            }
+        }
+    }
+
+    /// After the open: an entitled provider whose models the Agent does not list means the
+    /// push was received but not applied (`docs/coding-plan.md` F5, F9); it is said, never
+    /// retried.
+    fn check_account_models(&mut self, state: &Value) {
+        // A state without a model list says nothing either way.
+        let Some(models) = state.pointer("/settings/model/available").and_then(Value::as_array)
+        else {
+            return;
+        };
+        let listed = |provider: &str| {
+            models
+                .iter()
+                .any(|m| m.pointer("/ref/providerId").and_then(Value::as_str) == Some(provider))
+        };
+        let (kept, ignored): (Vec<String>, Vec<String>) =
+            std::mem::take(&mut self.account.entitled).into_iter().partition(|id| listed(id));
+        self.account.entitled = kept;
+        self.account
+            .unlisted
+            .extend(ignored.into_iter().map(|id| (id, account::REASON_IGNORED.to_string())));
     }
 }

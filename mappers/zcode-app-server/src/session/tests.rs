@@ -23,6 +23,7 @@ fn line(bytes: &[u8]) -> Value {
 impl Driver {
     fn new(form: bool) -> Self {
         let init = SessionInit {
+            facts: Default::default(),
             workspace: "/w".into(),
             client: ClientFeatures { plan_operations: false, form_elicitation: form },
         };
@@ -1422,5 +1423,108 @@ fn an_evicted_session_is_resumed_and_the_prompt_sent_again() {
     assert!(
         matches!(&step, Step::Done(Err(e)) if e.message.contains("proto.sessionNotFound")),
         "{step:?}"
+    );
+}
+
+// ----- the account push (crate::account) ---------------------------------------------------
+
+/// A session whose facts entitle the zai individual Coding Plan.
+fn entitled_driver() -> Driver {
+    use zcode_contract::{FactValue, Presence};
+    let json = |name: &str, value: Value| (name.to_string(), FactValue::Json(value.to_string()));
+    let present = |name: String| (name, FactValue::Presence(Presence::Present));
+    let facts = vec![
+        json(crate::account::TABLE_REVISION, json!(31)),
+        json(crate::account::TABLE_PATH, json!("/z/resources/config/provider/zcode-builtin.json")),
+        json(crate::account::FAMILY, json!("zai")),
+        json(crate::account::SELECTIONS, json!({"zai": {"kind": "individual-coding-plan"}})),
+        present(format!("{}zai", crate::account::SIGNED_IN)),
+        present(format!("{}zai", crate::account::PLAN_KEY)),
+    ];
+    let init = SessionInit {
+        facts,
+        workspace: "/w".into(),
+        client: ClientFeatures { plan_operations: false, form_elicitation: false },
+    };
+    Driver { session: NativeSession(AppServerSession::new(&init)), next_id: 1, next_op: 1 }
+}
+
+fn create_op() -> SessionOp {
+    SessionOp::Create(json!({"cwd": "/w", "mcpServers": []}).to_string())
+}
+
+#[test]
+fn an_entitled_plan_is_pushed_before_the_session_is_created() {
+    let mut driver = entitled_driver();
+    let mut base = agent(true);
+    let mut answer = |frame: &Value| match frame["method"].as_str().unwrap() {
+        "provider/updateAccountConfig" => json!({
+            "receivedRevision": frame["params"]["revision"], "providerCount": 2, "status": "received"
+        }),
+        _ => base(frame),
+    };
+    let (sent, _, step) = driver.run(create_op(), &mut answer);
+    let methods: Vec<&str> = sent.iter().map(|f| f["method"].as_str().unwrap()).collect();
+    let push = methods.iter().position(|m| *m == "provider/updateAccountConfig").unwrap();
+    assert_eq!(methods[push + 1], "session/create", "{methods:?}");
+    let Step::Done(Ok(result)) = step else { panic!("{step:?}") };
+    let response: Value = serde_json::from_str(&result.response).unwrap();
+    assert!(response.get("_meta").is_none(), "the plan's models are listed: {response}");
+}
+
+#[test]
+fn an_agent_without_the_push_is_skipped_and_said() {
+    let mut driver = entitled_driver();
+    let mut base = agent(true);
+    let mut answer = |frame: &Value| match frame["method"].as_str().unwrap() {
+        "provider/updateAccountConfig" => {
+            json!({"error": {"code": -32601, "message": "Method not found"}})
+        }
+        _ => base(frame),
+    };
+    let (_, _, step) = driver.run(create_op(), &mut answer);
+    let Step::Done(Ok(result)) = step else { panic!("{step:?}") };
+    let response: Value = serde_json::from_str(&result.response).unwrap();
+    let unlisted = &response["_meta"]["zcodeAcp"]["unlistedAccountProviders"];
+    assert_eq!(unlisted[0]["providerId"], "account:zai-individual-coding-plan");
+    assert!(unlisted[0]["reason"].as_str().unwrap().contains("provider/updateAccountConfig"));
+}
+
+#[test]
+fn a_push_answered_with_another_revision_breaks_the_protocol() {
+    let mut driver = entitled_driver();
+    let mut base = agent(true);
+    let mut answer = |frame: &Value| match frame["method"].as_str().unwrap() {
+        "provider/updateAccountConfig" => {
+            json!({"receivedRevision": "someone-else", "providerCount": 2, "status": "received"})
+        }
+        _ => base(frame),
+    };
+    let (_, _, step) = driver.run(create_op(), &mut answer);
+    let Step::Done(Err(error)) = step else { panic!("{step:?}") };
+    assert_eq!(error.kind, zcode_contract::ErrorKind::Protocol, "{error:?}");
+}
+
+#[test]
+fn a_push_the_agent_ignored_is_said_after_the_create() {
+    let mut driver = entitled_driver();
+    let mut base = agent(true);
+    let mut answer = |frame: &Value| match frame["method"].as_str().unwrap() {
+        "provider/updateAccountConfig" => json!({
+            "receivedRevision": frame["params"]["revision"], "providerCount": 2, "status": "received"
+        }),
+        "session/create" => {
+            let mut state = create_state();
+            state["settings"]["model"]["available"] = json!([]);
+            state
+        }
+        _ => base(frame),
+    };
+    let (_, _, step) = driver.run(create_op(), &mut answer);
+    let Step::Done(Ok(result)) = step else { panic!("{step:?}") };
+    let response: Value = serde_json::from_str(&result.response).unwrap();
+    assert_eq!(
+        response["_meta"]["zcodeAcp"]["unlistedAccountProviders"][0]["reason"],
+        crate::account::REASON_IGNORED
     );
 }

@@ -15,6 +15,7 @@ pub(super) const SUB: &str = "sub-1";
 
 pub(super) fn init() -> SessionInit {
     SessionInit {
+        facts: Default::default(),
         workspace: "/w".into(),
         client: ClientFeatures { plan_operations: true, form_elicitation: true },
     }

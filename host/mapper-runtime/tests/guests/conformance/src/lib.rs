@@ -1,4 +1,4 @@
-//! A mapper that behaves, and exercises every shape of `zcode:mapper@0.3.0`, for the runtime's
+//! A mapper that behaves, and exercises every shape of `zcode:mapper@0.4.0`, for the runtime's
 //! tests (`tests/calls.rs`, `tests/budget.rs`). Its results describe its inputs, so a test can
 //! check that every value crossed intact.
 //!
@@ -67,6 +67,7 @@ impl Guest for Conformance {
                     }],
                     identity: None,
                     simulated: false,
+                    data_files: vec![],
                 },
                 Release {
                     id: "runtime-1".into(),
@@ -81,6 +82,7 @@ impl Guest for Conformance {
                     }],
                     identity: Some("zcode-runtime 2.0.0".into()),
                     simulated: true,
+                    data_files: vec![],
                 },
             ],
             cli_version_probe: VersionProbe {
@@ -108,6 +110,7 @@ impl Guest for Conformance {
                 ],
             }],
             offers: vec!["session/fork".into()],
+            facts: vec![],
         }
     }
 

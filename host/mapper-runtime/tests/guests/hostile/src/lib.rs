@@ -36,6 +36,7 @@ impl Guest for Hostile {
             credentials_file: ".hostile/creds".into(),
             credential_sources: vec![],
             offers: vec![],
+            facts: vec![],
         }
     }
 
