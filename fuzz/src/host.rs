@@ -30,6 +30,7 @@ impl Driven {
         let init = SessionInit {
             workspace: WORKSPACE.to_string(),
             client: ClientFeatures { plan_operations: true, form_elicitation: true },
+            facts: Default::default(),
         };
         let session = TaskV1Mapper.session(&init).expect("a native session never faults");
         let mut driven = Driven { session, next_op: 1, next_request: 1 };

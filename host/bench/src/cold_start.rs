@@ -176,6 +176,7 @@ fn time_native_sessions(
     let init = zcode_contract::SessionInit {
         workspace: workspace.display().to_string(),
         client: Default::default(),
+        facts: Default::default(),
     };
     let started = Instant::now();
     let mut host = NativeHost::start(install)?;

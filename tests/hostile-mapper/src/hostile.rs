@@ -39,6 +39,7 @@ pub fn contract() -> Contract {
             files,
             identity: None,
             simulated,
+            data_files: vec![],
         };
         contract.releases = vec![
             release("every-version", "", vec![], false),
