@@ -112,7 +112,8 @@ pub struct Redactor {
     /// table holds hashes, not the secrets themselves.
     hasher: RandomState,
     placeholders: HashMap<u64, u64>,
-    /// Hashes of the values kept under structural (non-id) keys so far. The same token
+    /// Hashes of the values kept under structural (non-id) keys so far, and of the
+    /// identifier keys seen. The same token
     /// elsewhere (an option the user picked, echoed in an answer) is kept too, so the mapper
     /// still recognises it.
     vocabulary: HashSet<u64>,
@@ -184,7 +185,16 @@ impl Redactor {
                 for (name, item) in map {
                     let secret = place.secret || is_secret_key(name) || (pair && name == "value");
                     let value = self.value(item, Place { key: Some(name), secret });
-                    let name = if is_identifier(name) { name.clone() } else { self.text(name) };
+                    let name = if is_identifier(name) {
+                        // A field's name is structure: a value naming it (the field a delta
+                        // patches) is kept too.
+                        if !secret {
+                            self.vocabulary.insert(self.hasher.hash_one(name.as_str()));
+                        }
+                        name.clone()
+                    } else {
+                        self.text(name)
+                    };
                     redacted.insert(name, value);
                 }
                 Value::Object(redacted)
@@ -195,9 +205,10 @@ impl Redactor {
 
     fn string_at(&mut self, text: &str, place: Place<'_>) -> String {
         let key = place.key;
+        let streamed = key.is_some_and(|key| STREAMED_TEXT_KEYS.contains(&key));
         // An absolute path or URL is never a structural token, whatever its key: paths under
-        // the home name the user.
-        if is_token(text) && !place.secret && !is_absolute_path_or_url(text) {
+        // the home name the user. Streamed text is content even when it is one word.
+        if is_token(text) && !place.secret && !streamed && !is_absolute_path_or_url(text) {
             let hash = self.hasher.hash_one(text);
             if let Some(key) = key.filter(|key| keeps_value(key)) {
                 // Enum-like values only: ids are unique per event and would grow the table
@@ -226,7 +237,7 @@ impl Redactor {
         {
             return BASE64.encode(self.placeholder(text).as_bytes());
         }
-        if key.is_some_and(|key| STREAMED_TEXT_KEYS.contains(&key)) {
+        if streamed {
             return mask(text);
         }
         self.text(text)
