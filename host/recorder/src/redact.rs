@@ -1,6 +1,8 @@
 //! Redaction of recorded inputs.
 //!
-//! Free text is replaced by numbered placeholders (`redacted-7`). The same text always gets the
+//! Streamed text (`text`, `delta`, `append`, …) is masked character by character, so its
+//! pieces still join into the whole ([`STREAMED_TEXT_KEYS`]). Other free text is replaced by
+//! numbered placeholders (`redacted-7`). The same text always gets the
 //! same placeholder within one recording, so equality survives (a tool-call id, a workspace path
 //! repeated across calls) while the text does not. Paths are replaced component by component,
 //! so `/home/me/proj/src/a.rs` stays below `/home/me/proj` after redaction — mappers join and
