@@ -569,6 +569,16 @@ mod tests {
     }
 
     #[test]
+    fn a_role_is_the_last_word_of_a_key() {
+        for key in ["deliveryKind", "stop_state", "x-mode", "logEpoch", "thoughtLevels", "v2Type"] {
+            assert!(is_structural_key(key), "{key}");
+        }
+        for key in ["episode", "Kind", "kind_", "_kind", "mykind", "userName", "titles", "node"] {
+            assert!(!is_structural_key(key), "{key}");
+        }
+    }
+
+    #[test]
     fn streamed_pieces_join_into_the_redacted_whole() {
         let mut r = Redactor::new();
         let pieces: Vec<Value> =
