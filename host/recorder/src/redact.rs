@@ -390,13 +390,18 @@ fn keeps_value(key: &str) -> bool {
 /// `deliveryKind`, `stop_state`, `logEpoch`: a key whose last word names a structural role.
 fn is_structural_key(key: &str) -> bool {
     STRUCTURAL_SUFFIXES.iter().any(|suffix| {
-        let lower = suffix.to_ascii_lowercase();
         let camel = key.strip_suffix(suffix).is_some_and(|head| {
             head.ends_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
         });
-        let snake = key
-            .strip_suffix(lower.as_str())
-            .is_some_and(|head| head.len() > 1 && head.ends_with(['_', '-']));
+        // `_kind`, `-mode`: the word in lower case (no allocation: this runs for every string).
+        let at = key.len().saturating_sub(suffix.len());
+        let snake = at > 1 && key.is_char_boundary(at) && {
+            let (head, word) = key.split_at(at);
+            word.eq_ignore_ascii_case(suffix)
+                && word.starts_with(|c: char| c.is_ascii_lowercase())
+                && head.len() > 1
+                && head.ends_with(['_', '-'])
+        };
         camel || snake
     })
 }
@@ -573,7 +578,17 @@ mod tests {
         for key in ["deliveryKind", "stop_state", "x-mode", "logEpoch", "thoughtLevels", "v2Type"] {
             assert!(is_structural_key(key), "{key}");
         }
-        for key in ["episode", "Kind", "kind_", "_kind", "mykind", "userName", "titles", "node"] {
+        for key in [
+            "episode",
+            "Kind",
+            "kind_",
+            "_kind",
+            "mykind",
+            "userName",
+            "titles",
+            "node",
+            "Welche Größe?",
+        ] {
             assert!(!is_structural_key(key), "{key}");
         }
     }
