@@ -5,7 +5,8 @@
 //! of a real ZCode session thereby becomes a mapper test.
 //!
 //! Recordings are redacted unless `ZCODE_ACP_RECORD_UNREDACTED=1`: free text, paths and
-//! credentials in the inputs are replaced by consistent placeholders, and the expectations are
+//! credentials in the inputs are replaced by consistent placeholders (streamed text is masked,
+//! protocol structure kept), and the expectations are
 //! computed by a second instance of the mapper fed the redacted inputs, so the recording still
 //! replays green (`docs/recording.md`).
 
@@ -61,8 +62,8 @@ impl Recorder {
         let redacted = redaction == Redaction::Redacted;
         let header = match redacted {
             true => {
-                "redacted: free text, paths and credentials are placeholders; each expectation \
-                     is the mapper's answer to the redacted input"
+                "redacted: free text, paths and credentials are placeholders, streamed text is \
+                     masked; each expectation is the mapper's answer to the redacted input"
             }
             false => {
                 "UNREDACTED: holds prompts, file contents and credentials as the mapper saw them"

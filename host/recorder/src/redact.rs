@@ -1,12 +1,18 @@
 //! Redaction of recorded inputs.
 //!
-//! Free text is replaced by numbered placeholders (`redacted-7`). The same text always gets the
+//! Streamed text (`text`, `delta`, `append`, …) is masked character by character, so its
+//! pieces still join into the whole ([`STREAMED_TEXT_KEYS`]). Other free text is replaced by
+//! numbered placeholders (`redacted-7`). The same text always gets the
 //! same placeholder within one recording, so equality survives (a tool-call id, a workspace path
 //! repeated across calls) while the text does not. Paths are replaced component by component,
 //! so `/home/me/proj/src/a.rs` stays below `/home/me/proj` after redaction — mappers join and
 //! compare paths. Only values that steer a mapper and carry no user data are kept: JSON keys
-//! that look like identifiers, numbers, booleans, and short single-token strings under the
-//! keys listed in [`KEPT_VALUE_KEYS`] or named like an id.
+//! that look like identifiers, numbers, booleans, and short single-token strings in a
+//! structural role: under the keys listed in [`KEPT_VALUE_KEYS`], named like an id (`…Id`) or
+//! named for a structural role by their last word ([`STRUCTURAL_SUFFIXES`]: `deliveryKind`,
+//! `stopState`, `followupMode`, `logEpoch`, …). A protocol's enum values, epochs and
+//! subscription topics are what a mapper matches on; redacting them changes its decisions
+//! (a frame taken for another conversation's, a turn reported broken).
 //!
 //! What stays visible is listed in `docs/recording.md`.
 
@@ -22,13 +28,16 @@ use zcode_contract::NativeData;
 /// kept when they are a short single token. Everything else is redacted.
 const KEPT_VALUE_KEYS: &[&str] = &[
     "action",
+    "arch",
     "category",
     "const",
     "currency",
+    "compression",
     "cursor",
     "current",
     "currentValue",
     "decision",
+    "delivery",
     "encoding",
     "enum",
     "format",
@@ -40,27 +49,55 @@ const KEPT_VALUE_KEYS: &[&str] = &[
     "mime",
     "mimeType",
     "mode",
+    "model",
     "nextCursor",
+    "op",
+    "origin",
     "outcome",
+    "phase",
+    "platform",
     "priority",
+    "protocolName",
+    "provider",
     "reason",
     "reasonCode",
     "resultType",
     "risk",
     "riskLevel",
     "role",
+    "scope",
     "service",
     "sessionUpdate",
     "source",
+    "state",
     "status",
     "stopReason",
     "thoughtLevel",
     "toolName",
+    "topic",
     "type",
     "value",
     "variant",
     "version",
 ];
+
+/// The last word of a key that names a structural role: `deliveryKind`, `session_kind`,
+/// `stopState`, `followupMode`, `titleSource`, `logEpoch`, `inputFormat`, `reasoningLevel`,
+/// `thoughtLevels`, `deliveryProfile`. Matched case-sensitively after a lower-case letter (a
+/// camelCase word) or after `_`/`-` (lower case), so `mode` itself is not a suffix match and
+/// `episode` does not end in `Mode`.
+const STRUCTURAL_SUFFIXES: &[&str] = &[
+    "Kind", "Type", "Mode", "State", "Status", "Phase", "Source", "Profile", "Epoch", "Format",
+    "Level", "Levels",
+];
+
+/// Keys of text a protocol streams in pieces and later sends whole (message and reasoning
+/// deltas, a row's text): a mapper checks that the pieces join into the whole, so their
+/// redaction must commute with joining. Such text is masked character by character
+/// ([`mask`]) instead of replaced by a placeholder: the pieces of a masked stream join into
+/// the masked whole, and a masked prefix is still a prefix.
+const STREAMED_TEXT_KEYS: &[&str] =
+    &["text", "delta", "append", "content", "thinking", "reasoning"];
 
 /// Longest string kept under a kept key; longer ones are content, not a token.
 const MAX_KEPT_LEN: usize = 128;
@@ -77,7 +114,8 @@ pub struct Redactor {
     /// table holds hashes, not the secrets themselves.
     hasher: RandomState,
     placeholders: HashMap<u64, u64>,
-    /// Hashes of the values kept under structural (non-id) keys so far. The same token
+    /// Hashes of the values kept under structural (non-id) keys so far, and of the
+    /// identifier keys seen. The same token
     /// elsewhere (an option the user picked, echoed in an answer) is kept too, so the mapper
     /// still recognises it.
     vocabulary: HashSet<u64>,
@@ -149,7 +187,16 @@ impl Redactor {
                 for (name, item) in map {
                     let secret = place.secret || is_secret_key(name) || (pair && name == "value");
                     let value = self.value(item, Place { key: Some(name), secret });
-                    let name = if is_identifier(name) { name.clone() } else { self.text(name) };
+                    let name = if is_identifier(name) {
+                        // A field's name is structure: a value naming it (the field a delta
+                        // patches) is kept too.
+                        if !secret {
+                            self.vocabulary.insert(self.hasher.hash_one(name.as_str()));
+                        }
+                        name.clone()
+                    } else {
+                        self.text(name)
+                    };
                     redacted.insert(name, value);
                 }
                 Value::Object(redacted)
@@ -160,7 +207,10 @@ impl Redactor {
 
     fn string_at(&mut self, text: &str, place: Place<'_>) -> String {
         let key = place.key;
-        if is_token(text) && !place.secret {
+        let streamed = key.is_some_and(|key| STREAMED_TEXT_KEYS.contains(&key));
+        // An absolute path or URL is never a structural token, whatever its key: paths under
+        // the home name the user. Streamed text is content even when it is one word.
+        if is_token(text) && !place.secret && !streamed && !is_absolute_path_or_url(text) {
             let hash = self.hasher.hash_one(text);
             if let Some(key) = key.filter(|key| keeps_value(key)) {
                 // Enum-like values only: ids are unique per event and would grow the table
@@ -188,6 +238,9 @@ impl Redactor {
             && (key.is_some_and(|k| BASE64_KEYS.contains(&k)) || text.len() >= MIN_BASE64_LEN)
         {
             return BASE64.encode(self.placeholder(text).as_bytes());
+        }
+        if streamed {
+            return mask(text);
         }
         self.text(text)
     }
@@ -289,6 +342,12 @@ fn redact_line(redactor: &mut Redactor, line: &[u8]) -> Vec<u8> {
     out
 }
 
+/// Every character becomes `x`: only the length in characters survives, and masking commutes
+/// with joining, splitting and truncating at character boundaries.
+fn mask(text: &str) -> String {
+    "x".repeat(text.chars().count())
+}
+
 /// Keys sorted at every level.
 fn sorted(value: &Value) -> Value {
     match value {
@@ -325,7 +384,26 @@ fn is_secret_key(key: &str) -> bool {
 }
 
 fn keeps_value(key: &str) -> bool {
-    KEPT_VALUE_KEYS.contains(&key) || is_id_key(key)
+    KEPT_VALUE_KEYS.contains(&key) || is_id_key(key) || is_structural_key(key)
+}
+
+/// `deliveryKind`, `stop_state`, `logEpoch`: a key whose last word names a structural role.
+fn is_structural_key(key: &str) -> bool {
+    STRUCTURAL_SUFFIXES.iter().any(|suffix| {
+        let camel = key.strip_suffix(suffix).is_some_and(|head| {
+            head.ends_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+        });
+        // `_kind`, `-mode`: the word in lower case (no allocation: this runs for every string).
+        let at = key.len().saturating_sub(suffix.len());
+        let snake = at > 1 && key.is_char_boundary(at) && {
+            let (head, word) = key.split_at(at);
+            word.eq_ignore_ascii_case(suffix)
+                && word.starts_with(|c: char| c.is_ascii_lowercase())
+                && head.len() > 1
+                && head.ends_with(['_', '-'])
+        };
+        camel || snake
+    })
 }
 
 /// `id`, `sessionId`, `tool_call_id`, `requestIds`, ...
@@ -360,6 +438,15 @@ fn is_base64(text: &str) -> bool {
 /// Absolute or relative paths and URLs: one token with a separator in it.
 fn is_path_like(text: &str) -> bool {
     text.contains(['/', '\\']) && !text.chars().any(char::is_whitespace)
+}
+
+/// `/home/me`, `~/x`, `C:\\x`, `file:///x`, `https://h/x`.
+fn is_absolute_path_or_url(text: &str) -> bool {
+    let drive = text
+        .as_bytes()
+        .get(1..3)
+        .is_some_and(|rest| rest[0] == b':' && matches!(rest[1], b'/' | b'\\'));
+    text.starts_with(['/', '\\', '~']) || drive || text.contains("://")
 }
 
 /// `file:`, `https:`, `C:`: kept so a redacted path or URL keeps its form.
@@ -438,7 +525,7 @@ mod tests {
         // (on whenever the ACP SDK is in the build), so check the shape, not the numbers.
         let keys: Vec<&String> = inner.as_object().unwrap().keys().collect();
         assert_eq!(keys.len(), 2);
-        assert!(inner["content"].as_str().unwrap().starts_with("redacted-"));
+        assert_eq!(inner["content"], "xxxxxx", "streamed text is masked");
         let path = inner["file_path"].as_str().unwrap();
         assert_eq!(
             path.split('/').filter(|part| part.starts_with("redacted-")).count(),
@@ -446,6 +533,75 @@ mod tests {
             "{path}"
         );
         assert!(!redacted.to_string().contains("SECRET"));
+    }
+
+    #[test]
+    fn enum_values_epochs_and_topics_keep_their_role() {
+        let mut r = Redactor::new();
+        let frame = json!({
+            "deliveryKind": "online", "logEpoch": "epoch-16348ed1", "topic": "conversation/s-1",
+            "payload": {"deltas": [{"op": "row.delta", "path": "text", "append": "SECRET"}]},
+            "control": {"phase": "running", "stopState": "idle", "stopTargetKind": "assistant"},
+            "config": {"followupMode": "queue", "session_kind": "interactive"},
+            "meta": {"title": "SECRET", "titleSource": "first_input"},
+            "row": {"state": "streaming", "origin": "userInput", "executionKind": "agent"},
+            "episode": "SECRET", "node": "SECRET"
+        });
+        let redacted = r.json(&frame);
+        let text = redacted.to_string();
+        for kept in [
+            "\"online\"",
+            "epoch-16348ed1",
+            "conversation/s-1",
+            "row.delta",
+            "\"running\"",
+            "\"idle\"",
+            "\"assistant\"",
+            "\"queue\"",
+            "interactive",
+            "first_input",
+            "streaming",
+            "userInput",
+            "\"agent\"",
+        ] {
+            assert!(text.contains(kept), "{kept} missing in {text}");
+        }
+        assert!(!text.contains("SECRET"), "{text}");
+        // A structural key never keeps an absolute path or a URL.
+        let paths = r.json(&json!({"topic": "/home/alice/x", "sourceId": "https://h/alice"}));
+        assert!(!paths.to_string().contains("alice"), "{paths}");
+        assert!(paths["topic"].as_str().unwrap().starts_with("/redacted-"), "{paths}");
+    }
+
+    #[test]
+    fn a_role_is_the_last_word_of_a_key() {
+        for key in ["deliveryKind", "stop_state", "x-mode", "logEpoch", "thoughtLevels", "v2Type"] {
+            assert!(is_structural_key(key), "{key}");
+        }
+        for key in [
+            "episode",
+            "Kind",
+            "kind_",
+            "_kind",
+            "mykind",
+            "userName",
+            "titles",
+            "node",
+            "Welche Größe?",
+        ] {
+            assert!(!is_structural_key(key), "{key}");
+        }
+    }
+
+    #[test]
+    fn streamed_pieces_join_into_the_redacted_whole() {
+        let mut r = Redactor::new();
+        let pieces: Vec<Value> =
+            ["Hel", "lo wö", "rld"].iter().map(|p| r.json(&json!({"append": p}))).collect();
+        let joined: String = pieces.iter().map(|p| p["append"].as_str().unwrap()).collect();
+        let whole = r.json(&json!({"row": {"text": "Hello wörld"}}));
+        assert_eq!(whole["row"]["text"], joined);
+        assert_eq!(joined, "xxxxxxxxxxx");
     }
 
     #[test]

@@ -11,6 +11,11 @@ pub fn shape(value: &Value) -> Value {
         Value::String(_) => Value::from("s"),
         Value::Number(_) => Value::from(0),
         Value::Array(items) => Value::Array(items.iter().map(shape).collect()),
+        // Bytes are written as text when they are UTF-8, else as `{"base64": …}`; redaction
+        // can turn one into the other (a length prefix of 128 or more is not UTF-8).
+        Value::Object(map) if map.len() == 1 && map.get("base64").is_some_and(Value::is_string) => {
+            Value::from("s")
+        }
         Value::Object(map) => {
             let mut shaped = Map::new();
             // Content keys (question texts, redacted keys) are interchangeable: compare their
