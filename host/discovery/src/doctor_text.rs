@@ -203,5 +203,10 @@ pub(crate) fn render(report: &DoctorReport) -> String {
         ),
         None => out.field("smoke", "not run"),
     }
+    // The mapper's own lines, as it wrote them (one `note` line each; a line break in one
+    // would forge a field, so it is shown escaped).
+    for note in report.smoke.iter().flat_map(|s| &s.notes) {
+        out.field("note", note.escape_debug());
+    }
     out.0
 }
