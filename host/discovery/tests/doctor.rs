@@ -142,18 +142,18 @@ fn the_mappers_probe_notes_are_printed_as_written_and_nothing_else_of_the_probe(
     let fixture = Fixture::new(Variant::Good);
     let discovery = discovery_of(&fixture, Some(&fixture.root));
     let probe = json!({
-        "notes": ["first thing to know", 7, "second\nsmoke: forged"],
+        "notes": ["first thing's to know", 7, "second\nsmoke: forged"],
         "other": "not printed",
     });
     let smoke = SmokeResult::passed(42, "host answered".into(), Some(probe.clone()));
-    assert_eq!(smoke.notes, ["first thing to know", "second\nsmoke: forged"]);
+    assert_eq!(smoke.notes, ["first thing's to know", "second\nsmoke: forged"]);
     let report = DoctorReport::new(&discovery, None, Some(smoke));
     let text = report.to_text();
-    has_line(&text, "note: first thing to know");
+    has_line(&text, "note: first thing's to know");
     has_line(&text, "note: second\\nsmoke: forged");
     assert!(!text.contains("not printed") && !text.contains("\nsmoke: forged\n"), "{text}");
     let json = json_of(&report);
-    assert_eq!(json["smoke"]["notes"], json!(["first thing to know", "second\nsmoke: forged"]));
+    assert_eq!(json["smoke"]["notes"], json!(["first thing's to know", "second\nsmoke: forged"]));
     assert_eq!(json["smoke"]["probe"], probe);
 
     let quiet = DoctorReport::new(&discovery, None, Some(passed()));
