@@ -60,7 +60,7 @@ async fn updates_stream_while_the_operation_waits() {
     assert_eq!(streamed, vec![one, two, three]);
     // A connection operation has no session to stream to.
     let fault = guard(bridge.connection_op(zcode_contract::ConnectionOp::Probe(
-        Script::request("echo", "").stream(&["{}"]).text(),
+        zcode_contract::ProbeRequest::workspace(Script::request("echo", "").stream(&["{}"]).text()),
     )))
     .await
     .unwrap_err();
@@ -101,7 +101,9 @@ async fn a_dropped_session_takes_the_requests_it_issued_while_mapping_along() {
     link.map(&[SessionInput::Event(ask.as_str().into())]).unwrap();
     drop((link, inbound));
     // The host answers the parked request now, then this one.
-    let unpark = zcode_contract::ConnectionOp::Probe(Script::request("unpark", "").text());
+    let unpark = zcode_contract::ConnectionOp::Probe(zcode_contract::ProbeRequest::workspace(
+        Script::request("unpark", "").text(),
+    ));
     let result = guard(bridge.connection_op(unpark)).await;
     assert_eq!(replies(&result), vec![json!({"id": 3, "ok": "unparked"})]);
     assert!(

@@ -43,7 +43,9 @@ async fn concurrent_ops_of_two_sessions_get_unique_ids_and_their_own_replies() {
         tokio::join!(
             session_op(&a, create(hold())),
             session_op(&b, create(hold())),
-            bridge.connection_op(ConnectionOp::Probe(hold().text())),
+            bridge.connection_op(ConnectionOp::Probe(zcode_contract::ProbeRequest::workspace(
+                hold().text()
+            ))),
         )
     })
     .await;
@@ -194,7 +196,10 @@ async fn an_op_with_several_rounds_gets_fresh_ids_each_round() {
     let bridge = start(&[]).await;
     let script =
         Script::request("echo", "one").and("echo", "two").then(Script::request("echo", "three"));
-    let result = guard(bridge.connection_op(ConnectionOp::Probe(script.text()))).await;
+    let result = guard(bridge.connection_op(ConnectionOp::Probe(
+        zcode_contract::ProbeRequest::workspace(script.text()),
+    )))
+    .await;
     let replies = replies(&result);
     let got: Vec<(u64, Value)> =
         replies.iter().map(|r| (reply_id(r), r["ok"]["echo"].clone())).collect();
@@ -207,13 +212,17 @@ async fn a_timed_out_request_is_lost_and_its_late_reply_is_dropped() {
     let (logs, _guard) = Logs::capture();
     let bridge = start(&[]).await;
     let parked = Script::request("park", "").timeout_ms(50);
-    let result = guard(bridge.connection_op(ConnectionOp::Probe(parked.text()))).await;
+    let result = guard(bridge.connection_op(ConnectionOp::Probe(
+        zcode_contract::ProbeRequest::workspace(parked.text()),
+    )))
+    .await;
     assert_eq!(replies(&result), vec![json!({"id": 2, "lost": "timed out after 50 ms"})]);
 
     // The host now answers the parked request (late), then this one.
-    let result =
-        guard(bridge.connection_op(ConnectionOp::Probe(Script::request("unpark", "").text())))
-            .await;
+    let result = guard(bridge.connection_op(ConnectionOp::Probe(
+        zcode_contract::ProbeRequest::workspace(Script::request("unpark", "").text()),
+    )))
+    .await;
     assert_eq!(replies(&result), vec![json!({"id": 3, "ok": "unparked"})]);
     assert!(
         logs.text().contains("late or unknown native response dropped id=2"),
@@ -235,7 +244,8 @@ async fn a_reply_behind_a_full_session_queue_is_not_timed_out_by_the_wait() {
     // The host writes the events, then the reply: the reader waits once A's queue is full.
     let events = SESSION_QUEUE + 50;
     let behind = Script::request("emit", &vec!["a"; events].join(",")).timeout_ms(1000);
-    let op = bridge.connection_op(ConnectionOp::Probe(behind.text()));
+    let op = bridge
+        .connection_op(ConnectionOp::Probe(zcode_contract::ProbeRequest::workspace(behind.text())));
     let late_reader = async {
         // Three times the timeout before A takes anything, then all of it.
         tokio::time::sleep(Duration::from_secs(3)).await;
@@ -268,7 +278,10 @@ async fn large_timeouts_are_capped() {
     let options = BridgeOptions { max_timeout: Duration::from_millis(60), ..options() };
     let bridge = start_with(plan(&[]), TestConnection::default(), options).await;
     let script = Script::request("park", "").timeout_ms(u32::MAX);
-    let result = guard(bridge.connection_op(ConnectionOp::Probe(script.text()))).await;
+    let result = guard(bridge.connection_op(ConnectionOp::Probe(
+        zcode_contract::ProbeRequest::workspace(script.text()),
+    )))
+    .await;
     assert_eq!(replies(&result), vec![json!({"id": 2, "lost": "timed out after 60 ms"})]);
     bridge.shutdown().await;
 }
@@ -280,10 +293,15 @@ async fn a_zero_timeout_request_is_written_but_not_awaited() {
     // `echo` would be answered, but a zero timeout means no reply is expected: the op ends on
     // the second request's reply, and the first one's answer is dropped as unknown.
     let script = Script::request("echo", "fire-and-forget").timeout_ms(0).and("echo", "awaited");
-    let result = guard(bridge.connection_op(ConnectionOp::Probe(script.text()))).await;
+    let result = guard(bridge.connection_op(ConnectionOp::Probe(
+        zcode_contract::ProbeRequest::workspace(script.text()),
+    )))
+    .await;
     assert_eq!(replies(&result), vec![json!({"id": 3, "ok": {"echo": "awaited"}})]);
-    let result =
-        guard(bridge.connection_op(ConnectionOp::Probe(Script::request("echo", "x").text()))).await;
+    let result = guard(bridge.connection_op(ConnectionOp::Probe(
+        zcode_contract::ProbeRequest::workspace(Script::request("echo", "x").text()),
+    )))
+    .await;
     assert_eq!(replies(&result), vec![json!({"id": 4, "ok": {"echo": "x"}})]);
     assert!(
         logs.text().contains("late or unknown native response dropped id=2"),
@@ -297,12 +315,16 @@ async fn a_zero_timeout_request_is_written_but_not_awaited() {
 async fn a_duplicate_reply_is_dropped_and_never_matched_to_another_request() {
     let (logs, _guard) = Logs::capture();
     let bridge = start(&[]).await;
-    let result =
-        guard(bridge.connection_op(ConnectionOp::Probe(Script::request("twice", "").text()))).await;
+    let result = guard(bridge.connection_op(ConnectionOp::Probe(
+        zcode_contract::ProbeRequest::workspace(Script::request("twice", "").text()),
+    )))
+    .await;
     assert_eq!(replies(&result), vec![json!({"id": 2, "ok": "first"})]);
     // The duplicate was written before this request's reply, so it has been handled by now.
-    let result =
-        guard(bridge.connection_op(ConnectionOp::Probe(Script::request("echo", "x").text()))).await;
+    let result = guard(bridge.connection_op(ConnectionOp::Probe(
+        zcode_contract::ProbeRequest::workspace(Script::request("echo", "x").text()),
+    )))
+    .await;
     assert_eq!(replies(&result), vec![json!({"id": 3, "ok": {"echo": "x"}})]);
     assert!(
         logs.text().contains("late or unknown native response dropped id=2"),
@@ -340,7 +362,11 @@ async fn events_go_to_the_session_that_owns_the_route_in_order() {
 
     // seq 1..=5 on routes a, b, a, nobody, a.
     let script = Script::request("emit", "a,b,a,nobody,a");
-    guard(bridge.connection_op(ConnectionOp::Probe(script.text()))).await.unwrap();
+    guard(bridge.connection_op(ConnectionOp::Probe(zcode_contract::ProbeRequest::workspace(
+        script.text(),
+    ))))
+    .await
+    .unwrap();
     let a_seqs: Vec<Value> = (0..3).map(|_| event(a_events.try_recv())["seq"].clone()).collect();
     assert_eq!(a_seqs, vec![json!(1), json!(3), json!(5)]);
     assert_eq!(event(b_events.try_recv()), json!({"seq": 2}));
@@ -368,9 +394,11 @@ async fn events_for_a_removed_route_are_dropped() {
 
     // Dropping the other link removes its routes too.
     drop(other);
-    guard(bridge.connection_op(ConnectionOp::Probe(Script::request("emit", "o,r2").text())))
-        .await
-        .unwrap();
+    guard(bridge.connection_op(ConnectionOp::Probe(zcode_contract::ProbeRequest::workspace(
+        Script::request("emit", "o,r2").text(),
+    ))))
+    .await
+    .unwrap();
     assert_eq!(event(events.try_recv()), json!({"seq": 2}));
     assert!(other_events.try_recv().is_none());
     bridge.shutdown().await;
@@ -459,7 +487,13 @@ async fn a_connection_op_fault_fails_the_transport_closed() {
     let bridge = start(&[]).await;
     let (_link, mut events) = bridge.link_session(Box::new(TestSession::default()));
     let script = Script::request("echo", "").add_routes(&["mine"]);
-    match guard(bridge.connection_op(ConnectionOp::Probe(script.text()))).await {
+    match guard(
+        bridge.connection_op(ConnectionOp::Probe(zcode_contract::ProbeRequest::workspace(
+            script.text(),
+        ))),
+    )
+    .await
+    {
         Err(OpFailure::Fault(fault)) => {
             assert!(fault.0.contains("cannot own event routes"), "{fault}")
         }
@@ -468,8 +502,10 @@ async fn a_connection_op_fault_fails_the_transport_closed() {
     let reason = bridge.closed_reason().expect("the transport is closed");
     assert!(reason.contains("cannot own event routes"), "{reason}");
     assert_eq!(events.try_recv(), Some(SessionInbound::TransportClosed(reason.clone())));
-    let later =
-        guard(bridge.connection_op(ConnectionOp::Probe(Script::request("echo", "").text()))).await;
+    let later = guard(bridge.connection_op(ConnectionOp::Probe(
+        zcode_contract::ProbeRequest::workspace(Script::request("echo", "").text()),
+    )))
+    .await;
     assert_eq!(later, Err(OpFailure::Transport(reason)));
     bridge.shutdown().await;
 }
@@ -479,9 +515,9 @@ async fn stderr_is_drained_and_never_logged() {
     let (logs, _guard) = Logs::capture();
     let bridge = start(&[]).await;
     // 4 MiB on stderr: far more than a pipe holds, so the host would block if nobody read it.
-    let result = guard(
-        bridge.connection_op(ConnectionOp::Probe(Script::request("stderr_flood", "64").text())),
-    )
+    let result = guard(bridge.connection_op(ConnectionOp::Probe(
+        zcode_contract::ProbeRequest::workspace(Script::request("stderr_flood", "64").text()),
+    )))
     .await;
     assert_eq!(replies(&result), vec![json!({"id": 2, "ok": "flooded"})]);
     bridge.shutdown().await;

@@ -35,8 +35,10 @@ fn pidfile() -> (tempfile::TempDir, String) {
 }
 
 async fn probe(bridge: &HostBridge, method: &str) -> serde_json::Value {
-    let result =
-        guard(bridge.connection_op(ConnectionOp::Probe(Script::request(method, "").text()))).await;
+    let result = guard(bridge.connection_op(ConnectionOp::Probe(
+        zcode_contract::ProbeRequest::workspace(Script::request(method, "").text()),
+    )))
+    .await;
     replies(&result)[0]["ok"].clone()
 }
 

@@ -24,8 +24,12 @@ async fn fault_with_pending_ops(bridge: &HostBridge, fault: &str) -> String {
         tokio::join!(
             session_op(&a, SessionOp::Prompt(stall().text())),
             session_op(&b, SessionOp::Prompt(stall().text())),
-            bridge.connection_op(ConnectionOp::Probe(stall().text())),
-            bridge.connection_op(ConnectionOp::Probe(trigger.text())),
+            bridge.connection_op(ConnectionOp::Probe(zcode_contract::ProbeRequest::workspace(
+                stall().text()
+            ))),
+            bridge.connection_op(ConnectionOp::Probe(zcode_contract::ProbeRequest::workspace(
+                trigger.text()
+            ))),
         )
     })
     .await;
@@ -44,8 +48,10 @@ async fn fault_with_pending_ops(bridge: &HostBridge, fault: &str) -> String {
     }
     let later = guard(session_op(&a, SessionOp::Prompt(Script::request("echo", "").text()))).await;
     assert_eq!(later, Err(OpFailure::Transport(reason.clone())));
-    let later =
-        guard(bridge.connection_op(ConnectionOp::Probe(Script::request("echo", "").text()))).await;
+    let later = guard(bridge.connection_op(ConnectionOp::Probe(
+        zcode_contract::ProbeRequest::workspace(Script::request("echo", "").text()),
+    )))
+    .await;
     assert_eq!(later, Err(OpFailure::Transport(reason.clone())));
     // A session linked after the close learns it at once.
     let (_late, mut late_events) = bridge.link_session(Box::new(TestSession::default()));

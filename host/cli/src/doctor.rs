@@ -5,7 +5,6 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
 
-use zcode_contract::ConnectionOp;
 use zcode_discovery::{Discovery, DoctorReport, DropInReport, SmokeResult};
 
 use crate::Target;
@@ -49,10 +48,9 @@ fn smoke_start(launcher: &Arc<Launcher>, selected: &zcode_discovery::Selected) -
             rt.block_on(async {
                 let host = launcher.start(selected).await.map_err(|e| e.to_string())?;
                 let workspace = std::env::temp_dir();
-                let probe = host
-                    .bridge
-                    .connection_op(ConnectionOp::Probe(workspace.display().to_string()))
-                    .await;
+                // The probe carries the facts a session would get; the mapper's `notes` in
+                // its answer are printed as they are (`SmokeResult::notes`).
+                let probe = host.bridge.connection_op(host.probe_op(&workspace)).await;
                 host.bridge.shutdown().await;
                 probe
                     .map(|result| serde_json::from_str(&result.response).ok())
@@ -61,13 +59,12 @@ fn smoke_start(launcher: &Arc<Launcher>, selected: &zcode_discovery::Selected) -
         });
     let duration_ms = started.elapsed().as_millis() as u64;
     match outcome {
-        Ok(probe) => SmokeResult {
-            passed: true,
+        Ok(probe) => SmokeResult::passed(
             duration_ms,
-            detail: "the host started, answered initialize and shut down cleanly".into(),
+            "the host started, answered initialize and shut down cleanly".into(),
             probe,
-        },
-        Err(detail) => SmokeResult { passed: false, duration_ms, detail, probe: None },
+        ),
+        Err(detail) => SmokeResult::failed(duration_ms, detail),
     }
 }
 

@@ -546,6 +546,32 @@ fn open_with_account(env: &TestEnv, workspace: &Path) -> (Value, String, String)
     (created, stderr, record(env))
 }
 
+/// `zcode-acp --simulate … doctor [--json]` with `env`'s home (its ZCode user files) and the
+/// machine secret of `enc:v1`: (stdout, stderr).
+fn doctor_output(env: &TestEnv, json: bool) -> (String, String) {
+    let mut command = std::process::Command::new(agent_binary());
+    command.args(simulate_args()).arg("doctor");
+    if json {
+        command.arg("--json");
+    }
+    let output = command
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", env.path().join("home"))
+        .env("XDG_DATA_HOME", env.path().join("data"))
+        .env("XDG_CONFIG_HOME", env.path().join("home").join(".config"))
+        .env("XDG_CACHE_HOME", shared_cache_dir())
+        .env("TMPDIR", env.path().join("tmp"))
+        .env("ZCODE_SIM_STATE", env.sim_state())
+        .env("ZCODE_CREDENTIAL_SECRET", MACHINE_SECRET)
+        .env("ZCODE_ACP_LOG", "trace")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run zcode-acp doctor");
+    assert!(output.status.success(), "doctor: {output:?}");
+    (String::from_utf8(output.stdout).unwrap(), String::from_utf8(output.stderr).unwrap())
+}
+
 /// Whether a `session/new` result offers a model whose value starts with `prefix`.
 fn offers_model(created: &Value, prefix: &str) -> bool {
     created["configOptions"].to_string().contains(&format!("\"value\":\"{prefix}"))
@@ -665,4 +691,46 @@ fn plan_models_are_listed_only_when_the_users_files_entitle_them_and_say_why_not
     let (created, _, _) = open_with_account(&env, &workspace);
     assert!(!offers_model(&created, "account:"), "{created}");
     assert!(unlisted_reasons(&created).contains("another plan"), "{created}");
+}
+
+#[test]
+fn doctor_says_why_plan_models_are_missing_and_nothing_without_the_users_files() {
+    if !desktop("doctor_says_why_plan_models_are_missing_and_nothing_without_the_users_files", None)
+    {
+        return;
+    }
+    let note = "note: Coding Plan models of account:zai-individual-coding-plan are not listed: \
+                no Coding Plan key";
+
+    // Signed in without a stored key (3.15.1 and later): the same reason a session gives.
+    let env = TestEnv::new();
+    write_settings(&env, "individual-coding-plan");
+    write_account(&env, None);
+    let (text, _) = doctor_output(&env, false);
+    assert!(text.lines().any(|l| l.starts_with(note)), "{text}");
+    let (json, _) = doctor_output(&env, true);
+    let report: Value = serde_json::from_str(&json).unwrap();
+    let notes = report["smoke"]["notes"].as_array().expect("smoke.notes");
+    assert_eq!(notes.len(), 1, "{report:#}");
+    assert!(notes[0].as_str().unwrap().contains("no Coding Plan key"), "{report:#}");
+    let unlisted = &report["smoke"]["probe"]["unlistedAccountProviders"];
+    assert_eq!(unlisted[0]["providerId"], PLAN, "{report:#}");
+
+    // Entitled (signed in, an enc:v1 key, the plan selected): nothing to say, and the key is in
+    // no output of doctor's.
+    let env = TestEnv::new();
+    write_credentials(&env, &enc_v1(SECRET_KEY, MACHINE_SECRET));
+    let (text, logged) = doctor_output(&env, false);
+    assert!(!text.contains("note:"), "{text}");
+    for output in [&text, &logged, &doctor_output(&env, true).0] {
+        assert!(!output.contains(SECRET_KEY), "the key is in doctor's output");
+    }
+
+    // Without the user's files: nothing about plans, in either form.
+    let env = TestEnv::new();
+    let (text, _) = doctor_output(&env, false);
+    assert!(!text.contains("note:") && !text.contains("Coding Plan"), "{text}");
+    let report: Value = serde_json::from_str(&doctor_output(&env, true).0).unwrap();
+    assert_eq!(report["smoke"]["notes"], json!([]), "{report:#}");
+    assert!(!report.to_string().contains("Coding Plan"), "{report:#}");
 }

@@ -2,12 +2,13 @@
 //! shared by every workspace and session of the connection, never silently restarted under
 //! sessions that were using it.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use agent_client_protocol::BoxFuture;
 use tokio::sync::Mutex;
 use zcode_bridge::HostBridge;
-use zcode_contract::{Facts, Mapper};
+use zcode_contract::{ConnectionOp, Facts, Mapper, ProbeRequest};
 
 use crate::error::CoordinatorError;
 
@@ -23,6 +24,18 @@ pub struct Host {
 }
 
 pub type FactReader = Arc<dyn Fn() -> Facts + Send + Sync>;
+
+impl Host {
+    /// `doctor`'s probe of `workspace`: it carries the facts a new session would get, read by
+    /// the same reader, so the mapper can say what a session would (and the core need not know
+    /// what any fact means).
+    pub fn probe_op(&self, workspace: &Path) -> ConnectionOp {
+        ConnectionOp::Probe(ProbeRequest {
+            workspace: workspace.display().to_string(),
+            facts: (self.facts)(),
+        })
+    }
+}
 
 /// Starts the host: discovery, the compatibility gate, mapper selection and the bridge.
 /// Implemented by the CLI (real installs, `--simulate`) and by tests.

@@ -324,8 +324,7 @@ impl Coordinator {
     /// Runs a health probe against the host (for `doctor`): starts it if needed.
     pub async fn probe(&self, workspace: &Path) -> Result<String, CoordinatorError> {
         let host = self.inner.host.get().await?;
-        let op = ConnectionOp::Probe(workspace.display().to_string());
-        Ok(host.bridge.connection_op(op).await?.response)
+        Ok(host.bridge.connection_op(host.probe_op(workspace)).await?.response)
     }
 
     // ----- helpers -----------------------------------------------------------------------

@@ -25,6 +25,27 @@ pub struct SmokeResult {
     /// What the host said when probed with a workspace (the mapper's answer: availability,
     /// sign-in), when it answered.
     pub probe: Option<serde_json::Value>,
+    /// The lines the mapper wants the user to read (`probe.notes`, WIT `connection-op.probe`),
+    /// as it wrote them: the core does not interpret them.
+    pub notes: Vec<String>,
+}
+
+impl SmokeResult {
+    /// A smoke start that passed with the mapper's `probe` answer; its `notes` are the answer's
+    /// `notes` strings (anything else there is ignored).
+    pub fn passed(duration_ms: u64, detail: String, probe: Option<serde_json::Value>) -> Self {
+        let notes = probe
+            .as_ref()
+            .and_then(|p| p.get("notes"))
+            .and_then(serde_json::Value::as_array)
+            .map(|notes| notes.iter().filter_map(|n| n.as_str().map(str::to_string)).collect())
+            .unwrap_or_default();
+        Self { passed: true, duration_ms, detail, probe, notes }
+    }
+
+    pub fn failed(duration_ms: u64, detail: String) -> Self {
+        Self { passed: false, duration_ms, detail, probe: None, notes: Vec::new() }
+    }
 }
 
 /// Presence of ZCode's credentials file (its contents are never read).

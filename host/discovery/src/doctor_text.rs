@@ -203,5 +203,14 @@ pub(crate) fn render(report: &DoctorReport) -> String {
         ),
         None => out.field("smoke", "not run"),
     }
+    // The mapper's own lines, as it wrote them, one `note` line each; a control character (a
+    // line break would forge a field) is shown escaped.
+    for note in report.smoke.iter().flat_map(|s| &s.notes) {
+        let line: String = note
+            .chars()
+            .map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() })
+            .collect();
+        out.field("note", line);
+    }
     out.0
 }

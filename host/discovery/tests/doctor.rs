@@ -5,7 +5,7 @@ mod support;
 
 use std::path::Path;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use support::*;
 use zcode_contract::Platform;
 use zcode_discovery::{
@@ -15,7 +15,7 @@ use zcode_discovery::{
 use zcode_fake_install::{Variant, write_appimage_file};
 
 fn passed() -> SmokeResult {
-    SmokeResult { passed: true, duration_ms: 42, detail: "host answered".into(), probe: None }
+    SmokeResult::passed(42, "host answered".into(), None)
 }
 
 fn discovery_with(
@@ -138,6 +138,30 @@ fn the_json_field_names_are_stable() {
 }
 
 #[test]
+fn the_mappers_probe_notes_are_printed_as_written_and_nothing_else_of_the_probe() {
+    let fixture = Fixture::new(Variant::Good);
+    let discovery = discovery_of(&fixture, Some(&fixture.root));
+    let probe = json!({
+        "notes": ["first thing's to know", 7, "second\nsmoke: forged"],
+        "other": "not printed",
+    });
+    let smoke = SmokeResult::passed(42, "host answered".into(), Some(probe.clone()));
+    assert_eq!(smoke.notes, ["first thing's to know", "second\nsmoke: forged"]);
+    let report = DoctorReport::new(&discovery, None, Some(smoke));
+    let text = report.to_text();
+    has_line(&text, "note: first thing's to know");
+    has_line(&text, "note: second\\nsmoke: forged");
+    assert!(!text.contains("not printed") && !text.contains("\nsmoke: forged\n"), "{text}");
+    let json = json_of(&report);
+    assert_eq!(json["smoke"]["notes"], json!(["first thing's to know", "second\nsmoke: forged"]));
+    assert_eq!(json["smoke"]["probe"], probe);
+
+    let quiet = DoctorReport::new(&discovery, None, Some(passed()));
+    assert!(!quiet.to_text().contains("note:"));
+    assert_eq!(json_of(&quiet)["smoke"]["notes"], json!([]));
+}
+
+#[test]
 fn accepted_without_a_smoke_start_is_not_ok() {
     let fixture = Fixture::new(Variant::Good);
     let discovery = discovery_of(&fixture, Some(&fixture.root));
@@ -146,8 +170,7 @@ fn accepted_without_a_smoke_start_is_not_ok() {
     assert_eq!(report.authentication, Authentication::Unknown, "no home directory known");
     assert!(report.to_text().lines().any(|l| l == "smoke: not run"));
 
-    let failed =
-        SmokeResult { passed: false, duration_ms: 7, detail: "exit 1".into(), probe: None };
+    let failed = SmokeResult::failed(7, "exit 1".into());
     let report = DoctorReport::new(&discovery, None, Some(failed));
     assert!(!report.ok);
     assert!(report.hint.unwrap().contains("did not start"));

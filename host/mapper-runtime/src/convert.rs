@@ -473,7 +473,10 @@ impl From<&core::ConnectionOp> for wit::ConnectionOp {
     fn from(op: &core::ConnectionOp) -> Self {
         match op {
             core::ConnectionOp::Setup => wit::ConnectionOp::Setup,
-            core::ConnectionOp::Probe(workspace) => wit::ConnectionOp::Probe(workspace.clone()),
+            core::ConnectionOp::Probe(probe) => wit::ConnectionOp::Probe(wit::ProbeRequest {
+                workspace: probe.workspace.clone(),
+                facts: facts(&probe.facts),
+            }),
             core::ConnectionOp::ListSessions(params) => {
                 wit::ConnectionOp::ListSessions(params.clone())
             }

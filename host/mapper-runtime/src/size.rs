@@ -7,9 +7,9 @@ use zcode_contract::{
     CredentialSource, DataFile, DesktopLayout, Effects, ErrorKind, FactKind, FactSource, FactValue,
     FilePin, Inbound, Interaction, InteractionAnswer, InteractionOutcome, InteractionRequest,
     JsonFact, LaunchPlan, Layout, LayoutKind, MapperError, NativeData, NativeReply, NativeRequest,
-    NativeWrite, OpResult, Os, Outgoing, PermissionRequest, Presence, PresenceFact, Release,
-    ReplyBody, RoutedEvent, RuntimeLayout, SecretFill, SessionInit, SessionInput, SessionOp, Step,
-    StopReason, Terminal, VerifiedInstall, VersionProbe,
+    NativeWrite, OpResult, Os, Outgoing, PermissionRequest, Presence, PresenceFact, ProbeRequest,
+    Release, ReplyBody, RoutedEvent, RuntimeLayout, SecretFill, SessionInit, SessionInput,
+    SessionOp, Step, StopReason, Terminal, VerifiedInstall, VersionProbe,
 };
 
 /// Total bytes of the strings and byte lists in a value. Every string and byte list counts,
@@ -135,6 +135,7 @@ fields_size!(Effects: actions, writes);
 fields_size!(Interaction: key, request);
 fields_size!(PermissionRequest: request, deny_option);
 fields_size!(SessionInit: workspace, facts);
+fields_size!(ProbeRequest: workspace, facts);
 
 impl ByteSize for FactKind {
     fn byte_size(&self) -> usize {
@@ -246,7 +247,8 @@ impl ByteSize for ConnectionOp {
     fn byte_size(&self) -> usize {
         match self {
             ConnectionOp::Setup => 0,
-            ConnectionOp::Probe(text) | ConnectionOp::ListSessions(text) => text.byte_size(),
+            ConnectionOp::Probe(probe) => probe.byte_size(),
+            ConnectionOp::ListSessions(text) => text.byte_size(),
         }
     }
 }

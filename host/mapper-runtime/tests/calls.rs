@@ -252,8 +252,12 @@ fn connection_operations_replies_and_identity_cross_intact() {
     assert_eq!(connection.identity(), Ok(None), "no identity before setup");
     let step = connection.start(1, &ConnectionOp::ListSessions("{\"cwd\":\"/w\"}".into()), 40);
     assert_eq!(done_response(step.unwrap()), json!({ "list": "{\"cwd\":\"/w\"}" }));
-    let step = connection.start(2, &ConnectionOp::Probe("/w".into()), 40);
-    assert_eq!(done_response(step.unwrap()), json!({ "probe": "/w" }));
+    let probe = ProbeRequest {
+        workspace: "/w".into(),
+        facts: vec![("signed-in".into(), FactValue::Presence(Presence::Absent))],
+    };
+    let step = connection.start(2, &ConnectionOp::Probe(probe), 40);
+    assert_eq!(done_response(step.unwrap()), json!({ "probe": "/w", "facts": ["signed-in"] }));
 
     let Step::Wait(outgoing) = connection.start(3, &ConnectionOp::Setup, 40).unwrap() else {
         panic!("setup waits");
@@ -477,7 +481,8 @@ fn requests_must_use_the_ids_handed_out_in_order() {
     }
 
     let mut connection = mapper.connection().unwrap();
-    let fault = connection.start(1, &ConnectionOp::Probe("ids-out-of-order".into()), 5);
+    let fault =
+        connection.start(1, &ConnectionOp::Probe(ProbeRequest::workspace("ids-out-of-order")), 5);
     assert_eq!(fault.unwrap_err().0, "mapper used request id 6, expected 5");
 }
 

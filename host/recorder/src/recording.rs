@@ -15,8 +15,8 @@ use std::sync::{Arc, Mutex};
 use zcode_contract::{
     AuthCommand, ConnectionOp, Contract, Effects, FactValue, Inbound, InteractionAnswer,
     InteractionOutcome, LaunchPlan, Mapper, MapperConnection, MapperError, MapperFault,
-    MapperSession, NativeReply, Operations, Outgoing, ReplyBody, SessionInit, SessionInput,
-    SessionOp, Step, VerifiedInstall,
+    MapperSession, NativeReply, Operations, Outgoing, ProbeRequest, ReplyBody, SessionInit,
+    SessionInput, SessionOp, Step, VerifiedInstall,
 };
 use zcode_golden::{Call, Outcome, write_line};
 
@@ -464,8 +464,15 @@ impl MapperSession for RecordingSession {
 /// user's settings: redacted like any JSON. The shadow mapper then sees redacted settings, so a
 /// session that pushes account state diverges from it there; unredacted recordings replay it.
 fn redact_init(r: &mut Redactor, init: &SessionInit) -> SessionInit {
-    let facts = init
-        .facts
+    SessionInit {
+        facts: redact_facts(r, &init.facts),
+        workspace: r.text(&init.workspace),
+        client: init.client,
+    }
+}
+
+fn redact_facts(r: &mut Redactor, facts: &[(String, FactValue)]) -> Vec<(String, FactValue)> {
+    facts
         .iter()
         .map(|(name, value)| {
             let value = match value {
@@ -474,14 +481,17 @@ fn redact_init(r: &mut Redactor, init: &SessionInit) -> SessionInit {
             };
             (name.clone(), value)
         })
-        .collect();
-    SessionInit { facts, workspace: r.text(&init.workspace), client: init.client }
+        .collect()
 }
 
 fn redact_connection_op(r: &mut Redactor, op: &ConnectionOp) -> ConnectionOp {
     match op {
         ConnectionOp::Setup => ConnectionOp::Setup,
-        ConnectionOp::Probe(path) => ConnectionOp::Probe(r.text(path)),
+        // `doctor`'s probe carries the same facts as a session, redacted the same way.
+        ConnectionOp::Probe(probe) => ConnectionOp::Probe(ProbeRequest {
+            workspace: r.text(&probe.workspace),
+            facts: redact_facts(r, &probe.facts),
+        }),
         ConnectionOp::ListSessions(params) => ConnectionOp::ListSessions(r.json_text(params)),
     }
 }

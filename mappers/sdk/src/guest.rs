@@ -514,7 +514,10 @@ impl From<wit::ConnectionOp> for native::ConnectionOp {
     fn from(op: wit::ConnectionOp) -> Self {
         match op {
             wit::ConnectionOp::Setup => Self::Setup,
-            wit::ConnectionOp::Probe(workspace) => Self::Probe(workspace),
+            wit::ConnectionOp::Probe(probe) => Self::Probe(native::ProbeRequest {
+                workspace: probe.workspace,
+                facts: facts(probe.facts),
+            }),
             wit::ConnectionOp::ListSessions(params) => Self::ListSessions(params),
         }
     }

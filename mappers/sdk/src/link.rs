@@ -47,7 +47,9 @@ impl<L: Link> Connection for Linked<L> {
         let link = &mut self.link;
         let next = self.pending.check_new(op_id).and_then(|()| match op {
             ConnectionOp::Setup => link.setup(id),
-            ConnectionOp::Probe(workspace) => link.probe(workspace, id),
+            // A `Link` gets the workspace; the probe's facts are for mappers that say something
+            // about them (the app-server mapper matches `ConnectionOp` itself).
+            ConnectionOp::Probe(probe) => link.probe(&probe.workspace, id),
             ConnectionOp::ListSessions(params) => link.list_sessions(ListParams::read(params)?, id),
         });
         self.pending.step(op_id, next)
@@ -105,7 +107,10 @@ mod tests {
         let mut linked = Linked::new(Probe);
         assert_eq!(linked.push(b"x").unwrap(), [Inbound::Ready]);
         assert!(matches!(linked.start(1, &ConnectionOp::Setup, 1), Step::Done(Ok(_))));
-        assert!(matches!(linked.start(2, &ConnectionOp::Probe("/w".into()), 3), Step::Wait(_)));
+        assert!(matches!(
+            linked.start(2, &ConnectionOp::Probe(zcode_contract::ProbeRequest::workspace("/w")), 3),
+            Step::Wait(_)
+        ));
         let reply = NativeReply { id: 3, body: ReplyBody::Ok("{}".into()) };
         let Step::Done(Ok(probed)) = linked.resume(2, Some(&reply), 4) else { panic!() };
         assert_eq!(probed.response, json!({"stage": "probing", "label": "p"}).to_string());

@@ -198,16 +198,40 @@ fn canonical(value: &Value) -> String {
     }
 }
 
+/// `[{providerId, reason}]`, as a session's `_meta` and the probe's answer carry them.
+fn unlisted_list(unlisted: &[(String, String)]) -> Vec<Value> {
+    unlisted
+        .iter()
+        .map(|(provider, reason)| json!({"providerId": provider, "reason": reason}))
+        .collect()
+}
+
 /// `_meta.zcodeAcp.unlistedAccountProviders` of an opened session, when any is unlisted.
 pub fn unlisted_meta(unlisted: &[(String, String)]) -> Option<Value> {
     if unlisted.is_empty() {
         return None;
     }
-    let list: Vec<Value> = unlisted
+    Some(json!({"zcodeAcp": {"unlistedAccountProviders": unlisted_list(unlisted)}}))
+}
+
+/// `doctor`'s probe answer for the facts it carries: the plan providers a session would leave
+/// unlisted, with the same reasons (`account_state`, as a session computes them before it
+/// pushes), as `unlistedAccountProviders` and as `notes` (the lines `doctor` prints, WIT
+/// `connection-op.probe`). `{}` when there is nothing to say. What only a session can learn
+/// (the Agent has no push method, or ignored the push) is not known here: the probe pushes
+/// nothing, since the push is process-wide and a probe must not change the Agent's state.
+pub fn probe_answer(facts: &[(String, FactValue)]) -> Value {
+    let unlisted = account_state(facts).unlisted;
+    if unlisted.is_empty() {
+        return json!({});
+    }
+    let notes: Vec<String> = unlisted
         .iter()
-        .map(|(provider, reason)| json!({"providerId": provider, "reason": reason}))
+        .map(|(provider, reason)| {
+            format!("Coding Plan models of {provider} are not listed: {reason}")
+        })
         .collect();
-    Some(json!({"zcodeAcp": {"unlistedAccountProviders": list}}))
+    json!({"unlistedAccountProviders": unlisted_list(&unlisted), "notes": notes})
 }
 
 #[cfg(test)]

@@ -45,8 +45,14 @@ const CURSOR_PREFIX: &str = "zcode-sessions-from-";
 
 enum PendingOp {
     Setup,
-    Probe,
-    List { cwd: Option<String>, offset: usize },
+    /// `answer`: what the probe says once the Agent answered (`account::probe_answer`).
+    Probe {
+        answer: Value,
+    },
+    List {
+        cwd: Option<String>,
+        offset: usize,
+    },
 }
 
 /// The page offset an ACP cursor names; `0` without one.
@@ -117,10 +123,10 @@ impl AppServerConnection {
             ConnectionOp::Setup => {
                 (PendingOp::Setup, "runtime/capabilities", json!({}), SETUP_TIMEOUT_MS)
             }
-            ConnectionOp::Probe(workspace) => (
-                PendingOp::Probe,
+            ConnectionOp::Probe(probe) => (
+                PendingOp::Probe { answer: crate::account::probe_answer(&probe.facts) },
                 "session/list",
-                json!({"workspace": workspace_ref(workspace), "limit": 1}),
+                json!({"workspace": workspace_ref(&probe.workspace), "limit": 1}),
                 LIST_TIMEOUT_MS,
             ),
             ConnectionOp::ListSessions(params) => {
@@ -154,9 +160,9 @@ impl AppServerConnection {
                 self.identity = Some(identity(&reply.body)?);
                 Ok(OpResult { response: "{}".to_string(), updates: Vec::new() })
             }
-            PendingOp::Probe => {
+            PendingOp::Probe { answer } => {
                 ok_body(&reply.body, "session/list")?;
-                Ok(OpResult { response: "{}".to_string(), updates: Vec::new() })
+                Ok(OpResult { response: answer.to_string(), updates: Vec::new() })
             }
             PendingOp::List { cwd, offset } => {
                 let result = ok_body(&reply.body, "session/list")?;

@@ -351,7 +351,7 @@ fn lists_sessions_without_parameters_a_release_refuses() {
     );
     let (_, failed) = run(
         &mut conn,
-        ConnectionOp::Probe("/w".into()),
+        ConnectionOp::Probe(zcode_contract::ProbeRequest::workspace("/w")),
         json!({"error": {"code": -32602, "message": "Unrecognized key"}}),
     );
     assert!(
@@ -392,4 +392,55 @@ fn pages_the_list_with_a_cursor_and_refuses_a_bogus_one() {
     assert!(
         matches!(bogus, Step::Done(Err(e)) if e.kind == zcode_contract::ErrorKind::InvalidParams)
     );
+}
+
+// ----- doctor's probe (crate::account::probe_answer) ----------------------------------------
+
+/// Facts of a user signed in to zai whose settings select its individual Coding Plan; with
+/// `key` the presence of that plan's key.
+fn probe_facts(key: zcode_contract::Presence) -> Vec<(String, zcode_contract::FactValue)> {
+    use zcode_contract::{FactValue, Presence};
+    let json = |name: &str, value: Value| (name.to_string(), FactValue::Json(value.to_string()));
+    vec![
+        json(crate::account::TABLE_REVISION, json!(31)),
+        json(crate::account::TABLE_PATH, json!("/z/resources/config/provider/zcode-builtin.json")),
+        json(crate::account::FAMILY, json!("zai")),
+        json(crate::account::SELECTIONS, json!({"zai": {"kind": "individual-coding-plan"}})),
+        (format!("{}zai", crate::account::SIGNED_IN), FactValue::Presence(Presence::Present)),
+        (format!("{}zai", crate::account::PLAN_KEY), FactValue::Presence(key)),
+    ]
+}
+
+fn probe(facts: Vec<(String, zcode_contract::FactValue)>) -> Value {
+    let mut conn = AppServerConnection::new();
+    let request = zcode_contract::ProbeRequest { workspace: "/w".into(), facts };
+    let (sent, step) = run(&mut conn, ConnectionOp::Probe(request), json!({"sessions": []}));
+    assert_eq!(sent["method"], "session/list");
+    let Step::Done(Ok(result)) = step else { panic!("{step:?}") };
+    serde_json::from_str(&result.response).unwrap()
+}
+
+#[test]
+fn the_probe_says_why_a_signed_in_user_without_a_plan_key_gets_no_plan_models() {
+    let answer = probe(probe_facts(zcode_contract::Presence::Absent));
+    assert_eq!(
+        answer["unlistedAccountProviders"],
+        json!([{
+            "providerId": "account:zai-individual-coding-plan",
+            "reason": crate::account::REASON_NO_KEY,
+        }])
+    );
+    assert_eq!(
+        answer["notes"],
+        json!([format!(
+            "Coding Plan models of account:zai-individual-coding-plan are not listed: {}",
+            crate::account::REASON_NO_KEY
+        )])
+    );
+}
+
+#[test]
+fn the_probe_says_nothing_when_the_plan_is_entitled_or_there_are_no_facts() {
+    assert_eq!(probe(probe_facts(zcode_contract::Presence::Present)), json!({}));
+    assert_eq!(probe(Vec::new()), json!({}));
 }

@@ -200,8 +200,10 @@ impl zcode_mapper_sdk::Connection for ServicesConnection {
                 let call = Call::agent0("helloConversationV4").timeout(rpc::HELLO_TIMEOUT_MS);
                 self.send(op_id, first, Stage::Hello, vec![call])
             }
-            ConnectionOp::Probe(workspace) => {
-                self.send(op_id, first, Stage::Probe, vec![initialize(workspace)])
+            // The probe's facts say nothing to this generation: only the app-server mapper
+            // declares facts (the Coding Plan account push).
+            ConnectionOp::Probe(probe) => {
+                self.send(op_id, first, Stage::Probe, vec![initialize(&probe.workspace)])
             }
             ConnectionOp::ListSessions(params) => match sessions::list_params(params) {
                 Ok((workspace, offset)) => {

@@ -64,14 +64,22 @@ fn sets_up_immediately() {
 #[test]
 fn probes_with_initialize() {
     let mut connection = TaskV1Connection::default();
-    let step = connection.start(3, &ConnectionOp::Probe("/w".into()), 7);
+    let step = connection.start(
+        3,
+        &ConnectionOp::Probe(zcode_mapper_sdk::contract::ProbeRequest::workspace("/w")),
+        7,
+    );
     assert_eq!(
         request_json(&step)["params"],
         json!({"service": "agent", "method": "initialize", "params": {"workspacePath": "/w"}})
     );
     let result = json!({"available": true, "protocolVersion": 1});
     assert_eq!(response(connection.resume(3, Some(&ok(7, result.clone())), 8)), result);
-    connection.start(4, &ConnectionOp::Probe("/w".into()), 9);
+    connection.start(
+        4,
+        &ConnectionOp::Probe(zcode_mapper_sdk::contract::ProbeRequest::workspace("/w")),
+        9,
+    );
     let problem = failure(connection.resume(
         4,
         Some(&ok(9, json!({"available": false, "reasonCode": "provider_not_ready"}))),
@@ -135,7 +143,11 @@ fn requires_a_provider_before_listing() {
 #[test]
 fn reports_native_errors_and_unknown_replies() {
     let mut connection = TaskV1Connection::default();
-    connection.start(1, &ConnectionOp::Probe("/w".into()), 1);
+    connection.start(
+        1,
+        &ConnectionOp::Probe(zcode_mapper_sdk::contract::ProbeRequest::workspace("/w")),
+        1,
+    );
     let native = MapperError::new(ErrorKind::Native, "host exploded");
     let problem = failure(connection.resume(
         1,
@@ -145,7 +157,11 @@ fn reports_native_errors_and_unknown_replies() {
     assert_eq!(problem, native);
     let problem = failure(connection.resume(1, Some(&ok(1, json!({}))), 2));
     assert_eq!(problem.message, "Operation 1 is not waiting");
-    connection.start(2, &ConnectionOp::Probe("/w".into()), 5);
+    connection.start(
+        2,
+        &ConnectionOp::Probe(zcode_mapper_sdk::contract::ProbeRequest::workspace("/w")),
+        5,
+    );
     let problem = failure(connection.resume(2, Some(&ok(6, json!({}))), 7));
     assert_eq!(problem.message, "Reply 6 does not answer request 5 of operation 2");
 }

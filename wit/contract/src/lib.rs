@@ -34,7 +34,7 @@ pub use native::{
 };
 pub use ops::{
     ClientFeatures, ConnectionOp, InteractionAnswer, InteractionOutcome, OpResult, Outgoing,
-    SessionInit, SessionOp, Step,
+    ProbeRequest, SessionInit, SessionOp, Step,
 };
 pub use platform::{Os, Platform};
 pub use session::{

@@ -49,11 +49,60 @@ pub struct SessionInit {
     pub facts: crate::Facts,
 }
 
+/// `doctor`'s probe (WIT `probe-request`): the workspace, and the contract's facts read as for
+/// a new session.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ProbeRequest {
+    pub workspace: String,
+    pub facts: crate::Facts,
+}
+
+impl ProbeRequest {
+    /// A probe of `workspace` without facts (a mapper that declares none, a test).
+    pub fn workspace(workspace: impl Into<String>) -> Self {
+        Self { workspace: workspace.into(), facts: Vec::new() }
+    }
+}
+
+/// A probe without facts is written as its workspace alone, as before 0.4 carried facts, so the
+/// golden traces recorded then (`{"probe": "/w"}`) keep replaying and a fact-less probe records
+/// the same line; one with facts is `{"workspace", "facts"}`.
+#[derive(Serialize, Deserialize)]
+#[serde(untagged)]
+enum ProbeRequestForm {
+    Workspace(String),
+    Full {
+        workspace: String,
+        #[serde(default)]
+        facts: crate::Facts,
+    },
+}
+
+impl Serialize for ProbeRequest {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let form = if self.facts.is_empty() {
+            ProbeRequestForm::Workspace(self.workspace.clone())
+        } else {
+            ProbeRequestForm::Full { workspace: self.workspace.clone(), facts: self.facts.clone() }
+        };
+        form.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for ProbeRequest {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Ok(match ProbeRequestForm::deserialize(deserializer)? {
+            ProbeRequestForm::Workspace(workspace) => Self::workspace(workspace),
+            ProbeRequestForm::Full { workspace, facts } => Self { workspace, facts },
+        })
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ConnectionOp {
     Setup,
-    Probe(String),
+    Probe(ProbeRequest),
     ListSessions(String),
 }
 
@@ -115,4 +164,28 @@ pub enum InteractionOutcome {
     Selected(String),
     Elicited(String),
     Unavailable(String),
+}
+
+#[cfg(test)]
+mod probe_tests {
+    use super::*;
+    use crate::{FactValue, Presence};
+
+    #[test]
+    fn a_probe_without_facts_reads_and_writes_as_its_workspace() {
+        let op: ConnectionOp = serde_json::from_str(r#"{"probe":"/w"}"#).unwrap();
+        assert_eq!(op, ConnectionOp::Probe(ProbeRequest::workspace("/w")));
+        assert_eq!(serde_json::to_string(&op).unwrap(), r#"{"probe":"/w"}"#);
+    }
+
+    #[test]
+    fn a_probe_with_facts_round_trips() {
+        let op = ConnectionOp::Probe(ProbeRequest {
+            workspace: "/w".into(),
+            facts: vec![("k".into(), FactValue::Presence(Presence::Absent))],
+        });
+        let text = serde_json::to_string(&op).unwrap();
+        assert!(text.contains(r#""facts""#), "{text}");
+        assert_eq!(serde_json::from_str::<ConnectionOp>(&text).unwrap(), op);
+    }
 }

@@ -485,7 +485,9 @@ pub(crate) enum SessionInputDef {
 #[serde(remote = "ConnectionOp", rename_all = "kebab-case")]
 pub(crate) enum ConnectionOpDef {
     Setup,
-    Probe(String),
+    /// `{"probe": "/w"}` without facts, as recorded before the probe carried them
+    /// (`ProbeRequest`'s own form).
+    Probe(zcode_contract::ProbeRequest),
     ListSessions(#[serde(with = "json_text")] String),
 }
 

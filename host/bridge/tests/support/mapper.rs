@@ -328,7 +328,8 @@ impl Operations<ConnectionOp> for TestConnection {
     fn start(&mut self, op_id: u64, op: &ConnectionOp, first: u64) -> Result<Step, MapperFault> {
         let script = match op {
             ConnectionOp::Setup => self.setup.text(),
-            ConnectionOp::Probe(script) | ConnectionOp::ListSessions(script) => script.clone(),
+            ConnectionOp::Probe(probe) => probe.workspace.clone(),
+            ConnectionOp::ListSessions(script) => script.clone(),
         };
         self.ops.start(op_id, &script, first)
     }

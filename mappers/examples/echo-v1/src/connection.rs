@@ -231,7 +231,11 @@ mod tests {
     #[test]
     fn probes_and_lists_sessions() {
         let mut connection = ready();
-        let Step::Wait(outgoing) = connection.start(1, &ConnectionOp::Probe("/w".into()), 3) else {
+        let Step::Wait(outgoing) = connection.start(
+            1,
+            &ConnectionOp::Probe(zcode_mapper_sdk::contract::ProbeRequest::workspace("/w")),
+            3,
+        ) else {
             panic!()
         };
         assert_eq!(

@@ -249,7 +249,12 @@ fn a_session_through_the_real_host() {
         Some(&b"{\"token\":\"secret \\\"token\\\"\"}\n"[..])
     );
     assert_eq!(core.connection_op(ConnectionOp::Setup), json!({}));
-    assert_eq!(core.connection_op(ConnectionOp::Probe("/w".into()))["authenticated"], true);
+    assert_eq!(
+        core.connection_op(ConnectionOp::Probe(
+            zcode_mapper_sdk::contract::ProbeRequest::workspace("/w")
+        ))["authenticated"],
+        true
+    );
 
     let init = SessionInit {
         facts: Default::default(),
@@ -297,5 +302,10 @@ fn a_session_through_the_real_host() {
 fn without_a_token_the_host_serves_anonymously() {
     let mut core = Core::start(None);
     assert_eq!(core.authenticated_write.as_deref(), Some(&b"{\"token\":null}\n"[..]));
-    assert_eq!(core.connection_op(ConnectionOp::Probe("/w".into()))["authenticated"], false);
+    assert_eq!(
+        core.connection_op(ConnectionOp::Probe(
+            zcode_mapper_sdk::contract::ProbeRequest::workspace("/w")
+        ))["authenticated"],
+        false
+    );
 }

@@ -148,7 +148,11 @@ fn sets_up_v4_with_hello_client_hello_and_preferences() {
 #[test]
 fn probes_and_lists_after_checking_the_workspace() {
     let mut connection = ServicesConnection::new();
-    let probe = wait(connection.start(2, &ConnectionOp::Probe("/w".into()), 1));
+    let probe = wait(connection.start(
+        2,
+        &ConnectionOp::Probe(zcode_mapper_sdk::contract::ProbeRequest::workspace("/w")),
+        1,
+    ));
     assert_eq!(call(&probe.requests[0]), ("initialize".into(), json!({"workspacePath": "/w"})));
     let Step::Done(Err(problem)) =
         connection.resume(2, Some(&reply(1, json!({"available": false, "reasonCode": "provider_not_ready", "reason": "No provider"}))), 2)

@@ -207,7 +207,10 @@ impl GuestConnection for ConformanceConnection {
                 }],
                 ..outgoing()
             }),
-            ConnectionOp::Probe(workspace) => done(json!({ "probe": workspace })),
+            ConnectionOp::Probe(probe) => {
+                let facts: Vec<&str> = probe.facts.iter().map(|(name, _)| name.as_str()).collect();
+                done(json!({ "probe": probe.workspace, "facts": facts }))
+            }
             ConnectionOp::ListSessions(params) => done(json!({ "list": params })),
         }
     }

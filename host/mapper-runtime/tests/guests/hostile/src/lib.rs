@@ -101,8 +101,8 @@ impl GuestConnection for HostileConnection {
 
     fn start(&self, _op_id: u64, op: ConnectionOp, first_request_id: u64) -> Step {
         match op {
-            ConnectionOp::Probe(what) if what == "spin" => spin(),
-            ConnectionOp::Probe(what) if what == "ids-out-of-order" => {
+            ConnectionOp::Probe(what) if what.workspace == "spin" => spin(),
+            ConnectionOp::Probe(what) if what.workspace == "ids-out-of-order" => {
                 out_of_order_step(first_request_id)
             }
             _ => done("{}"),
