@@ -124,7 +124,10 @@ pub struct Resident {
     pub deferred: bool,
     pub revision: u64,
     pub seq: u64,
-    pub events: VecDeque<Value>,
+    /// The last [`EVENT_LOG`] events, by `seq`, kept as the JSON text they were written as:
+    /// they are only read back by a replay (`session/events`, a subscription's), so a
+    /// streamed delta pays for one serialization here instead of a copy of its tree.
+    pub events: VecDeque<(u64, String)>,
     pub delivery_kind: Option<String>,
     pub turn: Option<RunningTurn>,
     pub queue: VecDeque<QueuedInput>,
@@ -258,13 +261,18 @@ impl Resident {
         if self.events.len() == EVENT_LOG {
             self.events.pop_front();
         }
-        self.events.push_back(event.clone());
+        let text = serde_json::to_string(&event).expect("JSON values always serialize");
+        self.events.push_back((self.seq, text));
         event
     }
 
     /// Events with `seq > after` (`session/events`, subscribe replay).
     pub fn events_after(&self, after: u64) -> Vec<Value> {
-        self.events.iter().filter(|event| event["seq"].as_u64() > Some(after)).cloned().collect()
+        self.events
+            .iter()
+            .filter(|(seq, _)| *seq > after)
+            .map(|(_, text)| serde_json::from_str(text).expect("the log holds JSON it wrote"))
+            .collect()
     }
 
     pub fn current_model(&self) -> Option<&'static catalog::Model> {

@@ -242,8 +242,20 @@ impl Publisher {
         }
         let payload = json!({"kind": "deltas", "deltas": batch.deltas});
         let to = self.log.seq;
-        let subscribers = self.subscribers.iter_mut();
-        subscribers.map(|s| s.frame(DeliveryKind::Online, from, to, payload.clone())).collect()
+        // Every subscriber but the last gets a copy; the last one takes the payload itself
+        // (a streamed delta usually has one subscriber: no copy of its tree at all).
+        let mut frames = Vec::with_capacity(self.subscribers.len());
+        let mut payload = Some(payload);
+        let last = self.subscribers.len().saturating_sub(1);
+        for (index, subscriber) in self.subscribers.iter_mut().enumerate() {
+            let payload = if index == last {
+                payload.take().unwrap_or_default()
+            } else {
+                payload.clone().unwrap_or_default()
+            };
+            frames.push(subscriber.frame(DeliveryKind::Online, from, to, payload));
+        }
+        frames
     }
 
     /// The retained deltas after `seq`, if they reach back that far.

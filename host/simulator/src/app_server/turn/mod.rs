@@ -344,7 +344,13 @@ impl Turn {
             if self.server.out.queued_bytes() > crate::common::output::BACKPRESSURE_BYTES {
                 self.server.out.drain_below_limit().await;
             }
-            tokio::task::yield_now().await;
+            // Other tasks get their turn once this one has used up its cooperative budget
+            // (tokio's 128 units a poll), not after every delta: a `yield_now` per delta
+            // parked the worker (an `epoll_wait`) and woke the other one (an `eventfd`
+            // write) each time, about a fifth of the simulator's CPU per delta in a profile
+            // of `sim:stream` on desktop-4.0.0 (docs/performance.md, issue 27). A stop is
+            // still checked before every delta.
+            tokio::task::coop::consume_budget().await;
         }
         if part == "reasoning" {
             self.stream_event(json!({"kind": "reasoning_end", "partId": part_id}));
