@@ -172,13 +172,18 @@ fn validate_release(contract: &Contract, release: &Release) -> Result<(), String
 
 /// Facts are read for the mapper, so none may reach a secret: a user file is never the
 /// credentials file or a credential source's file (a credential crosses only as a presence
-/// verdict), and every name, role and source is one the contract declares.
+/// verdict), it sits in the host's own data folder (the folder of the contract's credentials
+/// file), and every name, role and source is one the contract declares. Without the folder
+/// rule any JSON file of the home would do, and other programs keep tokens in theirs (e.g. a
+/// container registry's `config.json`).
 fn validate_facts(contract: &Contract) -> Result<(), String> {
     let mut names = HashSet::new();
     let secret_files: HashSet<&str> = std::iter::once(contract.credentials_file.as_str())
         .chain(contract.credential_sources.iter().map(|s| s.file.as_str()))
         .filter(|file| !file.is_empty())
         .collect();
+    // Below the home, never the home itself: a host keeps its files in a folder of its own.
+    let host_folder = contract.credentials_file.rsplit_once('/').map(|(folder, _)| folder);
     let has_role = |role: &str| {
         contract.releases.iter().any(|release| {
             release.files.iter().any(|f| f.role == role)
@@ -214,6 +219,14 @@ fn validate_facts(contract: &Contract) -> Result<(), String> {
             }
             FactKind::UserJson(json) => {
                 relative_path(&field("file"), &json.file)?;
+                let folder = json.file.rsplit_once('/').map(|(folder, _)| folder);
+                if host_folder.is_none() || folder != host_folder {
+                    return Err(field(&format!(
+                        "reads `{}`, outside the host's own folder (the credentials file's, `{}`)",
+                        json.file,
+                        host_folder.unwrap_or("none"),
+                    )));
+                }
                 if secret_files.contains(json.file.as_str()) {
                     return Err(field(&format!(
                         "reads `{}`, which holds credentials: only their presence may be asked",

@@ -97,13 +97,29 @@ fn a_fact_never_reads_a_credentials_file() {
     let mut contract = with_table();
     contract.credential_sources.push(CredentialSource {
         name: "key".into(),
-        file: ".other/keys.json".into(),
+        file: ".zcode/v2/keys.json".into(),
         key: "k".into(),
         lookups: Vec::new(),
         encodings: vec![CredentialEncoding::Plain],
     });
-    contract.facts.push(fact("stolen", FactKind::UserJson(json(".other/keys.json", ""))));
+    contract.facts.push(fact("stolen", FactKind::UserJson(json(".zcode/v2/keys.json", ""))));
     assert!(validate_contract(&contract).unwrap_err().contains("holds credentials"));
+}
+
+#[test]
+fn a_fact_reads_only_files_of_the_hosts_own_folder() {
+    // Another program's tokens in the home are JSON too.
+    for elsewhere in
+        [".docker/config.json", "setting.json", ".zcode/setting.json", ".zcode/v2/a/b.json"]
+    {
+        let mut contract = with_table();
+        contract.facts.push(fact("x", FactKind::UserJson(json(elsewhere, ""))));
+        let err = validate_contract(&contract).unwrap_err();
+        assert!(err.contains("outside the host's own folder"), "{elsewhere}: {err}");
+    }
+    let mut contract = with_table();
+    contract.facts.push(fact("x", FactKind::UserJson(json(".zcode/v2/setting.json", "/a"))));
+    assert_eq!(validate_contract(&contract), Ok(()));
 }
 
 #[test]
