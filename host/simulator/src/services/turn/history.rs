@@ -2,7 +2,7 @@
 //! turns) before the prompt's own turn, so paged history (`conversationRowsRangeV4`,
 //! `session/load`) can be exercised and benchmarked. A services-only trigger.
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::common::clock::now_ms;
 use crate::common::turn::big_history_reply;
@@ -38,13 +38,7 @@ pub fn seed(server: &Server, shared: &Shared, messages: u64) {
         let turn_id = format!("turn_history_{}_{exchange}", uuid::Uuid::new_v4().simple());
         let at = now_ms();
         let base = |kind: &str, entity: String| json!({"kind": kind, "turnId": turn_id, "productTurnId": turn_id, "entityId": entity, "createdAt": at});
-        let mut header = base("turnHeader", format!("turn:{turn_id}"));
-        header["origin"] = json!("userInput");
-        header["executionKind"] = json!("agent");
-        header["state"] = json!("completedSuccess");
-        header["startedAt"] = json!(at);
-        header["endedAt"] = json!(at);
-        header["activeMs"] = json!(0);
+        let header = finished_header(base("turnHeader", format!("turn:{turn_id}")));
         conversation.append_row(&mut batch, header);
         let command_id = format!("history-{exchange}");
         let mut user = base("userInput", format!("input:{command_id}"));
@@ -85,13 +79,7 @@ pub fn prepend(conversation: &mut Conversation, bytes: u64) {
         k += 1;
         let turn_id = format!("turn_big_history_{k}");
         let base = |kind: &str, entity: String| json!({"kind": kind, "turnId": turn_id, "productTurnId": turn_id, "entityId": entity, "createdAt": at, "createdAtSeq": 0});
-        let mut header = base("turnHeader", format!("turn:{turn_id}"));
-        header["origin"] = json!("userInput");
-        header["executionKind"] = json!("agent");
-        header["state"] = json!("completedSuccess");
-        header["startedAt"] = json!(at);
-        header["endedAt"] = json!(at);
-        header["activeMs"] = json!(0);
+        let header = finished_header(base("turnHeader", format!("turn:{turn_id}")));
         let command_id = format!("big-history-{k}");
         let mut user = base("userInput", format!("input:{command_id}"));
         user["text"] = json!(format!("History message {k}"));
@@ -115,6 +103,18 @@ pub fn prepend(conversation: &mut Conversation, bytes: u64) {
     seeded.append(&mut log.rows);
     log.rows = seeded;
     log.next_row_id += shift;
+}
+
+/// The header row of a turn the user started and ZCode finished, in no time, when it was made.
+fn finished_header(mut header: Value) -> Value {
+    let at = header["createdAt"].clone();
+    header["origin"] = json!("userInput");
+    header["executionKind"] = json!("agent");
+    header["state"] = json!("completedSuccess");
+    header["startedAt"] = at.clone();
+    header["endedAt"] = at;
+    header["activeMs"] = json!(0);
+    header
 }
 
 #[cfg(test)]
