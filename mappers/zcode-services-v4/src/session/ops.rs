@@ -569,6 +569,9 @@ fn set_mode(session: &mut ServicesSession, params: &str) -> Result<Next, MapperE
     mode_commands(session, mode, plan, false)
 }
 
+/// The commands whose change [`finished`] applies before ZCode's state shows it.
+const SETTINGS_COMMANDS: [&str; 2] = ["switchCollaborationMode", "switchModelConfig"];
+
 fn mode_commands(
     session: &mut ServicesSession,
     mode: String,
@@ -686,6 +689,7 @@ fn acknowledged(
     result: Result<Value, MapperError>,
 ) -> Result<Next, MapperError> {
     let (command, attempts) = commands.current.clone().expect("a command is in flight");
+    let decided_at = result.as_ref().ok().and_then(|ack| ack["revisionAtDecision"].as_u64());
     let outcome = result
         .and_then(|result| command::parse_ack(&result, &command.command_id))
         .and_then(|ack| match ack {
@@ -716,6 +720,11 @@ fn acknowledged(
         Ok(None) => {
             if command.kind == "sendText" {
                 session.follow.state.turn.accepted = true;
+            }
+            if SETTINGS_COMMANDS.contains(&command.kind)
+                && let Some(revision) = decided_at
+            {
+                session.follow.state.settings.decided(revision);
             }
             next_command(session, Box::new(commands), None)
         }

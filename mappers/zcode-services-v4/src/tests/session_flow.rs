@@ -701,6 +701,40 @@ fn modes_and_thought_levels_switch_through_cas_commands() {
     assert_eq!(model.message, "Unknown ZCode model: [\"x\",\"y\"]");
 }
 
+/// F-38: ZCode's state frames and its command answers travel apart. A frame published before
+/// a mode switch (revision 1) that arrives after the switch's answer (decided at revision 1)
+/// must not turn the mode back, and the frame that carries the switch (revision 2) changes
+/// nothing the client was not told.
+#[test]
+fn a_state_frame_older_than_an_accepted_switch_does_not_undo_it() {
+    let (mut session, _) = live();
+    let plan = wait(session.start(
+        5,
+        &SessionOp::SetMode(r#"{"sessionId":"sess-1","modeId":"plan"}"#.into()),
+        70,
+    ));
+    let id = call(&plan.requests[0]).1["envelope"]["commandId"].clone();
+    let (_, answered) = done(session.resume(
+        5,
+        Some(&reply(70, json!({"commandId": id, "status": "accepted", "revisionAtDecision": 1}))),
+        71,
+    ));
+    assert_eq!(answered[0]["currentModeId"], "plan");
+    let mut config = snapshot(SID, 1, json!([]))["config"].clone();
+    let older = json!([{"op": "state.updated", "patch": {"revision": 1, "config": config}}]);
+    let effects = frame(&mut session, 2, deltas_frame(SID, SUB, 1, 2, older));
+    assert_eq!(updates(&effects), Vec::<Value>::new(), "{effects:?}");
+    config["planEnabled"] = json!(true);
+    let switched = json!([{"op": "state.updated", "patch": {"revision": 2, "config": config}}]);
+    let effects = frame(&mut session, 3, deltas_frame(SID, SUB, 2, 3, switched));
+    assert_eq!(updates(&effects), Vec::<Value>::new(), "{effects:?}");
+    // Once a newer state is in, ZCode's word stands again, whatever the mapper set.
+    config["planEnabled"] = json!(false);
+    let back = json!([{"op": "state.updated", "patch": {"revision": 3, "config": config}}]);
+    let effects = frame(&mut session, 4, deltas_frame(SID, SUB, 3, 4, back));
+    assert!(updates(&effects).iter().any(|u| u["currentModeId"] == "build"), "{effects:?}");
+}
+
 #[test]
 fn load_streams_history_oldest_first_in_pages() {
     let mut session = ServicesSession::new(&init());

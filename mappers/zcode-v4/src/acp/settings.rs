@@ -92,6 +92,10 @@ pub struct Settings {
     pub commands: Vec<Value>,
     last_sent: LastSent,
     todos_shown: bool,
+    /// The revision at which ZCode accepted the last settings change. ZCode's state frames and
+    /// its command answers travel apart, so a frame published before the change can arrive
+    /// after the answer: its config is older than the one the answer set (F-38).
+    decided_at: Option<u64>,
 }
 
 impl Settings {
@@ -239,6 +243,22 @@ impl Settings {
         // The todo list and plan proposals share `plan_update`; only the todo list is deduped
         // here.
         Ok(self.last_sent.filter(updates))
+    }
+
+    /// ZCode accepted a settings change at `revision` (its `revisionAtDecision`): until a state
+    /// newer than that arrives, the config the change set stands.
+    pub fn decided(&mut self, revision: u64) {
+        self.decided_at = Some(revision);
+    }
+
+    /// Takes ZCode's config from its state at `revision`, unless that state predates a change
+    /// ZCode has already accepted.
+    pub fn adopt(&mut self, config: &Config, revision: u64) {
+        if self.decided_at.is_some_and(|decided| revision <= decided) {
+            return;
+        }
+        self.decided_at = None;
+        self.config = Some(config.clone());
     }
 
     /// Records updates sent outside [`Settings::metadata`] (answers to the client's requests).

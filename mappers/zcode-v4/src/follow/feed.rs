@@ -274,7 +274,7 @@ fn finish(
         };
         emit(state, emitted, out);
     }
-    state.settings.config = Some(conversation.config.clone());
+    state.settings.adopt(&conversation.config, conversation.revision);
     state.conversation = Some(conversation);
     state.sync.phase = Phase::Live;
     state_updated(state, out)
@@ -353,7 +353,7 @@ fn apply_delta(
 /// After a state change: interactions not surfaced yet, and metadata that changed.
 fn state_updated(state: &mut State, out: &mut Vec<Action>) -> Result<(), MapperError> {
     let Some(conversation) = &state.conversation else { return Ok(()) };
-    state.settings.config = Some(conversation.config.clone());
+    state.settings.adopt(&conversation.config, conversation.revision);
     let interactions = conversation.interactions.clone();
     let plan_operations = state.plan_operations();
     let cx = Context {
