@@ -8,6 +8,7 @@ mod history;
 mod open;
 mod ops;
 mod prompt;
+mod settings;
 mod upload;
 
 use std::collections::BTreeMap;

@@ -12,7 +12,8 @@
 //!   when ZCode admitted the input. The turn's end comes from the frames.
 //! - cancel: `setAutoDrain{false}` → `stop{expectedForegroundExecutionId}` → `deleteQueueItem`
 //!   for what is queued (the plugin's sequence, V4S §4); the end comes from the frames.
-//! - set-mode / set-config-option: `switchCollaborationMode` / `switchModelConfig`.
+//! - set-mode / set-config-option: `switchCollaborationMode` / `switchModelConfig`
+//!   ([`super::settings`]).
 //! - answer: `resolveInteraction`. close: dispose the listen, `unsubscribeConversationV4`; no
 //!   `closeSession`, which may delete the product session (zcode-releases.md §3.6).
 //!
@@ -30,14 +31,9 @@ use crate::session::command::{self, Ack, CAS_ATTEMPTS, Command};
 use crate::session::history::{Walk, replayed, walked};
 use crate::session::open::{self, Open, OpenKind};
 use crate::session::upload::{self, Uploading};
-use crate::session::{ServicesSession, prompt};
+use crate::session::{ServicesSession, prompt, settings};
 use crate::sessions;
-use zcode_mapper_sdk::acp::update;
 use zcode_mapper_sdk::json::{error, internal, invalid_params, parse, protocol};
-use zcode_v4::acp::settings::{
-    MODEL_OPTION, ModelChoice, PLAN_MODE, PLAN_OPTION, THOUGHT_LEVEL_OPTION, is_editing_mode,
-    model_value,
-};
 use zcode_v4::acp::text;
 use zcode_v4::acp::turn::TurnPhase;
 use zcode_v4::follow::Bound;
@@ -80,9 +76,7 @@ pub(super) struct Commands {
 pub(super) enum Finish {
     Prompt { command_id: String, updates: Vec<String> },
     Cancel,
-    Mode { mode: String, plan: bool, option_response: bool },
-    Thought { level: String },
-    Model { choice: ModelChoice, thought: String },
+    Settings(settings::Change),
     Answer { updates: Vec<String> },
 }
 
@@ -119,8 +113,8 @@ pub fn start(session: &mut ServicesSession, op_id: u64, op: &SessionOp, first: u
         SessionOp::Prompt(params) => prompt_op(session, params),
         SessionOp::Cancel => cancel(session),
         SessionOp::FinishTurn => finish_turn(session),
-        SessionOp::SetMode(params) => set_mode(session, params),
-        SessionOp::SetConfigOption(params) => set_config_option(session, params),
+        SessionOp::SetMode(params) => settings::set_mode(session, params),
+        SessionOp::SetConfigOption(params) => settings::set_config_option(session, params),
         SessionOp::Answer(answer) => {
             let plan_operations = session.follow.state.plan_operations();
             session
@@ -556,96 +550,6 @@ fn finish_turn(session: &mut ServicesSession) -> Result<Next, MapperError> {
     Ok(done(usage, updates))
 }
 
-// ----- settings ------------------------------------------------------------------------------
-
-fn set_mode(session: &mut ServicesSession, params: &str) -> Result<Next, MapperError> {
-    let params = parse(params, ErrorKind::InvalidParams, "session/set_mode params")?;
-    let mode = Fields::acp(&params, "session/set_mode params")?.str("modeId")?.to_string();
-    if mode != PLAN_MODE && !is_editing_mode(&mode) {
-        return Err(invalid_params(format!("Unknown ZCode mode: {mode}")));
-    }
-    bound(session)?;
-    let plan = mode == PLAN_MODE;
-    mode_commands(session, mode, plan, false)
-}
-
-/// The commands whose change [`finished`] applies before ZCode's state shows it.
-const SETTINGS_COMMANDS: [&str; 2] = ["switchCollaborationMode", "switchModelConfig"];
-
-fn mode_commands(
-    session: &mut ServicesSession,
-    mode: String,
-    plan: bool,
-    option_response: bool,
-) -> Result<Next, MapperError> {
-    let id = session.follow.state.command_id();
-    let steps = vec![Command::new("switchCollaborationMode", json!({"mode": mode}), id)];
-    commands(session, steps, Finish::Mode { mode, plan, option_response })
-}
-
-fn set_config_option(session: &mut ServicesSession, params: &str) -> Result<Next, MapperError> {
-    let params = parse(params, ErrorKind::InvalidParams, "session/set_config_option params")?;
-    let fields = Fields::acp(&params, "session/set_config_option params")?;
-    let config_id = fields.str("configId")?;
-    let kind = fields.opt_str("type")?;
-    let value = fields.get("value");
-    bound(session)?;
-    let config = session.follow.state.settings.config.clone().unwrap_or_default();
-    match config_id {
-        PLAN_OPTION => {
-            let (Some("boolean"), Some(Value::Bool(on))) = (kind, value) else {
-                return Err(invalid_params("zcode.plan takes a boolean value"));
-            };
-            let mode = if *on {
-                PLAN_MODE.to_string()
-            } else {
-                session.follow.state.settings.editing_mode()
-            };
-            mode_commands(session, mode, *on, true)
-        }
-        MODEL_OPTION | THOUGHT_LEVEL_OPTION if kind.is_none_or(|kind| kind == "value_id") => {
-            let value = match value {
-                Some(Value::String(value)) => value.clone(),
-                other => other.map_or_else(|| "<missing>".to_string(), Value::to_string),
-            };
-            if config_id == MODEL_OPTION {
-                if value == model_value(&config.provider, &config.model) && !config.model.is_empty()
-                {
-                    let options = session.follow.state.settings.config_options();
-                    return Ok(done(json!({"configOptions": options}), Vec::new()));
-                }
-                let Some(choice) = (session.follow.state.settings.models.iter())
-                    .find(|m| model_value(&m.provider, &m.model) == value)
-                    .cloned()
-                else {
-                    return Err(invalid_params(format!("Unknown ZCode model: {value}")));
-                };
-                let thought = choice.thought_for(&config.thought);
-                let payload =
-                    json!({"provider": choice.provider, "model": choice.model, "thought": thought});
-                let id = session.follow.state.command_id();
-                return commands(
-                    session,
-                    vec![Command::new("switchModelConfig", payload, id)],
-                    Finish::Model { choice, thought },
-                );
-            }
-            if !config.thought_levels.contains(&value) {
-                return Err(invalid_params(format!("Unknown thought level: {value}")));
-            }
-            let payload =
-                json!({"provider": config.provider, "model": config.model, "thought": value});
-            let id = session.follow.state.command_id();
-            commands(
-                session,
-                vec![Command::new("switchModelConfig", payload, id)],
-                Finish::Thought { level: value },
-            )
-        }
-        _ => Err(invalid_params(format!("Unknown config option: {config_id}"))),
-    }
-}
-
 // ----- commands ------------------------------------------------------------------------------
 
 pub(super) fn commands(
@@ -721,7 +625,7 @@ fn acknowledged(
             if command.kind == "sendText" {
                 session.follow.state.turn.accepted = true;
             }
-            if SETTINGS_COMMANDS.contains(&command.kind)
+            if settings::COMMANDS.contains(&command.kind)
                 && let Some(revision) = decided_at
             {
                 session.follow.state.settings.decided(revision);
@@ -750,53 +654,7 @@ fn finished(session: &mut ServicesSession, commands: Commands) -> Result<Next, M
             // Taken down only once the stop was accepted; otherwise the turn's end does it.
             done(json!({}), state.plan.remove(plan_operations))
         }
-        Finish::Mode { mode, plan, option_response } => {
-            let config = state.settings.config.get_or_insert_with(Default::default);
-            let was_planning = config.plan_enabled == Some(true) || config.mode == PLAN_MODE;
-            if plan {
-                config.plan_enabled = Some(true);
-            } else {
-                config.mode = mode;
-                config.plan_enabled = Some(false);
-            }
-            let options = state.settings.config_options();
-            let mut updates = vec![update::current_mode(&state.settings.current_mode()?)];
-            if was_planning != plan || option_response {
-                updates.push(update::config_options(&options));
-            }
-            state.settings.remember(&updates);
-            let response =
-                if option_response { json!({"configOptions": options}) } else { json!({}) };
-            done(response, updates)
-        }
-        Finish::Thought { level } => {
-            if let Some(config) = &mut state.settings.config {
-                config.thought = level;
-            }
-            let options = state.settings.config_options();
-            let updates = vec![update::config_options(&options)];
-            state.settings.remember(&updates);
-            done(json!({"configOptions": options}), updates)
-        }
-        Finish::Model { choice, thought } => {
-            // Optimistic, as for the other settings: the next state update says what ZCode did.
-            if let Some(config) = &mut state.settings.config {
-                config.provider = choice.provider;
-                config.model = choice.model;
-                config.thought = thought;
-                config.thought_levels =
-                    choice.levels.iter().map(|(level, _)| level.clone()).collect();
-            }
-            for (level, label) in choice.levels {
-                if !state.settings.thought_labels.iter().any(|(known, _)| *known == level) {
-                    state.settings.thought_labels.push((level, label));
-                }
-            }
-            let options = state.settings.config_options();
-            let updates = vec![update::config_options(&options)];
-            state.settings.remember(&updates);
-            done(json!({"configOptions": options}), updates)
-        }
+        Finish::Settings(change) => settings::applied(state, change)?,
         Finish::Answer { updates } => done(json!({}), updates),
     })
 }
