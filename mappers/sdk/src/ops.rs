@@ -156,6 +156,29 @@ impl<S> Next<S> {
         Next::Wait(stage, sends(request))
     }
 
+    /// The same waiting step with the event `route` registered before its requests are
+    /// written, so no event they cause can arrive unrouted. A finished step registers nothing.
+    pub fn routing(self, route: &str) -> Self {
+        match self {
+            Next::Wait(stage, mut outgoing) => {
+                outgoing.routes_added.push(route.to_string());
+                Next::Wait(stage, outgoing)
+            }
+            done => done,
+        }
+    }
+
+    /// The same waiting step with the event `route` given up.
+    pub fn unrouting(self, route: String) -> Self {
+        match self {
+            Next::Wait(stage, mut outgoing) => {
+                outgoing.routes_removed.push(route);
+                Next::Wait(stage, outgoing)
+            }
+            done => done,
+        }
+    }
+
     /// The same step with `updates` sent first: streamed while it waits, or before its result.
     pub fn with_updates(self, mut updates: Vec<String>) -> Self {
         match self {

@@ -77,7 +77,7 @@ impl Release {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct VersionProbe {
     pub args: Vec<String>,
     pub env: Vec<(String, String)>,
@@ -114,7 +114,8 @@ pub struct AesGcmEncoding {
     pub fallback_seed: String,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// `Default` is empty, for `..Contract::default()` after the fields a mapper sets.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Contract {
     pub protocol_id: String,
     pub description: String,

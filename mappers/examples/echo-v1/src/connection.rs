@@ -60,8 +60,7 @@ impl zcode_mapper_sdk::Link for Connection {
         if params.cursor.is_some() {
             return Err(invalid_params("The echo host lists every session on one page"));
         }
-        let cwd =
-            params.cwd.ok_or_else(|| invalid_params("session/list params: missing field `cwd`"))?;
+        let cwd = params.required_cwd()?;
         let list = request(id, "list", json!({"cwd": cwd}), 5_000);
         Ok(Next::send(Stage::List { cwd }, list))
     }

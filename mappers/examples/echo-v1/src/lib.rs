@@ -26,7 +26,6 @@ impl zcode_mapper_sdk::Mapper for Echo {
     /// or newer. `server.mjs` is not pinned: the host proves what it is in its hello instead.
     fn contract() -> Contract {
         Contract {
-            facts: Default::default(),
             protocol_id: Self::NAME.into(),
             description: "The echo host, the mapper SDK's worked example".into(),
             layouts: vec![Layout::Runtime(RuntimeLayout {
@@ -50,7 +49,7 @@ impl zcode_mapper_sdk::Mapper for Echo {
             cli_version_probe: version_probe(&["{cli-entry}", "--version"]),
             credentials_file: CREDENTIALS_FILE.into(),
             credential_sources: vec![plain_credential(TOKEN_SOURCE, CREDENTIALS_FILE, "token")],
-            offers: Vec::new(),
+            ..Contract::default()
         }
     }
 

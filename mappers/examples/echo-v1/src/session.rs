@@ -50,9 +50,8 @@ impl zcode_mapper_sdk::Session for Session {
         if let Some(session_id) = params.session_id {
             open["sessionId"] = json!(session_id);
         }
-        let outgoing = sends(request(id, "open", open, TIMEOUT_MS));
-        let routes_added = vec![self.route.clone()];
-        Ok(Next::Wait(Stage::Opening(params.kind), Outgoing { routes_added, ..outgoing }))
+        let open = request(id, "open", open, TIMEOUT_MS);
+        Ok(Next::send(Stage::Opening(params.kind), open).routing(&self.route))
     }
 
     fn prompt(&mut self, prompt: Vec<Block>, id: u64) -> Result<Next<Stage>, MapperError> {
@@ -76,9 +75,8 @@ impl zcode_mapper_sdk::Session for Session {
 
     fn close(&mut self, id: u64) -> Result<Next<Stage>, MapperError> {
         let Some(session_id) = self.session_id.take() else { return Ok(Next::finished()) };
-        let close = sends(request(id, "close", json!({"sessionId": session_id}), TIMEOUT_MS));
-        let routes_removed = vec![std::mem::take(&mut self.route)];
-        Ok(Next::Wait(Stage::Done, Outgoing { routes_removed, ..close }))
+        let close = request(id, "close", json!({"sessionId": session_id}), TIMEOUT_MS);
+        Ok(Next::send(Stage::Done, close).unrouting(std::mem::take(&mut self.route)))
     }
 
     fn resume(&mut self, stage: Stage, reply: Reply, id: u64) -> Result<Next<Stage>, MapperError> {
@@ -92,8 +90,7 @@ impl zcode_mapper_sdk::Session for Session {
                     OpenKind::Create => Ok(Next::done(&json!({"sessionId": session_id}))),
                     OpenKind::Resume => Ok(Next::finished()),
                     OpenKind::Load => self.history(0, id),
-                    // echo cannot fork: the SDK's default refuses `fork` before it opens.
-                    OpenKind::Fork => Err(internal("echo cannot fork")),
+                    OpenKind::Fork => Err(internal("echo cannot fork (the SDK refuses it first)")),
                 }
             }
             // A page streams with the request for the next; the last waits for nothing.

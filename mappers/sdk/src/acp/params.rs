@@ -234,6 +234,12 @@ impl ListParams {
             cursor: fields.opt_str("cursor")?.map(str::to_string),
         })
     }
+
+    /// The `cwd` filter, for a host that lists sessions of one workspace at a time.
+    pub fn required_cwd(&self) -> Result<String, MapperError> {
+        let missing = || invalid_params(format!("{}: missing field `cwd`", Self::WHAT));
+        self.cwd.clone().ok_or_else(missing)
+    }
 }
 
 #[cfg(test)]
