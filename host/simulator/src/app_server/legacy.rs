@@ -250,14 +250,14 @@ fn list(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolE
 }
 
 fn read(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
-    let params = parse_params(&schemas::session_read(), params)?;
+    let params = parse_params(&schemas::named("session/read"), params)?;
     let state = server.state();
     let limit = params["messageLimit"].as_u64().map(|limit| limit as usize);
     Ok(state.snapshot(&session_id(&params), Models::Current, limit)?.into())
 }
 
 fn session_messages(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
-    let params = parse_params(&schemas::session_messages(), params)?;
+    let params = parse_params(&schemas::named("session/messages"), params)?;
     let mut state = server.state();
     let resident = state.resident(&session_id(&params))?;
     let all = &resident.record.messages;
@@ -274,7 +274,7 @@ fn session_messages(server: &Arc<Server>, params: Option<&Value>) -> Result<Repl
 }
 
 fn events(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
-    let params = parse_params(&schemas::session_events(), params)?;
+    let params = parse_params(&schemas::named("session/events"), params)?;
     let mut state = server.state();
     let resident = state.resident(&session_id(&params))?;
     let after = params["afterSeq"].as_u64().unwrap_or(0);
@@ -284,7 +284,7 @@ fn events(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, Protoco
 }
 
 fn subscribe(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
-    let params = parse_params(&schemas::session_subscribe(), params)?;
+    let params = parse_params(&schemas::named("session/subscribe"), params)?;
     let session_id = session_id(&params);
     let mut state = server.state();
     let resident = state.resident(&session_id)?;
@@ -350,7 +350,7 @@ pub const MODEL_GONE: &str =
     "历史任务使用的模型已不可用，请从当前模型列表中选择一个可用模型后继续。";
 
 fn send(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
-    let params = parse_params(&schemas::session_send(), params)?;
+    let params = parse_params(&schemas::named("session/send"), params)?;
     let refinements = schemas::session_send_refinements(&params);
     if !refinements.is_empty() {
         return Err(ProtocolError::invalid_params(&refinements));
@@ -413,7 +413,7 @@ fn send(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolE
 }
 
 fn stop(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
-    let params = parse_params(&schemas::session_id(), params)?;
+    let params = parse_params(&schemas::named("sessionId"), params)?;
     let mut state = server.state();
     let resident = state.resident(&session_id(&params))?;
     // Only a prompt started by `session/send` holds the lock this call aborts; a V4-started
@@ -464,7 +464,7 @@ fn set_mode(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, Proto
 }
 
 fn set_model(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
-    let params = parse_params(&schemas::session_set_model(), params)?;
+    let params = parse_params(&schemas::named("session/setModel"), params)?;
     let session_id = session_id(&params);
     let mut state = server.state();
     let (_, selection) = catalog::resolve_selection(&state.entitlements, &params["model"], true)
@@ -479,7 +479,7 @@ fn set_model(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, Prot
 }
 
 fn set_thought_level(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
-    let params = parse_params(&schemas::session_set_thought_level(), params)?;
+    let params = parse_params(&schemas::named("session/setThoughtLevel"), params)?;
     let session_id = session_id(&params);
     let mut state = server.state();
     let resident = state.resident(&session_id)?;
@@ -508,19 +508,19 @@ fn set_thought_level(server: &Arc<Server>, params: Option<&Value>) -> Result<Rep
 // ── reads and the rest ──
 
 fn usage(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
-    let params = parse_params(&schemas::session_id(), params)?;
+    let params = parse_params(&schemas::named("sessionId"), params)?;
     Ok(server.state().usage(&session_id(&params))?.into())
 }
 
 fn subagents(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
-    let params = parse_params(&schemas::session_subagents(), params)?;
+    let params = parse_params(&schemas::named("session/subagents"), params)?;
     let mut state = server.state();
     state.resident(&session_id(&params))?;
     Ok(json!({"running": [], "ended": {"items": []}, "childSessionIds": []}).into())
 }
 
 fn fork(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
-    let params = parse_params(&schemas::session_fork(), params)?;
+    let params = parse_params(&schemas::named("session/fork"), params)?;
     let session_id = session_id(&params);
     let mut state = server.state();
     let resident = state.resident(&session_id)?;
@@ -545,7 +545,7 @@ fn fork(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolE
 }
 
 fn compact(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
-    let params = parse_params(&schemas::session_compact(), params)?;
+    let params = parse_params(&schemas::named("session/compact"), params)?;
     let session_id = session_id(&params);
     let mut state = server.state();
     let resident = state.resident(&session_id)?;
@@ -568,7 +568,7 @@ fn compact(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, Protoc
 }
 
 fn goal(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
-    let params = parse_params(&schemas::session_goal(), params)?;
+    let params = parse_params(&schemas::named("session/goal"), params)?;
     let session_id = session_id(&params);
     let state = server.state();
     state.snapshot(&session_id, Models::Current, Some(0))?;
@@ -591,7 +591,7 @@ fn cancel_background_task(
     server: &Arc<Server>,
     params: Option<&Value>,
 ) -> Result<Reply, ProtocolError> {
-    let params = parse_params(&schemas::session_cancel_background_task(), params)?;
+    let params = parse_params(&schemas::named("session/cancelBackgroundTask"), params)?;
     let mut state = server.state();
     state.resident(&session_id(&params))?;
     // No background work runs in the simulator, so every task id is unknown.
@@ -604,7 +604,7 @@ fn update_account_config(
     server: &Arc<Server>,
     params: Option<&Value>,
 ) -> Result<Reply, ProtocolError> {
-    let params = parse_params(&schemas::provider_update_account_config(), params)?;
+    let params = parse_params(&schemas::named("provider/updateAccountConfig"), params)?;
     let mut state = server.state();
     // A push not based on this process's table (or without the personal config) is answered
     // like any other and silently ignored.
@@ -625,7 +625,7 @@ fn update_account_config(
 }
 
 fn read_presentation(params: Option<&Value>) -> Result<Reply, ProtocolError> {
-    let params = parse_params(&schemas::workspace_only(), params)?;
+    let params = parse_params(&schemas::named("workspaceOnly"), params)?;
     Ok(json!({"workspace": params["workspace"], "mode": "build",
               "slashCommands": catalog::slash_commands()})
     .into())
@@ -635,7 +635,7 @@ fn update_interaction_preferences(
     server: &Arc<Server>,
     params: Option<&Value>,
 ) -> Result<Reply, ProtocolError> {
-    let params = parse_params(&schemas::workspace_update_interaction_preferences(), params)?;
+    let params = parse_params(&schemas::named("workspace/updateInteractionPreferences"), params)?;
     let enabled = params["preferences"]["askUserQuestionAutoResolutionEnabled"] == true;
     let key = params["workspace"]["workspaceKey"].as_str().unwrap_or_default().to_owned();
     let mut state = server.state();
