@@ -26,32 +26,31 @@ fn definitions() -> &'static HashMap<&'static str, Schema> {
     DEFINITIONS.get_or_init(|| parse(SOURCE).unwrap_or_else(|error| panic!("schemas.zod: {error}")))
 }
 
-pub fn session_create(profile: &AppServerProfile) -> Schema {
-    bind(named("session/create"), "mode", profile.session_modes())
-}
-
-pub fn session_set_mode(profile: &AppServerProfile) -> Schema {
-    bind(named("session/setMode"), "mode", profile.session_modes())
-}
-
-pub fn session_resume(profile: &AppServerProfile) -> Schema {
-    named(if profile.has_315_deltas() { "session/resume" } else { "session/resume@3.14" })
-}
-
-pub fn session_list(profile: &AppServerProfile) -> Schema {
-    let mut omitted = Vec::new();
-    if !profile.has_315_deltas() {
-        omitted.push("sessionIds");
+/// The params schema of a legacy method (`session/*`, `provider/*`, `workspace/*`) as the
+/// profile's release has it; `None` for a method without one.
+pub fn legacy_params(method: &str, profile: &AppServerProfile) -> Option<Schema> {
+    let family = ["session/", "provider/", "workspace/"];
+    if !family.iter().any(|prefix| method.starts_with(prefix)) {
+        return None;
     }
-    if !profile.list_accepts_include_archived() {
-        omitted.push("includeArchived");
-    }
-    omit(named("session/list"), &omitted)
-}
-
-pub fn session_close(profile: &AppServerProfile) -> Schema {
-    let schema = named("session/close");
-    if profile.has_315_deltas() { schema } else { omit(schema, &["expectedPersistence"]) }
+    let schema = definitions().get(method)?.clone();
+    let old = !profile.has_315_deltas();
+    Some(match method {
+        "session/create" | "session/setMode" => bind(schema, "mode", profile.session_modes()),
+        "session/resume" if old => named("sessionResume314"),
+        "session/close" if old => omit(schema, &["expectedPersistence"]),
+        "session/list" => {
+            let mut omitted = Vec::new();
+            if old {
+                omitted.push("sessionIds");
+            }
+            if !profile.list_accepts_include_archived() {
+                omitted.push("includeArchived");
+            }
+            omit(schema, &omitted)
+        }
+        _ => schema,
+    })
 }
 
 pub fn v4_command_envelope() -> Schema {
@@ -267,7 +266,7 @@ mod tests {
     #[test]
     fn every_definition_parses_and_references_resolve() {
         let definitions = parse(SOURCE).unwrap();
-        assert_eq!(definitions.len(), 60);
+        assert_eq!(definitions.len(), 62);
         let error = parse("a = strict { b: missing }").unwrap_err();
         assert_eq!(error, "in `a`: `missing` is not defined");
         assert!(parse("a = enum(\"x\"").is_err());
@@ -282,13 +281,26 @@ mod tests {
         assert_eq!(field_names(&send)[..3], ["sessionId", "modelSelection", "modelExecution"]);
         let old = by_name("desktop-3.14.3").unwrap();
         let new = by_name("desktop-4.0.0").unwrap();
-        assert_eq!(field_names(&session_list(old)), ["workspace", "includeArchived", "limit"]);
-        assert_eq!(field_names(&session_list(new)), ["workspace", "sessionIds", "limit"]);
-        assert!(!field_names(&session_close(old)).contains(&"expectedPersistence"));
-        assert_eq!(field_names(&session_resume(old)).len(), 3);
+        let legacy = |method, profile| legacy_params(method, profile).unwrap();
+        assert_eq!(
+            field_names(&legacy("session/list", old)),
+            ["workspace", "includeArchived", "limit"]
+        );
+        assert_eq!(field_names(&legacy("session/list", new)), ["workspace", "sessionIds", "limit"]);
+        assert!(!field_names(&legacy("session/close", old)).contains(&"expectedPersistence"));
+        assert!(field_names(&legacy("session/close", new)).contains(&"expectedPersistence"));
+        assert_eq!(field_names(&legacy("session/resume", old)).len(), 3);
+        assert_eq!(field_names(&legacy("session/stop", new)), ["sessionId"]);
+        // Only the legacy families, and only methods with params, have one.
+        assert!(legacy_params("sessionResume314", new).is_none());
+        assert!(legacy_params("v4/command", new).is_none());
+        assert!(legacy_params("runtime/capabilities", new).is_none());
         let params = json!({"sessionId": "s", "mode": "guarded"});
-        assert!(check(&session_set_mode(new), Some(&params)).is_empty());
-        assert_eq!(check(&session_set_mode(old), Some(&params))[0]["code"], "invalid_value");
+        assert!(check(&legacy("session/setMode", new), Some(&params)).is_empty());
+        assert_eq!(
+            check(&legacy("session/setMode", old), Some(&params))[0]["code"],
+            "invalid_value"
+        );
         let envelope = v4_command_envelope();
         let command = json!({"commandId": "c", "clientId": "k", "sessionId": null,
                              "type": "sendText", "issuedAt": 1});

@@ -435,7 +435,7 @@ impl Turn {
             .plain_request_raw(
                 "automation/checkTaskBinding",
                 json!({"targetTaskId": session}),
-                schemas::named("browserBound"),
+                schemas::named("taskBinding"),
             )
             .await?
         {
