@@ -57,7 +57,10 @@ pub async fn dispatch(
     method: &str,
     params: Option<Value>,
 ) -> Result<Reply, ProtocolError> {
-    let params = params.as_ref();
+    let params = match schemas::legacy_params(method, server.profile) {
+        Some(schema) => parse_params(&schema, params.as_ref())?,
+        None => Value::Null,
+    };
     match method {
         "session/create" => create(server, params).await,
         "session/resume" => resume(server, params).await,
@@ -117,8 +120,7 @@ fn check_revision(resident: &Resident, params: &Value) -> Result<(), ProtocolErr
 
 // ── lifecycle ──
 
-async fn create(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
-    let params = parse_params(&schemas::session_create(server.profile), params)?;
+async fn create(server: &Arc<Server>, params: Value) -> Result<Reply, ProtocolError> {
     let requested_id = text(&params, "sessionId").map(str::trim).map(str::to_owned);
     let session_id = requested_id.unwrap_or_else(|| messages::new_id("sess"));
     let record = {
@@ -174,8 +176,7 @@ async fn create(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, P
     Ok(state.snapshot(&session_id, Models::All, None)?.into())
 }
 
-async fn resume(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
-    let params = parse_params(&schemas::session_resume(server.profile), params)?;
+async fn resume(server: &Arc<Server>, params: Value) -> Result<Reply, ProtocolError> {
     let session_id = session_id(&params);
     let record = {
         let state = server.state();
@@ -216,8 +217,7 @@ async fn resume(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, P
     Ok(state.snapshot(&session_id, Models::All, None)?.into())
 }
 
-fn list(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
-    let params = parse_params(&schemas::session_list(server.profile), params)?;
+fn list(server: &Arc<Server>, params: Value) -> Result<Reply, ProtocolError> {
     let state = server.state();
     let stored =
         state.store.list().map_err(|message| ProtocolError::business(message, "STORAGE_ERROR"))?;
@@ -249,15 +249,13 @@ fn list(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolE
     Ok(json!({"sessions": sessions}).into())
 }
 
-fn read(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
-    let params = parse_params(&schemas::session_read(), params)?;
+fn read(server: &Arc<Server>, params: Value) -> Result<Reply, ProtocolError> {
     let state = server.state();
     let limit = params["messageLimit"].as_u64().map(|limit| limit as usize);
     Ok(state.snapshot(&session_id(&params), Models::Current, limit)?.into())
 }
 
-fn session_messages(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
-    let params = parse_params(&schemas::session_messages(), params)?;
+fn session_messages(server: &Arc<Server>, params: Value) -> Result<Reply, ProtocolError> {
     let mut state = server.state();
     let resident = state.resident(&session_id(&params))?;
     let all = &resident.record.messages;
@@ -273,8 +271,7 @@ fn session_messages(server: &Arc<Server>, params: Option<&Value>) -> Result<Repl
     Ok(json!({"messages": page}).into())
 }
 
-fn events(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
-    let params = parse_params(&schemas::session_events(), params)?;
+fn events(server: &Arc<Server>, params: Value) -> Result<Reply, ProtocolError> {
     let mut state = server.state();
     let resident = state.resident(&session_id(&params))?;
     let after = params["afterSeq"].as_u64().unwrap_or(0);
@@ -283,8 +280,7 @@ fn events(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, Protoco
     Ok(json!({"events": events, "eventSeq": resident.seq}).into())
 }
 
-fn subscribe(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
-    let params = parse_params(&schemas::session_subscribe(), params)?;
+fn subscribe(server: &Arc<Server>, params: Value) -> Result<Reply, ProtocolError> {
     let session_id = session_id(&params);
     let mut state = server.state();
     let resident = state.resident(&session_id)?;
@@ -349,8 +345,7 @@ fn seed_history(record: &mut SessionRecord, bytes: u64) {
 pub const MODEL_GONE: &str =
     "历史任务使用的模型已不可用，请从当前模型列表中选择一个可用模型后继续。";
 
-fn send(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
-    let params = parse_params(&schemas::session_send(), params)?;
+fn send(server: &Arc<Server>, params: Value) -> Result<Reply, ProtocolError> {
     let refinements = schemas::session_send_refinements(&params);
     if !refinements.is_empty() {
         return Err(ProtocolError::invalid_params(&refinements));
@@ -412,8 +407,7 @@ fn send(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolE
     })
 }
 
-fn stop(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
-    let params = parse_params(&schemas::session_id(), params)?;
+fn stop(server: &Arc<Server>, params: Value) -> Result<Reply, ProtocolError> {
     let mut state = server.state();
     let resident = state.resident(&session_id(&params))?;
     // Only a prompt started by `session/send` holds the lock this call aborts; a V4-started
@@ -426,8 +420,7 @@ fn stop(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolE
     Ok(json!({}).into())
 }
 
-fn close(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
-    let params = parse_params(&schemas::session_close(server.profile), params)?;
+fn close(server: &Arc<Server>, params: Value) -> Result<Reply, ProtocolError> {
     let session_id = session_id(&params);
     let deletes = server.profile.close_deletes_history()
         || server.faults.take_one("session/close", AppFault::CloseDeletes).is_some();
@@ -452,8 +445,7 @@ fn close(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, Protocol
 
 // ── settings ──
 
-fn set_mode(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
-    let params = parse_params(&schemas::session_set_mode(server.profile), params)?;
+fn set_mode(server: &Arc<Server>, params: Value) -> Result<Reply, ProtocolError> {
     let session_id = session_id(&params);
     let mut state = server.state();
     let resident = state.resident(&session_id)?;
@@ -463,8 +455,7 @@ fn set_mode(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, Proto
     Ok(state.snapshot(&session_id, Models::Current, Some(0))?.into())
 }
 
-fn set_model(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
-    let params = parse_params(&schemas::session_set_model(), params)?;
+fn set_model(server: &Arc<Server>, params: Value) -> Result<Reply, ProtocolError> {
     let session_id = session_id(&params);
     let mut state = server.state();
     let (_, selection) = catalog::resolve_selection(&state.entitlements, &params["model"], true)
@@ -478,8 +469,7 @@ fn set_model(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, Prot
     Ok(state.snapshot(&session_id, Models::Current, Some(0))?.into())
 }
 
-fn set_thought_level(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
-    let params = parse_params(&schemas::session_set_thought_level(), params)?;
+fn set_thought_level(server: &Arc<Server>, params: Value) -> Result<Reply, ProtocolError> {
     let session_id = session_id(&params);
     let mut state = server.state();
     let resident = state.resident(&session_id)?;
@@ -507,20 +497,17 @@ fn set_thought_level(server: &Arc<Server>, params: Option<&Value>) -> Result<Rep
 
 // ── reads and the rest ──
 
-fn usage(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
-    let params = parse_params(&schemas::session_id(), params)?;
+fn usage(server: &Arc<Server>, params: Value) -> Result<Reply, ProtocolError> {
     Ok(server.state().usage(&session_id(&params))?.into())
 }
 
-fn subagents(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
-    let params = parse_params(&schemas::session_subagents(), params)?;
+fn subagents(server: &Arc<Server>, params: Value) -> Result<Reply, ProtocolError> {
     let mut state = server.state();
     state.resident(&session_id(&params))?;
     Ok(json!({"running": [], "ended": {"items": []}, "childSessionIds": []}).into())
 }
 
-fn fork(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
-    let params = parse_params(&schemas::session_fork(), params)?;
+fn fork(server: &Arc<Server>, params: Value) -> Result<Reply, ProtocolError> {
     let session_id = session_id(&params);
     let mut state = server.state();
     let resident = state.resident(&session_id)?;
@@ -544,8 +531,7 @@ fn fork(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolE
     .into())
 }
 
-fn compact(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
-    let params = parse_params(&schemas::session_compact(), params)?;
+fn compact(server: &Arc<Server>, params: Value) -> Result<Reply, ProtocolError> {
     let session_id = session_id(&params);
     let mut state = server.state();
     let resident = state.resident(&session_id)?;
@@ -567,8 +553,7 @@ fn compact(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, Protoc
     .into())
 }
 
-fn goal(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
-    let params = parse_params(&schemas::session_goal(), params)?;
+fn goal(server: &Arc<Server>, params: Value) -> Result<Reply, ProtocolError> {
     let session_id = session_id(&params);
     let state = server.state();
     state.snapshot(&session_id, Models::Current, Some(0))?;
@@ -587,11 +572,7 @@ fn goal(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolE
     Ok(json!({"response": response, "snapshot": snapshot, "startedTurn": false}).into())
 }
 
-fn cancel_background_task(
-    server: &Arc<Server>,
-    params: Option<&Value>,
-) -> Result<Reply, ProtocolError> {
-    let params = parse_params(&schemas::session_cancel_background_task(), params)?;
+fn cancel_background_task(server: &Arc<Server>, params: Value) -> Result<Reply, ProtocolError> {
     let mut state = server.state();
     state.resident(&session_id(&params))?;
     // No background work runs in the simulator, so every task id is unknown.
@@ -600,11 +581,7 @@ fn cancel_background_task(
     .into())
 }
 
-fn update_account_config(
-    server: &Arc<Server>,
-    params: Option<&Value>,
-) -> Result<Reply, ProtocolError> {
-    let params = parse_params(&schemas::provider_update_account_config(), params)?;
+fn update_account_config(server: &Arc<Server>, params: Value) -> Result<Reply, ProtocolError> {
     let mut state = server.state();
     // A push not based on this process's table (or without the personal config) is answered
     // like any other and silently ignored.
@@ -624,8 +601,7 @@ fn update_account_config(
     Ok(result.into())
 }
 
-fn read_presentation(params: Option<&Value>) -> Result<Reply, ProtocolError> {
-    let params = parse_params(&schemas::workspace_only(), params)?;
+fn read_presentation(params: Value) -> Result<Reply, ProtocolError> {
     Ok(json!({"workspace": params["workspace"], "mode": "build",
               "slashCommands": catalog::slash_commands()})
     .into())
@@ -633,9 +609,8 @@ fn read_presentation(params: Option<&Value>) -> Result<Reply, ProtocolError> {
 
 fn update_interaction_preferences(
     server: &Arc<Server>,
-    params: Option<&Value>,
+    params: Value,
 ) -> Result<Reply, ProtocolError> {
-    let params = parse_params(&schemas::workspace_update_interaction_preferences(), params)?;
     let enabled = params["preferences"]["askUserQuestionAutoResolutionEnabled"] == true;
     let key = params["workspace"]["workspaceKey"].as_str().unwrap_or_default().to_owned();
     let mut state = server.state();

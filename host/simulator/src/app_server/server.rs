@@ -339,7 +339,7 @@ impl Server {
         let mut request = ClientRequest::new(
             method,
             json!({"sessionId": session_id, "scope": scope}),
-            schemas::runtime_preferences_result(),
+            schemas::named("runtimePreferences"),
         );
         request.timeout = Some(self.options.runtime_preferences_timeout);
         match self.reverse.request(request).await {

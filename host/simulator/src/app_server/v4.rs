@@ -75,7 +75,7 @@ pub async fn dispatch(
             if server.faults.take_one(method, AppFault::NoV4).is_some() {
                 return Err(ProtocolError::method_not_found(method));
             }
-            let params = parse(&schemas::v4_connection_flow(), params)?;
+            let params = parse(&schemas::named("v4/connection/flow"), params)?;
             let mut state = server.state();
             let out = state.out.clone();
             state.gateway.flow(
@@ -90,7 +90,7 @@ pub async fn dispatch(
         "v4/conversation/unsubscribe" => unsubscribe(server, params),
         "v4/conversation/rowsRange" => rows_range(server, params),
         "v4/conversation/usage" => {
-            let params = parse(&schemas::v4_conversation_usage(), params)?;
+            let params = parse(&schemas::named("v4/conversation/usage"), params)?;
             let session_id = params["sessionId"].as_str().unwrap_or_default();
             Ok(server.state().usage(session_id)?.into())
         }
@@ -113,7 +113,7 @@ fn with_initial_frame(server: &Server, result: Value, frame: Frame) -> Reply {
 }
 
 async fn subscribe(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
-    let params = parse(&schemas::v4_subscribe(), params)?;
+    let params = parse(&schemas::named("v4/conversation/subscribe"), params)?;
     let topic = params["topic"].as_str().unwrap_or_default().to_owned();
     let connection_id = params["connectionId"].as_str().unwrap_or_default().to_owned();
     if let Some(key) = topic.strip_prefix("workspace-config/").filter(|key| !key.is_empty()) {
@@ -212,7 +212,7 @@ fn subscribe_config(server: &Arc<Server>, topic: &str, key: &str, connection_id:
 }
 
 fn resync(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
-    let params = parse(&schemas::v4_resync(), params)?;
+    let params = parse(&schemas::named("v4/conversation/resync"), params)?;
     let subscription_id = params["subscriptionId"].as_str().unwrap_or_default();
     let topic = params["topic"].as_str().unwrap_or_default();
     let unknown = || {
@@ -246,7 +246,7 @@ fn resync(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, Protoco
 }
 
 fn unsubscribe(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
-    let params = parse(&schemas::v4_unsubscribe(), params)?;
+    let params = parse(&schemas::named("v4/conversation/unsubscribe"), params)?;
     let subscription_id = params["subscriptionId"].as_str().unwrap_or_default();
     let topic = params["topic"].as_str().unwrap_or_default();
     let mut state = server.state();
@@ -260,7 +260,7 @@ fn unsubscribe(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, Pr
 }
 
 fn rows_range(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
-    let params = parse(&schemas::v4_rows_range(), params)?;
+    let params = parse(&schemas::named("v4/conversation/rowsRange"), params)?;
     let limit = params["limit"].as_f64().unwrap_or(0.0);
     if !(1.0..=ROWS_RANGE_MAX).contains(&limit) {
         let issue = zod::custom(&["limit"], "limit must be between 1 and 200");

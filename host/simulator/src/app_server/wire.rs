@@ -8,7 +8,7 @@
 
 use serde_json::{Value, json};
 
-use super::zod::{self, Schema, field, non_empty, optional, strict};
+use super::zod::{self, Schema};
 
 pub const PARSE_ERROR: i64 = -32700;
 pub const INVALID_MESSAGE: i64 = -32600;
@@ -56,37 +56,6 @@ pub enum Incoming {
     },
 }
 
-fn request_id() -> Schema {
-    Schema::Union(vec![zod::string(), Schema::Int { min: None }])
-}
-
-/// `zcodeProtocolMessageSchema`: request | notification | response | error.
-fn message_schema() -> Schema {
-    let trace = || optional("trace", Schema::Unknown);
-    Schema::Union(vec![
-        strict(vec![
-            field("id", request_id()),
-            field("method", non_empty()),
-            optional("params", Schema::Unknown),
-            trace(),
-        ]),
-        strict(vec![field("method", non_empty()), optional("params", Schema::Unknown), trace()]),
-        // `result` must be present (a live Agent reports `expected: "nonoptional"`).
-        strict(vec![field("id", request_id()), field("result", Schema::Present)]),
-        strict(vec![
-            field("id", request_id()),
-            field(
-                "error",
-                strict(vec![
-                    field("code", Schema::Int { min: None }),
-                    field("message", non_empty()),
-                    optional("data", Schema::Unknown),
-                ]),
-            ),
-        ]),
-    ])
-}
-
 /// Decodes one line (without its newline). Lines are trimmed first, as the transport does.
 pub fn decode(line: &[u8]) -> Incoming {
     let text = String::from_utf8_lossy(line);
@@ -97,7 +66,7 @@ pub fn decode(line: &[u8]) -> Incoming {
     let Ok(value) = serde_json::from_str::<Value>(text) else {
         return Incoming::ParseError;
     };
-    let issues = zod::check(&message_schema(), Some(&value));
+    let issues = zod::check(&super::schemas::named("message"), Some(&value));
     if !issues.is_empty() {
         return Incoming::Invalid(issues);
     }

@@ -59,55 +59,6 @@ pub struct Field {
     pub optional: bool,
 }
 
-pub fn field(name: &'static str, schema: Schema) -> Field {
-    Field { name, schema, optional: false }
-}
-
-pub fn optional(name: &'static str, schema: Schema) -> Field {
-    Field { name, schema, optional: true }
-}
-
-pub fn strict(fields: Vec<Field>) -> Schema {
-    Schema::Object { fields, unknown: UnknownKeys::Reject }
-}
-
-pub fn loose(fields: Vec<Field>) -> Schema {
-    Schema::Object { fields, unknown: UnknownKeys::Strip }
-}
-
-/// `z.string().trim().min(1)`, the protocol's `nonEmptyString`.
-pub fn non_empty() -> Schema {
-    Schema::Str { min: 1, trim: true }
-}
-
-pub fn string() -> Schema {
-    Schema::Str { min: 0, trim: false }
-}
-
-pub fn nonnegative_int() -> Schema {
-    Schema::Int { min: Some(0) }
-}
-
-pub fn positive_int() -> Schema {
-    Schema::Int { min: Some(1) }
-}
-
-pub fn enumeration(values: &[&'static str]) -> Schema {
-    Schema::Enum(values.to_vec())
-}
-
-pub fn array(item: Schema) -> Schema {
-    Schema::Array { item: Box::new(item), min: 0, max: None }
-}
-
-pub fn record(value: Schema) -> Schema {
-    Schema::Record(Box::new(value))
-}
-
-pub fn literal(value: Value) -> Schema {
-    Schema::Literal(value)
-}
-
 /// One problem found, as a zod 4 issue object (`{code, ..., path, message}`).
 pub type Issue = Value;
 
@@ -355,8 +306,13 @@ fn whole(number: &serde_json::Number) -> Option<i64> {
 mod tests {
     use super::*;
 
+    /// A schema in the notation of `schemas.zod`.
+    fn schema(text: &'static str) -> Schema {
+        super::super::schemas::parse(text).unwrap().remove("s").unwrap()
+    }
+
     fn session_params() -> Schema {
-        strict(vec![field("sessionId", non_empty()), optional("limit", positive_int())])
+        schema("s = strict { sessionId: nonEmpty, limit?: positiveInt }")
     }
 
     #[test]
@@ -384,12 +340,9 @@ mod tests {
 
     #[test]
     fn loose_objects_strip_unknown_keys_and_unions_collect_every_alternative() {
-        let schema = loose(vec![field("a", Schema::Bool)]);
-        assert!(check(&schema, Some(&json!({"a": true, "b": 1}))).is_empty());
-        let union = Schema::Union(vec![
-            strict(vec![field("id", Schema::Int { min: None })]),
-            strict(vec![field("method", non_empty())]),
-        ]);
+        let loose = schema("s = loose { a: bool }");
+        assert!(check(&loose, Some(&json!({"a": true, "b": 1}))).is_empty());
+        let union = schema("s = union(strict { id: int }, strict { method: nonEmpty })");
         let issues = check(&union, Some(&json!({"jsonrpc": "2.0", "id": 1})));
         assert_eq!(issues.len(), 1);
         assert_eq!(issues[0]["code"], "invalid_union");

@@ -171,7 +171,7 @@ impl Turn {
             id: request_id.clone(),
             method: "interaction/requestUserInput",
             params,
-            schema: schemas::user_input_response(),
+            schema: schemas::named("userInputResponse"),
             point: "question",
             pending,
             permission: None,
@@ -243,7 +243,7 @@ impl Turn {
                 id: request_id,
                 method: "interaction/requestUserInput",
                 params,
-                schema: schemas::user_input_response(),
+                schema: schemas::named("userInputResponse"),
                 point: "plan",
                 pending,
                 permission: None,
@@ -340,7 +340,7 @@ impl Turn {
             id: request_id,
             method: "interaction/requestUserInput",
             params,
-            schema: schemas::user_input_response(),
+            schema: schemas::named("userInputResponse"),
             point: "question",
             pending,
             permission: None,
@@ -379,8 +379,9 @@ impl Turn {
             "clientMode": "desktop-continuous", "sessionContext": "agent",
         });
         let started = now_ms();
-        let outcome =
-            self.plain_request("interaction/browserList", params, schemas::any_object()).await?;
+        let outcome = self
+            .plain_request("interaction/browserList", params, schemas::named("anyObject"))
+            .await?;
         let result = outcome.map(|answer| json!({"content": answer.to_string()}));
         self.finish_extra(&call_id, tool, &input, row, started, result);
         self.model_request().await
@@ -403,7 +404,7 @@ impl Turn {
             .plain_request(
                 "interaction/requestOfficialMcpAuthHeaders",
                 params,
-                schemas::official_mcp_auth_response(),
+                schemas::named("officialMcpAuthResponse"),
             )
             .await?;
         let result = outcome.and_then(|answer| {
@@ -434,13 +435,20 @@ impl Turn {
             .plain_request_raw(
                 "automation/checkTaskBinding",
                 json!({"targetTaskId": session}),
-                bound_schema(),
+                schemas::named("taskBinding"),
             )
             .await?
         {
             Ok(answer) => Ok(answer["bound"] == true),
             Err(ClientError::Remote(error)) if error.code == METHOD_NOT_FOUND => {
-                match self.plain_request_raw("automation/list", json!({}), list_schema()).await? {
+                match self
+                    .plain_request_raw(
+                        "automation/list",
+                        json!({}),
+                        schemas::named("automationList"),
+                    )
+                    .await?
+                {
                     Ok(answer) => Ok(answer["automations"].as_array().is_some_and(|all| {
                         all.iter().any(|item| item["targetTaskId"] == session.as_str())
                     })),
@@ -465,7 +473,7 @@ impl Turn {
                 if let Some(model) = model {
                     params["modelSelection"] = model;
                 }
-                self.plain_request("automation/create", params, create_schema())
+                self.plain_request("automation/create", params, schemas::named("automationCreated"))
                     .await?
                     .map(|answer| json!({"content": format!("Created {}", answer["automation"])}))
             }
@@ -607,21 +615,6 @@ fn elicitation_questions(schema: &Value) -> Vec<Value> {
             json!({"question": text, "header": name, "options": options})
         })
         .collect()
-}
-
-fn bound_schema() -> Schema {
-    super::super::zod::loose(vec![super::super::zod::field("bound", Schema::Bool)])
-}
-
-fn list_schema() -> Schema {
-    super::super::zod::loose(vec![super::super::zod::field(
-        "automations",
-        super::super::zod::array(Schema::Unknown),
-    )])
-}
-
-fn create_schema() -> Schema {
-    super::super::zod::loose(vec![super::super::zod::field("automation", Schema::Unknown)])
 }
 
 #[cfg(test)]

@@ -454,7 +454,7 @@ impl Turn {
         self.fault_point("headers").await?;
         let method = "interaction/requestProviderRuntimeHeaders";
         let mut request =
-            ClientRequest::new(method, params.clone(), schemas::provider_headers_response());
+            ClientRequest::new(method, params.clone(), schemas::named("providerHeadersResponse"));
         request.timeout = Some(self.server.options.headers_timeout);
         request.cancel.push(self.start.stop.0.clone());
         let outcome = self.server.reverse.request(request).await;

@@ -271,7 +271,7 @@ impl Turn {
             id: request_id.clone(),
             method: "interaction/requestPermission",
             params,
-            schema: super::super::schemas::permission_response(),
+            schema: super::super::schemas::named("permissionResponse"),
             point,
             pending,
             permission: Some(pending_permission),
