@@ -19,10 +19,9 @@ fn resident(address: usize) -> bool {
 #[cfg(target_os = "linux")]
 #[test]
 fn a_released_artifact_leaves_memory_and_reads_the_same_afterwards() {
-    // As the binary gets it: `PRECOMPILED` is a constant, and a use of it in another crate may
-    // name its own copy of the bytes, which `release` does not take.
-    let name = PRECOMPILED.first().expect("an embedded artifact").0;
-    let artifact = precompiled(name).expect("its artifact");
+    let (name, artifact) = PRECOMPILED.first().expect("an embedded artifact");
+    let loaded = precompiled(name).expect("its artifact");
+    assert!(std::ptr::eq(loaded, *artifact), "one copy of the bytes, the one the binary loads");
     assert!(artifact.len() > 3 * 4096, "{name} spans whole pages");
     let sum = |bytes: &[u8]| {
         bytes.iter().fold(0u64, |s, b| s.wrapping_mul(31).wrapping_add(u64::from(*b)))
