@@ -166,7 +166,12 @@ pub fn load_embedded(runtime: &MapperRuntime, name: &str) -> Result<Arc<WasmMapp
     // wrote it with `zcode_mapper_runtime::precompile` (wasmtime's own compiler) and the binary
     // includes it with `include_bytes!`. It is trusted exactly as much as the binary's own
     // code: whoever could change it could change the binary.
-    unsafe { runtime.load_embedded(&origin, bytes, precompiled) }.map_err(|e| e.to_string())
+    let mapper = unsafe { runtime.load_embedded(&origin, bytes, precompiled) };
+    // wasmtime copied what it uses of the artifact; its pages in the binary are not read again.
+    if let Some(artifact) = precompiled {
+        zcode_precompiled_mappers::release(artifact);
+    }
+    mapper.map_err(|e| e.to_string())
 }
 
 /// The mapper runtime, with its precompiled-component cache.

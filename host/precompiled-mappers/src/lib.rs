@@ -15,3 +15,46 @@ pub fn precompiled(name: &str) -> Option<&'static [u8]> {
 pub fn contract_json(name: &str) -> Option<&'static str> {
     CONTRACTS.iter().find(|(embedded, _)| *embedded == name).map(|(_, json)| *json)
 }
+
+/// Gives back the resident pages of `artifact`, a slice of this binary's read-only data that
+/// has been loaded and will not be read again soon (wasmtime's `Component::deserialize` copies
+/// the artifact into memory of its own). The bytes stay valid: only whole pages inside the
+/// slice are dropped from this process's page tables (`MADV_DONTNEED`), and the kernel maps
+/// them again from the binary's file if they are read. Before this, the first session's peak
+/// RSS held the selected artifact twice: read here (about 2 MiB) and copied (issue 27).
+///
+/// Only for slices of a read-only, file-backed mapping that nothing writes, such as
+/// [`precompiled`]'s. On a private anonymous or written page `MADV_DONTNEED` would lose the
+/// contents, which is why this takes no other slice and is not public to other memory.
+pub fn release(artifact: &'static [u8]) {
+    if !PRECOMPILED.iter().any(|(_, bytes)| std::ptr::eq(*bytes, artifact)) {
+        return;
+    }
+    release_pages(artifact);
+}
+
+#[cfg(target_os = "linux")]
+fn release_pages(bytes: &'static [u8]) {
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    let Ok(page) = usize::try_from(page) else { return };
+    if page == 0 {
+        return;
+    }
+    let start = (bytes.as_ptr() as usize).next_multiple_of(page);
+    let end = (bytes.as_ptr() as usize + bytes.len()) / page * page;
+    if end <= start {
+        return;
+    }
+    // SAFETY: [start, end) is whole pages inside `bytes`, a `'static` slice of this binary's
+    // read-only data (checked above: one of `PRECOMPILED`'s artifacts, from `include_bytes!`),
+    // which is a private file mapping no one writes. `MADV_DONTNEED` there only unmaps the
+    // pages; a later read maps the same bytes again from the file, so every reference to them
+    // stays valid. A failure (another kernel) changes nothing and is ignored.
+    unsafe {
+        libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTNEED);
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn release_pages(_bytes: &'static [u8]) {}

@@ -86,7 +86,7 @@ impl AppServerConnection {
     }
 
     fn inbound(&mut self, text: String) -> Result<Inbound, MapperError> {
-        let routing = match wire::classify(&text)? {
+        let routing = match wire::classify_as::<RouteParams<'_>>(&text)? {
             Frame::Reply(reply) => return Ok(Inbound::Reply(reply)),
             Frame::Request { id, method, params } => request(id, &method, params)?,
             Frame::Notification { method, params } => notification(&method, params)?,
@@ -183,26 +183,116 @@ enum Routing {
 
 /// The members of a frame's `params` the connection routes by: only these are read (the rest,
 /// a delta's text or a turn's whole message, is skipped, not built into a tree). A member that
-/// is not a string counts as absent, as it did when read from a tree.
-#[derive(Default, Deserialize)]
-struct RouteParams<'a> {
-    #[serde(default, borrow, rename = "sessionId")]
+/// is not a string counts as absent, as it did when read from a tree; `params` that are not an
+/// object have none of the members.
+///
+/// They are read in the same pass as the envelope (`wire::classify_as`): the parameters of a
+/// streamed delta are scanned once here, not twice (issue 27: JSON scanning was 39 % of
+/// zcode-acp's CPU per Desktop delta). A member named twice is only an error where the
+/// connection reads the members ([`RouteParams::read`]), as when they were read from the raw
+/// parameters afterwards: a notification it ignores is not refused for it.
+#[derive(Default)]
+pub(crate) struct RouteParams<'a> {
     session_id: Option<&'a RawValue>,
-    #[serde(default, borrow)]
     topic: Option<&'a RawValue>,
-    #[serde(default, borrow)]
     phase: Option<&'a RawValue>,
-    #[serde(default, borrow, rename = "errorCode")]
     error_code: Option<&'a RawValue>,
+    /// The first route member named twice.
+    twice: Option<&'static str>,
+}
+
+/// A member name of `params`, unescaped as serde reads field names.
+#[derive(Deserialize)]
+#[serde(field_identifier)]
+enum RouteKey {
+    #[serde(rename = "sessionId")]
+    SessionId,
+    #[serde(rename = "topic")]
+    Topic,
+    #[serde(rename = "phase")]
+    Phase,
+    #[serde(rename = "errorCode")]
+    ErrorCode,
+    #[serde(other)]
+    Other,
+}
+
+impl<'de> Deserialize<'de> for RouteParams<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(RouteVisitor)
+    }
+}
+
+struct RouteVisitor;
+
+impl<'de> serde::de::Visitor<'de> for RouteVisitor {
+    type Value = RouteParams<'de>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("frame parameters")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut params = RouteParams::default();
+        while let Some(key) = map.next_key::<RouteKey>()? {
+            let (slot, name) = match key {
+                RouteKey::SessionId => (&mut params.session_id, "sessionId"),
+                RouteKey::Topic => (&mut params.topic, "topic"),
+                RouteKey::Phase => (&mut params.phase, "phase"),
+                RouteKey::ErrorCode => (&mut params.error_code, "errorCode"),
+                RouteKey::Other => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                    continue;
+                }
+            };
+            let value = map.next_value::<&'de RawValue>()?;
+            if slot.is_some() {
+                params.twice.get_or_insert(name);
+            }
+            *slot = Some(value);
+        }
+        Ok(params)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+        Ok(RouteParams::default())
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(RouteParams::default())
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(RouteParams::default())
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(RouteParams::default())
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(RouteParams::default())
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(RouteParams::default())
+    }
+
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(RouteParams::default())
+    }
 }
 
 impl<'a> RouteParams<'a> {
-    /// `params` that are not an object (or none) have none of the members.
-    fn read(params: Option<&'a RawValue>) -> Result<Self, MapperError> {
-        match params.filter(|p| p.get().starts_with('{')) {
-            None => Ok(Self::default()),
-            Some(params) => serde_json::from_str(params.get())
-                .map_err(|e| protocol(format!("ZCode wrote parameters that cannot be read: {e}"))),
+    /// The members of `params` (none when there are none), refused when one is named twice.
+    fn read(params: Option<RouteParams<'a>>) -> Result<Self, MapperError> {
+        let params = params.unwrap_or_default();
+        match params.twice {
+            Some(name) => Err(protocol(format!(
+                "ZCode wrote parameters that cannot be read: duplicate field `{name}`"
+            ))),
+            None => Ok(params),
         }
     }
 
@@ -211,7 +301,11 @@ impl<'a> RouteParams<'a> {
     }
 }
 
-fn request(id: &RawValue, method: &str, params: Option<&RawValue>) -> Result<Routing, MapperError> {
+fn request(
+    id: &RawValue,
+    method: &str,
+    params: Option<RouteParams<'_>>,
+) -> Result<Routing, MapperError> {
     let write =
         |label: &str, bytes| Ok(Routing::Here(Inbound::Write(NativeWrite::new(label, bytes))));
     let id = || raw_value(Some(id));
@@ -243,7 +337,7 @@ fn request(id: &RawValue, method: &str, params: Option<&RawValue>) -> Result<Rou
     }
 }
 
-fn notification(method: &str, params: Option<&RawValue>) -> Result<Routing, MapperError> {
+fn notification(method: &str, params: Option<RouteParams<'_>>) -> Result<Routing, MapperError> {
     let here = |inbound| Ok(Routing::Here(inbound));
     match method {
         "session/event" => match RouteParams::read(params)?.session_id() {

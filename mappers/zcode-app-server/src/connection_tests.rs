@@ -444,3 +444,37 @@ fn the_probe_says_nothing_when_the_plan_is_entitled_or_there_are_no_facts() {
     assert_eq!(probe(probe_facts(zcode_contract::Presence::Present)), json!({}));
     assert_eq!(probe(Vec::new()), json!({}));
 }
+
+/// The route members are read in the same pass as the envelope (issue 27), as they were read
+/// from the raw parameters before: a member name written with escapes is the member, params
+/// that are not an object have no members, and a member named twice refuses only a frame whose
+/// members the connection reads.
+#[test]
+fn route_members_read_with_the_envelope_mean_what_they_meant() {
+    let mut conn = AppServerConnection::new();
+    let inbound = conn
+        .push(
+            concat!(
+                "{\"method\":\"session/event\",\"params\":{\"session\\u0049d\":\"s2\",\"topic\":[1,{\"sessionId\":\"x\"}]}}\n",
+                "{\"method\":\"v4/conversation/frame\",\"params\":[\"topic\",\"conversation/s3\"]}\n",
+                "{\"method\":\"v4/conversation/frame\",\"params\":\"conversation/s3\"}\n",
+                "{\"method\":\"state.updated\",\"params\":{\"sessionId\":\"a\",\"sessionId\":\"b\"}}\n",
+                "{\"method\":\"session/event\",\"params\":{\"sessionId\":\"s4\",\"payload\":{\"sessionId\":\"no\"}}}\n",
+            )
+            .as_bytes(),
+        )
+        .unwrap();
+    let Inbound::Event(event) = &inbound[0] else { panic!("{:?}", inbound[0]) };
+    assert_eq!(event.route, "session/s2");
+    for ignored in &inbound[1..4] {
+        assert!(matches!(ignored, Inbound::Ignored(_)), "{ignored:?}");
+    }
+    let Inbound::Event(event) = &inbound[4] else { panic!("{:?}", inbound[4]) };
+    assert_eq!(event.route, "session/s4", "a nested member is not the route");
+    let twice = "{\"method\":\"v4/conversation/frame\",\"params\":{\"topic\":\"conversation/a\",\"topic\":\"conversation/b\"}}\n";
+    let error = AppServerConnection::new().push(twice.as_bytes()).unwrap_err();
+    assert_eq!(
+        error.message,
+        "ZCode wrote parameters that cannot be read: duplicate field `topic`"
+    );
+}

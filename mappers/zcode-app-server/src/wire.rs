@@ -18,34 +18,39 @@ pub use zcode_v4::stream::{object, raw_str};
 /// What one line of Agent output is. Its members are borrowed from the line as they came: a
 /// frame is never built into a tree to be classified (a turn's last frames carry its whole
 /// text, megabytes; F-24), and whoever needs a member reads just that.
+///
+/// `P` is how `params` is read, in the same pass as the envelope: as it came (`&RawValue`, the
+/// session's), or straight into what the reader needs of it (the connection's route members,
+/// `connection::RouteParams`), so the parameters are not scanned a second time.
 #[derive(Debug)]
-pub enum Frame<'a> {
+pub enum Frame<'a, P = &'a RawValue> {
     /// The answer to one of our requests (our ids are the core's numbers).
     Reply(NativeReply),
     /// A request of the Agent to us.
     Request {
         id: &'a RawValue,
         method: Cow<'a, str>,
-        params: Option<&'a RawValue>,
+        params: Option<P>,
     },
     Notification {
         method: Cow<'a, str>,
-        params: Option<&'a RawValue>,
+        params: Option<P>,
     },
 }
 
 /// The envelope's members. `present` keeps a member that is `null` (`{"id": null}` is still an
 /// id); `method` is a raw value because one that is not a string counts as absent.
 #[derive(Deserialize)]
-struct Envelope<'a> {
+#[serde(bound(deserialize = "P: Deserialize<'de>"))]
+struct Envelope<'a, P> {
     #[serde(default, deserialize_with = "present")]
     jsonrpc: Option<IgnoredAny>,
     #[serde(default, borrow, deserialize_with = "present")]
     id: Option<&'a RawValue>,
     #[serde(default, borrow)]
     method: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    params: Option<&'a RawValue>,
+    #[serde(default)]
+    params: Option<P>,
     #[serde(default, borrow, deserialize_with = "present")]
     result: Option<&'a RawValue>,
     #[serde(default, borrow, deserialize_with = "present")]
@@ -77,13 +82,18 @@ fn is_object(text: &str) -> bool {
 
 /// Splits and classifies one complete line.
 pub fn classify(text: &str) -> Result<Frame<'_>, MapperError> {
+    classify_as(text)
+}
+
+/// [`classify`], with `params` read as `P` in the same pass.
+pub fn classify_as<'a, P: Deserialize<'a>>(text: &'a str) -> Result<Frame<'a, P>, MapperError> {
     if !is_object(text) {
         return Err(match serde_json::from_str::<IgnoredAny>(text) {
             Ok(_) => protocol("ZCode wrote a line that is not a JSON object"),
             Err(e) => protocol(format!("ZCode wrote a non-JSON line: {e}")),
         });
     }
-    let envelope: Envelope<'_> = serde_json::from_str(text).map_err(|e| match e.classify() {
+    let envelope: Envelope<'_, P> = serde_json::from_str(text).map_err(|e| match e.classify() {
         // Only a member named twice: JSON.stringify never writes one, and which would win is
         // a guess.
         serde_json::error::Category::Data => {
@@ -107,11 +117,11 @@ pub fn classify(text: &str) -> Result<Frame<'_>, MapperError> {
 
 /// A reply: a successful one's result is handed on as the text it came as, never as a tree (a
 /// session's last read can be megabytes).
-fn reply(
+fn reply<'a, P>(
     id: &RawValue,
     result: Option<&RawValue>,
     error: Option<&RawValue>,
-) -> Result<Frame<'static>, MapperError> {
+) -> Result<Frame<'a, P>, MapperError> {
     let Ok(number) = serde_json::from_str::<u64>(id.get()) else {
         // `parse-error` / `invalid-message`: the Agent refused a frame of ours and cannot say
         // which one. Nothing can be matched, so the transport fails closed.

@@ -24,15 +24,15 @@ use zcode_mapper_sdk::acp::update::{
 use zcode_mapper_sdk::json::protocol;
 
 /// FNV-1a over bytes, continuing from `state`: appending text extends a fingerprint without
-/// keeping the text.
-fn fnv(state: u64, bytes: &[u8]) -> u64 {
+/// keeping the text (the app-server mapper's conversation keeps its rows so too).
+pub fn fnv(state: u64, bytes: &[u8]) -> u64 {
     bytes
         .iter()
         .fold(state, |hash, byte| (hash ^ u64::from(*byte)).wrapping_mul(0x0000_0100_0000_01b3))
 }
 
 /// The fingerprint of the empty text (the FNV-1a offset basis).
-const FNV_EMPTY: u64 = 0xcbf2_9ce4_8422_2325;
+pub const FNV_EMPTY: u64 = 0xcbf2_9ce4_8422_2325;
 
 /// Final rows tracked at most; older final rows are forgotten (streaming rows never are).
 const MAX_FINAL_ROWS: usize = 4096;
