@@ -29,7 +29,8 @@
 //! call looks ([`tool_view`]); and helpers for a sandbox without clock or randomness
 //! ([`time`], [`ids`], [`uri`], [`media`]). The contract's types are re-exported as
 //! [`contract`], so a mapper depends on this crate only; [`prelude`] imports what most mapper
-//! files use. Test support: [`acp_check`] (feature `acp-check`) and [`component_check`].
+//! files use. Test support: [`acp_check`] (feature `acp-check`), `heap_count` (feature
+//! `heap-count`) and [`component_check`].
 //!
 //! Everything here runs without clock, randomness, filesystem or environment, like the guests:
 //! hence `BTreeMap` (std's `HashMap` seeds its hasher from `wasi:random`).
@@ -56,6 +57,8 @@ pub mod uri;
 
 #[cfg(any(test, feature = "acp-check"))]
 pub mod acp_check;
+#[cfg(feature = "heap-count")]
+pub mod heap_count;
 
 /// The plan proposal and todo list views (moved to [`acp::plan`]).
 pub use acp::plan;

@@ -1,5 +1,6 @@
 use serde_json::{Value, json};
 use zcode_contract::Action;
+use zcode_mapper_sdk::heap_count;
 
 use super::{Context, Conversation};
 use crate::subscription::Payload;
@@ -161,48 +162,9 @@ fn a_text_chunk_is_the_update_its_tree_gives() {
     }
 }
 
-/// Heap bytes live on this thread (tests run in parallel threads), counted by the allocator
-/// below: what a streamed row keeps is measured, not guessed.
-mod heap {
-    use std::alloc::{GlobalAlloc, Layout, System};
-    use std::cell::Cell;
-
-    thread_local! {
-        static LIVE: Cell<isize> = const { Cell::new(0) };
-    }
-
-    fn add(bytes: isize) {
-        // `try_with`: allocations during thread teardown must not panic.
-        let _ = LIVE.try_with(|live| live.set(live.get() + bytes));
-    }
-
-    pub struct Counting;
-
-    // SAFETY: every call is forwarded to the system allocator unchanged; only a counter changes.
-    unsafe impl GlobalAlloc for Counting {
-        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-            add(layout.size() as isize);
-            unsafe { System.alloc(layout) }
-        }
-
-        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-            add(-(layout.size() as isize));
-            unsafe { System.dealloc(ptr, layout) }
-        }
-
-        unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-            add(new_size as isize - layout.size() as isize);
-            unsafe { System.realloc(ptr, layout, new_size) }
-        }
-    }
-
-    #[global_allocator]
-    static COUNTING: Counting = Counting;
-
-    pub fn live() -> isize {
-        LIVE.with(Cell::get)
-    }
-}
+/// What a streamed row keeps is measured, not guessed: heap bytes live on the test's thread.
+#[global_allocator]
+static HEAP: heap_count::Counting = heap_count::Counting;
 
 /// A long streamed row costs the conversation no memory that grows with its text (issue 27: it
 /// kept the whole text shown, 12 MB for a 1 000 000-delta turn, in linear memory that never
@@ -216,7 +178,7 @@ fn a_streamed_row_keeps_no_copy_of_its_text_and_its_whole_version_is_still_check
     ]));
     let append =
         |text: &str| json!([{"op": "row.delta", "rowId": 2, "path": "text", "append": text}]);
-    let before = heap::live();
+    let before = heap_count::live();
     let mut streamed = String::new();
     for i in 0..20_000 {
         let text = format!("lorem {i:05} ");
@@ -224,7 +186,7 @@ fn a_streamed_row_keeps_no_copy_of_its_text_and_its_whole_version_is_still_check
         assert_eq!(shown[0]["content"]["text"], text.as_str());
         streamed.push_str(&text);
     }
-    let held = heap::live() - before - streamed.capacity() as isize;
+    let held = heap_count::live() - before - streamed.capacity() as isize;
     assert!(held < 4096, "the conversation holds {held} bytes after 240 kB of text");
 
     // The whole row: only what is new is shown; a row that differs from what was shown in any

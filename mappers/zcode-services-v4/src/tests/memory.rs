@@ -5,11 +5,9 @@
 //! peak of live heap bytes is measured instead (per thread, so parallel tests do not count);
 //! the wasm memory also holds fragmentation and the input, so the bound here leaves room.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-
 use serde_json::{Value, json};
 use zcode_contract::{Action, Inbound, NativeData, SessionInput, SessionOp};
+use zcode_mapper_sdk::heap_count::{Counting, live as heap_live, peak_of};
 use zcode_mapper_sdk::{Connection as _, SessionMachine as _};
 
 use super::session_flow::{SID, SUB, frame, init, live, map, prompted, updates};
@@ -17,54 +15,8 @@ use super::support::*;
 use crate::ServicesConnection;
 use crate::ServicesSession;
 
-struct Counting;
-
-thread_local! {
-    static LIVE: Cell<isize> = const { Cell::new(0) };
-    static PEAK: Cell<isize> = const { Cell::new(0) };
-}
-
-fn add(bytes: isize) {
-    // `try_with`: allocations during thread teardown must not panic.
-    let _ = LIVE.try_with(|live| {
-        let now = live.get() + bytes;
-        live.set(now);
-        let _ = PEAK.try_with(|peak| peak.set(peak.get().max(now)));
-    });
-}
-
-// SAFETY: every call is forwarded to the system allocator unchanged; only counters change.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        add(layout.size() as isize);
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        add(-(layout.size() as isize));
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        // A moving realloc holds both blocks for a moment: count the new one first.
-        add(new_size as isize);
-        let moved = unsafe { System.realloc(ptr, layout, new_size) };
-        add(-(layout.size() as isize));
-        moved
-    }
-}
-
 #[global_allocator]
-static COUNTING: Counting = Counting;
-
-/// Runs `f`; returns its result and the most heap it held above what was live before it.
-fn peak_of<T>(f: impl FnOnce() -> T) -> (T, usize) {
-    let before = LIVE.with(Cell::get);
-    PEAK.with(|peak| peak.set(before));
-    let out = f();
-    let peak = PEAK.with(Cell::get);
-    (out, (peak - before).max(0) as usize)
-}
+static HEAP: Counting = Counting;
 
 const MIB: usize = 1024 * 1024;
 
@@ -269,7 +221,7 @@ fn a_30_mib_history_loads_page_by_page_in_bounded_memory() {
     ));
     wait(session.resume(1, Some(&reply(1, json!({"available": true}))), 2));
     let mut step = wait(session.resume(1, Some(&reply(2, session_snapshot(SID))), 3));
-    let before = LIVE.with(Cell::get);
+    let before = heap_live();
     let (mut pages, mut call_peak, mut held, mut id) = (0, 0, 0, 3);
     // Checked as they come, so the test keeps none of it: the next user message expected, and
     // the exchange and byte of the reply text the next chunk goes on from.
@@ -324,10 +276,10 @@ fn a_30_mib_history_loads_page_by_page_in_bounded_memory() {
         call_peak = call_peak.max(peak.saturating_sub(size));
         step = wait(next);
         // What the session holds between pages (and the page's updates, not yet read).
-        held = held.max((LIVE.with(Cell::get) - before).max(0) as usize);
+        held = held.max((heap_live() - before).max(0) as usize);
         id += 1;
     }
-    let kept = (LIVE.with(Cell::get) - before).max(0) as usize;
+    let kept = (heap_live() - before).max(0) as usize;
     let expected_pages = total_rows.div_ceil(PAGE);
     eprintln!(
         "{exchanges} exchanges in {expected_pages} pages, {pages} read; peak heap of a call \
