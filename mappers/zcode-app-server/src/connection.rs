@@ -11,7 +11,6 @@ use zcode_contract::{
     OpResult, Outgoing, ReplyBody, RoutedEvent, Step,
 };
 
-use zcode_mapper_sdk::framing::json_batch;
 use zcode_mapper_sdk::json::{internal, protocol};
 use zcode_mapper_sdk::time::iso8601_from_epoch_ms;
 use zcode_v4::schema::native;
@@ -86,34 +85,20 @@ impl AppServerConnection {
         Self::default()
     }
 
-    fn inbound(&mut self, text: String) -> Result<Inbound, MapperError> {
-        let routing = match wire::classify_as::<RouteParams<'_>>(&text)? {
-            Frame::Reply(reply) => return Ok(Inbound::Reply(reply)),
-            Frame::Request { id, method, params } => request(id, &method, params)?,
-            Frame::Notification { method, params } => notification(&method, params)?,
-        };
-        Ok(match routing {
-            // The line goes to its session as it came: the session reads it itself.
-            Routing::Session(session) => {
-                Inbound::Event(RoutedEvent { route: session_route(&session), payload: text.into() })
-            }
-            Routing::Here(inbound) => inbound,
-        })
-    }
-
     /// The frames of complete lines, in order: a line holding a JSON array is a batch of
-    /// frames (a real Agent writes notifications so, [`json_batch`]), each read as a line of
-    /// its own would be.
+    /// frames (a real Agent writes notifications so, `json_batch`), each read as a line of its
+    /// own would be ([`wire::classify_batch`]). A frame for a session goes to it as the text it
+    /// came as: the session reads it itself.
     fn frames(&mut self, lines: Vec<String>) -> Result<Vec<Inbound>, MapperError> {
         let mut inbound = Vec::with_capacity(lines.len());
         for line in lines {
-            match json_batch(&line)? {
-                None => inbound.push(self.inbound(line)?),
-                Some(frames) => {
-                    for frame in frames {
-                        inbound.push(self.inbound(frame.to_string())?);
-                    }
-                }
+            let batch = wire::classify_batch::<RouteParams<'_>>(&line, |text, frame| {
+                inbound.push(route(frame)?.inbound(|| text.to_string()));
+                Ok(())
+            })?;
+            if !batch {
+                let routing = route(wire::classify_as(&line)?)?;
+                inbound.push(routing.inbound(|| line));
             }
         }
         Ok(inbound)
@@ -180,6 +165,27 @@ impl AppServerConnection {
 enum Routing {
     Session(String),
     Here(Inbound),
+}
+
+impl Routing {
+    /// What the core is handed; `text` gives the frame's text, taken only for a session.
+    fn inbound(self, text: impl FnOnce() -> String) -> Inbound {
+        match self {
+            Routing::Session(session) => Inbound::Event(RoutedEvent {
+                route: session_route(&session),
+                payload: text().into(),
+            }),
+            Routing::Here(inbound) => inbound,
+        }
+    }
+}
+
+fn route(frame: Frame<'_, RouteParams<'_>>) -> Result<Routing, MapperError> {
+    match frame {
+        Frame::Reply(reply) => Ok(Routing::Here(Inbound::Reply(reply))),
+        Frame::Request { id, method, params } => request(id, &method, params),
+        Frame::Notification { method, params } => notification(&method, params),
+    }
 }
 
 /// The members of a frame's `params` the connection routes by: only these are read (the rest,

@@ -12,6 +12,7 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use zcode_contract::{ErrorKind, MapperError, NativeReply, ReplyBody};
 
+use zcode_mapper_sdk::framing::json_batch;
 use zcode_mapper_sdk::json::{parse, protocol};
 
 pub use zcode_v4::stream::{object, raw_str};
@@ -223,18 +224,30 @@ pub fn classify(text: &str) -> Result<Frame<'_>, MapperError> {
 pub fn classify_as<'a, P: Deserialize<'a>>(text: &'a str) -> Result<Frame<'a, P>, MapperError> {
     if !is_object(text) {
         return Err(match serde_json::from_str::<IgnoredAny>(text) {
-            Ok(_) => protocol("ZCode wrote a line that is not a JSON object"),
+            Ok(_) => not_an_object(),
             Err(e) => protocol(format!("ZCode wrote a non-JSON line: {e}")),
         });
     }
-    let envelope: Envelope<'_, P> = serde_json::from_str(text).map_err(|e| match e.classify() {
+    frame(serde_json::from_str(text).map_err(envelope_error)?)
+}
+
+fn not_an_object() -> MapperError {
+    protocol("ZCode wrote a line that is not a JSON object")
+}
+
+fn envelope_error(e: serde_json::Error) -> MapperError {
+    match e.classify() {
         // Only a member named twice: JSON.stringify never writes one, and which would win is
         // a guess.
         serde_json::error::Category::Data => {
             protocol(format!("ZCode wrote a frame that is not one envelope: {e}"))
         }
         _ => protocol(format!("ZCode wrote a non-JSON line: {e}")),
-    })?;
+    }
+}
+
+/// What an envelope read says the frame is.
+fn frame<'a, P>(envelope: Envelope<'a, P>) -> Result<Frame<'a, P>, MapperError> {
     if envelope.jsonrpc.is_some() {
         return Err(protocol(
             "ZCode wrote a JSON-RPC 2.0 frame; the Agent speaks NDJSON without it",
@@ -246,6 +259,57 @@ pub fn classify_as<'a, P: Deserialize<'a>>(text: &'a str) -> Result<Frame<'a, P>
         (None, Some(method)) => Ok(Frame::Notification { method, params }),
         (Some(id), None) => reply(id, result, error),
         (None, None) => Err(protocol("ZCode wrote a frame with neither `id` nor `method`")),
+    }
+}
+
+/// JSON's whitespace.
+const WHITESPACE: [char; 4] = [' ', '\t', '\n', '\r'];
+
+/// The frames of a line holding a JSON array, a batch (as [`json_batch`] splits one), each
+/// read as [`classify_as`] reads a line and handed to `each` in order with its own text: read
+/// in the pass that finds where it ends, so that a batch is not scanned once to be split and
+/// again frame by frame (issue 27). `false` for a line that is no array.
+///
+/// It fails as the split and then the frames' reads did: a line that is not JSON as no array of
+/// frames (whatever else failed), else at the first frame that fails, here or in `each`.
+pub fn classify_batch<'a, P: Deserialize<'a>>(
+    line: &'a str,
+    each: impl FnMut(&'a str, Frame<'a, P>) -> Result<(), MapperError>,
+) -> Result<bool, MapperError> {
+    let Some(inner) = line.strip_prefix('[') else { return Ok(false) };
+    // Failing, the SDK's split says whether the array is at fault (it is then its error).
+    batch_frames(inner, each)
+        .map(|()| true)
+        .map_err(|error| json_batch(line).err().unwrap_or(error))
+}
+
+/// [`classify_batch`] after the `[`; an error may be the array's, which the caller tells.
+fn batch_frames<'a, P: Deserialize<'a>>(
+    inner: &'a str,
+    mut each: impl FnMut(&'a str, Frame<'a, P>) -> Result<(), MapperError>,
+) -> Result<(), MapperError> {
+    let not_an_array = || protocol("A line of host output is not a JSON array of frames");
+    let end = |after: &str| {
+        after.trim_matches(WHITESPACE).is_empty().then_some(()).ok_or_else(not_an_array)
+    };
+    let mut rest = inner.trim_start_matches(WHITESPACE);
+    if let Some(after) = rest.strip_prefix(']') {
+        return end(after);
+    }
+    loop {
+        if !rest.starts_with('{') {
+            return Err(not_an_object());
+        }
+        // A stream reader says where the frame ended; after an object it asks nothing more.
+        let mut stream = serde_json::Deserializer::from_str(rest).into_iter::<Envelope<'a, P>>();
+        let envelope = stream.next().ok_or_else(not_an_array)?.map_err(envelope_error)?;
+        let (text, after) = rest.split_at(stream.byte_offset());
+        each(text, frame(envelope)?)?;
+        rest = after.trim_start_matches(WHITESPACE);
+        match rest.strip_prefix(',') {
+            Some(after) => rest = after.trim_start_matches(WHITESPACE),
+            None => return end(rest.strip_prefix(']').ok_or_else(not_an_array)?),
+        }
     }
 }
 
