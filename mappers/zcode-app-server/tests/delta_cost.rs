@@ -5,12 +5,14 @@
 //! either as two lines or as one array line. Only [`stream`] is meant to be counted:
 //!
 //! ```text
-//! cargo test --release --manifest-path mappers/Cargo.toml -p zcode-app-server --test delta_cost --no-run
-//! DELTA_COST_FRAMING=lines valgrind --tool=callgrind --toggle-collect='*delta_cost*stream*' \
-//!     <test binary> --ignored --exact per_delta   # Ir / DELTA_COST_DELTAS per delta
+//! CARGO_PROFILE_RELEASE_STRIP=false cargo test --release --manifest-path mappers/Cargo.toml \
+//!     -p zcode-app-server --test delta_cost --no-run
+//! DELTA_COST_FRAMING=lines valgrind --tool=callgrind --toggle-collect='delta_cost::stream' \
+//!     <test binary> --ignored --exact per_delta   # Ir / DELTA_COST_DELTAS (20 000) per delta
 //! ```
 //!
-//! (`CARGO_PROFILE_RELEASE_STRIP=false` keeps the symbol callgrind toggles on.)
+//! (`DELTA_COST_FRAMING=arrays` for array lines; the release profile strips the symbol the
+//! toggle names unless told not to.)
 
 use serde_json::{Value, json};
 use zcode_app_server::{AppServerConnection, AppServerSession};
