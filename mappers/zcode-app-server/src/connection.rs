@@ -4,7 +4,6 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use zcode_contract::{
@@ -12,12 +11,13 @@ use zcode_contract::{
     OpResult, Outgoing, ReplyBody, RoutedEvent, Step,
 };
 
-use zcode_mapper_sdk::framing::json_batch;
 use zcode_mapper_sdk::json::{internal, protocol};
 use zcode_mapper_sdk::time::iso8601_from_epoch_ms;
 use zcode_v4::schema::native;
 
-use crate::wire::{self, Frame, Lines, acp_params, native_value, raw_str, raw_value};
+use crate::wire::{
+    self, Frame, Lines, MemberNames, Members, acp_params, native_value, raw_str, raw_value,
+};
 
 /// The route of everything that belongs to native session `id`.
 pub fn session_route(id: &str) -> String {
@@ -85,34 +85,20 @@ impl AppServerConnection {
         Self::default()
     }
 
-    fn inbound(&mut self, text: String) -> Result<Inbound, MapperError> {
-        let routing = match wire::classify_as::<RouteParams<'_>>(&text)? {
-            Frame::Reply(reply) => return Ok(Inbound::Reply(reply)),
-            Frame::Request { id, method, params } => request(id, &method, params)?,
-            Frame::Notification { method, params } => notification(&method, params)?,
-        };
-        Ok(match routing {
-            // The line goes to its session as it came: the session reads it itself.
-            Routing::Session(session) => {
-                Inbound::Event(RoutedEvent { route: session_route(&session), payload: text.into() })
-            }
-            Routing::Here(inbound) => inbound,
-        })
-    }
-
     /// The frames of complete lines, in order: a line holding a JSON array is a batch of
-    /// frames (a real Agent writes notifications so, [`json_batch`]), each read as a line of
-    /// its own would be.
+    /// frames (a real Agent writes notifications so, `json_batch`), each read as a line of its
+    /// own would be ([`wire::classify_batch`]). A frame for a session goes to it as the text it
+    /// came as: the session reads it itself.
     fn frames(&mut self, lines: Vec<String>) -> Result<Vec<Inbound>, MapperError> {
         let mut inbound = Vec::with_capacity(lines.len());
         for line in lines {
-            match json_batch(&line)? {
-                None => inbound.push(self.inbound(line)?),
-                Some(frames) => {
-                    for frame in frames {
-                        inbound.push(self.inbound(frame.to_string())?);
-                    }
-                }
+            let batch = wire::classify_batch::<RouteParams<'_>>(&line, |text, frame| {
+                inbound.push(route(frame)?.inbound(|| text.to_string()));
+                Ok(())
+            })?;
+            if !batch {
+                let routing = route(wire::classify_as(&line)?)?;
+                inbound.push(routing.inbound(|| line));
             }
         }
         Ok(inbound)
@@ -181,124 +167,57 @@ enum Routing {
     Here(Inbound),
 }
 
+impl Routing {
+    /// What the core is handed; `text` gives the frame's text, taken only for a session.
+    fn inbound(self, text: impl FnOnce() -> String) -> Inbound {
+        match self {
+            Routing::Session(session) => Inbound::Event(RoutedEvent {
+                route: session_route(&session),
+                payload: text().into(),
+            }),
+            Routing::Here(inbound) => inbound,
+        }
+    }
+}
+
+fn route(frame: Frame<'_, RouteParams<'_>>) -> Result<Routing, MapperError> {
+    match frame {
+        Frame::Reply(reply) => Ok(Routing::Here(Inbound::Reply(reply))),
+        Frame::Request { id, method, params } => request(id, &method, params),
+        Frame::Notification { method, params } => notification(&method, params),
+    }
+}
+
 /// The members of a frame's `params` the connection routes by: only these are read (the rest,
 /// a delta's text or a turn's whole message, is skipped, not built into a tree). A member that
 /// is not a string counts as absent, as it did when read from a tree; `params` that are not an
 /// object have none of the members.
 ///
 /// They are read in the same pass as the envelope (`wire::classify_as`): the parameters of a
-/// streamed delta are scanned once here, not twice (issue 27: JSON scanning was 39 % of
-/// zcode-acp's CPU per Desktop delta). A member named twice is only an error where the
-/// connection reads the members ([`RouteParams::read`]), as when they were read from the raw
+/// streamed delta are scanned once here, not twice. A member named twice is only an error where
+/// the connection reads the members ([`route_members`]), as when they were read from the raw
 /// parameters afterwards: a notification it ignores is not refused for it.
-#[derive(Default)]
-pub(crate) struct RouteParams<'a> {
-    session_id: Option<&'a RawValue>,
-    topic: Option<&'a RawValue>,
-    phase: Option<&'a RawValue>,
-    error_code: Option<&'a RawValue>,
-    /// The first route member named twice.
-    twice: Option<&'static str>,
+pub(crate) struct Route;
+
+impl MemberNames for Route {
+    const NAMES: &'static [&'static str] = &["sessionId", "topic", "phase", "errorCode"];
 }
 
-/// A member name of `params`, unescaped as serde reads field names.
-#[derive(Deserialize)]
-#[serde(field_identifier)]
-enum RouteKey {
-    #[serde(rename = "sessionId")]
-    SessionId,
-    #[serde(rename = "topic")]
-    Topic,
-    #[serde(rename = "phase")]
-    Phase,
-    #[serde(rename = "errorCode")]
-    ErrorCode,
-    #[serde(other)]
-    Other,
-}
+pub(crate) type RouteParams<'a> = Members<'a, Route>;
 
-impl<'de> Deserialize<'de> for RouteParams<'de> {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(RouteVisitor)
+/// The route members of `params` (none when there are none), refused when one is named twice.
+fn route_members(params: Option<RouteParams<'_>>) -> Result<RouteParams<'_>, MapperError> {
+    let params = params.unwrap_or_default();
+    match params.twice() {
+        Some(name) => Err(protocol(format!(
+            "ZCode wrote parameters that cannot be read: duplicate field `{name}`"
+        ))),
+        None => Ok(params),
     }
 }
 
-struct RouteVisitor;
-
-impl<'de> serde::de::Visitor<'de> for RouteVisitor {
-    type Value = RouteParams<'de>;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("frame parameters")
-    }
-
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut params = RouteParams::default();
-        while let Some(key) = map.next_key::<RouteKey>()? {
-            let (slot, name) = match key {
-                RouteKey::SessionId => (&mut params.session_id, "sessionId"),
-                RouteKey::Topic => (&mut params.topic, "topic"),
-                RouteKey::Phase => (&mut params.phase, "phase"),
-                RouteKey::ErrorCode => (&mut params.error_code, "errorCode"),
-                RouteKey::Other => {
-                    map.next_value::<serde::de::IgnoredAny>()?;
-                    continue;
-                }
-            };
-            let value = map.next_value::<&'de RawValue>()?;
-            if slot.is_some() {
-                params.twice.get_or_insert(name);
-            }
-            *slot = Some(value);
-        }
-        Ok(params)
-    }
-
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
-        Ok(RouteParams::default())
-    }
-
-    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
-        Ok(RouteParams::default())
-    }
-
-    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
-        Ok(RouteParams::default())
-    }
-
-    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
-        Ok(RouteParams::default())
-    }
-
-    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-        Ok(RouteParams::default())
-    }
-
-    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
-        Ok(RouteParams::default())
-    }
-
-    fn visit_unit<E>(self) -> Result<Self::Value, E> {
-        Ok(RouteParams::default())
-    }
-}
-
-impl<'a> RouteParams<'a> {
-    /// The members of `params` (none when there are none), refused when one is named twice.
-    fn read(params: Option<RouteParams<'a>>) -> Result<Self, MapperError> {
-        let params = params.unwrap_or_default();
-        match params.twice {
-            Some(name) => Err(protocol(format!(
-                "ZCode wrote parameters that cannot be read: duplicate field `{name}`"
-            ))),
-            None => Ok(params),
-        }
-    }
-
-    fn session_id(&self) -> Option<Cow<'a, str>> {
-        raw_str(self.session_id)
-    }
+fn session_id<'a>(params: &RouteParams<'a>) -> Option<Cow<'a, str>> {
+    raw_str(params.get("sessionId"))
 }
 
 fn request(
@@ -327,7 +246,7 @@ fn request(
             "automation request",
             wire::error_reply(&id()?, -32601, "zcode-acp does not run ZCode automations"),
         ),
-        _ => match RouteParams::read(params)?.session_id() {
+        _ => match session_id(&route_members(params)?) {
             Some(session) => Ok(Routing::Session(session.into_owned())),
             None => write(
                 "unknown request",
@@ -340,12 +259,12 @@ fn request(
 fn notification(method: &str, params: Option<RouteParams<'_>>) -> Result<Routing, MapperError> {
     let here = |inbound| Ok(Routing::Here(inbound));
     match method {
-        "session/event" => match RouteParams::read(params)?.session_id() {
+        "session/event" => match session_id(&route_members(params)?) {
             Some(session) => Ok(Routing::Session(session.into_owned())),
             None => Err(protocol("ZCode sent a session/event without a sessionId")),
         },
         "v4/conversation/frame" => {
-            let topic = raw_str(RouteParams::read(params)?.topic);
+            let topic = raw_str(route_members(params)?.get("topic"));
             match topic.as_deref().and_then(|t| t.strip_prefix("conversation/")) {
                 Some(session) if !session.is_empty() => Ok(Routing::Session(session.to_string())),
                 _ => here(Inbound::Ignored(
@@ -354,10 +273,10 @@ fn notification(method: &str, params: Option<RouteParams<'_>>) -> Result<Routing
             }
         }
         "startup/storageState" => {
-            let params = RouteParams::read(params)?;
-            let phase = raw_str(params.phase).unwrap_or_default();
+            let params = route_members(params)?;
+            let phase = raw_str(params.get("phase")).unwrap_or_default();
             if phase == "failed" {
-                let code = raw_str(params.error_code);
+                let code = raw_str(params.get("errorCode"));
                 let code = code.as_deref().unwrap_or("unknown");
                 return Err(native(format!("ZCode could not open its session database ({code})")));
             }

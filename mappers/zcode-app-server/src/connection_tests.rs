@@ -478,3 +478,53 @@ fn route_members_read_with_the_envelope_mean_what_they_meant() {
         "ZCode wrote parameters that cannot be read: duplicate field `topic`"
     );
 }
+
+/// A batch is read in the pass that splits it (`wire::classify_batch`), and reads as the SDK's
+/// split followed by each frame as a line of its own, whatever fails and in which order.
+#[test]
+fn a_batch_read_in_one_pass_reads_as_split_frames_read_line_by_line() {
+    fn split_then_lines(line: &str) -> Result<Vec<String>, (ErrorKind, String)> {
+        let fail = |e: zcode_contract::MapperError| (e.kind, e.message);
+        let frames = zcode_mapper_sdk::framing::json_batch(line).map_err(fail)?.unwrap();
+        let mut read = Vec::new();
+        for frame in frames {
+            // An element that is no object is refused as such, not read as a batch of its own.
+            if !frame.starts_with('{') {
+                return Err(fail(crate::wire::classify(frame).unwrap_err()));
+            }
+            let inbound = AppServerConnection::new().push(format!("{frame}\n").as_bytes());
+            read.extend(inbound.map_err(fail)?.iter().map(|i| format!("{i:?}")));
+        }
+        Ok(read)
+    }
+    fn one_pass(line: &str) -> Result<Vec<String>, (ErrorKind, String)> {
+        let inbound = AppServerConnection::new().push(format!("{line}\n").as_bytes());
+        let inbound = inbound.map_err(|e| (e.kind, e.message))?;
+        Ok(inbound.iter().map(|i| format!("{i:?}")).collect())
+    }
+    let event = r#"{"method":"session/event","params":{"sessionId":"s1","seq":1,"payload":{"text":"],[\"{"}}}"#;
+    let reply = r#"{"id":2,"result":{"accepted":true}}"#;
+    let no_session = r#"{"method":"session/event","params":{"seq":2}}"#;
+    let lines = [
+        format!("[{event},{reply}]"),
+        format!("[ {event} ,\t{reply} ]"),
+        "[]".to_string(),
+        "[ ]".to_string(),
+        format!("[{event},]"),
+        format!("[{event} {reply}]"),
+        format!("[{event}]x"),
+        format!("[{event}"),
+        "[1]".to_string(),
+        format!("[{event},[{reply}]]"),
+        format!(r#"[{event},{{"jsonrpc":"2.0","id":1,"result":{{}}}}]"#),
+        r#"[{"id":1,"id":2,"result":{}}]"#.to_string(),
+        format!(r#"[{no_session},{{"jsonrpc":"2.0","id":1,"result":{{}}}}]"#),
+        format!(r#"[{no_session},{{"a":}}]"#),
+        format!(
+            r#"[{event},{{"method":"session/event","params":{{"sessionId":"s1","sessionId":"s2"}}}}]"#
+        ),
+    ];
+    for line in &lines {
+        assert_eq!(one_pass(line), split_then_lines(line), "{line}");
+    }
+}

@@ -6,7 +6,6 @@
 //! (`zcode_v4::sequence`); a checksum failure is resynced once, anything else it cannot read
 //! breaks the turn.
 
-use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use zcode_contract::MapperError;
 use zcode_mapper_sdk::json::protocol;
@@ -14,7 +13,7 @@ use zcode_v4::codec::{Base64, is_crc32_hex};
 use zcode_v4::command::Command;
 use zcode_v4::fragments::{self, Fragment, Limits, Problem};
 use zcode_v4::sequence::{self, Order};
-use zcode_v4::stream::{self, Delta};
+use zcode_v4::stream::{self, Delta, WireMembers};
 use zcode_v4::wire::WIRE_VERSION;
 
 pub use zcode_v4::wire::Payload;
@@ -134,11 +133,11 @@ impl Subscription {
 
     /// The frame that comes by the thousand, read without a tree of it
     /// (`zcode_v4::stream`): a complete frame of this subscription that continues from the
-    /// last frame applied. Its deltas, with the frame applied to the sequence; `None` (nothing
-    /// changed) for anything else, which goes the general way ([`Subscription::frame`]), with
-    /// its checks and errors.
-    pub fn deltas<'a>(&mut self, params: &'a RawValue) -> Option<Vec<Delta<'a>>> {
-        let frame = stream::read_deltas(params, self.subscription_id.as_deref()?, self.seq?)?;
+    /// last frame applied, its wire members read in the caller's pass over the line. Its
+    /// deltas, with the frame applied to the sequence; `None` (nothing changed) for anything
+    /// else, which goes the general way ([`Subscription::frame`]), with its checks and errors.
+    pub fn deltas<'a>(&mut self, wire: WireMembers<'a>) -> Option<Vec<Delta<'a>>> {
+        let frame = stream::read_wire_deltas(wire, self.subscription_id.as_deref()?, self.seq?)?;
         self.seq = Some(frame.to_seq);
         if frame.recovery {
             self.resyncing = false;
@@ -315,6 +314,8 @@ impl Subscription {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::value::RawValue;
+
     use super::*;
 
     fn sub() -> Subscription {
@@ -452,18 +453,22 @@ mod tests {
         RawValue::from_string(value.to_string()).unwrap()
     }
 
+    fn members(raw: &RawValue) -> WireMembers<'_> {
+        stream::object(raw).unwrap()
+    }
+
     #[test]
     fn frames_in_sequence_are_read_without_a_tree_and_anything_else_is_left_alone() {
         let mut s = sub();
         let append = json!({"op": "row.delta", "rowId": 4, "path": "text", "append": "hi"});
         // Before the snapshot nothing is taken; the general way says why.
-        assert!(s.deltas(&raw(&deltas_frame(0, 1, json!([append])))).is_none());
+        assert!(s.deltas(members(&raw(&deltas_frame(0, 1, json!([append]))))).is_none());
         s.frame(snapshot(3)).unwrap();
         let text_row = json!({"op": "row.upserted", "row": {"rowId": 4, "turnId": "t", "kind": "reasoning", "text": "hi", "state": "complete"}});
         let header = json!({"op": "row.upserted", "row": {"rowId": 3, "turnId": "t", "kind": "turnHeader", "state": "running"}});
         let patch = json!({"op": "state.updated", "patch": {"revision": 9}});
         let wire = raw(&deltas_frame(3, 4, json!([append, text_row, header, patch])));
-        let read = s.deltas(&wire).unwrap();
+        let read = s.deltas(members(&wire)).unwrap();
         let [Delta::Append(appended), Delta::TextRow(row), Delta::Tree(tree), Delta::Tree(_)] =
             &read[..]
         else {
@@ -482,12 +487,12 @@ mod tests {
             deltas_frame(4, 5, json!([[1, 2]])), // a delta that is not an object
             snapshot(5),
         ] {
-            assert!(s.deltas(&raw(&other)).is_none(), "{other}");
+            assert!(s.deltas(members(&raw(&other))).is_none(), "{other}");
             assert_eq!(s.seq, Some(4), "nothing changed for {other}");
         }
         let mut other_subscription = deltas_frame(4, 5, json!([append]));
         other_subscription["subscriptionId"] = json!("sub-0");
-        assert!(s.deltas(&raw(&other_subscription)).is_none());
+        assert!(s.deltas(members(&raw(&other_subscription))).is_none());
     }
 
     fn deltas_frame(from: u64, to: u64, deltas: Value) -> Value {

@@ -4,13 +4,15 @@
 //! response, `method` alone a notification (`packages/shared/src/zcode-protocol/index.ts`).
 
 use std::borrow::Cow;
+use std::marker::PhantomData;
 
-use serde::de::IgnoredAny;
+use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use zcode_contract::{ErrorKind, MapperError, NativeReply, ReplyBody};
 
+use zcode_mapper_sdk::framing::json_batch;
 use zcode_mapper_sdk::json::{parse, protocol};
 
 pub use zcode_v4::stream::{object, raw_str};
@@ -19,9 +21,9 @@ pub use zcode_v4::stream::{object, raw_str};
 /// frame is never built into a tree to be classified (a turn's last frames carry its whole
 /// text, megabytes; F-24), and whoever needs a member reads just that.
 ///
-/// `P` is how `params` is read, in the same pass as the envelope: as it came (`&RawValue`, the
-/// session's), or straight into what the reader needs of it (the connection's route members,
-/// `connection::RouteParams`), so the parameters are not scanned a second time.
+/// `P` is how `params` is read, in the same pass as the envelope: as it came (`&RawValue`), or
+/// straight into the [`Members`] the reader needs of it (the connection's route members, the
+/// session's event head and V4 wire members), so the parameters are not scanned a second time.
 #[derive(Debug)]
 pub enum Frame<'a, P = &'a RawValue> {
     /// The answer to one of our requests (our ids are the core's numbers).
@@ -64,6 +66,139 @@ pub fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
     T::deserialize(d).map(Some)
 }
 
+/// The names of the members of a JSON object a reader keeps ([`Members`]), at most
+/// [`MAX_MEMBERS`].
+pub trait MemberNames {
+    const NAMES: &'static [&'static str];
+}
+
+pub const MAX_MEMBERS: usize = 8;
+
+/// The [`MemberNames`] members of a JSON object, borrowed as they came, read in the pass that
+/// reads the frame around them ([`classify_as`]): every other member is skipped, not built into
+/// anything. Reading them is never an error, so that a frame is refused (or not) for what its
+/// reader makes of them: a value that is not an object has none of them, and a member named
+/// twice is kept last, as a tree keeps it, and said ([`Members::twice`]).
+///
+/// Issue 27: JSON scanning was 39 % of zcode-acp's CPU per Desktop delta, each line scanned
+/// once for its envelope and again for the members of its parameters.
+pub struct Members<'a, N> {
+    values: [Option<&'a RawValue>; MAX_MEMBERS],
+    object: bool,
+    twice: Option<&'static str>,
+    names: PhantomData<N>,
+}
+
+impl<N> Default for Members<'_, N> {
+    fn default() -> Self {
+        Self { values: [None; MAX_MEMBERS], object: false, twice: None, names: PhantomData }
+    }
+}
+
+impl<'a, N: MemberNames> Members<'a, N> {
+    /// Member `name` (one of `N::NAMES`).
+    pub fn get(&self, name: &str) -> Option<&'a RawValue> {
+        let index = N::NAMES.iter().position(|n| *n == name);
+        debug_assert!(index.is_some(), "{name} is not read");
+        self.values[index?]
+    }
+
+    /// Whether the value was a JSON object.
+    pub fn is_object(&self) -> bool {
+        self.object
+    }
+
+    /// The first member named twice.
+    pub fn twice(&self) -> Option<&'static str> {
+        self.twice
+    }
+}
+
+impl<'de, N: MemberNames> Deserialize<'de> for Members<'de, N> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(MembersVisitor(PhantomData))
+    }
+}
+
+/// A member name, unescaped as serde reads field names: its place in `N::NAMES`, if any. The
+/// names are constants here, so the comparisons compile to a derived identifier's.
+struct Key<N>(PhantomData<N>);
+
+impl<'de, N: MemberNames> DeserializeSeed<'de> for Key<N> {
+    type Value = Option<usize>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_identifier(self)
+    }
+}
+
+impl<N: MemberNames> Visitor<'_> for Key<N> {
+    type Value = Option<usize>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a member name")
+    }
+
+    fn visit_str<E>(self, name: &str) -> Result<Self::Value, E> {
+        Ok(N::NAMES.iter().position(|n| *n == name))
+    }
+}
+
+struct MembersVisitor<N>(PhantomData<N>);
+
+impl<'de, N: MemberNames> Visitor<'de> for MembersVisitor<N> {
+    type Value = Members<'de, N>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("frame parameters")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        const { assert!(N::NAMES.len() <= MAX_MEMBERS, "more names than Members keeps") };
+        let mut members = Members { object: true, ..Members::default() };
+        while let Some(key) = map.next_key_seed(Key::<N>(PhantomData))? {
+            let Some(index) = key else {
+                map.next_value::<IgnoredAny>()?;
+                continue;
+            };
+            let value = map.next_value::<&'de RawValue>()?;
+            if members.values[index].replace(value).is_some() {
+                members.twice.get_or_insert(N::NAMES[index]);
+            }
+        }
+        Ok(members)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(Members::default())
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(Members::default())
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(Members::default())
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(Members::default())
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(Members::default())
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(Members::default())
+    }
+
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(Members::default())
+    }
+}
+
 /// A raw member as a tree, for the few places that need one (ids, errors, parameters of a
 /// reverse request); `null` when absent, as a tree's missing member reads.
 pub fn raw_value(raw: Option<&RawValue>) -> Result<Value, MapperError> {
@@ -89,18 +224,30 @@ pub fn classify(text: &str) -> Result<Frame<'_>, MapperError> {
 pub fn classify_as<'a, P: Deserialize<'a>>(text: &'a str) -> Result<Frame<'a, P>, MapperError> {
     if !is_object(text) {
         return Err(match serde_json::from_str::<IgnoredAny>(text) {
-            Ok(_) => protocol("ZCode wrote a line that is not a JSON object"),
+            Ok(_) => not_an_object(),
             Err(e) => protocol(format!("ZCode wrote a non-JSON line: {e}")),
         });
     }
-    let envelope: Envelope<'_, P> = serde_json::from_str(text).map_err(|e| match e.classify() {
+    frame(serde_json::from_str(text).map_err(envelope_error)?)
+}
+
+fn not_an_object() -> MapperError {
+    protocol("ZCode wrote a line that is not a JSON object")
+}
+
+fn envelope_error(e: serde_json::Error) -> MapperError {
+    match e.classify() {
         // Only a member named twice: JSON.stringify never writes one, and which would win is
         // a guess.
         serde_json::error::Category::Data => {
             protocol(format!("ZCode wrote a frame that is not one envelope: {e}"))
         }
         _ => protocol(format!("ZCode wrote a non-JSON line: {e}")),
-    })?;
+    }
+}
+
+/// What an envelope read says the frame is.
+fn frame<'a, P>(envelope: Envelope<'a, P>) -> Result<Frame<'a, P>, MapperError> {
     if envelope.jsonrpc.is_some() {
         return Err(protocol(
             "ZCode wrote a JSON-RPC 2.0 frame; the Agent speaks NDJSON without it",
@@ -112,6 +259,57 @@ pub fn classify_as<'a, P: Deserialize<'a>>(text: &'a str) -> Result<Frame<'a, P>
         (None, Some(method)) => Ok(Frame::Notification { method, params }),
         (Some(id), None) => reply(id, result, error),
         (None, None) => Err(protocol("ZCode wrote a frame with neither `id` nor `method`")),
+    }
+}
+
+/// JSON's whitespace.
+const WHITESPACE: [char; 4] = [' ', '\t', '\n', '\r'];
+
+/// The frames of a line holding a JSON array, a batch (as [`json_batch`] splits one), each
+/// read as [`classify_as`] reads a line and handed to `each` in order with its own text: read
+/// in the pass that finds where it ends, so that a batch is not scanned once to be split and
+/// again frame by frame (issue 27). `false` for a line that is no array.
+///
+/// It fails as the split and then the frames' reads did: a line that is not JSON as no array of
+/// frames (whatever else failed), else at the first frame that fails, here or in `each`.
+pub fn classify_batch<'a, P: Deserialize<'a>>(
+    line: &'a str,
+    each: impl FnMut(&'a str, Frame<'a, P>) -> Result<(), MapperError>,
+) -> Result<bool, MapperError> {
+    let Some(inner) = line.strip_prefix('[') else { return Ok(false) };
+    // Failing, the SDK's split says whether the array is at fault (it is then its error).
+    batch_frames(inner, each)
+        .map(|()| true)
+        .map_err(|error| json_batch(line).err().unwrap_or(error))
+}
+
+/// [`classify_batch`] after the `[`; an error may be the array's, which the caller tells.
+fn batch_frames<'a, P: Deserialize<'a>>(
+    inner: &'a str,
+    mut each: impl FnMut(&'a str, Frame<'a, P>) -> Result<(), MapperError>,
+) -> Result<(), MapperError> {
+    let not_an_array = || protocol("A line of host output is not a JSON array of frames");
+    let end = |after: &str| {
+        after.trim_matches(WHITESPACE).is_empty().then_some(()).ok_or_else(not_an_array)
+    };
+    let mut rest = inner.trim_start_matches(WHITESPACE);
+    if let Some(after) = rest.strip_prefix(']') {
+        return end(after);
+    }
+    loop {
+        if !rest.starts_with('{') {
+            return Err(not_an_object());
+        }
+        // A stream reader says where the frame ended; after an object it asks nothing more.
+        let mut stream = serde_json::Deserializer::from_str(rest).into_iter::<Envelope<'a, P>>();
+        let envelope = stream.next().ok_or_else(not_an_array)?.map_err(envelope_error)?;
+        let (text, after) = rest.split_at(stream.byte_offset());
+        each(text, frame(envelope)?)?;
+        rest = after.trim_start_matches(WHITESPACE);
+        match rest.strip_prefix(',') {
+            Some(after) => rest = after.trim_start_matches(WHITESPACE),
+            None => return end(rest.strip_prefix(']').ok_or_else(not_an_array)?),
+        }
     }
 }
 
@@ -262,5 +460,38 @@ impl Lines {
         }
         self.buffer.push(b'\n');
         self.push(&[])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Names;
+
+    impl MemberNames for Names {
+        const NAMES: &'static [&'static str] = &["seq", "type"];
+    }
+
+    fn members(text: &str) -> Members<'_, Names> {
+        serde_json::from_str(text).unwrap()
+    }
+
+    fn get<'a>(members: &Members<'a, Names>, name: &str) -> Option<&'a str> {
+        members.get(name).map(RawValue::get)
+    }
+
+    #[test]
+    fn members_are_read_by_their_unescaped_names_and_the_rest_is_skipped() {
+        let read = members(r#"{"payload":{"seq":9},"s\u0065q":1,"type":"a\"b","other":[1]}"#);
+        assert!(read.is_object() && read.twice().is_none());
+        assert_eq!((get(&read, "seq"), get(&read, "type")), (Some("1"), Some(r#""a\"b""#)));
+        let twice = members(r#"{"seq":1,"seq":2}"#);
+        assert_eq!((twice.twice(), get(&twice, "seq")), (Some("seq"), Some("2")));
+        for other in ["[1,{\"seq\":1}]", "\"seq\"", "1", "-1", "1.5", "true", "null"] {
+            let read = members(other);
+            assert!(!read.is_object() && get(&read, "seq").is_none(), "{other}");
+        }
+        assert!(serde_json::from_str::<Members<'_, Names>>(r#"{"seq":}"#).is_err());
     }
 }

@@ -8,8 +8,11 @@
 //! reader, with its checks and errors, takes it.
 
 use std::borrow::Cow;
+use std::marker::PhantomData;
 
-use serde::Deserialize;
+use serde::de::value::MapAccessDeserializer;
+use serde::de::{Error as _, MapAccess, SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
@@ -24,15 +27,70 @@ pub fn object<'a, T: Deserialize<'a>>(raw: &'a RawValue) -> Option<T> {
     serde_json::from_str(raw.get()).ok()
 }
 
+/// `T` read only from a JSON object, as [`object`] reads one from text: a derived struct also
+/// reads an array (by position), which no ZCode frame is.
+struct MapOnly<T>(T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for MapOnly<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Object<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for Object<T> {
+            type Value = T;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an object")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+                T::deserialize(MapAccessDeserializer::new(map))
+            }
+        }
+        deserializer.deserialize_map(Object(PhantomData)).map(MapOnly)
+    }
+}
+
+/// The deltas of a frame, each read as it is reached ([`Delta::read`]); a delta that is not an
+/// object fails the frame's read, as the frame is then not one [`read_deltas`] takes.
+struct Deltas<'a>(Vec<Delta<'a>>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Deltas<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct List<'a>(PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for List<'a> {
+            type Value = Deltas<'a>;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a list of deltas")
+            }
+
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut deltas = Vec::with_capacity(seq.size_hint().unwrap_or(1));
+                while let Some(raw) = seq.next_element::<&'de RawValue>()? {
+                    deltas.push(Delta::read(raw).ok_or_else(|| A::Error::custom("not a delta"))?);
+                }
+                Ok(Deltas(deltas))
+            }
+        }
+        deserializer.deserialize_seq(List(PhantomData))
+    }
+}
+
 /// The string a raw member holds, borrowed unless it has escapes; `None` for any other value.
 pub fn raw_str(raw: Option<&RawValue>) -> Option<Cow<'_, str>> {
     #[derive(Deserialize)]
     struct Text<'a>(#[serde(borrow)] Cow<'a, str>);
-    let raw = raw?;
-    if !raw.get().starts_with('"') {
+    let text = raw?.get();
+    if !text.starts_with('"') {
         return None;
     }
-    serde_json::from_str::<Text<'_>>(raw.get()).ok().map(|text| text.0)
+    // A raw value is one valid JSON value: quoted, without a backslash, it is its own text. A
+    // streamed delta's dozen routing members are taken so, not each run through a parser.
+    if let Some(inner) = text[1..].strip_suffix('"')
+        && !inner.contains('\\')
+    {
+        return Some(Cow::Borrowed(inner));
+    }
+    serde_json::from_str::<Text<'_>>(text).ok().map(|text| text.0)
 }
 
 /// One delta of a frame read by [`read_deltas`].
@@ -109,6 +167,23 @@ pub struct DeltaFrame<'a> {
     pub deltas: Vec<Delta<'a>>,
 }
 
+/// The members of a wire frame [`read_wire_deltas`] looks at, as they came: read from the
+/// frame's text by [`read_deltas`], or by a caller in its own pass over the line the frame came
+/// in (the frame then is not scanned once more for them).
+#[derive(Debug, Default, Deserialize)]
+pub struct WireMembers<'a> {
+    #[serde(default, borrow, rename = "wireVersion")]
+    pub wire_version: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    pub kind: Option<&'a RawValue>,
+    #[serde(default, borrow, rename = "subscriptionId")]
+    pub subscription_id: Option<&'a RawValue>,
+    #[serde(default, borrow, rename = "deliveryKind")]
+    pub delivery_kind: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    pub frame: Option<&'a RawValue>,
+}
+
 /// The frame notification `params` (the wire frame) when it is a complete frame of the wire
 /// version, of subscription `subscription_id`, whose deltas continue the position `seq`
 /// ([`crate::sequence::Order::Next`]) and are all objects; `None` for anything else.
@@ -117,19 +192,18 @@ pub fn read_deltas<'a>(
     subscription_id: &str,
     seq: u64,
 ) -> Option<DeltaFrame<'a>> {
-    #[derive(Deserialize)]
-    struct Wire<'a> {
-        #[serde(rename = "wireVersion")]
-        wire_version: u64,
-        #[serde(borrow)]
-        kind: Cow<'a, str>,
-        #[serde(borrow, rename = "subscriptionId")]
-        subscription_id: Cow<'a, str>,
-        #[serde(default, borrow, rename = "deliveryKind")]
-        delivery_kind: Option<&'a RawValue>,
-        #[serde(borrow)]
-        frame: &'a RawValue,
-    }
+    read_wire_deltas(object(params)?, subscription_id, seq)
+}
+
+/// [`read_deltas`] of a wire frame's members already read. A member named twice is for the
+/// caller to refuse, as [`read_deltas`] does (its read of the members fails).
+pub fn read_wire_deltas<'a>(
+    wire: WireMembers<'a>,
+    subscription_id: &str,
+    seq: u64,
+) -> Option<DeltaFrame<'a>> {
+    // The frame is read in one pass, its payload and deltas with it: each is read once here,
+    // not captured and read again (issue 27).
     #[derive(Deserialize)]
     struct Frame<'a> {
         #[serde(rename = "fromSeq")]
@@ -137,31 +211,31 @@ pub fn read_deltas<'a>(
         #[serde(rename = "toSeq")]
         to_seq: u64,
         #[serde(borrow)]
-        payload: &'a RawValue,
+        payload: MapOnly<Payload<'a>>,
     }
     #[derive(Deserialize)]
-    struct Deltas<'a> {
+    struct Payload<'a> {
         #[serde(borrow)]
         kind: Cow<'a, str>,
         #[serde(borrow)]
-        deltas: Vec<&'a RawValue>,
+        deltas: Deltas<'a>,
     }
-    let wire: Wire<'a> = object(params)?;
-    if wire.wire_version != WIRE_VERSION
-        || wire.kind != "complete"
-        || wire.subscription_id != subscription_id
+    let wire_version = serde_json::from_str::<u64>(wire.wire_version?.get()).ok()?;
+    if wire_version != WIRE_VERSION
+        || raw_str(wire.kind)? != "complete"
+        || raw_str(wire.subscription_id)? != subscription_id
     {
         return None;
     }
-    let frame: Frame<'a> = object(wire.frame)?;
+    let frame: Frame<'a> = object(wire.frame?)?;
     if frame.to_seq <= seq || frame.from_seq != seq {
         return None;
     }
-    let payload: Deltas<'a> = object(frame.payload)?;
+    let MapOnly(payload) = frame.payload;
     if payload.kind != "deltas" {
         return None;
     }
-    let deltas = payload.deltas.into_iter().map(Delta::read).collect::<Option<Vec<_>>>()?;
+    let deltas = payload.deltas.0;
     let recovery = raw_str(wire.delivery_kind).as_deref() == Some("recovery");
     Some(DeltaFrame { to_seq: frame.to_seq, recovery, deltas })
 }
@@ -209,8 +283,37 @@ mod tests {
         ] {
             assert!(read_deltas(&raw(&other), subscription, seq).is_none(), "{other}");
         }
+        // A payload that is not an object, though a struct could be read from it by position.
+        let mut by_position = frame(4, 5, json!([append]));
+        by_position["frame"]["payload"] = json!(["deltas", [append]]);
+        assert!(read_deltas(&raw(&by_position), "sub-1", 4).is_none());
         let mut recovery = frame(4, 5, json!([append]));
         recovery["deliveryKind"] = json!("recovery");
         assert!(read_deltas(&raw(&recovery), "sub-1", 4).unwrap().recovery);
+    }
+
+    #[test]
+    fn a_raw_string_reads_as_a_parser_reads_it() {
+        let texts = [r#""""#, r#""a b""#, r#""é\u00e9\"\n""#, r#""\\""#, "1", "null", r#"["a"]"#];
+        for text in texts {
+            let raw = RawValue::from_string(text.to_string()).unwrap();
+            let parsed = serde_json::from_str::<Value>(text).unwrap();
+            assert_eq!(raw_str(Some(&raw)).as_deref(), parsed.as_str(), "{text}");
+        }
+        assert!(raw_str(None).is_none());
+    }
+
+    #[test]
+    fn a_wire_frame_read_elsewhere_is_taken_as_its_members_say() {
+        let append = json!({"op": "row.delta", "rowId": 4, "path": "text", "append": "hi"});
+        let wire = raw(&frame(3, 4, json!([append])));
+        let members: WireMembers<'_> = object(&wire).unwrap();
+        assert_eq!(read_wire_deltas(members, "sub-1", 3).unwrap().to_seq, 4);
+        for absent in ["wireVersion", "kind", "subscriptionId", "frame"] {
+            let mut other = frame(3, 4, json!([append]));
+            other.as_object_mut().unwrap().remove(absent);
+            let other = raw(&other);
+            assert!(read_wire_deltas(object(&other).unwrap(), "sub-1", 3).is_none(), "{absent}");
+        }
     }
 }

@@ -8,12 +8,67 @@ use serde_json::{Value, json};
 use zcode_contract::{Action, Effects, MapperError, ReplyBody, SessionInput, Terminal};
 use zcode_mapper_sdk::json::protocol;
 use zcode_v4::schema::native;
+use zcode_v4::stream::WireMembers;
 
 use super::{AppServerSession, IntoError};
 use crate::conversation;
 use crate::events::{self, Turn};
 use crate::subscription::FrameOutcome;
-use crate::wire::{self, Frame, object, raw_str, raw_value};
+use crate::wire::{self, Frame, MemberNames, Members, object, raw_str, raw_value};
+
+/// What the session reads of a routed notification's `params` in the envelope's own pass
+/// (`wire::classify_as`): a legacy event's head ([`Head`]) and a V4 wire frame's members
+/// ([`WireMembers`]). A streamed delta's two lines are then each scanned once here (issue 27);
+/// what needs more of the parameters reads them from the line again ([`raw_params`]).
+struct Routed;
+
+impl MemberNames for Routed {
+    const NAMES: &'static [&'static str] =
+        &["seq", "type", "wireVersion", "kind", "subscriptionId", "deliveryKind", "frame"];
+}
+
+type RoutedParams<'a> = Members<'a, Routed>;
+
+/// Whether the members read in the envelope's pass stand for the parameters: an object, no
+/// member named twice (which one counts is the general reader's call: the last, as in a tree).
+fn as_read(params: &RoutedParams<'_>) -> bool {
+    params.is_object() && params.twice().is_none()
+}
+
+/// A legacy event's number and type, as they came.
+#[derive(Deserialize)]
+struct Head<'a> {
+    #[serde(default, borrow)]
+    seq: Option<&'a RawValue>,
+    #[serde(default, borrow, rename = "type")]
+    kind: Option<&'a RawValue>,
+}
+
+impl<'a> Head<'a> {
+    fn of(params: &RoutedParams<'a>) -> Option<Self> {
+        as_read(params).then(|| Head { seq: params.get("seq"), kind: params.get("type") })
+    }
+}
+
+fn wire_members<'a>(params: &RoutedParams<'a>) -> Option<WireMembers<'a>> {
+    as_read(params).then(|| WireMembers {
+        wire_version: params.get("wireVersion"),
+        kind: params.get("kind"),
+        subscription_id: params.get("subscriptionId"),
+        delivery_kind: params.get("deliveryKind"),
+        frame: params.get("frame"),
+    })
+}
+
+/// The `params` of a line already read once, as they came: read again for the paths that need
+/// more than the first pass kept (an event read whole, a gap held for replay, a frame read the
+/// general way, a reverse request).
+fn raw_params(line: &str) -> Result<Option<&RawValue>, MapperError> {
+    Ok(match wire::classify(line)? {
+        Frame::Notification { params, .. } | Frame::Request { params, .. } => params,
+        Frame::Reply(_) => None,
+    })
+}
 
 /// `turn.completed` as the session reads it: the payload's `usage` and `resultType`, and
 /// nothing of the rest (the turn's whole text is in `response`).
@@ -56,22 +111,19 @@ impl AppServerSession {
                     ))));
                     return;
                 };
-                let read = wire::classify(line).and_then(|frame| match frame {
-                    Frame::Notification { method, params } => {
-                        self.notification(&method, params, effects)
-                    }
-                    Frame::Request { id, method, params } => {
-                        let (id, params) = (raw_value(Some(id))?, raw_value(params)?);
-                        self.reverse_request(id, &method, &params, effects);
-                        Ok(())
-                    }
-                    Frame::Reply(_) => {
-                        effects
-                            .actions
-                            .push(Action::Ignore("reply routed as an event".to_string()));
-                        Ok(())
-                    }
-                });
+                let read =
+                    wire::classify_as::<RoutedParams<'_>>(line).and_then(|frame| match frame {
+                        Frame::Notification { method, params } => {
+                            self.notification(line, &method, &params.unwrap_or_default(), effects)
+                        }
+                        Frame::Request { .. } => self.reverse_line(line, effects),
+                        Frame::Reply(_) => {
+                            effects
+                                .actions
+                                .push(Action::Ignore("reply routed as an event".to_string()));
+                            Ok(())
+                        }
+                    });
                 if let Err(error) = read {
                     effects.actions.push(Action::Terminal(Terminal::Broken(error)));
                 }
@@ -79,18 +131,34 @@ impl AppServerSession {
         }
     }
 
-    /// A notification routed to the session, its parameters as they came.
-    pub(super) fn notification(
+    /// A reverse request of the Agent (a few a turn), its parameters read from the line again.
+    fn reverse_line(&mut self, line: &str, effects: &mut Effects) -> Result<(), MapperError> {
+        if let Frame::Request { id, method, params } = wire::classify(line)? {
+            let (id, params) = (raw_value(Some(id))?, raw_value(params)?);
+            self.reverse_request(id, &method, &params, effects);
+        }
+        Ok(())
+    }
+
+    /// A notification routed to the session: `line` as it came, `params` what the envelope's
+    /// pass read of it. The two that come with every streamed delta, a legacy event and a V4
+    /// deltas frame, go on from those members; anything else is read from the line again.
+    fn notification(
         &mut self,
+        line: &str,
         method: &str,
-        params: Option<&RawValue>,
+        params: &RoutedParams<'_>,
         effects: &mut Effects,
     ) -> Result<(), MapperError> {
         if method == "session/event" {
-            return self.legacy_event(params, effects);
+            // While skipped events are replayed, what comes meanwhile is held as it came.
+            return match Head::of(params).filter(|_| self.held.is_none()) {
+                Some(head) => self.legacy_head(head, || raw_params(line), effects),
+                None => self.legacy_event(raw_params(line)?, effects),
+            };
         }
         if method == "v4/conversation/frame"
-            && let Some(deltas) = params.and_then(|params| self.v4.deltas(params))
+            && let Some(deltas) = wire_members(params).and_then(|wire| self.v4.deltas(wire))
         {
             let mut cx =
                 conversation::Context { tools: &mut self.tools, workspace: &self.workspace };
@@ -98,7 +166,7 @@ impl AppServerSession {
             self.applied(actions, effects);
             return Ok(());
         }
-        let params = raw_value(params)?;
+        let params = raw_value(raw_params(line)?)?;
         self.read_notification(method, params, effects);
         Ok(())
     }
@@ -112,13 +180,6 @@ impl AppServerSession {
         params: Option<&RawValue>,
         effects: &mut Effects,
     ) -> Result<(), MapperError> {
-        #[derive(Deserialize)]
-        struct Head<'a> {
-            #[serde(default, borrow)]
-            seq: Option<&'a RawValue>,
-            #[serde(default, borrow, rename = "type")]
-            kind: Option<&'a RawValue>,
-        }
         // While skipped events are replayed, what comes meanwhile waits behind them.
         if let Some(held) = &mut self.held {
             held.push(params.map_or_else(|| "null".to_string(), |p| p.get().to_string()));
@@ -129,15 +190,27 @@ impl AppServerSession {
         let Some(head) = head else {
             let params = raw_value(params)?;
             let seq = params.get("seq").and_then(Value::as_u64);
-            if self.in_sequence(seq, &params.to_string(), effects) {
+            if self.in_sequence(seq, || Ok(params.to_string()), effects)? {
                 self.map_event(&params, effects);
             }
             return Ok(());
         };
+        self.legacy_head(head, || Ok(params), effects)
+    }
+
+    /// A legacy event whose head is read. `params` gives the event as it came, for what needs
+    /// more than the head (a gap holds it, an event shown is read): an event dropped as V4's
+    /// duplicate, a streamed delta's, never needs it.
+    fn legacy_head<'p>(
+        &mut self,
+        head: Head<'_>,
+        params: impl Fn() -> Result<Option<&'p RawValue>, MapperError>,
+        effects: &mut Effects,
+    ) -> Result<(), MapperError> {
         // The sequence sees every event, dropped or not.
         let seq = head.seq.and_then(|raw| serde_json::from_str::<u64>(raw.get()).ok());
-        let text = params.map_or("null", |p| p.get());
-        if !self.in_sequence(seq, text, effects) {
+        let text = || Ok(params()?.map_or("null", RawValue::get).to_string());
+        if !self.in_sequence(seq, text, effects)? {
             return Ok(());
         }
         let kind = raw_str(head.kind);
@@ -146,6 +219,7 @@ impl AppServerSession {
             effects.actions.push(Action::Ignore(why));
             return Ok(());
         }
+        let params = params()?;
         // The end of the turn carries the turn's whole text (`response`): read without it.
         if kind.as_deref() == Some("turn.completed")
             && let Some(completed) = params.and_then(object::<Completed<'_>>)
@@ -173,20 +247,20 @@ impl AppServerSession {
     }
 
     /// Checks a legacy event's number: `false` when the event goes no further (a duplicate, an
-    /// event held while skipped ones are replayed, or a gap that broke the turn). `params` is
-    /// the event as it came, held when it shows a gap.
+    /// event held while skipped ones are replayed, or a gap that broke the turn). `params`
+    /// gives the event as it came, held when it shows a gap (read only then).
     pub(super) fn in_sequence(
         &mut self,
         seq: Option<u64>,
-        params: &str,
+        params: impl FnOnce() -> Result<String, MapperError>,
         effects: &mut Effects,
-    ) -> bool {
+    ) -> Result<bool, MapperError> {
         if let (Some(seq), Some(last)) = (seq, self.event_seq)
             && seq <= last
             && seq != 0
         {
             effects.actions.push(Action::Ignore("duplicate session event".to_string()));
-            return false;
+            return Ok(false);
         }
         if let Some(seq) = seq.filter(|s| *s != 0) {
             let last = self.event_seq;
@@ -197,7 +271,7 @@ impl AppServerSession {
             // for, once, and this event waits behind them.
             if let Some(last) = last.filter(|last| seq > last + 1 && self.running) {
                 if let Some(sid) = self.id.clone().filter(|_| !self.replaying) {
-                    self.held = Some(vec![params.to_string()]);
+                    self.held = Some(vec![params()?]);
                     self.announced.push((
                         "session/events".to_string(),
                         json!({"sessionId": sid, "afterSeq": last}),
@@ -206,18 +280,18 @@ impl AppServerSession {
                     effects.actions.push(Action::Ignore(format!(
                         "ZCode skipped session events after {last}: replaying them"
                     )));
-                    return false;
+                    return Ok(false);
                 }
                 self.event_seq = Some(seq);
                 effects.actions.push(Action::Terminal(Terminal::Broken(protocol(format!(
                     "ZCode skipped session events: expected event {}, got {seq}",
                     last + 1
                 )))));
-                return false;
+                return Ok(false);
             }
             self.event_seq = Some(seq);
         }
-        true
+        Ok(true)
     }
 
     /// The reply to a replay of skipped events: they are read in order, then the events held

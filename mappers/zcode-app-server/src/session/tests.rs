@@ -1528,3 +1528,6 @@ fn a_push_the_agent_ignored_is_said_after_the_create() {
         crate::account::REASON_IGNORED
     );
 }
+
+/// The routed lines read in the envelope's one pass (issue 27), and what goes the old way.
+mod one_pass;

@@ -1,0 +1,165 @@
+//! What one streamed Desktop 4.0.0 text delta costs the mapper, for an instruction count under
+//! callgrind (issue 27; docs/performance.md): the legacy `model.streaming` event and the V4
+//! `row.delta` frame the simulator writes for each delta (`host/simulator/src/app_server/turn`,
+//! keys in serde_json's order), pushed through `AppServerConnection` and mapped by a V4 session,
+//! either as two lines or as one array line. Only [`stream`] is meant to be counted:
+//!
+//! ```text
+//! CARGO_PROFILE_RELEASE_STRIP=false cargo test --release --manifest-path mappers/Cargo.toml \
+//!     -p zcode-app-server --test delta_cost --no-run
+//! DELTA_COST_FRAMING=lines valgrind --tool=callgrind --toggle-collect='delta_cost::stream' \
+//!     <test binary> --ignored --exact per_delta   # Ir / DELTA_COST_DELTAS (20 000) per delta
+//! ```
+//!
+//! (`DELTA_COST_FRAMING=arrays` for array lines; the release profile strips the symbol the
+//! toggle names unless told not to.)
+
+use serde_json::{Value, json};
+use zcode_app_server::{AppServerConnection, AppServerSession};
+use zcode_contract::{
+    Action, ClientFeatures, Inbound, NativeReply, ReplyBody, SessionInit, SessionInput, SessionOp,
+    Step,
+};
+use zcode_mapper_sdk::{Connection, SessionMachine};
+
+/// The Agent's answers to what the session asks while it opens and prompts (a 4.0.0 Agent:
+/// V4, flow control).
+fn answer(request: &Value) -> Value {
+    match request["method"].as_str().unwrap() {
+        "runtime/capabilities" => json!({"independentPlanState": true}),
+        "session/create" => json!({"session": {"sessionId": "sess_1"}, "settings": {}}),
+        "session/subscribe" => json!({"sessionId": "sess_1", "eventSeq": 4, "events": []}),
+        "v4/conversation/subscribe" => {
+            json!({"ack": {"subscriptionId": "sub-1", "mode": "snapshot", "logEpoch": "e1"}})
+        }
+        "session/send" => json!({"sessionId": "sess_1", "accepted": true, "stateRevision": 3}),
+        _ => json!({}),
+    }
+}
+
+/// Runs `op` to its end against [`answer`]; the requests it sent.
+fn run(session: &mut AppServerSession, op: SessionOp, next_id: &mut u64) -> Vec<Value> {
+    let mut sent = Vec::new();
+    let mut step = session.start(1, &op, *next_id);
+    while let Step::Wait(out) = step {
+        *next_id += out.requests.len() as u64;
+        let request = &out.requests[0];
+        let frame: Value = serde_json::from_slice(&request.bytes).unwrap();
+        let body = ReplyBody::Ok(answer(&frame).to_string().into());
+        sent.push(frame);
+        step = session.resume(1, Some(&NativeReply { id: request.id, body }), *next_id);
+    }
+    assert!(matches!(step, Step::Done(Ok(_))), "{step:?}");
+    sent
+}
+
+fn v4_line(from: u64, deltas: Value) -> Value {
+    json!({"method": "v4/conversation/frame", "params": {"deliveryKind": "online",
+        "frame": {"fromSeq": from, "payload": {"deltas": deltas, "kind": "deltas"}, "sentAt": 1_764_820_800_000_u64,
+                  "subscriptionId": "sub-1", "toSeq": from + 1, "topic": "conversation/sess_1"},
+        "kind": "complete", "logicalFrameId": format!("sub-1:{from}"), "logicalFrameOrdinal": from,
+        "subscriptionId": "sub-1", "topic": "conversation/sess_1", "wireVersion": 3}})
+}
+
+/// A session with a V4 turn running, its text row open; the V4 log at 6.
+fn streaming_session() -> AppServerSession {
+    let init = SessionInit {
+        facts: Default::default(),
+        workspace: "/w".into(),
+        client: ClientFeatures { plan_operations: false, form_elicitation: true },
+    };
+    let mut session = AppServerSession::new(&init);
+    let mut next_id = 1;
+    run(&mut session, SessionOp::Create(r#"{"cwd":"/w","mcpServers":[]}"#.into()), &mut next_id);
+    let snapshot = json!({"method": "v4/conversation/frame", "params": {"wireVersion": 3, "kind": "complete", "deliveryKind": "initial", "logicalFrameId": "f1", "logicalFrameOrdinal": 1, "topic": "conversation/sess_1", "subscriptionId": "sub-1",
+        "frame": {"topic": "conversation/sess_1", "subscriptionId": "sub-1", "fromSeq": 0, "toSeq": 5, "sentAt": 1, "payload": {"kind": "snapshot", "snapshot": {"logEpoch": "e1", "seq": 5, "revision": 7, "rows": {"window": [], "totalCount": 0, "firstRowId": null}}}}}});
+    session.map(&[SessionInput::Event(snapshot.to_string().into())]);
+    let prompt = json!({"sessionId": "sess_1", "prompt": [{"type": "text", "text": "Go"}]});
+    let sent = run(&mut session, SessionOp::Prompt(prompt.to_string()), &mut next_id);
+    let command = &sent[0]["params"]["commandId"];
+    let opened = v4_line(
+        5,
+        json!([
+            {"op": "row.appended", "row": {"rowId": 1, "turnId": "turn-1", "createdAt": 1, "createdAtSeq": 1, "kind": "turnHeader", "origin": "userInput", "sourceCommandId": command, "state": "running", "startedAt": 1}},
+            {"op": "row.appended", "row": {"rowId": 2, "turnId": "turn-1", "createdAt": 1, "createdAtSeq": 2, "kind": "assistantText", "text": "", "state": "streaming"}},
+        ]),
+    );
+    let effects = session.map(&[SessionInput::Event(opened.to_string().into())]);
+    assert!(!effects.actions.iter().any(|a| matches!(a, Action::Terminal(_))), "{effects:?}");
+    session
+}
+
+/// The bytes the simulator writes for delta `i`: both notifications, as two lines or one
+/// array line.
+fn delta_bytes(i: u64, array: bool) -> Vec<u8> {
+    let legacy = json!({"method": "session/event", "params": {
+        "deliveryKind": "desktop-continuous", "eventId": format!("evt_{i:032x}"),
+        "payload": {"assistantMessageId": "msg_0123456789abcdef0123456789abcdef", "delta": "lorem ipsum ",
+                    "done": false, "kind": "text_delta", "partId": "prt_0123456789abcdef0123456789abcdef"},
+        "seq": 5 + i, "sessionId": "sess_1", "timestamp": 1_764_820_800_000_u64 + i,
+        "traceId": "trace_0123456789abcdef0123456789abcdef", "turnId": "turn-1", "type": "model.streaming"}});
+    let v4 = v4_line(
+        6 + i,
+        json!([{"append": "lorem ipsum ", "op": "row.delta", "path": "text", "rowId": 2}]),
+    );
+    let text = if array {
+        format!("{}\n", Value::Array(vec![legacy, v4]))
+    } else {
+        format!("{legacy}\n{v4}\n")
+    };
+    text.into_bytes()
+}
+
+/// The counted part: each delta's bytes pushed to the connection, and what it routes mapped by
+/// the session in one call (as the core hands a session what one read brought). The updates
+/// shown.
+#[inline(never)]
+fn stream(
+    connection: &mut AppServerConnection,
+    session: &mut AppServerSession,
+    pushes: &[Vec<u8>],
+) -> usize {
+    let mut shown = 0;
+    for bytes in pushes {
+        let inputs: Vec<SessionInput> = connection
+            .push(bytes)
+            .unwrap()
+            .into_iter()
+            .map(|inbound| match inbound {
+                Inbound::Event(event) => SessionInput::Event(event.payload),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        let effects = session.map(&inputs);
+        shown += effects.actions.iter().filter(|a| matches!(a, Action::Update(_))).count();
+    }
+    shown
+}
+
+#[test]
+#[ignore = "a measurement: run under callgrind (see the module's comment)"]
+fn per_delta() {
+    let deltas: u64 =
+        std::env::var("DELTA_COST_DELTAS").map_or(20_000, |n| n.parse().expect("a number"));
+    let array = match std::env::var("DELTA_COST_FRAMING").as_deref() {
+        Ok("arrays") => true,
+        Ok("lines") | Err(_) => false,
+        Ok(other) => panic!("DELTA_COST_FRAMING is lines or arrays, not {other}"),
+    };
+    let pushes: Vec<Vec<u8>> = (0..deltas).map(|i| delta_bytes(i, array)).collect();
+    let mut connection = AppServerConnection::new();
+    let mut session = streaming_session();
+    let shown = stream(&mut connection, &mut session, &pushes);
+    // Every delta shown once (from V4), the legacy duplicate dropped.
+    assert_eq!(shown as u64, deltas);
+}
+
+/// The measurement's own check, run with the tests: both framings stream and show each delta.
+#[test]
+fn a_few_deltas_stream_either_way() {
+    for array in [false, true] {
+        let pushes: Vec<Vec<u8>> = (0..3).map(|i| delta_bytes(i, array)).collect();
+        let mut session = streaming_session();
+        assert_eq!(stream(&mut AppServerConnection::new(), &mut session, &pushes), 3);
+    }
+}
