@@ -47,7 +47,7 @@ impl Lines {
         self.buffer.extend_from_slice(bytes);
         let mut start = 0;
         let mut from = self.scanned;
-        while let Some(offset) = self.buffer[from..].iter().position(|&b| b == b'\n') {
+        while let Some(offset) = memchr::memchr(b'\n', &self.buffer[from..]) {
             let end = from + offset;
             let line = &self.buffer[start..end];
             let line = line.strip_suffix(b"\r").unwrap_or(line);

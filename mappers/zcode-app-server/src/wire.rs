@@ -419,7 +419,7 @@ impl Lines {
         let mut from = self.scanned;
         // The lines are copied out once each and the buffer is shifted once per push: a push
         // carries hundreds of deltas, and a shift per line moved the rest each time.
-        while let Some(offset) = self.buffer[from..].iter().position(|b| *b == b'\n') {
+        while let Some(offset) = memchr::memchr(b'\n', &self.buffer[from..]) {
             let end = from + offset;
             if start == 0 && end >= HAND_OVER {
                 // A long line (a turn's last frames carry its whole text) that starts the
