@@ -150,29 +150,27 @@ fn commands_check_their_payload_base_revision_and_identity() {
         let session = agent.session(&desktop.ws(), json!({}));
         let missing =
             agent.command(&session, "switchCollaborationMode", json!({"mode": "edit"}), json!({}));
+        // ZCode's envelope parser refuses a CAS command without its base before `decide`.
         assert_eq!(
             (missing["status"].as_str(), missing["reasonCode"].as_str()),
-            (Some("rejected"), Some("proto.missingBaseRevision")),
+            (Some("rejected"), Some("proto.invalidPayload")),
             "{app}"
         );
         let current = revision(&mut agent, &session);
-        let stale = agent.command(
-            &session,
-            "switchCollaborationMode",
-            json!({"mode": "edit"}),
-            json!({"baseRevision": current + 1}),
-        );
+        // A stale base has no message, and is not remembered: the same command id with the
+        // current base is decided afresh.
+        let mut params = json!({"commandId": "s".repeat(32), "clientId": "client",
+            "sessionId": session, "type": "switchCollaborationMode", "payload": {"mode": "edit"},
+            "baseRevision": current + 1, "issuedAt": 1});
+        let stale = agent.ok("v4/command", params.clone());
         assert_eq!(
-            (stale["status"].as_str(), stale["reasonCode"].as_str()),
-            (Some("stale"), Some("proto.staleRevision"))
+            stale,
+            json!({"commandId": "s".repeat(32), "status": "stale",
+                   "reasonCode": "proto.staleRevision", "revisionAtDecision": current}),
+            "{app}"
         );
-        assert_eq!(stale["revisionAtDecision"], current);
-        let switched = agent.command(
-            &session,
-            "switchCollaborationMode",
-            json!({"mode": "edit"}),
-            json!({"baseRevision": current}),
-        );
+        params["baseRevision"] = json!(current);
+        let switched = agent.ok("v4/command", params);
         assert_eq!(switched["status"], "accepted", "{app}: {switched}");
         let changed = agent.take(|frame| frame["params"]["reason"] == "mode_changed");
         assert_eq!(changed["params"]["patch"]["mode"]["current"], "edit");

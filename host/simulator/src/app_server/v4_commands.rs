@@ -1,10 +1,10 @@
 //! `v4/command`: the command inbox (3.15.1 `zcode-protocol-v4/command.ts`, the CLI's
 //! `command-inbox.ts`). Every command gets an ACK `{commandId, status, reasonCode?, message?,
 //! revisionAtDecision, result?}` as the RPC result — a bad envelope or payload is a
-//! `rejected` ACK with `proto.invalidPayload`, not an RPC error. CAS commands need
-//! `baseRevision` (row-targeting ones also `baseLogEpoch`); a stale base is `stale`. A
-//! repeated `(sessionId, commandId)` replays the first decision as `duplicate` (a failure
-//! stays a failure).
+//! `rejected` ACK with `proto.invalidPayload`, not an RPC error, and so is a CAS command
+//! without its base. A stale base is `stale` (`v4::commands::stale_base`: the log epoch, then
+//! the revision). A repeated `(sessionId, commandId)` replays the first decision as
+//! `duplicate` (a failure stays a failure); `stale` and `rejected` ones are decided afresh.
 
 use std::sync::Arc;
 
@@ -20,14 +20,10 @@ use super::session::{Origin, QueuedInput, TurnStart};
 use super::wire::ProtocolError;
 use super::zod;
 use crate::common::clock::now_ms;
-use crate::v4::commands::{CAS_COMMANDS, Decision, ROW_TARGETING_COMMANDS, replay};
+use crate::v4::commands::{Decision, missing_base, remembered, replay, stale_base};
 
 fn failed(message: impl Into<String>) -> Decision {
     Decision::refused("failed", "fault.command.executionFailed", Some(message.into()))
-}
-
-fn stale(reason: &str, message: impl Into<String>) -> Decision {
-    Decision::refused("stale", reason, Some(message.into()))
 }
 
 /// A new stored session holding the parent's history up to the target's turn (`v4/fork.rs`:
@@ -69,27 +65,35 @@ pub fn command(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, Pr
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_owned();
+    let invalid = |message: String| -> Result<Reply, ProtocolError> {
+        let decision = Decision::rejected("proto.invalidPayload", message);
+        Ok(decision.ack(&command_id, 0).into())
+    };
     let issues = zod::check(&schemas::v4_command_envelope(), params);
     if !issues.is_empty() {
-        let decision =
-            Decision::rejected("proto.invalidPayload", zod::invalid_params_message(&issues));
-        return Ok(decision.ack(&command_id, 0).into());
+        return invalid(zod::invalid_params_message(&issues));
     }
     let params = params.expect("the envelope schema accepts objects only");
+    let kind = params["type"].as_str().unwrap_or_default();
+    let has = |key: &str| !params[key].is_null();
+    if let Some(message) = missing_base(kind, has("baseRevision"), has("baseLogEpoch")) {
+        return invalid(message.into());
+    }
     let session_id = params["sessionId"].as_str().map(str::to_owned);
     let key = (session_id.clone(), command_id.clone());
     let mut state = server.state();
     if let Some(previous) = state.gateway.acks.get(&key) {
         return Ok(replay(previous).into());
     }
-    let kind = params["type"].as_str().unwrap_or_default();
     let mut start = None;
     let (decision, revision) = match &session_id {
         None => (Decision::rejected("proto.sessionNotFound", "This command needs a session"), 0),
         Some(session_id) => decide(server, &mut state, session_id, kind, params, &mut start),
     };
     let ack = decision.ack(&command_id, revision);
-    state.gateway.acks.insert(key, ack.clone());
+    if remembered(&decision) {
+        state.gateway.acks.insert(key, ack.clone());
+    }
     Ok(Reply { result: ack, start, ..Reply::default() })
 }
 
@@ -115,23 +119,11 @@ fn decide(
         let message = zod::invalid_params_message(&issues);
         return (Decision::rejected("proto.invalidPayload", message), revision);
     }
-    if CAS_COMMANDS.contains(&kind) {
-        let base = params["baseRevision"].as_f64();
-        let needs_epoch = ROW_TARGETING_COMMANDS.contains(&kind);
-        if base.is_none() || (needs_epoch && params["baseLogEpoch"].is_null()) {
-            let message = format!("{kind} needs baseRevision");
-            return (Decision::rejected("proto.missingBaseRevision", message), revision);
-        }
-        let forced = server.faults.take_one("v4/command", AppFault::StaleCas).is_some();
-        if forced || base != Some(revision as f64) {
-            let message = format!("baseRevision is stale (current revision {revision})");
-            return (stale("proto.staleRevision", message), revision);
-        }
-        if needs_epoch
-            && params["baseLogEpoch"].as_str() != Some(resident.publisher.log.log_epoch.as_str())
-        {
-            return (stale("proto.staleLogEpoch", "baseLogEpoch is stale"), revision);
-        }
+    let base = (params["baseRevision"].as_u64(), params["baseLogEpoch"].as_str());
+    let current = (revision, resident.publisher.log.log_epoch.as_str());
+    let raced = || server.faults.take_one("v4/command", AppFault::StaleCas).is_some();
+    if let Some(decision) = stale_base(kind, base, current, raced) {
+        return (decision, revision);
     }
     let command_id = params["commandId"].as_str().unwrap_or_default();
     let client_id = params["clientId"].as_str().unwrap_or_default();

@@ -3,9 +3,9 @@
 //! Admission follows ZCode's `command-inbox.ts` (3.15.1): an envelope that does not parse is
 //! `rejected` `proto.invalidPayload` (revision 0); an unknown session `rejected`
 //! `proto.sessionNotFound`; a repeated `commandId` replays its first ACK as `duplicate` (a
-//! `failed` one stays `failed`); CAS commands whose `baseRevision` is not the current revision
-//! are `stale` `proto.staleRevision` with the current `revisionAtDecision`. `stale` and
-//! `rejected` decisions are not remembered, so a retry with the same id is decided afresh.
+//! `failed` one stays `failed`); a CAS command's stale base is `stale` with the current
+//! `revisionAtDecision` (`v4::commands::stale_base`). `stale` and `rejected` decisions are not
+//! remembered, so a retry with the same id is decided afresh.
 
 use std::sync::{Arc, OnceLock};
 
@@ -16,9 +16,7 @@ use crate::common::catalog;
 use crate::common::clock::now_ms;
 use crate::services::server::{Server, Shared};
 use crate::services::turn::history_count;
-use crate::v4::commands::{
-    CAS_COMMANDS, COMMAND_TYPES, Decision, ROW_TARGETING_COMMANDS as ROW_TARGETING, replay,
-};
+use crate::v4::commands::{COMMAND_TYPES, Decision, missing_base, remembered, replay, stale_base};
 use crate::v4::publisher::Log;
 
 fn noop(reason: &str) -> Decision {
@@ -27,12 +25,6 @@ fn noop(reason: &str) -> Decision {
 
 fn failed(reason: &str, message: impl Into<String>) -> Decision {
     Decision::refused("failed", reason, Some(message.into()))
-}
-
-/// Whether a retry of the same `commandId` replays this decision: `stale` and `rejected` ones
-/// are decided afresh.
-fn remembered(decision: &Decision) -> bool {
-    !matches!(decision.status, "stale" | "rejected")
 }
 
 /// A parsed envelope.
@@ -85,10 +77,8 @@ fn parse(envelope: &Value) -> Result<Envelope<'_>, String> {
                 .ok_or("baseLogEpoch: expected string")?,
         ),
     };
-    if (CAS_COMMANDS.contains(&kind) && base_revision.is_none())
-        || (ROW_TARGETING.contains(&kind) && base_log_epoch.is_none())
-    {
-        return Err("CAS commands require baseRevision and baseLogEpoch".into());
+    if let Some(message) = missing_base(kind, base_revision.is_some(), base_log_epoch.is_some()) {
+        return Err(message.into());
     }
     Ok(Envelope { command_id, client_id, session_id, kind, payload, base_revision, base_log_epoch })
 }
@@ -115,16 +105,13 @@ pub fn handle(server: &Arc<Server>, workspace: &str, raw: &Value) -> (Value, Opt
         return (replay(previous), None);
     }
     let revision = conversation.record.revision;
-    if ROW_TARGETING.contains(&envelope.kind)
-        && envelope.base_log_epoch != Some(conversation.publisher.log.log_epoch.as_str())
-    {
-        let decision = Decision::refused("stale", "proto.staleLogEpoch", None);
-        return (decision.ack(envelope.command_id, revision), None);
-    }
-    let cas = CAS_COMMANDS.contains(&envelope.kind);
-    let raced = cas && server.stale_next_cas.swap(false, std::sync::atomic::Ordering::SeqCst);
-    if cas && (envelope.base_revision != Some(revision) || raced) {
-        let decision = Decision::refused("stale", "proto.staleRevision", None);
+    let stale = stale_base(
+        envelope.kind,
+        (envelope.base_revision, envelope.base_log_epoch),
+        (revision, &conversation.publisher.log.log_epoch),
+        || server.stale_next_cas.swap(false, std::sync::atomic::Ordering::SeqCst),
+    );
+    if let Some(decision) = stale {
         return (decision.ack(envelope.command_id, revision), None);
     }
     let mut drive = false;

@@ -113,6 +113,47 @@ impl Decision {
     }
 }
 
+/// Why an envelope lacks the CAS members its type needs, if it does. ZCode's envelope parser
+/// (`parseCommandEnvelope`) refuses it before any session is looked at, as `rejected`
+/// `proto.invalidPayload` with this message.
+pub fn missing_base(kind: &str, has_revision: bool, has_log_epoch: bool) -> Option<&'static str> {
+    let lacks = (CAS_COMMANDS.contains(&kind) && !has_revision)
+        || (ROW_TARGETING_COMMANDS.contains(&kind) && !has_log_epoch);
+    lacks.then_some("CAS commands require baseRevision and baseLogEpoch")
+}
+
+/// A CAS command's base against the session's, in ZCode's order (`command-inbox.ts`,
+/// `decide`): a row-targeting command's log epoch first, then the revision. Only CAS commands
+/// are compared (`setHighspeedMetrics` targets rows but is not one). `raced` (a fault that
+/// makes the next compare lose) is asked only when the revision is compared. A stale ACK has
+/// no message.
+pub fn stale_base(
+    kind: &str,
+    base: (Option<u64>, Option<&str>),
+    current: (u64, &str),
+    raced: impl FnOnce() -> bool,
+) -> Option<Decision> {
+    if !CAS_COMMANDS.contains(&kind) {
+        return None;
+    }
+    let reason = if ROW_TARGETING_COMMANDS.contains(&kind) && base.1 != Some(current.1) {
+        "proto.staleLogEpoch"
+    } else if raced() || base.0 != Some(current.0) {
+        "proto.staleRevision"
+    } else {
+        return None;
+    };
+    Some(Decision::refused("stale", reason, None))
+}
+
+/// Whether a retry of the same `commandId` replays this decision. ZCode does not remember a
+/// refusal at admission (`remember: false`) but does remember a command's settled outcome, a
+/// handler's `rejected` included; here every `stale` and `rejected` is decided afresh, which
+/// differs only for a handler's refusal (docs/simulator-v4-engines.md, point 8).
+pub fn remembered(decision: &Decision) -> bool {
+    !matches!(decision.status, "stale" | "rejected")
+}
+
 /// A repeated command's first ACK, replayed: `duplicate` unless the command failed (a failure
 /// stays a failure).
 pub fn replay(first: &Value) -> Value {
@@ -139,5 +180,55 @@ mod tests {
         assert_eq!(replay(&accepted.ack("c", 1))["status"], "duplicate");
         let failed = Decision::refused("failed", "fault.command.executionFailed", Some("x".into()));
         assert_eq!(replay(&failed.ack("c", 1))["status"], "failed");
+    }
+
+    #[test]
+    fn a_cas_command_without_its_base_is_an_invalid_envelope() {
+        assert!(missing_base("switchModelConfig", false, false).is_some());
+        assert_eq!(missing_base("switchModelConfig", true, false), None);
+        // Row-targeting commands need the epoch too, `setHighspeedMetrics` (not CAS) included.
+        assert!(missing_base("forkAssistant", true, false).is_some());
+        assert!(missing_base("setHighspeedMetrics", false, false).is_some());
+        assert_eq!(missing_base("setHighspeedMetrics", false, true), None);
+        assert_eq!(missing_base("sendText", false, false), None);
+    }
+
+    #[test]
+    fn the_log_epoch_is_compared_before_the_revision_and_only_for_cas_commands() {
+        let reason = |kind, base, raced: bool| {
+            stale_base(kind, base, (7, "epoch-a"), || raced).map(|decision| decision.reason)
+        };
+        let epoch = Some(Some("proto.staleLogEpoch".to_owned()));
+        let revision = Some(Some("proto.staleRevision".to_owned()));
+        // Both stale: the epoch is what is reported.
+        assert_eq!(reason("forkAssistant", (Some(6), Some("epoch-b")), false), epoch);
+        assert_eq!(reason("forkAssistant", (Some(6), Some("epoch-a")), false), revision);
+        assert_eq!(reason("forkAssistant", (Some(7), Some("epoch-a")), false), None);
+        // Not row-targeting: no epoch is compared.
+        assert_eq!(reason("switchModelConfig", (Some(7), None), false), None);
+        assert_eq!(reason("switchModelConfig", (Some(7), None), true), revision);
+        // Not CAS: nothing is compared, and the race fault is not spent.
+        let mut asked = false;
+        let decision =
+            stale_base("setHighspeedMetrics", (None, Some("old")), (7, "epoch-a"), || {
+                asked = true;
+                true
+            });
+        assert_eq!((decision, asked), (None, false));
+        let stale = stale_base("retryTurn", (Some(1), Some("epoch-a")), (7, "epoch-a"), || false);
+        assert_eq!(
+            stale.map(|decision| (decision.status, decision.message)),
+            Some(("stale", None))
+        );
+    }
+
+    #[test]
+    fn refusals_are_decided_afresh_and_outcomes_are_replayed() {
+        let outcomes = [Decision::accepted(None), Decision::refused("noop", "x", None)];
+        assert!(outcomes.iter().all(remembered));
+        let refusals =
+            [Decision::refused("stale", "proto.staleRevision", None), Decision::rejected("x", "y")];
+        assert!(!refusals.iter().any(remembered));
+        assert!(remembered(&Decision::refused("failed", "fault.x", None)));
     }
 }
