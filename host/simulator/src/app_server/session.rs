@@ -17,6 +17,7 @@ use super::messages;
 use super::store::SessionRecord;
 use crate::common::clock::now_ms;
 use crate::common::turn::Stop;
+use crate::v4::availability::availability;
 use crate::v4::publisher::{Log, Publisher};
 use crate::v4::wire::{DeliveryKind, Frame};
 
@@ -312,12 +313,17 @@ impl Resident {
         zone
     }
 
+    /// The V4 `control.phase`: `running` while a turn runs, else how the last one ended.
+    fn phase(&self) -> &'static str {
+        if self.turn.is_some() { "running" } else { self.last_phase }
+    }
+
     /// The current value of one A-zone key.
     pub fn zone_value(&self, key: &str) -> Value {
         let running = self.turn.as_ref();
         match key {
             "control" => {
-                let phase = if running.is_some() { "running" } else { self.last_phase };
+                let phase = self.phase();
                 let active: Vec<Value> = running
                     .map(|turn| {
                         json!({"kind": "primaryTurn",
@@ -337,26 +343,7 @@ impl Resident {
                     "apiRetry": Value::Null,
                 })
             }
-            "availability" => {
-                let allowed = json!({"allowed": true});
-                let busy = json!({"allowed": false, "reasonCode": "guard.turnRunning"});
-                let while_idle = if running.is_some() { busy } else { allowed.clone() };
-                // `fork` is refused only before the first turn (and while compacting, which the
-                // simulator does not play): the command checks the row (`v4/fork.rs`).
-                // `computeAvailability` (3.14.3 `projection-state.ts`, as a public reading of
-                // the source quotes it).
-                let fork = if running.is_none() && self.last_phase == "draft" {
-                    json!({"allowed": false, "reasonCode": "forkTargetNotStable"})
-                } else {
-                    allowed.clone()
-                };
-                json!({
-                    "fork": fork, "compact": while_idle,
-                    "switchModelConfig": allowed, "setFollowupMode": allowed,
-                    "queueEdit": allowed, "sendQueuedNow": allowed,
-                    "pauseGoal": allowed, "resumeGoal": allowed,
-                })
-            }
+            "availability" => availability(self.phase()),
             "inputRouting" => match running {
                 None => json!({"mode": "startNow"}),
                 Some(_) if self.followup_mode == "guide" => json!({"mode": "guide"}),

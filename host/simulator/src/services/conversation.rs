@@ -17,6 +17,7 @@ use tokio::sync::{oneshot, watch};
 use super::router::Router;
 use crate::common::catalog::{self, Model};
 use crate::common::clock::now_ms;
+use crate::v4::availability::availability;
 pub use crate::v4::publisher::Batch;
 use crate::v4::publisher::{Log, Publisher};
 use crate::v4::wire::DeliveryKind;
@@ -368,7 +369,7 @@ impl Conversation {
             patch.insert(name.into(), value);
         }
         if derived {
-            patch.insert("availability".into(), self.availability_json());
+            patch.insert("availability".into(), availability(self.phase()));
             patch.insert("inputRouting".into(), self.input_routing_json());
         }
         batch.push(json!({"op": "state.updated", "patch": patch}));
@@ -488,30 +489,11 @@ impl Conversation {
         json!({"mode": self.input_routing()})
     }
 
-    fn availability_json(&self) -> Value {
-        let allowed = json!({"allowed": true});
-        let denied = |code: &str| json!({"allowed": false, "reasonCode": code});
-        let running = self.is_running();
-        json!({
-            // Refused only before the first turn (and while compacting, not played here); the
-            // command checks the row (`v4/fork.rs`). `computeAvailability` (3.14.3
-            // `projection-state.ts`, as a public reading of the source quotes it).
-            "fork": if self.phase() == "draft" { denied("forkTargetNotStable") } else { allowed.clone() },
-            "compact": denied("idleCannotCompact"),
-            "switchModelConfig": if running { denied("sessionRunning") } else { allowed.clone() },
-            "setFollowupMode": allowed,
-            "queueEdit": allowed,
-            "sendQueuedNow": if running && !self.queue.is_empty() { allowed.clone() } else { denied("sendQueuedNowRequiresRunning") },
-            "pauseGoal": denied("noGoalToPause"),
-            "resumeGoal": denied("noGoalToResume"),
-        })
-    }
-
     pub fn snapshot(&self) -> Value {
         let mut snapshot = self.publisher.snapshot_head(self.record.revision);
         let zone = json!({
             "control": self.control_json(),
-            "availability": self.availability_json(),
+            "availability": availability(self.phase()),
             "inputRouting": self.input_routing_json(),
             "meta": self.meta_json(),
             "config": self.record.config.to_json(),

@@ -1,8 +1,11 @@
 //! ZCode's V4 conversation protocol (`packages/shared/src/zcode-protocol-v4/*`), which the
 //! Desktop app-server and the Services Server both speak: the log a session publishes
-//! (`publisher.rs`), the physical wire frames carry it in (`wire.rs`) and the command
-//! vocabulary (`commands.rs`), and `forkAssistant`'s rows and cut (`fork.rs`). Each server adds only its transport and its own commands.
+//! (`publisher.rs`), the physical wire frames carry it in (`wire.rs`), the command
+//! vocabulary and its admission (`commands.rs`), what a session allows (`availability.rs`),
+//! and `forkAssistant`'s rows and cut (`fork.rs`). Each server adds only its transport and its
+//! own commands.
 
+pub mod availability;
 pub mod commands;
 pub mod fork;
 pub mod publisher;
