@@ -137,11 +137,13 @@ pub fn answers_summary(content: &Value) -> String {
 /// The question a plan approval asks.
 pub const PLAN_QUESTION: &str = "Review this implementation plan.";
 
-/// The plan approval as a one-question form (`approve` / `revise`).
+/// The plan approval as a one-question form. Its one option approves; a client that does not
+/// approve declines (with its feedback as the reason), and ZCode keeps planning (3.15.1
+/// `interaction-broker.ts`, `createExitPlanModeApprovalQuestion`; the 3.11.2 frame in
+/// `zcode-host-3.11.md` has the same single option).
 pub fn plan_questions() -> Value {
     json!([{"question": PLAN_QUESTION, "header": "Plan", "options": [
-        {"value": "approve", "label": "Approve", "description": "Exit plan mode and start implementation."},
-        {"value": "revise", "label": "Keep planning", "description": "Stay in plan mode and revise the plan."}]}])
+        {"value": "approve", "label": "Approve", "description": "Exit plan mode and start implementation."}]}])
 }
 
 /// Whether a session's mode approves `tool` without asking: edits in `edit`, everything in

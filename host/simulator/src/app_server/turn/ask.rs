@@ -18,7 +18,7 @@ use super::Turn;
 use super::extra::Extra;
 use crate::common::clock::now_ms;
 use crate::common::scenario::{Condition, PlanApproval, Question};
-use crate::common::turn::{Halt, StepResult};
+use crate::common::turn::{Halt, PLAN_QUESTION, StepResult, plan_questions};
 
 /// The sentinel option of a free-text elicitation field.
 const FREE_TEXT_OPTION: &str = "__zcode_free_text__";
@@ -225,14 +225,10 @@ impl Turn {
         // `requestExitPlanModeApproval`).
         let approved = {
             let request_id = format!("plan-{}", uuid::Uuid::new_v4().simple());
-            let review = "Review this implementation plan.";
-            let questions = json!([{"question": review, "header": "Plan", "options": [
-                {"value": "approve", "label": "Approve"},
-                {"value": "revise", "label": "Keep planning"}]}]);
             let params = json!({
                 "requestId": request_id, "sessionId": self.start.session_id,
                 "turnId": self.start.turn_id, "toolCallId": call_id, "toolName": tool,
-                "prompt": review, "questions": questions, "input": input,
+                "prompt": PLAN_QUESTION, "questions": plan_questions(), "input": input,
                 "schema": {"interaction": "plan_approval", "toolName": tool},
             });
             let pending = json!({"interactionId": request_id, "kind": "planApproval",
