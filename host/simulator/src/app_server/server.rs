@@ -76,8 +76,8 @@ pub struct State {
     pub snoozed: HashSet<String>,
     /// [`Options::array_lines`].
     pub array_lines: bool,
-    /// Notifications of the batch being written ([`State::batch`]).
-    held: Option<Vec<Value>>,
+    /// Notifications of the batch being written ([`State::batch`]), serialized.
+    held: Option<Vec<String>>,
 }
 
 impl State {
@@ -118,10 +118,18 @@ impl State {
     /// notes of csuftt/zcode-jetbrains-plugin ZC-GUI 0.3.7, 2026-09-20). Inside
     /// [`State::batch`] they are held until the batch ends.
     pub fn notify(&mut self, notifications: Vec<Value>) {
+        let texts = notifications.iter().map(|notification| {
+            serde_json::to_string(notification).expect("JSON values always serialize")
+        });
+        self.notify_texts(texts.collect());
+    }
+
+    /// [`State::notify`] for notifications already serialized.
+    fn notify_texts(&mut self, texts: Vec<String>) {
         if let Some(held) = &mut self.held {
-            held.extend(notifications);
+            held.extend(texts);
         } else {
-            write_notifications(&self.out, self.array_lines, notifications);
+            write_notifications(&self.out, self.array_lines, &texts);
         }
     }
 
@@ -132,7 +140,7 @@ impl State {
         let outer = self.held.replace(Vec::new());
         let result = write(self);
         let held = std::mem::replace(&mut self.held, outer).unwrap_or_default();
-        self.notify(held);
+        self.notify_texts(held);
         result
     }
 
@@ -145,7 +153,7 @@ impl State {
             return;
         }
         if resident.delivery_kind.is_some() {
-            self.notify(vec![wire::notification("session/event", event)]);
+            self.notify_texts(vec![event_notification(&event)]);
         }
     }
 
@@ -397,10 +405,56 @@ pub const INVALID_UTF8_LINE: &[u8] =
 /// Writes notifications on their own lines, or all of them as one JSON array line. Either way
 /// they go to the writer as one piece: a streamed delta's event and V4 frame are one hand-off
 /// to the writer thread (and one wake-up of it), not two.
-pub fn write_notifications(out: &Output, array_lines: bool, notifications: Vec<Value>) {
-    match notifications.len() {
-        0 => {}
-        _ if array_lines => out.frame(&Value::Array(notifications)),
-        _ => out.frames(&notifications),
+fn write_notifications(out: &Output, array_lines: bool, notifications: &[String]) {
+    if !notifications.is_empty() {
+        out.bytes(notification_line(array_lines, notifications));
+    }
+}
+
+/// The bytes [`write_notifications`] writes: what serializing the notifications (each, or as one
+/// array) would give, from their texts.
+fn notification_line(array_lines: bool, notifications: &[String]) -> Vec<u8> {
+    let (open, separator, close) = if array_lines { ("[", ",", "]\n") } else { ("", "\n", "\n") };
+    let length: usize = notifications.iter().map(|text| text.len() + 1).sum();
+    let mut line = String::with_capacity(length + 1);
+    line.push_str(open);
+    for (index, text) in notifications.iter().enumerate() {
+        if index > 0 {
+            line.push_str(separator);
+        }
+        line.push_str(text);
+    }
+    line.push_str(close);
+    line.into_bytes()
+}
+
+/// A session event's notification around the event's JSON text, as `wire::notification`
+/// serializes: the text the event log holds goes on the wire too, serialized once.
+fn event_notification(event: &str) -> String {
+    format!(r#"{{"method":"session/event","params":{event}}}"#)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn notifications_from_their_texts_are_the_bytes_their_values_serialize_to() {
+        let event = json!({"eventId": "evt_1", "seq": 2, "payload": {"delta": "a \"b\"\n"}});
+        let text = serde_json::to_string(&event).unwrap();
+        let notification = wire::notification("session/event", event);
+        assert_eq!(event_notification(&text), serde_json::to_string(&notification).unwrap());
+        let other = wire::notification("v4/conversation/frame", json!({"frame": {"toSeq": 3}}));
+        let values = vec![notification, other];
+        let texts: Vec<String> =
+            values.iter().map(|value| serde_json::to_string(value).unwrap()).collect();
+        let mut array = serde_json::to_vec(&Value::Array(values.clone())).unwrap();
+        array.push(b'\n');
+        assert_eq!(notification_line(true, &texts), array);
+        let lines: Vec<u8> = values
+            .iter()
+            .flat_map(|value| [serde_json::to_vec(value).unwrap(), b"\n".to_vec()].concat())
+            .collect();
+        assert_eq!(notification_line(false, &texts), lines);
     }
 }

@@ -241,8 +241,9 @@ impl Resident {
         Some(self.begin_turn(&item.text, &item.input_id, item.origin, Some(item.command_id)))
     }
 
-    /// Builds the next protocol session event and records it (`ZCodeSessionEvent`).
-    pub fn next_event(&mut self, turn_id: Option<&str>, kind: &str, payload: Value) -> Value {
+    /// Builds the next protocol session event, records it (`ZCodeSessionEvent`) and returns
+    /// its JSON text.
+    pub fn next_event(&mut self, turn_id: Option<&str>, kind: &str, payload: Value) -> String {
         self.seq += std::mem::take(&mut self.gap) + 1;
         let mut event = json!({
             "eventId": format!("evt_{}", uuid::Uuid::new_v4().simple()),
@@ -263,8 +264,8 @@ impl Resident {
             self.events.pop_front();
         }
         let text = serde_json::to_string(&event).expect("JSON values always serialize");
-        self.events.push_back((self.seq, text));
-        event
+        self.events.push_back((self.seq, text.clone()));
+        text
     }
 
     /// Events with `seq > after` (`session/events`, subscribe replay).
