@@ -9,6 +9,7 @@
 
 use std::collections::{BTreeSet, VecDeque};
 
+use serde::Serialize;
 use serde_json::{Map, Value, json};
 use tokio::sync::watch;
 
@@ -245,25 +246,21 @@ impl Resident {
     /// its JSON text.
     pub fn next_event(&mut self, turn_id: Option<&str>, kind: &str, payload: Value) -> String {
         self.seq += std::mem::take(&mut self.gap) + 1;
-        let mut event = json!({
-            "eventId": format!("evt_{}", uuid::Uuid::new_v4().simple()),
-            "sessionId": self.record.session_id,
-            "seq": self.seq,
-            "traceId": self.record.trace_id,
-            "timestamp": now_ms(),
-            "type": kind,
-            "payload": payload,
-        });
-        if let Some(turn_id) = turn_id {
-            event["turnId"] = json!(turn_id);
-        }
-        if let Some(kind) = &self.delivery_kind {
-            event["deliveryKind"] = json!(kind);
-        }
+        let event = EventText {
+            event_id: format!("evt_{}", uuid::Uuid::new_v4().simple()),
+            session_id: &self.record.session_id,
+            seq: self.seq,
+            trace_id: &self.record.trace_id,
+            timestamp: now_ms(),
+            kind,
+            payload: &payload,
+            turn_id,
+            delivery_kind: self.delivery_kind.as_deref(),
+        };
+        let text = serde_json::to_string(&event).expect("JSON values always serialize");
         if self.events.len() == EVENT_LOG {
             self.events.pop_front();
         }
-        let text = serde_json::to_string(&event).expect("JSON values always serialize");
         self.events.push_back((self.seq, text.clone()));
         text
     }
@@ -533,4 +530,68 @@ pub fn with(mut base: Value, extra: Value) -> Value {
         target.extend(fields);
     }
     base
+}
+
+/// A protocol session event (`ZCodeSessionEvent`) as it is written: serialized straight from
+/// its parts, with no JSON tree built and dropped for every streamed delta.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct EventText<'a> {
+    event_id: String,
+    session_id: &'a str,
+    seq: u64,
+    trace_id: &'a str,
+    timestamp: u64,
+    #[serde(rename = "type")]
+    kind: &'a str,
+    payload: &'a Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    turn_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    delivery_kind: Option<&'a str>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event<'a>(turn_id: Option<&'a str>, delivery_kind: Option<&'a str>) -> EventText<'a> {
+        static PAYLOAD: std::sync::LazyLock<Value> =
+            std::sync::LazyLock::new(|| json!({"kind": "text_delta", "delta": "a \"b\"\n"}));
+        EventText {
+            event_id: "evt_1".into(),
+            session_id: "sess_1",
+            seq: 7,
+            trace_id: "trace_1",
+            timestamp: 1_700_000_000_000,
+            kind: "model.streaming",
+            payload: &PAYLOAD,
+            turn_id,
+            delivery_kind,
+        }
+    }
+
+    #[test]
+    fn an_event_is_written_with_the_members_zcode_gives_it_in_a_fixed_order() {
+        let text = serde_json::to_string(&event(Some("turn_1"), Some("live"))).unwrap();
+        let value: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(
+            value,
+            json!({
+                "eventId": "evt_1", "sessionId": "sess_1", "seq": 7, "traceId": "trace_1",
+                "timestamp": 1_700_000_000_000u64, "type": "model.streaming",
+                "payload": {"kind": "text_delta", "delta": "a \"b\"\n"},
+                "turnId": "turn_1", "deliveryKind": "live",
+            })
+        );
+        assert!(text.starts_with(r#"{"eventId":"evt_1","sessionId":"sess_1","seq":7,"#));
+        assert!(text.ends_with(r#","turnId":"turn_1","deliveryKind":"live"}"#));
+    }
+
+    #[test]
+    fn an_event_outside_a_turn_or_before_a_subscription_has_no_such_members() {
+        let value = serde_json::to_value(event(None, None)).unwrap();
+        assert!(value.get("turnId").is_none() && value.get("deliveryKind").is_none());
+        assert_eq!(value["type"], "model.streaming");
+    }
 }
