@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::wire;
 use crate::common::output::Output;
 use crate::v4::publisher::Subscriber;
-use crate::v4::wire::{Frame, Framing, encode};
+use crate::v4::wire::{Frame, Framing, complete_text, encode};
 
 /// Where V4 frames go: per connection, paused while the host reports it saturated.
 #[derive(Default)]
@@ -25,18 +25,18 @@ pub struct Gateway {
 struct Connection {
     saturated: bool,
     closed: bool,
-    held: Vec<Value>,
+    held: Vec<String>,
 }
 
 impl Gateway {
     /// The notification to write for one frame, or `None` while its connection is saturated
     /// (the frame is held) or closed (the frame is dropped).
-    pub fn deliver(&mut self, frame: Frame) -> Option<Value> {
+    pub fn deliver(&mut self, frame: Frame) -> Option<String> {
         let connection = self.connections.entry(frame.connection_id.clone()).or_default();
         if connection.closed {
             return None;
         }
-        let notification = frame_notification(frame);
+        let notification = frame_notification_text(&frame);
         if connection.saturated {
             connection.held.push(notification);
             return None;
@@ -54,7 +54,7 @@ impl Gateway {
                 connection.saturated = false;
                 connection.closed = false;
                 for notification in std::mem::take(&mut connection.held) {
-                    out.frame(&notification);
+                    out.bytes(format!("{notification}\n").into_bytes());
                 }
             }
             _ => {
@@ -67,9 +67,61 @@ impl Gateway {
     }
 }
 
+/// [`frame_notification`] as JSON text, built without a tree: a streamed delta's frame.
+pub fn frame_notification_text(frame: &Frame) -> String {
+    let wire = complete_text(frame);
+    format!(r#"{{"method":"v4/conversation/frame","params":{wire}}}"#)
+}
+
 /// A frame as the app-server writes it: one `complete` wire in a `v4/conversation/frame`.
 pub fn frame_notification(frame: Frame) -> Value {
     let mut wires =
         encode(frame, Framing::Complete, false, false).expect("complete always encodes");
     wire::notification("v4/conversation/frame", wires.remove(0))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::v4::wire::DeliveryKind;
+
+    #[test]
+    fn a_frames_notification_text_is_its_notification_tree_serialized() {
+        for delivery in [DeliveryKind::Initial, DeliveryKind::Online, DeliveryKind::Recovery] {
+            let frame = Frame {
+                topic: "conversation/sess_1".into(),
+                subscription_id: "sub_1".into(),
+                connection_id: "conn_1".into(),
+                ordinal: 4,
+                delivery,
+                logical: json!({"fromSeq": 3, "toSeq": 4, "payload": {"kind": "deltas",
+                    "deltas": [{"op": "row.delta", "append": "a \"b\"\n"}]}}),
+            };
+            let text = frame_notification_text(&frame);
+            let tree = frame_notification(frame);
+            assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), tree);
+        }
+    }
+
+    #[test]
+    fn a_saturated_connection_holds_its_frames_and_a_closed_one_drops_them() {
+        let frame = |ordinal| Frame {
+            topic: "t".into(),
+            subscription_id: "s".into(),
+            connection_id: "c".into(),
+            ordinal,
+            delivery: DeliveryKind::Online,
+            logical: json!({}),
+        };
+        let mut gateway = Gateway::default();
+        assert!(gateway.deliver(frame(1)).is_some());
+        gateway.connections.entry("c".into()).or_default().saturated = true;
+        assert!(gateway.deliver(frame(2)).is_none());
+        assert_eq!(gateway.connections["c"].held.len(), 1);
+        gateway.connections.get_mut("c").unwrap().closed = true;
+        assert!(gateway.deliver(frame(3)).is_none());
+        assert_eq!(gateway.connections["c"].held.len(), 1);
+    }
 }

@@ -179,9 +179,9 @@ impl State {
             resident.publisher.stage(&mut batch, delta);
         }
         let frames = resident.publisher.commit(batch);
-        let notifications: Vec<Value> =
+        let notifications: Vec<String> =
             frames.into_iter().filter_map(|frame| self.gateway.deliver(frame)).collect();
-        self.notify(notifications);
+        self.notify_texts(notifications);
     }
 
     /// `state.updated` V4 patch of the given A-zone keys.

@@ -10,6 +10,7 @@ use std::sync::OnceLock;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
+use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 /// `V4_WIRE_PROTOCOL_VERSION`.
@@ -99,6 +100,35 @@ impl Frame {
         wire.insert("dataBase64".into(), json!(data));
         Value::Object(wire)
     }
+}
+
+/// A frame's one `complete` wire as JSON text, the members in [`encode`]'s order: what
+/// serializing `encode(frame, Framing::Complete, ..)`'s wire gives, with no tree built for it
+/// (the app-server writes one for every streamed delta).
+pub fn complete_text(frame: &Frame) -> String {
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Complete<'a> {
+        wire_version: u64,
+        kind: &'static str,
+        delivery_kind: &'static str,
+        logical_frame_id: String,
+        logical_frame_ordinal: u64,
+        topic: &'a str,
+        subscription_id: &'a str,
+        frame: &'a Value,
+    }
+    let wire = Complete {
+        wire_version: WIRE_VERSION,
+        kind: "complete",
+        delivery_kind: frame.delivery.as_str(),
+        logical_frame_id: format!("{}:{}", frame.subscription_id, frame.ordinal),
+        logical_frame_ordinal: frame.ordinal,
+        topic: &frame.topic,
+        subscription_id: &frame.subscription_id,
+        frame: &frame.logical,
+    };
+    serde_json::to_string(&wire).expect("JSON values always serialize")
 }
 
 /// Why a logical frame cannot be sent.
