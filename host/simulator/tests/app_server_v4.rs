@@ -66,7 +66,11 @@ fn a_subscription_acks_then_sends_its_snapshot_and_contiguous_deltas() {
         assert_eq!(accepted["status"], "accepted", "{app}: {accepted}");
         assert_eq!(accepted["result"]["type"], "inputAccepted");
         assert_eq!(accepted["result"]["delivery"], "startNow");
+        // ZCode's input id is the command id, in the ACK and in the turn it starts.
+        assert_eq!(accepted["result"]["inputId"], accepted["commandId"], "{app}");
         let events = agent.turn_events(&session);
+        let started = events.iter().find(|event| event["type"] == "turn.started").unwrap();
+        assert_eq!(started["payload"]["inputId"], accepted["commandId"], "{app}");
         assert_eq!(events.last().unwrap()["payload"]["response"], "from v4", "{app}");
         agent.take(|frame| frame["params"]["reason"] == "prompt_completed");
         let frames = frames(&agent, &subscription);
@@ -233,8 +237,10 @@ fn inputs_queue_behind_a_run_and_guides_fall_back_when_it_stops() {
             guide["result"]["delivery"], "queue",
             "{app}: the ACK says queue even for a guide"
         );
+        assert_eq!(guide["result"]["inputId"], guide["commandId"], "{app}");
         let queued = agent.take(|frame| frame["params"]["type"] == "turn.steerQueued");
         assert_eq!(queued["params"]["payload"]["delivery"], "guide", "{app}");
+        assert_eq!(queued["params"]["payload"]["pendingInputId"], guide["commandId"], "{app}");
         let stop = agent.command(&session, "stop", json!({}), json!({}));
         assert_eq!(stop["status"], "accepted");
         let completed = agent.turn_events(&session).pop().unwrap();

@@ -292,7 +292,10 @@ fn send_text(state: &mut State, command: &Command<'_>, start: &mut Option<TurnSt
     if let Some(selection) = selection {
         resident.record.model = Some(selection);
     }
-    let input_id = messages::new_id("input");
+    // The input is the command: ZCode 3.15.1's `sendText` starts or queues the turn with
+    // `inputId: envelope.commandId` and answers with that id
+    // (`bootstrap/src/zcode-protocol-v4/commands/handlers/session-flow.ts`).
+    let input_id = command_id.to_owned();
     if !resident.is_running() {
         *start = Some(resident.begin_turn(&text, &input_id, Origin::V4, Some(command_id.into())));
         state.started(session_id);
