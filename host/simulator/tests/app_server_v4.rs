@@ -117,6 +117,19 @@ fn a_subscription_acks_then_sends_its_snapshot_and_contiguous_deltas() {
             (&json!("assistantText"), &json!("complete"))
         );
         assert_eq!(marked["text"], "from v4", "{app}");
+        // The title the first input gave is `generated` on V4 (the legacy event says
+        // `first_input`): V4's title sources are default, generated and custom.
+        let meta = frames
+            .iter()
+            .flat_map(|frame| {
+                frame["frame"]["payload"]["deltas"].as_array().cloned().unwrap_or_default()
+            })
+            .find_map(|delta| delta["patch"].get("meta").cloned());
+        assert_eq!(
+            meta,
+            Some(json!({"title": "sim:reply from v4", "titleSource": "generated"})),
+            "{app}"
+        );
         // Rows page backwards; the same usage answers on both families.
         let page = agent.ok("v4/conversation/rowsRange", json!({"sessionId": session, "limit": 2}));
         let ids: Vec<u64> = page["rows"]

@@ -349,7 +349,7 @@ impl Resident {
             },
             "meta" => json!({
                 "title": self.record.title,
-                "titleSource": self.record.title_source.as_deref().unwrap_or("default"),
+                "titleSource": v4_title_source(self.record.title_source.as_deref()),
             }),
             "config" => {
                 let model = self.current_model();
@@ -532,6 +532,18 @@ pub fn with(mut base: Value, extra: Value) -> Value {
     base
 }
 
+/// A stored title source as V4 `meta` says it: V4 knows only `default`, `generated` and
+/// `custom`, and ZCode 3.15.1 maps every other stored source (`first_input` included) to
+/// `generated` (`normalizeStoredTitleSource`, `bootstrap/src/zcode-protocol/v4-bridge.ts`). A
+/// session with no title yet starts at `default` (`createInitialConversationSnapshot`).
+fn v4_title_source(stored: Option<&str>) -> &'static str {
+    match stored {
+        None | Some("default") => "default",
+        Some("custom") => "custom",
+        Some(_) => "generated",
+    }
+}
+
 /// A protocol session event (`ZCodeSessionEvent`) as it is written: serialized straight from
 /// its parts, with no JSON tree built and dropped for every streamed delta.
 #[derive(Serialize)]
@@ -586,6 +598,14 @@ mod tests {
         );
         assert!(text.starts_with(r#"{"eventId":"evt_1","sessionId":"sess_1","seq":7,"#));
         assert!(text.ends_with(r#","turnId":"turn_1","deliveryKind":"live"}"#));
+    }
+
+    #[test]
+    fn v4_meta_names_a_first_input_title_generated_as_zcode_does() {
+        assert_eq!(v4_title_source(None), "default");
+        assert_eq!(v4_title_source(Some("first_input")), "generated");
+        assert_eq!(v4_title_source(Some("generated")), "generated");
+        assert_eq!(v4_title_source(Some("custom")), "custom");
     }
 
     #[test]
