@@ -432,3 +432,34 @@ fn events_are_pushed_only_to_a_subscribed_session() {
     assert_eq!(replayed.len(), kinds.len() - 1);
     assert_eq!(replayed[0]["seq"], 2);
 }
+
+#[test]
+fn a_tools_output_text_is_its_own_result_without_the_legacy_success_mark() {
+    let desktop = Desktop::new("3.15.1");
+    let mut agent = desktop.spawn();
+    let session = agent.session(&desktop.ws(), json!({}));
+    let ack = subscribe(&mut agent, &session, "conn-1");
+    let subscription = ack["subscriptionId"].as_str().unwrap().to_owned();
+    std::fs::write(
+        desktop.workspace.join("tool.jsonl"),
+        "{\"step\":\"tool\",\"name\":\"Read\",\"input\":{\"file_path\":\"a.txt\"},\"result\":{\"n\":1}}\n",
+    )
+    .unwrap();
+    agent.command(&session, "sendText", json!({"text": "sim:file tool.jsonl"}), json!({}));
+    let events = agent.turn_events(&session);
+    let result = events
+        .iter()
+        .find(|event| event["type"] == "tool.updated" && event["payload"]["kind"] == "result")
+        .unwrap();
+    // The legacy event marks the result a success; the text shows the tool's own output.
+    assert_eq!(result["payload"]["result"], json!({"n": 1, "success": true}));
+    let output = frames(&agent, &subscription)
+        .iter()
+        .flat_map(|frame| {
+            frame["frame"]["payload"]["deltas"].as_array().cloned().unwrap_or_default()
+        })
+        .find_map(|delta| {
+            (delta["row"]["status"] == "success").then(|| delta["row"]["output"]["text"].clone())
+        });
+    assert_eq!(output, Some(json!("{\"n\":1}")));
+}

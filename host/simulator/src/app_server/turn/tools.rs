@@ -11,7 +11,7 @@ use super::Turn;
 use super::ask::{Answer, Interaction};
 use crate::common::clock::now_ms;
 use crate::common::scenario::{Condition, ToolCall, ToolOutcome};
-use crate::common::turn::{Halt, StepResult};
+use crate::common::turn::{Halt, StepResult, output_text};
 
 /// Tools that only read: no mode asks before them.
 const READ_ONLY: &[&str] =
@@ -418,11 +418,15 @@ impl Turn {
         result: Value,
         started: u64,
     ) {
+        // The text is rendered from the tool's own output, as on every generation: a string as
+        // it is, anything else as JSON of the whole output (ZCode 3.15.1
+        // `core/src/tool/executor/result-serialization.ts`; a scenario's `{content}` shows its
+        // text). `success` is the legacy event's, not the tool's.
+        let output = output_text(&result);
         let mut result = result;
         if result.is_object() && result.get("success").is_none() {
             result["success"] = json!(true);
         }
-        let output = output_text(&result);
         let duration = now_ms().saturating_sub(started);
         self.event(
             "tool.updated",
@@ -492,15 +496,6 @@ fn object_or_empty(input: &Value) -> Value {
     if input.is_object() { input.clone() } else { json!({}) }
 }
 
-/// The text a tool result shows: its `content` when that is text, else the JSON.
-pub(super) fn output_text(result: &Value) -> String {
-    match &result["content"] {
-        Value::String(text) => text.clone(),
-        Value::Null => result.to_string(),
-        other => other.to_string(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -532,6 +527,5 @@ mod tests {
             json!({"toolName": "Write"})
         );
         assert_eq!(options[2]["response"]["decision"], "deny");
-        assert_eq!(output_text(&json!({"content": "hi"})), "hi");
     }
 }
