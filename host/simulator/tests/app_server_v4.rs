@@ -463,3 +463,42 @@ fn a_tools_output_text_is_its_own_result_without_the_legacy_success_mark() {
         });
     assert_eq!(output, Some(json!("{\"n\":1}")));
 }
+
+#[test]
+fn pending_interactions_are_zcodes_v4_entries_anchored_to_a_row() {
+    let desktop = Desktop::new("3.15.1");
+    let mut agent = desktop.spawn();
+    let session = agent.session(&desktop.ws(), json!({"mode": "build"}));
+    let ack = subscribe(&mut agent, &session, "conn-1");
+    let subscription = ack["subscriptionId"].as_str().unwrap().to_owned();
+    let decline = json!({"action": "decline"});
+    for (text, method, answer) in [
+        ("sim:shell ls", "interaction/requestPermission", json!({"decision": "deny"})),
+        ("sim:question", "interaction/requestUserInput", decline.clone()),
+        ("sim:plan-input", "interaction/requestUserInput", decline),
+    ] {
+        agent.command(&session, "sendText", json!({"text": text}), json!({}));
+        let asked = agent.reverse(method);
+        agent.answer(&asked["id"], answer);
+        agent.turn_events(&session);
+    }
+    let entries: Vec<Value> = frames(&agent, &subscription)
+        .iter()
+        .flat_map(|frame| {
+            frame["frame"]["payload"]["deltas"].as_array().cloned().unwrap_or_default()
+        })
+        .filter_map(|delta| delta["patch"]["pendingInteractions"].as_array().cloned())
+        .flatten()
+        .collect();
+    // ZCode's `pendingInteractionSchema`: the payload says the entry's kind, and the entry
+    // is anchored to a row, with the time it was made.
+    let kinds: Vec<&str> = entries.iter().map(|entry| entry["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["permission", "userInput", "userInput"], "{entries:#?}");
+    for entry in &entries {
+        assert_eq!(entry["payload"]["kind"], entry["kind"], "{entry}");
+        assert!(entry["interactionId"].as_str().is_some_and(|id| !id.is_empty()), "{entry}");
+        assert!(entry["anchorRowId"].is_u64() && entry["createdAt"].is_u64(), "{entry}");
+    }
+    assert_eq!(entries[0]["payload"]["toolName"], "Bash");
+    assert_eq!(entries[2]["payload"]["schema"]["interaction"], "plan_approval");
+}

@@ -2,11 +2,12 @@
 //! Desktop app-server and the Services Server both speak: the log a session publishes
 //! (`publisher.rs`), the physical wire frames carry it in (`wire.rs`), the command
 //! vocabulary and its admission (`commands.rs`), what a session allows (`availability.rs`),
-//! and `forkAssistant`'s rows and cut (`fork.rs`). Each server adds only its transport and its
-//! own commands.
+//! what it waits on the client for (`pending.rs`) and `forkAssistant`'s rows and cut
+//! (`fork.rs`). Each server adds only its transport and its own commands.
 
 pub mod availability;
 pub mod commands;
 pub mod fork;
+pub mod pending;
 pub mod publisher;
 pub mod wire;

@@ -19,6 +19,7 @@ use super::extra::Extra;
 use crate::common::clock::now_ms;
 use crate::common::scenario::{Condition, PlanApproval, Question};
 use crate::common::turn::{Halt, PLAN_QUESTION, StepResult, plan_questions};
+use crate::v4;
 
 /// The sentinel option of a free-text elicitation field.
 const FREE_TEXT_OPTION: &str = "__zcode_free_text__";
@@ -164,8 +165,13 @@ impl Turn {
             "toolCallId": call_id, "toolName": tool, "prompt": prompt, "questions": questions,
             "input": input, "schema": {"toolName": tool},
         });
-        let pending = json!({"interactionId": request_id, "kind": "question", "toolCallId": call_id,
-                             "toolName": tool, "questions": questions, "requestedAt": now_ms()});
+        let pending = v4::pending::interaction(
+            &request_id,
+            "userInput",
+            row,
+            json!({"toolCallId": call_id, "toolName": tool, "prompt": prompt, "freeText": false,
+                   "input": input, "questions": questions}),
+        );
         let auto_resolve = self.state().auto_resolves(self.session_id());
         let interaction = Interaction {
             id: request_id.clone(),
@@ -231,10 +237,14 @@ impl Turn {
                 "prompt": PLAN_QUESTION, "questions": plan_questions(), "input": input,
                 "schema": {"interaction": "plan_approval", "toolName": tool},
             });
-            let pending = json!({"interactionId": request_id, "kind": "planApproval",
-                                 "toolCallId": call_id, "plan": plan.plan,
-                                 "options": [{"optionId": "approve", "label": "Approve"}],
-                                 "requestedAt": now_ms()});
+            let pending = v4::pending::interaction(
+                &request_id,
+                "userInput",
+                row,
+                json!({"toolCallId": call_id, "toolName": tool, "prompt": PLAN_QUESTION,
+                       "freeText": false, "input": input,
+                       "schema": {"interaction": "plan_approval"}, "questions": plan_questions()}),
+            );
             let interaction = Interaction {
                 id: request_id,
                 method: "interaction/requestUserInput",
@@ -330,8 +340,14 @@ impl Turn {
             "toolName": "McpElicitation", "prompt": message, "questions": questions,
             "schema": {"interaction": "mcp_elicitation", "serverName": "sim", "requestedSchema": requested},
         });
-        let pending = json!({"interactionId": request_id, "kind": "permission",
-                             "toolName": "McpElicitation", "questions": questions, "requestedAt": now_ms()});
+        // No tool row asks this: the entry is anchored to the turn's header.
+        let pending = v4::pending::interaction(
+            &request_id,
+            "userInput",
+            self.turn_row,
+            json!({"toolName": "McpElicitation", "prompt": message, "freeText": false,
+                   "questions": questions, "schema": {"interaction": "mcp_elicitation"}}),
+        );
         let interaction = Interaction {
             id: request_id,
             method: "interaction/requestUserInput",

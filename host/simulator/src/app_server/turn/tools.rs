@@ -12,6 +12,7 @@ use super::ask::{Answer, Interaction};
 use crate::common::clock::now_ms;
 use crate::common::scenario::{Condition, ToolCall, ToolOutcome};
 use crate::common::turn::{Halt, StepResult, output_text};
+use crate::v4;
 
 /// Tools that only read: no mode asks before them.
 const READ_ONLY: &[&str] =
@@ -261,11 +262,13 @@ impl Turn {
             "requestId": request_id, "toolCallId": call_id, "toolName": tool, "reason": reason,
             "riskLevel": risk, "input": input, "options": options, "requestedAt": now_ms(),
         });
-        let pending = json!({
-            "interactionId": request_id, "kind": "permission", "toolCallId": call_id,
-            "toolName": tool, "reason": reason, "riskLevel": risk, "options": v4_options(),
-            "requestedAt": now_ms(),
-        });
+        let pending = v4::pending::interaction(
+            &request_id,
+            "permission",
+            row,
+            json!({"toolCallId": call_id, "toolName": tool, "summary": reason, "riskLevel": risk,
+                   "detail": input, "options": v4_options()}),
+        );
         let options_offered = options.clone();
         let interaction = Interaction {
             id: request_id.clone(),

@@ -17,6 +17,7 @@ use crate::common::turn::{
 };
 use crate::services::conversation::{Batch, Expect, Key, PermissionRecord, Waiting};
 use crate::services::fault::Fault;
+use crate::v4;
 
 /// Deltas per frame of a bulk `stream` step.
 const STREAM_BATCH: u64 = 1024;
@@ -395,14 +396,13 @@ impl Turn {
             .iter()
             .filter_map(|option| option["optionId"].as_str().map(str::to_owned))
             .collect();
-        let interaction = json!({
-            "interactionId": format!("perm_{}", uuid::Uuid::new_v4().simple()),
-            "kind": "permission",
-            "anchorRowId": row,
-            "createdAt": now_ms(),
-            "payload": {"kind": "permission", "toolCallId": call_id, "toolName": tool,
-                        "summary": permission.reason, "detail": detail, "options": options},
-        });
+        let interaction = v4::pending::interaction(
+            &format!("perm_{}", uuid::Uuid::new_v4().simple()),
+            "permission",
+            row,
+            json!({"toolCallId": call_id, "toolName": tool, "summary": permission.reason,
+                   "detail": detail, "options": options}),
+        );
         let interaction_id = interaction["interactionId"].as_str().unwrap_or_default().to_owned();
         self.conversation()
             .record
@@ -427,13 +427,10 @@ impl Turn {
     }
 
     fn user_input_interaction(&self, row: u64, call_id: &str, mut payload: Value) -> Value {
-        payload["kind"] = json!("userInput");
         payload["toolCallId"] = json!(call_id);
-        let now = now_ms();
-        let mut interaction = json!({
-            "interactionId": format!("input_{}", uuid::Uuid::new_v4().simple()),
-            "kind": "userInput", "anchorRowId": row, "createdAt": now, "payload": payload,
-        });
+        let id = format!("input_{}", uuid::Uuid::new_v4().simple());
+        let mut interaction = v4::pending::interaction(&id, "userInput", row, payload);
+        let now = interaction["createdAt"].as_u64().unwrap_or_else(now_ms);
         if self.conversation().ask_auto_resolution && payload_is_question(&interaction) {
             interaction["autoResolution"] = json!({"state": "hiddenGrace", "startedAt": now,
                 "visibleAt": now + AUTO_RESOLUTION_GRACE_MS, "deadlineAt": now + 2 * AUTO_RESOLUTION_GRACE_MS});
