@@ -295,17 +295,30 @@ impl Subscription {
         })
     }
 
-    /// A `v4/command` envelope (CAS commands at the last revision seen). The command id must be
-    /// unique per attempt even across zcode-acp runs (ZCode deduplicates by it, persistently):
-    /// the log epoch and sequence the session has reached, which only grow, plus a counter for
-    /// commands issued at the same point. `issuedAt` is 0: the client clock, used by ZCode for
+    /// A `v4/command` envelope (CAS commands at the last revision seen), sent as native request
+    /// `request`. The command id must be unique per attempt even across zcode-acp runs (ZCode
+    /// deduplicates by it, persistently): the log epoch and sequence the session has reached,
+    /// which only grow, plus a counter for commands issued at the same point. Before the
+    /// subscription's first frame there is no sequence yet (the frame follows the ACK, and
+    /// replies and events are not ordered with each other), and a reopened session counts its
+    /// commands from 1 again: the request id, which grows for the whole connection, stands in
+    /// for the sequence then (F-39). `issuedAt` is 0: the client clock, used by ZCode for
     /// telemetry only; the mapper has none.
-    pub fn command(&mut self, session: &str, kind: &'static str, payload: Value) -> Value {
+    pub fn command(
+        &mut self,
+        session: &str,
+        kind: &'static str,
+        payload: Value,
+        request: u64,
+    ) -> Value {
         self.commands += 1;
+        let point = match self.seq {
+            Some(seq) => seq.to_string(),
+            None => format!("r{request}"),
+        };
         let id = format!(
-            "zcode-acp-{}-{}-{}",
+            "zcode-acp-{}-{point}-{}",
             self.log_epoch.as_deref().unwrap_or("none"),
-            self.seq.unwrap_or(0),
             self.commands
         );
         Command::new(kind, payload, id).envelope(session, self.revision, json!(0))
@@ -507,11 +520,21 @@ mod tests {
     fn command_ids_grow_with_the_log() {
         let mut s = sub();
         s.frame(snapshot(10)).unwrap();
-        let a = s.command("s1", "stop", json!({}));
-        let b = s.command("s1", "switchCollaborationMode", json!({"mode": "plan"}));
+        let a = s.command("s1", "stop", json!({}), 40);
+        let b = s.command("s1", "switchCollaborationMode", json!({"mode": "plan"}), 41);
         assert_eq!(a["commandId"], "zcode-acp-e1-10-1");
         assert_eq!(b["commandId"], "zcode-acp-e1-10-2");
         assert_eq!(b["baseRevision"], 7);
         assert!(a.get("baseRevision").is_none());
+    }
+
+    #[test]
+    fn a_command_before_the_first_frame_is_told_apart_by_its_request() {
+        // A session reopened at the same log, whose first frame has not come yet, counts its
+        // commands from 1 again: the request ids keep the two prompts apart (F-39).
+        let first = Subscription::new("s1").command("s1", "sendText", json!({}), 12);
+        let again = Subscription::new("s1").command("s1", "sendText", json!({}), 31);
+        assert_eq!(first["commandId"], "zcode-acp-none-r12-1");
+        assert_ne!(first["commandId"], again["commandId"]);
     }
 }

@@ -103,7 +103,7 @@ impl AppServerSession {
         // `session/stop` only aborts the current model request; the V4 stop is what the
         // Desktop's stop button sends (reference APP §8.2).
         Ok(wait(vec![if self.v4.active() {
-            request(first, "v4/command", self.v4.command(&sid, "stop", json!({})))
+            request(first, "v4/command", self.v4.command(&sid, "stop", json!({}), first))
         } else {
             request(first, "session/stop", json!({"sessionId": sid}))
         }]))
@@ -135,6 +135,7 @@ impl AppServerSession {
                 sid,
                 "sendText",
                 json!({"text": prompt.text, "requestedDelivery": "startNow"}),
+                first,
             );
             // ZCode attributes the turn to this command (`turnHeader.sourceCommandId`).
             self.conversation.watch(command["commandId"].as_str().map(str::to_string));

@@ -34,7 +34,7 @@ impl AppServerSession {
         // Both paths reach the same ZCode request and the first answer wins; only one is sent.
         if self.profile.v4_resolve_interaction && self.v4.active() && !native_answer.v4.is_null() {
             let payload = json!({"interactionId": pending.request_id, "answer": native_answer.v4});
-            let command = self.v4.command(&sid, "resolveInteraction", payload);
+            let command = self.v4.command(&sid, "resolveInteraction", payload, first);
             self.ops.insert(
                 op_id,
                 Op::Answer { key: answer.key.clone(), answer: native_answer, v4: true },

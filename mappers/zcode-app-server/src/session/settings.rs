@@ -155,7 +155,7 @@ impl AppServerSession {
             request(
                 first,
                 "v4/command",
-                self.v4.command(&sid, "switchCollaborationMode", json!({"mode": mode})),
+                self.v4.command(&sid, "switchCollaborationMode", json!({"mode": mode}), first),
             )
         } else {
             request(first, "session/setMode", json!({"sessionId": sid, "mode": mode}))
@@ -174,7 +174,7 @@ impl AppServerSession {
         let v4 = self.v4.active() && self.v4.revision.is_some() && thought.is_some();
         let step = if v4 {
             let payload = json!({"provider": provider, "model": model, "thought": thought});
-            request(first, "v4/command", self.v4.command(&sid, "switchModelConfig", payload))
+            request(first, "v4/command", self.v4.command(&sid, "switchModelConfig", payload, first))
         } else {
             request(
                 first,
