@@ -64,11 +64,16 @@ pub enum Framing {
 }
 
 impl Frame {
-    fn header(&self, kind: &str, framing: Framing) -> Map<String, Value> {
-        let logical_frame_id = match framing {
+    /// The logical frame id each framing gives a frame.
+    fn logical_frame_id(&self, framing: Framing) -> String {
+        match framing {
             Framing::Complete => format!("{}:{}", self.subscription_id, self.ordinal),
             Framing::Measured { .. } => format!("{}-lf-{}", self.subscription_id, self.ordinal),
-        };
+        }
+    }
+
+    fn header(&self, kind: &str, framing: Framing) -> Map<String, Value> {
+        let logical_frame_id = self.logical_frame_id(framing);
         let mut header = Map::new();
         header.insert("wireVersion".into(), json!(WIRE_VERSION));
         header.insert("kind".into(), json!(kind));
@@ -122,7 +127,7 @@ pub fn complete_text(frame: &Frame) -> String {
         wire_version: WIRE_VERSION,
         kind: "complete",
         delivery_kind: frame.delivery.as_str(),
-        logical_frame_id: format!("{}:{}", frame.subscription_id, frame.ordinal),
+        logical_frame_id: frame.logical_frame_id(Framing::Complete),
         logical_frame_ordinal: frame.ordinal,
         topic: &frame.topic,
         subscription_id: &frame.subscription_id,
