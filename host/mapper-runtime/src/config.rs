@@ -53,7 +53,7 @@ pub struct FuelBudget {
 
 impl Default for FuelBudget {
     fn default() -> Self {
-        Self { base: 50_000_000, per_byte: 256, per_input: 250_000 }
+        Self { base: 50_000_000, per_byte: 512, per_input: 250_000 }
     }
 }
 
