@@ -263,15 +263,18 @@ fn notifications_batched_as_array_lines_are_read_in_order() {
 }
 
 /// A real stream was seen without some notifications ("ZCode app-server Session Protocol"
-/// probe log, CLI 0.16.x, §6.3): the skipped legacy events are replayed with `session/events`
-/// `afterSeq` (§8.3) and the turn goes on, nothing lost, over V4 and over the legacy stream. A
-/// gap ZCode cannot replay still breaks the turn (`faults::a_gap_in_the_event_sequence_…`).
+/// probe log, CLI 0.16.x, §6.3). Over the legacy stream alone the skipped events are replayed
+/// with `session/events` `afterSeq` (§8.3) and the turn goes on, nothing lost; a gap ZCode
+/// cannot replay breaks the turn. With V4 the legacy events V4 carries never reach the session
+/// (`connection::carried_route`), so the lost ones are not asked for: V4 has the whole turn.
 #[test]
 fn skipped_session_events_are_replayed_and_the_turn_goes_on() {
     if !desktop("skipped_session_events_are_replayed_and_the_turn_goes_on", None) {
         return;
     }
-    for faults in ["drop-events@stream=3", "no-v4,drop-events@stream=3"] {
+    for (faults, replayed) in
+        [("drop-events@stream=3", false), ("no-v4,drop-events@stream=3", true)]
+    {
         let env = TestEnv::new();
         let workspace = env.workspace("ws");
         let (record_var, record_file) = recording(&env);
@@ -282,10 +285,21 @@ fn skipped_session_events_are_replayed_and_the_turn_goes_on() {
         agent.prompt_ok(&session, "sim:stream 200", "end_turn");
         let text = chunk_text(&agent.updates(&session), "agent_message_chunk");
         assert_eq!(text, "lorem ipsum ".repeat(200), "every delta once, in order ({faults})");
-        assert!(record(&env).contains("session/events"), "the gap was replayed ({faults})");
+        let asked = record(&env).contains("session/events");
+        assert_eq!(asked, replayed, "the gap was replayed only without V4 ({faults})");
         agent.prompt_ok(&session, "and the next turn", "end_turn");
         assert!(agent.finish().success());
     }
+    // Numbers skipped where nothing can be replayed: without V4 the turn breaks.
+    let env = TestEnv::new();
+    let workspace = env.workspace("ws");
+    let mut agent =
+        Agent::start_with_env(&env, policy::refuse_all(), &[("ZCODE_SIM_FAULT", "no-v4")]);
+    agent.initialize(plain_client());
+    let session = agent.new_session(&workspace);
+    let response = agent.prompt(&session, "sim:fault seq-gap");
+    assert!(response.get("error").is_some(), "a seq gap ended normally: {response}");
+    assert!(agent.finish().success());
 }
 
 /// Quota back-off keeps a turn open for minutes without a frame (the model request retries,

@@ -19,9 +19,17 @@ use crate::wire::{
     self, Frame, Lines, MemberNames, Members, acp_params, native_value, raw_str, raw_value,
 };
 
-/// The route of everything that belongs to native session `id`.
+/// The route of everything that belongs to native session `id`, but for [`carried_route`].
 pub fn session_route(id: &str) -> String {
     format!("session/{id}")
+}
+
+/// The route of session `id`'s legacy events whose content the V4 conversation also carries
+/// ([`events::carried_by_v4`]: every streamed delta among them). A session that subscribes to
+/// V4 does not hold this route, so the core drops them before they cost a mapping call; a
+/// session without V4 holds both.
+pub fn carried_route(id: &str) -> String {
+    format!("session/{id}/v4-carried")
 }
 
 /// The Agent's answer to `session/requestRuntimePreferences`, which blocks `session/create` until
@@ -164,17 +172,18 @@ impl AppServerConnection {
 /// Where a frame of the Agent goes: to a session, or answered (or ignored) here.
 enum Routing {
     Session(String),
+    /// A legacy event of the session that V4 also carries: see [`carried_route`].
+    Carried(String),
     Here(Inbound),
 }
 
 impl Routing {
     /// What the core is handed; `text` gives the frame's text, taken only for a session.
     fn inbound(self, text: impl FnOnce() -> String) -> Inbound {
+        let event = |route| Inbound::Event(RoutedEvent { route, payload: text().into() });
         match self {
-            Routing::Session(session) => Inbound::Event(RoutedEvent {
-                route: session_route(&session),
-                payload: text().into(),
-            }),
+            Routing::Session(session) => event(session_route(&session)),
+            Routing::Carried(session) => event(carried_route(&session)),
             Routing::Here(inbound) => inbound,
         }
     }
@@ -200,7 +209,7 @@ fn route(frame: Frame<'_, RouteParams<'_>>) -> Result<Routing, MapperError> {
 pub(crate) struct Route;
 
 impl MemberNames for Route {
-    const NAMES: &'static [&'static str] = &["sessionId", "topic", "phase", "errorCode"];
+    const NAMES: &'static [&'static str] = &["sessionId", "topic", "type", "phase", "errorCode"];
 }
 
 pub(crate) type RouteParams<'a> = Members<'a, Route>;
@@ -259,10 +268,18 @@ fn request(
 fn notification(method: &str, params: Option<RouteParams<'_>>) -> Result<Routing, MapperError> {
     let here = |inbound| Ok(Routing::Here(inbound));
     match method {
-        "session/event" => match session_id(&route_members(params)?) {
-            Some(session) => Ok(Routing::Session(session.into_owned())),
-            None => Err(protocol("ZCode sent a session/event without a sessionId")),
-        },
+        "session/event" => {
+            let params = route_members(params)?;
+            let Some(session) = session_id(&params) else {
+                return Err(protocol("ZCode sent a session/event without a sessionId"));
+            };
+            let kind = raw_str(params.get("type"));
+            if kind.as_deref().is_some_and(crate::events::carried_by_v4) {
+                Ok(Routing::Carried(session.into_owned()))
+            } else {
+                Ok(Routing::Session(session.into_owned()))
+            }
+        }
         "v4/conversation/frame" => {
             let topic = raw_str(route_members(params)?.get("topic"));
             match topic.as_deref().and_then(|t| t.strip_prefix("conversation/")) {

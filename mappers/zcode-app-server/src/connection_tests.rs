@@ -46,6 +46,46 @@ fn frames_lines_across_pushes_and_routes_by_session() {
     assert!(matches!(conn.finish().unwrap()[0], Inbound::Reply(NativeReply { id: 9, .. })));
 }
 
+/// The legacy events the V4 conversation also carries go to the session's second route, which
+/// the session holds only without V4; the rest of its events, to its own.
+#[test]
+fn legacy_events_v4_carries_have_their_own_route() {
+    let mut conn = AppServerConnection::new();
+    let event = |kind: &str| json!({"method": "session/event", "params": {"sessionId": "s1", "seq": 1, "type": kind, "payload": {}}});
+    let kinds = [
+        "model.streaming",
+        "tool.updated",
+        "session.titleUpdated",
+        "session.updated",
+        "model.response",
+    ];
+    let carried = push(&mut conn, &kinds.map(event));
+    for (kind, inbound) in kinds.iter().zip(&carried) {
+        assert!(
+            matches!(inbound, Inbound::Event(e) if e.route == "session/s1/v4-carried"),
+            "{kind}"
+        );
+        assert!(crate::events::ignored(kind, false).is_some(), "the session drops {kind} with V4");
+    }
+    let own = push(
+        &mut conn,
+        &["turn.completed", "turn.failed", "turn.started", "no.suchEvent"].map(event),
+    );
+    assert!(
+        own.iter().all(|i| matches!(i, Inbound::Event(e) if e.route == "session/s1")),
+        "{own:?}"
+    );
+    // However the type is written: escaped, after the payload.
+    let escaped = br#"{"method":"session/event","params":{"payload":{},"type":"model.streaming","sessionId":"s1"}}
+"#;
+    let inbound = conn.push(escaped).unwrap();
+    assert!(matches!(&inbound[..], [Inbound::Event(e)] if e.route == "session/s1/v4-carried"));
+    // A type that is no string is the session's to refuse.
+    let odd = br#"{"method":"session/event","params":{"type":7,"sessionId":"s1"}}
+"#;
+    assert!(matches!(&conn.push(odd).unwrap()[..], [Inbound::Event(e)] if e.route == "session/s1"));
+}
+
 /// A line holding a JSON array is a batch of frames, each read in order as a line of its own
 /// would be: a real Agent writes notifications so (csuftt/zcode-jetbrains-plugin, ZC-GUI 0.3.7
 /// release notes: "array-format notification frames from the new CLI"). The frames are
@@ -63,7 +103,8 @@ fn an_array_line_is_a_batch_of_frames_read_in_order() {
     let inbound = conn.push(tail.as_bytes()).unwrap();
     assert_eq!(inbound.len(), 3, "{inbound:?}");
     let Inbound::Event(first) = &inbound[0] else { panic!("{:?}", inbound[0]) };
-    assert_eq!(first.route, "session/sess_25dd7b36");
+    // A delta V4 also carries: on its own route (`carried_route`).
+    assert_eq!(first.route, "session/sess_25dd7b36/v4-carried");
     // The session gets the frame as the element's own text, as a line of its own.
     assert_eq!(first.payload.as_text(), Some(event));
     assert!(matches!(&inbound[1], Inbound::Ignored(m) if m == "state.updated"));

@@ -30,17 +30,27 @@ fn update(text: String) -> Action {
     Action::Update(text)
 }
 
+/// Whether the V4 conversation, where it is subscribed, carries what an event of type `kind`
+/// shows: the same facts, projected by ZCode itself. The connection routes these apart
+/// (`connection::carried_route`), since with V4 every text delta also comes as one of them.
+pub fn carried_by_v4(kind: &str) -> bool {
+    matches!(
+        kind,
+        "model.streaming"
+            | "tool.updated"
+            | "session.titleUpdated"
+            | "session.updated"
+            | "model.response"
+    )
+}
+
 /// Why an event of type `kind` is only ignored, whatever its payload says: `None` when it is
 /// mapped. `content`: this stream carries the turn's content (see [`Turn::content`]). The
 /// session asks before it reads the event's payload: with V4, every text delta also comes
 /// here, and is dropped without being read.
 pub fn ignored(kind: &str, content: bool) -> Option<String> {
     match kind {
-        // Shown from the V4 rows and state: the same facts, projected by ZCode itself.
-        "model.streaming" | "tool.updated" | "session.titleUpdated" | "session.updated"
-        | "model.response"
-            if !content =>
-        {
+        _ if !content && carried_by_v4(kind) => {
             Some(format!("{kind} (carried by the V4 conversation)"))
         }
         // The reverse request carries the question; these only mirror it.

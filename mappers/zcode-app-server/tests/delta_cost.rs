@@ -14,6 +14,8 @@
 //! (`DELTA_COST_FRAMING=arrays` for array lines; the release profile strips the symbol the
 //! toggle names unless told not to.)
 
+use std::collections::BTreeSet;
+
 use serde_json::{Value, json};
 use zcode_app_server::{AppServerConnection, AppServerSession};
 use zcode_contract::{
@@ -37,13 +39,25 @@ fn answer(request: &Value) -> Value {
     }
 }
 
+/// A session and the routes it holds, as the core keeps them.
+struct Routed {
+    session: AppServerSession,
+    routes: BTreeSet<String>,
+}
+
 /// Runs `op` to its end against [`answer`]; the requests it sent.
-fn run(session: &mut AppServerSession, op: SessionOp, next_id: &mut u64) -> Vec<Value> {
+fn run(routed: &mut Routed, op: SessionOp, next_id: &mut u64) -> Vec<Value> {
+    let Routed { session, routes } = routed;
     let mut sent = Vec::new();
     let mut step = session.start(1, &op, *next_id);
     while let Step::Wait(out) = step {
+        routes.retain(|route| !out.routes_removed.contains(route));
+        routes.extend(out.routes_added);
         *next_id += out.requests.len() as u64;
-        let request = &out.requests[0];
+        let Some(request) = out.requests.first() else {
+            step = session.resume(1, None, *next_id);
+            continue;
+        };
         let frame: Value = serde_json::from_slice(&request.bytes).unwrap();
         let body = ReplyBody::Ok(answer(&frame).to_string().into());
         sent.push(frame);
@@ -62,20 +76,22 @@ fn v4_line(from: u64, deltas: Value) -> Value {
 }
 
 /// A session with a V4 turn running, its text row open; the V4 log at 6.
-fn streaming_session() -> AppServerSession {
+fn streaming_session() -> Routed {
     let init = SessionInit {
         facts: Default::default(),
         workspace: "/w".into(),
         client: ClientFeatures { plan_operations: false, form_elicitation: true },
     };
-    let mut session = AppServerSession::new(&init);
+    let mut routed = Routed { session: AppServerSession::new(&init), routes: BTreeSet::new() };
     let mut next_id = 1;
-    run(&mut session, SessionOp::Create(r#"{"cwd":"/w","mcpServers":[]}"#.into()), &mut next_id);
+    run(&mut routed, SessionOp::Create(r#"{"cwd":"/w","mcpServers":[]}"#.into()), &mut next_id);
+    let session = &mut routed.session;
     let snapshot = json!({"method": "v4/conversation/frame", "params": {"wireVersion": 3, "kind": "complete", "deliveryKind": "initial", "logicalFrameId": "f1", "logicalFrameOrdinal": 1, "topic": "conversation/sess_1", "subscriptionId": "sub-1",
         "frame": {"topic": "conversation/sess_1", "subscriptionId": "sub-1", "fromSeq": 0, "toSeq": 5, "sentAt": 1, "payload": {"kind": "snapshot", "snapshot": {"logEpoch": "e1", "seq": 5, "revision": 7, "rows": {"window": [], "totalCount": 0, "firstRowId": null}}}}}});
     session.map(&[SessionInput::Event(snapshot.to_string().into())]);
     let prompt = json!({"sessionId": "sess_1", "prompt": [{"type": "text", "text": "Go"}]});
-    let sent = run(&mut session, SessionOp::Prompt(prompt.to_string()), &mut next_id);
+    let sent = run(&mut routed, SessionOp::Prompt(prompt.to_string()), &mut next_id);
+    let session = &mut routed.session;
     let command = &sent[0]["params"]["commandId"];
     let opened = v4_line(
         5,
@@ -86,7 +102,7 @@ fn streaming_session() -> AppServerSession {
     );
     let effects = session.map(&[SessionInput::Event(opened.to_string().into())]);
     assert!(!effects.actions.iter().any(|a| matches!(a, Action::Terminal(_))), "{effects:?}");
-    session
+    routed
 }
 
 /// The bytes the simulator writes for delta `i`: both notifications, as two lines or one
@@ -110,27 +126,26 @@ fn delta_bytes(i: u64, array: bool) -> Vec<u8> {
     text.into_bytes()
 }
 
-/// The counted part: each delta's bytes pushed to the connection, and what it routes mapped by
-/// the session in one call (as the core hands a session what one read brought). The updates
-/// shown.
+/// The counted part: each delta's bytes pushed to the connection, and what it routes to a
+/// route the session holds mapped by the session in one call (as the core hands a session what
+/// one read brought; it drops the rest). The updates shown.
 #[inline(never)]
-fn stream(
-    connection: &mut AppServerConnection,
-    session: &mut AppServerSession,
-    pushes: &[Vec<u8>],
-) -> usize {
+fn stream(connection: &mut AppServerConnection, routed: &mut Routed, pushes: &[Vec<u8>]) -> usize {
     let mut shown = 0;
     for bytes in pushes {
         let inputs: Vec<SessionInput> = connection
             .push(bytes)
             .unwrap()
             .into_iter()
-            .map(|inbound| match inbound {
-                Inbound::Event(event) => SessionInput::Event(event.payload),
+            .filter_map(|inbound| match inbound {
+                Inbound::Event(event) if routed.routes.contains(&event.route) => {
+                    Some(SessionInput::Event(event.payload))
+                }
+                Inbound::Event(_) => None,
                 other => panic!("{other:?}"),
             })
             .collect();
-        let effects = session.map(&inputs);
+        let effects = routed.session.map(&inputs);
         shown += effects.actions.iter().filter(|a| matches!(a, Action::Update(_))).count();
     }
     shown
@@ -148,9 +163,9 @@ fn per_delta() {
     };
     let pushes: Vec<Vec<u8>> = (0..deltas).map(|i| delta_bytes(i, array)).collect();
     let mut connection = AppServerConnection::new();
-    let mut session = streaming_session();
-    let shown = stream(&mut connection, &mut session, &pushes);
-    // Every delta shown once (from V4), the legacy duplicate dropped.
+    let mut routed = streaming_session();
+    let shown = stream(&mut connection, &mut routed, &pushes);
+    // Every delta shown once (from V4), the legacy duplicate dropped before the session.
     assert_eq!(shown as u64, deltas);
 }
 
@@ -159,7 +174,7 @@ fn per_delta() {
 fn a_few_deltas_stream_either_way() {
     for array in [false, true] {
         let pushes: Vec<Vec<u8>> = (0..3).map(|i| delta_bytes(i, array)).collect();
-        let mut session = streaming_session();
-        assert_eq!(stream(&mut AppServerConnection::new(), &mut session, &pushes), 3);
+        let mut routed = streaming_session();
+        assert_eq!(stream(&mut AppServerConnection::new(), &mut routed, &pushes), 3);
     }
 }

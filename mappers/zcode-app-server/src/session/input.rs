@@ -207,7 +207,7 @@ impl AppServerSession {
         params: impl Fn() -> Result<Option<&'p RawValue>, MapperError>,
         effects: &mut Effects,
     ) -> Result<(), MapperError> {
-        // The sequence sees every event, dropped or not.
+        // The sequence sees every event that reaches the session, dropped or not.
         let seq = head.seq.and_then(|raw| serde_json::from_str::<u64>(raw.get()).ok());
         let text = || Ok(params()?.map_or("null", RawValue::get).to_string());
         if !self.in_sequence(seq, text, effects)? {
@@ -269,7 +269,11 @@ impl AppServerSession {
             // ("ZCode app-server Session Protocol" probe log, CLI 0.16.x, §6.3), and ZCode
             // keeps them to replay (`session/events` with `afterSeq`, §8.3): they are asked
             // for, once, and this event waits behind them.
-            if let Some(last) = last.filter(|last| seq > last + 1 && self.running) {
+            //
+            // With V4 subscribed, the events V4 also carries are routed apart and dropped
+            // (`connection::carried_route`): their numbers are skipped by design, and V4's own
+            // sequence guards what they show.
+            if let Some(last) = last.filter(|l| seq > l + 1 && self.running && !self.v4.active()) {
                 if let Some(sid) = self.id.clone().filter(|_| !self.replaying) {
                     self.held = Some(vec![params()?]);
                     self.announced.push((

@@ -24,6 +24,7 @@ use zcode_mapper_sdk::json::{protocol, text};
 use zcode_v4::schema::native;
 
 use crate::account::{AccountState, account_state};
+use crate::connection::carried_route;
 use crate::conversation::Conversation;
 use crate::interactions::{self, Pending};
 use crate::releases::{self, Profile};
@@ -121,6 +122,10 @@ pub struct AppServerSession {
     /// The client renders form elicitation (else questions are permissions or declined).
     forms: bool,
     v4: Subscription,
+    /// The session holds its `connection::carried_route` (see `carried_routes`).
+    holds_carried: bool,
+    /// A close is under way: the session holds no route once it is sent.
+    closing: bool,
     /// Requests announced by the last `map`, handed out by `issue`.
     announced: Vec<(String, Value)>,
     /// Legacy event sequence reached (events at or below are duplicates).
@@ -183,6 +188,8 @@ impl AppServerSession {
             usage: None,
             interactions: BTreeMap::new(),
             v4: Subscription::default(),
+            holds_carried: false,
+            closing: false,
             announced: Vec::new(),
             event_seq: None,
             replays: Vec::new(),
@@ -198,6 +205,34 @@ impl AppServerSession {
             conversation: Conversation::default(),
             pending_terminal: None,
             account: account_state(&init.facts),
+        }
+    }
+
+    /// Adds to a step's `outgoing` what makes the session hold its `connection::carried_route`
+    /// exactly while it is open without a V4 subscription: with one, the legacy events V4 also
+    /// carries (every streamed delta among them) are dropped by the core instead of reaching
+    /// the session. Every step that waits passes here, so the route goes with the first step
+    /// after V4 is subscribed (a prompt's first, at the latest), and events routed before
+    /// that are dropped by the session as ever.
+    fn carried_routes(&mut self, outgoing: &mut Outgoing) {
+        let Some(sid) = self.id.as_deref() else { return };
+        let wanted = !self.v4.active() && !self.closing;
+        if wanted != self.holds_carried {
+            let routes =
+                if wanted { &mut outgoing.routes_added } else { &mut outgoing.routes_removed };
+            routes.push(carried_route(sid));
+            self.holds_carried = wanted;
+        }
+    }
+
+    fn routed(&mut self, step: Result<Step, MapperError>) -> Step {
+        match step {
+            Ok(Step::Wait(mut outgoing)) => {
+                self.carried_routes(&mut outgoing);
+                Step::Wait(outgoing)
+            }
+            Ok(done) => done,
+            Err(error) => Step::Done(Err(error)),
         }
     }
 
@@ -287,11 +322,13 @@ impl IntoError for ReplyBody {
 /// arrive in one batch), so it is its own state machine rather than an SDK `Session`.
 impl zcode_mapper_sdk::SessionMachine for AppServerSession {
     fn start(&mut self, op_id: u64, op: &SessionOp, first: u64) -> Step {
-        self.start_op(op_id, op, first).unwrap_or_else(|e| Step::Done(Err(e)))
+        let step = self.start_op(op_id, op, first);
+        self.routed(step)
     }
 
     fn resume(&mut self, op_id: u64, reply: Option<&NativeReply>, first: u64) -> Step {
-        self.resume_op(op_id, reply, first).unwrap_or_else(|e| Step::Done(Err(e)))
+        let step = self.resume_op(op_id, reply, first);
+        self.routed(step)
     }
 
     fn map(&mut self, inputs: &[SessionInput]) -> Effects {

@@ -57,6 +57,7 @@ impl AppServerSession {
         first: u64,
     ) -> Result<Step, MapperError> {
         let params = acp_params(params)?;
+        self.closing = false;
         if matches!(op, SessionOp::Fork(_))
             && params
                 .get("additionalDirectories")
@@ -204,29 +205,17 @@ impl AppServerSession {
                 self.commands = available_commands(&state);
                 self.v4 = Subscription::new(&sid);
                 self.id = Some(sid.clone());
-                let route = session_route(&sid);
-                if replay {
-                    next(self, Stage::Messages, Vec::new());
-                    return Ok(Step::Wait(Outgoing {
-                        routes_added: vec![route],
-                        requests: vec![request(
-                            first,
-                            "session/messages",
-                            json!({"sessionId": sid}),
-                        )],
-                        ..Outgoing::default()
-                    }));
-                }
-                next(self, Stage::Subscribe, Vec::new());
-                Ok(Step::Wait(Outgoing {
-                    routes_added: vec![route],
-                    requests: vec![request(
-                        first,
-                        "session/subscribe",
-                        json!({"sessionId": sid, "deliveryKind": "desktop-continuous", "includeSnapshot": false}),
-                    )],
-                    ..Outgoing::default()
-                }))
+                let mut outgoing =
+                    Outgoing { routes_added: vec![session_route(&sid)], ..Outgoing::default() };
+                let (stage, method, params) = if replay {
+                    (Stage::Messages, "session/messages", json!({"sessionId": sid}))
+                } else {
+                    let params = json!({"sessionId": sid, "deliveryKind": "desktop-continuous", "includeSnapshot": false});
+                    (Stage::Subscribe, "session/subscribe", params)
+                };
+                next(self, stage, Vec::new());
+                outgoing.requests.push(request(first, method, params));
+                Ok(Step::Wait(outgoing))
             }
             Stage::Messages => {
                 let reply = reply.ok_or_else(|| protocol("load resumed without a reply"))?;
@@ -398,6 +387,7 @@ impl AppServerSession {
         // the product session (3.15.1 server.ts), so it is never sent.
         let mut outgoing =
             Outgoing { routes_removed: vec![session_route(&sid)], ..Outgoing::default() };
+        self.closing = true;
         if let Some(subscription) = self.v4.subscription_id.clone() {
             outgoing.requests.push(request(first, "v4/conversation/unsubscribe", json!({
                 "topic": format!("conversation/{sid}"), "subscriptionId": subscription, "connectionId": self.v4.connection_id,
