@@ -138,6 +138,18 @@ impl Subscription {
     /// else, which goes the general way ([`Subscription::frame`]), with its checks and errors.
     pub fn deltas<'a>(&mut self, wire: WireMembers<'a>) -> Option<Vec<Delta<'a>>> {
         let frame = stream::read_wire_deltas(wire, self.subscription_id.as_deref()?, self.seq?)?;
+        Some(self.continued(frame))
+    }
+
+    /// [`Subscription::deltas`] of a whole notification line, read in one pass
+    /// (`zcode_v4::stream::read_line_deltas`); `None` for any other line.
+    pub fn line_deltas<'a>(&mut self, line: &'a str) -> Option<Vec<Delta<'a>>> {
+        let frame = stream::read_line_deltas(line, self.subscription_id.as_deref()?, self.seq?)?;
+        Some(self.continued(frame))
+    }
+
+    /// A frame read by `zcode_v4::stream`, applied to the sequence: its deltas.
+    fn continued<'a>(&mut self, frame: stream::DeltaFrame<'a>) -> Vec<Delta<'a>> {
         self.seq = Some(frame.to_seq);
         if frame.recovery {
             self.resyncing = false;
@@ -147,7 +159,7 @@ impl Subscription {
                 self.revised(delta);
             }
         }
-        Some(frame.deltas)
+        frame.deltas
     }
 
     /// A state patch carries the revision the next guarded command names.

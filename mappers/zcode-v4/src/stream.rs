@@ -11,7 +11,7 @@ use std::borrow::Cow;
 use std::marker::PhantomData;
 
 use serde::de::value::MapAccessDeserializer;
-use serde::de::{Error as _, MapAccess, SeqAccess, Visitor};
+use serde::de::{Error as _, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -195,6 +195,37 @@ pub fn read_deltas<'a>(
     read_wire_deltas(object(params)?, subscription_id, seq)
 }
 
+/// The wire frame's `frame`, read in one pass with its payload and deltas: each is read once
+/// here, not captured and read again (issue 27).
+#[derive(Deserialize)]
+struct Frame<'a> {
+    #[serde(rename = "fromSeq")]
+    from_seq: u64,
+    #[serde(rename = "toSeq")]
+    to_seq: u64,
+    #[serde(borrow)]
+    payload: MapOnly<FramePayload<'a>>,
+}
+
+#[derive(Deserialize)]
+struct FramePayload<'a> {
+    #[serde(borrow)]
+    kind: Cow<'a, str>,
+    #[serde(borrow)]
+    deltas: Deltas<'a>,
+}
+
+impl<'a> Frame<'a> {
+    /// The frame's deltas when they continue the position `seq`.
+    fn continuing(self, seq: u64, recovery: bool) -> Option<DeltaFrame<'a>> {
+        let MapOnly(payload) = self.payload;
+        if self.to_seq <= seq || self.from_seq != seq || payload.kind != "deltas" {
+            return None;
+        }
+        Some(DeltaFrame { to_seq: self.to_seq, recovery, deltas: payload.deltas.0 })
+    }
+}
+
 /// [`read_deltas`] of a wire frame's members already read. A member named twice is for the
 /// caller to refuse, as [`read_deltas`] does (its read of the members fails).
 pub fn read_wire_deltas<'a>(
@@ -202,24 +233,6 @@ pub fn read_wire_deltas<'a>(
     subscription_id: &str,
     seq: u64,
 ) -> Option<DeltaFrame<'a>> {
-    // The frame is read in one pass, its payload and deltas with it: each is read once here,
-    // not captured and read again (issue 27).
-    #[derive(Deserialize)]
-    struct Frame<'a> {
-        #[serde(rename = "fromSeq")]
-        from_seq: u64,
-        #[serde(rename = "toSeq")]
-        to_seq: u64,
-        #[serde(borrow)]
-        payload: MapOnly<Payload<'a>>,
-    }
-    #[derive(Deserialize)]
-    struct Payload<'a> {
-        #[serde(borrow)]
-        kind: Cow<'a, str>,
-        #[serde(borrow)]
-        deltas: Deltas<'a>,
-    }
     let wire_version = serde_json::from_str::<u64>(wire.wire_version?.get()).ok()?;
     if wire_version != WIRE_VERSION
         || raw_str(wire.kind)? != "complete"
@@ -228,16 +241,74 @@ pub fn read_wire_deltas<'a>(
         return None;
     }
     let frame: Frame<'a> = object(wire.frame?)?;
-    if frame.to_seq <= seq || frame.from_seq != seq {
-        return None;
-    }
-    let MapOnly(payload) = frame.payload;
-    if payload.kind != "deltas" {
-        return None;
-    }
-    let deltas = payload.deltas.0;
     let recovery = raw_str(wire.delivery_kind).as_deref() == Some("recovery");
-    Some(DeltaFrame { to_seq: frame.to_seq, recovery, deltas })
+    frame.continuing(seq, recovery)
+}
+
+/// [`read_deltas`] of a whole `v4/conversation/frame` notification line, its envelope, the
+/// wire frame and the frame read in one pass: a streamed delta's line is scanned once here,
+/// not once for its envelope and again for its frame (issue 27). `None` for any other line,
+/// and for any line whose read is not plainly this one's (a member named twice, a value of
+/// another type, an `id`, `result` or `error` beside the method): the caller's general reader
+/// takes it, and answers as it always did.
+pub fn read_line_deltas<'a>(
+    line: &'a str,
+    subscription_id: &str,
+    seq: u64,
+) -> Option<DeltaFrame<'a>> {
+    #[derive(Deserialize)]
+    struct Line<'a> {
+        #[serde(deserialize_with = "frame_method")]
+        #[allow(dead_code)] // Read only to be checked.
+        method: (),
+        #[serde(borrow)]
+        params: MapOnly<Wire<'a>>,
+        // Any of these, `null` too, makes the line a request or a reply.
+        #[serde(default, deserialize_with = "present")]
+        id: Option<IgnoredAny>,
+        #[serde(default, deserialize_with = "present")]
+        result: Option<IgnoredAny>,
+        #[serde(default, deserialize_with = "present")]
+        error: Option<IgnoredAny>,
+    }
+    #[derive(Deserialize)]
+    struct Wire<'a> {
+        #[serde(rename = "wireVersion")]
+        wire_version: u64,
+        #[serde(borrow)]
+        kind: Cow<'a, str>,
+        #[serde(borrow, rename = "subscriptionId")]
+        subscription_id: Cow<'a, str>,
+        #[serde(default, borrow, rename = "deliveryKind")]
+        delivery_kind: Option<Cow<'a, str>>,
+        #[serde(borrow)]
+        frame: MapOnly<Frame<'a>>,
+    }
+    fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<IgnoredAny>, D::Error> {
+        IgnoredAny::deserialize(d).map(Some)
+    }
+    /// Stops the read at once on any other method: a legacy event's line costs its first
+    /// member, not a scan.
+    fn frame_method<'de, D: Deserializer<'de>>(d: D) -> Result<(), D::Error> {
+        let method = Cow::<'de, str>::deserialize(d)?;
+        (method == "v4/conversation/frame").then_some(()).ok_or_else(|| D::Error::custom("other"))
+    }
+    if !line.starts_with('{') {
+        return None;
+    }
+    let MapOnly(line) = serde_json::from_str::<MapOnly<Line<'a>>>(line).ok()?;
+    if line.id.is_some() || line.result.is_some() || line.error.is_some() {
+        return None;
+    }
+    let MapOnly(wire) = line.params;
+    if wire.wire_version != WIRE_VERSION
+        || wire.kind != "complete"
+        || wire.subscription_id != subscription_id
+    {
+        return None;
+    }
+    let MapOnly(frame) = wire.frame;
+    frame.continuing(seq, wire.delivery_kind.as_deref() == Some("recovery"))
 }
 
 #[cfg(test)]
@@ -301,6 +372,54 @@ mod tests {
             assert_eq!(raw_str(Some(&raw)).as_deref(), parsed.as_str(), "{text}");
         }
         assert!(raw_str(None).is_none());
+    }
+
+    /// The one-pass read of a whole line takes exactly the lines whose frame `read_deltas`
+    /// takes, and reads them the same; anything it does not plainly read goes to the caller.
+    #[test]
+    fn a_whole_line_is_read_in_one_pass_as_its_frame_would_be() {
+        let append = json!({"op": "row.delta", "rowId": 4, "path": "text", "append": "h\"é"});
+        let header =
+            json!({"op": "row.upserted", "row": {"rowId": 3, "turnId": "t", "kind": "turnHeader"}});
+        let params = frame(3, 4, json!([append, header]));
+        let line = json!({"jsonrpc": "2.0", "method": "v4/conversation/frame", "params": params});
+        let (line, wire) = (line.to_string(), raw(&params));
+        let (one, two) = (read_line_deltas(&line, "sub-1", 3), read_deltas(&wire, "sub-1", 3));
+        assert_eq!(format!("{one:?}"), format!("{two:?}"));
+        assert_eq!(one.unwrap().deltas.len(), 2);
+        // The same members in another order, the method last, a name escaped.
+        let reordered = format!(
+            r#"{{"params":{{"frame":{},"subscriptionId":"sub-1","kind":"complete","wireV\u0065rsion":3}},"method":"v4/conversation/frame"}}"#,
+            params["frame"]
+        );
+        assert_eq!(read_line_deltas(&reordered, "sub-1", 3).unwrap().to_seq, 4);
+        let mut recovery = json!({"method": "v4/conversation/frame", "params": params.clone()});
+        recovery["params"]["deliveryKind"] = json!("recovery");
+        assert!(read_line_deltas(&recovery.to_string(), "sub-1", 3).unwrap().recovery);
+        let with = |key: &str, value: Value| {
+            let mut line = json!({"method": "v4/conversation/frame", "params": params.clone()});
+            line[key] = value;
+            line.to_string()
+        };
+        let twice =
+            line.replacen(r#""kind":"complete","#, r#""kind":"complete","kind":"complete","#, 1);
+        assert_ne!(twice, line);
+        for other in [
+            with("method", json!("session/event")),
+            with("method", json!(7)),
+            with("id", json!(null)),
+            with("id", json!(9)),
+            with("result", json!({})),
+            with("error", json!({})),
+            with("params", json!([3, "complete"])),
+            twice,
+            format!("[{line}]"),
+            line.replace("sub-1", "sub-0"),
+            line.replace(r#""wireVersion":3"#, r#""wireVersion":"3""#),
+        ] {
+            assert!(read_line_deltas(&other, "sub-1", 3).is_none(), "{other}");
+        }
+        assert!(read_line_deltas(&line, "sub-1", 4).is_none(), "a repeat");
     }
 
     #[test]

@@ -111,6 +111,11 @@ impl AppServerSession {
                     ))));
                     return;
                 };
+                // A streamed delta's frame, read in one pass; anything else, the general way.
+                if let Some(deltas) = self.v4.line_deltas(line) {
+                    self.apply_deltas(&deltas, effects);
+                    return;
+                }
                 let read =
                     wire::classify_as::<RoutedParams<'_>>(line).and_then(|frame| match frame {
                         Frame::Notification { method, params } => {
@@ -160,10 +165,7 @@ impl AppServerSession {
         if method == "v4/conversation/frame"
             && let Some(deltas) = wire_members(params).and_then(|wire| self.v4.deltas(wire))
         {
-            let mut cx =
-                conversation::Context { tools: &mut self.tools, workspace: &self.workspace };
-            let actions = self.conversation.apply_deltas(&deltas, &mut cx);
-            self.applied(actions, effects);
+            self.apply_deltas(&deltas, effects);
             return Ok(());
         }
         let params = raw_value(raw_params(line)?)?;
@@ -233,6 +235,12 @@ impl AppServerSession {
         }
         self.map_event(&raw_value(params)?, effects);
         Ok(())
+    }
+
+    fn apply_deltas(&mut self, deltas: &[zcode_v4::stream::Delta<'_>], effects: &mut Effects) {
+        let mut cx = conversation::Context { tools: &mut self.tools, workspace: &self.workspace };
+        let actions = self.conversation.apply_deltas(deltas, &mut cx);
+        self.applied(actions, effects);
     }
 
     /// What the legacy stream's mapping needs of the session.
