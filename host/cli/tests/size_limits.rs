@@ -122,6 +122,23 @@ fn an_embedded_resource_counts_towards_the_prompt() {
     assert!(agent.finish().success());
 }
 
+/// What ZCode's V4 `toolCall` row keeps of a tool output (3.15.1 `bootstrap/src/
+/// zcode-protocol-v4/projection-rows.ts`, `buildToolOutput`): up to 64 KiB whole, else its first
+/// and last 32 KiB (each decoded on its own, as Node does) around "\n…\n".
+fn v4_row_text(text: &str) -> String {
+    const HALF: usize = 32 * 1024;
+    let bytes = text.as_bytes();
+    if bytes.len() <= 2 * HALF {
+        return text.to_owned();
+    }
+    let (head, tail) = (&bytes[..HALF], &bytes[bytes.len() - HALF..]);
+    format!("{}\n…\n{}", String::from_utf8_lossy(head), String::from_utf8_lossy(tail))
+}
+
+/// A client gets what a real ZCode gives it. The task protocol (3.11.2, 3.12.3) sends a tool's
+/// whole output: 1 MiB reaches the client whole, 5 MiB fails only its turn, naming the limit.
+/// A V4 ZCode (Desktop app-server, Services Server) cuts the output in the row to 32 KiB head
+/// and tail, and that is all a client can get.
 #[test]
 fn a_large_tool_output_reaches_the_client_and_one_over_the_limit_fails_only_its_turn() {
     let env = TestEnv::new();
@@ -135,15 +152,33 @@ fn a_large_tool_output_reaches_the_client_and_one_over_the_limit_fails_only_its_
             json!({"step": "text", "text": "done"}),
         ]
     };
+    let delivered = |agent: &Agent, bytes: usize| {
+        tool_content_text(&tool_updates(&agent.updates(&session), &format!("t{bytes}")))
+    };
     let fits = play(&mut agent, &env, &session, "fits.jsonl", &output(MIB));
     assert_eq!(agent.result_of(&fits, "a 1 MiB tool output")["stopReason"], "end_turn");
-    let updates = agent.updates(&session);
-    let delivered = tool_content_text(&tool_updates(&updates, &format!("t{MIB}")));
-    assert_eq!(delivered.len(), MIB, "the whole output reached the client");
+    if generation() == Generation::HostBridge {
+        assert_eq!(delivered(&agent, MIB).len(), MIB, "the whole output reached the client");
+    } else {
+        assert_eq!(delivered(&agent, MIB), v4_row_text(&"o".repeat(MIB)), "what the V4 row holds");
+    }
 
     let over = play(&mut agent, &env, &session, "over.jsonl", &output(LIMIT + MIB));
-    assert_refused_naming_the_limit(&agent, &over, "a tool output over the limit");
-    // The session goes on once ZCode has ended the stopped turn.
+    if generation() == Generation::HostBridge {
+        assert_refused_naming_the_limit(&agent, &over, "a tool output over the limit");
+    } else {
+        // V4 cuts the 5 MiB to 64 KiB before it leaves ZCode, and on Desktop the legacy
+        // `tool.updated` carrying it whole never reaches the session, so nothing here nears the
+        // limit: the turn ends normally with ZCode's cut, nothing else lost. The limit on what
+        // V4 sends back is still held by a diff and a history message over it (below).
+        let result = agent.result_of(&over, "a 5 MiB tool output");
+        assert_eq!(result["stopReason"], "end_turn");
+        let cut = v4_row_text(&"o".repeat(LIMIT + MIB));
+        assert_eq!(delivered(&agent, LIMIT + MIB), cut, "what the V4 row holds");
+        let replies = chunk_text(&agent.updates(&session), "agent_message_chunk");
+        assert_eq!(replies, "donedone", "both turns' replies");
+    }
+    // The session goes on (on the task protocol, once ZCode has ended the stopped turn).
     let again = agent.prompt_when_idle(&session, "sim:reply still here");
     assert_eq!(again["stopReason"], "end_turn");
     assert!(agent.finish().success());

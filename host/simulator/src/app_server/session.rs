@@ -20,6 +20,7 @@ use crate::common::clock::now_ms;
 use crate::common::turn::Stop;
 use crate::v4::availability::availability;
 use crate::v4::publisher::{Log, Publisher};
+use crate::v4::rows::tool_output;
 use crate::v4::wire::{DeliveryKind, Frame};
 
 /// Protocol-visible events a resident session keeps for `session/events` and replays.
@@ -498,7 +499,8 @@ pub fn rows_from_messages(messages: &[Value]) -> Vec<Value> {
                     if failed {
                         row["error"] = json!({"code": "tool_error", "message": state["error"]});
                     } else {
-                        row["output"] = json!({"text": state["output"]});
+                        let id = part["callId"].as_str().unwrap_or_default();
+                        row["output"] = tool_output(state["output"].as_str().unwrap_or(""), id);
                     }
                     row
                 }

@@ -2,12 +2,14 @@
 //! Desktop app-server and the Services Server both speak: the log a session publishes
 //! (`publisher.rs`), the physical wire frames carry it in (`wire.rs`), the command
 //! vocabulary and its admission (`commands.rs`), what a session allows (`availability.rs`),
-//! what it waits on the client for (`pending.rs`) and `forkAssistant`'s rows and cut
-//! (`fork.rs`). Each server adds only its transport and its own commands.
+//! what it waits on the client for (`pending.rs`), `forkAssistant`'s rows and cut
+//! (`fork.rs`) and what a tool row keeps of its output (`rows.rs`). Each server adds only its
+//! transport and its own commands.
 
 pub mod availability;
 pub mod commands;
 pub mod fork;
 pub mod pending;
 pub mod publisher;
+pub mod rows;
 pub mod wire;

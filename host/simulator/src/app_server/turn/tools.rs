@@ -443,7 +443,9 @@ impl Turn {
             "tool.updated",
             json!({"kind": "batch", "toolCallIds": [call_id], "successCount": 1, "errorCount": 0}),
         );
-        self.upsert_row(row, json!({"status": "success", "output": {"text": output}}));
+        // The V4 row keeps ZCode's cut of the output; the legacy event and the part keep it whole.
+        let cut = v4::rows::tool_output(&output, call_id);
+        self.upsert_row(row, json!({"status": "success", "output": cut}));
         let state = json!({"status": "completed", "input": object_or_empty(input), "output": output,
                            "title": title, "metadata": {}, "startedAt": started, "completedAt": now_ms()});
         self.push_tool_part(call_id, tool, state);

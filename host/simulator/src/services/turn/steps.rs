@@ -300,7 +300,8 @@ impl Turn {
             match &result {
                 Ok(value) => {
                     row["status"] = json!("success");
-                    row["output"] = json!({"text": output_text(value)});
+                    let id = row["toolCallId"].as_str().unwrap_or_default().to_owned();
+                    row["output"] = v4::rows::tool_output(&output_text(value), &id);
                 }
                 Err((code, message)) => {
                     row["status"] = json!("error");
