@@ -76,7 +76,7 @@ fn legacy_events_v4_carries_have_their_own_route() {
         "{own:?}"
     );
     // However the type is written: escaped, after the payload.
-    let escaped = br#"{"method":"session/event","params":{"payload":{},"type":"model.streaming","sessionId":"s1"}}
+    let escaped = br#"{"method":"session/event","params":{"payload":{},"type":"model.str\u0065aming","sessionId":"s1"}}
 "#;
     let inbound = conn.push(escaped).unwrap();
     assert!(matches!(&inbound[..], [Inbound::Event(e)] if e.route == "session/s1/v4-carried"));
