@@ -26,8 +26,9 @@ pub struct Usage {
 }
 
 impl Usage {
+    /// Reasoning is part of the output (`common::turn::TurnTokens`).
     pub fn total(&self) -> u64 {
-        self.input_tokens + self.output_tokens + self.reasoning_tokens
+        self.input_tokens + self.output_tokens
     }
 
     pub fn add(&mut self, other: &Usage) {

@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
-use super::scenario::{Effect, ToolCall, ToolOutcome};
+use super::scenario::{Effect, ToolCall, ToolOutcome, UsageOverride};
 
 /// Why a turn's steps stopped early.
 #[derive(Debug)]
@@ -101,9 +101,56 @@ impl ToolCall {
     }
 }
 
-/// `call_<16 hex>`, a tool call id the scripted model makes up.
+/// `call_<24 hex>`, a tool call id the scripted model makes up. ZCode passes on the provider's
+/// ids and fixes no length; 24 is what the quoted real tool turns carry (the Desktop 3.12.3
+/// live record, issue 25 [B]: `mappers/zcode-app-server/traces/probe-log-b-*.jsonl`).
 pub fn new_call_id() -> String {
-    format!("call_{}", &uuid::Uuid::new_v4().simple().to_string()[..16])
+    format!("call_{}", &uuid::Uuid::new_v4().simple().to_string()[..24])
+}
+
+/// What a turn used, in tokens, as a provider reports it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TurnTokens {
+    pub input: u64,
+    /// Everything the model wrote: text, reasoning and tool inputs.
+    pub output: u64,
+    /// The reasoning part of `output`.
+    pub reasoning: u64,
+    pub cache_read: u64,
+    pub cache_write: u64,
+}
+
+/// What a turn sent and wrote, counted while it ran.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TurnCounts {
+    /// The session's context when the turn began.
+    pub context_before: u64,
+    /// The turn's own input: prompt, attachments and injected guides.
+    pub prompt_tokens: u64,
+    pub model_requests: u64,
+    /// Text and tool-input characters.
+    pub output_chars: u64,
+    pub reasoning_chars: u64,
+}
+
+impl TurnCounts {
+    /// The estimate every generation on V4 reports, shaped like the real Desktop turn in probe
+    /// log [A] §11.4 (`turn.completed`): every model request is billed for the whole context
+    /// (16,743 input tokens for a 44-character prompt), the reasoning is inside `outputTokens`
+    /// (19 for a turn whose reasoning outweighs its one-word answer, with `reasoningTokens: 0`),
+    /// and the total is input plus output. A scenario's `usage` step overrides any count.
+    pub fn tokens(&self, chosen: UsageOverride) -> TurnTokens {
+        let requests = self.model_requests.max(1);
+        TurnTokens {
+            input: chosen.input.unwrap_or((self.context_before + self.prompt_tokens) * requests),
+            output: chosen
+                .output
+                .unwrap_or(chars_to_tokens(self.output_chars + self.reasoning_chars)),
+            reasoning: chosen.reasoning.unwrap_or(chars_to_tokens(self.reasoning_chars)),
+            cache_read: chosen.cache_read.unwrap_or(self.context_before),
+            cache_write: chosen.cache_creation.unwrap_or(self.prompt_tokens),
+        }
+    }
 }
 
 /// The text of a tool result (`content` when it is text).
@@ -237,6 +284,24 @@ mod tests {
         assert!(auto_approved("yolo", false, false, "Bash"));
         assert!(!auto_approved("yolo", true, false, "Bash"));
         assert!(auto_approved("build", true, true, "Bash"));
+    }
+
+    #[test]
+    fn usage_bills_every_request_for_the_context_and_counts_reasoning_as_output() {
+        let counts = TurnCounts {
+            context_before: 100,
+            prompt_tokens: 10,
+            model_requests: 2,
+            output_chars: 40,
+            reasoning_chars: 20,
+        };
+        let tokens = counts.tokens(UsageOverride::default());
+        let expected =
+            TurnTokens { input: 220, output: 15, reasoning: 5, cache_read: 100, cache_write: 10 };
+        assert_eq!(tokens, expected);
+        let chosen = UsageOverride { output: Some(7), ..UsageOverride::default() };
+        assert_eq!(counts.tokens(chosen).output, 7);
+        assert_eq!(new_call_id().len(), "call_".len() + 24);
     }
 
     #[test]

@@ -18,7 +18,7 @@ use super::Turn;
 use super::extra::Extra;
 use crate::common::clock::now_ms;
 use crate::common::scenario::{Condition, PlanApproval, Question};
-use crate::common::turn::{Halt, PLAN_QUESTION, StepResult, plan_questions};
+use crate::common::turn::{Halt, PLAN_QUESTION, StepResult, new_call_id, plan_questions};
 use crate::v4;
 
 /// The sentinel option of a free-text elicitation field.
@@ -141,10 +141,7 @@ impl Turn {
 
     /// `AskUserQuestion` through `interaction/requestUserInput`.
     pub(super) async fn question(&mut self, question: Question) -> StepResult {
-        let call_id = question
-            .call_id
-            .clone()
-            .unwrap_or_else(|| format!("call_{}", uuid::Uuid::new_v4().simple()));
+        let call_id = question.call_id.clone().unwrap_or_else(new_call_id);
         let tool = "AskUserQuestion";
         let questions: Vec<Value> = question.questions.iter().map(normalize_question).collect();
         let input = json!({"questions": questions});
@@ -220,7 +217,7 @@ impl Turn {
     /// `ExitPlanMode`: `requestUserInput` with the `plan_approval` schema. An approved plan
     /// leaves plan mode.
     pub(super) async fn plan_approval(&mut self, plan: PlanApproval) -> StepResult {
-        let call_id = format!("call_{}", uuid::Uuid::new_v4().simple());
+        let call_id = new_call_id();
         let tool = "ExitPlanMode";
         let input = json!({"plan": plan.plan});
         let row = self.announce_tool(&call_id, tool, &input, 1);
@@ -318,7 +315,7 @@ impl Turn {
     /// An MCP server's elicitation, relayed as `requestUserInput` with the
     /// `mcp_elicitation` schema; each schema field becomes one question.
     async fn elicit(&mut self) -> StepResult {
-        let call_id = format!("call_{}", uuid::Uuid::new_v4().simple());
+        let call_id = new_call_id();
         let tool = "mcp__sim__deploy";
         let input = json!({"target": "release"});
         let row = self.announce_tool(&call_id, tool, &input, 1);
@@ -379,7 +376,7 @@ impl Turn {
 
     /// `interaction/browserList`: which browser backends the Desktop can offer.
     async fn browser(&mut self) -> StepResult {
-        let call_id = format!("call_{}", uuid::Uuid::new_v4().simple());
+        let call_id = new_call_id();
         let tool = "Browser";
         let input = json!({"action": "list"});
         let row = self.announce_tool(&call_id, tool, &input, 1);
@@ -401,7 +398,7 @@ impl Turn {
 
     /// `interaction/requestOfficialMcpAuthHeaders`: the host signs an official MCP call.
     async fn mcp_auth(&mut self) -> StepResult {
-        let call_id = format!("call_{}", uuid::Uuid::new_v4().simple());
+        let call_id = new_call_id();
         let tool = "mcp__zcode__web_search";
         let input = json!({"query": "zcode"});
         let row = self.announce_tool(&call_id, tool, &input, 1);
@@ -437,7 +434,7 @@ impl Turn {
     /// (`automation/checkTaskBinding`, or `automation/list` where that method is missing),
     /// then `automation/create`. A failed check fails closed.
     async fn cron(&mut self) -> StepResult {
-        let call_id = format!("call_{}", uuid::Uuid::new_v4().simple());
+        let call_id = new_call_id();
         let tool = "CronCreate";
         let input = json!({"cron": "0 9 * * *", "prompt": "Summarise yesterday's commits", "title": "Daily summary"});
         let row = self.announce_tool(&call_id, tool, &input, 1);

@@ -28,7 +28,7 @@ use super::wire;
 use crate::common::clock::now_ms;
 use crate::common::fault::FaultKind;
 use crate::common::scenario::{Action, Condition, Scenario, UsageOverride};
-use crate::common::turn::{Halt, StepResult, estimate_tokens, failed};
+use crate::common::turn::{Halt, StepResult, TurnCounts, estimate_tokens, failed, title_from};
 use crate::v4::fork;
 
 /// The row a streaming text or reasoning part is appended to.
@@ -191,7 +191,7 @@ impl Turn {
             // issue 25 [A]).
             let turn_number = resident.record.turn_count;
             resident.record.turn_count += 1;
-            let title = resident.record.title.is_empty().then(|| first_line_title(&text));
+            let title = resident.record.title.is_empty().then(|| title_from(&text));
             if let Some(title) = &title {
                 resident.record.title = title.clone();
                 resident.record.title_source = Some("first_input".into());
@@ -659,15 +659,20 @@ impl Turn {
     // ── the end ──
 
     fn usage(&self) -> Usage {
-        let prompt_tokens = estimate_tokens(&self.start.text);
-        let requests = self.model_requests.max(1);
-        let chosen = self.usage_override;
+        let counts = TurnCounts {
+            context_before: self.context_before,
+            prompt_tokens: estimate_tokens(&self.start.text),
+            model_requests: self.model_requests,
+            output_chars: self.output_chars,
+            reasoning_chars: self.reasoning_chars,
+        };
+        let tokens = counts.tokens(self.usage_override);
         Usage {
-            input_tokens: chosen.input.unwrap_or((self.context_before + prompt_tokens) * requests),
-            output_tokens: chosen.output.unwrap_or(self.output_chars.div_ceil(4)),
-            reasoning_tokens: chosen.reasoning.unwrap_or(self.reasoning_chars.div_ceil(4)),
-            cache_read_tokens: chosen.cache_read.unwrap_or(self.context_before),
-            cache_creation_tokens: chosen.cache_creation.unwrap_or(prompt_tokens),
+            input_tokens: tokens.input,
+            output_tokens: tokens.output,
+            reasoning_tokens: tokens.reasoning,
+            cache_read_tokens: tokens.cache_read,
+            cache_creation_tokens: tokens.cache_write,
             model_request_count: self.model_requests,
             model_error_count: 0,
         }
@@ -742,10 +747,8 @@ impl Turn {
                 resident.record.messages.push(message);
             }
             resident.record.usage.add(&usage);
-            resident.record.context_used = self.context_before
-                + estimate_tokens(&self.start.text)
-                + usage.output_tokens
-                + usage.reasoning_tokens;
+            resident.record.context_used =
+                self.context_before + estimate_tokens(&self.start.text) + usage.output_tokens;
             resident.record.updated_at = now_ms();
             resident.turn = None;
             resident.last_phase = phase;
@@ -847,12 +850,6 @@ impl Turn {
     }
 }
 
-/// The first-input title: the prompt's first non-empty line, at most 80 characters.
-fn first_line_title(text: &str) -> String {
-    let line = text.lines().map(str::trim).find(|line| !line.is_empty()).unwrap_or_default();
-    line.chars().take(80).collect()
-}
-
 /// Writes `bytes` of stack-trace lines to stderr in one go, blocking until they are taken (the
 /// `stderr-flood` fault): while a host does not read them the turn cannot go on.
 fn stderr_flood(bytes: u64) {
@@ -865,16 +862,4 @@ fn stderr_flood(bytes: u64) {
     let mut stderr = std::io::stderr().lock();
     let _ = stderr.write_all(text.as_bytes());
     let _ = stderr.flush();
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn titles_come_from_the_first_non_empty_line() {
-        assert_eq!(first_line_title("\n  hello world  \nmore"), "hello world");
-        assert_eq!(first_line_title(&"x".repeat(100)).len(), 80);
-        assert_eq!(first_line_title(""), "");
-    }
 }

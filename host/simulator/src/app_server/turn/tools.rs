@@ -10,8 +10,8 @@ use super::super::wire::CLIENT_REQUEST_NO_CLIENT;
 use super::Turn;
 use super::ask::{Answer, Interaction};
 use crate::common::clock::now_ms;
-use crate::common::scenario::{Condition, ToolCall, ToolOutcome};
-use crate::common::turn::{Halt, StepResult, output_text};
+use crate::common::scenario::{Condition, ToolCall};
+use crate::common::turn::{Halt, StepResult, new_call_id, output_text};
 use crate::v4;
 
 /// Tools that only read: no mode asks before them.
@@ -103,10 +103,6 @@ fn offered_response(options: &Value, option_id: Option<&str>) -> Option<Value> {
     })
 }
 
-fn new_call_id() -> String {
-    format!("call_{}", uuid::Uuid::new_v4().simple())
-}
-
 impl Turn {
     pub(super) async fn tool(&mut self, call: ToolCall) -> StepResult {
         let call_id = call.call_id.clone().unwrap_or_else(new_call_id);
@@ -192,6 +188,7 @@ impl Turn {
         self.close_row();
         self.tool_calls += 1;
         let text = input.to_string();
+        self.output_chars += text.chars().count() as u64;
         self.stream_event(
             json!({"kind": "tool_input_start", "toolCallId": call_id, "toolName": tool}),
         );
@@ -391,16 +388,7 @@ impl Turn {
             self.event("tool.updated", payload);
             tokio::task::yield_now().await;
         }
-        let natural = match &call.effect {
-            Some(effect) => effect.apply(&self.workspace),
-            None => Ok(json!({"content": "ok"})),
-        };
-        let outcome = match &call.outcome {
-            ToolOutcome::Default => natural,
-            ToolOutcome::Result(value) => natural.map(|_| value.clone()),
-            ToolOutcome::Error(message) => Err(message.clone()),
-        };
-        match outcome {
+        match call.result(&self.workspace) {
             Ok(result) => self.tool_succeeded(call_id, tool, title, input, row, result, started),
             Err(message) => {
                 self.tool_failed(call_id, tool, input, row, "ToolExecutionFailed", &message)

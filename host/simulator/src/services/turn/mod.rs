@@ -18,7 +18,9 @@ pub use history::{history_count, prepend as prepend_big_history};
 
 use crate::common::clock::now_ms;
 use crate::common::scenario::{Condition, Scenario, UsageOverride};
-use crate::common::turn::{Halt, StepResult, Stop, estimate_tokens, failed, title_from};
+use crate::common::turn::{
+    Halt, StepResult, Stop, TurnCounts, estimate_tokens, failed, title_from,
+};
 use crate::services::commands;
 use crate::services::conversation::{Batch, Conversation, Input, Interrupt, Key, TurnHandle};
 use crate::services::fault::Fault;
@@ -105,11 +107,8 @@ struct Turn {
     started_at: u64,
     interrupt: Stop<Interrupt>,
     last_outcome: Option<Condition>,
-    prompt_tokens: u64,
-    output_chars: u64,
-    reasoning_chars: u64,
+    counts: TurnCounts,
     usage_override: UsageOverride,
-    context_before: u64,
     /// Rows still streaming, settled at the end if the turn stops first.
     open_rows: Vec<u64>,
     /// Guide inputs injected so far (each opens a work segment).
@@ -182,11 +181,13 @@ impl Turn {
             started_at: now,
             interrupt: Stop(interrupt),
             last_outcome: None,
-            prompt_tokens: estimate_tokens(&input.text) + attachment_tokens,
-            output_chars: 0,
-            reasoning_chars: 0,
+            counts: TurnCounts {
+                context_before,
+                prompt_tokens: estimate_tokens(&input.text) + attachment_tokens,
+                model_requests: 1,
+                ..TurnCounts::default()
+            },
             usage_override: UsageOverride::default(),
-            context_before,
             open_rows: Vec::new(),
             segments: Vec::new(),
         }
@@ -266,7 +267,7 @@ impl Turn {
             row["rootSourceCommandId"] = json!(input.command_id);
             row["clientId"] = json!(input.client_id);
             conversation.append_row(&mut batch, row);
-            self.prompt_tokens += estimate_tokens(&input.text);
+            self.counts.prompt_tokens += estimate_tokens(&input.text);
             let now = now_ms();
             if self.segments.is_empty() {
                 self.segments.push(json!({"segmentId": format!("{}-seg-1", self.turn_id),
@@ -286,16 +287,6 @@ impl Turn {
         });
         conversation.patch(&mut batch, &[Key::Queue]);
         conversation.commit(batch);
-    }
-
-    fn usage(&self) -> (u64, u64, u64, u64) {
-        let chosen = self.usage_override;
-        let input = chosen.input.unwrap_or(self.prompt_tokens);
-        let output = chosen.output.unwrap_or(self.output_chars.div_ceil(4));
-        let reasoning = chosen.reasoning.unwrap_or(self.reasoning_chars.div_ceil(4));
-        let cache_read = chosen.cache_read.unwrap_or(self.context_before);
-        let cache_write = chosen.cache_creation.unwrap_or(input);
-        (input, output + reasoning, cache_read, cache_write)
     }
 
     /// Ends the turn: settles open rows and the header, adds the usage, frees the session,
@@ -320,7 +311,7 @@ impl Turn {
             Halt::Completed(_) => ("completedSuccess", "completedSuccess", None),
             Halt::Failed { message, .. } => ("failed", "error", Some(message.clone())),
         };
-        let (input, output, cache_read, cache_write) = self.usage();
+        let tokens = self.counts.tokens(self.usage_override);
         let now = now_ms();
         let shared = self.shared.clone();
         let mut conversation = shared.lock().expect("conversation lock");
@@ -338,7 +329,7 @@ impl Turn {
             header["state"] = json!(header_state);
             header["endedAt"] = json!(now);
             header["activeMs"] = json!(active_ms);
-            header["outputTokens"] = json!(output);
+            header["outputTokens"] = json!(tokens.output);
         });
         // A success marks the turn's last answer as a fork target and sends it again, after the
         // header and before the control patch (`v4/fork.rs`).
@@ -346,11 +337,11 @@ impl Turn {
             conversation.publisher.mark_stable_answer(&mut batch, &self.turn_id);
         }
         let usage = &mut conversation.record.usage;
-        usage.input_tokens += input;
-        usage.output_tokens += output;
-        usage.cache_read_tokens += cache_read;
-        usage.cache_write_tokens += cache_write;
-        conversation.record.context_used += input + output;
+        usage.input_tokens += tokens.input;
+        usage.output_tokens += tokens.output;
+        usage.cache_read_tokens += tokens.cache_read;
+        usage.cache_write_tokens += tokens.cache_write;
+        conversation.record.context_used += self.counts.prompt_tokens + tokens.output;
         conversation.record.phase = phase.into();
         conversation.record.last_error = match error {
             None => Value::Null,

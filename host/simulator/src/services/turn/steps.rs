@@ -141,9 +141,9 @@ impl Turn {
             self.publish(|conversation, batch| conversation.stream_row(batch, row, "text", chunk));
             let chars = chunk.chars().count() as u64;
             if kind == "reasoning" {
-                self.reasoning_chars += chars;
+                self.counts.reasoning_chars += chars;
             } else {
-                self.output_chars += chars;
+                self.counts.output_chars += chars;
             }
             if index == middle {
                 self.fault_point("stream").await?;
@@ -174,7 +174,7 @@ impl Turn {
                     conversation.stream_row(batch, row, "text", chunk);
                 }
             });
-            self.output_chars += (end - emitted) * chunk.chars().count() as u64;
+            self.counts.output_chars += (end - emitted) * chunk.chars().count() as u64;
             emitted = end;
             if emitted == middle {
                 self.fault_point("stream").await?;
@@ -245,7 +245,7 @@ impl Turn {
 
     fn announce_tool(&mut self, call_id: &str, name: &str, input: &Value, chunks: usize) -> u64 {
         let input_text = input.to_string();
-        self.output_chars += input_text.chars().count() as u64;
+        self.counts.output_chars += input_text.chars().count() as u64;
         let mut row = self.row("toolCall", format!("tool:{call_id}"));
         row["assistantResponseId"] = json!(self.response_id);
         row["toolCallId"] = json!(call_id);
@@ -285,6 +285,8 @@ impl Turn {
     }
 
     fn end_tool(&mut self, row: u64, result: Result<Value, (&str, String)>) {
+        // The tool's result goes back to the model in a request of its own.
+        self.counts.model_requests += 1;
         let mut conversation = self.conversation();
         let was_running = conversation.turn.as_ref().is_some_and(|turn| turn.tool_running);
         if let Some(turn) = conversation.turn.as_mut() {

@@ -481,18 +481,3 @@ fn dispose_workspace(host: &Host, params: &Params) -> Result<Value, String> {
     }
     Ok(Value::Null)
 }
-
-#[cfg(test)]
-mod tests {
-    use super::title_from;
-
-    #[test]
-    fn titles_come_from_the_first_line() {
-        assert_eq!(title_from("\n  Fix   the build \nmore"), "Fix the build");
-        assert_eq!(title_from(""), "New session");
-        let long = "word ".repeat(40);
-        let title = title_from(&long);
-        assert_eq!(title.chars().count(), 60);
-        assert!(title.ends_with('…'));
-    }
-}
