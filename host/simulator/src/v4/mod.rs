@@ -3,8 +3,8 @@
 //! (`publisher.rs`), the physical wire frames carry it in (`wire.rs`), the command
 //! vocabulary and its admission (`commands.rs`), what a session allows (`availability.rs`),
 //! what it waits on the client for (`pending.rs`), `forkAssistant`'s rows and cut
-//! (`fork.rs`) and what a tool row keeps of its output (`rows.rs`). Each server adds only its
-//! transport and its own commands.
+//! (`fork.rs`), what a tool row keeps of its output (`rows.rs`) and the rows a turn writes
+//! (`turn.rs`). Each server adds only its transport, its own commands and its turn's script.
 
 pub mod availability;
 pub mod commands;
@@ -12,4 +12,5 @@ pub mod fork;
 pub mod pending;
 pub mod publisher;
 pub mod rows;
+pub mod turn;
 pub mod wire;

@@ -25,6 +25,7 @@ use crate::services::commands;
 use crate::services::conversation::{Batch, Conversation, Input, Interrupt, Key, TurnHandle};
 use crate::services::fault::Fault;
 use crate::services::server::{Frozen, Server, Shared};
+use crate::v4::turn::TurnRows;
 
 /// Makes sure the session's inputs run (one driver per session).
 pub fn drive(server: Arc<Server>, shared: Shared) {
@@ -100,10 +101,9 @@ struct Turn {
     server: Arc<Server>,
     shared: Shared,
     workspace: PathBuf,
-    turn_id: String,
+    rows: TurnRows,
     header_row: u64,
     input_entity: String,
-    response_id: String,
     started_at: u64,
     interrupt: Stop<Interrupt>,
     last_outcome: Option<Condition>,
@@ -174,8 +174,10 @@ impl Turn {
             server,
             shared,
             workspace,
-            response_id: format!("resp_{}", uuid::Uuid::new_v4().simple()),
-            turn_id,
+            rows: TurnRows {
+                turn_id,
+                response_id: format!("resp_{}", uuid::Uuid::new_v4().simple()),
+            },
             header_row,
             input_entity,
             started_at: now,
@@ -220,11 +222,6 @@ impl Turn {
         result
     }
 
-    /// Row fields every row of this turn carries.
-    fn row(&self, kind: &str, entity: String) -> Value {
-        json!({"kind": kind, "turnId": self.turn_id, "productTurnId": self.turn_id, "entityId": entity})
-    }
-
     /// Fires the faults armed for `point`.
     async fn fault_point(&mut self, point: &str) -> StepResult {
         let topic = self.topic();
@@ -259,7 +256,7 @@ impl Turn {
         for item in guides {
             let input = commands::input_of(&item);
             let entity = format!("input:{}", input.command_id);
-            let mut row = self.row("userInput", entity.clone());
+            let mut row = self.rows.row("userInput", entity.clone());
             row["text"] = json!(input.text);
             row["origin"] = json!("realUser");
             row["guided"] = json!(true);
@@ -270,13 +267,13 @@ impl Turn {
             self.counts.prompt_tokens += estimate_tokens(&input.text);
             let now = now_ms();
             if self.segments.is_empty() {
-                self.segments.push(json!({"segmentId": format!("{}-seg-1", self.turn_id),
+                self.segments.push(json!({"segmentId": format!("{}-seg-1", self.rows.turn_id),
                                           "triggerEntityId": self.input_entity, "startedAt": self.started_at}));
             }
             if let Some(last) = self.segments.last_mut() {
                 last["endedAt"] = json!(now);
             }
-            let segment_id = format!("{}-seg-{}", self.turn_id, self.segments.len() + 1);
+            let segment_id = format!("{}-seg-{}", self.rows.turn_id, self.segments.len() + 1);
             self.segments.push(
                 json!({"segmentId": segment_id, "triggerEntityId": entity, "startedAt": now}),
             );
@@ -334,7 +331,7 @@ impl Turn {
         // A success marks the turn's last answer as a fork target and sends it again, after the
         // header and before the control patch (`v4/fork.rs`).
         if header_state == "completedSuccess" {
-            conversation.publisher.mark_stable_answer(&mut batch, &self.turn_id);
+            conversation.publisher.mark_stable_answer(&mut batch, &self.rows.turn_id);
         }
         let usage = &mut conversation.record.usage;
         usage.input_tokens += tokens.input;

@@ -9,7 +9,7 @@ use super::Turn;
 use crate::common::clock::now_ms;
 use crate::common::scenario::{
     Action, Condition, Permission, PlanApproval, PlanSource, Question, ToolCall,
-    default_permission_options, split_chars,
+    default_permission_options,
 };
 use crate::common::turn::{
     Halt, PLAN_QUESTION, StepResult, Verdict, answers_summary, auto_approved, failed, new_call_id,
@@ -101,26 +101,17 @@ impl Turn {
     }
 
     fn open_row(&mut self, kind: &str) -> u64 {
-        let mut row = self.row(kind, format!("{kind}:{}", uuid::Uuid::new_v4().simple()));
-        row["assistantResponseId"] = json!(self.response_id);
-        row["text"] = json!("");
-        row["state"] = json!("streaming");
-        if kind == "assistantText" {
-            row["model"] = json!(self.conversation().record.config.model_id);
-        }
-        let id = self.publish(|conversation, batch| conversation.append_row(batch, row));
+        let model = json!(self.conversation().record.config.model_id);
+        let id = self.publish(|conversation, batch| {
+            self.rows.open_text(&mut conversation.publisher, batch, kind, Some(model))
+        });
         self.open_rows.push(id);
         id
     }
 
     fn close_row(&mut self, row: u64, started: u64) {
         self.publish(|conversation, batch| {
-            conversation.upsert_row(batch, row, |row| {
-                row["state"] = json!("complete");
-                if row["kind"] == "reasoning" {
-                    row["durationMs"] = json!(now_ms().saturating_sub(started));
-                }
-            })
+            v4::turn::close_text(&mut conversation.publisher, batch, row, started)
         });
         self.open_rows.retain(|open| *open != row);
     }
@@ -226,15 +217,9 @@ impl Turn {
             if let Err(halt) = self.interrupt.check() {
                 return self.cancel_tool(row, halt);
             }
-            let message = progress.get("message").and_then(Value::as_str).map(str::to_owned);
+            let message = progress.get("message").and_then(Value::as_str);
             self.publish(|conversation, batch| {
-                conversation.upsert_row(batch, row, |row| {
-                    let mut entry = json!({"updatedAt": now_ms()});
-                    if let Some(message) = message {
-                        entry["message"] = json!(message);
-                    }
-                    row["progress"] = entry;
-                })
+                v4::turn::tool_progress(&mut conversation.publisher, batch, row, message)
             });
             tokio::task::yield_now().await;
         }
@@ -244,95 +229,52 @@ impl Turn {
     }
 
     fn announce_tool(&mut self, call_id: &str, name: &str, input: &Value, chunks: usize) -> u64 {
-        let input_text = input.to_string();
-        self.counts.output_chars += input_text.chars().count() as u64;
-        let mut row = self.row("toolCall", format!("tool:{call_id}"));
-        row["assistantResponseId"] = json!(self.response_id);
-        row["toolCallId"] = json!(call_id);
-        row["toolName"] = json!(name);
-        row["status"] = json!("inputStreaming");
-        row["inputText"] = json!("");
-        row["startedAt"] = json!(now_ms());
-        let mut conversation = self.conversation();
-        let mut batch = Batch::default();
-        let id = conversation.append_row(&mut batch, row);
-        let piece = input_text.chars().count().div_ceil(chunks.max(1)).max(1);
-        for delta in split_chars(&input_text, piece) {
-            conversation.stream_row(&mut batch, id, "inputText", &delta);
-        }
-        let input = input.clone();
-        conversation.upsert_row(&mut batch, id, |row| row["input"] = input);
-        conversation.commit(batch);
-        id
+        self.counts.output_chars += input.to_string().chars().count() as u64;
+        self.publish(|conversation, batch| {
+            let log = &mut conversation.publisher;
+            self.rows.announce_tool(log, batch, call_id, name, input, chunks)
+        })
     }
 
     fn run_tool(&mut self, row: u64, input: &Value) {
-        let input = input.clone();
-        let mut conversation = self.conversation();
-        if let Some(turn) = conversation.turn.as_mut() {
-            turn.tool_running = true;
-        }
-        let mut batch = Batch::default();
-        conversation.upsert_row(&mut batch, row, |row| {
-            row["status"] = json!("running");
-            row["input"] = input;
-            if let Some(fields) = row.as_object_mut() {
-                fields.remove("approvalInteractionId");
+        self.publish(|conversation, batch| {
+            if let Some(turn) = conversation.turn.as_mut() {
+                turn.tool_running = true;
             }
+            v4::turn::run_tool(&mut conversation.publisher, batch, row, input);
+            conversation.patch(batch, &[Key::Control]);
         });
-        conversation.patch(&mut batch, &[Key::Control]);
-        conversation.commit(batch);
     }
 
     fn end_tool(&mut self, row: u64, result: Result<Value, (&str, String)>) {
         // The tool's result goes back to the model in a request of its own.
         self.counts.model_requests += 1;
-        let mut conversation = self.conversation();
-        let was_running = conversation.turn.as_ref().is_some_and(|turn| turn.tool_running);
-        if let Some(turn) = conversation.turn.as_mut() {
-            turn.tool_running = false;
-        }
-        let mut batch = Batch::default();
-        conversation.upsert_row(&mut batch, row, |row| {
-            if let Some(fields) = row.as_object_mut() {
-                fields.remove("progress");
-                fields.remove("approvalInteractionId");
-            }
-            row["endedAt"] = json!(now_ms());
-            match &result {
-                Ok(value) => {
-                    row["status"] = json!("success");
-                    let id = row["toolCallId"].as_str().unwrap_or_default().to_owned();
-                    row["output"] = v4::rows::tool_output(&output_text(value), &id);
-                }
-                Err((code, message)) => {
-                    row["status"] = json!("error");
-                    row["error"] = json!({"code": code, "message": message});
-                }
+        let text = result.as_ref().map(output_text);
+        let result = match &text {
+            Ok(text) => Ok(text.as_str()),
+            Err((code, message)) => Err((*code, message.as_str())),
+        };
+        self.publish(|conversation, batch| {
+            let was_running = conversation
+                .turn
+                .as_mut()
+                .is_some_and(|turn| std::mem::replace(&mut turn.tool_running, false));
+            v4::turn::end_tool(&mut conversation.publisher, batch, row, result);
+            if was_running {
+                conversation.patch(batch, &[Key::Control]);
             }
         });
-        if was_running {
-            conversation.patch(&mut batch, &[Key::Control]);
-        }
-        conversation.commit(batch);
     }
 
     /// A stop while the tool waited or ran: the row ends `cancelled`, then the turn.
     fn cancel_tool(&mut self, row: u64, halt: Halt) -> StepResult {
         if let Halt::Cancelled = halt {
-            let mut conversation = self.conversation();
-            if let Some(turn) = conversation.turn.as_mut() {
-                turn.tool_running = false;
-            }
-            let mut batch = Batch::default();
-            conversation.upsert_row(&mut batch, row, |row| {
-                row["status"] = json!("cancelled");
-                row["endedAt"] = json!(now_ms());
-                if let Some(fields) = row.as_object_mut() {
-                    fields.remove("progress");
+            self.publish(|conversation, batch| {
+                if let Some(turn) = conversation.turn.as_mut() {
+                    turn.tool_running = false;
                 }
+                v4::turn::cancel_tool(&mut conversation.publisher, batch, row);
             });
-            conversation.commit(batch);
         }
         Err(halt)
     }
@@ -361,10 +303,7 @@ impl Turn {
             conversation.waiting.insert(id.clone(), Waiting { expect, reply });
             let mut batch = Batch::default();
             if interaction["kind"] == "permission" {
-                conversation.upsert_row(&mut batch, row, |row| {
-                    row["status"] = json!("pendingApproval");
-                    row["approvalInteractionId"] = json!(id);
-                });
+                v4::turn::await_approval(&mut conversation.publisher, &mut batch, row, &id);
             }
             conversation.patch(&mut batch, &[Key::Pending]);
             conversation.commit(batch);
