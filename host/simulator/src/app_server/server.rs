@@ -25,7 +25,7 @@ use super::wire::{self, ProtocolError};
 use crate::common::clock::now_ms;
 use crate::common::output::Output;
 use crate::common::process::{ScenarioOptions, number};
-use crate::v4::publisher::Batch;
+use crate::v4::publisher::{Batch, Publisher};
 
 /// Settings read once from the environment.
 pub struct Options {
@@ -173,15 +173,28 @@ impl State {
 
     /// Applies V4 deltas to the session's projection and delivers the frames.
     pub fn v4(&mut self, session_id: &str, deltas: Vec<Value>) {
-        let Some(resident) = self.sessions.get_mut(session_id) else { return };
+        self.v4_with(session_id, |log, batch| {
+            for delta in deltas {
+                log.stage(batch, delta);
+            }
+        });
+    }
+
+    /// Deltas `write` stages into the session's log (`v4::turn`), sent as one frame; `None`
+    /// when the session is gone.
+    pub fn v4_with<R>(
+        &mut self,
+        session_id: &str,
+        write: impl FnOnce(&mut Publisher, &mut Batch) -> R,
+    ) -> Option<R> {
+        let resident = self.sessions.get_mut(session_id)?;
         let mut batch = Batch::default();
-        for delta in deltas {
-            resident.publisher.stage(&mut batch, delta);
-        }
+        let result = write(&mut resident.publisher, &mut batch);
         let frames = resident.publisher.commit(batch);
         let notifications: Vec<String> =
             frames.into_iter().filter_map(|frame| self.gateway.deliver(frame)).collect();
         self.notify_texts(notifications);
+        Some(result)
     }
 
     /// `state.updated` V4 patch of the given A-zone keys.

@@ -145,6 +145,7 @@ impl Publisher {
         self.log.rows.binary_search_by_key(&row_id, |row| row["rowId"].as_u64().unwrap_or(0))
     }
 
+    #[cfg(test)]
     pub fn row(&self, row_id: u64) -> Option<&Value> {
         self.row_index(row_id).ok().map(|index| &self.log.rows[index])
     }

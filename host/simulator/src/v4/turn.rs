@@ -29,10 +29,10 @@ impl TurnRows {
         &self,
         log: &mut Publisher,
         batch: &mut Batch,
-        kind: &str,
+        (kind, entity): (&str, String),
         model: Option<Value>,
     ) -> u64 {
-        let mut row = self.row(kind, format!("{kind}:{}", uuid::Uuid::new_v4().simple()));
+        let mut row = self.row(kind, entity);
         row["assistantResponseId"] = json!(self.response_id);
         row["text"] = json!("");
         row["state"] = json!("streaming");
@@ -68,6 +68,28 @@ impl TurnRows {
         let input = input.clone();
         log.upsert_row(batch, id, |row| row["input"] = input);
         id
+    }
+
+    /// Closes the turn's header in its final `state`; a success also marks the turn's last
+    /// answer as a fork target and sends it again (`fork.rs`).
+    pub fn close(
+        &self,
+        log: &mut Publisher,
+        batch: &mut Batch,
+        header: u64,
+        state: &str,
+        (started_at, output_tokens): (u64, u64),
+    ) {
+        let now = now_ms();
+        log.upsert_row(batch, header, |row| {
+            row["state"] = json!(state);
+            row["endedAt"] = json!(now);
+            row["activeMs"] = json!(now.saturating_sub(started_at));
+            row["outputTokens"] = json!(output_tokens);
+        });
+        if state == "completedSuccess" {
+            log.mark_stable_answer(batch, &self.turn_id);
+        }
     }
 }
 

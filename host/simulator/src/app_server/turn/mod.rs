@@ -22,18 +22,21 @@ use super::messages::{self, AssistantInfo, Tokens};
 use super::reverse::{ClientError, ClientRequest};
 use super::schemas;
 use super::server::{MALFORMED_LINE, Server, State};
-use super::session::{Resident, TurnStart, row_base, with};
+use super::session::{Resident, TurnStart, with};
 use super::store::Usage;
 use super::wire;
 use crate::common::clock::now_ms;
 use crate::common::fault::FaultKind;
 use crate::common::scenario::{Action, Condition, Scenario, UsageOverride};
 use crate::common::turn::{Halt, StepResult, TurnCounts, estimate_tokens, failed, title_from};
-use crate::v4::fork;
+use crate::v4;
+use crate::v4::publisher::{Batch, Publisher};
+use crate::v4::turn::TurnRows;
 
 /// The row a streaming text or reasoning part is appended to.
 struct OpenRow {
     row_id: u64,
+    started: u64,
 }
 
 struct Turn {
@@ -41,6 +44,8 @@ struct Turn {
     start: TurnStart,
     workspace: PathBuf,
     assistant_id: String,
+    /// The V4 rows of the turn; their response is the assistant message.
+    rows: TurnRows,
     parts: Vec<Value>,
     open_row: Option<OpenRow>,
     last_outcome: Option<Condition>,
@@ -69,11 +74,14 @@ async fn run_one(server: Arc<Server>, start: TurnStart) -> Option<TurnStart> {
         let resident = state.sessions.get(&start.session_id)?;
         (PathBuf::from(resident.record.workspace_path()), resident.record.context_used)
     };
+    let assistant_id = messages::new_id("msg");
+    let rows = TurnRows { turn_id: start.turn_id.clone(), response_id: assistant_id.clone() };
     let mut turn = Turn {
         server,
         start,
         workspace,
-        assistant_id: messages::new_id("msg"),
+        assistant_id,
+        rows,
         parts: Vec::new(),
         open_row: None,
         last_outcome: None,
@@ -139,46 +147,21 @@ impl Turn {
         self.state().event(self.session_id(), Some(&turn_id), kind, payload);
     }
 
-    /// V4 deltas of this session.
-    fn v4(&self, deltas: Vec<Value>) {
-        self.state().v4(self.session_id(), deltas);
-    }
-
     fn v4_patch(&self, keys: &[&str]) {
         self.state().v4_patch(self.session_id(), keys);
+    }
+
+    /// Rows of this turn (`v4::turn`), in one frame.
+    fn v4_rows<R>(
+        &self,
+        write: impl FnOnce(&TurnRows, &mut Publisher, &mut Batch) -> R,
+    ) -> Option<R> {
+        self.state().v4_with(self.session_id(), |log, batch| write(&self.rows, log, batch))
     }
 
     /// Changes the resident session, if it is still resident.
     fn resident<R>(&self, change: impl FnOnce(&mut Resident) -> R) -> Option<R> {
         self.state().sessions.get_mut(self.session_id()).map(change)
-    }
-
-    /// A new V4 row of this turn with the given kind-specific fields.
-    fn new_row(&self, kind: &str, entity: &str, fields: Value) -> (u64, Value) {
-        let turn_id = &self.start.turn_id;
-        self.resident(|resident| {
-            let (row_id, seq) = (resident.publisher.next_row_id(), resident.publisher.log.seq);
-            (row_id, with(row_base(row_id, turn_id, entity, seq, kind), fields))
-        })
-        .unwrap_or((0, Value::Null))
-    }
-
-    /// Appends a new V4 row of this turn; returns its id.
-    fn append_row(&self, kind: &str, entity: &str, fields: Value) -> u64 {
-        let (row_id, row) = self.new_row(kind, entity, fields);
-        self.v4(vec![json!({"op": "row.appended", "row": row})]);
-        row_id
-    }
-
-    fn row(&self, row_id: u64) -> Option<Value> {
-        let state = self.state();
-        state.sessions.get(self.session_id())?.publisher.row(row_id).cloned()
-    }
-
-    fn upsert_row(&self, row_id: u64, fields: Value) {
-        if let Some(row) = self.row(row_id) {
-            self.v4(vec![json!({"op": "row.upserted", "row": with(row, fields)})]);
-        }
     }
 
     fn begin(&mut self) {
@@ -222,22 +205,18 @@ impl Turn {
             started["intent"] = json!({"sourceCommandId": command});
         }
         self.event("turn.started", started);
-        let (header_id, header) = self.new_row(
-            "turnHeader",
-            &format!("{}:turn", self.start.turn_id),
-            json!({"origin": "userInput", "executionKind": "agent", "state": "running",
-                   "startedAt": self.started_at}),
-        );
-        self.turn_row = header_id;
-        let (_, input) = self.new_row(
-            "userInput",
-            &self.start.message_id,
-            json!({"origin": "realUser", "text": text}),
-        );
-        self.v4(vec![
-            json!({"op": "row.appended", "row": header}),
-            json!({"op": "row.appended", "row": input}),
-        ]);
+        let header = json!({"origin": "userInput", "executionKind": "agent", "state": "running",
+                            "startedAt": self.started_at});
+        let input = json!({"origin": "realUser", "text": text});
+        let (header_entity, input_entity) =
+            (format!("{}:turn", self.start.turn_id), self.start.message_id.clone());
+        let header_row = self.v4_rows(|rows, log, batch| {
+            let header_row =
+                log.append_row(batch, with(rows.row("turnHeader", header_entity), header));
+            log.append_row(batch, with(rows.row("userInput", input_entity), input));
+            header_row
+        });
+        self.turn_row = header_row.unwrap_or_default();
     }
 
     async fn step(&mut self, action: Action) -> StepResult {
@@ -307,10 +286,10 @@ impl Turn {
         let kind = if part == "text" { "text_delta" } else { "reasoning_delta" };
         let row_kind = if part == "text" { "assistantText" } else { "reasoning" };
         let part_id = messages::new_id("prt");
-        let fields =
-            json!({"assistantResponseId": self.assistant_id, "text": "", "state": "streaming"});
-        let row_id = self.append_row(row_kind, &part_id, fields);
-        self.open_row = Some(OpenRow { row_id });
+        let row = (row_kind, part_id.clone());
+        let row_id = self.v4_rows(|rows, log, batch| rows.open_text(log, batch, row, None));
+        let row_id = row_id.unwrap_or_default();
+        self.open_row = Some(OpenRow { row_id, started: now_ms() });
         if part == "reasoning" {
             self.stream_event(json!({"kind": "reasoning_start", "partId": part_id}));
         }
@@ -332,10 +311,8 @@ impl Turn {
             let (session_id, turn_id) = (self.session_id(), self.start.turn_id.as_str());
             self.state().batch(|state| {
                 state.event(session_id, Some(turn_id), "model.streaming", payload);
-                state.v4(
-                    session_id,
-                    vec![json!({"op": "row.delta", "rowId": row_id, "path": "text", "append": chunk})],
-                );
+                state
+                    .v4_with(session_id, |log, batch| log.stream_row(batch, row_id, "text", chunk));
             });
             self.append_text(part, &part_id, chunk);
             if index == middle {
@@ -365,8 +342,8 @@ impl Turn {
     }
 
     fn close_row(&mut self) {
-        if let Some(open) = self.open_row.take() {
-            self.upsert_row(open.row_id, json!({"state": "complete"}));
+        if let Some(OpenRow { row_id, started }) = self.open_row.take() {
+            self.v4_rows(|_, log, batch| v4::turn::close_text(log, batch, row_id, started));
         }
     }
 
@@ -536,8 +513,10 @@ impl Turn {
                 resident.record.messages.push(message);
                 resident.revision += 1;
             });
-            let fields = json!({"origin": "realUser", "text": item.text});
-            self.append_row("userInput", &message_id, fields);
+            let input = json!({"origin": "realUser", "text": item.text});
+            self.v4_rows(|rows, log, batch| {
+                log.append_row(batch, with(rows.row("userInput", message_id.clone()), input))
+            });
             inputs.push(json!({"pendingInputId": item.input_id, "messageId": message_id,
                                "text": item.text, "delivery": "guide",
                                "intent": {"sourceCommandId": item.command_id}}));
@@ -808,23 +787,8 @@ impl Turn {
         // The context usage is the model's (ModelComplete), before the turn closes its header
         // (TurnComplete); the control state follows the close.
         state.v4_patch(sid, &["usage"]);
-        let header_row = state.sessions.get(sid).and_then(|r| r.publisher.row(self.turn_row));
-        if let Some(row) = header_row.cloned() {
-            let closed = with(row, json!({"state": header}));
-            state.v4(sid, vec![json!({"op": "row.upserted", "row": closed})]);
-        }
-        // A success marks the turn's last answer as a fork target and sends it again, after the
-        // header and before the control patch (`v4/fork.rs`).
-        if header == "completedSuccess" {
-            let answer = state.sessions.get(sid).and_then(|resident| {
-                let row = fork::stable_answer_of(resident.publisher.rows(), &turn_id)?;
-                resident.publisher.row(row).cloned()
-            });
-            if let Some(mut row) = answer {
-                fork::mark(&mut row);
-                state.v4(sid, vec![json!({"op": "row.upserted", "row": row})]);
-            }
-        }
+        let close = (self.turn_row, (self.started_at, usage.output_tokens));
+        state.v4_with(sid, |log, batch| self.rows.close(log, batch, close.0, header, close.1));
         state.v4_patch(
             sid,
             &["control", "availability", "inputRouting", "queue", "pendingInteractions"],

@@ -208,15 +208,12 @@ impl Turn {
                    "assistantMessageId": self.assistant_id, "inputOmitted": true,
                    "inputByteLength": text.len(), "inputRef": "model_stream"}),
         );
-        let row_id = self.append_row(
-            "toolCall",
-            call_id,
-            json!({"assistantResponseId": self.assistant_id, "toolCallId": call_id, "toolName": tool,
-                   "status": "running", "inputText": text, "input": input}),
-        );
+        let row_id = self.v4_rows(|rows, log, batch| {
+            rows.announce_tool(log, batch, call_id, tool, input, chunks)
+        });
         let active = json!({"toolCallId": call_id, "toolName": tool, "status": "pending"});
         self.resident(|resident| resident.active_tools.push(active));
-        row_id
+        row_id.unwrap_or_default()
     }
 
     /// The 3.15.1 Agent asks for the `user-execution` preferences the first time a session
@@ -253,7 +250,7 @@ impl Turn {
             json!({"requestId": request_id, "toolCallId": call_id, "toolName": tool, "riskLevel": risk,
                    "reason": reason, "input": input, "options": options}),
         );
-        self.upsert_row(row, json!({"status": "pendingApproval"}));
+        self.v4_rows(|_, log, batch| v4::turn::await_approval(log, batch, row, &request_id));
         self.state().store.audit_permission(self.session_id(), &request_id, None);
         let pending_permission = json!({
             "requestId": request_id, "toolCallId": call_id, "toolName": tool, "reason": reason,
@@ -358,9 +355,6 @@ impl Turn {
         }
         self.event("permission.resolved", resolved);
         self.state().store.audit_permission(self.session_id(), &request_id, Some(decision));
-        if matches!(verdict, Verdict::Allow { .. }) {
-            self.upsert_row(row, json!({"status": "running"}));
-        }
         Ok(verdict)
     }
 
@@ -379,6 +373,7 @@ impl Turn {
         let started = now_ms();
         let tool = call.name.as_str();
         self.event("tool.updated", json!({"kind": "started", "toolCallId": call_id, "toolName": tool, "startedAt": started}));
+        self.v4_rows(|_, log, batch| v4::turn::run_tool(log, batch, row, input));
         for progress in &call.progress {
             self.start.stop.check()?;
             let mut payload = json!({"kind": "progress", "toolCallId": call_id, "toolName": tool});
@@ -432,8 +427,7 @@ impl Turn {
             json!({"kind": "batch", "toolCallIds": [call_id], "successCount": 1, "errorCount": 0}),
         );
         // The V4 row keeps ZCode's cut of the output; the legacy event and the part keep it whole.
-        let cut = v4::rows::tool_output(&output, call_id);
-        self.upsert_row(row, json!({"status": "success", "output": cut}));
+        self.v4_rows(|_, log, batch| v4::turn::end_tool(log, batch, row, Ok(&output)));
         let state = json!({"status": "completed", "input": object_or_empty(input), "output": output,
                            "title": title, "metadata": {}, "startedAt": started, "completedAt": now_ms()});
         self.push_tool_part(call_id, tool, state);
@@ -453,7 +447,7 @@ impl Turn {
             json!({"kind": "error", "toolCallId": call_id, "toolName": tool,
                    "error": {"type": kind, "message": message}}),
         );
-        self.upsert_row(row, json!({"status": "error", "error": {"message": message}}));
+        self.v4_rows(|_, log, batch| v4::turn::end_tool(log, batch, row, Err((kind, message))));
         let now = now_ms();
         let state = json!({"status": "error", "input": object_or_empty(input), "error": message,
                            "metadata": {}, "startedAt": now, "completedAt": now});

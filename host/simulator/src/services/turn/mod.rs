@@ -321,18 +321,8 @@ impl Turn {
                     json!(if reasoning && settled == "failed" { "interrupted" } else { settled });
             });
         }
-        let active_ms = now.saturating_sub(self.started_at);
-        conversation.upsert_row(&mut batch, self.header_row, |header| {
-            header["state"] = json!(header_state);
-            header["endedAt"] = json!(now);
-            header["activeMs"] = json!(active_ms);
-            header["outputTokens"] = json!(tokens.output);
-        });
-        // A success marks the turn's last answer as a fork target and sends it again, after the
-        // header and before the control patch (`v4/fork.rs`).
-        if header_state == "completedSuccess" {
-            conversation.publisher.mark_stable_answer(&mut batch, &self.rows.turn_id);
-        }
+        let (log, header) = (&mut conversation.publisher, self.header_row);
+        self.rows.close(log, &mut batch, header, header_state, (self.started_at, tokens.output));
         let usage = &mut conversation.record.usage;
         usage.input_tokens += tokens.input;
         usage.output_tokens += tokens.output;

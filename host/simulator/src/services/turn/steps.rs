@@ -102,8 +102,9 @@ impl Turn {
 
     fn open_row(&mut self, kind: &str) -> u64 {
         let model = json!(self.conversation().record.config.model_id);
+        let entity = format!("{kind}:{}", uuid::Uuid::new_v4().simple());
         let id = self.publish(|conversation, batch| {
-            self.rows.open_text(&mut conversation.publisher, batch, kind, Some(model))
+            self.rows.open_text(&mut conversation.publisher, batch, (kind, entity), Some(model))
         });
         self.open_rows.push(id);
         id
