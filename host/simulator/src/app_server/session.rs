@@ -22,6 +22,7 @@ use crate::v4::availability::availability;
 use crate::v4::publisher::{Log, Publisher};
 use crate::v4::rows::tool_output;
 use crate::v4::wire::{DeliveryKind, Frame};
+use crate::v4::zone;
 
 /// Protocol-visible events a resident session keeps for `session/events` and replays.
 const EVENT_LOG: usize = 2_000;
@@ -300,15 +301,7 @@ impl Resident {
         ] {
             zone.insert(key.into(), self.zone_value(key));
         }
-        zone.insert("modelTransition".into(), Value::Null);
-        zone.insert("pendingCommands".into(), json!([]));
-        zone.insert("backgroundWorks".into(), json!([]));
-        zone.insert(
-            "subagents".into(),
-            json!({"revision": 0, "childSessionIds": [], "running": [], "endedTotal": 0}),
-        );
-        zone.insert("goal".into(), Value::Null);
-        zone.insert("workspaceHookAdmission".into(), Value::Null);
+        zone::unsimulated(&mut zone);
         zone
     }
 
@@ -322,32 +315,19 @@ impl Resident {
         let running = self.turn.as_ref();
         match key {
             "control" => {
-                let phase = self.phase();
-                let active: Vec<Value> = running
-                    .map(|turn| {
-                        json!({"kind": "primaryTurn",
-                               "foregroundExecutionId": turn.foreground_execution_id,
-                               "startedAt": turn.started_at})
-                    })
-                    .into_iter()
-                    .collect();
-                json!({
-                    "phase": phase,
-                    "sessionEnded": phase.starts_with("completed"),
-                    "canStop": running.is_some(),
-                    "stopState": if running.is_some() { "stoppable" } else { "idle" },
-                    "stopTargetKind": if running.is_some() { "assistant" } else { "unknown" },
-                    "activeWorks": active,
-                    "lastError": Value::Null,
-                    "apiRetry": Value::Null,
-                })
+                let running = running.map(|turn| zone::Running {
+                    foreground_execution_id: &turn.foreground_execution_id,
+                    source_command_id: None,
+                    started_at: turn.started_at,
+                    tool_running: false,
+                    stopping: false,
+                });
+                zone::control(self.phase(), running, &Value::Null)
             }
             "availability" => availability(self.phase()),
-            "inputRouting" => match running {
-                None => json!({"mode": "startNow"}),
-                Some(_) if self.followup_mode == "guide" => json!({"mode": "guide"}),
-                Some(_) => json!({"mode": "enqueue"}),
-            },
+            "inputRouting" => {
+                zone::input_routing(false, running.is_some(), self.followup_mode == "guide")
+            }
             "meta" => json!({
                 "title": self.record.title,
                 "titleSource": v4_title_source(self.record.title_source.as_deref()),
@@ -370,40 +350,16 @@ impl Resident {
             }
             "usage" => {
                 let usage = &self.record.usage;
-                let window = self.current_model().map(|model| {
-                    json!({"usedTokens": self.record.context_used, "maxTokens": model.context_window,
-                           "autoCompactThresholdTokens": Value::Null})
-                });
-                json!({
-                    "contextWindow": window,
-                    "cumulative": {
-                        "inputTokens": usage.input_tokens, "outputTokens": usage.output_tokens,
-                        "cacheReadTokens": usage.cache_read_tokens,
-                        "cacheWriteTokens": usage.cache_creation_tokens,
-                    },
-                })
+                let cumulative = zone::Cumulative {
+                    input: usage.input_tokens,
+                    output: usage.output_tokens,
+                    cache_read: usage.cache_read_tokens,
+                    cache_write: usage.cache_creation_tokens,
+                };
+                let window = self.current_model().map_or(0, |model| model.context_window);
+                zone::usage(&cumulative, self.record.context_used, window)
             }
-            // The TodoWrite list (3.15.1 `snapshot.ts` `planStateSchema`): `null` until a
-            // first list, statuses `pending` / `inProgress` / `completed`.
-            "plan" if self.record.todos.is_empty() => Value::Null,
-            "plan" => {
-                let items: Vec<Value> = self
-                    .record
-                    .todos
-                    .iter()
-                    .enumerate()
-                    .map(|(index, todo)| {
-                        let status = match todo["status"].as_str() {
-                            Some("in_progress") => "inProgress",
-                            Some("completed") => "completed",
-                            _ => "pending",
-                        };
-                        json!({"id": format!("todo-{index}"), "content": todo["content"],
-                               "status": status})
-                    })
-                    .collect();
-                json!({"items": items, "updatedAt": self.record.updated_at})
-            }
+            "plan" => zone::plan(&self.record.todos, self.record.updated_at),
             "queue" => {
                 let items: Vec<Value> = self.queue.iter().map(QueuedInput::queue_item).collect();
                 let mut queue = json!({"items": items, "autoDrain": self.auto_drain});

@@ -21,6 +21,7 @@ use crate::v4::availability::availability;
 pub use crate::v4::publisher::Batch;
 use crate::v4::publisher::{Log, Publisher};
 use crate::v4::wire::DeliveryKind;
+use crate::v4::zone;
 
 /// `PROTOCOL_V4_LIMITS.eventRetentionPerSession`: deltas kept for `resume`.
 const RETAINED_DELTAS: usize = 2000;
@@ -427,27 +428,14 @@ impl Conversation {
     }
 
     pub fn control_json(&self) -> Value {
-        let phase = self.phase();
-        let (can_stop, stop_state, target, works) = match &self.turn {
-            Some(turn) => {
-                let work = json!({"kind": "primaryTurn", "foregroundExecutionId": turn.foreground_execution_id,
-                                  "sourceCommandId": turn.source_command_id, "startedAt": turn.started_at});
-                let target = if turn.tool_running { "tool" } else { "assistant" };
-                let state = if turn.stopping { "stopping" } else { "stoppable" };
-                (true, state, target, vec![work])
-            }
-            None => (false, "idle", "unknown", Vec::new()),
-        };
-        json!({
-            "phase": phase,
-            "sessionEnded": matches!(phase, "completedSuccess" | "completedInterrupted"),
-            "canStop": can_stop,
-            "stopState": stop_state,
-            "stopTargetKind": target,
-            "activeWorks": works,
-            "lastError": self.record.last_error,
-            "apiRetry": null,
-        })
+        let running = self.turn.as_ref().map(|turn| zone::Running {
+            foreground_execution_id: &turn.foreground_execution_id,
+            source_command_id: Some(&turn.source_command_id),
+            started_at: turn.started_at,
+            tool_running: turn.tool_running,
+            stopping: turn.stopping,
+        });
+        zone::control(self.phase(), running, &self.record.last_error)
     }
 
     fn queue_json(&self) -> Value {
@@ -460,57 +448,41 @@ impl Conversation {
 
     fn usage_json(&self) -> Value {
         let usage = &self.record.usage;
-        let window = (self.record.context_used > 0).then(|| {
-            json!({"usedTokens": self.record.context_used, "maxTokens": CONTEXT_WINDOW,
-                   "autoCompactThresholdTokens": CONTEXT_WINDOW / 10 * 8})
-        });
-        json!({
-            "contextWindow": window,
-            "cumulative": {"inputTokens": usage.input_tokens, "outputTokens": usage.output_tokens,
-                           "cacheReadTokens": usage.cache_read_tokens, "cacheWriteTokens": usage.cache_write_tokens},
-        })
+        let cumulative = zone::Cumulative {
+            input: usage.input_tokens,
+            output: usage.output_tokens,
+            cache_read: usage.cache_read_tokens,
+            cache_write: usage.cache_write_tokens,
+        };
+        zone::usage(&cumulative, self.record.context_used, CONTEXT_WINDOW)
     }
 
     fn meta_json(&self) -> Value {
         json!({"title": self.record.title, "titleSource": self.record.title_source})
     }
 
-    pub fn input_routing(&self) -> &'static str {
-        if self.is_held() {
-            "choice"
-        } else if self.is_running() {
-            if self.record.config.followup_mode == "guide" { "guide" } else { "enqueue" }
-        } else {
-            "startNow"
-        }
-    }
-
     fn input_routing_json(&self) -> Value {
-        json!({"mode": self.input_routing()})
+        let guide = self.record.config.followup_mode == "guide";
+        zone::input_routing(self.is_held(), self.is_running(), guide)
     }
 
     pub fn snapshot(&self) -> Value {
         let mut snapshot = self.publisher.snapshot_head(self.record.revision);
-        let zone = json!({
+        let values = json!({
             "control": self.control_json(),
             "availability": availability(self.phase()),
             "inputRouting": self.input_routing_json(),
             "meta": self.meta_json(),
             "config": self.record.config.to_json(),
-            "modelTransition": null,
             "usage": self.usage_json(),
             "queue": self.queue_json(),
             "pendingInteractions": self.pending,
-            "pendingCommands": [],
-            "backgroundWorks": [],
-            "subagents": {"revision": 0, "childSessionIds": [], "running": [], "endedTotal": 0},
-            "goal": null,
             "plan": self.record.plan,
-            "workspaceHookAdmission": null,
         });
-        if let Value::Object(zone) = zone {
-            snapshot.extend(zone);
+        if let Value::Object(values) = values {
+            snapshot.extend(values);
         }
+        zone::unsimulated(&mut snapshot);
         snapshot.insert("rows".into(), self.publisher.rows_window());
         Value::Object(snapshot)
     }

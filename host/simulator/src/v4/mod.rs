@@ -3,8 +3,8 @@
 //! (`publisher.rs`), the physical wire frames carry it in (`wire.rs`), the command
 //! vocabulary and its admission (`commands.rs`), what a session allows (`availability.rs`),
 //! what it waits on the client for (`pending.rs`), `forkAssistant`'s rows and cut
-//! (`fork.rs`), what a tool row keeps of its output (`rows.rs`) and the rows a turn writes
-//! (`turn.rs`). Each server adds only its transport, its own commands and its turn's script.
+//! (`fork.rs`), what a tool row keeps of its output (`rows.rs`), the rows a turn writes
+//! (`turn.rs`) and the shapes of the A zone's values (`zone.rs`). Each server adds only its transport, its own commands and its turn's script.
 
 pub mod availability;
 pub mod commands;
@@ -14,3 +14,4 @@ pub mod publisher;
 pub mod rows;
 pub mod turn;
 pub mod wire;
+pub mod zone;

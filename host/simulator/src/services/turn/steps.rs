@@ -34,20 +34,8 @@ impl Turn {
             Action::Question(question) => self.question(question).await,
             Action::PlanApproval(plan) => self.plan_approval(plan).await,
             Action::Todos(todos) => {
-                let items: Vec<Value> = todos
-                    .iter()
-                    .enumerate()
-                    .map(|(index, todo)| {
-                        let status = match todo["status"].as_str() {
-                            Some("in_progress") => "inProgress",
-                            Some("completed") => "completed",
-                            _ => "pending",
-                        };
-                        json!({"id": format!("plan-{}", index + 1), "content": todo["content"], "status": status})
-                    })
-                    .collect();
                 self.update(&[Key::Plan], |conversation| {
-                    conversation.record.plan = json!({"items": items, "updatedAt": now_ms()});
+                    conversation.record.plan = v4::zone::plan(&todos, now_ms());
                 });
                 Ok(())
             }
