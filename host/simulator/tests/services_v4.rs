@@ -361,7 +361,10 @@ fn stop_interrupts_the_turn_and_holds_the_queue() {
     assert_eq!(state["inputRouting"]["mode"], "choice");
     // Held: a send needs a disposition; deleting the item empties the queue.
     let refused = session.command(&mut client, "sendText", json!({"text": "now"}));
-    assert_eq!(refused["reasonCode"], "guard.heldQueueDispositionRequired");
+    assert_eq!(
+        (refused["status"].as_str(), refused["reasonCode"].as_str()),
+        (Some("failed"), Some("heldQueueDispositionRequired"))
+    );
     let item = format!("queue_{}", queued["commandId"].as_str().unwrap());
     assert_eq!(
         session.control(&mut client, "deleteQueueItem", json!({"queueItemId": item}))["status"],

@@ -333,11 +333,10 @@ fn send_text(
             }
         },
     };
+    // A handler's refusal settles as `failed` with its own code (3.15.1 `v4-gateway.ts`).
+    let refused = |reason, message: &str| Decision::refused("failed", reason, Some(message.into()));
     if server.is_signed_out() {
-        return Decision::rejected(
-            "fault.command.inputRejected",
-            "No usable model provider is configured",
-        );
+        return refused("fault.command.inputRejected", "No usable model provider is configured");
     }
     if history_count(text).is_none()
         && let Err(message) = crate::common::scenario::select(
@@ -402,8 +401,9 @@ fn send_text(
     if conversation.is_held() {
         match payload.get("heldQueueDisposition").and_then(Value::as_str) {
             None => {
-                return Decision::rejected(
-                    "guard.heldQueueDispositionRequired",
+                // 3.15.1 `handlers/session-flow.ts`, `applyHeldQueueDisposition`.
+                return refused(
+                    "heldQueueDispositionRequired",
                     "the queue is held: send with heldQueueDisposition",
                 );
             }
@@ -414,8 +414,8 @@ fn send_text(
                     let current: Vec<&Value> =
                         conversation.queue.iter().map(|item| &item["queueItemId"]).collect();
                     if expected.iter().collect::<Vec<_>>() != current {
-                        return Decision::rejected(
-                            "guard.heldQueueChanged",
+                        return refused(
+                            "guard.heldQueueConfirmationStale",
                             "the held queue changed",
                         );
                     }
