@@ -287,7 +287,6 @@ fn resolve_interaction(
         server.persist(conversation);
         return Decision::noop("proto.alreadyResolved");
     };
-    conversation.resolved.insert(id.to_owned());
     let option = answer.get("optionId").and_then(Value::as_str);
     let permission = matches!(waiting.expect, Expect::Permission { .. });
     // The turn may have just ended; the answer then has nobody left to reach.
