@@ -6,21 +6,32 @@
 
 use std::sync::OnceLock;
 
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::commands::{COMMAND_TYPES, Decision, missing_base, remembered, replay, stale_base};
 
 /// An envelope that parsed (`parseCommandEnvelope`).
-#[derive(Debug)]
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Envelope<'a> {
     pub command_id: &'a str,
     pub client_id: &'a str,
+    #[serde(borrow)]
     pub session_id: Option<&'a str>,
+    #[serde(rename = "type")]
     pub kind: &'a str,
     /// Always an object (`{}` when the envelope has none).
+    #[serde(skip, default = "no_payload")]
     pub payload: &'a Value,
     pub base_revision: Option<u64>,
+    #[serde(borrow)]
     pub base_log_epoch: Option<&'a str>,
+}
+
+fn no_payload<'a>() -> &'a Value {
+    static EMPTY: OnceLock<Value> = OnceLock::new();
+    EMPTY.get_or_init(|| json!({}))
 }
 
 /// The ACK for an envelope that does not parse: `rejected` `proto.invalidPayload` at revision 0.
@@ -36,55 +47,27 @@ impl<'a> Envelope<'a> {
     }
 
     fn read(raw: &'a Value) -> Result<Envelope<'a>, String> {
-        let object = raw.as_object().ok_or("envelope: expected object")?;
-        let text = |key: &str| {
-            object.get(key).and_then(Value::as_str).ok_or(format!("{key}: expected string"))
-        };
-        let session_id = match object.get("sessionId") {
-            Some(Value::Null) => None,
-            Some(Value::String(id)) => Some(id.as_str()),
-            _ => return Err("sessionId: expected string or null".into()),
-        };
-        let kind = text("type")?;
-        if !COMMAND_TYPES.contains(&kind) {
-            return Err(format!("type: unknown command type {kind:?}"));
+        let mut envelope = Envelope::deserialize(raw).map_err(|error| error.to_string())?;
+        if !COMMAND_TYPES.contains(&envelope.kind) {
+            return Err(format!("type: unknown command type {:?}", envelope.kind));
         }
-        if !object.get("issuedAt").is_some_and(Value::is_number) {
-            return Err("issuedAt: expected number".into());
+        // `sessionId` may be null, not absent.
+        if raw.get("sessionId").is_none() || !raw["issuedAt"].is_number() {
+            return Err("sessionId (string or null) and issuedAt (number) are required".into());
         }
-        static EMPTY: OnceLock<Value> = OnceLock::new();
-        let payload = match object.get("payload") {
-            Some(payload @ Value::Object(_)) => payload,
-            None | Some(Value::Null) => EMPTY.get_or_init(|| json!({})),
-            Some(_) => return Err("payload: expected object".into()),
-        };
-        let base_revision = match object.get("baseRevision") {
-            None => None,
-            Some(value) => Some(value.as_u64().ok_or("baseRevision: expected number")?),
-        };
-        let base_log_epoch = match object.get("baseLogEpoch") {
-            None => None,
-            Some(value) => Some(
-                value
-                    .as_str()
-                    .filter(|epoch| !epoch.trim().is_empty())
-                    .ok_or("baseLogEpoch: expected string")?,
-            ),
-        };
-        if let Some(message) = missing_base(kind, base_revision.is_some(), base_log_epoch.is_some())
-        {
-            return Err(message.into());
+        match &raw["payload"] {
+            payload @ Value::Object(_) => envelope.payload = payload,
+            Value::Null => {}
+            _ => return Err("payload: expected object".into()),
         }
-        let envelope = Envelope {
-            command_id: text("commandId")?,
-            client_id: text("clientId")?,
-            session_id,
-            kind,
-            payload,
-            base_revision,
-            base_log_epoch,
-        };
-        Ok(envelope)
+        if envelope.base_log_epoch.is_some_and(|epoch| epoch.trim().is_empty()) {
+            return Err("baseLogEpoch: expected a non-empty string".into());
+        }
+        let (revision, log_epoch) = (envelope.base_revision, envelope.base_log_epoch);
+        match missing_base(envelope.kind, revision.is_some(), log_epoch.is_some()) {
+            Some(message) => Err(message.into()),
+            None => Ok(envelope),
+        }
     }
 
     /// A payload member as text, `""` when absent.
@@ -159,7 +142,13 @@ mod tests {
         assert!(refusal(&envelope("setAutoDrain", json!({}))).contains("baseRevision"));
         assert!(Envelope::parse(&envelope("setAutoDrain", json!({"baseRevision": 3}))).is_ok());
         assert!(refusal(&envelope("retryTurn", json!({"baseRevision": 3}))).contains("Epoch"));
-        assert!(refusal(&json!({"commandId": "c"})).contains("sessionId"));
+        assert!(refusal(&json!({"commandId": "c"})).contains("clientId"));
+        assert!(refusal(&envelope("stop", json!({"commandId": 7}))).contains("invalid type"));
+        let mut sessionless = envelope("stop", json!({}));
+        sessionless.as_object_mut().unwrap().remove("sessionId");
+        assert!(refusal(&sessionless).contains("sessionId"));
+        let null = envelope("stop", json!({"sessionId": null}));
+        assert_eq!(Envelope::parse(&null).unwrap().session_id, None);
         assert!(refusal(&envelope("stop", json!({"issuedAt": "now"}))).contains("issuedAt"));
         let parsed = envelope("stop", json!({"payload": null}));
         assert_eq!(Envelope::parse(&parsed).unwrap().payload, &json!({}));
