@@ -324,12 +324,7 @@ fn send_text(
         None | Some(Value::Null) => None,
         Some(value) => match value.as_str() {
             Some(delivery @ ("startNow" | "queue" | "guide")) => Some(delivery),
-            _ => {
-                return Decision::rejected(
-                    "proto.invalidPayload",
-                    "requestedDelivery: expected startNow|queue|guide",
-                );
-            }
+            _ => return invalid("requestedDelivery: expected startNow|queue|guide"),
         },
     };
     // A handler's refusal settles as `failed` with its own code (3.15.1 `v4-gateway.ts`).
@@ -456,10 +451,7 @@ fn apply_submission(
     }
     if let Some(mode) = payload.get("mode").and_then(Value::as_str) {
         if mode == "plan" || !server.profile.accepts_mode(mode) {
-            return Err(Decision::rejected(
-                "proto.invalidPayload",
-                format!("mode: unknown submission mode {mode:?}"),
-            ));
+            return Err(invalid(format!("mode: unknown submission mode {mode:?}")));
         }
         config.mode = mode.into();
     }
