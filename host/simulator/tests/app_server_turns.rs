@@ -245,6 +245,10 @@ fn unanswered_interactions_are_reannounced_and_the_first_answer_wins() {
             json!({}),
         );
         assert_eq!(won["status"], "accepted", "{app}: {won}");
+        assert_eq!(
+            won["result"],
+            json!({"type": "resolveInteraction", "resolvedBy": {"clientId": "client-test", "optionId": "deny"}})
+        );
         agent.answer(&asked["id"], json!({"decision": "allow"}));
         let events = agent.turn_events(&session);
         let resolved = events.iter().find(|e| e["type"] == "permission.resolved").unwrap();
@@ -262,7 +266,11 @@ fn unanswered_interactions_are_reannounced_and_the_first_answer_wins() {
             json!({"interactionId": "nope", "answer": {"optionId": "allowOnce"}}),
             json!({}),
         );
-        assert_eq!(stranger["status"], "rejected");
+        // Late or unknown, an answer is a no-op (the schema comment in `command.ts`).
+        assert_eq!(
+            (&stranger["status"], &stranger["reasonCode"]),
+            (&json!("noop"), &json!("proto.alreadyResolved"))
+        );
     }
 }
 

@@ -208,6 +208,8 @@ fn commands_check_their_payload_base_revision_and_identity() {
             json!({"baseRevision": base}),
         );
         assert_eq!(auto["reasonCode"], "proto.invalidPayload", "{app}: V4 has no auto mode");
+        // The payload is part of the envelope: refused before any session is looked at.
+        assert_eq!(auto["revisionAtDecision"], 0, "{app}");
         // The same command id again: the first decision, marked duplicate.
         let params = json!({"commandId": "c".repeat(32), "clientId": "client", "sessionId": session,
                             "type": "renameSession", "payload": {"title": "Renamed"}, "issuedAt": 1});
@@ -225,6 +227,29 @@ fn commands_check_their_payload_base_revision_and_identity() {
         assert_eq!(nobody["reasonCode"], "proto.sessionNotFound", "{app}");
         let idle_stop = agent.command(&session, "stop", json!({}), json!({}));
         assert_eq!(idle_stop["status"], "accepted", "{app}: stopping an idle session is a no-op");
+        // A stop naming an execution that is over stops nothing.
+        let late_stop = agent.command(
+            &session,
+            "stop",
+            json!({"expectedForegroundExecutionId": "fx_over"}),
+            json!({}),
+        );
+        assert_eq!(
+            (late_stop["status"].as_str(), late_stop["reasonCode"].as_str()),
+            (Some("noop"), Some("guard.stopTargetChanged")),
+            "{app}"
+        );
+        let compact = agent.command(&session, "compact", json!({}), json!({}));
+        assert_eq!(
+            (compact["status"].as_str(), compact["reasonCode"].as_str()),
+            (Some("failed"), Some("fault.command.notImplemented")),
+            "{app}"
+        );
+        let base = revision(&mut agent, &session);
+        let missing = json!({"queueItemId": "queue_gone"});
+        let deleted =
+            agent.command(&session, "deleteQueueItem", missing, json!({"baseRevision": base}));
+        assert_eq!(deleted["reasonCode"], "queue.itemMissing", "{app}: {deleted}");
     }
 }
 

@@ -131,7 +131,11 @@ fn permissions_are_answered_exactly_once() {
         "resolveInteraction",
         json!({"interactionId": "perm_never", "answer": {"optionId": "deny"}}),
     );
-    assert_eq!(unknown["reasonCode"], "proto.interactionNotFound");
+    // Unknown like late: nothing changes (the schema comment in `command.ts`).
+    assert_eq!(
+        (unknown["status"].as_str(), unknown["reasonCode"].as_str()),
+        (Some("noop"), Some("proto.alreadyResolved"))
+    );
 }
 
 #[test]
@@ -262,7 +266,7 @@ fn admission_rejects_bad_envelopes_and_cas_retries_on_stale() {
     let unsimulated = session.command(&mut client, "compact", json!({}));
     assert_eq!(
         (unsimulated["status"].as_str(), unsimulated["reasonCode"].as_str()),
-        (Some("failed"), Some("fault.command.notSimulated"))
+        (Some("failed"), Some("fault.command.notImplemented"))
     );
 }
 
@@ -337,6 +341,10 @@ fn stop_interrupts_the_turn_and_holds_the_queue() {
         (wrong["status"].as_str(), wrong["reasonCode"].as_str()),
         (Some("noop"), Some("guard.stopTargetChanged"))
     );
+    // A running turn does not hold a model switch back (3.15.1 `handlers/model-config.ts`).
+    let view = client.call("model-selection", "getView", &[json!({})]).ok();
+    let model = json!({"provider": view["providers"][0]["providerId"], "model": "GLM-4.7", "thought": "low"});
+    assert_eq!(session.control(&mut client, "switchModelConfig", model)["status"], "accepted");
     let stop = session.command(
         &mut client,
         "stop",
@@ -353,7 +361,10 @@ fn stop_interrupts_the_turn_and_holds_the_queue() {
     assert_eq!(state["inputRouting"]["mode"], "choice");
     // Held: a send needs a disposition; deleting the item empties the queue.
     let refused = session.command(&mut client, "sendText", json!({"text": "now"}));
-    assert_eq!(refused["reasonCode"], "guard.heldQueueDispositionRequired");
+    assert_eq!(
+        (refused["status"].as_str(), refused["reasonCode"].as_str()),
+        (Some("failed"), Some("heldQueueDispositionRequired"))
+    );
     let item = format!("queue_{}", queued["commandId"].as_str().unwrap());
     assert_eq!(
         session.control(&mut client, "deleteQueueItem", json!({"queueItemId": item}))["status"],
@@ -361,7 +372,7 @@ fn stop_interrupts_the_turn_and_holds_the_queue() {
     );
     assert_eq!(
         session.control(&mut client, "deleteQueueItem", json!({"queueItemId": item}))["reasonCode"],
-        "proto.queueItemNotFound"
+        "queue.itemMissing"
     );
     session.pump_until(&mut client, |m| m.state["inputRouting"]["mode"] == "startNow").unwrap();
     let idle_stop = session.command(
@@ -479,7 +490,14 @@ fn modes_and_models_follow_the_profile() {
         "switchModelConfig",
         json!({"provider": provider, "model": "nope", "thought": "low"}),
     );
-    assert_eq!(unknown["reasonCode"], "guard.modelNotFound");
+    // A handler's error settles as `failed`, and a retry replays it.
+    assert_eq!(
+        (unknown["status"].as_str(), unknown["reasonCode"].as_str()),
+        (Some("failed"), Some("fault.command.executionFailed"))
+    );
+    let id = unknown["commandId"].as_str().unwrap();
+    let nope = json!({"provider": provider, "model": "nope", "thought": "low"});
+    assert_eq!(session.command_with_id(&mut client, id, "switchModelConfig", nope), unknown);
     let switched = session.control(
         &mut client,
         "switchModelConfig",

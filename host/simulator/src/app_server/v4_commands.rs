@@ -1,10 +1,6 @@
-//! `v4/command`: the command inbox (3.15.1 `zcode-protocol-v4/command.ts`, the CLI's
-//! `command-inbox.ts`). Every command gets an ACK `{commandId, status, reasonCode?, message?,
-//! revisionAtDecision, result?}` as the RPC result — a bad envelope or payload is a
-//! `rejected` ACK with `proto.invalidPayload`, not an RPC error, and so is a CAS command
-//! without its base. A stale base is `stale` (`v4::commands::stale_base`: the log epoch, then
-//! the revision). A repeated `(sessionId, commandId)` replays the first decision as
-//! `duplicate` (a failure stays a failure); `stale` and `rejected` ones are decided afresh.
+//! `v4/command`: the app-server's side of the shared command inbox (`v4::inbox`) and the
+//! commands it simulates. The envelope and its payload are checked with the release's zod
+//! schemas, so a refusal reads as ZCode's `ZodError` message.
 
 use std::sync::Arc;
 
@@ -20,20 +16,78 @@ use super::session::{Origin, QueuedInput, TurnStart};
 use super::wire::ProtocolError;
 use super::zod;
 use crate::common::clock::now_ms;
-use crate::v4::commands::{Decision, missing_base, remembered, replay, stale_base};
+use crate::v4::commands::{Decision, resolved_by};
+use crate::v4::inbox::{Envelope, Inbox, decide, invalid_envelope};
 
-fn failed(message: impl Into<String>) -> Decision {
-    Decision::refused("failed", "fault.command.executionFailed", Some(message.into()))
+pub fn command(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
+    let raw = params.unwrap_or(&Value::Null);
+    let envelope = match parse(server, raw) {
+        Ok(envelope) => envelope,
+        Err(refused) => return Ok(refused.into()),
+    };
+    let mut state = server.state();
+    let mut inbox = App { server, state: &mut state, start: None };
+    let result = decide(&mut inbox, &envelope);
+    Ok(Reply { result, start: inbox.start, ..Reply::default() })
+}
+
+/// The envelope, then the payload its type takes: ZCode's `parseCommandEnvelope` checks both
+/// before any session is looked at.
+fn parse<'a>(server: &Server, raw: &'a Value) -> Result<Envelope<'a>, Value> {
+    let refuse = |issues: Vec<_>| Err(invalid_envelope(raw, zod::invalid_params_message(&issues)));
+    let issues = zod::check(&schemas::v4_command_envelope(), Some(raw));
+    if !issues.is_empty() {
+        return refuse(issues);
+    }
+    let envelope = Envelope::parse(raw)?;
+    let payload = schemas::v4_command_payload(envelope.kind, server.profile);
+    let issues = zod::check(&payload, Some(envelope.payload));
+    if !issues.is_empty() {
+        return refuse(issues);
+    }
+    Ok(envelope)
+}
+
+/// One command's view of the server, and the turn it starts once the ACK is out.
+struct App<'a> {
+    server: &'a Arc<Server>,
+    state: &'a mut State,
+    start: Option<TurnStart>,
+}
+
+fn key(envelope: &Envelope<'_>) -> (Option<String>, String) {
+    (envelope.session_id.map(str::to_owned), envelope.command_id.to_owned())
+}
+
+impl Inbox for App<'_> {
+    fn settled(&self, envelope: &Envelope<'_>) -> Option<Value> {
+        self.state.gateway.acks.get(&key(envelope)).cloned()
+    }
+
+    fn session(&self, envelope: &Envelope<'_>) -> Option<(u64, String)> {
+        let resident = self.state.sessions.get(envelope.session_id?)?;
+        Some((resident.revision, resident.publisher.log.log_epoch.clone()))
+    }
+
+    fn raced(&self) -> bool {
+        self.server.faults.take_one("v4/command", AppFault::StaleCas).is_some()
+    }
+
+    fn execute(&mut self, envelope: &Envelope<'_>) -> Decision {
+        execute(self.server, self.state, envelope, &mut self.start)
+    }
+
+    fn remember(&mut self, envelope: &Envelope<'_>, ack: &Value) {
+        self.state.gateway.acks.insert(key(envelope), ack.clone());
+    }
 }
 
 /// A new stored session holding the parent's history up to the target's turn (`v4/fork.rs`:
 /// the rows a fork copies hold `turns` turns, and the Agent rebuilds a session's rows from its
 /// messages, one turn per user message); the parent is not changed.
-fn fork(state: &mut State, session_id: &str, payload: &Value) -> Decision {
+fn fork(state: &mut State, session_id: &str, envelope: &Envelope<'_>) -> Decision {
     let resident = state.sessions.get(session_id).expect("checked above");
-    let empty = serde_json::Map::new();
-    let payload = payload.as_object().unwrap_or(&empty);
-    let cut = match crate::v4::fork::cut(resident.publisher.rows(), payload) {
+    let cut = match crate::v4::fork::cut(resident.publisher.rows(), envelope.members()) {
         Ok(cut) => cut,
         Err(refused) => return refused,
     };
@@ -54,119 +108,35 @@ fn fork(state: &mut State, session_id: &str, payload: &Value) -> Decision {
     copy.updated_at = copy.created_at;
     // A fork is persisted when it is made.
     if let Err(message) = state.store.save(&copy) {
-        return failed(message);
+        return Decision::failed(message);
     }
     crate::v4::fork::accepted(&copy.session_id)
-}
-
-pub fn command(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
-    let command_id = params
-        .and_then(|params| params.get("commandId"))
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned();
-    let invalid = |message: String| -> Result<Reply, ProtocolError> {
-        let decision = Decision::rejected("proto.invalidPayload", message);
-        Ok(decision.ack(&command_id, 0).into())
-    };
-    let issues = zod::check(&schemas::v4_command_envelope(), params);
-    if !issues.is_empty() {
-        return invalid(zod::invalid_params_message(&issues));
-    }
-    let params = params.expect("the envelope schema accepts objects only");
-    let kind = params["type"].as_str().unwrap_or_default();
-    let has = |key: &str| !params[key].is_null();
-    if let Some(message) = missing_base(kind, has("baseRevision"), has("baseLogEpoch")) {
-        return invalid(message.into());
-    }
-    let session_id = params["sessionId"].as_str().map(str::to_owned);
-    let key = (session_id.clone(), command_id.clone());
-    let mut state = server.state();
-    if let Some(previous) = state.gateway.acks.get(&key) {
-        return Ok(replay(previous).into());
-    }
-    let mut start = None;
-    let (decision, revision) = match &session_id {
-        None => (Decision::rejected("proto.sessionNotFound", "This command needs a session"), 0),
-        Some(session_id) => decide(server, &mut state, session_id, kind, params, &mut start),
-    };
-    let ack = decision.ack(&command_id, revision);
-    if remembered(&decision) {
-        state.gateway.acks.insert(key, ack.clone());
-    }
-    Ok(Reply { result: ack, start, ..Reply::default() })
-}
-
-/// Checks the payload and the CAS base, then executes; returns the decision and the
-/// revision it was taken at, and sets `start` when a turn is to start.
-fn decide(
-    server: &Arc<Server>,
-    state: &mut State,
-    session_id: &str,
-    kind: &str,
-    params: &Value,
-    start: &mut Option<TurnStart>,
-) -> (Decision, u64) {
-    let Some(resident) = state.sessions.get(session_id) else {
-        let message = format!("Session not found: {session_id}");
-        return (Decision::rejected("proto.sessionNotFound", message), 0);
-    };
-    let revision = resident.revision;
-    let empty = json!({});
-    let payload = params.get("payload").unwrap_or(&empty);
-    let issues = zod::check(&schemas::v4_command_payload(kind, server.profile), Some(payload));
-    if !issues.is_empty() {
-        let message = zod::invalid_params_message(&issues);
-        return (Decision::rejected("proto.invalidPayload", message), revision);
-    }
-    let base = (params["baseRevision"].as_u64(), params["baseLogEpoch"].as_str());
-    let current = (revision, resident.publisher.log.log_epoch.as_str());
-    let raced = || server.faults.take_one("v4/command", AppFault::StaleCas).is_some();
-    if let Some(decision) = stale_base(kind, base, current, raced) {
-        return (decision, revision);
-    }
-    let command_id = params["commandId"].as_str().unwrap_or_default();
-    let client_id = params["clientId"].as_str().unwrap_or_default();
-    let command = Command { session_id, kind, payload, command_id, client_id };
-    (execute(server, state, &command, start), revision)
-}
-
-/// A command that passed its checks.
-struct Command<'a> {
-    session_id: &'a str,
-    kind: &'a str,
-    payload: &'a Value,
-    command_id: &'a str,
-    client_id: &'a str,
 }
 
 fn execute(
     server: &Arc<Server>,
     state: &mut State,
-    command: &Command<'_>,
+    envelope: &Envelope<'_>,
     start: &mut Option<TurnStart>,
 ) -> Decision {
-    let Command { session_id, kind, payload, client_id, .. } = *command;
-    let text = |key: &str| payload[key].as_str().unwrap_or_default().to_owned();
-    match kind {
-        "sendText" => send_text(state, command, start),
+    let session_id = envelope.session_id.expect("decided on a session");
+    let payload = envelope.payload;
+    let text = |key: &str| envelope.text(key).to_owned();
+    match envelope.kind {
+        "sendText" => send_text(state, envelope, start),
         "stop" => stop(state, session_id, payload),
         "resolveInteraction" => {
-            let answer = V4Answer::from_payload(&payload["answer"], client_id);
-            match server.interactions.resolve(&text("interactionId"), session_id, answer) {
-                Resolution::Delivered => Decision::accepted(None),
-                Resolution::AlreadyResolved => Decision::refused(
-                    "noop",
-                    "proto.alreadyResolved",
-                    Some("The interaction is already resolved".into()),
-                ),
-                Resolution::NotFound => Decision::rejected(
-                    "proto.interactionNotFound",
-                    "No such interaction in this session",
-                ),
+            let answer = V4Answer::from_payload(&payload["answer"], envelope.client_id);
+            let option = answer.option_id.clone();
+            match server.interactions.resolve(envelope.text("interactionId"), session_id, answer) {
+                Resolution::Delivered => resolved_by(envelope.client_id, option.as_deref()),
+                // Late or unknown, the answer changes nothing (`command.ts`: first answer wins).
+                Resolution::AlreadyResolved | Resolution::NotFound => {
+                    Decision::noop("proto.alreadyResolved")
+                }
             }
         }
-        "forkAssistant" => fork(state, session_id, payload),
+        "forkAssistant" => fork(state, session_id, envelope),
         "snoozeInteractionAutoResolution" => {
             state.snoozed.insert(text("interactionId"));
             Decision::accepted(None)
@@ -175,7 +145,7 @@ fn execute(
             let Some(model) = catalog::find(&text("provider"), &text("model"))
                 .filter(|model| state.entitlements.usable(model))
             else {
-                return failed(format!(
+                return Decision::failed(format!(
                     "Model {}/{} is not available",
                     text("provider"),
                     text("model")
@@ -186,7 +156,7 @@ fn execute(
             if let Some(level) = level
                 && !model.levels.contains(&level)
             {
-                return failed(format!("Reasoning level {level} is not available"));
+                return Decision::failed(format!("Reasoning level {level} is not available"));
             }
             let resident = state.sessions.get_mut(session_id).expect("checked above");
             resident.record.model = Some(catalog::selection(model, level.or(model.default_level)));
@@ -222,12 +192,13 @@ fn execute(
             let Some(index) =
                 resident.queue.iter().position(|item| item.queue_item()["queueItemId"] == wanted)
             else {
-                return Decision::rejected(
-                    "proto.queueItemNotFound",
-                    format!("No queue item {wanted}"),
-                );
+                // The item lost a race with a drain (3.15.1 `commands/handlers/queue.ts`).
+                return match envelope.kind {
+                    "deleteQueueItem" => Decision::noop("queue.itemMissing"),
+                    _ => Decision::accepted(None),
+                };
             };
-            if kind == "deleteQueueItem" {
+            if envelope.kind == "deleteQueueItem" {
                 resident.queue.remove(index);
             } else {
                 resident.queue[index].text = text("newText");
@@ -258,13 +229,10 @@ fn execute(
             state.remove_resident(session_id);
             match state.store.delete(session_id) {
                 Ok(()) => Decision::accepted(None),
-                Err(message) => failed(message),
+                Err(message) => Decision::failed(message),
             }
         }
-        other => Decision::rejected(
-            "proto.capabilityUnsupported",
-            format!("zcode-sim: {other} is not simulated"),
-        ),
+        other => Decision::not_implemented(other),
     }
 }
 
@@ -272,18 +240,23 @@ fn execute(
 fn announce(state: &mut State, session_id: &str, reason: &str, keys: &[&str]) -> Decision {
     match state.announce_settings(session_id, reason, keys) {
         Ok(()) => Decision::accepted(None),
-        Err(error) => failed(error.message),
+        Err(error) => Decision::failed(error.message),
     }
 }
 
-fn send_text(state: &mut State, command: &Command<'_>, start: &mut Option<TurnStart>) -> Decision {
-    let Command { session_id, payload, command_id, client_id, .. } = *command;
+fn send_text(
+    state: &mut State,
+    envelope: &Envelope<'_>,
+    start: &mut Option<TurnStart>,
+) -> Decision {
+    let Envelope { payload, command_id, client_id, .. } = *envelope;
+    let session_id = envelope.session_id.expect("decided on a session");
     let text = payload["text"].as_str().unwrap_or_default().to_owned();
     let selection = match payload.get("modelSelection") {
         Some(selection) => {
             match catalog::resolve_selection(&state.entitlements, selection, false) {
                 Ok((_, selection)) => Some(selection),
-                Err(message) => return failed(message),
+                Err(message) => return Decision::failed(message),
             }
         }
         None => None,
@@ -341,14 +314,15 @@ fn send_text(state: &mut State, command: &Command<'_>, start: &mut Option<TurnSt
 
 fn stop(state: &mut State, session_id: &str, payload: &Value) -> Decision {
     let resident = state.sessions.get_mut(session_id).expect("checked above");
+    let expected = payload["expectedForegroundExecutionId"].as_str();
+    // A stop naming an execution that is over must not stop a later one (3.15.1
+    // `commands/handlers/session-flow.ts`, `stop`).
+    let target_changed = Decision::noop("guard.stopTargetChanged");
     let Some(turn) = &resident.turn else {
-        // Stopping an idle session is a safe no-op.
-        return Decision::accepted(None);
+        return if expected.is_some() { target_changed } else { Decision::accepted(None) };
     };
-    if let Some(expected) = payload["expectedForegroundExecutionId"].as_str()
-        && expected != turn.foreground_execution_id
-    {
-        return Decision::rejected("guard.stopTargetChanged", "The foreground execution changed");
+    if expected.is_some_and(|expected| expected != turn.foreground_execution_id) {
+        return target_changed;
     }
     turn.stop.send_replace(true);
     // Stopping holds the queue back instead of draining it into a new run.

@@ -1,13 +1,9 @@
-//! `sendConversationCommandV4`: the command inbox and the simulated commands.
-//!
-//! Admission follows ZCode's `command-inbox.ts` (3.15.1): an envelope that does not parse is
-//! `rejected` `proto.invalidPayload` (revision 0); an unknown session `rejected`
-//! `proto.sessionNotFound`; a repeated `commandId` replays its first ACK as `duplicate` (a
-//! `failed` one stays `failed`); a CAS command's stale base is `stale` with the current
-//! `revisionAtDecision` (`v4::commands::stale_base`). `stale` and `rejected` decisions are not
-//! remembered, so a retry with the same id is decided afresh.
+//! `sendConversationCommandV4`: the Services Server's side of the shared command inbox
+//! (`v4::inbox`) and the commands it simulates. A session of another workspace is no session
+//! of this one.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use serde_json::{Map, Value, json};
 
@@ -16,112 +12,67 @@ use crate::common::catalog;
 use crate::common::clock::now_ms;
 use crate::services::server::{Server, Shared};
 use crate::services::turn::history_count;
-use crate::v4::commands::{COMMAND_TYPES, Decision, missing_base, remembered, replay, stale_base};
+use crate::v4::commands::{Decision, resolved_by};
+use crate::v4::inbox::{Envelope, Inbox, decide};
 use crate::v4::publisher::Log;
 
-fn noop(reason: &str) -> Decision {
-    Decision::refused("noop", reason, None)
-}
-
-fn failed(reason: &str, message: impl Into<String>) -> Decision {
-    Decision::refused("failed", reason, Some(message.into()))
-}
-
-/// A parsed envelope.
-#[derive(Debug)]
-struct Envelope<'a> {
-    command_id: &'a str,
-    client_id: &'a str,
-    session_id: Option<&'a str>,
-    kind: &'a str,
-    payload: &'a Map<String, Value>,
-    base_revision: Option<u64>,
-    base_log_epoch: Option<&'a str>,
-}
-
-fn parse(envelope: &Value) -> Result<Envelope<'_>, String> {
-    let object = envelope.as_object().ok_or("envelope: expected object")?;
-    let text = |key: &str| {
-        object.get(key).and_then(Value::as_str).ok_or(format!("{key}: expected string"))
-    };
-    let command_id = text("commandId")?;
-    let client_id = text("clientId")?;
-    let session_id = match object.get("sessionId") {
-        Some(Value::Null) => None,
-        Some(Value::String(id)) => Some(id.as_str()),
-        _ => return Err("sessionId: expected string or null".into()),
-    };
-    let kind = text("type")?;
-    if !COMMAND_TYPES.contains(&kind) {
-        return Err(format!("type: unknown command type {kind:?}"));
-    }
-    if !object.get("issuedAt").is_some_and(Value::is_number) {
-        return Err("issuedAt: expected number".into());
-    }
-    static EMPTY: OnceLock<Map<String, Value>> = OnceLock::new();
-    let payload = match object.get("payload") {
-        Some(Value::Object(payload)) => payload,
-        None | Some(Value::Null) => EMPTY.get_or_init(Map::new),
-        Some(_) => return Err("payload: expected object".into()),
-    };
-    let base_revision = match object.get("baseRevision") {
-        None => None,
-        Some(value) => Some(value.as_u64().ok_or("baseRevision: expected number")?),
-    };
-    let base_log_epoch = match object.get("baseLogEpoch") {
-        None => None,
-        Some(value) => Some(
-            value
-                .as_str()
-                .filter(|epoch| !epoch.trim().is_empty())
-                .ok_or("baseLogEpoch: expected string")?,
-        ),
-    };
-    if let Some(message) = missing_base(kind, base_revision.is_some(), base_log_epoch.is_some()) {
-        return Err(message.into());
-    }
-    Ok(Envelope { command_id, client_id, session_id, kind, payload, base_revision, base_log_epoch })
+fn invalid(message: impl Into<String>) -> Decision {
+    Decision::rejected("proto.invalidPayload", message)
 }
 
 /// Handles one envelope; returns the ACK and, when turns must run, the session to drive.
 pub fn handle(server: &Arc<Server>, workspace: &str, raw: &Value) -> (Value, Option<Shared>) {
-    let envelope = match parse(raw) {
+    let envelope = match Envelope::parse(raw) {
         Ok(envelope) => envelope,
-        Err(message) => {
-            let command_id = raw.get("commandId").and_then(Value::as_str).unwrap_or("");
-            return (Decision::rejected("proto.invalidPayload", message).ack(command_id, 0), None);
-        }
+        Err(refused) => return (refused, None),
     };
-    let not_found = || {
-        Decision::rejected("proto.sessionNotFound", "session not found").ack(envelope.command_id, 0)
+    let shared = envelope.session_id.and_then(|id| server.conversation(id));
+    let mut conversation = shared.as_ref().map(|shared| shared.lock().expect("conversation lock"));
+    let mut inbox = Services {
+        server,
+        conversation: conversation
+            .as_deref_mut()
+            .filter(|conversation| conversation.record.workspace_path == workspace),
+        drive: false,
     };
-    let Some(session_id) = envelope.session_id else { return (not_found(), None) };
-    let Some(shared) = server.conversation(session_id) else { return (not_found(), None) };
-    let mut conversation = shared.lock().expect("conversation lock");
-    if conversation.record.workspace_path != workspace {
-        return (not_found(), None);
-    }
-    if let Some(previous) = conversation.settled.get(envelope.command_id) {
-        return (replay(previous), None);
-    }
-    let revision = conversation.record.revision;
-    let stale = stale_base(
-        envelope.kind,
-        (envelope.base_revision, envelope.base_log_epoch),
-        (revision, &conversation.publisher.log.log_epoch),
-        || server.stale_next_cas.swap(false, std::sync::atomic::Ordering::SeqCst),
-    );
-    if let Some(decision) = stale {
-        return (decision.ack(envelope.command_id, revision), None);
-    }
-    let mut drive = false;
-    let decision = execute(server, &mut conversation, &envelope, &mut drive);
-    let reply = decision.ack(envelope.command_id, revision);
-    if remembered(&decision) {
-        conversation.settled.remember(envelope.command_id, reply.clone());
-    }
+    let ack = decide(&mut inbox, &envelope);
+    let drive = inbox.drive;
     drop(conversation);
-    (reply, drive.then_some(shared))
+    (ack, shared.filter(|_| drive))
+}
+
+/// One command's view of the server: the session it names (if this workspace has it) and
+/// whether a turn must be driven afterwards.
+struct Services<'a> {
+    server: &'a Server,
+    conversation: Option<&'a mut Conversation>,
+    drive: bool,
+}
+
+impl Inbox for Services<'_> {
+    fn settled(&self, envelope: &Envelope<'_>) -> Option<Value> {
+        self.conversation.as_ref()?.settled.get(envelope.command_id).cloned()
+    }
+
+    fn session(&self, _: &Envelope<'_>) -> Option<(u64, String)> {
+        let conversation = self.conversation.as_ref()?;
+        Some((conversation.record.revision, conversation.publisher.log.log_epoch.clone()))
+    }
+
+    fn raced(&self) -> bool {
+        self.server.stale_next_cas.swap(false, Ordering::SeqCst)
+    }
+
+    fn execute(&mut self, envelope: &Envelope<'_>) -> Decision {
+        let conversation = self.conversation.as_deref_mut().expect("decided on a session");
+        execute(self.server, conversation, envelope, &mut self.drive)
+    }
+
+    fn remember(&mut self, envelope: &Envelope<'_>, ack: &Value) {
+        if let Some(conversation) = self.conversation.as_deref_mut() {
+            conversation.settled.remember(envelope.command_id, ack.clone());
+        }
+    }
 }
 
 fn execute(
@@ -130,12 +81,12 @@ fn execute(
     envelope: &Envelope<'_>,
     drive: &mut bool,
 ) -> Decision {
-    let payload = envelope.payload;
+    let payload = envelope.members();
     match envelope.kind {
         "sendText" => send_text(server, conversation, envelope, drive),
         "stop" => stop(conversation, payload),
         "setAutoDrain" => match payload.get("autoDrain").and_then(Value::as_bool) {
-            None => Decision::rejected("proto.invalidPayload", "autoDrain: expected boolean"),
+            None => invalid("autoDrain: expected boolean"),
             Some(auto_drain) => {
                 conversation.auto_drain = auto_drain;
                 conversation.pause_reason = (!auto_drain).then_some("manual");
@@ -144,31 +95,32 @@ fn execute(
                 Decision::accepted(None)
             }
         },
-        "deleteQueueItem" => edit_queue(conversation, payload, |queue, index| {
-            queue.remove(index);
-            Ok(())
-        }),
-        "editQueueItem" => {
-            let text = payload.get("newText").and_then(Value::as_str).map(str::to_owned);
-            edit_queue(conversation, payload, move |queue, index| {
-                let text = text.ok_or("newText: expected string")?;
-                queue[index]["text"] = json!(text);
-                Ok(())
-            })
-        }
+        "deleteQueueItem" => edit_queue(
+            conversation,
+            payload,
+            Decision::noop("queue.itemMissing"),
+            |queue, index| {
+                queue.remove(index);
+            },
+        ),
+        "editQueueItem" => match payload.get("newText").and_then(Value::as_str) {
+            None => invalid("newText: expected string"),
+            Some(text) => {
+                edit_queue(conversation, payload, Decision::accepted(None), |queue, index| {
+                    queue[index]["text"] = json!(text);
+                })
+            }
+        },
         "reorderQueueItem" => {
-            let before = payload.get("beforeQueueItemId").cloned().unwrap_or(Value::Null);
-            edit_queue(conversation, payload, move |queue, index| {
+            let before = payload.get("beforeQueueItemId").and_then(Value::as_str);
+            edit_queue(conversation, payload, Decision::accepted(None), |queue, index| {
                 let item = queue.remove(index);
-                let position = match before.as_str() {
-                    None => queue.len(),
-                    Some(id) => queue
-                        .iter()
-                        .position(|other| other["queueItemId"] == id)
-                        .ok_or("beforeQueueItemId: not in the queue")?,
+                // An unknown `before` leaves the item where it was, as a missing item does.
+                let position = match before {
+                    None => Some(queue.len()),
+                    Some(id) => queue.iter().position(|other| other["queueItemId"] == id),
                 };
-                queue.insert(position, item);
-                Ok(())
+                queue.insert(position.unwrap_or(index), item);
             })
         }
         "switchModelConfig" => switch_model(server, conversation, payload),
@@ -184,10 +136,10 @@ fn execute(
                 changed_config(server, conversation);
                 Decision::accepted(None)
             }
-            _ => Decision::rejected(
-                "proto.invalidPayload",
-                format!("mode: expected one of {}", server.profile.collaboration_modes.join("|")),
-            ),
+            _ => invalid(format!(
+                "mode: expected one of {}",
+                server.profile.collaboration_modes.join("|")
+            )),
         },
         "setFollowupMode" => match payload.get("mode").and_then(Value::as_str) {
             Some(mode @ ("queue" | "guide")) => {
@@ -195,12 +147,12 @@ fn execute(
                 changed_config(server, conversation);
                 Decision::accepted(None)
             }
-            _ => Decision::rejected("proto.invalidPayload", "mode: expected queue|guide"),
+            _ => invalid("mode: expected queue|guide"),
         },
         "resolveInteraction" => resolve_interaction(server, conversation, envelope),
         "forkAssistant" => fork(server, conversation, payload),
         "renameSession" => match payload.get("title").and_then(Value::as_str) {
-            None => Decision::rejected("proto.invalidPayload", "title: expected string"),
+            None => invalid("title: expected string"),
             Some(title) => {
                 conversation.record.title = title.to_owned();
                 conversation.record.title_source = "custom".into();
@@ -209,10 +161,7 @@ fn execute(
                 Decision::accepted(None)
             }
         },
-        other => failed(
-            "fault.command.notSimulated",
-            format!("zcode-sim does not simulate the {other} command"),
-        ),
+        other => Decision::not_implemented(other),
     }
 }
 
@@ -242,20 +191,21 @@ fn changed_config(server: &Server, conversation: &mut Conversation) {
     server.persist(conversation);
 }
 
+/// Changes the queue item the payload names. An item no longer queued lost a race with a
+/// drain: `missing` is the answer then (3.15.1 `commands/handlers/queue.ts`).
 fn edit_queue(
     conversation: &mut Conversation,
     payload: &Map<String, Value>,
-    change: impl FnOnce(&mut Vec<Value>, usize) -> Result<(), &'static str>,
+    missing: Decision,
+    change: impl FnOnce(&mut Vec<Value>, usize),
 ) -> Decision {
     let Some(id) = payload.get("queueItemId").and_then(Value::as_str) else {
-        return Decision::rejected("proto.invalidPayload", "queueItemId: expected string");
+        return invalid("queueItemId: expected string");
     };
     let Some(index) = conversation.queue.iter().position(|item| item["queueItemId"] == id) else {
-        return noop("proto.queueItemNotFound");
+        return missing;
     };
-    if let Err(message) = change(&mut conversation.queue, index) {
-        return Decision::rejected("proto.invalidPayload", message);
-    }
+    change(&mut conversation.queue, index);
     conversation.publish(&[Key::Queue]);
     Decision::accepted(None)
 }
@@ -269,24 +219,16 @@ fn switch_model(
     let (Some(provider), Some(model), Some(thought)) =
         (text("provider"), text("model"), text("thought"))
     else {
-        return Decision::rejected(
-            "proto.invalidPayload",
-            "provider, model and thought must be strings",
-        );
+        return invalid("provider, model and thought must be strings");
     };
-    if conversation.is_running() {
-        return Decision::rejected("sessionRunning", "the model cannot change while a turn runs");
-    }
+    // A running turn does not hold a switch back (3.15.1 `handlers/model-config.ts`).
     let Some(found) =
         catalog::find_selected_model(&json!({"providerId": provider, "modelId": model}))
     else {
-        return Decision::rejected("guard.modelNotFound", format!("no model {provider}/{model}"));
+        return Decision::failed(format!("Model {provider}/{model} is not available"));
     };
     if !found.offers(thought) {
-        return Decision::rejected(
-            "guard.thoughtLevelUnavailable",
-            format!("{model} does not offer {thought}"),
-        );
+        return Decision::failed(format!("Reasoning level {thought} is not available"));
     }
     let config = &mut conversation.record.config;
     config.provider_id = provider.to_owned();
@@ -300,10 +242,10 @@ fn stop(conversation: &mut Conversation, payload: &Map<String, Value>) -> Decisi
     let expected = payload.get("expectedForegroundExecutionId").and_then(Value::as_str);
     match (&conversation.turn, expected) {
         (Some(turn), Some(expected)) if expected != turn.foreground_execution_id => {
-            return noop("guard.stopTargetChanged");
+            return Decision::noop("guard.stopTargetChanged");
         }
         // Nothing runs, or what was admitted has no execution id yet to name.
-        (None, Some(_)) => return noop("guard.stopTargetChanged"),
+        (None, Some(_)) => return Decision::noop("guard.stopTargetChanged"),
         (None, None) if !conversation.admitted() => return Decision::accepted(None),
         _ => {}
     }
@@ -324,43 +266,32 @@ fn resolve_interaction(
     conversation: &mut Conversation,
     envelope: &Envelope<'_>,
 ) -> Decision {
-    let payload = envelope.payload;
+    let payload = envelope.members();
     let (Some(id), Some(answer)) =
         (payload.get("interactionId").and_then(Value::as_str), payload.get("answer"))
     else {
-        return Decision::rejected("proto.invalidPayload", "interactionId and answer are required");
+        return invalid("interactionId and answer are required");
     };
     if !answer.is_object() {
-        return Decision::rejected("proto.invalidPayload", "answer: expected object");
+        return invalid("answer: expected object");
     }
     if let Some(action) = answer.get("action").and_then(Value::as_str)
         && !["accept", "decline", "cancel"].contains(&action)
     {
-        return Decision::rejected(
-            "proto.invalidPayload",
-            "answer.action: expected accept|decline|cancel",
-        );
+        return invalid("answer.action: expected accept|decline|cancel");
     }
     let Some(waiting) = conversation.waiting.remove(id) else {
-        let reason = if conversation.resolved.contains(id) {
-            "proto.alreadyResolved"
-        } else {
-            "proto.interactionNotFound"
-        };
-        conversation.record.permission_answered(id, format!("ignored:{reason}"));
+        // Late or unknown, the answer changes nothing (`command.ts`: first answer wins).
+        conversation.record.permission_answered(id, "ignored:proto.alreadyResolved");
         // Saved at once: no turn end may come to save an answer that arrives after it.
         server.persist(conversation);
-        return noop(reason);
+        return Decision::noop("proto.alreadyResolved");
     };
-    conversation.resolved.insert(id.to_owned());
-    let option_id = answer.get("optionId").and_then(Value::as_str);
-    let mut resolved_by = json!({"clientId": envelope.client_id});
-    if let (Expect::Permission { .. }, Some(option)) = (&waiting.expect, option_id) {
-        resolved_by["optionId"] = json!(option);
-    }
+    let option = answer.get("optionId").and_then(Value::as_str);
+    let permission = matches!(waiting.expect, Expect::Permission { .. });
     // The turn may have just ended; the answer then has nobody left to reach.
     let _ = waiting.reply.send(answer.clone());
-    Decision::accepted(Some(json!({"type": "resolveInteraction", "resolvedBy": resolved_by})))
+    resolved_by(envelope.client_id, option.filter(|_| permission))
 }
 
 fn send_text(
@@ -369,43 +300,37 @@ fn send_text(
     envelope: &Envelope<'_>,
     drive: &mut bool,
 ) -> Decision {
-    let payload = envelope.payload;
+    let payload = envelope.members();
     let Some(text) = payload.get("text").and_then(Value::as_str) else {
-        return Decision::rejected("proto.invalidPayload", "text: expected string");
+        return invalid("text: expected string");
     };
     let attachments = match payload.get("attachments") {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Array(items)) => items.clone(),
         Some(_) => {
-            return Decision::rejected("proto.invalidPayload", "attachments: expected array");
+            return invalid("attachments: expected array");
         }
     };
     if text.trim().is_empty() && attachments.is_empty() {
-        return Decision::rejected("proto.invalidPayload", "input must not be empty");
+        return invalid("input must not be empty");
     }
     let session_id = conversation.record.session_id.clone();
     if let Err(message) =
         crate::services::channels::attachments::check_sent(&session_id, &attachments)
     {
-        return Decision::rejected("proto.invalidPayload", message);
+        return invalid(message);
     }
     let requested = match payload.get("requestedDelivery") {
         None | Some(Value::Null) => None,
         Some(value) => match value.as_str() {
             Some(delivery @ ("startNow" | "queue" | "guide")) => Some(delivery),
-            _ => {
-                return Decision::rejected(
-                    "proto.invalidPayload",
-                    "requestedDelivery: expected startNow|queue|guide",
-                );
-            }
+            _ => return invalid("requestedDelivery: expected startNow|queue|guide"),
         },
     };
+    // A handler's refusal settles as `failed` with its own code (3.15.1 `v4-gateway.ts`).
+    let refused = |reason, message: &str| Decision::refused("failed", reason, Some(message.into()));
     if server.is_signed_out() {
-        return Decision::rejected(
-            "fault.command.inputRejected",
-            "No usable model provider is configured",
-        );
+        return refused("fault.command.inputRejected", "No usable model provider is configured");
     }
     if history_count(text).is_none()
         && let Err(message) = crate::common::scenario::select(
@@ -414,7 +339,7 @@ fn send_text(
             server.options.scenario_file.as_deref(),
         )
     {
-        return Decision::rejected("proto.invalidPayload", message);
+        return invalid(message);
     }
     if let Err(decision) = apply_submission(server, conversation, payload) {
         return decision;
@@ -470,8 +395,9 @@ fn send_text(
     if conversation.is_held() {
         match payload.get("heldQueueDisposition").and_then(Value::as_str) {
             None => {
-                return Decision::rejected(
-                    "guard.heldQueueDispositionRequired",
+                // 3.15.1 `handlers/session-flow.ts`, `applyHeldQueueDisposition`.
+                return refused(
+                    "heldQueueDispositionRequired",
                     "the queue is held: send with heldQueueDisposition",
                 );
             }
@@ -482,8 +408,8 @@ fn send_text(
                     let current: Vec<&Value> =
                         conversation.queue.iter().map(|item| &item["queueItemId"]).collect();
                     if expected.iter().collect::<Vec<_>>() != current {
-                        return Decision::rejected(
-                            "guard.heldQueueChanged",
+                        return refused(
+                            "guard.heldQueueConfirmationStale",
                             "the held queue changed",
                         );
                     }
@@ -510,18 +436,14 @@ fn apply_submission(
 ) -> Result<(), Decision> {
     let mut config = conversation.record.config.clone();
     if let Some(selection) = payload.get("modelSelection").filter(|value| !value.is_null()) {
-        let model = catalog::find_selected_model(selection).ok_or_else(|| {
-            Decision::rejected("guard.modelNotFound", format!("no model {selection}"))
-        })?;
+        let model = catalog::find_selected_model(selection)
+            .ok_or_else(|| Decision::failed(format!("Model {selection} is not available")))?;
         let level = selection
             .pointer("/options/reasoningLevel")
             .and_then(Value::as_str)
             .unwrap_or(model.default_level());
         if !model.offers(level) {
-            return Err(Decision::rejected(
-                "guard.thoughtLevelUnavailable",
-                format!("{} does not offer {level}", model.model_id()),
-            ));
+            return Err(Decision::failed(format!("Reasoning level {level} is not available")));
         }
         config.provider_id = model.provider_id().into();
         config.model_id = model.model_id().into();
@@ -529,10 +451,7 @@ fn apply_submission(
     }
     if let Some(mode) = payload.get("mode").and_then(Value::as_str) {
         if mode == "plan" || !server.profile.accepts_mode(mode) {
-            return Err(Decision::rejected(
-                "proto.invalidPayload",
-                format!("mode: unknown submission mode {mode:?}"),
-            ));
+            return Err(invalid(format!("mode: unknown submission mode {mode:?}")));
         }
         config.mode = mode.into();
     }
@@ -588,38 +507,5 @@ pub fn input_of(item: &Value) -> Input {
         client_id: item["clientId"].as_str().unwrap_or_default().to_owned(),
         text: item["text"].as_str().unwrap_or_default().to_owned(),
         attachments: item["attachments"].as_array().cloned().unwrap_or_default(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn envelope(kind: &str, extra: Value) -> Value {
-        let mut envelope = json!({"commandId": "c1", "clientId": "client", "sessionId": "sess_1",
-                                  "type": kind, "payload": {}, "issuedAt": 1});
-        if let (Some(target), Some(extra)) = (envelope.as_object_mut(), extra.as_object()) {
-            target.extend(extra.clone());
-        }
-        envelope
-    }
-
-    #[test]
-    fn parses_envelopes_strictly() {
-        assert!(parse(&envelope("stop", json!({}))).is_ok());
-        assert!(parse(&envelope("dance", json!({}))).unwrap_err().contains("unknown command type"));
-        assert!(parse(&envelope("setAutoDrain", json!({}))).unwrap_err().contains("baseRevision"));
-        assert!(parse(&envelope("setAutoDrain", json!({"baseRevision": 3}))).is_ok());
-        assert!(parse(&envelope("retryTurn", json!({"baseRevision": 3}))).is_err());
-        assert!(parse(&json!({"commandId": "c"})).is_err());
-        assert!(parse(&envelope("stop", json!({"issuedAt": "now"}))).is_err());
-    }
-
-    #[test]
-    fn stale_and_rejected_decisions_are_decided_again() {
-        assert!(remembered(&noop("proto.alreadyResolved")));
-        assert!(remembered(&failed("fault.command.notSimulated", "x")));
-        assert!(!remembered(&Decision::refused("stale", "proto.staleRevision", None)));
-        assert!(!remembered(&Decision::rejected("proto.invalidPayload", "x")));
     }
 }

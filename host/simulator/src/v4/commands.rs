@@ -97,6 +97,24 @@ impl Decision {
         Decision::refused("rejected", reason, Some(message.into()))
     }
 
+    /// Nothing to do, which a handler says with `V4CommandNoopError` (3.15.1 `v4-gateway.ts`).
+    pub fn noop(reason: &str) -> Decision {
+        Decision::refused("noop", reason, None)
+    }
+
+    /// A handler's error without a reason code of its own (`v4-gateway.ts`: every error a
+    /// handler throws is `failed`, `fault.command.executionFailed` unless it names a code).
+    pub fn failed(message: impl Into<String>) -> Decision {
+        Decision::refused("failed", "fault.command.executionFailed", Some(message.into()))
+    }
+
+    /// A command the simulator does not execute, answered as ZCode answers a command its host
+    /// has not wired (`v4-gateway.ts`, `V4CommandNotImplementedError`).
+    pub fn not_implemented(kind: &str) -> Decision {
+        let message = format!("zcode-sim does not simulate the {kind} command");
+        Decision::refused("failed", "fault.command.notImplemented", Some(message))
+    }
+
     pub fn ack(&self, command_id: &str, revision: u64) -> Value {
         let mut ack =
             json!({"commandId": command_id, "status": self.status, "revisionAtDecision": revision});
@@ -111,6 +129,16 @@ impl Decision {
         }
         ack
     }
+}
+
+/// An answer that reached its interaction: `resolveInteraction`'s result (`command.ts`,
+/// `commandResultSchema`) names who answered, and the permission option chosen.
+pub fn resolved_by(client_id: &str, option: Option<&str>) -> Decision {
+    let mut by = json!({"clientId": client_id});
+    if let Some(option) = option {
+        by["optionId"] = json!(option);
+    }
+    Decision::accepted(Some(json!({"type": "resolveInteraction", "resolvedBy": by})))
 }
 
 /// Why an envelope lacks the CAS members its type needs, if it does. ZCode's envelope parser
@@ -147,9 +175,9 @@ pub fn stale_base(
 }
 
 /// Whether a retry of the same `commandId` replays this decision. ZCode does not remember a
-/// refusal at admission (`remember: false`) but does remember a command's settled outcome, a
-/// handler's `rejected` included; here every `stale` and `rejected` is decided afresh, which
-/// differs only for a handler's refusal (docs/simulator-v4-engines.md, point 8).
+/// refusal at admission (`command-inbox.ts`, `decide`: `remember: false`) and remembers every
+/// settled outcome (`settle`). Its handlers' errors all settle as `failed` (`v4-gateway.ts`),
+/// so `stale` and `rejected` only ever come from admission, and are decided afresh.
 pub fn remembered(decision: &Decision) -> bool {
     !matches!(decision.status, "stale" | "rejected")
 }
@@ -170,7 +198,7 @@ mod tests {
 
     #[test]
     fn acks_carry_only_what_was_decided() {
-        let noop = Decision::refused("noop", "proto.alreadyResolved", None);
+        let noop = Decision::noop("proto.alreadyResolved");
         assert_eq!(
             noop.ack("c", 4),
             json!({"commandId": "c", "status": "noop", "revisionAtDecision": 4, "reasonCode": "proto.alreadyResolved"})
@@ -178,7 +206,7 @@ mod tests {
         let accepted = Decision::accepted(Some(json!({"type": "inputAccepted"})));
         assert_eq!(accepted.ack("c", 1)["result"]["type"], "inputAccepted");
         assert_eq!(replay(&accepted.ack("c", 1))["status"], "duplicate");
-        let failed = Decision::refused("failed", "fault.command.executionFailed", Some("x".into()));
+        let failed = Decision::failed("x");
         assert_eq!(replay(&failed.ack("c", 1))["status"], "failed");
     }
 
@@ -224,11 +252,11 @@ mod tests {
 
     #[test]
     fn refusals_are_decided_afresh_and_outcomes_are_replayed() {
-        let outcomes = [Decision::accepted(None), Decision::refused("noop", "x", None)];
+        let outcomes =
+            [Decision::accepted(None), Decision::noop("x"), Decision::not_implemented("compact")];
         assert!(outcomes.iter().all(remembered));
         let refusals =
             [Decision::refused("stale", "proto.staleRevision", None), Decision::rejected("x", "y")];
         assert!(!refusals.iter().any(remembered));
-        assert!(remembered(&Decision::refused("failed", "fault.x", None)));
     }
 }

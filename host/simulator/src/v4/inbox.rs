@@ -1,0 +1,214 @@
+//! The V4 command inbox both servers admit commands through, in the order of 3.15.1's
+//! `command-inbox.ts` (`CommandInbox.handle`, `decide`, `settle`): the envelope is parsed, an
+//! earlier decision of the same command is replayed, the session is looked up, a CAS base is
+//! compared, and only then does the command execute. Each server supplies an [`Inbox`]: where
+//! its session and remembered decisions live, and what each command does.
+
+use std::sync::OnceLock;
+
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use super::commands::{COMMAND_TYPES, Decision, missing_base, remembered, replay, stale_base};
+
+/// An envelope that parsed (`parseCommandEnvelope`).
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Envelope<'a> {
+    pub command_id: &'a str,
+    pub client_id: &'a str,
+    #[serde(borrow)]
+    pub session_id: Option<&'a str>,
+    #[serde(rename = "type")]
+    pub kind: &'a str,
+    /// Always an object (`{}` when the envelope has none).
+    #[serde(skip, default = "no_payload")]
+    pub payload: &'a Value,
+    pub base_revision: Option<u64>,
+    #[serde(borrow)]
+    pub base_log_epoch: Option<&'a str>,
+}
+
+fn no_payload<'a>() -> &'a Value {
+    static EMPTY: OnceLock<Value> = OnceLock::new();
+    EMPTY.get_or_init(|| json!({}))
+}
+
+/// The ACK for an envelope that does not parse: `rejected` `proto.invalidPayload` at revision 0.
+pub fn invalid_envelope(raw: &Value, message: impl Into<String>) -> Value {
+    let command_id = raw.get("commandId").and_then(Value::as_str).unwrap_or_default();
+    Decision::rejected("proto.invalidPayload", message).ack(command_id, 0)
+}
+
+impl<'a> Envelope<'a> {
+    /// The envelope, or the ACK refusing it.
+    pub fn parse(raw: &'a Value) -> Result<Envelope<'a>, Value> {
+        Envelope::read(raw).map_err(|message| invalid_envelope(raw, message))
+    }
+
+    fn read(raw: &'a Value) -> Result<Envelope<'a>, String> {
+        let mut envelope = Envelope::deserialize(raw).map_err(|error| error.to_string())?;
+        if !COMMAND_TYPES.contains(&envelope.kind) {
+            return Err(format!("type: unknown command type {:?}", envelope.kind));
+        }
+        // `sessionId` may be null, not absent.
+        if raw.get("sessionId").is_none() || !raw["issuedAt"].is_number() {
+            return Err("sessionId (string or null) and issuedAt (number) are required".into());
+        }
+        match &raw["payload"] {
+            payload @ Value::Object(_) => envelope.payload = payload,
+            Value::Null => {}
+            _ => return Err("payload: expected object".into()),
+        }
+        if envelope.base_log_epoch.is_some_and(|epoch| epoch.trim().is_empty()) {
+            return Err("baseLogEpoch: expected a non-empty string".into());
+        }
+        let (revision, log_epoch) = (envelope.base_revision, envelope.base_log_epoch);
+        match missing_base(envelope.kind, revision.is_some(), log_epoch.is_some()) {
+            Some(message) => Err(message.into()),
+            None => Ok(envelope),
+        }
+    }
+
+    /// A payload member as text, `""` when absent.
+    pub fn text(&self, key: &str) -> &'a str {
+        self.payload[key].as_str().unwrap_or_default()
+    }
+
+    pub fn members(&self) -> &'a Map<String, Value> {
+        self.payload.as_object().expect("a parsed payload is an object")
+    }
+}
+
+/// What a server keeps for its inbox.
+pub trait Inbox {
+    /// The ACK this command settled with, if it is remembered (`lookupExact`).
+    fn settled(&self, envelope: &Envelope<'_>) -> Option<Value>;
+    /// The named session's revision and log epoch, or `None` when this server has no such
+    /// session.
+    fn session(&self, envelope: &Envelope<'_>) -> Option<(u64, String)>;
+    /// A simulated race: the next CAS compare loses.
+    fn raced(&self) -> bool;
+    fn execute(&mut self, envelope: &Envelope<'_>) -> Decision;
+    fn remember(&mut self, envelope: &Envelope<'_>, ack: &Value);
+}
+
+/// Decides one parsed command and returns its ACK. A refusal at admission (no session, a
+/// stale base) is not remembered; what executed is, per `remembered` (`settle`).
+pub fn decide(inbox: &mut impl Inbox, envelope: &Envelope<'_>) -> Value {
+    let command_id = envelope.command_id;
+    if let Some(first) = inbox.settled(envelope) {
+        return replay(&first);
+    }
+    let Some((revision, log_epoch)) = inbox.session(envelope) else {
+        return Decision::refused("rejected", "proto.sessionNotFound", None).ack(command_id, 0);
+    };
+    let base = (envelope.base_revision, envelope.base_log_epoch);
+    let current = (revision, log_epoch.as_str());
+    if let Some(stale) = stale_base(envelope.kind, base, current, || inbox.raced()) {
+        return stale.ack(command_id, revision);
+    }
+    let decision = inbox.execute(envelope);
+    let ack = decision.ack(command_id, revision);
+    if remembered(&decision) {
+        inbox.remember(envelope, &ack);
+    }
+    ack
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn envelope(kind: &str, extra: Value) -> Value {
+        let mut envelope = json!({"commandId": "c1", "clientId": "client", "sessionId": "sess_1",
+                                  "type": kind, "payload": {}, "issuedAt": 1});
+        if let (Some(target), Some(extra)) = (envelope.as_object_mut(), extra.as_object()) {
+            target.extend(extra.clone());
+        }
+        envelope
+    }
+
+    fn refusal(raw: &Value) -> String {
+        let ack = Envelope::parse(raw).unwrap_err();
+        assert_eq!((&ack["status"], &ack["revisionAtDecision"]), (&json!("rejected"), &json!(0)));
+        ack["message"].as_str().unwrap().to_owned()
+    }
+
+    #[test]
+    fn parses_envelopes_strictly() {
+        assert!(Envelope::parse(&envelope("stop", json!({}))).is_ok());
+        assert!(refusal(&envelope("dance", json!({}))).contains("unknown command type"));
+        assert!(refusal(&envelope("setAutoDrain", json!({}))).contains("baseRevision"));
+        assert!(Envelope::parse(&envelope("setAutoDrain", json!({"baseRevision": 3}))).is_ok());
+        assert!(refusal(&envelope("retryTurn", json!({"baseRevision": 3}))).contains("Epoch"));
+        assert!(refusal(&json!({"commandId": "c"})).contains("clientId"));
+        assert!(refusal(&envelope("stop", json!({"commandId": 7}))).contains("invalid type"));
+        let mut sessionless = envelope("stop", json!({}));
+        sessionless.as_object_mut().unwrap().remove("sessionId");
+        assert!(refusal(&sessionless).contains("sessionId"));
+        let null = envelope("stop", json!({"sessionId": null}));
+        assert_eq!(Envelope::parse(&null).unwrap().session_id, None);
+        assert!(refusal(&envelope("stop", json!({"issuedAt": "now"}))).contains("issuedAt"));
+        let parsed = envelope("stop", json!({"payload": null}));
+        assert_eq!(Envelope::parse(&parsed).unwrap().payload, &json!({}));
+    }
+
+    /// One session at revision 3, recording what the pipeline asked of it.
+    #[derive(Default)]
+    struct Fake {
+        remembered: Vec<Value>,
+        executed: usize,
+        outcome: Option<Decision>,
+    }
+
+    impl Inbox for Fake {
+        fn settled(&self, envelope: &Envelope<'_>) -> Option<Value> {
+            self.remembered.iter().find(|ack| ack["commandId"] == envelope.command_id).cloned()
+        }
+        fn session(&self, envelope: &Envelope<'_>) -> Option<(u64, String)> {
+            (envelope.session_id == Some("sess_1")).then(|| (3, "epoch".to_owned()))
+        }
+        fn raced(&self) -> bool {
+            false
+        }
+        fn execute(&mut self, _: &Envelope<'_>) -> Decision {
+            self.executed += 1;
+            self.outcome.clone().unwrap_or(Decision::accepted(None))
+        }
+        fn remember(&mut self, _: &Envelope<'_>, ack: &Value) {
+            self.remembered.push(ack.clone());
+        }
+    }
+
+    #[test]
+    fn admission_refusals_are_decided_afresh_and_outcomes_replay() {
+        let mut inbox = Fake::default();
+        let mut ack = |raw: Value| decide(&mut inbox, &Envelope::parse(&raw).unwrap());
+        let nobody = ack(envelope("stop", json!({"sessionId": "sess_2"})));
+        assert_eq!(
+            (&nobody["reasonCode"], &nobody["revisionAtDecision"]),
+            (&json!("proto.sessionNotFound"), &json!(0))
+        );
+        let stale = ack(envelope("setAutoDrain", json!({"baseRevision": 2})));
+        assert_eq!((&stale["status"], &stale["revisionAtDecision"]), (&json!("stale"), &json!(3)));
+        let accepted = ack(envelope("setAutoDrain", json!({"baseRevision": 3})));
+        assert_eq!(accepted["status"], "accepted");
+        // The same command id, even with a stale base now: the first outcome, replayed.
+        let again = ack(envelope("setAutoDrain", json!({"baseRevision": 2})));
+        assert_eq!(again["status"], "duplicate");
+        assert_eq!((inbox.executed, inbox.remembered.len()), (1, 1));
+    }
+
+    #[test]
+    fn an_executed_failure_or_noop_is_remembered() {
+        for outcome in [Decision::failed("x"), Decision::noop("queue.itemMissing")] {
+            let mut inbox = Fake { outcome: Some(outcome.clone()), ..Fake::default() };
+            let raw = envelope("stop", json!({}));
+            let first = decide(&mut inbox, &Envelope::parse(&raw).unwrap());
+            let second = decide(&mut inbox, &Envelope::parse(&raw).unwrap());
+            assert_eq!(inbox.executed, 1, "{outcome:?}");
+            assert_eq!(second, replay(&first));
+        }
+    }
+}
