@@ -7,7 +7,7 @@
 //! `state.updated` patches replace whole top-level keys and carry the new `revision`; row
 //! deltas do not change the revision.
 
-use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -214,7 +214,6 @@ pub struct Conversation {
     pub pause_reason: Option<&'static str>,
     pub pending: Vec<Value>,
     pub waiting: HashMap<String, Waiting>,
-    pub resolved: HashSet<String>,
     pub turn: Option<TurnHandle>,
     /// A driver task runs turns for this session.
     pub driving: bool,
@@ -247,7 +246,6 @@ impl Conversation {
             pause_reason: None,
             pending: Vec::new(),
             waiting: HashMap::new(),
-            resolved: HashSet::new(),
             turn: None,
             driving: false,
             next_inputs: VecDeque::new(),
@@ -311,8 +309,7 @@ impl Conversation {
         } else if self.admitted() && self.early_interrupt != Interrupt::Stop {
             self.early_interrupt = kind;
         }
-        let withdrawn: Vec<String> = self.waiting.drain().map(|(id, _)| id).collect();
-        self.resolved.extend(withdrawn);
+        self.waiting.clear();
     }
 
     /// An input is admitted to start and its turn has yet to.

@@ -342,8 +342,7 @@ impl Turn {
             conversation.pending.clear();
             keys.push(Key::Pending);
         }
-        let withdrawn: Vec<String> = conversation.waiting.drain().map(|(id, _)| id).collect();
-        conversation.resolved.extend(withdrawn);
+        conversation.waiting.clear();
         conversation.turn = None;
         conversation.patch(&mut batch, &keys);
         let server = self.server.clone();
