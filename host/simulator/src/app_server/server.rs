@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::catalog::{self, Entitlements};
@@ -145,9 +146,15 @@ impl State {
     }
 
     /// Records a session event and pushes it when the session is subscribed.
-    pub fn event(&mut self, session_id: &str, turn_id: Option<&str>, kind: &str, payload: Value) {
+    pub fn event(
+        &mut self,
+        session_id: &str,
+        turn_id: Option<&str>,
+        kind: &str,
+        payload: impl Serialize,
+    ) {
         let Some(resident) = self.sessions.get_mut(session_id) else { return };
-        let event = resident.next_event(turn_id, kind, payload);
+        let event = resident.next_event(turn_id, kind, &payload);
         if resident.drop > 0 {
             resident.drop -= 1;
             return;

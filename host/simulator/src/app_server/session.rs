@@ -128,6 +128,9 @@ pub struct Resident {
     pub deferred: bool,
     pub revision: u64,
     pub seq: u64,
+    /// Event ids are this plus the event's `seq`: unique, and with no random draw (a
+    /// `getrandom` call) for every streamed delta.
+    event_ids: u128,
     /// The last [`EVENT_LOG`] events, by `seq`, kept as the JSON text they were written as:
     /// they are only read back by a replay (`session/events`, a subscription's), so a
     /// streamed delta pays for one serialization here instead of a copy of its tree.
@@ -174,6 +177,7 @@ impl Resident {
             deferred,
             revision: 0,
             seq: 0,
+            event_ids: uuid::Uuid::new_v4().as_u128(),
             events: VecDeque::new(),
             delivery_kind: None,
             turn: None,
@@ -246,16 +250,21 @@ impl Resident {
 
     /// Builds the next protocol session event, records it (`ZCodeSessionEvent`) and returns
     /// its JSON text.
-    pub fn next_event(&mut self, turn_id: Option<&str>, kind: &str, payload: Value) -> String {
+    pub fn next_event(
+        &mut self,
+        turn_id: Option<&str>,
+        kind: &str,
+        payload: &impl Serialize,
+    ) -> String {
         self.seq += std::mem::take(&mut self.gap) + 1;
         let event = EventText {
-            event_id: format!("evt_{}", uuid::Uuid::new_v4().simple()),
+            event_id: format!("evt_{:032x}", self.event_ids.wrapping_add(u128::from(self.seq))),
             session_id: &self.record.session_id,
             seq: self.seq,
             trace_id: &self.record.trace_id,
             timestamp: now_ms(),
             kind,
-            payload: &payload,
+            payload,
             turn_id,
             delivery_kind: self.delivery_kind.as_deref(),
         };
@@ -506,7 +515,7 @@ fn v4_title_source(stored: Option<&str>) -> &'static str {
 /// its parts, with no JSON tree built and dropped for every streamed delta.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct EventText<'a> {
+struct EventText<'a, P: Serialize> {
     event_id: String,
     session_id: &'a str,
     seq: u64,
@@ -514,7 +523,7 @@ struct EventText<'a> {
     timestamp: u64,
     #[serde(rename = "type")]
     kind: &'a str,
-    payload: &'a Value,
+    payload: &'a P,
     #[serde(skip_serializing_if = "Option::is_none")]
     turn_id: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -525,7 +534,7 @@ struct EventText<'a> {
 mod tests {
     use super::*;
 
-    fn event<'a>(turn_id: Option<&'a str>, delivery_kind: Option<&'a str>) -> EventText<'a> {
+    fn event<'a>(turn_id: Option<&'a str>, delivery_kind: Option<&'a str>) -> EventText<'a, Value> {
         static PAYLOAD: std::sync::LazyLock<Value> =
             std::sync::LazyLock::new(|| json!({"kind": "text_delta", "delta": "a \"b\"\n"}));
         EventText {

@@ -304,10 +304,13 @@ impl Turn {
             // The segment's last chunk says `done: true`, the others `done: false` (probe log
             // [A] of issue 25, §7.2: "`done` marks the end of the stream, true on the last
             // chunk"; the live record [B], Q1).
-            let done = index + 1 == chunks.len();
-            let mut payload =
-                json!({"kind": kind, "delta": chunk, "done": done, "partId": part_id});
-            payload["assistantMessageId"] = json!(self.assistant_id);
+            let payload = TextDelta {
+                assistant_message_id: &self.assistant_id,
+                delta: chunk,
+                done: index + 1 == chunks.len(),
+                kind,
+                part_id: &part_id,
+            };
             let (session_id, turn_id) = (self.session_id(), self.start.turn_id.as_str());
             self.state().batch(|state| {
                 state.event(session_id, Some(turn_id), "model.streaming", payload);
@@ -826,4 +829,17 @@ fn stderr_flood(bytes: u64) {
     let mut stderr = std::io::stderr().lock();
     let _ = stderr.write_all(text.as_bytes());
     let _ = stderr.flush();
+}
+
+/// A streamed delta's `model.streaming` payload, written with no JSON tree, its members in the
+/// order a real Agent writes them (probe log [A] §7.2: `assistantMessageId`, `delta`, `done`,
+/// `kind`).
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct TextDelta<'a> {
+    assistant_message_id: &'a str,
+    delta: &'a str,
+    done: bool,
+    kind: &'a str,
+    part_id: &'a str,
 }
