@@ -13,7 +13,7 @@
 //! 4. `session`, `snapshot`, `gateway` (the V4 transport), `store`, `catalog`, `messages`,
 //!    `interactions`, `reverse`, `schemas`, `wire`, `fault`, `profile`: the pieces.
 //!
-//! The V4 conversation itself (publisher, wire, command vocabulary) is `crate::v4`,
+//! The V4 conversation itself (publisher, wire, command vocabulary and schemas) is `crate::v4`,
 //! and the validator `crate::common::zod`, both shared with the Services Server. Facts and the
 //! choices made where the public source is silent are listed in `docs/simulator.md` §12.
 

@@ -1,9 +1,8 @@
-//! Params and answer schemas of the methods the simulator serves, after the 3.15.1 source
+//! Params and answer schemas of the methods the app-server serves, after the 3.15.1 source
 //! (`packages/shared/src/zcode-protocol/index.ts`, `zcode-protocol-legacy-types.ts`,
-//! `zcode-protocol-v4/transport.ts`, `command.ts`). They are data, `schemas.zod`, read once;
-//! its header gives the notation. Legacy params are `.strict()`: an unknown key is a `-32602`.
-//! V4 command envelopes and payloads are plain `z.object`s: unknown keys are dropped.
-//! Per-release differences come from the profile.
+//! `zcode-protocol-v4/transport.ts`). They are data, `schemas.zod`, read once after the V4
+//! command schemas it builds on (`v4/commands.zod`). Legacy params are `.strict()`: an unknown
+//! key is a `-32602`. Per-release differences come from the profile.
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -12,7 +11,6 @@ use serde_json::Value;
 
 use super::profile::AppServerProfile;
 use super::zod::{self, Schema, custom};
-use crate::v4::commands::COMMAND_TYPES;
 
 const SOURCE: &str = include_str!("schemas.zod");
 
@@ -24,7 +22,8 @@ pub fn named(name: &str) -> Schema {
 fn definitions() -> &'static HashMap<&'static str, Schema> {
     static DEFINITIONS: OnceLock<HashMap<&'static str, Schema>> = OnceLock::new();
     DEFINITIONS.get_or_init(|| {
-        zod::parse(&[SOURCE]).unwrap_or_else(|error| panic!("schemas.zod: {error}"))
+        zod::parse(&[crate::v4::inbox::SCHEMAS, SOURCE])
+            .unwrap_or_else(|error| panic!("schemas.zod: {error}"))
     })
 }
 
@@ -53,21 +52,6 @@ pub fn legacy_params(method: &str, profile: &AppServerProfile) -> Option<Schema>
         }
         _ => schema,
     })
-}
-
-pub fn v4_command_envelope() -> Schema {
-    named("v4/command").bind("type", &COMMAND_TYPES)
-}
-
-/// The payload schema of a command the simulator executes; any object for the others.
-pub fn v4_command_payload(kind: &str, profile: &AppServerProfile) -> Schema {
-    match definitions().get(format!("command/{kind}").as_str()) {
-        Some(schema) if kind == "switchCollaborationMode" => {
-            schema.clone().bind("mode", profile.collaboration_modes())
-        }
-        Some(schema) => schema.clone(),
-        None => named("anyObject"),
-    }
 }
 
 /// `session/send`'s `superRefine` rules.
@@ -111,14 +95,17 @@ mod tests {
 
     #[test]
     fn every_definition_parses_and_references_resolve() {
-        let definitions = parse(&[SOURCE]).unwrap();
-        assert_eq!(definitions.len(), 62);
+        // `schemas.zod` names what the V4 command schemas define, and only that.
+        assert!(parse(&[SOURCE]).unwrap_err().contains("`modelSelection` is not defined"));
+        let definitions = parse(&[crate::v4::inbox::SCHEMAS, SOURCE]).unwrap();
+        assert_eq!(definitions.len(), 63);
+        assert_eq!(field_names(&named("session/setModel"))[1], "model");
         let error = parse(&["a = strict { b: missing }"]).unwrap_err();
         assert_eq!(error, "in `a`: `missing` is not defined");
         assert!(parse(&["a = enum(\"x\""]).is_err());
-        // An alias is the schema it names.
-        let alias = field_names(&named("command/sendQueuedNow"));
-        assert_eq!(alias, field_names(&named("command/deleteQueueItem")));
+        // A later text may name an earlier one's definitions.
+        let alias = parse(&["a = strict { b: bool }", "c = a"]).unwrap();
+        assert_eq!(field_names(&alias["c"]), ["b"]);
     }
 
     #[test]
@@ -147,10 +134,5 @@ mod tests {
             check(&legacy("session/setMode", old), Some(&params))[0]["code"],
             "invalid_value"
         );
-        let envelope = v4_command_envelope();
-        let command = json!({"commandId": "c", "clientId": "k", "sessionId": null,
-                             "type": "sendText", "issuedAt": 1});
-        assert!(check(&envelope, Some(&command)).is_empty());
-        assert!(check(&v4_command_payload("unknownKind", new), Some(&json!({"x": 1}))).is_empty());
     }
 }

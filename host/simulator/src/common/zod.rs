@@ -2,8 +2,8 @@
 //! issue objects (`invalid_type`, `unrecognized_keys`, `too_small`, `invalid_value`,
 //! `invalid_union`, `custom`), the `Invalid params — <path>: <message>` summary of
 //! `parseParams` and the `{name: "ZodError", message}` error data. Schemas are data in `.zod`
-//! files (`app_server/schemas.zod` gives the notation), read by [`parse`]. It lives in
-//! `common/` so that both V4 servers may check with it.
+//! files (`v4/commands.zod` gives the notation), read by [`parse`]; the app-server and the
+//! Services Server check with the same ones.
 //!
 //! Only the schema features the protocol's params use are modelled. Issue texts follow zod 4's
 //! default messages; they are close to, not byte-identical with, the real ones.

@@ -22,7 +22,7 @@ fn invalid(message: impl Into<String>) -> Decision {
 
 /// Handles one envelope; returns the ACK and, when turns must run, the session to drive.
 pub fn handle(server: &Arc<Server>, workspace: &str, raw: &Value) -> (Value, Option<Shared>) {
-    let envelope = match Envelope::parse(raw) {
+    let envelope = match Envelope::parse(raw, server.profile.collaboration_modes) {
         Ok(envelope) => envelope,
         Err(refused) => return (refused, None),
     };
