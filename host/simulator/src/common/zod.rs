@@ -96,27 +96,16 @@ pub fn invalid_params_message(issues: &[Issue]) -> String {
     if issues.is_empty() {
         return "Invalid params".to_owned();
     }
-    let parts: Vec<String> = issues
-        .iter()
-        .take(5)
-        .map(|issue| {
-            let path = issue["path"]
-                .as_array()
-                .filter(|segments| !segments.is_empty())
-                .map(|segments| {
-                    segments
-                        .iter()
-                        .map(|segment| match segment {
-                            Value::String(text) => text.clone(),
-                            other => other.to_string(),
-                        })
-                        .collect::<Vec<_>>()
-                        .join(".")
-                })
-                .unwrap_or_else(|| "(root)".to_owned());
-            format!("{path}: {}", issue["message"].as_str().unwrap_or("invalid"))
-        })
-        .collect();
+    let part = |issue: &Issue| {
+        let segments = issue["path"].as_array().map(Vec::as_slice).unwrap_or_default();
+        let segments: Vec<String> = segments
+            .iter()
+            .map(|segment| segment.as_str().map_or(segment.to_string(), str::to_owned))
+            .collect();
+        let path = if segments.is_empty() { "(root)".to_owned() } else { segments.join(".") };
+        format!("{path}: {}", issue["message"].as_str().unwrap_or("invalid"))
+    };
+    let parts: Vec<String> = issues.iter().take(5).map(part).collect();
     let more =
         if issues.len() > 5 { format!(" (+{} more)", issues.len() - 5) } else { String::new() };
     format!("Invalid params — {}{more}", parts.join("; "))
@@ -149,6 +138,13 @@ fn invalid_type(expected: &str, value: Option<&Value>, path: &[Value]) -> Issue 
     })
 }
 
+/// A `too_small` (`minimum`) or `too_big` (`maximum`) issue.
+fn bound(origin: &str, limit: &str, value: Value, path: &[Value], message: String) -> Issue {
+    let code = if limit == "minimum" { "too_small" } else { "too_big" };
+    json!({"origin": origin, "code": code, (limit): value, "inclusive": true, "path": path,
+           "message": message})
+}
+
 fn visit(schema: &Schema, value: Option<&Value>, path: &mut Vec<Value>, issues: &mut Vec<Issue>) {
     match schema {
         Schema::Unknown => {}
@@ -161,11 +157,8 @@ fn visit(schema: &Schema, value: Option<&Value>, path: &mut Vec<Value>, issues: 
             Some(Value::String(text)) => {
                 let length = if *trim { text.trim().chars().count() } else { text.chars().count() };
                 if length < *min {
-                    issues.push(json!({
-                        "origin": "string", "code": "too_small", "minimum": min, "inclusive": true,
-                        "path": path,
-                        "message": format!("Too small: expected string to have >={min} characters"),
-                    }));
+                    let message = format!("Too small: expected string to have >={min} characters");
+                    issues.push(bound("string", "minimum", json!(min), path, message));
                 }
             }
             other => issues.push(invalid_type("string", other, path)),
@@ -177,11 +170,8 @@ fn visit(schema: &Schema, value: Option<&Value>, path: &mut Vec<Value>, issues: 
                     if let Some(min) = min
                         && integer < *min
                     {
-                        issues.push(json!({
-                            "origin": "number", "code": "too_small", "minimum": min,
-                            "inclusive": true, "path": path,
-                            "message": format!("Too small: expected number to be >={min}"),
-                        }));
+                        let message = format!("Too small: expected number to be >={min}");
+                        issues.push(bound("number", "minimum", json!(min), path, message));
                     }
                 }
             },
@@ -219,20 +209,14 @@ fn visit(schema: &Schema, value: Option<&Value>, path: &mut Vec<Value>, issues: 
         Schema::Array { item, min, max } => match value {
             Some(Value::Array(items)) => {
                 if items.len() < *min {
-                    issues.push(json!({
-                        "origin": "array", "code": "too_small", "minimum": min, "inclusive": true,
-                        "path": path,
-                        "message": format!("Too small: expected array to have >={min} items"),
-                    }));
+                    let message = format!("Too small: expected array to have >={min} items");
+                    issues.push(bound("array", "minimum", json!(min), path, message));
                 }
                 if let Some(max) = max
                     && items.len() > *max
                 {
-                    issues.push(json!({
-                        "origin": "array", "code": "too_big", "maximum": max, "inclusive": true,
-                        "path": path,
-                        "message": format!("Too big: expected array to have <={max} items"),
-                    }));
+                    let message = format!("Too big: expected array to have <={max} items");
+                    issues.push(bound("array", "maximum", json!(max), path, message));
                 }
                 for (index, element) in items.iter().enumerate() {
                     path.push(json!(index));
