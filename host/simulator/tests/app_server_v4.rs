@@ -208,6 +208,14 @@ fn commands_check_their_payload_base_revision_and_identity() {
             json!({"baseRevision": base}),
         );
         assert_eq!(auto["reasonCode"], "proto.invalidPayload", "{app}: V4 has no auto mode");
+        // The shared schema's wording, as the Services Server's.
+        let guarded = if has_315(app) { r#"|"guarded""# } else { "" };
+        let modes = format!(r#""build"|"edit"|"plan"|"yolo"{guarded}"#);
+        assert_eq!(
+            auto["message"],
+            format!("Invalid params — mode: Invalid option: expected one of {modes}"),
+            "{app}"
+        );
         // The payload is part of the envelope: refused before any session is looked at.
         assert_eq!(auto["revisionAtDecision"], 0, "{app}");
         // The same command id again: the first decision, marked duplicate.

@@ -246,6 +246,12 @@ fn admission_rejects_bad_envelopes_and_cas_retries_on_stale() {
         (empty["status"].as_str(), empty["reasonCode"].as_str()),
         (Some("rejected"), Some("proto.invalidPayload"))
     );
+    // `command.ts`: an optional member may be absent, not null.
+    let null = session.command(&mut client, "sendText", json!({"text": "hi", "attachments": null}));
+    assert_eq!(
+        null["message"],
+        "Invalid params — attachments: Invalid input: expected array, received null"
+    );
     let unknown = session.command(&mut client, "sendText", json!({"text": "sim:dance"}));
     assert!(unknown["message"].as_str().unwrap().contains("Unknown simulator scenario"));
 
@@ -461,6 +467,14 @@ fn modes_and_models_follow_the_profile() {
     assert_eq!(
         (guarded["status"].as_str(), guarded["reasonCode"].as_str()),
         (Some("rejected"), Some("proto.invalidPayload"))
+    );
+    // The shared schema's wording, as the app-server's; a payload is refused with its
+    // envelope, before any session is looked at.
+    let modes = r#""build"|"edit"|"plan"|"yolo""#;
+    let expected = format!("Invalid params — mode: Invalid option: expected one of {modes}");
+    assert_eq!(
+        (guarded["message"].as_str(), guarded["revisionAtDecision"].as_u64()),
+        (Some(expected.as_str()), Some(0))
     );
 
     let new = Runtime::new("4.0.0");

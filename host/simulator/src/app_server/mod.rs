@@ -11,11 +11,11 @@
 //!    model run. None of the three imports another.
 //! 3. `server`: the state they share and the session operations they have in common.
 //! 4. `session`, `snapshot`, `gateway` (the V4 transport), `store`, `catalog`, `messages`,
-//!    `interactions`, `reverse`, `schemas`, `zod`, `wire`, `fault`, `profile`: the pieces.
+//!    `interactions`, `reverse`, `schemas`, `wire`, `fault`, `profile`: the pieces.
 //!
-//! The V4 conversation itself (publisher, wire, command vocabulary) is `crate::v4`, shared with
-//! the Services Server. Facts and the choices made where the public source is silent are
-//! listed in `docs/simulator.md` §12.
+//! The V4 conversation itself (publisher, wire, command vocabulary and schemas) is `crate::v4`,
+//! and the validator `crate::common::zod`, both shared with the Services Server. Facts and the
+//! choices made where the public source is silent are listed in `docs/simulator.md` §12.
 
 mod catalog;
 mod cli;
@@ -37,7 +37,8 @@ mod turn;
 mod v4;
 mod v4_commands;
 mod wire;
-mod zod;
 
+// The modules here still name the validator `super::zod`.
+use crate::common::zod;
 pub(crate) use cli::run;
 pub use profile::{AppServerProfile, CliFamily, PROFILES, by_name, for_app_version};

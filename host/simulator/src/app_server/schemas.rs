@@ -1,9 +1,8 @@
-//! Params and answer schemas of the methods the simulator serves, after the 3.15.1 source
+//! Params and answer schemas of the methods the app-server serves, after the 3.15.1 source
 //! (`packages/shared/src/zcode-protocol/index.ts`, `zcode-protocol-legacy-types.ts`,
-//! `zcode-protocol-v4/transport.ts`, `command.ts`). They are data, `schemas.zod`, read once;
-//! its header gives the notation. Legacy params are `.strict()`: an unknown key is a `-32602`.
-//! V4 command envelopes and payloads are plain `z.object`s: unknown keys are dropped.
-//! Per-release differences come from the profile.
+//! `zcode-protocol-v4/transport.ts`). They are data, `schemas.zod`, read once after the V4
+//! command schemas it builds on (`v4/commands.zod`). Legacy params are `.strict()`: an unknown
+//! key is a `-32602`. Per-release differences come from the profile.
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -11,8 +10,7 @@ use std::sync::OnceLock;
 use serde_json::Value;
 
 use super::profile::AppServerProfile;
-use super::zod::{Field, Schema, UnknownKeys, custom};
-use crate::v4::commands::COMMAND_TYPES;
+use super::zod::{self, Schema, custom};
 
 const SOURCE: &str = include_str!("schemas.zod");
 
@@ -23,7 +21,10 @@ pub fn named(name: &str) -> Schema {
 
 fn definitions() -> &'static HashMap<&'static str, Schema> {
     static DEFINITIONS: OnceLock<HashMap<&'static str, Schema>> = OnceLock::new();
-    DEFINITIONS.get_or_init(|| parse(SOURCE).unwrap_or_else(|error| panic!("schemas.zod: {error}")))
+    DEFINITIONS.get_or_init(|| {
+        zod::parse(&[crate::v4::inbox::SCHEMAS, SOURCE])
+            .unwrap_or_else(|error| panic!("schemas.zod: {error}"))
+    })
 }
 
 /// The params schema of a legacy method (`session/*`, `provider/*`, `workspace/*`) as the
@@ -36,7 +37,7 @@ pub fn legacy_params(method: &str, profile: &AppServerProfile) -> Option<Schema>
     let schema = definitions().get(method)?.clone();
     let old = !profile.has_315_deltas();
     Some(match method {
-        "session/create" | "session/setMode" => bind(schema, "mode", profile.session_modes()),
+        "session/create" | "session/setMode" => schema.bind("mode", profile.session_modes()),
         "session/resume" if old => named("sessionResume314"),
         "session/close" if old => omit(schema, &["expectedPersistence"]),
         "session/list" => {
@@ -51,21 +52,6 @@ pub fn legacy_params(method: &str, profile: &AppServerProfile) -> Option<Schema>
         }
         _ => schema,
     })
-}
-
-pub fn v4_command_envelope() -> Schema {
-    bind(named("v4/command"), "type", &COMMAND_TYPES)
-}
-
-/// The payload schema of a command the simulator executes; any object for the others.
-pub fn v4_command_payload(kind: &str, profile: &AppServerProfile) -> Schema {
-    match definitions().get(format!("command/{kind}").as_str()) {
-        Some(schema) if kind == "switchCollaborationMode" => {
-            bind(schema.clone(), "mode", profile.collaboration_modes())
-        }
-        Some(schema) => schema.clone(),
-        None => named("anyObject"),
-    }
 }
 
 /// `session/send`'s `superRefine` rules.
@@ -84,16 +70,6 @@ pub fn session_send_refinements(params: &Value) -> Vec<Value> {
     issues
 }
 
-/// An object schema whose field `key` (an `enum()` in the data) takes `values`.
-fn bind(mut schema: Schema, key: &str, values: &[&'static str]) -> Schema {
-    if let Schema::Object { fields, .. } = &mut schema
-        && let Some(field) = fields.iter_mut().find(|field| field.name == key)
-    {
-        field.schema = Schema::Enum(values.to_vec());
-    }
-    schema
-}
-
 /// An object schema without the fields `keys` (added by a later release).
 fn omit(mut schema: Schema, keys: &[&str]) -> Schema {
     if let Schema::Object { fields, .. } = &mut schema {
@@ -102,159 +78,13 @@ fn omit(mut schema: Schema, keys: &[&str]) -> Schema {
     schema
 }
 
-/// Reads definitions in the notation of `schemas.zod`.
-pub(super) fn parse(source: &'static str) -> Result<HashMap<&'static str, Schema>, String> {
-    let mut parser = Parser { tokens: tokens(source), at: 0, defined: HashMap::new() };
-    while parser.at < parser.tokens.len() {
-        let name = parser.next()?;
-        parser.expect("=")?;
-        let schema = parser.schema().map_err(|error| format!("in `{name}`: {error}"))?;
-        parser.defined.insert(name, schema);
-    }
-    Ok(parser.defined)
-}
-
-/// Words (letters, digits, `/@._`), quoted strings and single punctuation; `#` to the end of
-/// a line is a comment.
-fn tokens(source: &'static str) -> Vec<&'static str> {
-    let mut tokens = Vec::new();
-    for line in source.lines() {
-        let mut rest = line.trim_start();
-        while let Some(first) = rest.chars().next() {
-            let length = match first {
-                '#' => break,
-                '"' => rest[1..].find('"').map_or(rest.len(), |end| end + 2),
-                _ if first.is_alphanumeric() => rest
-                    .find(|c: char| !(c.is_alphanumeric() || "/@._".contains(c)))
-                    .unwrap_or(rest.len()),
-                _ => first.len_utf8(),
-            };
-            tokens.push(&rest[..length]);
-            rest = rest[length..].trim_start();
-        }
-    }
-    tokens
-}
-
-struct Parser {
-    tokens: Vec<&'static str>,
-    at: usize,
-    defined: HashMap<&'static str, Schema>,
-}
-
-impl Parser {
-    fn next(&mut self) -> Result<&'static str, String> {
-        let token = self.tokens.get(self.at).copied().ok_or("unexpected end")?;
-        self.at += 1;
-        Ok(token)
-    }
-
-    fn expect(&mut self, wanted: &str) -> Result<(), String> {
-        match self.next()? {
-            token if token == wanted => Ok(()),
-            token => Err(format!("`{wanted}` expected, `{token}` found")),
-        }
-    }
-
-    /// Takes the next token if it is `wanted`.
-    fn eat(&mut self, wanted: &str) -> bool {
-        let found = self.tokens.get(self.at) == Some(&wanted);
-        self.at += usize::from(found);
-        found
-    }
-
-    /// `item, item, ...` up to `close`; a trailing comma is allowed.
-    fn list<T>(
-        &mut self,
-        close: &str,
-        mut item: impl FnMut(&mut Self) -> Result<T, String>,
-    ) -> Result<Vec<T>, String> {
-        let mut items = Vec::new();
-        while !self.eat(close) {
-            items.push(item(self)?);
-            if !self.eat(",") {
-                self.expect(close)?;
-                break;
-            }
-        }
-        Ok(items)
-    }
-
-    fn inner(&mut self) -> Result<Box<Schema>, String> {
-        self.expect("(")?;
-        let schema = self.schema()?;
-        self.expect(")")?;
-        Ok(Box::new(schema))
-    }
-
-    fn schema(&mut self) -> Result<Schema, String> {
-        let word = self.next()?;
-        Ok(match word {
-            "unknown" => Schema::Unknown,
-            "present" => Schema::Present,
-            "nonEmpty" => Schema::Str { min: 1, trim: true },
-            "string" => Schema::Str { min: 0, trim: false },
-            "string1" => Schema::Str { min: 1, trim: false },
-            "int" => Schema::Int { min: None },
-            "nonnegativeInt" => Schema::Int { min: Some(0) },
-            "positiveInt" => Schema::Int { min: Some(1) },
-            "number" => Schema::Number,
-            "bool" => Schema::Bool,
-            "strict" | "loose" => {
-                self.expect("{")?;
-                let fields = self.list("}", |parser| {
-                    let name = parser.next()?;
-                    let optional = parser.eat("?");
-                    parser.expect(":")?;
-                    Ok(Field { name, schema: parser.schema()?, optional })
-                })?;
-                let unknown =
-                    if word == "strict" { UnknownKeys::Reject } else { UnknownKeys::Strip };
-                Schema::Object { fields, unknown }
-            }
-            "enum" => {
-                self.expect("(")?;
-                Schema::Enum(self.list(")", |parser| Ok(parser.next()?.trim_matches('"')))?)
-            }
-            "literal" => {
-                self.expect("(")?;
-                let value =
-                    serde_json::from_str(self.next()?).map_err(|error| error.to_string())?;
-                self.expect(")")?;
-                Schema::Literal(value)
-            }
-            "array" => {
-                self.expect("(")?;
-                let item = Box::new(self.schema()?);
-                let mut bounds = Vec::new();
-                while self.eat(",") {
-                    bounds.push(self.next()?.parse::<usize>().map_err(|error| error.to_string())?);
-                }
-                self.expect(")")?;
-                Schema::Array {
-                    item,
-                    min: bounds.first().copied().unwrap_or(0),
-                    max: bounds.get(1).copied(),
-                }
-            }
-            "record" => Schema::Record(self.inner()?),
-            "nullable" => Schema::Nullable(self.inner()?),
-            "union" => {
-                self.expect("(")?;
-                Schema::Union(self.list(")", Self::schema)?)
-            }
-            name => self.defined.get(name).cloned().ok_or(format!("`{name}` is not defined"))?,
-        })
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;
 
     use super::*;
     use crate::app_server::by_name;
-    use crate::app_server::zod::check;
+    use crate::common::zod::{check, parse};
 
     fn field_names(schema: &Schema) -> Vec<&'static str> {
         match schema {
@@ -265,14 +95,17 @@ mod tests {
 
     #[test]
     fn every_definition_parses_and_references_resolve() {
-        let definitions = parse(SOURCE).unwrap();
-        assert_eq!(definitions.len(), 62);
-        let error = parse("a = strict { b: missing }").unwrap_err();
+        // `schemas.zod` names what the V4 command schemas define, and only that.
+        assert!(parse(&[SOURCE]).unwrap_err().contains("`modelSelection` is not defined"));
+        let definitions = parse(&[crate::v4::inbox::SCHEMAS, SOURCE]).unwrap();
+        assert_eq!(definitions.len(), 63);
+        assert_eq!(field_names(&named("session/setModel"))[1], "model");
+        let error = parse(&["a = strict { b: missing }"]).unwrap_err();
         assert_eq!(error, "in `a`: `missing` is not defined");
-        assert!(parse("a = enum(\"x\"").is_err());
-        // An alias is the schema it names.
-        let alias = field_names(&named("command/sendQueuedNow"));
-        assert_eq!(alias, field_names(&named("command/deleteQueueItem")));
+        assert!(parse(&["a = enum(\"x\""]).is_err());
+        // A later text may name an earlier one's definitions.
+        let alias = parse(&["a = strict { b: bool }", "c = a"]).unwrap();
+        assert_eq!(field_names(&alias["c"]), ["b"]);
     }
 
     #[test]
@@ -301,10 +134,5 @@ mod tests {
             check(&legacy("session/setMode", old), Some(&params))[0]["code"],
             "invalid_value"
         );
-        let envelope = v4_command_envelope();
-        let command = json!({"commandId": "c", "clientId": "k", "sessionId": null,
-                             "type": "sendText", "issuedAt": 1});
-        assert!(check(&envelope, Some(&command)).is_empty());
-        assert!(check(&v4_command_payload("unknownKind", new), Some(&json!({"x": 1}))).is_empty());
     }
 }

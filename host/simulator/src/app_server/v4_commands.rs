@@ -1,6 +1,5 @@
 //! `v4/command`: the app-server's side of the shared command inbox (`v4::inbox`) and the
-//! commands it simulates. The envelope and its payload are checked with the release's zod
-//! schemas, so a refusal reads as ZCode's `ZodError` message.
+//! commands it simulates.
 
 use std::sync::Arc;
 
@@ -10,18 +9,16 @@ use super::catalog;
 use super::fault::AppFault;
 use super::interactions::{Resolution, V4Answer};
 use super::messages;
-use super::schemas;
 use super::server::{Reply, Server, State};
 use super::session::{Origin, QueuedInput, TurnStart};
 use super::wire::ProtocolError;
-use super::zod;
 use crate::common::clock::now_ms;
 use crate::v4::commands::{Decision, resolved_by};
-use crate::v4::inbox::{Envelope, Inbox, decide, invalid_envelope};
+use crate::v4::inbox::{Envelope, Inbox, decide};
 
 pub fn command(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
     let raw = params.unwrap_or(&Value::Null);
-    let envelope = match parse(server, raw) {
+    let envelope = match Envelope::parse(raw, server.profile.collaboration_modes()) {
         Ok(envelope) => envelope,
         Err(refused) => return Ok(refused.into()),
     };
@@ -29,23 +26,6 @@ pub fn command(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, Pr
     let mut inbox = App { server, state: &mut state, start: None };
     let result = decide(&mut inbox, &envelope);
     Ok(Reply { result, start: inbox.start, ..Reply::default() })
-}
-
-/// The envelope, then the payload its type takes: ZCode's `parseCommandEnvelope` checks both
-/// before any session is looked at.
-fn parse<'a>(server: &Server, raw: &'a Value) -> Result<Envelope<'a>, Value> {
-    let refuse = |issues: Vec<_>| Err(invalid_envelope(raw, zod::invalid_params_message(&issues)));
-    let issues = zod::check(&schemas::v4_command_envelope(), Some(raw));
-    if !issues.is_empty() {
-        return refuse(issues);
-    }
-    let envelope = Envelope::parse(raw)?;
-    let payload = schemas::v4_command_payload(envelope.kind, server.profile);
-    let issues = zod::check(&payload, Some(envelope.payload));
-    if !issues.is_empty() {
-        return refuse(issues);
-    }
-    Ok(envelope)
 }
 
 /// One command's view of the server, and the turn it starts once the ACK is out.

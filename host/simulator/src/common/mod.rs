@@ -1,8 +1,8 @@
 //! What two or more protocol generations share: the scripted model (`scenario/`) and the
 //! pieces of a turn every runner uses (`turn.rs`), the fault-switch mechanism, the single stdout
 //! writer, the session store, the process frame (runtime, signals, settings, platform names),
-//! the model catalogue of the GLM releases, the sign-in state and the clock. Nothing here knows
-//! a generation: they build on it.
+//! the model catalogue of the GLM releases, the sign-in state, the clock and the zod-like
+//! schema validator. Nothing here knows a generation: they build on it.
 
 pub mod attachments;
 pub mod auth;
@@ -14,3 +14,4 @@ pub mod process;
 pub mod scenario;
 pub mod store;
 pub mod turn;
+pub mod zod;

@@ -1,6 +1,6 @@
 //! `sendConversationCommandV4`: the Services Server's side of the shared command inbox
-//! (`v4::inbox`) and the commands it simulates. A session of another workspace is no session
-//! of this one.
+//! (`v4::inbox`, which checks each payload against `command.ts`) and the commands it simulates.
+//! A session of another workspace is no session of this one.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -22,7 +22,7 @@ fn invalid(message: impl Into<String>) -> Decision {
 
 /// Handles one envelope; returns the ACK and, when turns must run, the session to drive.
 pub fn handle(server: &Arc<Server>, workspace: &str, raw: &Value) -> (Value, Option<Shared>) {
-    let envelope = match Envelope::parse(raw) {
+    let envelope = match Envelope::parse(raw, server.profile.collaboration_modes) {
         Ok(envelope) => envelope,
         Err(refused) => return (refused, None),
     };
@@ -81,86 +81,50 @@ fn execute(
     envelope: &Envelope<'_>,
     drive: &mut bool,
 ) -> Decision {
-    let payload = envelope.members();
+    let payload = envelope.payload;
+    let text = |key: &str| envelope.text(key);
     match envelope.kind {
         "sendText" => send_text(server, conversation, envelope, drive),
-        "stop" => stop(conversation, payload),
-        "setAutoDrain" => match payload.get("autoDrain").and_then(Value::as_bool) {
-            None => invalid("autoDrain: expected boolean"),
-            Some(auto_drain) => {
-                conversation.auto_drain = auto_drain;
-                conversation.pause_reason = (!auto_drain).then_some("manual");
-                conversation.publish(&[Key::Queue]);
-                *drive = auto_drain && !conversation.is_running() && !conversation.queue.is_empty();
-                Decision::accepted(None)
-            }
-        },
-        "deleteQueueItem" => edit_queue(
-            conversation,
-            payload,
-            Decision::noop("queue.itemMissing"),
-            |queue, index| {
-                queue.remove(index);
-            },
-        ),
-        "editQueueItem" => match payload.get("newText").and_then(Value::as_str) {
-            None => invalid("newText: expected string"),
-            Some(text) => {
-                edit_queue(conversation, payload, Decision::accepted(None), |queue, index| {
-                    queue[index]["text"] = json!(text);
-                })
-            }
-        },
-        "reorderQueueItem" => {
-            let before = payload.get("beforeQueueItemId").and_then(Value::as_str);
-            edit_queue(conversation, payload, Decision::accepted(None), |queue, index| {
-                let item = queue.remove(index);
-                // An unknown `before` leaves the item where it was, as a missing item does.
-                let position = match before {
-                    None => Some(queue.len()),
-                    Some(id) => queue.iter().position(|other| other["queueItemId"] == id),
-                };
-                queue.insert(position.unwrap_or(index), item);
-            })
+        "stop" => stop(conversation, payload["expectedForegroundExecutionId"].as_str()),
+        "setAutoDrain" => {
+            let auto_drain = payload["autoDrain"] == true;
+            conversation.auto_drain = auto_drain;
+            conversation.pause_reason = (!auto_drain).then_some("manual");
+            conversation.publish(&[Key::Queue]);
+            *drive = auto_drain && !conversation.is_running() && !conversation.queue.is_empty();
+            Decision::accepted(None)
         }
-        "switchModelConfig" => switch_model(server, conversation, payload),
-        "switchCollaborationMode" => match payload.get("mode").and_then(Value::as_str) {
-            Some(mode) if server.profile.accepts_mode(mode) => {
-                let config = &mut conversation.record.config;
-                if mode == "plan" {
-                    config.plan_enabled = true;
-                } else {
-                    config.mode = mode.to_owned();
-                    config.plan_enabled = false;
-                }
-                changed_config(server, conversation);
-                Decision::accepted(None)
+        "deleteQueueItem" | "editQueueItem" | "reorderQueueItem" => {
+            edit_queue(conversation, envelope)
+        }
+        "switchModelConfig" => {
+            switch_model(server, conversation, text("provider"), text("model"), text("thought"))
+        }
+        "switchCollaborationMode" => {
+            let config = &mut conversation.record.config;
+            if text("mode") == "plan" {
+                config.plan_enabled = true;
+            } else {
+                config.mode = text("mode").to_owned();
+                config.plan_enabled = false;
             }
-            _ => invalid(format!(
-                "mode: expected one of {}",
-                server.profile.collaboration_modes.join("|")
-            )),
-        },
-        "setFollowupMode" => match payload.get("mode").and_then(Value::as_str) {
-            Some(mode @ ("queue" | "guide")) => {
-                conversation.record.config.followup_mode = mode.to_owned();
-                changed_config(server, conversation);
-                Decision::accepted(None)
-            }
-            _ => invalid("mode: expected queue|guide"),
-        },
+            changed_config(server, conversation);
+            Decision::accepted(None)
+        }
+        "setFollowupMode" => {
+            conversation.record.config.followup_mode = text("mode").to_owned();
+            changed_config(server, conversation);
+            Decision::accepted(None)
+        }
         "resolveInteraction" => resolve_interaction(server, conversation, envelope),
-        "forkAssistant" => fork(server, conversation, payload),
-        "renameSession" => match payload.get("title").and_then(Value::as_str) {
-            None => invalid("title: expected string"),
-            Some(title) => {
-                conversation.record.title = title.to_owned();
-                conversation.record.title_source = "custom".into();
-                conversation.publish(&[Key::Meta]);
-                server.persist(conversation);
-                Decision::accepted(None)
-            }
-        },
+        "forkAssistant" => fork(server, conversation, envelope.members()),
+        "renameSession" => {
+            conversation.record.title = text("title").to_owned();
+            conversation.record.title_source = "custom".into();
+            conversation.publish(&[Key::Meta]);
+            server.persist(conversation);
+            Decision::accepted(None)
+        }
         other => Decision::not_implemented(other),
     }
 }
@@ -191,21 +155,32 @@ fn changed_config(server: &Server, conversation: &mut Conversation) {
     server.persist(conversation);
 }
 
-/// Changes the queue item the payload names. An item no longer queued lost a race with a
-/// drain: `missing` is the answer then (3.15.1 `commands/handlers/queue.ts`).
-fn edit_queue(
-    conversation: &mut Conversation,
-    payload: &Map<String, Value>,
-    missing: Decision,
-    change: impl FnOnce(&mut Vec<Value>, usize),
-) -> Decision {
-    let Some(id) = payload.get("queueItemId").and_then(Value::as_str) else {
-        return invalid("queueItemId: expected string");
+/// Deletes, edits or moves the queue item the payload names. An item no longer queued lost a
+/// race with a drain: a delete is a `noop` then, the others change nothing (3.15.1
+/// `commands/handlers/queue.ts`).
+fn edit_queue(conversation: &mut Conversation, envelope: &Envelope<'_>) -> Decision {
+    let id = envelope.text("queueItemId");
+    let queue = &mut conversation.queue;
+    let Some(index) = queue.iter().position(|item| item["queueItemId"] == id) else {
+        return match envelope.kind {
+            "deleteQueueItem" => Decision::noop("queue.itemMissing"),
+            _ => Decision::accepted(None),
+        };
     };
-    let Some(index) = conversation.queue.iter().position(|item| item["queueItemId"] == id) else {
-        return missing;
-    };
-    change(&mut conversation.queue, index);
+    match envelope.kind {
+        "deleteQueueItem" => drop(queue.remove(index)),
+        "editQueueItem" => queue[index]["text"] = json!(envelope.text("newText")),
+        _ => {
+            let item = queue.remove(index);
+            // `null` moves the item to the end; an unknown `before` leaves it where it was, as
+            // a missing item does.
+            let position = match envelope.payload["beforeQueueItemId"].as_str() {
+                None => Some(queue.len()),
+                Some(before) => queue.iter().position(|other| other["queueItemId"] == before),
+            };
+            queue.insert(position.unwrap_or(index), item);
+        }
+    }
     conversation.publish(&[Key::Queue]);
     Decision::accepted(None)
 }
@@ -213,14 +188,10 @@ fn edit_queue(
 fn switch_model(
     server: &Server,
     conversation: &mut Conversation,
-    payload: &Map<String, Value>,
+    provider: &str,
+    model: &str,
+    thought: &str,
 ) -> Decision {
-    let text = |key: &str| payload.get(key).and_then(Value::as_str);
-    let (Some(provider), Some(model), Some(thought)) =
-        (text("provider"), text("model"), text("thought"))
-    else {
-        return invalid("provider, model and thought must be strings");
-    };
     // A running turn does not hold a switch back (3.15.1 `handlers/model-config.ts`).
     let Some(found) =
         catalog::find_selected_model(&json!({"providerId": provider, "modelId": model}))
@@ -238,8 +209,7 @@ fn switch_model(
     Decision::accepted(None)
 }
 
-fn stop(conversation: &mut Conversation, payload: &Map<String, Value>) -> Decision {
-    let expected = payload.get("expectedForegroundExecutionId").and_then(Value::as_str);
+fn stop(conversation: &mut Conversation, expected: Option<&str>) -> Decision {
     match (&conversation.turn, expected) {
         (Some(turn), Some(expected)) if expected != turn.foreground_execution_id => {
             return Decision::noop("guard.stopTargetChanged");
@@ -266,20 +236,7 @@ fn resolve_interaction(
     conversation: &mut Conversation,
     envelope: &Envelope<'_>,
 ) -> Decision {
-    let payload = envelope.members();
-    let (Some(id), Some(answer)) =
-        (payload.get("interactionId").and_then(Value::as_str), payload.get("answer"))
-    else {
-        return invalid("interactionId and answer are required");
-    };
-    if !answer.is_object() {
-        return invalid("answer: expected object");
-    }
-    if let Some(action) = answer.get("action").and_then(Value::as_str)
-        && !["accept", "decline", "cancel"].contains(&action)
-    {
-        return invalid("answer.action: expected accept|decline|cancel");
-    }
+    let (id, answer) = (envelope.text("interactionId"), &envelope.payload["answer"]);
     let Some(waiting) = conversation.waiting.remove(id) else {
         // Late or unknown, the answer changes nothing (`command.ts`: first answer wins).
         conversation.record.permission_answered(id, "ignored:proto.alreadyResolved");
@@ -301,16 +258,9 @@ fn send_text(
     drive: &mut bool,
 ) -> Decision {
     let payload = envelope.members();
-    let Some(text) = payload.get("text").and_then(Value::as_str) else {
-        return invalid("text: expected string");
-    };
-    let attachments = match payload.get("attachments") {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::Array(items)) => items.clone(),
-        Some(_) => {
-            return invalid("attachments: expected array");
-        }
-    };
+    let text = envelope.text("text");
+    let attachments = payload.get("attachments").and_then(Value::as_array).cloned();
+    let attachments = attachments.unwrap_or_default();
     if text.trim().is_empty() && attachments.is_empty() {
         return invalid("input must not be empty");
     }
@@ -320,13 +270,7 @@ fn send_text(
     {
         return invalid(message);
     }
-    let requested = match payload.get("requestedDelivery") {
-        None | Some(Value::Null) => None,
-        Some(value) => match value.as_str() {
-            Some(delivery @ ("startNow" | "queue" | "guide")) => Some(delivery),
-            _ => return invalid("requestedDelivery: expected startNow|queue|guide"),
-        },
-    };
+    let requested = payload.get("requestedDelivery").and_then(Value::as_str);
     // A handler's refusal settles as `failed` with its own code (3.15.1 `v4-gateway.ts`).
     let refused = |reason, message: &str| Decision::refused("failed", reason, Some(message.into()));
     if server.is_signed_out() {
@@ -450,10 +394,12 @@ fn apply_submission(
         config.thought = level.into();
     }
     if let Some(mode) = payload.get("mode").and_then(Value::as_str) {
-        if mode == "plan" || !server.profile.accepts_mode(mode) {
-            return Err(invalid(format!("mode: unknown submission mode {mode:?}")));
+        // `plan` is a submission mode too (`submissionModeSchema`): the session's plan flag.
+        if mode == "plan" {
+            config.plan_enabled = true;
+        } else {
+            config.mode = mode.into();
         }
-        config.mode = mode.into();
     }
     if let Some(plan) = payload.get("planEnabled").and_then(Value::as_bool) {
         config.plan_enabled = plan;

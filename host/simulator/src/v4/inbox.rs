@@ -1,15 +1,29 @@
 //! The V4 command inbox both servers admit commands through, in the order of 3.15.1's
-//! `command-inbox.ts` (`CommandInbox.handle`, `decide`, `settle`): the envelope is parsed, an
-//! earlier decision of the same command is replayed, the session is looked up, a CAS base is
-//! compared, and only then does the command execute. Each server supplies an [`Inbox`]: where
-//! its session and remembered decisions live, and what each command does.
+//! `command-inbox.ts` (`CommandInbox.handle`, `decide`, `settle`): the envelope and its payload
+//! are checked against `commands.zod`, an earlier decision of the same command is replayed, the
+//! session is looked up, a CAS base is compared, and only then does the command execute. Each
+//! server supplies an [`Inbox`]: where its session and remembered decisions live, and what each
+//! command does.
 
+use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::commands::{COMMAND_TYPES, Decision, missing_base, remembered, replay, stale_base};
+use crate::common::zod::{self, Schema, UnknownKeys};
+
+/// The envelope and payload schemas (`command.ts`), as data.
+pub const SCHEMAS: &str = include_str!("commands.zod");
+
+fn schema(name: &str) -> Option<Schema> {
+    static DEFINED: OnceLock<HashMap<&'static str, Schema>> = OnceLock::new();
+    let defined = DEFINED.get_or_init(|| {
+        zod::parse(&[SCHEMAS]).unwrap_or_else(|error| panic!("commands.zod: {error}"))
+    });
+    defined.get(name).cloned()
+}
 
 /// An envelope that parsed (`parseCommandEnvelope`).
 #[derive(Debug, Deserialize)]
@@ -34,35 +48,32 @@ fn no_payload<'a>() -> &'a Value {
     EMPTY.get_or_init(|| json!({}))
 }
 
-/// The ACK for an envelope that does not parse: `rejected` `proto.invalidPayload` at revision 0.
-pub fn invalid_envelope(raw: &Value, message: impl Into<String>) -> Value {
-    let command_id = raw.get("commandId").and_then(Value::as_str).unwrap_or_default();
-    Decision::rejected("proto.invalidPayload", message).ack(command_id, 0)
-}
-
 impl<'a> Envelope<'a> {
-    /// The envelope, or the ACK refusing it.
-    pub fn parse(raw: &'a Value) -> Result<Envelope<'a>, Value> {
-        Envelope::read(raw).map_err(|message| invalid_envelope(raw, message))
+    /// The envelope, or the ACK refusing it (`rejected` `proto.invalidPayload` at revision 0).
+    /// `modes` are the release's collaboration modes (`switchCollaborationMode`, and
+    /// `sendText`'s submission mode).
+    pub fn parse(raw: &'a Value, modes: &[&'static str]) -> Result<Envelope<'a>, Value> {
+        Envelope::read(raw, modes).map_err(|message| {
+            let command_id = raw["commandId"].as_str().unwrap_or_default();
+            Decision::rejected("proto.invalidPayload", message).ack(command_id, 0)
+        })
     }
 
-    fn read(raw: &'a Value) -> Result<Envelope<'a>, String> {
+    /// `parseCommandEnvelope`: the envelope, the payload its type takes, then the CAS base.
+    fn read(raw: &'a Value, modes: &[&'static str]) -> Result<Envelope<'a>, String> {
+        let checked = |schema: Schema, value| match zod::check(&schema, Some(value)) {
+            issues if issues.is_empty() => Ok(()),
+            issues => Err(zod::invalid_params_message(&issues)),
+        };
+        checked(schema("envelope").expect("defined").bind("type", &COMMAND_TYPES), raw)?;
         let mut envelope = Envelope::deserialize(raw).map_err(|error| error.to_string())?;
-        if !COMMAND_TYPES.contains(&envelope.kind) {
-            return Err(format!("type: unknown command type {:?}", envelope.kind));
+        if !raw["payload"].is_null() {
+            envelope.payload = &raw["payload"];
         }
-        // `sessionId` may be null, not absent.
-        if raw.get("sessionId").is_none() || !raw["issuedAt"].is_number() {
-            return Err("sessionId (string or null) and issuedAt (number) are required".into());
-        }
-        match &raw["payload"] {
-            payload @ Value::Object(_) => envelope.payload = payload,
-            Value::Null => {}
-            _ => return Err("payload: expected object".into()),
-        }
-        if envelope.base_log_epoch.is_some_and(|epoch| epoch.trim().is_empty()) {
-            return Err("baseLogEpoch: expected a non-empty string".into());
-        }
+        // A command the simulator executes nowhere takes any object.
+        let any = Schema::Object { fields: Vec::new(), unknown: UnknownKeys::Strip };
+        let payload = schema(&format!("command/{}", envelope.kind)).unwrap_or(any);
+        checked(payload.bind("mode", modes), envelope.payload)?;
         let (revision, log_epoch) = (envelope.base_revision, envelope.base_log_epoch);
         match missing_base(envelope.kind, revision.is_some(), log_epoch.is_some()) {
             Some(message) => Err(message.into()),
@@ -129,29 +140,79 @@ mod tests {
         envelope
     }
 
+    const MODES: [&str; 4] = ["build", "edit", "plan", "yolo"];
+
     fn refusal(raw: &Value) -> String {
-        let ack = Envelope::parse(raw).unwrap_err();
+        let ack = Envelope::parse(raw, &MODES).unwrap_err();
         assert_eq!((&ack["status"], &ack["revisionAtDecision"]), (&json!("rejected"), &json!(0)));
         ack["message"].as_str().unwrap().to_owned()
     }
 
     #[test]
     fn parses_envelopes_strictly() {
-        assert!(Envelope::parse(&envelope("stop", json!({}))).is_ok());
-        assert!(refusal(&envelope("dance", json!({}))).contains("unknown command type"));
-        assert!(refusal(&envelope("setAutoDrain", json!({}))).contains("baseRevision"));
-        assert!(Envelope::parse(&envelope("setAutoDrain", json!({"baseRevision": 3}))).is_ok());
-        assert!(refusal(&envelope("retryTurn", json!({"baseRevision": 3}))).contains("Epoch"));
-        assert!(refusal(&json!({"commandId": "c"})).contains("clientId"));
-        assert!(refusal(&envelope("stop", json!({"commandId": 7}))).contains("invalid type"));
+        let stop = envelope("stop", json!({}));
+        assert_eq!(Envelope::parse(&stop, &MODES).unwrap().kind, "stop");
+        assert!(refusal(&envelope("dance", json!({}))).starts_with("Invalid params — type: "));
+        // The payload is checked before the CAS base (`parseCommandEnvelope`).
+        let mut drain = envelope("setAutoDrain", json!({}));
+        assert!(refusal(&drain).starts_with("Invalid params — autoDrain: "));
+        drain["payload"] = json!({"autoDrain": true});
+        assert_eq!(refusal(&drain), "CAS commands require baseRevision and baseLogEpoch");
+        drain["baseRevision"] = json!(3);
+        assert!(Envelope::parse(&drain, &MODES).is_ok());
+        let retry = envelope("retryTurn", json!({"baseRevision": 3}));
+        assert!(refusal(&retry).contains("Epoch"));
+        assert!(refusal(&json!({"commandId": "c"})).contains("clientId: Invalid input"));
+        assert!(refusal(&envelope("stop", json!({"commandId": 7}))).contains("commandId: Invalid"));
         let mut sessionless = envelope("stop", json!({}));
         sessionless.as_object_mut().unwrap().remove("sessionId");
-        assert!(refusal(&sessionless).contains("sessionId"));
+        assert!(refusal(&sessionless).contains("sessionId: Invalid input"));
         let null = envelope("stop", json!({"sessionId": null}));
-        assert_eq!(Envelope::parse(&null).unwrap().session_id, None);
+        assert_eq!(Envelope::parse(&null, &MODES).unwrap().session_id, None);
         assert!(refusal(&envelope("stop", json!({"issuedAt": "now"}))).contains("issuedAt"));
+        let blank = envelope("stop", json!({"baseLogEpoch": " "}));
+        assert!(refusal(&blank).contains("baseLogEpoch: Too small"));
         let parsed = envelope("stop", json!({"payload": null}));
-        assert_eq!(Envelope::parse(&parsed).unwrap().payload, &json!({}));
+        assert_eq!(Envelope::parse(&parsed, &MODES).unwrap().payload, &json!({}));
+    }
+
+    #[test]
+    fn payloads_are_checked_against_their_type_and_the_modes_given() {
+        let payload = |kind: &str, payload: Value| {
+            let raw = envelope(kind, json!({"payload": payload, "baseRevision": 1}));
+            Envelope::parse(&raw, &MODES).err().map(|ack| ack["message"].clone())
+        };
+        assert_eq!(payload("setAutoDrain", json!({"autoDrain": true, "extra": 1})), None);
+        assert_eq!(
+            payload("setAutoDrain", json!({})),
+            Some(json!(
+                "Invalid params — autoDrain: Invalid input: expected boolean, received undefined"
+            ))
+        );
+        let action = payload(
+            "resolveInteraction",
+            json!({"interactionId": "i", "answer": {"action": "maybe"}}),
+        );
+        assert!(action.unwrap().as_str().unwrap().starts_with("Invalid params — answer.action: "));
+        // The modes come from the release; `setFollowupMode`'s own `mode` keeps its values.
+        assert_eq!(payload("switchCollaborationMode", json!({"mode": "plan"})), None);
+        assert!(payload("switchCollaborationMode", json!({"mode": "guarded"})).is_some());
+        assert!(payload("sendText", json!({"text": "hi", "mode": "guarded"})).is_some());
+        assert!(payload("setFollowupMode", json!({"mode": "plan"})).is_some());
+        assert_eq!(payload("setFollowupMode", json!({"mode": "guide"})), None);
+        // `null` is no absent member, and `beforeQueueItemId` must be there.
+        assert!(payload("sendText", json!({"text": "hi", "attachments": null})).is_some());
+        let reorder = |before: Value| {
+            payload("reorderQueueItem", json!({"queueItemId": "q", "beforeQueueItemId": before}))
+        };
+        assert_eq!(reorder(Value::Null), None);
+        assert!(payload("reorderQueueItem", json!({"queueItemId": "q"})).is_some());
+        // An alias is the schema it names; a command executed nowhere takes any object.
+        assert!(
+            payload("sendQueuedNow", json!({})).unwrap().as_str().unwrap().contains("queueItemId")
+        );
+        assert_eq!(payload("compact", json!({"anything": 1})), None);
+        assert!(payload("compact", json!("text")).is_some());
     }
 
     /// One session at revision 3, recording what the pipeline asked of it.
@@ -184,18 +245,19 @@ mod tests {
     #[test]
     fn admission_refusals_are_decided_afresh_and_outcomes_replay() {
         let mut inbox = Fake::default();
-        let mut ack = |raw: Value| decide(&mut inbox, &Envelope::parse(&raw).unwrap());
+        let mut ack = |raw: Value| decide(&mut inbox, &Envelope::parse(&raw, &MODES).unwrap());
         let nobody = ack(envelope("stop", json!({"sessionId": "sess_2"})));
         assert_eq!(
             (&nobody["reasonCode"], &nobody["revisionAtDecision"]),
             (&json!("proto.sessionNotFound"), &json!(0))
         );
-        let stale = ack(envelope("setAutoDrain", json!({"baseRevision": 2})));
+        let drain = |base| json!({"baseRevision": base, "payload": {"autoDrain": true}});
+        let stale = ack(envelope("setAutoDrain", drain(2)));
         assert_eq!((&stale["status"], &stale["revisionAtDecision"]), (&json!("stale"), &json!(3)));
-        let accepted = ack(envelope("setAutoDrain", json!({"baseRevision": 3})));
+        let accepted = ack(envelope("setAutoDrain", drain(3)));
         assert_eq!(accepted["status"], "accepted");
         // The same command id, even with a stale base now: the first outcome, replayed.
-        let again = ack(envelope("setAutoDrain", json!({"baseRevision": 2})));
+        let again = ack(envelope("setAutoDrain", drain(2)));
         assert_eq!(again["status"], "duplicate");
         assert_eq!((inbox.executed, inbox.remembered.len()), (1, 1));
     }
@@ -205,8 +267,8 @@ mod tests {
         for outcome in [Decision::failed("x"), Decision::noop("queue.itemMissing")] {
             let mut inbox = Fake { outcome: Some(outcome.clone()), ..Fake::default() };
             let raw = envelope("stop", json!({}));
-            let first = decide(&mut inbox, &Envelope::parse(&raw).unwrap());
-            let second = decide(&mut inbox, &Envelope::parse(&raw).unwrap());
+            let first = decide(&mut inbox, &Envelope::parse(&raw, &MODES).unwrap());
+            let second = decide(&mut inbox, &Envelope::parse(&raw, &MODES).unwrap());
             assert_eq!(inbox.executed, 1, "{outcome:?}");
             assert_eq!(second, replay(&first));
         }

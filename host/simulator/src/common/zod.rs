@@ -1,10 +1,14 @@
-//! A small strict-schema validator that reports problems the way the Agent's zod 4 schemas do:
+//! A small strict-schema validator that reports problems the way ZCode's zod 4 schemas do:
 //! issue objects (`invalid_type`, `unrecognized_keys`, `too_small`, `invalid_value`,
 //! `invalid_union`, `custom`), the `Invalid params — <path>: <message>` summary of
-//! `parseParams` and the `{name: "ZodError", message}` error data.
+//! `parseParams` and the `{name: "ZodError", message}` error data. Schemas are data in `.zod`
+//! files (`v4/commands.zod` gives the notation), read by [`parse`]; the app-server and the
+//! Services Server check with the same ones.
 //!
 //! Only the schema features the protocol's params use are modelled. Issue texts follow zod 4's
 //! default messages; they are close to, not byte-identical with, the real ones.
+
+use std::collections::HashMap;
 
 use serde_json::{Map, Value, json};
 
@@ -43,6 +47,19 @@ pub enum Schema {
     Union(Vec<Schema>),
 }
 
+impl Schema {
+    /// An object schema whose field `key`, if it is an `enum()` in the data, takes `values`.
+    pub fn bind(mut self, key: &str, values: &[&'static str]) -> Schema {
+        if let Schema::Object { fields, .. } = &mut self
+            && let Some(field) = fields.iter_mut().find(|field| field.name == key)
+            && matches!(&field.schema, Schema::Enum(values) if values.is_empty())
+        {
+            field.schema = Schema::Enum(values.to_vec());
+        }
+        self
+    }
+}
+
 /// What an object does with keys it does not declare.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum UnknownKeys {
@@ -79,27 +96,16 @@ pub fn invalid_params_message(issues: &[Issue]) -> String {
     if issues.is_empty() {
         return "Invalid params".to_owned();
     }
-    let parts: Vec<String> = issues
-        .iter()
-        .take(5)
-        .map(|issue| {
-            let path = issue["path"]
-                .as_array()
-                .filter(|segments| !segments.is_empty())
-                .map(|segments| {
-                    segments
-                        .iter()
-                        .map(|segment| match segment {
-                            Value::String(text) => text.clone(),
-                            other => other.to_string(),
-                        })
-                        .collect::<Vec<_>>()
-                        .join(".")
-                })
-                .unwrap_or_else(|| "(root)".to_owned());
-            format!("{path}: {}", issue["message"].as_str().unwrap_or("invalid"))
-        })
-        .collect();
+    let part = |issue: &Issue| {
+        let segments = issue["path"].as_array().map(Vec::as_slice).unwrap_or_default();
+        let segments: Vec<String> = segments
+            .iter()
+            .map(|segment| segment.as_str().map_or(segment.to_string(), str::to_owned))
+            .collect();
+        let path = if segments.is_empty() { "(root)".to_owned() } else { segments.join(".") };
+        format!("{path}: {}", issue["message"].as_str().unwrap_or("invalid"))
+    };
+    let parts: Vec<String> = issues.iter().take(5).map(part).collect();
     let more =
         if issues.len() > 5 { format!(" (+{} more)", issues.len() - 5) } else { String::new() };
     format!("Invalid params — {}{more}", parts.join("; "))
@@ -132,6 +138,13 @@ fn invalid_type(expected: &str, value: Option<&Value>, path: &[Value]) -> Issue 
     })
 }
 
+/// A `too_small` (`minimum`) or `too_big` (`maximum`) issue.
+fn bound(origin: &str, limit: &str, value: Value, path: &[Value], message: String) -> Issue {
+    let code = if limit == "minimum" { "too_small" } else { "too_big" };
+    json!({"origin": origin, "code": code, (limit): value, "inclusive": true, "path": path,
+           "message": message})
+}
+
 fn visit(schema: &Schema, value: Option<&Value>, path: &mut Vec<Value>, issues: &mut Vec<Issue>) {
     match schema {
         Schema::Unknown => {}
@@ -144,11 +157,8 @@ fn visit(schema: &Schema, value: Option<&Value>, path: &mut Vec<Value>, issues: 
             Some(Value::String(text)) => {
                 let length = if *trim { text.trim().chars().count() } else { text.chars().count() };
                 if length < *min {
-                    issues.push(json!({
-                        "origin": "string", "code": "too_small", "minimum": min, "inclusive": true,
-                        "path": path,
-                        "message": format!("Too small: expected string to have >={min} characters"),
-                    }));
+                    let message = format!("Too small: expected string to have >={min} characters");
+                    issues.push(bound("string", "minimum", json!(min), path, message));
                 }
             }
             other => issues.push(invalid_type("string", other, path)),
@@ -160,11 +170,8 @@ fn visit(schema: &Schema, value: Option<&Value>, path: &mut Vec<Value>, issues: 
                     if let Some(min) = min
                         && integer < *min
                     {
-                        issues.push(json!({
-                            "origin": "number", "code": "too_small", "minimum": min,
-                            "inclusive": true, "path": path,
-                            "message": format!("Too small: expected number to be >={min}"),
-                        }));
+                        let message = format!("Too small: expected number to be >={min}");
+                        issues.push(bound("number", "minimum", json!(min), path, message));
                     }
                 }
             },
@@ -202,20 +209,14 @@ fn visit(schema: &Schema, value: Option<&Value>, path: &mut Vec<Value>, issues: 
         Schema::Array { item, min, max } => match value {
             Some(Value::Array(items)) => {
                 if items.len() < *min {
-                    issues.push(json!({
-                        "origin": "array", "code": "too_small", "minimum": min, "inclusive": true,
-                        "path": path,
-                        "message": format!("Too small: expected array to have >={min} items"),
-                    }));
+                    let message = format!("Too small: expected array to have >={min} items");
+                    issues.push(bound("array", "minimum", json!(min), path, message));
                 }
                 if let Some(max) = max
                     && items.len() > *max
                 {
-                    issues.push(json!({
-                        "origin": "array", "code": "too_big", "maximum": max, "inclusive": true,
-                        "path": path,
-                        "message": format!("Too big: expected array to have <={max} items"),
-                    }));
+                    let message = format!("Too big: expected array to have <={max} items");
+                    issues.push(bound("array", "maximum", json!(max), path, message));
                 }
                 for (index, element) in items.iter().enumerate() {
                     path.push(json!(index));
@@ -302,13 +303,160 @@ fn whole(number: &serde_json::Number) -> Option<i64> {
     (float.fract() == 0.0 && float.abs() < 9.007_199_254_740_992e15).then_some(float as i64)
 }
 
+/// Reads definitions in the notation of the `.zod` files, one text after another: a later
+/// text may name what an earlier one defines.
+pub fn parse(sources: &[&'static str]) -> Result<HashMap<&'static str, Schema>, String> {
+    let tokens = sources.iter().flat_map(|source| tokens(source)).collect();
+    let mut parser = Parser { tokens, at: 0, defined: HashMap::new() };
+    while parser.at < parser.tokens.len() {
+        let name = parser.next()?;
+        parser.expect("=")?;
+        let schema = parser.schema().map_err(|error| format!("in `{name}`: {error}"))?;
+        parser.defined.insert(name, schema);
+    }
+    Ok(parser.defined)
+}
+
+/// Words (letters, digits, `/@._`), quoted strings and single punctuation; `#` to the end of
+/// a line is a comment.
+fn tokens(source: &'static str) -> Vec<&'static str> {
+    let mut tokens = Vec::new();
+    for line in source.lines() {
+        let mut rest = line.trim_start();
+        while let Some(first) = rest.chars().next() {
+            let length = match first {
+                '#' => break,
+                '"' => rest[1..].find('"').map_or(rest.len(), |end| end + 2),
+                _ if first.is_alphanumeric() => rest
+                    .find(|c: char| !(c.is_alphanumeric() || "/@._".contains(c)))
+                    .unwrap_or(rest.len()),
+                _ => first.len_utf8(),
+            };
+            tokens.push(&rest[..length]);
+            rest = rest[length..].trim_start();
+        }
+    }
+    tokens
+}
+
+struct Parser {
+    tokens: Vec<&'static str>,
+    at: usize,
+    defined: HashMap<&'static str, Schema>,
+}
+
+impl Parser {
+    fn next(&mut self) -> Result<&'static str, String> {
+        let token = self.tokens.get(self.at).copied().ok_or("unexpected end")?;
+        self.at += 1;
+        Ok(token)
+    }
+
+    fn expect(&mut self, wanted: &str) -> Result<(), String> {
+        match self.next()? {
+            token if token == wanted => Ok(()),
+            token => Err(format!("`{wanted}` expected, `{token}` found")),
+        }
+    }
+
+    /// Takes the next token if it is `wanted`.
+    fn eat(&mut self, wanted: &str) -> bool {
+        let found = self.tokens.get(self.at) == Some(&wanted);
+        self.at += usize::from(found);
+        found
+    }
+
+    /// `item, item, ...` up to `close`; a trailing comma is allowed.
+    fn list<T>(
+        &mut self,
+        close: &str,
+        mut item: impl FnMut(&mut Self) -> Result<T, String>,
+    ) -> Result<Vec<T>, String> {
+        let mut items = Vec::new();
+        while !self.eat(close) {
+            items.push(item(self)?);
+            if !self.eat(",") {
+                self.expect(close)?;
+                break;
+            }
+        }
+        Ok(items)
+    }
+
+    fn inner(&mut self) -> Result<Box<Schema>, String> {
+        self.expect("(")?;
+        let schema = self.schema()?;
+        self.expect(")")?;
+        Ok(Box::new(schema))
+    }
+
+    fn schema(&mut self) -> Result<Schema, String> {
+        let word = self.next()?;
+        Ok(match word {
+            "unknown" => Schema::Unknown,
+            "present" => Schema::Present,
+            "nonEmpty" => Schema::Str { min: 1, trim: true },
+            "string" => Schema::Str { min: 0, trim: false },
+            "string1" => Schema::Str { min: 1, trim: false },
+            "int" => Schema::Int { min: None },
+            "nonnegativeInt" => Schema::Int { min: Some(0) },
+            "positiveInt" => Schema::Int { min: Some(1) },
+            "number" => Schema::Number,
+            "bool" => Schema::Bool,
+            "strict" | "loose" => {
+                self.expect("{")?;
+                let fields = self.list("}", |parser| {
+                    let name = parser.next()?;
+                    let optional = parser.eat("?");
+                    parser.expect(":")?;
+                    Ok(Field { name, schema: parser.schema()?, optional })
+                })?;
+                let unknown =
+                    if word == "strict" { UnknownKeys::Reject } else { UnknownKeys::Strip };
+                Schema::Object { fields, unknown }
+            }
+            "enum" => {
+                self.expect("(")?;
+                Schema::Enum(self.list(")", |parser| Ok(parser.next()?.trim_matches('"')))?)
+            }
+            "literal" => {
+                self.expect("(")?;
+                let value =
+                    serde_json::from_str(self.next()?).map_err(|error| error.to_string())?;
+                self.expect(")")?;
+                Schema::Literal(value)
+            }
+            "array" => {
+                self.expect("(")?;
+                let item = Box::new(self.schema()?);
+                let mut bounds = Vec::new();
+                while self.eat(",") {
+                    bounds.push(self.next()?.parse::<usize>().map_err(|error| error.to_string())?);
+                }
+                self.expect(")")?;
+                Schema::Array {
+                    item,
+                    min: bounds.first().copied().unwrap_or(0),
+                    max: bounds.get(1).copied(),
+                }
+            }
+            "record" => Schema::Record(self.inner()?),
+            "nullable" => Schema::Nullable(self.inner()?),
+            "union" => {
+                self.expect("(")?;
+                Schema::Union(self.list(")", Self::schema)?)
+            }
+            name => self.defined.get(name).cloned().ok_or(format!("`{name}` is not defined"))?,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// A schema in the notation of `schemas.zod`.
     fn schema(text: &'static str) -> Schema {
-        super::super::schemas::parse(text).unwrap().remove("s").unwrap()
+        parse(&[text]).unwrap().remove("s").unwrap()
     }
 
     fn session_params() -> Schema {
