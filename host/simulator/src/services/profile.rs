@@ -89,10 +89,6 @@ impl RuntimeProfile {
     pub fn named(name: &str) -> Option<&'static RuntimeProfile> {
         RUNTIME_PROFILES.iter().copied().find(|profile| profile.name == name)
     }
-
-    pub fn accepts_mode(&self, mode: &str) -> bool {
-        self.collaboration_modes.contains(&mode)
-    }
 }
 
 #[cfg(test)]
@@ -110,8 +106,10 @@ mod tests {
 
     #[test]
     fn guarded_arrives_after_3_14() {
-        assert!(!RUNTIME_3_14_3.accepts_mode("guarded"));
-        assert!(RUNTIME_3_16_2.accepts_mode("guarded"));
-        assert!(RUNTIME_PROFILES.iter().all(|profile| profile.accepts_mode("plan")));
+        assert!(!RUNTIME_3_14_3.collaboration_modes.contains(&"guarded"));
+        assert!(RUNTIME_3_16_2.collaboration_modes.contains(&"guarded"));
+        assert!(
+            RUNTIME_PROFILES.iter().all(|profile| profile.collaboration_modes.contains(&"plan"))
+        );
     }
 }
