@@ -172,3 +172,95 @@ fn remove(row: &mut Value, key: &str) {
         fields.remove(key);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::v4::publisher::{Log, Subscriber};
+
+    /// A log with one subscriber, and the rows of turn `t1`.
+    fn log() -> (Publisher, TurnRows) {
+        let mut log = Publisher::new("sess_a", Log::new("epoch_a".into(), Vec::new()), 100);
+        log.subscribers.push(Subscriber::new("sub".into(), "conversation/sess_a", "conn"));
+        (log, TurnRows { turn_id: "t1".into(), response_id: "resp_1".into() })
+    }
+
+    /// The ops of the frame `write` stages.
+    fn ops(log: &mut Publisher, write: impl FnOnce(&mut Publisher, &mut Batch)) -> Vec<Value> {
+        let mut batch = Batch::default();
+        write(log, &mut batch);
+        let frames = log.commit(batch);
+        frames[0].logical["payload"]["deltas"].as_array().unwrap().clone()
+    }
+
+    #[test]
+    fn a_tool_row_streams_its_input_then_runs_and_ends_with_its_cut_output() {
+        let (mut log, rows) = log();
+        let input = json!({"path": "a.txt"});
+        let mut row = 0;
+        let announced = ops(&mut log, |log, batch| {
+            row = rows.announce_tool(log, batch, "call_1", "Read", &input, 2);
+        });
+        let kinds: Vec<&str> = announced.iter().filter_map(|op| op["op"].as_str()).collect();
+        assert_eq!(kinds, ["row.appended", "row.delta", "row.delta", "row.upserted"]);
+        let appended = &announced[0]["row"];
+        assert_eq!(
+            (&appended["status"], &appended["entityId"]),
+            (&json!("inputStreaming"), &json!("tool:call_1"))
+        );
+        let streamed: String =
+            announced[1..3].iter().filter_map(|op| op["append"].as_str()).collect();
+        assert_eq!(streamed, input.to_string());
+        assert_eq!(announced[3]["row"]["input"], input);
+
+        ops(&mut log, |log, batch| await_approval(log, batch, row, "perm_1"));
+        let running = ops(&mut log, |log, batch| run_tool(log, batch, row, &input));
+        assert_eq!(running[0]["row"]["status"], "running");
+        assert!(running[0]["row"].get("approvalInteractionId").is_none());
+        let long = "x".repeat(70 * 1024);
+        let ended = ops(&mut log, |log, batch| end_tool(log, batch, row, Ok(&long)));
+        let ended = &ended[0]["row"];
+        assert_eq!(ended["status"], "success");
+        assert!(ended["endedAt"].is_u64());
+        assert_eq!(ended["output"], tool_output(&long, "call_1"));
+        assert!(ended["output"]["truncated"].is_object());
+    }
+
+    #[test]
+    fn a_failed_or_stopped_tool_says_so() {
+        let (mut log, rows) = log();
+        let mut batch = Batch::default();
+        let failed = rows.announce_tool(&mut log, &mut batch, "call_1", "Bash", &json!({}), 1);
+        let stopped = rows.announce_tool(&mut log, &mut batch, "call_2", "Bash", &json!({}), 1);
+        log.commit(batch);
+        let error =
+            ops(&mut log, |log, batch| end_tool(log, batch, failed, Err(("toolError", "boom"))));
+        assert_eq!(error[0]["row"]["error"], json!({"code": "toolError", "message": "boom"}));
+        let cancelled = ops(&mut log, |log, batch| cancel_tool(log, batch, stopped));
+        assert_eq!(cancelled[0]["row"]["status"], "cancelled");
+    }
+
+    #[test]
+    fn a_turn_closes_its_header_and_marks_a_successful_answer() {
+        let (mut log, rows) = log();
+        let mut batch = Batch::default();
+        let header = log.append_row(&mut batch, rows.row("turnHeader", "turn:t1".into()));
+        let model = Some(json!("GLM-5.2"));
+        let text = rows.open_text(&mut log, &mut batch, ("assistantText", "text:1".into()), model);
+        let thought = rows.open_text(&mut log, &mut batch, ("reasoning", "r:1".into()), None);
+        log.stream_row(&mut batch, text, "text", "Done.");
+        close_text(&mut log, &mut batch, text, 0);
+        close_text(&mut log, &mut batch, thought, 0);
+        log.commit(batch);
+        let closed =
+            ops(&mut log, |log, batch| rows.close(log, batch, header, "completedSuccess", (0, 7)));
+        assert_eq!(closed[0]["row"]["state"], "completedSuccess");
+        assert_eq!(closed[0]["row"]["outputTokens"], 7);
+        // The answer is sent again, marked as a fork target.
+        assert_eq!(closed[1]["row"]["rowId"], text);
+        assert_eq!(closed[1]["row"]["text"], "Done.");
+        assert_eq!(closed[1]["row"]["model"], "GLM-5.2");
+        let reasoning = log.rows().iter().find(|row| row["rowId"] == thought).unwrap();
+        assert!(reasoning["durationMs"].is_u64() && reasoning.get("model").is_none());
+    }
+}

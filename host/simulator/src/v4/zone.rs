@@ -106,3 +106,59 @@ pub fn unsimulated(zone: &mut Map<String, Value>) {
     zone.insert("goal".into(), Value::Null);
     zone.insert("workspaceHookAdmission".into(), Value::Null);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_shows_what_a_stop_would_reach() {
+        let idle = control("completedSuccess", None, &Value::Null);
+        assert_eq!((&idle["canStop"], &idle["stopState"]), (&json!(false), &json!("idle")));
+        assert_eq!(idle["sessionEnded"], true);
+        let running = Running {
+            foreground_execution_id: "fx_1",
+            source_command_id: Some("c1"),
+            started_at: 5,
+            tool_running: true,
+            stopping: true,
+        };
+        let busy = control("running", Some(running), &Value::Null);
+        assert_eq!(
+            (&busy["stopState"], &busy["stopTargetKind"]),
+            (&json!("stopping"), &json!("tool"))
+        );
+        assert_eq!(busy["activeWorks"][0]["sourceCommandId"], "c1");
+        assert_eq!(busy["sessionEnded"], false);
+    }
+
+    #[test]
+    fn inputs_route_by_what_the_session_is_doing() {
+        let mode = |held, running, guide| input_routing(held, running, guide)["mode"].clone();
+        assert_eq!(mode(true, true, true), "choice");
+        assert_eq!(mode(false, true, true), "guide");
+        assert_eq!(mode(false, true, false), "enqueue");
+        assert_eq!(mode(false, false, true), "startNow");
+    }
+
+    #[test]
+    fn usage_has_no_window_until_something_was_used() {
+        let cumulative = Cumulative { input: 3, output: 2, cache_read: 1, cache_write: 0 };
+        assert!(usage(&cumulative, 0, 200)["contextWindow"].is_null());
+        let used = usage(&cumulative, 10, 200);
+        assert_eq!(
+            used["contextWindow"],
+            json!({"usedTokens": 10, "maxTokens": 200, "autoCompactThresholdTokens": null})
+        );
+        assert_eq!(used["cumulative"]["outputTokens"], 2);
+    }
+
+    #[test]
+    fn a_todo_list_becomes_the_plan() {
+        assert!(plan(&[], 1).is_null());
+        let todos = [json!({"content": "a", "status": "in_progress"}), json!({"content": "b"})];
+        let items = &plan(&todos, 9)["items"];
+        assert_eq!(items[0], json!({"id": "plan-1", "content": "a", "status": "inProgress"}));
+        assert_eq!((&items[1]["id"], &items[1]["status"]), (&json!("plan-2"), &json!("pending")));
+    }
+}
