@@ -54,6 +54,8 @@ pub struct RunningTurn {
     pub stop: watch::Sender<bool>,
     pub foreground_execution_id: String,
     pub started_at: u64,
+    /// The V4 command that started it, if one did.
+    pub command_id: Option<String>,
 }
 
 /// An input waiting for the running turn (V4 queue or guide lane).
@@ -232,6 +234,7 @@ impl Resident {
             stop,
             foreground_execution_id: messages::new_id("exec"),
             started_at,
+            command_id: command_id.clone(),
         });
         let input_id = input_id.to_owned();
         let text = content.to_owned();
@@ -326,7 +329,7 @@ impl Resident {
             "control" => {
                 let running = running.map(|turn| zone::Running {
                     foreground_execution_id: &turn.foreground_execution_id,
-                    source_command_id: None,
+                    source_command_id: turn.command_id.as_deref(),
                     started_at: turn.started_at,
                     tool_running: false,
                     stopping: false,
