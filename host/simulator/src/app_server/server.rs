@@ -178,15 +178,6 @@ impl State {
         self.notify(vec![notification]);
     }
 
-    /// Applies V4 deltas to the session's projection and delivers the frames.
-    pub fn v4(&mut self, session_id: &str, deltas: Vec<Value>) {
-        self.v4_with(session_id, |log, batch| {
-            for delta in deltas {
-                log.stage(batch, delta);
-            }
-        });
-    }
-
     /// Deltas `write` stages into the session's log (`v4::turn`), sent as one frame; `None`
     /// when the session is gone.
     pub fn v4_with<R>(
@@ -208,7 +199,7 @@ impl State {
     pub fn v4_patch(&mut self, session_id: &str, keys: &[&str]) {
         let Some(resident) = self.sessions.get(session_id) else { return };
         let delta = resident.patch(keys);
-        self.v4(session_id, vec![delta]);
+        self.v4_with(session_id, |log, batch| log.stage(batch, delta));
     }
 
     pub fn resident(&mut self, session_id: &str) -> Result<&mut Resident, ProtocolError> {

@@ -154,7 +154,7 @@ impl Publisher {
         &self.log.rows
     }
 
-    pub fn next_row_id(&mut self) -> u64 {
+    fn next_row_id(&mut self) -> u64 {
         let id = self.log.next_row_id;
         self.log.next_row_id += 1;
         id
