@@ -39,6 +39,9 @@ const QUIET_OPS: [&str; 6] = [
 pub struct Context<'a> {
     pub tools: &'a mut Tools,
     pub workspace: &'a str,
+    /// The mode the client was last told of, by these frames or by a switch's answer: a change
+    /// ZCode reports is shown once, whichever tells it first.
+    pub shown_mode: &'a mut Option<String>,
 }
 
 /// The turn zcode-acp started: found by the command id its prompt was sent with.
@@ -141,7 +144,7 @@ impl Conversation {
             Payload::Snapshot(snapshot) => {
                 let initial = !self.snapshot_seen;
                 self.snapshot_seen = true;
-                self.state(&snapshot, initial, &mut out);
+                self.state(&snapshot, initial, cx, &mut out);
                 let window = snapshot
                     .pointer("/rows/window")
                     .and_then(Value::as_array)
@@ -179,7 +182,7 @@ impl Conversation {
                 Ok(())
             }
             "state.updated" => {
-                self.state(required(delta, "patch", "state delta")?, false, out);
+                self.state(required(delta, "patch", "state delta")?, false, cx, out);
                 Ok(())
             }
             op if QUIET_OPS.contains(&op) => Ok(()),
@@ -188,7 +191,7 @@ impl Conversation {
     }
 
     /// The parts of a snapshot or a state patch that ACP shows (a patch replaces whole keys).
-    fn state(&mut self, state: &Value, initial: bool, out: &mut Vec<Action>) {
+    fn state(&mut self, state: &Value, initial: bool, cx: &mut Context<'_>, out: &mut Vec<Action>) {
         if let Some(plan) = state.get("plan") {
             let entries: Vec<PlanEntry<'_>> = plan
                 .get("items")
@@ -225,8 +228,9 @@ impl Conversation {
         if let Some(mode) = state.pointer("/config/mode").and_then(Value::as_str)
             && self.mode.as_deref() != Some(mode)
         {
-            if !initial {
+            if !initial && cx.shown_mode.as_deref() != Some(mode) {
                 out.push(Action::Update(update::current_mode(mode)));
+                *cx.shown_mode = Some(mode.to_string());
             }
             self.mode = Some(mode.to_string());
         }

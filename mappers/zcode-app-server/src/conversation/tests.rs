@@ -31,13 +31,14 @@ fn tool(status: &str, extra: Value) -> Value {
 struct Harness {
     conversation: Conversation,
     tools: Tools,
+    shown_mode: Option<String>,
 }
 
 impl Harness {
     fn watching(command: &str) -> Self {
         let mut conversation = Conversation::default();
         conversation.watch(Some(command.to_string()));
-        Self { conversation, tools: Tools::default() }
+        Self { conversation, tools: Tools::default(), shown_mode: None }
     }
 
     fn deltas(&mut self, deltas: Value) -> Vec<Value> {
@@ -46,7 +47,8 @@ impl Harness {
     }
 
     fn apply(&mut self, payload: Payload) -> Vec<Value> {
-        let mut cx = Context { tools: &mut self.tools, workspace: "/w" };
+        let mut cx =
+            Context { tools: &mut self.tools, workspace: "/w", shown_mode: &mut self.shown_mode };
         self.conversation
             .apply(payload, &mut cx)
             .unwrap()
@@ -108,7 +110,11 @@ fn a_tool_row_whose_input_is_only_text_is_parsed_for_its_title_and_a_cancel_fail
 
 #[test]
 fn nothing_is_shown_without_a_prompt_and_removed_rows_are_forgotten() {
-    let mut idle = Harness { conversation: Conversation::default(), tools: Tools::default() };
+    let mut idle = Harness {
+        conversation: Conversation::default(),
+        tools: Tools::default(),
+        shown_mode: None,
+    };
     let snapshot = json!({"logEpoch": "e", "seq": 3, "revision": 1, "meta": {"title": "Old", "titleSource": "generated"}, "plan": null,
         "usage": {"contextWindow": null, "cumulative": {"inputTokens": 0, "outputTokens": 0, "cacheReadTokens": 0, "cacheWriteTokens": 0}},
         "rows": {"totalCount": 2, "firstRowId": 1, "window": [header("completedSuccess", Some("x")), row(2, "assistantText", json!({"text": "history", "state": "complete"}))]}});
@@ -195,7 +201,7 @@ fn a_streamed_row_keeps_no_copy_of_its_text_and_its_whole_version_is_still_check
         let row = row(2, "assistantText", json!({"text": text, "state": "complete"}));
         vec![json!({"op": "row.upserted", "row": row})]
     };
-    let mut cx = Context { tools: &mut h.tools, workspace: "/w" };
+    let mut cx = Context { tools: &mut h.tools, workspace: "/w", shown_mode: &mut h.shown_mode };
     let mut rewritten = streamed.clone().into_bytes();
     rewritten[100_000] = b'X';
     let rewritten = String::from_utf8(rewritten).unwrap() + "more";

@@ -238,7 +238,11 @@ impl AppServerSession {
     }
 
     fn apply_deltas(&mut self, deltas: &[zcode_v4::stream::Delta<'_>], effects: &mut Effects) {
-        let mut cx = conversation::Context { tools: &mut self.tools, workspace: &self.workspace };
+        let mut cx = conversation::Context {
+            tools: &mut self.tools,
+            workspace: &self.workspace,
+            shown_mode: &mut self.mode,
+        };
         let actions = self.conversation.apply_deltas(deltas, &mut cx);
         self.applied(actions, effects);
     }
@@ -387,6 +391,7 @@ impl AppServerSession {
                     let mut cx = conversation::Context {
                         tools: &mut self.tools,
                         workspace: &self.workspace,
+                        shown_mode: &mut self.mode,
                     };
                     let actions = self.conversation.apply(payload, &mut cx);
                     self.applied(actions, effects);
@@ -416,12 +421,14 @@ impl AppServerSession {
     ) {
         match actions {
             Ok(actions) => {
-                let actions: Vec<Action> =
-                    actions.into_iter().filter_map(|a| self.mode_seen(a)).collect();
                 if actions.is_empty() {
                     effects.actions.push(Action::Ignore("v4 frame applied".into()));
+                } else if effects.actions.is_empty() {
+                    // The usual case, a batch's first frame: its actions are the batch's.
+                    effects.actions = actions;
+                } else {
+                    effects.actions.extend(actions);
                 }
-                effects.actions.extend(actions);
             }
             Err(error) => {
                 effects.actions.push(Action::Terminal(Terminal::Broken(error)));

@@ -3,7 +3,7 @@
 //! legacy `session/setMode`, `session/setModel`, `session/setThoughtLevel`).
 
 use serde_json::{Value, json};
-use zcode_contract::{Action, MapperError, NativeReply, Step};
+use zcode_contract::{MapperError, NativeReply, Step};
 use zcode_mapper_sdk::acp::update;
 use zcode_mapper_sdk::json::{invalid_params, protocol};
 use zcode_v4::command;
@@ -217,14 +217,13 @@ impl AppServerSession {
         match outcome {
             Ok(()) => {
                 // Announced already when ZCode's state change came before the answer.
-                let seen = self.mode_seen(Action::Update(update::current_mode(&mode)));
-                let updates = seen
-                    .and_then(|action| match action {
-                        Action::Update(update) => Some(update),
-                        _ => None,
-                    })
-                    .into_iter()
-                    .collect();
+                let updates = if self.mode.as_deref() == Some(mode.as_str()) {
+                    Vec::new()
+                } else {
+                    let update = update::current_mode(&mode);
+                    self.mode = Some(mode);
+                    vec![update]
+                };
                 Ok(done(json!({}), updates))
             }
             // A V4 switch that lost a race with another change: the legacy call has no
@@ -281,25 +280,5 @@ impl AppServerSession {
         let options = self.config_options();
         let update = update::config_options(&options);
         Ok(done(json!({"configOptions": options}), vec![update]))
-    }
-
-    /// A mode the client already has is not announced again (the V4 state repeats the mode a
-    /// `set_mode` just switched to); any other mode is now the session's.
-    pub(super) fn mode_seen(&mut self, action: Action) -> Option<Action> {
-        let Action::Update(update) = &action else { return Some(action) };
-        // Read only when it can be one (not a text chunk, each of which came here as a tree).
-        if !update.contains("current_mode_update") {
-            return Some(action);
-        }
-        if update::kind(update).as_deref() != Some("current_mode_update") {
-            return Some(action);
-        }
-        let Ok(value) = serde_json::from_str::<Value>(update) else { return Some(action) };
-        let mode = value.get("currentModeId").and_then(Value::as_str).map(str::to_string);
-        if mode == self.mode {
-            return None;
-        }
-        self.mode = mode;
-        Some(action)
     }
 }

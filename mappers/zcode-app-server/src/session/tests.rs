@@ -678,6 +678,37 @@ fn a_v4_gap_is_resynced_and_modes_switch_with_their_revision() {
     assert!(matches!(step, Step::Done(Err(_))), "auto is not a mode ACP offers");
 }
 
+/// A mode is announced once, whichever comes first: the answer to the client's own switch, or
+/// ZCode's state naming it (it repeats the mode just switched to, and changes it by itself too,
+/// as when an approved plan leaves `plan`).
+#[test]
+fn a_mode_is_announced_once_whoever_tells_it_first() {
+    let mut driver = opened(true, true);
+    let mut seq = 5;
+    let mut state = |driver: &mut Driver, mode: &str| {
+        seq += 1;
+        let patch = json!({"op": "state.updated", "patch": {"config": {"mode": mode}}});
+        let effects = driver.event(json!({"method": "v4/conversation/frame", "params": {"wireVersion": 3, "kind": "complete", "deliveryKind": "online", "logicalFrameId": format!("f{seq}"), "logicalFrameOrdinal": seq, "topic": "conversation/sess_1", "subscriptionId": "sub-1",
+            "frame": {"topic": "conversation/sess_1", "subscriptionId": "sub-1", "fromSeq": seq - 1, "toSeq": seq, "sentAt": 1, "payload": {"kind": "deltas", "deltas": [patch]}}}}));
+        updates(&effects)
+    };
+    let switch = |driver: &mut Driver, mode: &str| {
+        let op = SessionOp::SetMode(json!({"sessionId": "sess_1", "modeId": mode}).to_string());
+        let (_, _, step) = driver.run(op, &mut agent(true));
+        let Step::Done(Ok(result)) = step else { panic!("{step:?}") };
+        result.updates.iter().map(|u| serde_json::from_str::<Value>(u).unwrap()).collect::<Vec<_>>()
+    };
+    let announced =
+        |mode: &str| vec![json!({"sessionUpdate": "current_mode_update", "currentModeId": mode})];
+
+    assert_eq!(switch(&mut driver, "plan"), announced("plan"));
+    assert_eq!(state(&mut driver, "plan"), Vec::<Value>::new(), "the switch announced it");
+    assert_eq!(state(&mut driver, "edit"), announced("edit"), "ZCode's own change");
+    assert_eq!(state(&mut driver, "edit"), Vec::<Value>::new());
+    assert_eq!(switch(&mut driver, "edit"), Vec::<Value>::new(), "the state announced it");
+    assert_eq!(switch(&mut driver, "yolo"), announced("yolo"));
+}
+
 /// The legacy events V4 also carries come on their own route (`connection::carried_route`),
 /// which the session holds while it is open without V4: once subscribed, it lets the route go
 /// with its next step, and the core drops them.
