@@ -21,7 +21,7 @@ use crate::wire::{
 
 /// The route of everything that belongs to native session `id`, but for [`carried_route`].
 pub fn session_route(id: &str) -> String {
-    format!("session/{id}")
+    ["session/", id].concat()
 }
 
 /// The route of session `id`'s legacy events whose content the V4 conversation also carries
@@ -29,7 +29,7 @@ pub fn session_route(id: &str) -> String {
 /// V4 does not hold this route, so the core drops them before they cost a mapping call; a
 /// session without V4 holds both.
 pub fn carried_route(id: &str) -> String {
-    format!("session/{id}/v4-carried")
+    ["session/", id, "/v4-carried"].concat()
 }
 
 /// The Agent's answer to `session/requestRuntimePreferences`, which blocks `session/create` until
@@ -169,21 +169,18 @@ impl AppServerConnection {
     }
 }
 
-/// Where a frame of the Agent goes: to a session, or answered (or ignored) here.
+/// Where a frame of the Agent goes: to the holder of a route ([`session_route`],
+/// [`carried_route`]), or answered (or ignored) here.
 enum Routing {
-    Session(String),
-    /// A legacy event of the session that V4 also carries: see [`carried_route`].
-    Carried(String),
+    Route(String),
     Here(Inbound),
 }
 
 impl Routing {
     /// What the core is handed; `text` gives the frame's text, taken only for a session.
     fn inbound(self, text: impl FnOnce() -> String) -> Inbound {
-        let event = |route| Inbound::Event(RoutedEvent { route, payload: text().into() });
         match self {
-            Routing::Session(session) => event(session_route(&session)),
-            Routing::Carried(session) => event(carried_route(&session)),
+            Routing::Route(route) => Inbound::Event(RoutedEvent { route, payload: text().into() }),
             Routing::Here(inbound) => inbound,
         }
     }
@@ -256,7 +253,7 @@ fn request(
             wire::error_reply(&id()?, -32601, "zcode-acp does not run ZCode automations"),
         ),
         _ => match session_id(&route_members(params)?) {
-            Some(session) => Ok(Routing::Session(session.into_owned())),
+            Some(session) => Ok(Routing::Route(session_route(&session))),
             None => write(
                 "unknown request",
                 wire::error_reply(&id()?, -32601, &format!("zcode-acp does not serve {method}")),
@@ -275,15 +272,15 @@ fn notification(method: &str, params: Option<RouteParams<'_>>) -> Result<Routing
             };
             let kind = raw_str(params.get("type"));
             if kind.as_deref().is_some_and(crate::events::carried_by_v4) {
-                Ok(Routing::Carried(session.into_owned()))
+                Ok(Routing::Route(carried_route(&session)))
             } else {
-                Ok(Routing::Session(session.into_owned()))
+                Ok(Routing::Route(session_route(&session)))
             }
         }
         "v4/conversation/frame" => {
             let topic = raw_str(route_members(params)?.get("topic"));
             match topic.as_deref().and_then(|t| t.strip_prefix("conversation/")) {
-                Some(session) if !session.is_empty() => Ok(Routing::Session(session.to_string())),
+                Some(session) if !session.is_empty() => Ok(Routing::Route(session_route(session))),
                 _ => here(Inbound::Ignored(
                     "v4 frame of a topic zcode-acp does not subscribe".to_string(),
                 )),

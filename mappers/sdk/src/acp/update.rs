@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::write::Obj;
+use super::write::{self, Obj};
 
 /// The update's tag.
 const TAG: &str = "sessionUpdate";
@@ -57,12 +57,20 @@ impl Chunk {
 /// keys come sorted, as a `serde_json` tree writes them (without `preserve_order`), so the text
 /// is the same byte for byte as a tree of the chunk would give.
 pub fn text_chunk(chunk: Chunk, text: &str, message_id: Option<&str>) -> String {
-    let content = Obj::with_capacity(text.len() + 24).str("text", text).str("type", "text").end();
-    Obj::with_capacity(content.len() + 64)
-        .raw("content", &content)
-        .opt_str("messageId", message_id)
-        .str(TAG, chunk.tag())
-        .end()
+    // Written per streamed delta, so its fixed parts go in whole rather than key by key: one
+    // string, sized once, and two escaped strings (issue 27).
+    let mut out = String::with_capacity(text.len() + 80 + message_id.map_or(0, |id| id.len() + 16));
+    out.push_str(r#"{"content":{"text":"#);
+    write::string(&mut out, text);
+    out.push_str(r#","type":"text"}"#);
+    if let Some(id) = message_id {
+        out.push_str(r#","messageId":"#);
+        write::string(&mut out, id);
+    }
+    out.push_str(r#","sessionUpdate":""#);
+    out.push_str(chunk.tag());
+    out.push_str(r#""}"#);
+    out
 }
 
 /// An agent message chunk without a message id.
@@ -428,12 +436,14 @@ mod tests {
     #[test]
     fn writes_chunks_as_a_sorted_tree_would() {
         let text = "a \"q\" \\ line\nnext \u{e9}\u{1F600} </x> \u{7}\t";
-        for message_id in [Some("m"), None] {
-            let mut tree = json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}});
-            if let Some(id) = message_id {
-                tree["messageId"] = json!(id);
+        for chunk in [Chunk::Agent, Chunk::Thought, Chunk::User] {
+            for message_id in [Some("m \"1\""), None] {
+                let mut tree = json!({"sessionUpdate": chunk.tag(), "content": {"type": "text", "text": text}});
+                if let Some(id) = message_id {
+                    tree["messageId"] = json!(id);
+                }
+                assert_eq!(text_chunk(chunk, text, message_id), crate::json::canonical(&tree));
             }
-            assert_eq!(text_chunk(Chunk::Agent, text, message_id), crate::json::canonical(&tree));
         }
     }
 
