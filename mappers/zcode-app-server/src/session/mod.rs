@@ -138,6 +138,8 @@ pub struct AppServerSession {
     held: Option<Vec<String>>,
     /// Replayed events are being read: a gap among them is not replayed again.
     replaying: bool,
+    /// The mode the client was last told of: by the answer that opened the session, a switch's
+    /// answer or ZCode's state (`conversation::Context::shown_mode`).
     mode: Option<String>,
     model: Option<(String, String)>,
     thought: Option<String>,
