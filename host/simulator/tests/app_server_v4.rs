@@ -262,6 +262,26 @@ fn commands_check_their_payload_base_revision_and_identity() {
 }
 
 #[test]
+fn a_session_remembers_its_512_most_recently_used_decisions() {
+    let desktop = Desktop::new(CLI_FAMILIES[CLI_FAMILIES.len() - 1]);
+    let mut agent = desktop.spawn();
+    let session = agent.session(&desktop.ws(), json!({}));
+    let mut stop = |id: &str| {
+        let params = json!({"commandId": id, "clientId": "client", "sessionId": session,
+                            "type": "stop", "payload": {}, "issuedAt": 1});
+        agent.ok("v4/command", params)["status"].clone()
+    };
+    for n in 0..512 {
+        assert_eq!(stop(&format!("c{n}")), "accepted");
+    }
+    // A replay makes `c0` the most recent: `c1` goes first (`command-inbox.ts`, LRU).
+    assert_eq!(stop("c0"), "duplicate");
+    assert_eq!(stop("new"), "accepted");
+    assert_eq!(stop("c0"), "duplicate");
+    assert_eq!(stop("c1"), "accepted");
+}
+
+#[test]
 fn inputs_queue_behind_a_run_and_guides_fall_back_when_it_stops() {
     for app in CLI_FAMILIES {
         let desktop = Desktop::new(app);

@@ -277,6 +277,23 @@ fn admission_rejects_bad_envelopes_and_cas_retries_on_stale() {
 }
 
 #[test]
+fn a_session_remembers_its_512_most_recently_used_decisions() {
+    let runtime = Runtime::new("4.0.0");
+    let mut client = runtime.start(&[]);
+    let mut session = Session::create(&mut client, &runtime.ws());
+    let mut stop =
+        |id: &str| session.command_with_id(&mut client, id, "stop", json!({}))["status"].clone();
+    for n in 0..512 {
+        assert_eq!(stop(&format!("c{n}")), "accepted");
+    }
+    // A replay makes `c0` the most recent: `c1` goes first (`command-inbox.ts`, LRU).
+    assert_eq!(stop("c0"), "duplicate");
+    assert_eq!(stop("new"), "accepted");
+    assert_eq!(stop("c0"), "duplicate");
+    assert_eq!(stop("c1"), "accepted");
+}
+
+#[test]
 fn inputs_while_running_queue_guide_and_drain() {
     let runtime = Runtime::new("3.17.2");
     let mut client = runtime.start(&[]);

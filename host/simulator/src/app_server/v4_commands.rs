@@ -35,13 +35,10 @@ struct App<'a> {
     start: Option<TurnStart>,
 }
 
-fn key(envelope: &Envelope<'_>) -> (Option<String>, String) {
-    (envelope.session_id.map(str::to_owned), envelope.command_id.to_owned())
-}
-
 impl Inbox for App<'_> {
-    fn settled(&self, envelope: &Envelope<'_>) -> Option<Value> {
-        self.state.gateway.acks.get(&key(envelope)).cloned()
+    fn settled(&mut self, envelope: &Envelope<'_>) -> Option<Value> {
+        let remembered = self.state.gateway.acks.get_mut(envelope.session_id?)?;
+        remembered.lookup(envelope.command_id)
     }
 
     fn session(&self, envelope: &Envelope<'_>) -> Option<(u64, String)> {
@@ -58,7 +55,13 @@ impl Inbox for App<'_> {
     }
 
     fn remember(&mut self, envelope: &Envelope<'_>, ack: &Value) {
-        self.state.gateway.acks.insert(key(envelope), ack.clone());
+        let session_id = envelope.session_id.expect("decided on a session").to_owned();
+        self.state
+            .gateway
+            .acks
+            .entry(session_id)
+            .or_default()
+            .remember(envelope.command_id, ack.clone());
     }
 }
 

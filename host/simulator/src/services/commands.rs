@@ -50,8 +50,8 @@ struct Services<'a> {
 }
 
 impl Inbox for Services<'_> {
-    fn settled(&self, envelope: &Envelope<'_>) -> Option<Value> {
-        self.conversation.as_ref()?.settled.get(envelope.command_id).cloned()
+    fn settled(&mut self, envelope: &Envelope<'_>) -> Option<Value> {
+        self.conversation.as_deref_mut()?.settled.lookup(envelope.command_id)
     }
 
     fn session(&self, _: &Envelope<'_>) -> Option<(u64, String)> {

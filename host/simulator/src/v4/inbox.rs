@@ -5,7 +5,7 @@
 //! server supplies an [`Inbox`]: where its session and remembered decisions live, and what each
 //! command does.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::OnceLock;
 
 use serde::Deserialize;
@@ -91,10 +91,36 @@ impl<'a> Envelope<'a> {
     }
 }
 
+/// `PROTOCOL_V4_LIMITS.idempotencyTablePerSession` (`packages/shared`, `limits`).
+pub const REMEMBERED_PER_SESSION: usize = 512;
+
+/// One session's remembered decisions, least recently used first (`command-inbox.ts`:
+/// `rememberSettled` puts a decision last and drops the first beyond the limit; a look-up,
+/// `touchSettled`, puts it last again).
+#[derive(Debug, Default)]
+pub struct Remembered(VecDeque<(String, Value)>);
+
+impl Remembered {
+    pub fn lookup(&mut self, command_id: &str) -> Option<Value> {
+        let index = self.0.iter().position(|(id, _)| id == command_id)?;
+        let entry = self.0.remove(index)?;
+        self.0.push_back(entry);
+        self.0.back().map(|(_, ack)| ack.clone())
+    }
+
+    pub fn remember(&mut self, command_id: &str, ack: Value) {
+        self.0.retain(|(id, _)| id != command_id);
+        self.0.push_back((command_id.to_owned(), ack));
+        if self.0.len() > REMEMBERED_PER_SESSION {
+            self.0.pop_front();
+        }
+    }
+}
+
 /// What a server keeps for its inbox.
 pub trait Inbox {
     /// The ACK this command settled with, if it is remembered (`lookupExact`).
-    fn settled(&self, envelope: &Envelope<'_>) -> Option<Value>;
+    fn settled(&mut self, envelope: &Envelope<'_>) -> Option<Value>;
     /// The named session's revision and log epoch, or `None` when this server has no such
     /// session.
     fn session(&self, envelope: &Envelope<'_>) -> Option<(u64, String)>;
@@ -218,14 +244,14 @@ mod tests {
     /// One session at revision 3, recording what the pipeline asked of it.
     #[derive(Default)]
     struct Fake {
-        remembered: Vec<Value>,
+        remembered: Remembered,
         executed: usize,
         outcome: Option<Decision>,
     }
 
     impl Inbox for Fake {
-        fn settled(&self, envelope: &Envelope<'_>) -> Option<Value> {
-            self.remembered.iter().find(|ack| ack["commandId"] == envelope.command_id).cloned()
+        fn settled(&mut self, envelope: &Envelope<'_>) -> Option<Value> {
+            self.remembered.lookup(envelope.command_id)
         }
         fn session(&self, envelope: &Envelope<'_>) -> Option<(u64, String)> {
             (envelope.session_id == Some("sess_1")).then(|| (3, "epoch".to_owned()))
@@ -237,8 +263,8 @@ mod tests {
             self.executed += 1;
             self.outcome.clone().unwrap_or(Decision::accepted(None))
         }
-        fn remember(&mut self, _: &Envelope<'_>, ack: &Value) {
-            self.remembered.push(ack.clone());
+        fn remember(&mut self, envelope: &Envelope<'_>, ack: &Value) {
+            self.remembered.remember(envelope.command_id, ack.clone());
         }
     }
 
@@ -259,7 +285,7 @@ mod tests {
         // The same command id, even with a stale base now: the first outcome, replayed.
         let again = ack(envelope("setAutoDrain", drain(2)));
         assert_eq!(again["status"], "duplicate");
-        assert_eq!((inbox.executed, inbox.remembered.len()), (1, 1));
+        assert_eq!((inbox.executed, inbox.remembered.0.len()), (1, 1));
     }
 
     #[test]
@@ -272,5 +298,28 @@ mod tests {
             assert_eq!(inbox.executed, 1, "{outcome:?}");
             assert_eq!(second, replay(&first));
         }
+    }
+
+    fn decided(inbox: &mut Fake, id: &str, kind: &str, payload: Value) -> Value {
+        let base = json!({"commandId": id, "payload": payload, "baseRevision": 3});
+        let raw = envelope(kind, base);
+        decide(inbox, &Envelope::parse(&raw, &MODES).unwrap())
+    }
+
+    #[test]
+    fn a_session_remembers_its_512_most_recently_used_decisions() {
+        let mut inbox = Fake::default();
+        let stop =
+            |inbox: &mut Fake, id: &str| decided(inbox, id, "stop", json!({}))["status"].clone();
+        for n in 0..REMEMBERED_PER_SESSION {
+            assert_eq!(stop(&mut inbox, &format!("c{n}")), "accepted");
+        }
+        // A look-up makes `c0` the most recent: `c1` is the least recent one, and goes first.
+        assert_eq!(stop(&mut inbox, "c0"), "duplicate");
+        assert_eq!(stop(&mut inbox, "new"), "accepted");
+        assert_eq!(inbox.remembered.0.len(), REMEMBERED_PER_SESSION);
+        assert_eq!(stop(&mut inbox, "c0"), "duplicate");
+        assert_eq!(stop(&mut inbox, "c1"), "accepted", "forgotten, so executed again");
+        assert_eq!(inbox.executed, REMEMBERED_PER_SESSION + 2);
     }
 }
