@@ -14,7 +14,7 @@ use super::session::{Origin, QueuedInput, TurnStart};
 use super::wire::ProtocolError;
 use crate::common::clock::now_ms;
 use crate::v4::commands::{Decision, resolved_by};
-use crate::v4::inbox::{Envelope, Inbox, decide};
+use crate::v4::inbox::{Envelope, Inbox, Settings, decide};
 
 pub fn command(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
     let raw = params.unwrap_or(&Value::Null);
@@ -48,6 +48,13 @@ impl Inbox for App<'_> {
 
     fn raced(&self) -> bool {
         self.server.faults.take_one("v4/command", AppFault::StaleCas).is_some()
+    }
+
+    fn settings(&self, envelope: &Envelope<'_>) -> Settings {
+        let record = &self.state.sessions[envelope.session_id.expect("a session")].record;
+        // The V4 `config.planEnabled` of this server is the `plan` mode.
+        let (selection, mode) = (record.model.clone(), record.mode.clone());
+        Settings { selection, plan_enabled: mode == "plan", mode }
     }
 
     fn execute(&mut self, envelope: &Envelope<'_>) -> Decision {
