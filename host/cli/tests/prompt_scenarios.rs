@@ -519,6 +519,27 @@ fn a_failing_turn_is_a_json_rpc_error_never_end_turn() {
 }
 
 #[test]
+fn a_blank_prompt_is_answered_never_left_hanging() {
+    let why = "the task protocol of 3.11-3.12 takes a blank prompt as any other and runs a turn";
+    if !applies(&[Generation::AppServer, Generation::ServicesServer], why) {
+        return;
+    }
+    let env = TestEnv::new();
+    let workspace = env.workspace("ws");
+    let (mut agent, session) =
+        Agent::with_session(&env, policy::refuse_all(), plain_client(), &workspace);
+    let blank = json!([{"type": "text", "text": " \n\t"}]);
+    let response = agent.request("session/prompt", json!({"sessionId": session, "prompt": blank}));
+    // Refused, as a request's error: by the mapper itself (the app-server's), or by ZCode
+    // 3.15.1's `sendText` (`failed` `proto.invalidPayload`, the Services Server's).
+    let (_, message) = agent.error_of(&response, "a blank prompt");
+    assert!(message.contains("no text") || message.contains("must not be empty"), "{message}");
+    // The session is still usable afterwards.
+    agent.prompt_ok(&session, "after the blank one", "end_turn");
+    assert!(agent.finish().success());
+}
+
+#[test]
 fn native_result_types_map_to_their_stop_reasons() {
     let why = "V4 turn headers end completedSuccess, completedInterrupted or failed: there is no \
                result type to map (an unknown header state: runtime_services.rs)";

@@ -299,6 +299,43 @@ fn set_mode_switches_the_mode_and_tells_the_client() {
 }
 
 #[test]
+fn setting_the_current_mode_model_or_thought_level_again_succeeds() {
+    let env = TestEnv::new();
+    let workspace = env.workspace("ws");
+    let mut agent = Agent::start(&env);
+    agent.initialize(plain_client());
+    let result = agent.call("session/new", json!({"cwd": workspace, "mcpServers": []}));
+    let session = result["sessionId"].as_str().unwrap().to_string();
+    // ZCode 3.15.1 answers a switch to the value a session has with `noop config.unchanged`;
+    // for the client that is the switch done, not an error.
+    let mode = result["modes"]["currentModeId"].clone();
+    for _ in 0..2 {
+        agent.call("session/set_mode", json!({"sessionId": session, "modeId": mode}));
+    }
+    // Every choice option (a boolean one, such as the Services Server's plan switch, has no
+    // current value to choose again).
+    let choices = result["configOptions"].as_array().unwrap().iter();
+    for option in choices.filter(|o| o["currentValue"].is_string()) {
+        let params = json!({"sessionId": session, "configId": option["id"],
+                            "value": option["currentValue"]});
+        let changed = agent.call("session/set_config_option", params);
+        let same = changed["configOptions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|o| o["id"] == option["id"])
+            .map(|o| o["currentValue"].clone());
+        assert_eq!(same, Some(option["currentValue"].clone()), "{changed}");
+    }
+    // The session still works, in the mode it had.
+    agent.prompt_ok(&session, "still there?", "end_turn");
+    let modes: Vec<Value> =
+        agent.updates(&session).into_iter().filter(|u| kind(u) == "current_mode_update").collect();
+    assert!(modes.iter().all(|u| u["currentModeId"] == mode), "{modes:?}");
+    assert!(agent.finish().success());
+}
+
+#[test]
 fn set_config_option_changes_model_and_thought_level() {
     if !skip_unless(
         "set_config_option_changes_model_and_thought_level",

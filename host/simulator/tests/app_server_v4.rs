@@ -262,6 +262,72 @@ fn commands_check_their_payload_base_revision_and_identity() {
 }
 
 #[test]
+fn handler_refusals_and_unchanged_switches_are_settled_and_remembered() {
+    for app in CLI_FAMILIES {
+        let desktop = Desktop::new(app);
+        let mut agent = desktop.spawn();
+        let session = agent.session(&desktop.ws(), json!({}));
+        // 3.15.1 refuses an empty input in `sendText`'s handler: `failed`, and remembered, so
+        // the same command id with text is that failure again.
+        let empty = agent.command(&session, "sendText", json!({"text": " \n"}), json!({}));
+        assert_eq!(
+            (empty["status"].as_str(), empty["reasonCode"].as_str(), empty["message"].as_str()),
+            (Some("failed"), Some("proto.invalidPayload"), Some("input must not be empty")),
+            "{app}"
+        );
+        let mut retry = json!({"commandId": empty["commandId"], "clientId": "client",
+            "sessionId": session, "type": "sendText", "payload": {"text": "sim:reply hi"}, "issuedAt": 1});
+        assert_eq!(agent.ok("v4/command", retry.clone()), empty, "{app}");
+        // A switch to what the session has already: `noop config.unchanged`, no revision, no
+        // announcement, and replayed as a duplicate.
+        // A new session's model is the local `sim-echo`.
+        let model = json!({"provider": "sim-local", "model": "sim-echo", "thought": ""});
+        let switch = |agent: &mut Agent, kind: &str, payload: &Value| {
+            let base = revision(agent, &session);
+            agent.command(&session, kind, payload.clone(), json!({"baseRevision": base}))
+        };
+        let edit = json!({"mode": "edit"});
+        assert_eq!(switch(&mut agent, "switchCollaborationMode", &edit)["status"], "accepted");
+        let before = revision(&mut agent, &session);
+        for (kind, payload) in [("switchCollaborationMode", &edit), ("switchModelConfig", &model)] {
+            let unchanged = switch(&mut agent, kind, payload);
+            assert_eq!(
+                unchanged,
+                json!({"commandId": unchanged["commandId"], "status": "noop",
+                       "reasonCode": "config.unchanged", "revisionAtDecision": before}),
+                "{app}: {kind}"
+            );
+            retry["commandId"] = unchanged["commandId"].clone();
+            retry["type"] = json!(kind);
+            retry["payload"] = payload.clone();
+            retry["baseRevision"] = json!(before);
+            assert_eq!(agent.ok("v4/command", retry.clone())["status"], "duplicate", "{app}");
+        }
+        assert_eq!(revision(&mut agent, &session), before, "{app}");
+    }
+}
+
+#[test]
+fn a_session_remembers_its_512_most_recently_used_decisions() {
+    let desktop = Desktop::new(CLI_FAMILIES[CLI_FAMILIES.len() - 1]);
+    let mut agent = desktop.spawn();
+    let session = agent.session(&desktop.ws(), json!({}));
+    let mut stop = |id: &str| {
+        let params = json!({"commandId": id, "clientId": "client", "sessionId": session,
+                            "type": "stop", "payload": {}, "issuedAt": 1});
+        agent.ok("v4/command", params)["status"].clone()
+    };
+    for n in 0..512 {
+        assert_eq!(stop(&format!("c{n}")), "accepted");
+    }
+    // A replay makes `c0` the most recent: `c1` goes first (`command-inbox.ts`, LRU).
+    assert_eq!(stop("c0"), "duplicate");
+    assert_eq!(stop("new"), "accepted");
+    assert_eq!(stop("c0"), "duplicate");
+    assert_eq!(stop("c1"), "accepted");
+}
+
+#[test]
 fn inputs_queue_behind_a_run_and_guides_fall_back_when_it_stops() {
     for app in CLI_FAMILIES {
         let desktop = Desktop::new(app);

@@ -241,11 +241,15 @@ fn admission_rejects_bad_envelopes_and_cas_retries_on_stale() {
     assert_eq!(no_base["reasonCode"], "proto.invalidPayload");
     let nowhere = session.envelope(&mut client, json!({"commandId": "z", "clientId": "c", "sessionId": "sess_nope", "type": "stop", "payload": {}, "issuedAt": 1}));
     assert_eq!(nowhere["reasonCode"], "proto.sessionNotFound");
+    // 3.15.1 refuses an empty input in the handler: `failed`, and remembered.
     let empty = session.command(&mut client, "sendText", json!({"text": "  "}));
     assert_eq!(
-        (empty["status"].as_str(), empty["reasonCode"].as_str()),
-        (Some("rejected"), Some("proto.invalidPayload"))
+        (empty["status"].as_str(), empty["reasonCode"].as_str(), empty["message"].as_str()),
+        (Some("failed"), Some("proto.invalidPayload"), Some("input must not be empty"))
     );
+    let id = empty["commandId"].as_str().unwrap();
+    let text = json!({"text": "sim:reply hi"});
+    assert_eq!(session.command_with_id(&mut client, id, "sendText", text), empty);
     // `command.ts`: an optional member may be absent, not null.
     let null = session.command(&mut client, "sendText", json!({"text": "hi", "attachments": null}));
     assert_eq!(
@@ -274,6 +278,23 @@ fn admission_rejects_bad_envelopes_and_cas_retries_on_stale() {
         (unsimulated["status"].as_str(), unsimulated["reasonCode"].as_str()),
         (Some("failed"), Some("fault.command.notImplemented"))
     );
+}
+
+#[test]
+fn a_session_remembers_its_512_most_recently_used_decisions() {
+    let runtime = Runtime::new("4.0.0");
+    let mut client = runtime.start(&[]);
+    let mut session = Session::create(&mut client, &runtime.ws());
+    let mut stop =
+        |id: &str| session.command_with_id(&mut client, id, "stop", json!({}))["status"].clone();
+    for n in 0..512 {
+        assert_eq!(stop(&format!("c{n}")), "accepted");
+    }
+    // A replay makes `c0` the most recent: `c1` goes first (`command-inbox.ts`, LRU).
+    assert_eq!(stop("c0"), "duplicate");
+    assert_eq!(stop("new"), "accepted");
+    assert_eq!(stop("c0"), "duplicate");
+    assert_eq!(stop("c1"), "accepted");
 }
 
 #[test]
@@ -519,6 +540,22 @@ fn modes_and_models_follow_the_profile() {
     );
     assert_eq!(switched["status"], "accepted");
     session.pump_until(&mut client, |m| m.state["config"]["model"] == "GLM-4.7").unwrap();
+    // The same model and level again, or no level, or the same mode: a `noop` that changes
+    // nothing, not even the revision (`model-config.ts`).
+    let same = |thought| json!({"provider": provider, "model": "GLM-4.7", "thought": thought});
+    let unchanged = [
+        session.control(&mut client, "switchModelConfig", same("low")),
+        session.control(&mut client, "switchModelConfig", same("")),
+        session.control(&mut client, "switchCollaborationMode", json!({"mode": "guarded"})),
+    ];
+    for ack in &unchanged {
+        assert_eq!(
+            (ack["status"].as_str(), ack["reasonCode"].as_str()),
+            (Some("noop"), Some("config.unchanged"))
+        );
+        assert_eq!(ack["revisionAtDecision"], unchanged[0]["revisionAtDecision"]);
+        assert!(ack.get("result").is_none());
+    }
     assert_eq!(session.mirror.state["config"]["thought"], "low");
     assert_eq!(session.mirror.state["config"]["thoughtLevels"], json!(["low", "high"]));
     assert_eq!(

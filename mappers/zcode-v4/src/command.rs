@@ -178,6 +178,17 @@ pub fn accepted(result: &Value) -> Result<&Value, MapperError> {
     }
 }
 
+/// A settings switch that took effect, or found the session already so: ZCode 3.15.1 answers
+/// a switch to the current mode or model `noop` `config.unchanged`
+/// (`commands/handlers/model-config.ts`). Anything else is [`accepted`]'s refusal.
+pub fn switched(result: &Value) -> Result<(), MapperError> {
+    let unchanged = |key: &str, value: &str| result.get(key).and_then(Value::as_str) == Some(value);
+    if unchanged("status", "noop") && unchanged("reasonCode", "config.unchanged") {
+        return Ok(());
+    }
+    accepted(result).map(|_| ())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -260,5 +271,15 @@ mod tests {
             "ZCode did not accept the command (stale: guard.revision)"
         );
         assert!(accepted(&json!({})).is_err());
+    }
+
+    #[test]
+    fn a_switch_to_the_current_value_is_a_switch_done() {
+        let noop = |reason: &str| json!({"status": "noop", "reasonCode": reason});
+        assert!(switched(&noop("config.unchanged")).is_ok());
+        assert!(switched(&json!({"status": "accepted"})).is_ok());
+        assert!(switched(&noop("guard.stopTargetChanged")).is_err());
+        assert!(switched(&json!({"status": "stale", "reasonCode": "config.unchanged"})).is_err());
+        assert!(switched(&json!({"status": "failed", "reasonCode": "x"})).is_err());
     }
 }

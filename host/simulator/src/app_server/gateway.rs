@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use super::wire;
 use crate::common::output::Output;
+use crate::v4::inbox::Remembered;
 use crate::v4::publisher::Subscriber;
 use crate::v4::wire::{Frame, Framing, complete_text, encode};
 
@@ -17,8 +18,8 @@ pub struct Gateway {
     connections: HashMap<String, Connection>,
     /// `workspace-config/<key>` subscriptions (conversation ones live in each publisher).
     pub config_subscribers: Vec<Subscriber>,
-    /// Acks by `(sessionId, commandId)`, for replays of a command.
-    pub acks: HashMap<(Option<String>, String), Value>,
+    /// Each session's remembered ACKs, for replays of a command.
+    pub acks: HashMap<String, Remembered>,
 }
 
 #[derive(Default)]

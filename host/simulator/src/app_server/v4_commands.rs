@@ -14,7 +14,7 @@ use super::session::{Origin, QueuedInput, TurnStart};
 use super::wire::ProtocolError;
 use crate::common::clock::now_ms;
 use crate::v4::commands::{Decision, resolved_by};
-use crate::v4::inbox::{Envelope, Inbox, decide};
+use crate::v4::inbox::{Envelope, Inbox, Settings, decide};
 
 pub fn command(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, ProtocolError> {
     let raw = params.unwrap_or(&Value::Null);
@@ -35,13 +35,10 @@ struct App<'a> {
     start: Option<TurnStart>,
 }
 
-fn key(envelope: &Envelope<'_>) -> (Option<String>, String) {
-    (envelope.session_id.map(str::to_owned), envelope.command_id.to_owned())
-}
-
 impl Inbox for App<'_> {
-    fn settled(&self, envelope: &Envelope<'_>) -> Option<Value> {
-        self.state.gateway.acks.get(&key(envelope)).cloned()
+    fn settled(&mut self, envelope: &Envelope<'_>) -> Option<Value> {
+        let remembered = self.state.gateway.acks.get_mut(envelope.session_id?)?;
+        remembered.lookup(envelope.command_id)
     }
 
     fn session(&self, envelope: &Envelope<'_>) -> Option<(u64, String)> {
@@ -53,12 +50,25 @@ impl Inbox for App<'_> {
         self.server.faults.take_one("v4/command", AppFault::StaleCas).is_some()
     }
 
+    fn settings(&self, envelope: &Envelope<'_>) -> Settings {
+        let record = &self.state.sessions[envelope.session_id.expect("a session")].record;
+        // The V4 `config.planEnabled` of this server is the `plan` mode.
+        let (selection, mode) = (record.model.clone(), record.mode.clone());
+        Settings { selection, plan_enabled: mode == "plan", mode }
+    }
+
     fn execute(&mut self, envelope: &Envelope<'_>) -> Decision {
         execute(self.server, self.state, envelope, &mut self.start)
     }
 
     fn remember(&mut self, envelope: &Envelope<'_>, ack: &Value) {
-        self.state.gateway.acks.insert(key(envelope), ack.clone());
+        let session_id = envelope.session_id.expect("decided on a session").to_owned();
+        self.state
+            .gateway
+            .acks
+            .entry(session_id)
+            .or_default()
+            .remember(envelope.command_id, ack.clone());
     }
 }
 

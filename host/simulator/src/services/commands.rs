@@ -13,7 +13,7 @@ use crate::common::clock::now_ms;
 use crate::services::server::{Server, Shared};
 use crate::services::turn::history_count;
 use crate::v4::commands::{Decision, resolved_by};
-use crate::v4::inbox::{Envelope, Inbox, decide};
+use crate::v4::inbox::{Envelope, Inbox, Settings, decide};
 use crate::v4::publisher::Log;
 
 fn invalid(message: impl Into<String>) -> Decision {
@@ -50,8 +50,8 @@ struct Services<'a> {
 }
 
 impl Inbox for Services<'_> {
-    fn settled(&self, envelope: &Envelope<'_>) -> Option<Value> {
-        self.conversation.as_ref()?.settled.get(envelope.command_id).cloned()
+    fn settled(&mut self, envelope: &Envelope<'_>) -> Option<Value> {
+        self.conversation.as_deref_mut()?.settled.lookup(envelope.command_id)
     }
 
     fn session(&self, _: &Envelope<'_>) -> Option<(u64, String)> {
@@ -61,6 +61,12 @@ impl Inbox for Services<'_> {
 
     fn raced(&self) -> bool {
         self.server.stale_next_cas.swap(false, Ordering::SeqCst)
+    }
+
+    fn settings(&self, _: &Envelope<'_>) -> Settings {
+        let config = &self.conversation.as_ref().expect("decided on a session").record.config;
+        let (mode, plan_enabled) = (config.mode.clone(), config.plan_enabled);
+        Settings { selection: Some(config.selection()), mode, plan_enabled }
     }
 
     fn execute(&mut self, envelope: &Envelope<'_>) -> Decision {
@@ -261,9 +267,6 @@ fn send_text(
     let text = envelope.text("text");
     let attachments = payload.get("attachments").and_then(Value::as_array).cloned();
     let attachments = attachments.unwrap_or_default();
-    if text.trim().is_empty() && attachments.is_empty() {
-        return invalid("input must not be empty");
-    }
     let session_id = conversation.record.session_id.clone();
     if let Err(message) =
         crate::services::channels::attachments::check_sent(&session_id, &attachments)

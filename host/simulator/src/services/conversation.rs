@@ -18,6 +18,7 @@ use super::router::Router;
 use crate::common::catalog::{self, Model};
 use crate::common::clock::now_ms;
 use crate::v4::availability::availability;
+use crate::v4::inbox::Remembered;
 pub use crate::v4::publisher::Batch;
 use crate::v4::publisher::{Log, Publisher};
 use crate::v4::wire::DeliveryKind;
@@ -25,8 +26,6 @@ use crate::v4::zone;
 
 /// `PROTOCOL_V4_LIMITS.eventRetentionPerSession`: deltas kept for `resume`.
 const RETAINED_DELTAS: usize = 2000;
-/// `PROTOCOL_V4_LIMITS.idempotencyTablePerSession`.
-const IDEMPOTENCY_ENTRIES: usize = 512;
 pub const CONTEXT_WINDOW: u64 = catalog::CONTEXT_WINDOW;
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -179,30 +178,6 @@ pub struct Input {
     pub attachments: Vec<Value>,
 }
 
-/// Settled command acknowledgements, for `duplicate` replays (LRU).
-#[derive(Default)]
-pub struct Settled {
-    acks: HashMap<String, Value>,
-    order: VecDeque<String>,
-}
-
-impl Settled {
-    pub fn get(&self, command_id: &str) -> Option<&Value> {
-        self.acks.get(command_id)
-    }
-
-    pub fn remember(&mut self, command_id: &str, ack: Value) {
-        if self.acks.insert(command_id.to_owned(), ack).is_none() {
-            self.order.push_back(command_id.to_owned());
-        }
-        while self.order.len() > IDEMPOTENCY_ENTRIES {
-            if let Some(oldest) = self.order.pop_front() {
-                self.acks.remove(&oldest);
-            }
-        }
-    }
-}
-
 pub struct Conversation {
     pub record: StoredConversation,
     /// The V4 log; at most one subscriber (a new subscription replaces the old one).
@@ -223,7 +198,7 @@ pub struct Conversation {
     /// An interrupt that came after an input was admitted to start but before its turn
     /// started: the admitted input is the foreground, so its turn starts interrupted.
     pub early_interrupt: Interrupt,
-    pub settled: Settled,
+    pub settled: Remembered,
     pub admission_seq: u64,
     /// `syncAppRuntimePreferences.askUserQuestionAutoResolutionEnabled`.
     pub ask_auto_resolution: bool,
@@ -251,7 +226,7 @@ impl Conversation {
             next_inputs: VecDeque::new(),
             starting: false,
             early_interrupt: Interrupt::None,
-            settled: Settled::default(),
+            settled: Remembered::default(),
             admission_seq: 0,
             ask_auto_resolution: true,
             router,

@@ -213,7 +213,7 @@ impl AppServerSession {
     ) -> Result<Step, MapperError> {
         let reply = reply.ok_or_else(|| protocol("set-mode resumed without a reply"))?;
         let outcome = ok_body(&reply.body, "mode")
-            .and_then(|body| if legacy { Ok(()) } else { command::accepted(&body).map(|_| ()) });
+            .and_then(|body| if legacy { Ok(()) } else { command::switched(&body) });
         match outcome {
             Ok(()) => {
                 // Announced already when ZCode's state change came before the answer.
@@ -252,7 +252,7 @@ impl AppServerSession {
         let reply = reply.ok_or_else(|| protocol("set-config-option resumed without a reply"))?;
         let body = ok_body(&reply.body, "model switch")?;
         if legacy_step == 0 {
-            command::accepted(&body)?;
+            command::switched(&body)?;
         } else if legacy_step == 1
             && let Some(level) = &thought
         {

@@ -709,6 +709,35 @@ fn a_mode_is_announced_once_whoever_tells_it_first() {
     assert_eq!(switch(&mut driver, "yolo"), announced("yolo"));
 }
 
+#[test]
+fn a_v4_switch_to_the_current_mode_or_model_is_done_without_a_fallback() {
+    let mut driver = opened(true, true);
+    let mut unchanged = |f: &Value| {
+        if f["method"] == "v4/command" {
+            json!({"commandId": f["params"]["commandId"], "status": "noop",
+                   "reasonCode": "config.unchanged", "revisionAtDecision": 7})
+        } else {
+            panic!("only the V4 switch is sent: {f}")
+        }
+    };
+    let mode = json!({"sessionId": "sess_1", "modeId": "build"}).to_string();
+    let (sent, _, step) = driver.run(SessionOp::SetMode(mode), &mut unchanged);
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0]["params"]["type"], "switchCollaborationMode");
+    let Step::Done(Ok(_)) = step else { panic!("{step:?}") };
+    let model = json!({"sessionId": "sess_1", "configId": "model",
+                       "value": "account:zai-individual-coding-plan/GLM-5.3"});
+    let (sent, _, step) = driver.run(SessionOp::SetConfigOption(model.to_string()), &mut unchanged);
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0]["params"]["type"], "switchModelConfig");
+    assert_eq!(sent[0]["params"]["payload"]["thought"], "high");
+    let Step::Done(Ok(result)) = step else { panic!("{step:?}") };
+    let result: Value = serde_json::from_str(&result.response).unwrap();
+    let options = result["configOptions"].as_array().unwrap();
+    let model = options.iter().find(|o| o["category"] == "model").unwrap();
+    assert_eq!(model["currentValue"], "account:zai-individual-coding-plan/GLM-5.3");
+}
+
 /// The legacy events V4 also carries come on their own route (`connection::carried_route`),
 /// which the session holds while it is open without V4: once subscribed, it lets the route go
 /// with its next step, and the core drops them.
