@@ -177,7 +177,7 @@ enum Routing {
 }
 
 impl Routing {
-    /// What the core is handed; `text` gives the frame's text, taken only for a session.
+    /// What the core is handed; `text` gives the frame's text, taken only for a route.
     fn inbound(self, text: impl FnOnce() -> String) -> Inbound {
         match self {
             Routing::Route(route) => Inbound::Event(RoutedEvent { route, payload: text().into() }),
