@@ -530,10 +530,11 @@ fn a_blank_prompt_is_answered_never_left_hanging() {
         Agent::with_session(&env, policy::refuse_all(), plain_client(), &workspace);
     let blank = json!([{"type": "text", "text": " \n\t"}]);
     let response = agent.request("session/prompt", json!({"sessionId": session, "prompt": blank}));
-    // Refused, as a request's error: by the mapper itself (the app-server's), or by ZCode
-    // 3.15.1's `sendText` (`failed` `proto.invalidPayload`, the Services Server's).
-    let (_, message) = agent.error_of(&response, "a blank prompt");
-    assert!(message.contains("no text") || message.contains("must not be empty"), "{message}");
+    // Refused by the mapper as invalid parameters, before ZCode is asked: ZCode 3.15.1's
+    // `sendText` would fail it anyway (`failed` `proto.invalidPayload`).
+    let (code, message) = agent.error_of(&response, "a blank prompt");
+    assert_eq!(code, -32602, "{message}");
+    assert!(message.contains("no text") || message.contains("no content"), "{message}");
     // The session is still usable afterwards.
     agent.prompt_ok(&session, "after the blank one", "end_turn");
     assert!(agent.finish().success());

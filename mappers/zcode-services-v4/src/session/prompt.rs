@@ -41,7 +41,9 @@ pub fn input(blocks: &[Value]) -> Result<Input, MapperError> {
             }
         }
     }
-    if texts.iter().all(|text| text.is_empty()) && uploads.is_empty() {
+    // Blank text is no input to ZCode either (3.15.1 `sendText` trims it and fails it): refused
+    // here as the client's mistake, without a round trip, as the app-server mapper refuses it.
+    if texts.iter().all(|text| text.trim().is_empty()) && uploads.is_empty() {
         return Err(invalid_params("The prompt has no content"));
     }
     Ok(Input { text: texts.join("\n\n"), uploads })
@@ -102,6 +104,11 @@ mod tests {
         let bad = input(&[json!({"type": "image", "data": "%%%", "mimeType": "image/png"})]);
         assert_eq!(bad.unwrap_err().kind, ErrorKind::InvalidParams);
         assert_eq!(input(&[]).unwrap_err().message, "The prompt has no content");
+        let blank = input(&[json!({"type": "text", "text": " \n\t"})]).unwrap_err();
+        assert_eq!(
+            (blank.kind, blank.message.as_str()),
+            (ErrorKind::InvalidParams, "The prompt has no content")
+        );
         assert_eq!(
             input(&[json!({"type": "video"})]).unwrap_err().message,
             "Unsupported prompt content block: video"
