@@ -54,6 +54,42 @@ fn create_waits_for_runtime_preferences_and_holds_the_queue() {
     }
 }
 
+/// ZCode thins streamed deltas on the legacy stream (3.15.1 `server-operations.ts`,
+/// `onSessionEvent`): the first goes out at once, the others merged; the V4 conversation alone
+/// carries each one.
+#[test]
+fn the_legacy_stream_merges_streamed_deltas_as_zcode_does() {
+    for app in CLI_FAMILIES {
+        let desktop = Desktop::new(app);
+        let mut agent = desktop.spawn();
+        let session = agent.session(&desktop.ws(), json!({}));
+        agent.prompt(&session, "sim:stream 1000");
+        let events = agent.turn_events(&session);
+        assert_eq!(streamed_text(&events), "lorem ipsum ".repeat(1000), "{app}");
+        let deltas: Vec<&Value> =
+            events.iter().filter(|event| event["payload"]["kind"] == "text_delta").collect();
+        let text = |event: &Value| event["payload"]["delta"].as_str().unwrap().to_owned();
+        assert_eq!(text(deltas[0]), "lorem ipsum ", "{app}: the first delta goes out at once");
+        assert!(deltas.len() < 100, "{app}: {} events for 1000 deltas", deltas.len());
+        // Each later batch went out for one of ZCode's reasons: 2048 UTF-16 units, 250 ms of
+        // event time since the last one, or (the last) the event after the stream.
+        for (index, pair) in deltas.windows(2).enumerate() {
+            let units = text(pair[1]).encode_utf16().count();
+            let waited =
+                pair[1]["timestamp"].as_u64().unwrap() - pair[0]["timestamp"].as_u64().unwrap();
+            let last = index + 2 == deltas.len();
+            assert!(units < 2048 + 12, "{app}: a batch is sent as soon as it is due");
+            assert!(
+                last || units >= 2048 || waited >= 250,
+                "{app}: batch {index} of {units} units after {waited} ms"
+            );
+        }
+        assert_eq!(deltas.last().unwrap()["payload"]["done"], true, "{app}");
+        let seqs: Vec<u64> = events.iter().map(|event| event["seq"].as_u64().unwrap()).collect();
+        assert!(seqs.windows(2).all(|pair| pair[1] == pair[0] + 1), "{app}: {seqs:?}");
+    }
+}
+
 #[test]
 fn a_reply_turn_streams_in_order_and_persists() {
     for app in CLI_FAMILIES {

@@ -10,7 +10,7 @@
 //! 2. `legacy` and `v4` (with `v4_commands`): the two method families; `turn`: the scripted
 //!    model run. None of the three imports another.
 //! 3. `server`: the state they share and the session operations they have in common.
-//! 4. `session`, `snapshot`, `gateway` (the V4 transport), `store`, `catalog`, `messages`,
+//! 4. `session` (with `delta_batch`), `snapshot`, `gateway` (the V4 transport), `store`, `catalog`, `messages`,
 //!    `interactions`, `reverse`, `schemas`, `wire`, `fault`, `profile`: the pieces.
 //!
 //! The V4 conversation itself (publisher, wire, command vocabulary and schemas) is `crate::v4`,
@@ -19,6 +19,7 @@
 
 mod catalog;
 mod cli;
+mod delta_batch;
 mod fault;
 mod gateway;
 mod interactions;

@@ -12,6 +12,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::catalog::{self, Entitlements};
+use super::delta_batch::Delta;
 use super::fault::AppFaults;
 use super::gateway::Gateway;
 use super::interactions::Interactions;
@@ -145,7 +146,8 @@ impl State {
         result
     }
 
-    /// Records a session event and pushes it when the session is subscribed.
+    /// Records a session event and pushes it when the session is subscribed, after the
+    /// streamed deltas still held back ([`super::delta_batch`]).
     pub fn event(
         &mut self,
         session_id: &str,
@@ -154,14 +156,26 @@ impl State {
         payload: impl Serialize,
     ) {
         let Some(resident) = self.sessions.get_mut(session_id) else { return };
-        let event = resident.next_event(turn_id, kind, &payload);
-        if resident.drop > 0 {
-            resident.drop -= 1;
-            return;
-        }
-        if resident.delivery_kind.is_some() {
-            self.notify_texts(vec![event_notification(&event)]);
-        }
+        let held = resident.deltas.reset().and_then(|batch| resident.record_deltas(&batch));
+        let event = resident.record_event(turn_id, kind, &payload, now_ms());
+        self.notify_texts(held.into_iter().chain(event).collect());
+    }
+
+    /// A streamed delta, recorded and pushed as the Agent batches them ([`super::delta_batch`]).
+    pub fn stream_delta(&mut self, session_id: &str, delta: &Delta<'_>) {
+        let Some(resident) = self.sessions.get_mut(session_id) else { return };
+        let due = resident.deltas.push(delta);
+        let texts = due.filter_map(|batch| resident.record_deltas(&batch)).collect();
+        self.notify_texts(texts);
+    }
+
+    /// An event the legacy stream never shows (`shouldExposeSessionEventToProtocol`:
+    /// `model.streaming` other than non-empty text and reasoning deltas and tool input): it
+    /// still sends the held-back deltas.
+    pub fn hidden_event(&mut self, session_id: &str) {
+        let Some(resident) = self.sessions.get_mut(session_id) else { return };
+        let held = resident.deltas.reset().and_then(|batch| resident.record_deltas(&batch));
+        self.notify_texts(held.into_iter().collect());
     }
 
     /// `state.updated` for a session (`emitStateUpdated`).
@@ -439,14 +453,9 @@ fn notification_line(array_lines: bool, notifications: &[String]) -> Vec<u8> {
     line.into_bytes()
 }
 
-/// A session event's notification around the event's JSON text, as `wire::notification`
-/// serializes: the text the event log holds goes on the wire too, serialized once.
-fn event_notification(event: &str) -> String {
-    format!(r#"{{"method":"session/event","params":{event}}}"#)
-}
-
 #[cfg(test)]
 mod tests {
+    use super::super::session::event_notification;
     use super::*;
 
     #[test]

@@ -14,6 +14,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::watch;
 
 use super::catalog;
+use super::delta_batch::{Batch, Batcher};
 use super::messages;
 use super::store::SessionRecord;
 use crate::common::clock::now_ms;
@@ -26,6 +27,7 @@ use crate::v4::zone;
 
 /// Protocol-visible events a resident session keeps for `session/events` and replays.
 const EVENT_LOG: usize = 2_000;
+
 /// V4 deltas kept for `base` resumption (`subscriberBufferMaxOps`).
 const RETAINED_DELTAS: usize = 500;
 
@@ -157,6 +159,8 @@ pub struct Resident {
     pub gap: u64,
     /// The `drop-events` fault: this many next events are logged but not written.
     pub drop: u64,
+    /// Streamed deltas held back from the legacy stream.
+    pub deltas: Batcher,
     pub last_phase: &'static str,
     pub publisher: Publisher,
     pub admissions: u64,
@@ -195,6 +199,7 @@ impl Resident {
             pending_requests: Vec::new(),
             gap: 0,
             drop: 0,
+            deltas: Batcher::default(),
             last_phase,
             admissions: 0,
         };
@@ -253,11 +258,34 @@ impl Resident {
 
     /// Builds the next protocol session event, records it (`ZCodeSessionEvent`) and returns
     /// its JSON text.
-    pub fn next_event(
+    /// Records an event; returns its notification when it is to be pushed: the session is
+    /// subscribed, and no `drop-events` fault swallows it.
+    pub fn record_event(
         &mut self,
         turn_id: Option<&str>,
         kind: &str,
         payload: &impl Serialize,
+        at_ms: u64,
+    ) -> Option<String> {
+        let event = self.next_event(turn_id, kind, payload, at_ms);
+        if self.drop > 0 {
+            self.drop -= 1;
+            return None;
+        }
+        self.delivery_kind.is_some().then(|| event_notification(&event))
+    }
+
+    /// [`Resident::record_event`] for merged streamed deltas.
+    pub fn record_deltas(&mut self, batch: &Batch) -> Option<String> {
+        self.record_event(Some(batch.turn_id()), "model.streaming", &batch.payload(), batch.at_ms())
+    }
+
+    fn next_event(
+        &mut self,
+        turn_id: Option<&str>,
+        kind: &str,
+        payload: &impl Serialize,
+        at_ms: u64,
     ) -> String {
         self.seq += std::mem::take(&mut self.gap) + 1;
         let event = EventText {
@@ -265,7 +293,7 @@ impl Resident {
             session_id: &self.record.session_id,
             seq: self.seq,
             trace_id: &self.record.trace_id,
-            timestamp: now_ms(),
+            timestamp: at_ms,
             kind,
             payload,
             turn_id,
@@ -531,6 +559,12 @@ struct EventText<'a, P: Serialize> {
     turn_id: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     delivery_kind: Option<&'a str>,
+}
+
+/// A session event's notification around the event's JSON text, as `wire::notification`
+/// serializes: the text the event log holds goes on the wire too, serialized once.
+pub(super) fn event_notification(event: &str) -> String {
+    format!(r#"{{"method":"session/event","params":{event}}}"#)
 }
 
 #[cfg(test)]

@@ -17,6 +17,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::catalog::{self, StoredKey};
+use super::delta_batch::{Delta, DeltaKind};
 use super::fault::AppFault;
 use super::messages::{self, AssistantInfo, Tokens};
 use super::reverse::{ClientError, ClientRequest};
@@ -283,7 +284,7 @@ impl Turn {
     /// Streams text or reasoning deltas; the `stream` fault point sits in the middle.
     async fn deltas(&mut self, part: &'static str, chunks: Vec<String>) -> StepResult {
         let middle = chunks.len().saturating_sub(1) / 2;
-        let kind = if part == "text" { "text_delta" } else { "reasoning_delta" };
+        let kind = if part == "text" { DeltaKind::Text } else { DeltaKind::Reasoning };
         let row_kind = if part == "text" { "assistantText" } else { "reasoning" };
         let part_id = messages::new_id("prt");
         let row = (row_kind, part_id.clone());
@@ -291,7 +292,9 @@ impl Turn {
         let row_id = row_id.unwrap_or_default();
         self.open_row = Some(OpenRow { row_id, started: now_ms() });
         if part == "reasoning" {
-            self.stream_event(json!({"kind": "reasoning_start", "partId": part_id}));
+            // `reasoning_start` and `reasoning_end` never reach the legacy stream
+            // (`shouldExposeSessionEventToProtocol`), but they end a batch of deltas.
+            self.state().hidden_event(self.session_id());
         }
         for (index, chunk) in chunks.iter().enumerate() {
             self.start.stop.check()?;
@@ -304,16 +307,19 @@ impl Turn {
             // The segment's last chunk says `done: true`, the others `done: false` (probe log
             // [A] of issue 25, §7.2: "`done` marks the end of the stream, true on the last
             // chunk"; the live record [B], Q1).
-            let payload = TextDelta {
-                assistant_message_id: &self.assistant_id,
-                delta: chunk,
-                done: index + 1 == chunks.len(),
+            let delta = Delta {
                 kind,
-                part_id: &part_id,
+                assistant_message_id: &self.assistant_id,
+                part_id: Some(&part_id),
+                tool_call_id: None,
+                text: chunk,
+                done: Some(index + 1 == chunks.len()),
+                turn_id: &self.start.turn_id,
+                at_ms: now_ms(),
             };
-            let (session_id, turn_id) = (self.session_id(), self.start.turn_id.as_str());
+            let session_id = self.session_id();
             self.state().batch(|state| {
-                state.event(session_id, Some(turn_id), "model.streaming", payload);
+                state.stream_delta(session_id, &delta);
                 state
                     .v4_with(session_id, |log, batch| log.stream_row(batch, row_id, "text", chunk));
             });
@@ -333,7 +339,9 @@ impl Turn {
             tokio::task::coop::consume_budget().await;
         }
         if part == "reasoning" {
-            self.stream_event(json!({"kind": "reasoning_end", "partId": part_id}));
+            // `reasoning_start` and `reasoning_end` never reach the legacy stream
+            // (`shouldExposeSessionEventToProtocol`), but they end a batch of deltas.
+            self.state().hidden_event(self.session_id());
         }
         self.close_row();
         Ok(())
@@ -628,7 +636,17 @@ impl Turn {
                 // Past the longest line a host reads from this Agent (64 MiB: a real resume
                 // answered 26 MB in one line, issue 25 [B]), not only past 16 MiB.
                 let filler = "x".repeat(65 * 1024 * 1024);
-                self.stream_event(json!({"kind": "text_delta", "delta": filler}));
+                let delta = Delta {
+                    kind: DeltaKind::Text,
+                    assistant_message_id: &self.assistant_id,
+                    part_id: None,
+                    tool_call_id: None,
+                    text: &filler,
+                    done: None,
+                    turn_id: &self.start.turn_id,
+                    at_ms: now_ms(),
+                };
+                self.state().stream_delta(self.session_id(), &delta);
                 Ok(())
             }
             FaultKind::Late | FaultKind::Duplicate | FaultKind::SlowStart => {
@@ -829,17 +847,4 @@ fn stderr_flood(bytes: u64) {
     let mut stderr = std::io::stderr().lock();
     let _ = stderr.write_all(text.as_bytes());
     let _ = stderr.flush();
-}
-
-/// A streamed delta's `model.streaming` payload, written with no JSON tree, its members in the
-/// order a real Agent writes them (probe log [A] §7.2: `assistantMessageId`, `delta`, `done`,
-/// `kind`).
-#[derive(serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-struct TextDelta<'a> {
-    assistant_message_id: &'a str,
-    delta: &'a str,
-    done: bool,
-    kind: &'a str,
-    part_id: &'a str,
 }

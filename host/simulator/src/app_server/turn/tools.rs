@@ -5,6 +5,7 @@
 
 use serde_json::{Value, json};
 
+use super::super::delta_batch::{Delta, DeltaKind};
 use super::super::reverse::ClientError;
 use super::super::wire::CLIENT_REQUEST_NO_CLIENT;
 use super::Turn;
@@ -194,9 +195,17 @@ impl Turn {
         );
         let size = text.chars().count().div_ceil(chunks.max(1));
         for chunk in crate::common::scenario::split_chars(&text, size) {
-            self.stream_event(
-                json!({"kind": "tool_input_delta", "toolCallId": call_id, "delta": chunk}),
-            );
+            let delta = Delta {
+                kind: DeltaKind::ToolInput,
+                assistant_message_id: &self.assistant_id,
+                part_id: None,
+                tool_call_id: Some(call_id),
+                text: &chunk,
+                done: None,
+                turn_id: &self.start.turn_id,
+                at_ms: now_ms(),
+            };
+            self.state().stream_delta(self.session_id(), &delta);
         }
         self.stream_event(json!({"kind": "tool_input_end", "toolCallId": call_id}));
         self.stream_event(
