@@ -307,16 +307,8 @@ impl Turn {
             // The segment's last chunk says `done: true`, the others `done: false` (probe log
             // [A] of issue 25, §7.2: "`done` marks the end of the stream, true on the last
             // chunk"; the live record [B], Q1).
-            let delta = Delta {
-                kind,
-                assistant_message_id: &self.assistant_id,
-                part_id: Some(&part_id),
-                tool_call_id: None,
-                text: chunk,
-                done: Some(index + 1 == chunks.len()),
-                turn_id: &self.start.turn_id,
-                at_ms: now_ms(),
-            };
+            let delta =
+                self.delta(kind, Some(&part_id), None, chunk, Some(index + 1 == chunks.len()));
             let session_id = self.session_id();
             self.state().batch(|state| {
                 state.stream_delta(session_id, &delta);
@@ -345,6 +337,28 @@ impl Turn {
         }
         self.close_row();
         Ok(())
+    }
+
+    /// A delta of this turn's assistant message: of part `part` (text, reasoning) or of tool
+    /// call `call` (its input).
+    fn delta<'a>(
+        &'a self,
+        kind: DeltaKind,
+        part: Option<&'a str>,
+        call: Option<&'a str>,
+        text: &'a str,
+        done: Option<bool>,
+    ) -> Delta<'a> {
+        Delta {
+            kind,
+            assistant_message_id: &self.assistant_id,
+            part_id: part,
+            tool_call_id: call,
+            text,
+            done,
+            turn_id: &self.start.turn_id,
+            at_ms: now_ms(),
+        }
     }
 
     fn stream_event(&self, mut payload: Value) {
@@ -636,16 +650,7 @@ impl Turn {
                 // Past the longest line a host reads from this Agent (64 MiB: a real resume
                 // answered 26 MB in one line, issue 25 [B]), not only past 16 MiB.
                 let filler = "x".repeat(65 * 1024 * 1024);
-                let delta = Delta {
-                    kind: DeltaKind::Text,
-                    assistant_message_id: &self.assistant_id,
-                    part_id: None,
-                    tool_call_id: None,
-                    text: &filler,
-                    done: None,
-                    turn_id: &self.start.turn_id,
-                    at_ms: now_ms(),
-                };
+                let delta = self.delta(DeltaKind::Text, None, None, &filler, None);
                 self.state().stream_delta(self.session_id(), &delta);
                 Ok(())
             }

@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use super::super::delta_batch::{Delta, DeltaKind};
+use super::super::delta_batch::DeltaKind;
 use super::super::reverse::ClientError;
 use super::super::wire::CLIENT_REQUEST_NO_CLIENT;
 use super::Turn;
@@ -195,16 +195,7 @@ impl Turn {
         );
         let size = text.chars().count().div_ceil(chunks.max(1));
         for chunk in crate::common::scenario::split_chars(&text, size) {
-            let delta = Delta {
-                kind: DeltaKind::ToolInput,
-                assistant_message_id: &self.assistant_id,
-                part_id: None,
-                tool_call_id: Some(call_id),
-                text: &chunk,
-                done: None,
-                turn_id: &self.start.turn_id,
-                at_ms: now_ms(),
-            };
+            let delta = self.delta(DeltaKind::ToolInput, None, Some(call_id), &chunk, None);
             self.state().stream_delta(self.session_id(), &delta);
         }
         self.stream_event(json!({"kind": "tool_input_end", "toolCallId": call_id}));
