@@ -9,33 +9,57 @@
 
 use std::io::Write;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc::{Receiver, Sender, TryRecvError, channel};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 /// Producers pause above this many queued bytes (keeps cancel responsive on huge streams).
 pub const BACKPRESSURE_BYTES: usize = 8 * 1024 * 1024;
 
-enum OutMessage {
-    Bytes(Vec<u8>),
-    Exit { code: i32, stderr: Option<String> },
+/// The writer keeps its buffer between writes up to this size.
+const KEPT_CAPACITY: usize = 4 * 1024 * 1024;
+
+/// What producers have enqueued and the writer has not yet taken.
+#[derive(Default)]
+struct Pending {
+    bytes: Vec<u8>,
+    exit: Option<(i32, Option<String>)>,
+    /// The [`Output`] is gone: the writer ends once it has written the rest.
+    closed: bool,
+}
+
+/// The queue is one buffer that producers append to and the writer swaps with its own, so the
+/// bytes of a frame are copied once and no allocation crosses threads: handing each frame's
+/// own buffer to the writer, which freed it, made every frame a cross-thread free in glibc's
+/// allocator, a third of the Desktop simulator's CPU per delta (docs/performance.md, issue 27).
+struct Shared {
+    pending: Mutex<Pending>,
+    ready: Condvar,
+    queued_bytes: AtomicUsize,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Pending> {
+        self.pending.lock().expect("output queue lock")
+    }
 }
 
 pub struct Output {
-    queue: Mutex<Sender<OutMessage>>,
-    queued_bytes: Arc<AtomicUsize>,
+    shared: Arc<Shared>,
 }
 
 impl Output {
     /// Starts the writer thread on this process's stdout.
     pub fn start(split_writes: bool) -> Arc<Output> {
-        let (sender, receiver) = channel();
-        let queued_bytes = Arc::new(AtomicUsize::new(0));
-        let counter = queued_bytes.clone();
+        let shared = Arc::new(Shared {
+            pending: Mutex::default(),
+            ready: Condvar::new(),
+            queued_bytes: AtomicUsize::new(0),
+        });
+        let writer = shared.clone();
         std::thread::Builder::new()
             .name("zcode-sim-stdout".into())
-            .spawn(move || write_loop(receiver, &counter, split_writes))
+            .spawn(move || write_loop(&writer, split_writes))
             .expect("spawn stdout writer");
-        Arc::new(Output { queue: Mutex::new(sender), queued_bytes })
+        Arc::new(Output { shared })
     }
 
     /// Enqueues one JSON frame followed by a newline.
@@ -54,19 +78,29 @@ impl Output {
         self.bytes(bytes);
     }
 
-    /// Enqueues raw bytes (already framed, possibly deliberately broken).
+    /// Enqueues raw bytes (already framed, possibly deliberately broken). Nothing is enqueued
+    /// once an exit was asked for.
     pub fn bytes(&self, bytes: Vec<u8>) {
-        self.queued_bytes.fetch_add(bytes.len(), Ordering::SeqCst);
-        self.send(OutMessage::Bytes(bytes));
+        let mut pending = self.shared.lock();
+        if pending.exit.is_some() {
+            return;
+        }
+        self.shared.queued_bytes.fetch_add(bytes.len(), Ordering::SeqCst);
+        pending.bytes.extend_from_slice(&bytes);
+        drop(pending);
+        self.shared.ready.notify_one();
     }
 
     /// Flushes everything enqueued so far, prints `stderr` (if any) and exits the process.
     pub fn exit(&self, code: i32, stderr: Option<String>) {
-        self.send(OutMessage::Exit { code, stderr });
+        let mut pending = self.shared.lock();
+        pending.exit.get_or_insert((code, stderr));
+        drop(pending);
+        self.shared.ready.notify_one();
     }
 
     pub fn queued_bytes(&self) -> usize {
-        self.queued_bytes.load(Ordering::SeqCst)
+        self.shared.queued_bytes.load(Ordering::SeqCst)
     }
 
     /// Waits until the writer has caught up below [`BACKPRESSURE_BYTES`].
@@ -75,51 +109,55 @@ impl Output {
             tokio::time::sleep(std::time::Duration::from_millis(2)).await;
         }
     }
+}
 
-    fn send(&self, message: OutMessage) {
-        // The writer only stops by exiting the process, so a send cannot fail while we run.
-        let _ = self.queue.lock().expect("output queue lock").send(message);
+impl Drop for Output {
+    fn drop(&mut self) {
+        self.shared.lock().closed = true;
+        self.shared.ready.notify_one();
     }
 }
 
-fn write_loop(receiver: Receiver<OutMessage>, queued_bytes: &AtomicUsize, split_writes: bool) {
-    let stdout = std::io::stdout();
-    let mut writer = std::io::BufWriter::with_capacity(1 << 20, stdout.lock());
-    let mut next = receiver.recv().ok();
-    while let Some(message) = next {
-        match message {
-            OutMessage::Bytes(bytes) => {
-                let written = if split_writes {
-                    bytes.iter().try_for_each(|byte| {
-                        writer.write_all(std::slice::from_ref(byte)).and_then(|()| writer.flush())
-                    })
-                } else {
-                    writer.write_all(&bytes)
-                };
-                if written.is_err() {
-                    // The reader is gone; nobody can receive anything any more.
-                    std::process::exit(1);
-                }
-                queued_bytes.fetch_sub(bytes.len(), Ordering::SeqCst);
+fn write_loop(shared: &Shared, split_writes: bool) {
+    let mut taken = Vec::new();
+    loop {
+        let (exit, closed) = {
+            let mut pending = shared.lock();
+            while pending.bytes.is_empty() && pending.exit.is_none() && !pending.closed {
+                pending = shared.ready.wait(pending).expect("output queue lock");
             }
-            OutMessage::Exit { code, stderr } => {
-                let _ = writer.flush();
-                if let Some(text) = stderr {
-                    eprintln!("{text}");
-                }
-                std::process::exit(code);
-            }
-        }
-        next = match receiver.try_recv() {
-            Ok(message) => Some(message),
-            Err(TryRecvError::Empty) => {
-                if writer.flush().is_err() {
-                    std::process::exit(1);
-                }
-                receiver.recv().ok()
-            }
-            Err(TryRecvError::Disconnected) => None,
+            // The bytes enqueued before an exit are taken with it, so they are written first.
+            std::mem::swap(&mut pending.bytes, &mut taken);
+            (pending.exit.take(), pending.closed)
         };
+        // Locked for each write only: a thread that holds stdout's lock while it waits stops
+        // everyone else's prints (a test harness's among them).
+        let mut stdout = std::io::stdout().lock();
+        let written = if split_writes {
+            taken.iter().try_for_each(|byte| {
+                stdout.write_all(std::slice::from_ref(byte)).and_then(|()| stdout.flush())
+            })
+        } else {
+            stdout.write_all(&taken).and_then(|()| stdout.flush())
+        };
+        if written.is_err() {
+            // The reader is gone; nobody can receive anything any more.
+            std::process::exit(1);
+        }
+        shared.queued_bytes.fetch_sub(taken.len(), Ordering::SeqCst);
+        taken.clear();
+        if taken.capacity() > KEPT_CAPACITY {
+            // An oversized frame's buffer is not kept for ever.
+            taken = Vec::new();
+        }
+        if let Some((code, stderr)) = exit {
+            if let Some(text) = stderr {
+                eprintln!("{text}");
+            }
+            std::process::exit(code);
+        }
+        if closed {
+            return;
+        }
     }
-    let _ = writer.flush();
 }
