@@ -1,18 +1,20 @@
 //! What one streamed Desktop 4.0.0 text delta costs the mapper, for an instruction count under
-//! callgrind (issue 27; docs/performance.md): the legacy `model.streaming` event and the V4
-//! `row.delta` frame the simulator writes for each delta (`host/simulator/src/app_server/turn`,
-//! keys in serde_json's order), pushed through `AppServerConnection` and mapped by a V4 session,
-//! either as two lines or as one array line. Only [`stream`] is meant to be counted:
+//! callgrind (issue 27; docs/performance.md): the V4 `row.delta` frame ZCode writes for each
+//! delta, pushed through `AppServerConnection` and mapped by a V4 session (keys in
+//! serde_json's order). ZCode merges the legacy `model.streaming` events (about one per 170
+//! such deltas, `host/simulator/src/app_server/delta_batch.rs`), so a delta's own traffic is
+//! its V4 line (`DELTA_COST_FRAMING=v4`, the default); `lines` and `arrays` add a legacy event
+//! to every delta, as two lines or one array line, the traffic the simulator wrote before it
+//! merged them. Only [`stream`] is meant to be counted:
 //!
 //! ```text
 //! CARGO_PROFILE_RELEASE_STRIP=false cargo test --release --manifest-path mappers/Cargo.toml \
 //!     -p zcode-app-server --test delta_cost --no-run
-//! DELTA_COST_FRAMING=lines valgrind --tool=callgrind --toggle-collect='delta_cost::stream' \
+//! valgrind --tool=callgrind --toggle-collect='delta_cost::stream' \
 //!     <test binary> --ignored --exact per_delta   # Ir / DELTA_COST_DELTAS (20 000) per delta
 //! ```
 //!
-//! (`DELTA_COST_FRAMING=arrays` for array lines; the release profile strips the symbol the
-//! toggle names unless told not to.)
+//! (the release profile strips the symbol the toggle names unless told not to.)
 
 use std::collections::BTreeSet;
 
@@ -105,9 +107,19 @@ fn streaming_session() -> Routed {
     routed
 }
 
-/// The bytes the simulator writes for delta `i`: both notifications, as two lines or one
-/// array line.
-fn delta_bytes(i: u64, array: bool) -> Vec<u8> {
+/// What the Agent writes for each delta.
+#[derive(Clone, Copy)]
+enum Framing {
+    /// Its V4 line alone.
+    V4,
+    /// A legacy event too, on a line of its own.
+    Lines,
+    /// A legacy event too, with the V4 frame in one array line.
+    Arrays,
+}
+
+/// The bytes written for delta `i`.
+fn delta_bytes(i: u64, framing: Framing) -> Vec<u8> {
     let legacy = json!({"method": "session/event", "params": {
         "deliveryKind": "desktop-continuous", "eventId": format!("evt_{i:032x}"),
         "payload": {"assistantMessageId": "msg_0123456789abcdef0123456789abcdef", "delta": "lorem ipsum ",
@@ -118,10 +130,10 @@ fn delta_bytes(i: u64, array: bool) -> Vec<u8> {
         6 + i,
         json!([{"append": "lorem ipsum ", "op": "row.delta", "path": "text", "rowId": 2}]),
     );
-    let text = if array {
-        format!("{}\n", Value::Array(vec![legacy, v4]))
-    } else {
-        format!("{legacy}\n{v4}\n")
+    let text = match framing {
+        Framing::V4 => format!("{v4}\n"),
+        Framing::Lines => format!("{legacy}\n{v4}\n"),
+        Framing::Arrays => format!("{}\n", Value::Array(vec![legacy, v4])),
     };
     text.into_bytes()
 }
@@ -156,12 +168,13 @@ fn stream(connection: &mut AppServerConnection, routed: &mut Routed, pushes: &[V
 fn per_delta() {
     let deltas: u64 =
         std::env::var("DELTA_COST_DELTAS").map_or(20_000, |n| n.parse().expect("a number"));
-    let array = match std::env::var("DELTA_COST_FRAMING").as_deref() {
-        Ok("arrays") => true,
-        Ok("lines") | Err(_) => false,
-        Ok(other) => panic!("DELTA_COST_FRAMING is lines or arrays, not {other}"),
+    let framing = match std::env::var("DELTA_COST_FRAMING").as_deref() {
+        Ok("v4") | Err(_) => Framing::V4,
+        Ok("lines") => Framing::Lines,
+        Ok("arrays") => Framing::Arrays,
+        Ok(other) => panic!("DELTA_COST_FRAMING is v4, lines or arrays, not {other}"),
     };
-    let pushes: Vec<Vec<u8>> = (0..deltas).map(|i| delta_bytes(i, array)).collect();
+    let pushes: Vec<Vec<u8>> = (0..deltas).map(|i| delta_bytes(i, framing)).collect();
     let mut connection = AppServerConnection::new();
     let mut routed = streaming_session();
     let shown = stream(&mut connection, &mut routed, &pushes);
@@ -169,11 +182,11 @@ fn per_delta() {
     assert_eq!(shown as u64, deltas);
 }
 
-/// The measurement's own check, run with the tests: both framings stream and show each delta.
+/// The measurement's own check, run with the tests: every framing streams and shows each delta.
 #[test]
-fn a_few_deltas_stream_either_way() {
-    for array in [false, true] {
-        let pushes: Vec<Vec<u8>> = (0..3).map(|i| delta_bytes(i, array)).collect();
+fn a_few_deltas_stream_every_way() {
+    for framing in [Framing::V4, Framing::Lines, Framing::Arrays] {
+        let pushes: Vec<Vec<u8>> = (0..3).map(|i| delta_bytes(i, framing)).collect();
         let mut routed = streaming_session();
         assert_eq!(stream(&mut AppServerConnection::new(), &mut routed, &pushes), 3);
     }
