@@ -10,8 +10,9 @@
 //! 2. `legacy` and `v4` (with `v4_commands`): the two method families; `turn`: the scripted
 //!    model run. None of the three imports another.
 //! 3. `server`: the state they share and the session operations they have in common.
-//! 4. `session` (with `delta_batch`), `snapshot`, `gateway` (the V4 transport), `store`, `catalog`, `messages`,
-//!    `interactions`, `reverse`, `schemas`, `wire`, `fault`, `profile`: the pieces.
+//! 4. `session` (with `delta_batch`), `snapshot`, `gateway` (the V4 transport), `store`,
+//!    `catalog`, `messages`, `interactions`, `reverse`, `schemas`, `wire`, `fault`, `profile`:
+//!    the pieces.
 //!
 //! The V4 conversation itself (publisher, wire, command vocabulary and schemas) is `crate::v4`,
 //! and the validator `crate::common::zod`, both shared with the Services Server. Facts and the

@@ -27,7 +27,6 @@ use crate::v4::zone;
 
 /// Protocol-visible events a resident session keeps for `session/events` and replays.
 const EVENT_LOG: usize = 2_000;
-
 /// V4 deltas kept for `base` resumption (`subscriberBufferMaxOps`).
 const RETAINED_DELTAS: usize = 500;
 
@@ -256,8 +255,6 @@ impl Resident {
         Some(self.begin_turn(&item.text, &item.input_id, item.origin, Some(item.command_id)))
     }
 
-    /// Builds the next protocol session event, records it (`ZCodeSessionEvent`) and returns
-    /// its JSON text.
     /// Records an event; returns its notification when it is to be pushed: the session is
     /// subscribed, and no `drop-events` fault swallows it.
     pub fn record_event(
@@ -280,6 +277,8 @@ impl Resident {
         self.record_event(Some(batch.turn_id()), "model.streaming", &batch.payload(), batch.at_ms())
     }
 
+    /// Builds the next protocol session event, records it (`ZCodeSessionEvent`) and returns
+    /// its JSON text.
     fn next_event(
         &mut self,
         turn_id: Option<&str>,

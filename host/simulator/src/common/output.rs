@@ -28,8 +28,9 @@ struct Pending {
 
 /// The queue is one buffer that producers append to and the writer swaps with its own, so the
 /// bytes of a frame are copied once and no allocation crosses threads: handing each frame's
-/// own buffer to the writer, which freed it, made every frame a cross-thread free in glibc's
-/// allocator, a third of the Desktop simulator's CPU per delta (docs/performance.md, issue 27).
+/// own buffer to the writer, which freed it, made every frame a free into another thread's
+/// glibc arena, where `malloc` and `free` were the largest share of the Desktop simulator's CPU
+/// per delta (docs/performance.md, issue 27).
 struct Shared {
     pending: Mutex<Pending>,
     ready: Condvar,
