@@ -33,7 +33,10 @@ impl Gateway {
     /// The notification to write for one frame, or `None` while its connection is saturated
     /// (the frame is held) or closed (the frame is dropped).
     pub fn deliver(&mut self, frame: Frame) -> Option<String> {
-        let connection = self.connections.entry(frame.connection_id.clone()).or_default();
+        let connection = match self.connections.get_mut(&*frame.connection_id) {
+            Some(connection) => connection,
+            None => self.connections.entry(frame.connection_id.to_string()).or_default(),
+        };
         if connection.closed {
             return None;
         }
@@ -62,7 +65,7 @@ impl Gateway {
                 connection.closed = true;
                 connection.held.clear();
                 self.config_subscribers
-                    .retain(|subscriber| subscriber.connection_id != connection_id);
+                    .retain(|subscriber| &*subscriber.connection_id != connection_id);
             }
         }
     }
@@ -85,25 +88,49 @@ pub fn frame_notification(frame: Frame) -> Value {
 mod tests {
     use serde_json::json;
 
+    use std::sync::Arc;
+
     use super::*;
-    use crate::v4::wire::DeliveryKind;
+    use crate::v4::publisher::Delta;
+    use crate::v4::wire::{DeliveryKind, Logical};
 
     #[test]
     fn a_frames_notification_text_is_its_notification_tree_serialized() {
+        let append = Delta::Append { row_id: 7, path: "text", append: "a \"b\"\n".into() };
+        let upsert = Delta::Op(json!({"op": "row.upserted", "row": {"rowId": 8}}));
+        let deltas = vec![Arc::new(append), Arc::new(upsert)];
+        let typed = Logical::Deltas { from_seq: 3, to_seq: 5, sent_at: 9, deltas };
+        let tree = Logical::Tree(json!({"fromSeq": 0, "payload": {"kind": "snapshot"}}));
         for delivery in [DeliveryKind::Initial, DeliveryKind::Online, DeliveryKind::Recovery] {
-            let frame = Frame {
-                topic: "conversation/sess_1".into(),
-                subscription_id: "sub_1".into(),
-                connection_id: "conn_1".into(),
-                ordinal: 4,
-                delivery,
-                logical: json!({"fromSeq": 3, "toSeq": 4, "payload": {"kind": "deltas",
-                    "deltas": [{"op": "row.delta", "append": "a \"b\"\n"}]}}),
-            };
-            let text = frame_notification_text(&frame);
-            let tree = frame_notification(frame);
-            assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), tree);
+            for logical in [typed.clone(), tree.clone()] {
+                let frame = Frame {
+                    topic: "conversation/sess_1".into(),
+                    subscription_id: "sub_1".into(),
+                    connection_id: "conn_1".into(),
+                    ordinal: 4,
+                    delivery,
+                    logical,
+                };
+                let text = frame_notification_text(&frame);
+                let tree = frame_notification(frame);
+                assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), tree);
+            }
         }
+        let frame = Frame {
+            topic: "conversation/sess_1".into(),
+            subscription_id: "sub_1".into(),
+            connection_id: "conn_1".into(),
+            ordinal: 4,
+            delivery: DeliveryKind::Online,
+            logical: typed,
+        };
+        assert_eq!(
+            frame.logical_value(),
+            json!({"topic": "conversation/sess_1", "subscriptionId": "sub_1", "fromSeq": 3,
+                   "toSeq": 5, "sentAt": 9, "payload": {"kind": "deltas", "deltas": [
+                       {"op": "row.delta", "rowId": 7, "path": "text", "append": "a \"b\"\n"},
+                       {"op": "row.upserted", "row": {"rowId": 8}}]}})
+        );
     }
 
     #[test]
@@ -114,7 +141,7 @@ mod tests {
             connection_id: "c".into(),
             ordinal,
             delivery: DeliveryKind::Online,
-            logical: json!({}),
+            logical: Logical::Tree(json!({})),
         };
         let mut gateway = Gateway::default();
         assert!(gateway.deliver(frame(1)).is_some());

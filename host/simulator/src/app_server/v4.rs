@@ -141,7 +141,7 @@ async fn subscribe(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply
         let resident = state.resident(&session_id)?;
         let publisher = &mut resident.publisher;
         // A new subscription of the same topic on a connection replaces the old one.
-        publisher.subscribers.retain(|subscriber| subscriber.connection_id != connection_id);
+        publisher.subscribers.retain(|subscriber| *subscriber.connection_id != *connection_id);
         let subscription_id = new_subscription_id();
         publisher.subscribers.push(Subscriber::new(
             subscription_id.clone(),
@@ -198,13 +198,14 @@ async fn cold_resume(
 fn subscribe_config(server: &Arc<Server>, topic: &str, key: &str, connection_id: &str) -> Reply {
     let mut state = server.state();
     let gateway = &mut state.gateway;
-    gateway.config_subscribers.retain(|s| !(s.connection_id == connection_id && s.topic == topic));
+    gateway
+        .config_subscribers
+        .retain(|s| !(&*s.connection_id == connection_id && &*s.topic == topic));
     let mut subscriber = Subscriber::new(new_subscription_id(), topic, connection_id);
     let snapshot =
         json!({"workspaceKey": key, "config": {"slashCommands": catalog::slash_commands()}});
-    let payload = json!({"kind": "snapshot", "snapshot": snapshot});
-    let frame = subscriber.frame(DeliveryKind::Initial, 0, 0, payload);
-    let ack = json!({"subscriptionId": subscriber.id, "mode": "snapshot",
+    let frame = subscriber.snapshot_frame(DeliveryKind::Initial, 0, snapshot);
+    let ack = json!({"subscriptionId": &*subscriber.id, "mode": "snapshot",
                      "logEpoch": format!("epoch_config_{key}")});
     gateway.config_subscribers.push(subscriber);
     drop(state);
@@ -253,9 +254,9 @@ fn unsubscribe(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, Pr
     if let Some(session_id) = topic.strip_prefix("conversation/")
         && let Some(resident) = state.sessions.get_mut(session_id)
     {
-        resident.publisher.subscribers.retain(|s| s.id != subscription_id);
+        resident.publisher.subscribers.retain(|s| &*s.id != subscription_id);
     }
-    state.gateway.config_subscribers.retain(|s| s.id != subscription_id);
+    state.gateway.config_subscribers.retain(|s| &*s.id != subscription_id);
     Ok(json!({}).into())
 }
 

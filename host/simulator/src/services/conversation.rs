@@ -315,7 +315,7 @@ impl Conversation {
     }
 
     /// Appends streamed text to a row's `path` (`text`, `inputText`, `output.text`).
-    pub fn stream_row(&mut self, batch: &mut Batch, row_id: u64, path: &str, append: &str) {
+    pub fn stream_row(&mut self, batch: &mut Batch, row_id: u64, path: &'static str, append: &str) {
         self.publisher.stream_row(batch, row_id, path, append);
     }
 

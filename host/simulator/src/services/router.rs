@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::common::output::Output;
 use crate::services::fault::Fault;
@@ -14,7 +14,8 @@ use crate::services::ipc::message::EVENT_FIRE;
 use crate::services::ipc::transport::encode_frame;
 use crate::services::ipc::value::RpcValue;
 use crate::services::out::Messages;
-use crate::v4::wire::{self, Frame, Framing};
+use crate::v4::publisher::Delta;
+use crate::v4::wire::{self, Frame, Framing, Logical};
 
 pub struct Router {
     out: Arc<Output>,
@@ -79,10 +80,9 @@ impl Router {
             // The frame is lost: the next one starts past what the client has applied.
             Some(Fault::SeqGap) => return,
             Some(Fault::UnknownDelta) => {
-                if let Some(deltas) =
-                    frame.logical.pointer_mut("/payload/deltas").and_then(Value::as_array_mut)
-                {
-                    deltas.push(json!({"op": "sim.unknownOp", "detail": {"simulated": true}}));
+                if let Logical::Deltas { deltas, .. } = &mut frame.logical {
+                    let unknown = json!({"op": "sim.unknownOp", "detail": {"simulated": true}});
+                    deltas.push(Arc::new(Delta::Op(unknown)));
                 } else {
                     // A snapshot frame has no deltas; keep the fault for the next frame.
                     self.arm(scope.as_deref(), Fault::UnknownDelta);

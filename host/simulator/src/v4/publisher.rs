@@ -10,12 +10,13 @@
 //! transport wraps them into wires (`wire.rs`) and writes them.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::fork;
-use super::wire::{DeliveryKind, Frame};
+use super::wire::{DeliveryKind, Frame, Logical};
 use crate::common::clock::now_ms;
 
 /// Rows a snapshot carries (`PROTOCOL_V4_LIMITS.snapshotTailWindowRows`).
@@ -47,9 +48,9 @@ impl Log {
 /// A subscription to a topic.
 #[derive(Debug, Clone)]
 pub struct Subscriber {
-    pub id: String,
-    pub topic: String,
-    pub connection_id: String,
+    pub id: Arc<str>,
+    pub topic: Arc<str>,
+    pub connection_id: Arc<str>,
     /// Last `logicalFrameOrdinal` sent to it.
     pub ordinal: u64,
 }
@@ -57,33 +58,69 @@ pub struct Subscriber {
 impl Subscriber {
     pub fn new(id: String, topic: &str, connection_id: &str) -> Subscriber {
         Subscriber {
-            id,
-            topic: topic.to_owned(),
-            connection_id: connection_id.to_owned(),
+            id: id.into(),
+            topic: topic.into(),
+            connection_id: connection_id.into(),
             ordinal: 0,
         }
     }
 
     /// The next logical frame to this subscriber.
-    pub fn frame(
-        &mut self,
-        delivery: DeliveryKind,
-        from_seq: u64,
-        to_seq: u64,
-        payload: Value,
-    ) -> Frame {
+    pub fn frame(&mut self, delivery: DeliveryKind, logical: Logical) -> Frame {
         self.ordinal += 1;
-        let logical = json!({
-            "topic": self.topic, "subscriptionId": self.id,
-            "fromSeq": from_seq, "toSeq": to_seq, "sentAt": now_ms(), "payload": payload,
-        });
         Frame {
-            topic: self.topic.clone(),
-            subscription_id: self.id.clone(),
-            connection_id: self.connection_id.clone(),
+            topic: Arc::clone(&self.topic),
+            subscription_id: Arc::clone(&self.id),
+            connection_id: Arc::clone(&self.connection_id),
             ordinal: self.ordinal,
             delivery,
             logical,
+        }
+    }
+
+    /// The next frame to this subscriber: a snapshot covering `(0, to_seq]`.
+    pub fn snapshot_frame(
+        &mut self,
+        delivery: DeliveryKind,
+        to_seq: u64,
+        snapshot: Value,
+    ) -> Frame {
+        let logical = Logical::Tree(json!({
+            "topic": &*self.topic, "subscriptionId": &*self.id,
+            "fromSeq": 0, "toSeq": to_seq, "sentAt": now_ms(),
+            "payload": {"kind": "snapshot", "snapshot": snapshot},
+        }));
+        self.frame(delivery, logical)
+    }
+}
+
+/// One V4 delta. A streamed `row.delta` is typed: a turn stages one per streamed piece of
+/// text, and each is numbered, retained for resumption and written into a frame without a
+/// JSON tree. Deltas are shared (`Arc`) between the frame and the retained log, so a whole
+/// row sent again is never copied.
+#[derive(Debug)]
+pub enum Delta {
+    /// `row.delta {rowId, path, append}`: text appended to a streaming row.
+    Append { row_id: u64, path: &'static str, append: String },
+    /// Any other delta, as its tree.
+    Op(Value),
+}
+
+impl Serialize for Delta {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Append<'a> {
+            op: &'static str,
+            row_id: u64,
+            path: &'a str,
+            append: &'a str,
+        }
+        match self {
+            Delta::Append { row_id, path, append } => {
+                Append { op: "row.delta", row_id: *row_id, path, append }.serialize(serializer)
+            }
+            Delta::Op(delta) => delta.serialize(serializer),
         }
     }
 }
@@ -91,7 +128,7 @@ impl Subscriber {
 /// Deltas on their way to one frame.
 #[derive(Default)]
 pub struct Batch {
-    deltas: Vec<Value>,
+    deltas: Vec<Arc<Delta>>,
 }
 
 impl Batch {
@@ -105,14 +142,14 @@ impl Batch {
 
     /// A delta that changes nothing the publisher keeps (scenario `event` steps).
     pub fn push(&mut self, delta: Value) {
-        self.deltas.push(delta);
+        self.deltas.push(Arc::new(Delta::Op(delta)));
     }
 }
 
 pub struct Publisher {
     pub session_id: String,
     pub log: Log,
-    retained: VecDeque<(u64, Value)>,
+    retained: VecDeque<(u64, Arc<Delta>)>,
     /// How many deltas are retained for resumption.
     retain: usize,
     /// The A-zone keys as last published (`state.updated` patches staged here).
@@ -189,10 +226,11 @@ impl Publisher {
     }
 
     /// Appends streamed text to a row's `path` (`text`, `inputText`, `output.text`).
-    pub fn stream_row(&mut self, batch: &mut Batch, row_id: u64, path: &str, append: &str) {
+    pub fn stream_row(&mut self, batch: &mut Batch, row_id: u64, path: &'static str, append: &str) {
         let Ok(index) = self.row_index(row_id) else { return };
         append_text(&mut self.log.rows[index], path, append);
-        batch.push(json!({"op": "row.delta", "rowId": row_id, "path": path, "append": append}));
+        let delta = Delta::Append { row_id, path, append: append.to_owned() };
+        batch.deltas.push(Arc::new(delta));
     }
 
     /// A delta built elsewhere: applied to the rows and the A zone, then batched.
@@ -239,28 +277,21 @@ impl Publisher {
             if self.retained.len() == self.retain {
                 self.retained.pop_front();
             }
-            self.retained.push_back((self.log.seq, delta.clone()));
+            self.retained.push_back((self.log.seq, Arc::clone(delta)));
         }
-        let payload = json!({"kind": "deltas", "deltas": batch.deltas});
         let to = self.log.seq;
-        // Every subscriber but the last gets a copy; the last one takes the payload itself
-        // (a streamed delta usually has one subscriber: no copy of its tree at all).
+        let sent_at = now_ms();
         let mut frames = Vec::with_capacity(self.subscribers.len());
-        let mut payload = Some(payload);
-        let last = self.subscribers.len().saturating_sub(1);
-        for (index, subscriber) in self.subscribers.iter_mut().enumerate() {
-            let payload = if index == last {
-                payload.take().unwrap_or_default()
-            } else {
-                payload.clone().unwrap_or_default()
-            };
-            frames.push(subscriber.frame(DeliveryKind::Online, from, to, payload));
+        for subscriber in &mut self.subscribers {
+            let deltas = batch.deltas.clone();
+            let logical = Logical::Deltas { from_seq: from, to_seq: to, sent_at, deltas };
+            frames.push(subscriber.frame(DeliveryKind::Online, logical));
         }
         frames
     }
 
     /// The retained deltas after `seq`, if they reach back that far.
-    pub fn retained_since(&self, seq: u64) -> Option<Vec<Value>> {
+    pub fn retained_since(&self, seq: u64) -> Option<Vec<Arc<Delta>>> {
         if seq > self.log.seq {
             return None;
         }
@@ -271,7 +302,7 @@ impl Publisher {
         if seq + 1 < oldest {
             return None;
         }
-        Some(self.retained.iter().filter(|(at, _)| *at > seq).map(|(_, d)| d.clone()).collect())
+        Some(self.retained.iter().filter(|(at, _)| *at > seq).map(|(_, d)| Arc::clone(d)).collect())
     }
 
     /// The first frame of a (re)subscription: the deltas since `base` when its epoch is this
@@ -287,13 +318,15 @@ impl Publisher {
         let resume = base
             .filter(|(epoch, _)| !force_snapshot && *epoch == self.log.log_epoch)
             .and_then(|(_, seq)| self.retained_since(seq).map(|deltas| (seq, deltas)));
-        let (mode, from, payload) = match resume {
-            Some((from, deltas)) => ("resume", from, json!({"kind": "deltas", "deltas": deltas})),
-            None => ("snapshot", 0, json!({"kind": "snapshot", "snapshot": snapshot})),
-        };
-        let to = self.log.seq;
-        let subscriber = self.subscribers.iter_mut().find(|s| s.id == subscription_id)?;
-        Some((mode, subscriber.frame(delivery, from, to, payload)))
+        let to_seq = self.log.seq;
+        let subscriber = self.subscribers.iter_mut().find(|s| &*s.id == subscription_id)?;
+        Some(match resume {
+            Some((from_seq, deltas)) => {
+                let logical = Logical::Deltas { from_seq, to_seq, sent_at: now_ms(), deltas };
+                ("resume", subscriber.frame(delivery, logical))
+            }
+            None => ("snapshot", subscriber.snapshot_frame(delivery, to_seq, snapshot)),
+        })
     }
 
     // ----- reads --------------------------------------------------------------------------
@@ -372,12 +405,12 @@ mod tests {
         let (mode, initial) =
             publisher.open("sub_1", None, false, DeliveryKind::Initial, json!({})).unwrap();
         assert_eq!(mode, "snapshot");
-        assert_eq!(initial.logical["payload"]["kind"], "snapshot");
+        assert_eq!(initial.logical_value()["payload"]["kind"], "snapshot");
         let mut batch = Batch::default();
         let row = publisher.append_row(&mut batch, json!({"kind": "assistantText", "text": ""}));
         publisher.stream_row(&mut batch, row, "text", "Hi");
         let out = publisher.commit(batch);
-        let frame = &out[0].logical;
+        let frame = &out[0].logical_value();
         assert_eq!((frame["fromSeq"].as_u64(), frame["toSeq"].as_u64()), (Some(0), Some(2)));
         assert_eq!(out[0].ordinal, 2);
         assert_eq!(publisher.row(row).unwrap()["text"], "Hi");
@@ -387,7 +420,7 @@ mod tests {
         let base = Some(("epoch_a", 1));
         let (mode, resumed) =
             publisher.open("sub_1", base, false, DeliveryKind::Recovery, json!({})).unwrap();
-        assert_eq!((mode, &resumed.logical["fromSeq"]), ("resume", &json!(1)));
+        assert_eq!((mode, &resumed.logical_value()["fromSeq"]), ("resume", &json!(1)));
     }
 
     #[test]
@@ -400,11 +433,11 @@ mod tests {
             json!({"op": "state.updated", "patch": {"revision": 2, "queue": {"items": []}}});
         publisher.stage(&mut batch, patch);
         let first = publisher.commit(batch);
-        assert_eq!((first[0].logical["fromSeq"].as_u64(), publisher.log.seq), (Some(3), 4));
+        assert_eq!((first[0].logical_value()["fromSeq"].as_u64(), publisher.log.seq), (Some(3), 4));
         assert_eq!(publisher.zone, *json!({"queue": {"items": []}}).as_object().unwrap());
         let mut batch = Batch::default();
         batch.push(json!({"op": "state.updated", "patch": {}}));
-        assert_eq!(publisher.commit(batch)[0].logical["fromSeq"], 4);
+        assert_eq!(publisher.commit(batch)[0].logical_value()["fromSeq"], 4);
     }
 
     #[test]

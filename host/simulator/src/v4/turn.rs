@@ -190,7 +190,7 @@ mod tests {
         let mut batch = Batch::default();
         write(log, &mut batch);
         let frames = log.commit(batch);
-        frames[0].logical["payload"]["deltas"].as_array().unwrap().clone()
+        frames[0].logical_value()["payload"]["deltas"].as_array().unwrap().clone()
     }
 
     #[test]

@@ -6,12 +6,14 @@
 //! line, the channel message on a socket and the mobile relay's base64 of it. The app-server
 //! sends every frame `complete` (fragmentation is not simulated there).
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
+
+use super::publisher::Delta;
 
 /// `V4_WIRE_PROTOCOL_VERSION`.
 pub const WIRE_VERSION: u64 = 3;
@@ -42,14 +44,24 @@ impl DeliveryKind {
 /// A logical frame on its way to one subscription.
 #[derive(Debug, Clone)]
 pub struct Frame {
-    pub topic: String,
-    pub subscription_id: String,
+    pub topic: Arc<str>,
+    pub subscription_id: Arc<str>,
     /// The subscriber's connection (the app-server's flow control; empty on the Services Server).
-    pub connection_id: String,
+    pub connection_id: Arc<str>,
     pub ordinal: u64,
     pub delivery: DeliveryKind,
     /// `{topic, subscriptionId, fromSeq, toSeq, sentAt, payload}`.
-    pub logical: Value,
+    pub logical: Logical,
+}
+
+/// What a logical frame carries.
+#[derive(Debug, Clone)]
+pub enum Logical {
+    /// `payload: {kind: "deltas", deltas}`, the frame every streamed delta goes out in: kept
+    /// typed and written without a tree (`topic` and `subscriptionId` are the [`Frame`]'s).
+    Deltas { from_seq: u64, to_seq: u64, sent_at: u64, deltas: Vec<Arc<Delta>> },
+    /// Any other frame (a snapshot), as its whole tree.
+    Tree(Value),
 }
 
 /// How a server wraps logical frames into physical ones.
@@ -64,6 +76,21 @@ pub enum Framing {
 }
 
 impl Frame {
+    /// The logical frame as JSON, serialized without building a tree.
+    pub fn logical_json(&self) -> LogicalJson<'_> {
+        LogicalJson(self)
+    }
+
+    /// The logical frame as a tree (a fault that edits it, tests).
+    pub fn logical_value(&self) -> Value {
+        match &self.logical {
+            Logical::Tree(tree) => tree.clone(),
+            Logical::Deltas { .. } => {
+                serde_json::to_value(self.logical_json()).expect("JSON values always serialize")
+            }
+        }
+    }
+
     /// The logical frame id each framing gives a frame.
     fn logical_frame_id(&self, framing: Framing) -> String {
         match framing {
@@ -80,8 +107,8 @@ impl Frame {
         header.insert("deliveryKind".into(), json!(self.delivery.as_str()));
         header.insert("logicalFrameId".into(), json!(logical_frame_id));
         header.insert("logicalFrameOrdinal".into(), json!(self.ordinal));
-        header.insert("topic".into(), json!(self.topic));
-        header.insert("subscriptionId".into(), json!(self.subscription_id));
+        header.insert("topic".into(), json!(&*self.topic));
+        header.insert("subscriptionId".into(), json!(&*self.subscription_id));
         header
     }
 
@@ -107,6 +134,47 @@ impl Frame {
     }
 }
 
+/// A frame's logical JSON: `{topic, subscriptionId, fromSeq, toSeq, sentAt, payload}`, the
+/// members in the order ZCode writes them.
+pub struct LogicalJson<'a>(&'a Frame);
+
+impl Serialize for LogicalJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Deltas<'a> {
+            topic: &'a str,
+            subscription_id: &'a str,
+            from_seq: u64,
+            to_seq: u64,
+            sent_at: u64,
+            payload: Payload<'a>,
+        }
+        #[derive(Serialize)]
+        struct Payload<'a> {
+            kind: &'static str,
+            #[serde(serialize_with = "shared")]
+            deltas: &'a [Arc<Delta>],
+        }
+        fn shared<S: serde::Serializer>(deltas: &&[Arc<Delta>], s: S) -> Result<S::Ok, S::Error> {
+            s.collect_seq(deltas.iter().map(|delta| &**delta))
+        }
+        let frame = self.0;
+        match &frame.logical {
+            Logical::Tree(tree) => tree.serialize(serializer),
+            Logical::Deltas { from_seq, to_seq, sent_at, deltas } => Deltas {
+                topic: &frame.topic,
+                subscription_id: &frame.subscription_id,
+                from_seq: *from_seq,
+                to_seq: *to_seq,
+                sent_at: *sent_at,
+                payload: Payload { kind: "deltas", deltas },
+            }
+            .serialize(serializer),
+        }
+    }
+}
+
 /// A frame's one `complete` wire as JSON text, the members in [`encode`]'s order: what
 /// serializing `encode(frame, Framing::Complete, ..)`'s wire gives, with no tree built for it
 /// (the app-server writes one for every streamed delta).
@@ -121,7 +189,7 @@ pub fn complete_text(frame: &Frame) -> String {
         logical_frame_ordinal: u64,
         topic: &'a str,
         subscription_id: &'a str,
-        frame: &'a Value,
+        frame: LogicalJson<'a>,
     }
     let wire = Complete {
         wire_version: WIRE_VERSION,
@@ -131,7 +199,7 @@ pub fn complete_text(frame: &Frame) -> String {
         logical_frame_ordinal: frame.ordinal,
         topic: &frame.topic,
         subscription_id: &frame.subscription_id,
-        frame: &frame.logical,
+        frame: frame.logical_json(),
     };
     serde_json::to_string(&wire).expect("JSON values always serialize")
 }
@@ -150,13 +218,17 @@ pub fn encode(
 ) -> Result<Vec<Value>, EncodingError> {
     let complete = |frame: Frame| {
         let mut complete = frame.header("complete", framing);
-        complete.insert("frame".into(), frame.logical);
+        let logical = match frame.logical {
+            Logical::Tree(tree) => tree,
+            Logical::Deltas { .. } => frame.logical_value(),
+        };
+        complete.insert("frame".into(), logical);
         Value::Object(complete)
     };
     let Framing::Measured { max_physical_bytes } = framing else {
         return Ok(vec![complete(frame)]);
     };
-    let bytes = serde_json::to_vec(&frame.logical).expect("JSON values always serialize");
+    let bytes = serde_json::to_vec(&frame.logical_json()).expect("JSON values always serialize");
     if bytes.len() > MAX_ASSEMBLY_BYTES {
         return Err(EncodingError("proto.frameAssemblyTooLarge"));
     }
@@ -271,10 +343,10 @@ mod tests {
         Frame {
             topic: "conversation/sess_1".into(),
             subscription_id: "sub-1".into(),
-            connection_id: String::new(),
+            connection_id: "".into(),
             ordinal: 3,
             delivery: DeliveryKind::Online,
-            logical: logical.clone(),
+            logical: Logical::Tree(logical.clone()),
         }
     }
 

@@ -396,7 +396,7 @@ fn owned_subscription(server: &Server, subscription_id: &str, path: &str) -> Opt
     let owned = {
         let conversation = shared.lock().expect("conversation lock");
         conversation.record.workspace_path == path
-            && conversation.publisher.subscribers.iter().any(|s| s.id == subscription_id)
+            && conversation.publisher.subscribers.iter().any(|s| &*s.id == subscription_id)
     };
     owned.then_some(shared)
 }
