@@ -6,11 +6,10 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::wire;
 use crate::common::output::Output;
 use crate::v4::inbox::Remembered;
 use crate::v4::publisher::Subscriber;
-use crate::v4::wire::{Frame, Framing, complete_text, encode};
+use crate::v4::wire::{Frame, Framing, complete_text};
 
 /// Where V4 frames go: per connection, paused while the host reports it saturated.
 #[derive(Default)]
@@ -73,15 +72,13 @@ impl Gateway {
 
 /// [`frame_notification`] as JSON text, built without a tree: a streamed delta's frame.
 pub fn frame_notification_text(frame: &Frame) -> String {
-    let wire = complete_text(frame);
+    let wire = complete_text(frame, Framing::Complete);
     format!(r#"{{"method":"v4/conversation/frame","params":{wire}}}"#)
 }
 
-/// A frame as the app-server writes it: one `complete` wire in a `v4/conversation/frame`.
-pub fn frame_notification(frame: Frame) -> Value {
-    let mut wires =
-        encode(frame, Framing::Complete, false, false).expect("complete always encodes");
-    wire::notification("v4/conversation/frame", wires.remove(0))
+/// [`frame_notification_text`] as a tree, for a reply that writes it beside its result.
+pub fn frame_notification(frame: &Frame) -> Value {
+    serde_json::from_str(&frame_notification_text(frame)).expect("the text is JSON")
 }
 
 #[cfg(test)]
@@ -95,42 +92,45 @@ mod tests {
     use crate::v4::wire::{DeliveryKind, Logical};
 
     #[test]
-    fn a_frames_notification_text_is_its_notification_tree_serialized() {
+    fn a_frames_notification_is_its_complete_wire() {
         let append = Delta::Append { row_id: 7, path: "text", append: "a \"b\"\n".into() };
         let upsert = Delta::Op(json!({"op": "row.upserted", "row": {"rowId": 8}}));
         let deltas = vec![Arc::new(append), Arc::new(upsert)];
-        let typed = Logical::Deltas { from_seq: 3, to_seq: 5, sent_at: 9, deltas };
-        let tree = Logical::Tree(json!({"fromSeq": 0, "payload": {"kind": "snapshot"}}));
-        for delivery in [DeliveryKind::Initial, DeliveryKind::Online, DeliveryKind::Recovery] {
-            for logical in [typed.clone(), tree.clone()] {
-                let frame = Frame {
-                    topic: "conversation/sess_1".into(),
-                    subscription_id: "sub_1".into(),
-                    connection_id: "conn_1".into(),
-                    ordinal: 4,
-                    delivery,
-                    logical,
-                };
-                let text = frame_notification_text(&frame);
-                let tree = frame_notification(frame);
-                assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), tree);
-            }
-        }
-        let frame = Frame {
+        let snapshot = json!({"fromSeq": 0, "payload": {"kind": "snapshot"}});
+        let frame = |delivery, logical| Frame {
             topic: "conversation/sess_1".into(),
             subscription_id: "sub_1".into(),
             connection_id: "conn_1".into(),
             ordinal: 4,
-            delivery: DeliveryKind::Online,
-            logical: typed,
+            delivery,
+            logical,
         };
-        assert_eq!(
-            frame.logical_value(),
-            json!({"topic": "conversation/sess_1", "subscriptionId": "sub_1", "fromSeq": 3,
-                   "toSeq": 5, "sentAt": 9, "payload": {"kind": "deltas", "deltas": [
-                       {"op": "row.delta", "rowId": 7, "path": "text", "append": "a \"b\"\n"},
-                       {"op": "row.upserted", "row": {"rowId": 8}}]}})
+        let typed = frame(
+            DeliveryKind::Online,
+            Logical::Deltas { from_seq: 3, to_seq: 5, sent_at: 9, deltas },
         );
+        assert_eq!(
+            frame_notification(&typed),
+            json!({"method": "v4/conversation/frame", "params": {
+            "wireVersion": 3, "kind": "complete", "deliveryKind": "online",
+            "logicalFrameId": "sub_1:4", "logicalFrameOrdinal": 4,
+            "topic": "conversation/sess_1", "subscriptionId": "sub_1",
+            "frame": {"topic": "conversation/sess_1", "subscriptionId": "sub_1",
+                "fromSeq": 3, "toSeq": 5, "sentAt": 9, "payload": {"kind": "deltas",
+                "deltas": [
+                    {"op": "row.delta", "rowId": 7, "path": "text", "append": "a \"b\"\n"},
+                    {"op": "row.upserted", "row": {"rowId": 8}},
+                ]}}}})
+        );
+        assert_eq!(typed.logical_value(), frame_notification(&typed)["params"]["frame"]);
+        for delivery in [DeliveryKind::Initial, DeliveryKind::Recovery] {
+            let tree = frame(delivery, Logical::Tree(snapshot.clone()));
+            let params = &frame_notification(&tree)["params"];
+            assert_eq!(
+                (&params["deliveryKind"], &params["frame"]),
+                (&json!(delivery.as_str()), &snapshot)
+            );
+        }
     }
 
     #[test]

@@ -102,7 +102,7 @@ pub async fn dispatch(
 
 /// Puts the initial frame after (or, with `snapshot-first`, before) the ACK.
 fn with_initial_frame(server: &Server, result: Value, frame: Frame) -> Reply {
-    let frame = frame_notification(frame);
+    let frame = frame_notification(&frame);
     let first =
         server.faults.take_one("v4/conversation/subscribe", AppFault::SnapshotFirst).is_some();
     if first {
@@ -241,7 +241,7 @@ fn resync(server: &Arc<Server>, params: Option<&Value>) -> Result<Reply, Protoco
     let ack = json!({"subscriptionId": subscription_id, "mode": mode, "logEpoch": log_epoch});
     Ok(Reply {
         result: json!({"ack": ack}),
-        after: vec![frame_notification(frame)],
+        after: vec![frame_notification(&frame)],
         ..Reply::default()
     })
 }

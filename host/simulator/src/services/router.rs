@@ -92,7 +92,7 @@ impl Router {
         }
         let corrupt = fault == Some(Fault::CrcMismatch);
         let framing = Framing::Measured { max_physical_bytes: self.max_physical_bytes };
-        let wires = match wire::encode(frame, framing, corrupt, corrupt) {
+        let wires = match wire::encode(&frame, framing, corrupt, corrupt) {
             Ok(wires) => wires,
             Err(error) => {
                 eprintln!("zcode-sim: dropped a V4 frame that cannot be encoded: {}", error.0);
@@ -107,8 +107,8 @@ impl Router {
             .filter(|(_, key)| key.as_str() == workspace_key)
             .map(|(id, _)| *id)
             .collect();
-        for wire in &wires {
-            let body = RpcValue::Object(wire.clone());
+        for wire in wires {
+            let body = RpcValue::Json(wire);
             for id in &listens {
                 self.out.message(EVENT_FIRE, Some(*id), &body);
             }

@@ -81,7 +81,8 @@ impl Frame {
         LogicalJson(self)
     }
 
-    /// The logical frame as a tree (a fault that edits it, tests).
+    /// The logical frame as a tree.
+    #[cfg(test)]
     pub fn logical_value(&self) -> Value {
         match &self.logical {
             Logical::Tree(tree) => tree.clone(),
@@ -175,10 +176,10 @@ impl Serialize for LogicalJson<'_> {
     }
 }
 
-/// A frame's one `complete` wire as JSON text, the members in [`encode`]'s order: what
-/// serializing `encode(frame, Framing::Complete, ..)`'s wire gives, with no tree built for it
-/// (the app-server writes one for every streamed delta).
-pub fn complete_text(frame: &Frame) -> String {
+/// A frame's one `complete` wire as JSON text, built without a tree (a server writes one for
+/// every streamed delta): `{wireVersion, kind, deliveryKind, logicalFrameId,
+/// logicalFrameOrdinal, topic, subscriptionId, frame}`, the members in a fragment's order.
+pub fn complete_text(frame: &Frame, framing: Framing) -> String {
     #[derive(Serialize)]
     #[serde(rename_all = "camelCase")]
     struct Complete<'a> {
@@ -195,7 +196,7 @@ pub fn complete_text(frame: &Frame) -> String {
         wire_version: WIRE_VERSION,
         kind: "complete",
         delivery_kind: frame.delivery.as_str(),
-        logical_frame_id: frame.logical_frame_id(Framing::Complete),
+        logical_frame_id: frame.logical_frame_id(framing),
         logical_frame_ordinal: frame.ordinal,
         topic: &frame.topic,
         subscription_id: &frame.subscription_id,
@@ -208,33 +209,24 @@ pub fn complete_text(frame: &Frame) -> String {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EncodingError(pub &'static str);
 
-/// Encodes a logical frame into its wire frames. `force_fragments` sends even a small frame
-/// as fragments (the CRC fault needs some), `corrupt_crc` flips the checksum.
+/// Encodes a logical frame into its wire frames, as JSON texts. `force_fragments` sends even
+/// a small frame as fragments (the CRC fault needs some), `corrupt_crc` flips the checksum.
 pub fn encode(
-    frame: Frame,
+    frame: &Frame,
     framing: Framing,
     force_fragments: bool,
     corrupt_crc: bool,
-) -> Result<Vec<Value>, EncodingError> {
-    let complete = |frame: Frame| {
-        let mut complete = frame.header("complete", framing);
-        let logical = match frame.logical {
-            Logical::Tree(tree) => tree,
-            Logical::Deltas { .. } => frame.logical_value(),
-        };
-        complete.insert("frame".into(), logical);
-        Value::Object(complete)
-    };
+) -> Result<Vec<String>, EncodingError> {
     let Framing::Measured { max_physical_bytes } = framing else {
-        return Ok(vec![complete(frame)]);
+        return Ok(vec![complete_text(frame, framing)]);
     };
     let bytes = serde_json::to_vec(&frame.logical_json()).expect("JSON values always serialize");
     if bytes.len() > MAX_ASSEMBLY_BYTES {
         return Err(EncodingError("proto.frameAssemblyTooLarge"));
     }
     if !force_fragments {
-        let whole = complete(frame.clone());
-        if measure(&whole) <= max_physical_bytes {
+        let whole = complete_text(frame, framing);
+        if measure_bytes(whole.len()) <= max_physical_bytes {
             return Ok(vec![whole]);
         }
     }
@@ -243,7 +235,7 @@ pub fn encode(
         // At least two fragments, so the receiver has to assemble something.
         bytes.len().div_ceil(2).max(1)
     } else {
-        fragment_budget(&frame, max_physical_bytes, bytes.len(), crc)
+        fragment_budget(frame, max_physical_bytes, bytes.len(), crc)
     };
     if chunk == 0 {
         return Err(EncodingError("proto.frameEnvelopeTooLarge"));
@@ -256,7 +248,9 @@ pub fn encode(
         .chunks(chunk)
         .enumerate()
         .map(|(index, piece)| {
-            frame.fragment(framing, index, count, bytes.len(), crc, BASE64.encode(piece))
+            let wire =
+                frame.fragment(framing, index, count, bytes.len(), crc, BASE64.encode(piece));
+            wire.to_string()
         })
         .collect())
 }
@@ -302,7 +296,11 @@ fn varint_len(mut value: usize) -> usize {
 
 /// `measureTopicNotificationEnvelopeBytes(wire).maxBytes`.
 pub fn measure(wire: &Value) -> usize {
-    let wire_bytes = serde_json::to_vec(wire).expect("JSON values always serialize").len();
+    measure_bytes(serde_json::to_vec(wire).expect("JSON values always serialize").len())
+}
+
+/// [`measure`] of a wire whose JSON text is `wire_bytes` long.
+fn measure_bytes(wire_bytes: usize) -> usize {
     // `{"method":"v4/conversation/frame","params":<wire>}` and its newline.
     let ndjson = r#"{"method":"v4/conversation/frame","params":}"#.len() + wire_bytes + 1;
     // Header `[204, id]` with the widest id (Number.MAX_SAFE_INTEGER as JSON), then the body.
@@ -350,6 +348,10 @@ mod tests {
         }
     }
 
+    fn parsed(texts: Result<Vec<String>, EncodingError>) -> Vec<Value> {
+        texts.unwrap().iter().map(|text| serde_json::from_str(text).unwrap()).collect()
+    }
+
     fn measured(max_physical_bytes: usize) -> Framing {
         Framing::Measured { max_physical_bytes }
     }
@@ -364,19 +366,19 @@ mod tests {
     fn small_frames_go_complete() {
         let logical =
             json!({"topic": "conversation/sess_1", "payload": {"kind": "deltas", "deltas": []}});
-        let wires = encode(frame(&logical), measured(MAX_FRAME_BYTES), false, false).unwrap();
+        let wires = parsed(encode(&frame(&logical), measured(MAX_FRAME_BYTES), false, false));
         assert_eq!(wires.len(), 1);
         assert_eq!(wires[0]["kind"], "complete");
         assert_eq!(wires[0]["logicalFrameId"], "sub-1-lf-3");
         assert_eq!(wires[0]["frame"], logical);
-        let app_server = encode(frame(&logical), Framing::Complete, false, false).unwrap();
+        let app_server = parsed(encode(&frame(&logical), Framing::Complete, false, false));
         assert_eq!(app_server[0]["logicalFrameId"], "sub-1:3");
     }
 
     #[test]
     fn large_frames_fragment_within_the_limit_and_reassemble() {
         let logical = json!({"text": "é".repeat(20_000)});
-        let wires = encode(frame(&logical), measured(4096), false, false).unwrap();
+        let wires = parsed(encode(&frame(&logical), measured(4096), false, false));
         assert!(wires.len() > 1);
         assert!(wires.iter().all(|wire| measure(wire) <= 4096));
         let mut bytes = Vec::new();
@@ -393,7 +395,7 @@ mod tests {
     #[test]
     fn forced_fragments_can_carry_a_wrong_checksum() {
         let logical = json!({"a": 1});
-        let wires = encode(frame(&logical), measured(MAX_FRAME_BYTES), true, true).unwrap();
+        let wires = parsed(encode(&frame(&logical), measured(MAX_FRAME_BYTES), true, true));
         assert_eq!(wires.len(), 2);
         let bytes = serde_json::to_vec(&logical).unwrap();
         assert_ne!(wires[0]["checksum"]["value"], format!("{:08x}", crc32(&bytes)));

@@ -27,6 +27,8 @@ pub enum RpcValue {
     Array(Vec<RpcValue>),
     /// Anything JSON-encoded (tag 5).
     Object(Value),
+    /// The same, already written as JSON text (a V4 wire the publisher wrote without a tree).
+    Json(String),
     Int(i32),
 }
 
@@ -64,6 +66,7 @@ impl RpcValue {
             }
             RpcValue::Array(items) => Value::Array(items.iter().map(RpcValue::to_json).collect()),
             RpcValue::Object(value) => value.clone(),
+            RpcValue::Json(text) => serde_json::from_str(text).unwrap_or(Value::Null),
             RpcValue::Int(int) => Value::from(*int),
         }
     }
@@ -85,6 +88,7 @@ impl RpcValue {
                 let text = serde_json::to_vec(value).expect("JSON values always serialize");
                 encode_bytes(out, TAG_OBJECT, &text);
             }
+            RpcValue::Json(text) => encode_bytes(out, TAG_OBJECT, text.as_bytes()),
             RpcValue::Int(int) => {
                 out.push(TAG_INT);
                 // The serializer writes the 32-bit pattern, so negative ints take five bytes.
