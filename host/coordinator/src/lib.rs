@@ -36,7 +36,7 @@ pub use session::{BoundSession, PendingPrompt};
 pub use workspace::canonical_workspace;
 
 use acp_json::Refused;
-use session::{Actors, Binding, SessionHandle, UpdatePort};
+use session::{Actors, Binding, Deferred, SessionHandle, UpdatePort, op_setting_aside};
 
 #[derive(Clone)]
 pub struct Coordinator {
@@ -199,7 +199,7 @@ impl Coordinator {
     /// Runs the operation that opens a session on `binding` (see [`Self::open_session`]).
     async fn open_bound<R: serde::de::DeserializeOwned>(
         &self,
-        binding: Binding,
+        mut binding: Binding,
         method: &'static str,
         known: Option<SessionId>,
         op: SessionOp,
@@ -214,7 +214,11 @@ impl Coordinator {
             }
             None => Err(MapperFault(format!("updates streamed before {method} named a session"))),
         };
-        let result = binding.link.op(op, &mut sink).await;
+        // What the session's stream brings meanwhile (an initial snapshot, a running turn's
+        // events) is set aside for the session, as while any of its operations waits: left in
+        // the queue, it would hold up the host's output, the reply this waits for with it.
+        let Binding { link, inbound, deferred } = &mut binding;
+        let result = op_setting_aside(link, inbound, deferred, op, &mut sink).await;
         let opened = match too_large {
             Some(error) => Err(error),
             None => result.map_err(CoordinatorError::from).and_then(|result| {
@@ -229,7 +233,11 @@ impl Coordinator {
             Err(error) => {
                 // The native side may be open already (subscribed, loaded): release it, or the
                 // next attempt finds it taken.
-                if let Err(close) = binding.link.op(SessionOp::Close, &mut |_| Ok(())).await {
+                let Binding { link, inbound, deferred } = &mut binding;
+                let close = SessionOp::Close;
+                if let Err(close) =
+                    op_setting_aside(link, inbound, deferred, close, &mut |_| Ok(())).await
+                {
                     tracing::debug!(target: "zcode_acp::session", %close, "closing a session that failed to open");
                 }
                 return Err(error);
@@ -349,7 +357,7 @@ impl Coordinator {
         };
         let mapper_session = host.mapper.session(&init)?;
         let (link, inbound) = host.bridge.link_session(mapper_session);
-        Ok(Binding { link, inbound })
+        Ok(Binding { link, inbound: Some(inbound), deferred: Deferred::default() })
     }
 
     fn register(

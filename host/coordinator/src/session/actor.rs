@@ -12,7 +12,7 @@ use agent_client_protocol::v1::schema::{
 };
 use tokio::sync::mpsc;
 use tokio::time::Instant;
-use zcode_bridge::{OpFailure, SessionInbound, SessionLink, SessionReceiver};
+use zcode_bridge::{OpFailure, SessionInbound, SessionLink, SessionReceiver, UpdateSink};
 use zcode_contract::{
     Action, ErrorKind, Interaction, InteractionAnswer, InteractionOutcome, InteractionRequest,
     MapperError, OpResult, SessionInput, SessionOp, StopReason, Terminal,
@@ -20,7 +20,7 @@ use zcode_contract::{
 
 use super::interaction::{ask_elicitation, ask_permission, refusal};
 use super::turn::{Ending, Pending, Phase, PromptReply, Turn};
-use super::{BoundSession, Command};
+use super::{Binding, BoundSession, Command};
 use crate::acp_json::{self, Refused, Update};
 use crate::client::ClientPort;
 use crate::config::CoordinatorConfig;
@@ -99,15 +99,15 @@ impl BoundSession {
 impl SessionActor {
     pub fn new(
         id: SessionId,
-        link: SessionLink,
-        inbound: SessionReceiver,
+        binding: Binding,
         client: Arc<dyn ClientPort>,
         config: CoordinatorConfig,
         commands: mpsc::UnboundedSender<Command>,
     ) -> Self {
+        let Binding { link, inbound, deferred } = binding;
         Self {
-            inbound: Some(inbound),
-            deferred: Deferred::default(),
+            inbound,
+            deferred,
             written: VecDeque::new(),
             updates: UpdatePort::new(id.clone(), client.clone(), config.max_message_bytes),
             id,
@@ -282,26 +282,13 @@ impl SessionActor {
     async fn op(&mut self, op: SessionOp) -> Result<OpResult, OpFailure> {
         let mut updates = self.updates.clone();
         let mut too_large = None;
-        let (link, inbound, deferred) = (&self.link, &mut self.inbound, &mut self.deferred);
         let result = {
             let mut sink = |streamed: Vec<String>| {
                 updates
                     .send_json(&streamed)
                     .or_else(|refused| refused.keep_too_large(&mut too_large))
             };
-            let running = link.op(op, &mut sink);
-            tokio::pin!(running);
-            loop {
-                let room = deferred.bytes < DEFER_BYTES;
-                tokio::select! {
-                    biased;
-                    result = &mut running => break result,
-                    item = receive(inbound), if room && inbound.is_some() => match item {
-                        Some(item) => deferred.push(item),
-                        None => *inbound = None,
-                    },
-                }
-            }
+            op_setting_aside(&self.link, &mut self.inbound, &mut self.deferred, op, &mut sink).await
         };
         match too_large {
             Some(error) => {
@@ -697,9 +684,34 @@ fn drain_batch(
     (batch, None)
 }
 
+/// Runs `op`; native input that arrives meanwhile is set aside in `deferred`, up to
+/// [`DEFER_BYTES`]: the reply may come behind it, and a session queue left full would hold up
+/// the host's whole output, the reply with it.
+pub(crate) async fn op_setting_aside(
+    link: &SessionLink,
+    inbound: &mut Option<SessionReceiver>,
+    deferred: &mut Deferred,
+    op: SessionOp,
+    sink: UpdateSink<'_>,
+) -> Result<OpResult, OpFailure> {
+    let running = link.op(op, sink);
+    tokio::pin!(running);
+    loop {
+        let room = deferred.bytes < DEFER_BYTES;
+        tokio::select! {
+            biased;
+            result = &mut running => break result,
+            item = receive(inbound), if room && inbound.is_some() => match item {
+                Some(item) => deferred.push(item),
+                None => *inbound = None,
+            },
+        }
+    }
+}
+
 /// Input set aside while an operation ran, in arrival order.
 #[derive(Default)]
-struct Deferred {
+pub(crate) struct Deferred {
     items: VecDeque<SessionInbound>,
     bytes: usize,
 }

@@ -19,7 +19,7 @@ use crate::client::ClientPort;
 use crate::config::CoordinatorConfig;
 use crate::error::{CoordinatorError, FailureKind};
 
-pub(crate) use actor::{SessionActor, UpdatePort};
+pub(crate) use actor::{Deferred, SessionActor, UpdatePort, op_setting_aside};
 
 pub(crate) enum Command {
     Prompt {
@@ -127,7 +127,10 @@ pub struct BoundSession {
 /// A mapper session linked to the host: what a bound session is built from.
 pub(crate) struct Binding {
     pub link: SessionLink,
-    pub inbound: SessionReceiver,
+    /// `None` once the host's stream for it has ended.
+    pub inbound: Option<SessionReceiver>,
+    /// Input that arrived while the session was being opened, to be mapped first.
+    pub deferred: Deferred,
 }
 
 impl BoundSession {
@@ -140,10 +143,9 @@ impl BoundSession {
         after: Vec<Update>,
         actors: Weak<Actors>,
     ) -> Self {
-        let Binding { link, inbound } = binding;
         let (tx, commands) = mpsc::unbounded_channel();
         let handle = SessionHandle { workspace, commands: tx.clone() };
-        let actor = SessionActor::new(id, link, inbound, client, config, tx);
+        let actor = SessionActor::new(id, binding, client, config, tx);
         Self { actor, commands, handle, after, actors }
     }
 }
