@@ -13,7 +13,7 @@ use crate::driver::drive;
 use crate::error::{BridgeError, OpFailure};
 use crate::group::ProcessGroup;
 use crate::options::BridgeOptions;
-use crate::session::{SESSION_QUEUE, SessionLink, SessionReceiver};
+use crate::session::{SessionLink, SessionQueue, SessionReceiver};
 use crate::shared::{Owner, Shared};
 use crate::sync::lock;
 use crate::{launch, lifecycle, pumps};
@@ -167,7 +167,7 @@ impl HostBridge {
     pub fn link_session(&self, session: Box<dyn MapperSession>) -> (SessionLink, SessionReceiver) {
         let shared = &self.handle.shared;
         let id = shared.next_link_id.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let (inbound_tx, inbound_rx) = mpsc::channel(SESSION_QUEUE);
+        let (inbound_tx, inbound_rx) = SessionQueue::new();
         shared.add_session(id, inbound_tx);
         let inbound = SessionReceiver::new(inbound_rx, shared.closed_watch());
         (SessionLink::new(id, shared.clone(), session), inbound)

@@ -36,4 +36,6 @@ pub use error::{BridgeError, OpFailure};
 pub use exit_cleanup::{install_signal_cleanup, kill_all_host_groups};
 pub use launch::verified_executable;
 pub use options::BridgeOptions;
-pub use session::{SESSION_QUEUE, SessionInbound, SessionLink, SessionReceiver};
+pub use session::{
+    SESSION_QUEUE, SESSION_QUEUE_BYTES, SessionInbound, SessionLink, SessionReceiver,
+};

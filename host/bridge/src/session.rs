@@ -3,7 +3,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
 use tokio::task::JoinSet;
 use zcode_contract::{Action, MapperFault, MapperSession, OpResult, SessionInput, SessionOp};
 
@@ -27,10 +27,62 @@ pub enum SessionInbound {
 /// stops reading the host's stdout, so the backlog stays in ZCode's pipe, not in this process.
 pub const SESSION_QUEUE: usize = 256;
 
+/// The bytes of native input queued for one session at most, whichever bound comes first: one
+/// input of the Services Server can carry a thousand deltas, so 256 of them could be tens of
+/// megabytes. An input larger than this still goes, alone.
+pub const SESSION_QUEUE_BYTES: usize = 4 << 20;
+
+/// One queued input, holding its share of the queue's bytes until the session takes it.
+pub(crate) struct Queued {
+    input: SessionInput,
+    _room: OwnedSemaphorePermit,
+}
+
+/// The sending side of a session's queue: a slot and room for the input's bytes, both waited
+/// for, so a full queue stops its producer.
+#[derive(Clone)]
+pub(crate) struct SessionQueue {
+    slots: mpsc::Sender<Queued>,
+    room: Arc<Semaphore>,
+}
+
+impl SessionQueue {
+    pub(crate) fn new() -> (Self, mpsc::Receiver<Queued>) {
+        let (slots, queued) = mpsc::channel(SESSION_QUEUE);
+        (Self { slots, room: Arc::new(Semaphore::new(SESSION_QUEUE_BYTES)) }, queued)
+    }
+
+    /// Queues `input` if there is room now (or drops it if the session is gone); gives it back
+    /// when the queue is full.
+    pub(crate) fn try_send(&self, input: SessionInput) -> Result<(), SessionInput> {
+        let Ok(room) = self.room.clone().try_acquire_many_owned(room_for(&input)) else {
+            return Err(input);
+        };
+        match self.slots.try_send(Queued { input, _room: room }) {
+            Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => Ok(()),
+            Err(mpsc::error::TrySendError::Full(queued)) => Err(queued.input),
+        }
+    }
+
+    /// Queues `input`, waiting for room (dropped if the session is gone).
+    pub(crate) async fn send(&self, input: SessionInput) {
+        let Ok(room) = self.room.clone().acquire_many_owned(room_for(&input)).await else {
+            return;
+        };
+        let _ = self.slots.send(Queued { input, _room: room }).await;
+    }
+}
+
+/// The share of the queue's bytes `input` takes: its size, at least one, at most all of it.
+fn room_for(input: &SessionInput) -> u32 {
+    // SESSION_QUEUE_BYTES fits in a u32.
+    input.len().clamp(1, SESSION_QUEUE_BYTES) as u32
+}
+
 /// The ordered stream of what is routed to one session: its input (a bounded queue), then
 /// `TransportClosed` once, after everything queued before the close.
 pub struct SessionReceiver {
-    input: mpsc::Receiver<SessionInput>,
+    input: mpsc::Receiver<Queued>,
     closed: watch::Receiver<Option<String>>,
     /// `TransportClosed` was returned; the stream has ended.
     ended: bool,
@@ -38,7 +90,7 @@ pub struct SessionReceiver {
 
 impl SessionReceiver {
     pub(crate) fn new(
-        input: mpsc::Receiver<SessionInput>,
+        input: mpsc::Receiver<Queued>,
         closed: watch::Receiver<Option<String>>,
     ) -> Self {
         Self { input, closed, ended: false }
@@ -55,7 +107,8 @@ impl SessionReceiver {
             _ = self.closed.wait_for(Option::is_some) => self.input.try_recv().ok(),
         };
         match input {
-            Some(input) => Some(SessionInbound::Input(input)),
+            // Taking the input gives its bytes back to the queue.
+            Some(queued) => Some(SessionInbound::Input(queued.input)),
             None => self.end(),
         }
     }
@@ -66,7 +119,7 @@ impl SessionReceiver {
             return None;
         }
         match self.input.try_recv() {
-            Ok(input) => Some(SessionInbound::Input(input)),
+            Ok(queued) => Some(SessionInbound::Input(queued.input)),
             Err(_) if self.closed.borrow().is_some() => self.end(),
             Err(_) => None,
         }
@@ -249,5 +302,53 @@ impl SessionLink {
 impl Drop for LinkInner {
     fn drop(&mut self) {
         self.shared.remove_session(self.id);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(bytes: usize) -> SessionInput {
+        SessionInput::Event("x".repeat(bytes).into())
+    }
+
+    #[tokio::test]
+    async fn the_queue_is_bounded_by_bytes_as_well_as_by_inputs() {
+        let (queue, queued) = SessionQueue::new();
+        let (_closed, watch) = watch::channel(None);
+        let mut receiver = SessionReceiver::new(queued, watch);
+        let quarter = SESSION_QUEUE_BYTES / 4;
+        for _ in 0..4 {
+            assert!(queue.try_send(event(quarter)).is_ok());
+        }
+        // Four inputs, far from 256, but the bytes are taken: the producer must wait.
+        let refused = queue.try_send(event(1)).expect_err("no room left");
+        assert_eq!(refused, event(1));
+        // Taking one input gives its bytes back.
+        assert!(matches!(receiver.try_recv(), Some(SessionInbound::Input(_))));
+        assert!(queue.try_send(event(quarter)).is_ok());
+        // An input larger than the whole queue still goes, once the queue is empty.
+        let waiting = tokio::spawn({
+            let queue = queue.clone();
+            async move { queue.send(event(SESSION_QUEUE_BYTES * 2)).await }
+        });
+        for _ in 0..4 {
+            assert!(matches!(receiver.recv().await, Some(SessionInbound::Input(_))));
+        }
+        waiting.await.unwrap();
+        let Some(SessionInbound::Input(big)) = receiver.recv().await else {
+            panic!("the large input was queued");
+        };
+        assert_eq!(big.len(), SESSION_QUEUE_BYTES * 2);
+    }
+
+    #[tokio::test]
+    async fn the_queue_is_bounded_by_inputs() {
+        let (queue, _queued) = SessionQueue::new();
+        for _ in 0..SESSION_QUEUE {
+            assert!(queue.try_send(event(1)).is_ok());
+        }
+        assert!(queue.try_send(event(1)).is_err(), "256 small inputs fill the queue");
     }
 }

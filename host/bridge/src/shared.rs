@@ -15,6 +15,7 @@ use crate::deadline::ReaderWaits;
 use crate::group::ProcessGroup;
 use crate::ids::{LinkId, RequestIds};
 use crate::options::BridgeOptions;
+use crate::session::SessionQueue;
 use crate::sync::lock;
 
 pub(crate) struct Shared {
@@ -57,7 +58,7 @@ struct State {
     pending: HashMap<u64, Pending>,
     /// Event route → the link that owns it.
     routes: HashMap<String, LinkId>,
-    sessions: HashMap<LinkId, mpsc::Sender<SessionInput>>,
+    sessions: HashMap<LinkId, SessionQueue>,
 }
 
 struct Pending {
@@ -103,7 +104,7 @@ pub(crate) struct Submission<'a> {
 /// Input for one session, to be queued in order by [`Shared::send`].
 pub(crate) struct Delivery {
     link: LinkId,
-    to: mpsc::Sender<SessionInput>,
+    to: SessionQueue,
     input: SessionInput,
 }
 
@@ -330,10 +331,7 @@ impl Shared {
 
     async fn queue(&self, delivery: Delivery, counted: Option<&ReaderWaits>) {
         let Delivery { link, to, input } = delivery;
-        let input = match to.try_send(input) {
-            Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => return,
-            Err(mpsc::error::TrySendError::Full(input)) => input,
-        };
+        let Err(input) = to.try_send(input) else { return };
         let _waiting = counted.map(|waits| waits.begin(link));
         let mut closed = self.closed.subscribe();
         tokio::select! {
@@ -351,7 +349,7 @@ impl Shared {
     }
 
     /// Registers a new session's inbound queue.
-    pub(crate) fn add_session(&self, link: LinkId, inbound: mpsc::Sender<SessionInput>) {
+    pub(crate) fn add_session(&self, link: LinkId, inbound: SessionQueue) {
         let mut state = lock(&self.state);
         // A session linked after the close reads the close from the watch at once.
         if state.closed.is_none() {
