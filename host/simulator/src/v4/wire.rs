@@ -220,15 +220,21 @@ pub fn encode(
     let Framing::Measured { max_physical_bytes } = framing else {
         return Ok(vec![complete_text(frame, framing)]);
     };
+    // A complete wire, when one fits (never when fragments are forced).
+    let complete = (!force_fragments)
+        .then(|| complete_text(frame, framing))
+        .filter(|whole| measure_bytes(whole.len()) <= max_physical_bytes);
+    // The logical frame is shorter than the wire that carries it, so a complete wire within
+    // the assembly limit needs no serialization of the frame alone (a streamed delta's case).
+    if complete.as_ref().is_some_and(|whole| whole.len() <= MAX_ASSEMBLY_BYTES) {
+        return Ok(complete.into_iter().collect());
+    }
     let bytes = serde_json::to_vec(&frame.logical_json()).expect("JSON values always serialize");
     if bytes.len() > MAX_ASSEMBLY_BYTES {
         return Err(EncodingError("proto.frameAssemblyTooLarge"));
     }
-    if !force_fragments {
-        let whole = complete_text(frame, framing);
-        if measure_bytes(whole.len()) <= max_physical_bytes {
-            return Ok(vec![whole]);
-        }
+    if let Some(whole) = complete {
+        return Ok(vec![whole]);
     }
     let crc = crc32(&bytes) ^ if corrupt_crc { 0xffff_ffff } else { 0 };
     let chunk = if force_fragments {
