@@ -104,10 +104,18 @@ impl AppServerConnection {
                 inbound.push(route(frame)?.inbound(|| text.to_string()));
                 Ok(())
             })?;
-            if !batch {
-                let routing = route(wire::classify_as(&line)?)?;
-                inbound.push(routing.inbound(|| line));
+            if batch {
+                continue;
             }
+            // A streamed delta's V4 line goes to its session on its topic alone; the session
+            // reads it whole (`wire::leading_frame_topic`).
+            let on_topic =
+                wire::leading_frame_topic(&line).and_then(conversation).map(session_route);
+            let routing = match on_topic {
+                Some(route) => Routing::Route(route),
+                None => route(wire::classify_as(&line)?)?,
+            };
+            inbound.push(routing.inbound(|| line));
         }
         Ok(inbound)
     }
@@ -222,6 +230,11 @@ fn route_members(params: Option<RouteParams<'_>>) -> Result<RouteParams<'_>, Map
     }
 }
 
+/// The session a V4 topic names, if it is a conversation's.
+fn conversation(topic: &str) -> Option<&str> {
+    topic.strip_prefix("conversation/").filter(|session| !session.is_empty())
+}
+
 fn session_id<'a>(params: &RouteParams<'a>) -> Option<Cow<'a, str>> {
     raw_str(params.get("sessionId"))
 }
@@ -279,9 +292,9 @@ fn notification(method: &str, params: Option<RouteParams<'_>>) -> Result<Routing
         }
         "v4/conversation/frame" => {
             let topic = raw_str(route_members(params)?.get("topic"));
-            match topic.as_deref().and_then(|t| t.strip_prefix("conversation/")) {
-                Some(session) if !session.is_empty() => Ok(Routing::Route(session_route(session))),
-                _ => here(Inbound::Ignored(
+            match topic.as_deref().and_then(conversation) {
+                Some(session) => Ok(Routing::Route(session_route(session))),
+                None => here(Inbound::Ignored(
                     "v4 frame of a topic zcode-acp does not subscribe".to_string(),
                 )),
             }

@@ -512,12 +512,90 @@ fn route_members_read_with_the_envelope_mean_what_they_meant() {
     }
     let Inbound::Event(event) = &inbound[4] else { panic!("{:?}", inbound[4]) };
     assert_eq!(event.route, "session/s4", "a nested member is not the route");
-    let twice = "{\"method\":\"v4/conversation/frame\",\"params\":{\"topic\":\"conversation/a\",\"topic\":\"conversation/b\"}}\n";
-    let error = AppServerConnection::new().push(twice.as_bytes()).unwrap_err();
+    // A V4 line is routed on its first topic, read no further: its session reads it whole and
+    // refuses the second (`session::tests::one_pass`). In a batch, read whole to be split, the
+    // connection refuses it itself.
+    let twice = r#"{"method":"v4/conversation/frame","params":{"topic":"conversation/a","topic":"conversation/b"}}"#;
+    let inbound = AppServerConnection::new().push(format!("{twice}\n").as_bytes()).unwrap();
+    let [Inbound::Event(event)] = &inbound[..] else { panic!("{inbound:?}") };
+    assert_eq!(event.route, "session/a");
+    let error = AppServerConnection::new().push(format!("[{twice}]\n").as_bytes()).unwrap_err();
     assert_eq!(
         error.message,
         "ZCode wrote parameters that cannot be read: duplicate field `topic`"
     );
+}
+
+/// A V4 line whose head is plainly a conversation frame is routed on its topic alone (its
+/// session reads the rest); a line that opens any other way is read whole, as before. A line cut
+/// short after its topic tells the two apart: only the whole read refuses it.
+#[test]
+fn a_v4_line_is_routed_on_its_head_and_anything_else_is_read_whole() {
+    let routed = |line: &str| -> Result<String, String> {
+        let inbound = AppServerConnection::new().push(format!("{line}\n").as_bytes());
+        match inbound.map_err(|e| e.message)?.as_slice() {
+            [Inbound::Event(event)] => Ok(event.route.clone()),
+            other => Err(format!("{other:?}")),
+        }
+    };
+    let cut = |head: &str| format!(r#"{head}"subscriptionId":"s","frame":{{"payload":"#);
+    let zcode = r#"{"method":"v4/conversation/frame","params":{"wireVersion":3,"kind":"complete","deliveryKind":"online","logicalFrameId":"f","logicalFrameOrdinal":1,"topic":"conversation/a","#;
+    for head in [zcode, r#"{"method":"v4/conversation/frame","params":{"topic":"conversation/a","#]
+    {
+        assert_eq!(routed(&cut(head)), Ok("session/a".to_string()), "{head}");
+    }
+    let open = r#"{"method":"v4/conversation/frame","params":{"#;
+    let far = format!(r#"{open}"logicalFrameId":"{}","topic":"conversation/a","#, "f".repeat(600));
+    for head in [
+        // Whitespace, or an escape before or in the topic: an escaped quote would hide one.
+        r#"{ "method":"v4/conversation/frame","params":{"topic":"conversation/a","#.to_string(),
+        format!(r#"{open}"logicalFr\u0061meId":"f","topic":"conversation/a","#),
+        format!(
+            r#"{open}"logicalFrameId":"f\",\"topic\":\"conversation/b","topic":"conversation/a","#
+        ),
+        format!(r#"{open}"topic":"conversation/\u0061","#),
+        // A bracket before the topic: a nested topic is not the frame's.
+        format!(r#"{open}"frame":{{"topic":"conversation/b"}},"topic":"conversation/a","#),
+        format!(r#"{open}"logicalFrameId":"f{{","topic":"conversation/a","#),
+        far,
+    ] {
+        let refusal = routed(&cut(&head)).unwrap_err();
+        assert!(refusal.starts_with("ZCode wrote a non-JSON line: "), "{refusal}: {head}");
+    }
+    // Whole lines read the general way are routed (or refused) as before.
+    let tail = r#""subscriptionId":"s","frame":{"payload":{"deltas":[{"append":"x"}]}}}}"#;
+    for (line, expected) in [
+        (
+            format!(
+                r#"{open}"logicalFrameId":"f\",\"topic\":\"conversation/b","topic":"conversation/a",{tail}"#
+            ),
+            Ok("session/a"),
+        ),
+        (
+            r#"{"method":"v4/conversation/frame","params":{"frame":{},"topic":"conversation/a"}}"#
+                .to_string(),
+            Ok("session/a"),
+        ),
+        (
+            format!(
+                r#"{{"id":"x","method":"v4/conversation/frame","params":{{"topic":"conversation/a",{tail}"#
+            ),
+            Err("[Write("),
+        ),
+        (
+            format!(
+                r#"{{"method":"session/event","params":{{"topic":"conversation/a","sessionId":"b",{tail}"#
+            ),
+            Ok("session/b"),
+        ),
+        (format!(r#"{open}"topic":"conversation/",{tail}"#), Err("[Ignored(")),
+    ] {
+        match (routed(&line), expected) {
+            (Ok(route), Ok(expected)) => assert_eq!(route, expected, "{line}"),
+            (Err(message), Err(start)) => assert!(message.starts_with(start), "{message}: {line}"),
+            (got, _) => panic!("{got:?}: {line}"),
+        }
+    }
 }
 
 /// A batch is read in the pass that splits it (`wire::classify_batch`), and reads as the SDK's

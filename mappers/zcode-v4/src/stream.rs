@@ -283,6 +283,11 @@ pub fn read_line_deltas<'a>(
         delivery_kind: Option<Cow<'a, str>>,
         #[serde(borrow)]
         frame: MapOnly<Frame<'a>>,
+        // Read only so that a topic named twice is no frame of this read (the caller's
+        // general reader decides).
+        #[serde(default)]
+        #[allow(dead_code)]
+        topic: Option<IgnoredAny>,
     }
     fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<IgnoredAny>, D::Error> {
         IgnoredAny::deserialize(d).map(Some)

@@ -24,7 +24,7 @@ struct Routed;
 
 impl MemberNames for Routed {
     const NAMES: &'static [&'static str] =
-        &["seq", "type", "wireVersion", "kind", "subscriptionId", "deliveryKind", "frame"];
+        &["seq", "type", "wireVersion", "kind", "subscriptionId", "deliveryKind", "frame", "topic"];
 }
 
 type RoutedParams<'a> = Members<'a, Routed>;
@@ -161,6 +161,13 @@ impl AppServerSession {
                 Some(head) => self.legacy_head(head, || raw_params(line), effects),
                 None => self.legacy_event(raw_params(line)?, effects),
             };
+        }
+        // The connection routed the frame on its first `topic` and read no further
+        // (`wire::leading_frame_topic`): which of two would count is a guess.
+        if method == "v4/conversation/frame" && params.named_twice("topic") {
+            return Err(protocol(
+                "ZCode wrote parameters that cannot be read: duplicate field `topic`",
+            ));
         }
         if method == "v4/conversation/frame"
             && let Some(deltas) = wire_members(params).and_then(|wire| self.v4.deltas(wire))

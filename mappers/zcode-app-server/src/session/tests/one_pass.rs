@@ -93,3 +93,42 @@ fn a_v4_frame_with_a_member_named_twice_is_read_the_general_way() {
     ));
     assert_eq!(updates(&next)[0]["content"]["text"], "!");
 }
+
+/// The connection routes a V4 line on its first `topic` and reads no further
+/// (`wire::leading_frame_topic`), so the session refuses a frame that names its topic twice,
+/// whatever else it holds, and a line that is no JSON past its topic.
+#[test]
+fn a_v4_line_the_connection_routed_on_its_head_is_checked_whole_here() {
+    let line = |extra: &str, to_seq: &str| {
+        format!(
+            r#"{{"method":"v4/conversation/frame","params":{{"wireVersion":3,"kind":"complete","deliveryKind":"online","logicalFrameId":"f7","logicalFrameOrdinal":7,"topic":"conversation/sess_1",{extra}"subscriptionId":"sub-1","frame":{{"topic":"conversation/sess_1","subscriptionId":"sub-1","fromSeq":6,"toSeq":{to_seq},"sentAt":1,"payload":{{"kind":"deltas","deltas":[{{"op":"row.delta","rowId":2,"path":"text","append":"Hi"}}]}}}}}}}}"#
+        )
+    };
+    let opened_turn = || {
+        let mut driver = opened(true, true);
+        let sent = prompt(&mut driver);
+        let command = sent[0]["params"]["commandId"].as_str().unwrap().to_string();
+        driver.event(frame(5, 6, "online", json!([
+            {"op": "row.appended", "row": header(1, "turn-1", &command, "running")},
+            {"op": "row.appended", "row": row(2, "turn-1", "assistantText", json!({"text": "", "state": "streaming"}))},
+        ])));
+        driver
+    };
+    let effects = map_text(&mut opened_turn(), &line("", "7"));
+    assert_eq!(updates(&effects)[0]["content"]["text"], "Hi", "{effects:?}");
+    for (text, expected) in [
+        (
+            line(r#""topic":"conversation/other","#, "7"),
+            "ZCode wrote parameters that cannot be read: duplicate field `topic`",
+        ),
+        (
+            // Another member named twice first: the topic is still seen twice.
+            line(r#""kind":"complete","topic":"conversation/sess_1","#, "7"),
+            "ZCode wrote parameters that cannot be read: duplicate field `topic`",
+        ),
+        (line("", "}"), "ZCode wrote a non-JSON line: "),
+    ] {
+        let message = broken(&map_text(&mut opened_turn(), &text)).to_string();
+        assert!(message.starts_with(expected), "{message} for {text}");
+    }
+}
