@@ -59,8 +59,8 @@ fn parameters_the_pass_cannot_stand_for_keep_their_old_errors() {
     assert_eq!(message, "session/event without type");
 }
 
-#[test]
-fn a_v4_frame_with_a_member_named_twice_is_read_the_general_way() {
+/// A prompted V4 session whose turn streams into row 2, the frames up to `toSeq` 6 applied.
+fn streaming_turn() -> Driver {
     let mut driver = opened(true, true);
     let sent = prompt(&mut driver);
     let command = sent[0]["params"]["commandId"].as_str().unwrap().to_string();
@@ -68,6 +68,12 @@ fn a_v4_frame_with_a_member_named_twice_is_read_the_general_way() {
         {"op": "row.appended", "row": header(1, "turn-1", &command, "running")},
         {"op": "row.appended", "row": row(2, "turn-1", "assistantText", json!({"text": "", "state": "streaming"}))},
     ])));
+    driver
+}
+
+#[test]
+fn a_v4_frame_with_a_member_named_twice_is_read_the_general_way() {
+    let mut driver = streaming_turn();
     // `deliveryKind` twice: the tree's reading (the last) applies it, nothing is dropped.
     let text = frame(
         6,
@@ -104,17 +110,7 @@ fn a_v4_line_the_connection_routed_on_its_head_is_checked_whole_here() {
             r#"{{"method":"v4/conversation/frame","params":{{"wireVersion":3,"kind":"complete","deliveryKind":"online","logicalFrameId":"f7","logicalFrameOrdinal":7,"topic":"conversation/sess_1",{extra}"subscriptionId":"sub-1","frame":{{"topic":"conversation/sess_1","subscriptionId":"sub-1","fromSeq":6,"toSeq":{to_seq},"sentAt":1,"payload":{{"kind":"deltas","deltas":[{{"op":"row.delta","rowId":2,"path":"text","append":"Hi"}}]}}}}}}}}"#
         )
     };
-    let opened_turn = || {
-        let mut driver = opened(true, true);
-        let sent = prompt(&mut driver);
-        let command = sent[0]["params"]["commandId"].as_str().unwrap().to_string();
-        driver.event(frame(5, 6, "online", json!([
-            {"op": "row.appended", "row": header(1, "turn-1", &command, "running")},
-            {"op": "row.appended", "row": row(2, "turn-1", "assistantText", json!({"text": "", "state": "streaming"}))},
-        ])));
-        driver
-    };
-    let effects = map_text(&mut opened_turn(), &line("", "7"));
+    let effects = map_text(&mut streaming_turn(), &line("", "7"));
     assert_eq!(updates(&effects)[0]["content"]["text"], "Hi", "{effects:?}");
     for (text, expected) in [
         (
@@ -128,7 +124,7 @@ fn a_v4_line_the_connection_routed_on_its_head_is_checked_whole_here() {
         ),
         (line("", "}"), "ZCode wrote a non-JSON line: "),
     ] {
-        let message = broken(&map_text(&mut opened_turn(), &text)).to_string();
+        let message = broken(&map_text(&mut streaming_turn(), &text)).to_string();
         assert!(message.starts_with(expected), "{message} for {text}");
     }
 }
