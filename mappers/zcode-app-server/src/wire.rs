@@ -97,11 +97,16 @@ impl<N> Default for Members<'_, N> {
 }
 
 impl<'a, N: MemberNames> Members<'a, N> {
-    /// Member `name` (one of `N::NAMES`).
-    pub fn get(&self, name: &str) -> Option<&'a RawValue> {
+    /// The place of member `name` in `N::NAMES`.
+    fn index(name: &str) -> Option<usize> {
         let index = N::NAMES.iter().position(|n| *n == name);
         debug_assert!(index.is_some(), "{name} is not read");
-        self.values[index?]
+        index
+    }
+
+    /// Member `name` (one of `N::NAMES`).
+    pub fn get(&self, name: &str) -> Option<&'a RawValue> {
+        self.values[Self::index(name)?]
     }
 
     /// Whether the value was a JSON object.
@@ -116,7 +121,7 @@ impl<'a, N: MemberNames> Members<'a, N> {
 
     /// Whether member `name` (one of `N::NAMES`) was named twice.
     pub fn named_twice(&self, name: &str) -> bool {
-        N::NAMES.iter().position(|n| *n == name).is_some_and(|index| self.twice & 1 << index != 0)
+        Self::index(name).is_some_and(|index| self.twice & 1 << index != 0)
     }
 }
 

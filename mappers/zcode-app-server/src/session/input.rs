@@ -162,18 +162,18 @@ impl AppServerSession {
                 None => self.legacy_event(raw_params(line)?, effects),
             };
         }
-        // The connection routed the frame on its first `topic` and read no further
-        // (`wire::leading_frame_topic`): which of two would count is a guess.
-        if method == "v4/conversation/frame" && params.named_twice("topic") {
-            return Err(protocol(
-                "ZCode wrote parameters that cannot be read: duplicate field `topic`",
-            ));
-        }
-        if method == "v4/conversation/frame"
-            && let Some(deltas) = wire_members(params).and_then(|wire| self.v4.deltas(wire))
-        {
-            self.apply_deltas(&deltas, effects);
-            return Ok(());
+        if method == "v4/conversation/frame" {
+            // The connection routed the frame on its first `topic` and read no further
+            // (`wire::leading_frame_topic`): which of two would count is a guess.
+            if params.named_twice("topic") {
+                return Err(protocol(
+                    "ZCode wrote parameters that cannot be read: duplicate field `topic`",
+                ));
+            }
+            if let Some(deltas) = wire_members(params).and_then(|wire| self.v4.deltas(wire)) {
+                self.apply_deltas(&deltas, effects);
+                return Ok(());
+            }
         }
         let params = raw_value(raw_params(line)?)?;
         self.read_notification(method, params, effects);
