@@ -37,6 +37,7 @@
 
 pub mod acp;
 pub mod component_check;
+pub mod elide;
 pub mod framing;
 pub mod guest;
 pub mod ids;

@@ -15,8 +15,8 @@ use zcode_contract::{Action, MapperError};
 use crate::subscription::Payload;
 use crate::tools::{Outcome, Tools};
 use zcode_mapper_sdk::acp::update::{self, EntryStatus, PlanEntry, Priority};
+use zcode_mapper_sdk::elide::{FNV_EMPTY, Text, fnv};
 use zcode_mapper_sdk::json::protocol;
-use zcode_v4::acp::track::{FNV_EMPTY, fnv};
 use zcode_v4::stream::Delta;
 
 /// Row kinds that belong to a turn but carry nothing ACP shows: the echo of the prompt, a
@@ -77,10 +77,22 @@ impl Shown {
         self.fingerprint = fnv(self.fingerprint, text.as_bytes());
     }
 
-    /// What `full` adds to the text shown, or `None` when it does not begin with it.
-    fn new_in<'a>(&self, full: &'a str) -> Option<&'a str> {
-        let shown = full.get(..self.len)?;
-        (fnv(FNV_EMPTY, shown.as_bytes()) == self.fingerprint).then(|| &full[self.len..])
+    /// What `full` adds to the text shown: an error when it does not begin with it, or when
+    /// it came elided (`zcode_mapper_sdk::elide`) with more new text than its tail kept.
+    fn new_in<'a>(&self, full: &'a Text<'_>, id: u64) -> Result<&'a str, MapperError> {
+        if let Some(new) = full.after(self.len, self.fingerprint) {
+            return Ok(new);
+        }
+        Err(protocol(match full {
+            Text::Elided(elided) if elided.bytes.saturating_sub(self.len) > elided.tail.len() => {
+                format!(
+                    "V4 row {id} brought {} bytes of text it had not streamed, in a line too \
+                     long to keep whole",
+                    elided.bytes - self.len
+                )
+            }
+            _ => format!("V4 rewrote the text of row {id}"),
+        }))
     }
 }
 
@@ -291,8 +303,10 @@ impl Conversation {
         }
         match kind {
             "assistantText" | "reasoning" => {
-                let full = required_str(row, "text", "text row")?;
-                self.text_row(id, kind == "reasoning", full, out)
+                let full = Text::of(required(row, "text", "text row")?).ok_or_else(|| {
+                    protocol("V4 text row whose `text` is not a string".to_string())
+                })?;
+                self.text_row(id, kind == "reasoning", &full, out)
             }
             "toolCall" => self.tool(id, row, cx, out),
             quiet if QUIET_ROWS.contains(&quiet) => Ok(()),
@@ -331,7 +345,7 @@ impl Conversation {
         &mut self,
         id: u64,
         thought: bool,
-        full: &str,
+        full: &Text<'_>,
         out: &mut Vec<Action>,
     ) -> Result<(), MapperError> {
         let Row::Text { shown, .. } =
@@ -340,9 +354,7 @@ impl Conversation {
             return Err(protocol(format!("V4 row {id} changed its kind")));
         };
         // Text only grows (appends go to streaming rows); a rewrite cannot be shown.
-        let Some(new) = shown.new_in(full) else {
-            return Err(protocol(format!("V4 rewrote the text of row {id}")));
-        };
+        let new = shown.new_in(full, id)?;
         if !new.is_empty() {
             out.push(chunk(thought, new));
             shown.push(new);

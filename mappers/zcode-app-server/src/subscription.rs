@@ -340,6 +340,7 @@ impl Subscription {
 #[cfg(test)]
 mod tests {
     use serde_json::value::RawValue;
+    use zcode_mapper_sdk::elide::Text;
 
     use super::*;
 
@@ -501,8 +502,8 @@ mod tests {
         };
         assert_eq!((appended.row_id, &*appended.path, &*appended.append), (4, "text", "hi"));
         assert_eq!(
-            (row.row_id, &*row.kind, &*row.turn_id, &*row.text),
-            (4, "reasoning", "t", "hi")
+            (row.row_id, &*row.kind, &*row.turn_id, &row.text),
+            (4, "reasoning", "t", &Text::Whole("hi".into()))
         );
         assert_eq!(tree["row"]["kind"], "turnHeader");
         assert_eq!((s.seq, s.revision), (Some(4), Some(9)));

@@ -12,6 +12,7 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use zcode_contract::{ErrorKind, MapperError, NativeReply, ReplyBody};
 
+use zcode_mapper_sdk::elide::{Compactor, Paths};
 use zcode_mapper_sdk::framing::json_batch;
 use zcode_mapper_sdk::json::{parse, protocol};
 
@@ -437,28 +438,74 @@ pub fn error_reply(id: &Value, code: i64, message: &str) -> Vec<u8> {
     line(&json!({"id": id, "error": {"code": code, "message": message}}))
 }
 
-/// Lines of a byte stream, keeping an incomplete tail for the next push.
+/// Lines of a byte stream, keeping an incomplete tail for the next push. A line that grows
+/// long is compacted as it comes ([`ELIDED`]), so the turn's last frames, which carry its whole
+/// text again, are never held whole (issue 27).
 #[derive(Default)]
 pub struct Lines {
     buffer: Vec<u8>,
     /// How much of `buffer` is known to hold no newline: a long line that comes in many pushes
     /// is scanned once, not once per push.
     scanned: usize,
+    /// The line in progress once it passed [`COMPACT_FROM`], and its bytes so far.
+    long: Option<(Compactor, usize)>,
 }
 
 /// A line longer than this without a newline is not a frame the Agent writes.
 const MAX_LINE: usize = 64 * 1024 * 1024;
 /// A line at least this long that starts the buffer is handed over whole rather than copied.
 const HAND_OVER: usize = 1024 * 1024;
+/// A line longer than this is compacted as it comes.
+const COMPACT_FROM: usize = 256 * 1024;
+
+/// Strings the Agent writes again whole after streaming them: past [`ELIDE_FROM`] bytes they are
+/// elided, keeping their last [`ELIDED_TAIL`] bytes. The session checks that they continue what
+/// it streamed, and shows any rest from the tail (`zcode_mapper_sdk::elide`).
+const ELIDED: Paths = &[
+    // A V4 text row, appended or upserted whole: the turn's last frame upserts its message.
+    &["params", "frame", "payload", "deltas", "row", "text"],
+    // The legacy `turn.completed` (and `model.response`): the turn's text again, never read.
+    &["params", "payload", "response"],
+];
+const ELIDE_FROM: usize = 256 * 1024;
+const ELIDED_TAIL: usize = 64 * 1024;
 
 fn not_utf8() -> MapperError {
     protocol("ZCode wrote a line that is not UTF-8")
 }
 
+fn too_long() -> MapperError {
+    protocol("ZCode wrote a line longer than 64 MiB")
+}
+
+/// `line` (a whole line, without its newline) among `lines`, unless it is blank.
+fn keep(lines: &mut Vec<String>, line: Vec<u8>) -> Result<(), MapperError> {
+    let line = String::from_utf8(line).map_err(|_| not_utf8())?;
+    match line.trim() {
+        "" => {}
+        text if text.len() == line.len() => lines.push(line),
+        text => lines.push(text.to_string()),
+    }
+    Ok(())
+}
+
 impl Lines {
-    pub fn push(&mut self, bytes: &[u8]) -> Result<Vec<String>, MapperError> {
-        self.buffer.extend_from_slice(bytes);
+    pub fn push(&mut self, mut bytes: &[u8]) -> Result<Vec<String>, MapperError> {
         let mut lines = Vec::new();
+        if let Some((compactor, read)) = &mut self.long {
+            let end = memchr::memchr(b'\n', bytes);
+            let part = &bytes[..end.unwrap_or(bytes.len())];
+            *read += part.len();
+            if *read > MAX_LINE {
+                return Err(too_long());
+            }
+            compactor.push(part)?;
+            let Some(end) = end else { return Ok(lines) };
+            let (compactor, _) = self.long.take().expect("a long line is in progress");
+            keep(&mut lines, compactor.finish())?;
+            bytes = &bytes[end + 1..];
+        }
+        self.buffer.extend_from_slice(bytes);
         let mut start = 0;
         let mut from = self.scanned;
         // The lines are copied out once each and the buffer is shifted once per push: a push
@@ -466,17 +513,12 @@ impl Lines {
         while let Some(offset) = memchr::memchr(b'\n', &self.buffer[from..]) {
             let end = from + offset;
             if start == 0 && end >= HAND_OVER {
-                // A long line (a turn's last frames carry its whole text) that starts the
-                // buffer is the buffer: handed over as the line, not copied.
+                // A long line that came in one push and starts the buffer is the buffer:
+                // handed over as the line, not copied.
                 let rest = self.buffer.split_off(end + 1);
                 let mut line = std::mem::replace(&mut self.buffer, rest);
                 line.truncate(end);
-                let line = String::from_utf8(line).map_err(|_| not_utf8())?;
-                match line.trim() {
-                    "" => {}
-                    text if text.len() == line.len() => lines.push(line),
-                    text => lines.push(text.to_string()),
-                }
+                keep(&mut lines, line)?;
                 from = 0;
                 continue;
             }
@@ -491,7 +533,15 @@ impl Lines {
         self.buffer.drain(..start);
         self.scanned = self.buffer.len();
         if self.buffer.len() > MAX_LINE {
-            return Err(protocol("ZCode wrote a line longer than 64 MiB"));
+            return Err(too_long());
+        }
+        if self.buffer.len() > COMPACT_FROM {
+            let mut compactor = Compactor::new(ELIDED, ELIDE_FROM, ELIDED_TAIL);
+            compactor.push(&self.buffer)?;
+            self.long = Some((compactor, self.buffer.len()));
+            // Freed, not kept: the next lines are short again.
+            self.buffer = Vec::new();
+            self.scanned = 0;
         }
         Ok(lines)
     }
@@ -499,11 +549,10 @@ impl Lines {
     /// At end of file: a last line without its newline is still a line (the Agent's transport
     /// reads one the same way), anything else is fine.
     pub fn finish(&mut self) -> Result<Vec<String>, MapperError> {
-        if self.buffer.is_empty() {
+        if self.buffer.is_empty() && self.long.is_none() {
             return Ok(Vec::new());
         }
-        self.buffer.push(b'\n');
-        self.push(&[])
+        self.push(b"\n")
     }
 }
 
@@ -516,6 +565,9 @@ mod tests {
     impl MemberNames for Names {
         const NAMES: &'static [&'static str] = &["seq", "type"];
     }
+
+    use serde_json::Value;
+    use zcode_mapper_sdk::elide::ELIDED as ELIDED_MARK;
 
     fn members(text: &str) -> Members<'_, Names> {
         serde_json::from_str(text).unwrap()
@@ -537,5 +589,51 @@ mod tests {
             assert!(!read.is_object() && get(&read, "seq").is_none(), "{other}");
         }
         assert!(serde_json::from_str::<Members<'_, Names>>(r#"{"seq":}"#).is_err());
+    }
+
+    /// Every line of `input` pushed in chunks of `chunk` bytes, then what `finish` adds.
+    fn lines_of(input: &str, chunk: usize) -> Vec<String> {
+        let mut lines = Lines::default();
+        let mut out = Vec::new();
+        for piece in input.as_bytes().chunks(chunk) {
+            out.extend(lines.push(piece).unwrap());
+        }
+        out.extend(lines.finish().unwrap());
+        out
+    }
+
+    #[test]
+    fn a_long_line_is_compacted_as_it_comes_and_the_lines_around_it_are_whole() {
+        let text = "r\"é".repeat(100_000);
+        let completed = json!({"method": "session/event", "params": {"sessionId": "s", "type": "turn.completed",
+            "payload": {"response": text, "resultType": "success"}}});
+        // Off the paths: a reply holding the same text comes whole.
+        let reply = json!({"id": 7, "result": {"payload": {"response": text}}});
+        let input = format!("{{\"a\":1}}\n{completed}\r\n{reply}\n{{\"b\":2}}\n{{\"c\":3}}");
+        // The core pushes at most 64 KiB at a time (a line already whole in one push is taken
+        // as it is: it is in memory already).
+        for chunk in [64 * 1024, 1000] {
+            let lines = lines_of(&input, chunk);
+            assert_eq!(lines.len(), 5, "chunks of {chunk}");
+            let compacted: Value = serde_json::from_str(&lines[1]).unwrap();
+            let elided = &compacted["params"]["payload"]["response"][ELIDED_MARK];
+            assert_eq!(elided["bytes"], text.len(), "chunks of {chunk}");
+            assert_eq!(elided["tail"].as_str().unwrap().len(), ELIDED_TAIL);
+            compacted["params"]["payload"]["response"].as_object().unwrap();
+            let mut rest = compacted.clone();
+            rest["params"]["payload"]["response"] =
+                completed["params"]["payload"]["response"].clone();
+            assert_eq!(rest, completed);
+            assert!(lines[1].len() < 2 * ELIDED_TAIL, "the tail, escaped, and the rest");
+            assert_eq!(serde_json::from_str::<Value>(&lines[2]).unwrap(), reply);
+            assert_eq!(
+                [&lines[0], &lines[3], &lines[4]],
+                [r#"{"a":1}"#, r#"{"b":2}"#, r#"{"c":3}"#]
+            );
+        }
+        // Cut off at the end of the input, the line is no JSON a reader takes.
+        let cut = &completed.to_string()[..COMPACT_FROM + 10];
+        let lines = lines_of(cut, 64 * 1024);
+        assert!(lines.len() == 1 && serde_json::from_str::<Value>(&lines[0]).is_err());
     }
 }

@@ -17,6 +17,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use crate::wire::WIRE_VERSION;
+use zcode_mapper_sdk::elide::Text;
 
 /// `raw` read as `T` when it is a JSON object: a derived struct also reads an array (by
 /// position), which no ZCode frame is. `None` when it cannot be read so.
@@ -132,7 +133,8 @@ impl<'a> Delta<'a> {
     }
 }
 
-/// A text row (`assistantText`, `reasoning`), read without a tree.
+/// A text row (`assistantText`, `reasoning`), read without a tree. Its text may have been
+/// elided by a framer that reads long lines as they come (`zcode_mapper_sdk::elide`).
 #[derive(Debug, Deserialize)]
 pub struct TextRow<'a> {
     #[serde(rename = "rowId")]
@@ -142,7 +144,7 @@ pub struct TextRow<'a> {
     #[serde(borrow, rename = "turnId")]
     pub turn_id: Cow<'a, str>,
     #[serde(borrow)]
-    pub text: Cow<'a, str>,
+    pub text: Text<'a>,
 }
 
 /// A `row.delta`: text appended to a row, read without a tree.
@@ -347,8 +349,8 @@ mod tests {
         };
         assert_eq!((appended.row_id, &*appended.path, &*appended.append), (4, "text", "hi"));
         assert_eq!(
-            (row.row_id, &*row.kind, &*row.turn_id, &*row.text),
-            (4, "reasoning", "t", "hi")
+            (row.row_id, &*row.kind, &*row.turn_id, &row.text),
+            (4, "reasoning", "t", &Text::Whole("hi".into()))
         );
         assert_eq!(tree["row"]["kind"], "turnHeader");
         for (other, subscription, seq) in [

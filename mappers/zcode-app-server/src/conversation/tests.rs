@@ -218,3 +218,57 @@ fn a_streamed_row_keeps_no_copy_of_its_text_and_its_whole_version_is_still_check
     );
     assert!(h.deltas(Value::Array(whole(&format!("{streamed}the end")))).is_empty());
 }
+
+/// The turn's last frame upserts its whole text again. Its line is compacted as it comes
+/// (`wire::Lines`, pushed here as the core pushes, 64 KiB at a time), so the text arrives
+/// elided: it is still checked against every byte shown, and what it adds is shown from its
+/// tail, or refused when the tail does not hold it.
+#[test]
+fn a_whole_row_too_long_to_keep_is_checked_against_what_was_shown_and_its_rest_shown() {
+    let mut h = Harness::watching("cmd-1");
+    h.deltas(json!([
+        {"op": "row.appended", "row": header("running", Some("cmd-1"))},
+        {"op": "row.appended", "row": row(2, "assistantText", json!({"text": "", "state": "streaming"}))},
+    ]));
+    let mut streamed = String::new();
+    for i in 0..30_000 {
+        let text = format!("lorem {i:05} ");
+        h.deltas(json!([{"op": "row.delta", "rowId": 2, "path": "text", "append": text}]));
+        streamed.push_str(&text);
+    }
+    let framed = |text: &str| {
+        let row = row(2, "assistantText", json!({"text": text, "state": "complete"}));
+        let deltas = json!([{"op": "row.upserted", "row": row}]);
+        let line = json!({"method": "v4/conversation/frame", "params": {"topic": "t",
+            "frame": {"fromSeq": 1, "toSeq": 2, "payload": {"kind": "deltas", "deltas": deltas}}}});
+        let mut lines = crate::wire::Lines::default();
+        let mut out = Vec::new();
+        for piece in format!("{line}\n").as_bytes().chunks(64 * 1024) {
+            out.extend(lines.push(piece).unwrap());
+        }
+        assert!(out.len() == 1 && out[0].len() < 100 * 1024, "the line is compacted");
+        let line: Value = serde_json::from_str(&out[0]).unwrap();
+        line["params"]["frame"]["payload"]["deltas"].as_array().unwrap().clone()
+    };
+    let refused = |h: &mut Harness, text: &str| {
+        let mut cx =
+            Context { tools: &mut h.tools, workspace: "/w", shown_mode: &mut h.shown_mode };
+        h.conversation.apply(Payload::Deltas(framed(text)), &mut cx).unwrap_err().message
+    };
+    let mut rewritten = streamed.clone().into_bytes();
+    rewritten[100_000] = b'X';
+    let rewritten = String::from_utf8(rewritten).unwrap() + "more";
+    assert!(refused(&mut h, &rewritten).contains("rewrote"));
+    assert!(refused(&mut h, &streamed[1..]).contains("rewrote"));
+    let unstreamed = refused(&mut h, &format!("{streamed}{}", "x".repeat(100_000)));
+    assert!(unstreamed.contains("100000 bytes of text it had not streamed"), "{unstreamed}");
+
+    assert!(h.apply(Payload::Deltas(framed(&streamed))).is_empty());
+    let shown = h.apply(Payload::Deltas(framed(&format!("{streamed}the end"))));
+    assert_eq!(
+        shown,
+        [
+            json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "the end"}})
+        ]
+    );
+}

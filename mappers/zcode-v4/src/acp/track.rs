@@ -21,18 +21,8 @@ use crate::rows::{HeaderState, Row, RowBody, TextState, ToolRow, ToolStatus};
 use zcode_mapper_sdk::acp::update::{
     self, Chunk, ToolCall, ToolCallUpdate, ToolStatus as AcpStatus,
 };
+use zcode_mapper_sdk::elide::{FNV_EMPTY, fnv};
 use zcode_mapper_sdk::json::protocol;
-
-/// FNV-1a over bytes, continuing from `state`: appending text extends a fingerprint without
-/// keeping the text (the app-server mapper's conversation keeps its rows so too).
-pub fn fnv(state: u64, bytes: &[u8]) -> u64 {
-    bytes
-        .iter()
-        .fold(state, |hash, byte| (hash ^ u64::from(*byte)).wrapping_mul(0x0000_0100_0000_01b3))
-}
-
-/// The fingerprint of the empty text (the FNV-1a offset basis).
-pub const FNV_EMPTY: u64 = 0xcbf2_9ce4_8422_2325;
 
 /// Final rows tracked at most; older final rows are forgotten (streaming rows never are).
 const MAX_FINAL_ROWS: usize = 4096;
