@@ -34,9 +34,26 @@ pub fn fnv(state: u64, bytes: &[u8]) -> u64 {
 /// The fingerprint of the empty text (the FNV-1a offset basis).
 pub const FNV_EMPTY: u64 = 0xcbf2_9ce4_8422_2325;
 
-/// Member paths whose string values may be elided, from the line's root; an array adds no step
-/// (`["params", "rows", "text"]` names the `text` of every element of `params.rows`).
-pub type Paths = &'static [&'static [&'static str]];
+/// Where string values may be elided.
+pub type Paths = &'static [Path];
+
+/// A member path from the line's root; an array adds no step (`["params", "rows", "text"]`
+/// names the `text` of every element of `params.rows`).
+#[derive(Clone, Copy, Debug)]
+pub struct Path {
+    pub members: &'static [&'static str],
+    /// Only in an object where this member came before, as one of these strings (written
+    /// without escapes): a `text` only where `kind` named a text row. Where it comes after,
+    /// nothing is elided.
+    pub when: Option<(&'static str, &'static [&'static str])>,
+}
+
+impl Path {
+    /// The strings at `members`, whatever else their object holds.
+    pub const fn at(members: &'static [&'static str]) -> Path {
+        Path { members, when: None }
+    }
+}
 
 /// What is left of an elided string.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -60,6 +77,15 @@ impl Elided {
     }
 }
 
+/// Why a text does not continue the text shown ([`Text::continuing`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Discontinued {
+    /// It does not begin with it.
+    Rewritten,
+    /// It came elided, and its `bytes` new bytes are more than its tail kept.
+    NotKept { bytes: usize },
+}
+
 /// A string member that may have been elided.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Text<'a> {
@@ -77,6 +103,37 @@ impl Text<'_> {
                 (fnv(FNV_EMPTY, shown.as_bytes()) == fingerprint).then(|| &text[len..])
             }
             Text::Elided(elided) => elided.after(len, fingerprint),
+        }
+    }
+
+    /// [`Text::after`], or why not: an elided text whose new part is longer than its tail
+    /// says how long that part is.
+    pub fn continuing(&self, len: usize, fingerprint: u64) -> Result<&str, Discontinued> {
+        self.after(len, fingerprint).ok_or(match self {
+            Text::Elided(elided) if elided.bytes.saturating_sub(len) > elided.tail.len() => {
+                Discontinued::NotKept { bytes: elided.bytes - len }
+            }
+            _ => Discontinued::Rewritten,
+        })
+    }
+
+    /// Its length in bytes.
+    pub fn len(&self) -> usize {
+        match self {
+            Text::Whole(text) => text.len(),
+            Text::Elided(elided) => elided.bytes,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Its [`fnv`] fingerprint.
+    pub fn fingerprint(&self) -> u64 {
+        match self {
+            Text::Whole(text) => fnv(FNV_EMPTY, text.as_bytes()),
+            Text::Elided(elided) => elided.fnv,
         }
     }
 
@@ -141,18 +198,20 @@ const MAX_LEVELS: usize = 64;
 /// Longest member name followed for paths; a longer one matches no path.
 const MAX_KEY: usize = 64;
 
-/// One open container: an array, or an object with the member it is at.
+/// One open container: an array, or an object with the member it is at, and the members it
+/// held that a [`Path::when`] names.
 enum Level {
     Array,
-    Object { key: Vec<u8>, value_next: bool },
+    Object { key: Vec<u8>, value_next: bool, noted: Vec<(Vec<u8>, Vec<u8>)> },
 }
 
 /// Where the compactor is in the line.
 enum At {
     /// Outside any string.
     Between,
-    /// In a string kept as it came (a member name, or a value on no path).
-    Kept { key: bool, escaped: bool },
+    /// In a string kept as it came (a member name, or a value on no path), whose text starts
+    /// at `start` in the output.
+    Kept { key: bool, escaped: bool, start: usize },
     /// In a string on a path: kept until it passes the bound, measured throughout.
     Measured(Box<Measure>),
 }
@@ -235,7 +294,11 @@ impl Compactor {
                     return i + 1;
                 }
                 b'{' | b'[' if self.levels.len() >= MAX_LEVELS || self.deep > 0 => self.deep += 1,
-                b'{' => self.levels.push(Level::Object { key: Vec::new(), value_next: false }),
+                b'{' => self.levels.push(Level::Object {
+                    key: Vec::new(),
+                    value_next: false,
+                    noted: Vec::new(),
+                }),
                 b'[' => self.levels.push(Level::Array),
                 b'}' | b']' if self.deep > 0 => self.deep -= 1,
                 b'}' | b']' => {
@@ -247,7 +310,7 @@ impl Compactor {
                     }
                 }
                 b',' => {
-                    if let Some(Level::Object { key, value_next }) = self.levels.last_mut() {
+                    if let Some(Level::Object { key, value_next, .. }) = self.levels.last_mut() {
                         key.clear();
                         *value_next = false;
                     }
@@ -261,7 +324,7 @@ impl Compactor {
 
     fn open_string(&mut self) {
         let key = match self.levels.last_mut() {
-            Some(Level::Object { key, value_next: false }) => {
+            Some(Level::Object { key, value_next: false, .. }) => {
                 key.clear();
                 true
             }
@@ -279,7 +342,7 @@ impl Compactor {
                 partial: Vec::new(),
             }))
         } else {
-            At::Kept { key, escaped: false }
+            At::Kept { key, escaped: false, start: self.out.len() }
         };
     }
 
@@ -290,15 +353,26 @@ impl Compactor {
                 Level::Array => None,
             })
         };
+        let noted = match self.levels.last() {
+            Some(Level::Object { noted, .. }) => noted.as_slice(),
+            _ => &[],
+        };
         self.paths.iter().any(|path| {
-            path.len() == keys().count()
-                && path.iter().zip(keys()).all(|(name, key)| name.as_bytes() == key)
+            path.members.len() == keys().count()
+                && path.members.iter().zip(keys()).all(|(name, key)| name.as_bytes() == key)
+                && path.when.is_none_or(|(name, values)| {
+                    noted.iter().any(|(member, value)| {
+                        member == name.as_bytes()
+                            && values.iter().any(|allowed| allowed.as_bytes() == value)
+                    })
+                })
         })
     }
 
     /// A kept string, through its closing quote.
     fn kept(&mut self, bytes: &[u8]) -> usize {
-        let At::Kept { key, escaped } = &mut self.at else { unreachable!() };
+        let At::Kept { key, escaped, start } = &mut self.at else { unreachable!() };
+        let (key, start) = (*key, *start);
         let mut end = None;
         let mut i = 0;
         while i < bytes.len() {
@@ -321,7 +395,7 @@ impl Compactor {
         }
         let used = end.map_or(bytes.len(), |end| end + 1);
         let text = &bytes[..end.unwrap_or(bytes.len())];
-        if *key && let Some(Level::Object { key: name, .. }) = self.levels.last_mut() {
+        if key && let Some(Level::Object { key: name, .. }) = self.levels.last_mut() {
             // A name too long for any path is cut; it then matches none.
             let room = (MAX_KEY + 1).saturating_sub(name.len());
             name.extend_from_slice(&text[..text.len().min(room)]);
@@ -329,8 +403,22 @@ impl Compactor {
         self.out.extend_from_slice(&bytes[..used]);
         if end.is_some() {
             self.at = At::Between;
+            if !key {
+                self.note(start);
+            }
         }
         used
+    }
+
+    /// A value string just kept, its text at `start` in the output: noted in its object if a
+    /// path's condition names its member.
+    fn note(&mut self, start: usize) {
+        let Some(Level::Object { key, noted, .. }) = self.levels.last_mut() else { return };
+        let named = |path: &Path| path.when.is_some_and(|(name, _)| name.as_bytes() == *key);
+        let value = &self.out[start..self.out.len() - 1];
+        if value.len() <= MAX_KEY && self.paths.iter().any(named) {
+            noted.push((key.clone(), value.to_vec()));
+        }
     }
 
     /// A string on a path, through its closing quote.

@@ -15,7 +15,7 @@ use zcode_contract::{Action, MapperError};
 use crate::subscription::Payload;
 use crate::tools::{Outcome, Tools};
 use zcode_mapper_sdk::acp::update::{self, EntryStatus, PlanEntry, Priority};
-use zcode_mapper_sdk::elide::{FNV_EMPTY, Text, fnv};
+use zcode_mapper_sdk::elide::{Discontinued, FNV_EMPTY, Text, fnv};
 use zcode_mapper_sdk::json::protocol;
 use zcode_v4::stream::Delta;
 
@@ -77,22 +77,17 @@ impl Shown {
         self.fingerprint = fnv(self.fingerprint, text.as_bytes());
     }
 
-    /// What `full` adds to the text shown: an error when it does not begin with it, or when
-    /// it came elided (`zcode_mapper_sdk::elide`) with more new text than its tail kept.
+    /// What `full` adds to the text shown.
     fn new_in<'a>(&self, full: &'a Text<'_>, id: u64) -> Result<&'a str, MapperError> {
-        if let Some(new) = full.after(self.len, self.fingerprint) {
-            return Ok(new);
-        }
-        Err(protocol(match full {
-            Text::Elided(elided) if elided.bytes.saturating_sub(self.len) > elided.tail.len() => {
-                format!(
-                    "V4 row {id} brought {} bytes of text it had not streamed, in a line too \
-                     long to keep whole",
-                    elided.bytes - self.len
-                )
-            }
-            _ => format!("V4 rewrote the text of row {id}"),
-        }))
+        full.continuing(self.len, self.fingerprint).map_err(|why| {
+            protocol(match why {
+                Discontinued::Rewritten => format!("V4 rewrote the text of row {id}"),
+                Discontinued::NotKept { bytes } => format!(
+                    "V4 row {id} brought {bytes} bytes of text it had not streamed, in a line \
+                     too long to keep whole"
+                ),
+            })
+        })
     }
 }
 

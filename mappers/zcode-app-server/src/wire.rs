@@ -12,7 +12,7 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use zcode_contract::{ErrorKind, MapperError, NativeReply, ReplyBody};
 
-use zcode_mapper_sdk::elide::{Compactor, Paths};
+use zcode_mapper_sdk::elide::{Compactor, Path, Paths};
 use zcode_mapper_sdk::framing::json_batch;
 use zcode_mapper_sdk::json::{parse, protocol};
 
@@ -463,9 +463,10 @@ const COMPACT_FROM: usize = 256 * 1024;
 /// it streamed, and shows any rest from the tail (`zcode_mapper_sdk::elide`).
 const ELIDED: Paths = &[
     // A V4 text row, appended or upserted whole: the turn's last frame upserts its message.
-    &["params", "frame", "payload", "deltas", "row", "text"],
+    // (Whatever the row's kind: the session shows no other row's `text`.)
+    Path::at(&["params", "frame", "payload", "deltas", "row", "text"]),
     // The legacy `turn.completed` (and `model.response`): the turn's text again, never read.
-    &["params", "payload", "response"],
+    Path::at(&["params", "payload", "response"]),
 ];
 const ELIDE_FROM: usize = 256 * 1024;
 const ELIDED_TAIL: usize = 64 * 1024;

@@ -2,7 +2,11 @@ use serde_json::{Value, json};
 
 use super::*;
 
-const PATHS: Paths = &[&["params", "rows", "text"], &["params", "response"]];
+const PATHS: Paths = &[
+    Path::at(&["params", "rows", "text"]),
+    Path::at(&["params", "response"]),
+    Path { members: &["params", "row", "text"], when: Some(("kind", &["a", "b"])) },
+];
 const MIN: usize = 64;
 const TAIL: usize = 16;
 
@@ -219,4 +223,25 @@ fn a_text_reads_a_string_or_a_marker_and_nothing_else() {
     // Borrowed from the line when it has no escape.
     let text: Text<'_> = serde_json::from_str(r#""abc""#).unwrap();
     assert!(matches!(text, Text::Whole(Cow::Borrowed("abc"))));
+}
+
+#[test]
+fn a_conditional_path_elides_only_after_its_member_named_one_of_its_values() {
+    let text = "c".repeat(100);
+    let line = |row: &str| format!(r#"{{"params":{{"row":{row}}}}}"#);
+    for (row, elided) in [
+        (format!(r#"{{"kind":"a","text":"{text}"}}"#), true),
+        (format!(r#"{{"id":1,"kind":"b","x":[{{"kind":"z"}}],"text":"{text}"}}"#), true),
+        // After the text, or another value, or in another object: kept.
+        (format!(r#"{{"text":"{text}","kind":"a"}}"#), false),
+        (format!(r#"{{"kind":"c","text":"{text}"}}"#), false),
+        (format!(r#"{{"kind":"a\u0062","text":"{text}"}}"#), false),
+        (format!(r#"{{"x":{{"kind":"a"}},"text":"{text}"}}"#), false),
+        (format!(r#"{{"kind":["a"],"text":"{text}"}}"#), false),
+    ] {
+        let line = line(&row);
+        let read: Value = serde_json::from_str(&compact_all(&line).unwrap()).unwrap();
+        let expected = if elided { marker(&text) } else { json!(text) };
+        assert_eq!(read["params"]["row"]["text"], expected, "{row}");
+    }
 }
