@@ -64,7 +64,8 @@ impl Default for Subscription {
             seq: None,
             revision: None,
             resyncing: false,
-            fragments: fragments::Assembler::new(LIMITS, Base64::Lenient, true),
+            fragments: fragments::Assembler::new(LIMITS, Base64::Lenient, true)
+                .eliding(zcode_v4::wire::TEXT_ROWS),
             commands: 0,
         }
     }
@@ -220,6 +221,9 @@ impl Subscription {
                     Problem::Conflict { .. } => protocol("V4 fragment repeated with other bytes"),
                     Problem::TooManyBytes | Problem::TooFewBytes => {
                         protocol("V4 frame reassembled to the wrong size")
+                    }
+                    Problem::NotJsonText => {
+                        protocol("V4 frame holds a long string that is not JSON text")
                     }
                     Problem::Inconsistent | Problem::TooLarge | Problem::Checksum => out_of_range(),
                 });

@@ -7,17 +7,21 @@
 //! in any order, and identical repeats are harmless; every fragment of a frame must agree on
 //! what it says about the frame, the bytes decoded must never exceed the announced size
 //! (checked as each fragment comes, as ZCode does), and the whole must have that size and that
-//! checksum. The bytes are decoded straight into place, so a frame is held once rather than as
-//! parts and then a concatenation (F-20).
+//! checksum. The bytes are joined as they come, so a frame is held once rather than as parts
+//! and then a concatenation (F-20), and the long strings a mapper names ([`Elision`]) are not
+//! held at all (issue 27). A repeat is compared with the fragment it repeats by its FNV-1a
+//! digest.
 //!
 //! What a mapper does about a [`Problem`] (resync or break, and its words) is the mapper's: the
 //! assembler only says what went wrong. The parameters where the V4 mappers differ are
-//! explicit: [`Limits`], the [`Base64`] strictness, and whether fragments of several frames may
-//! interleave.
+//! explicit: [`Limits`], the [`Base64`] strictness, whether fragments of several frames may
+//! interleave, and the [`Elision`].
 
 use std::collections::BTreeMap;
 
-use crate::codec::{Base64, crc32_hex};
+use zcode_mapper_sdk::elide::{Compactor, FNV_EMPTY, Paths, fnv};
+
+use crate::codec::Base64;
 
 /// How much one logical frame may make the mapper hold.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -56,6 +60,9 @@ pub enum Problem {
     TooFewBytes,
     /// The reassembled bytes fail their CRC-32.
     Checksum,
+    /// A long string of the frame, elided as it came, is not valid JSON text (the frame's
+    /// checksum was good).
+    NotJsonText,
 }
 
 /// One physical fragment.
@@ -78,35 +85,60 @@ struct Assembly<M> {
     count: u64,
     logical_bytes: u64,
     checksum: String,
-    /// The bytes of fragments `0..ends.len()`, decoded straight into place: fragments come in
-    /// order, so the frame is held once. `ends[i]` is where fragment `i` ends, to compare a
-    /// repeat.
-    logical: Vec<u8>,
-    ends: Vec<usize>,
+    /// Fragments `0..digests.len()`, joined in order as they come and compacted
+    /// ([`Elision`]): a turn's last frame, which carries its whole text again, is never held
+    /// whole (F-20, issue 27).
+    frame: Compactor,
+    /// A string of those bytes is not JSON text: the frame is refused once its checksum is
+    /// known good (a damaged frame is a checksum failure).
+    not_json_text: bool,
+    /// The CRC-32 of those bytes as they were, before compaction.
+    crc: crc32fast::Hasher,
+    /// A digest of each of those fragments, to compare a repeat.
+    digests: Vec<u64>,
     /// Fragments that arrived before an earlier one, until it comes.
     early: BTreeMap<u64, Vec<u8>>,
     bytes: u64,
 }
 
 impl<M> Assembly<M> {
-    /// The bytes fragment `index` brought, if it came already.
-    fn part(&self, index: u64) -> Option<&[u8]> {
-        match usize::try_from(index).ok().filter(|i| *i < self.ends.len()) {
-            Some(i) => Some(&self.logical[if i == 0 { 0 } else { self.ends[i - 1] }..self.ends[i]]),
-            None => self.early.get(&index).map(Vec::as_slice),
+    /// Whether fragment `index` came already with other bytes (`Some(false)`: the same).
+    fn conflicts(&self, index: u64, bytes: &[u8]) -> Option<bool> {
+        match usize::try_from(index).ok().and_then(|i| self.digests.get(i)) {
+            Some(digest) => Some(*digest != fnv(FNV_EMPTY, bytes)),
+            None => self.early.get(&index).map(|early| early != bytes),
         }
     }
 
     fn append(&mut self, bytes: &[u8]) {
-        self.logical.extend_from_slice(bytes);
-        self.ends.push(self.logical.len());
+        self.crc.update(bytes);
+        self.digests.push(fnv(FNV_EMPTY, bytes));
+        if !self.not_json_text {
+            self.not_json_text = self.frame.push(bytes).is_err();
+        }
     }
+}
+
+/// Which strings of a logical frame are elided as it is reassembled
+/// (`zcode_mapper_sdk::elide`): those at `paths` longer than `min` bytes, keeping their last
+/// `tail` bytes.
+#[derive(Clone, Copy)]
+pub struct Elision {
+    pub paths: Paths,
+    pub min: usize,
+    pub tail: usize,
+}
+
+impl Elision {
+    /// Nothing elided: the frame is reassembled as it came.
+    pub const NONE: Elision = Elision { paths: &[], min: 0, tail: 0 };
 }
 
 /// Reassembles logical frames.
 pub struct Assembler<M> {
     limits: Limits,
     base64: Base64,
+    elision: Elision,
     /// Fragments of several frames may arrive interleaved (each frame is assembled by its id);
     /// otherwise one frame at a time.
     interleaved: bool,
@@ -115,7 +147,13 @@ pub struct Assembler<M> {
 
 impl<M: PartialEq> Assembler<M> {
     pub fn new(limits: Limits, base64: Base64, interleaved: bool) -> Self {
-        Self { limits, base64, interleaved, frames: BTreeMap::new() }
+        Self { limits, base64, elision: Elision::NONE, interleaved, frames: BTreeMap::new() }
+    }
+
+    /// Elides what `elision` names as each frame is reassembled.
+    pub fn eliding(mut self, elision: Elision) -> Self {
+        self.elision = elision;
+        self
     }
 
     /// Drops every partial frame (after a fault, or when a resync starts over).
@@ -155,15 +193,16 @@ impl<M: PartialEq> Assembler<M> {
             }
             Some(_) => {}
             None => {
+                let Elision { paths, min, tail } = self.elision;
                 let assembly = Assembly {
                     meta,
                     count,
                     logical_bytes,
                     checksum: checksum.to_string(),
-                    // Exactly the announced size (bounded above): growing by doubling would
-                    // hold up to twice the frame while it is copied.
-                    logical: Vec::with_capacity(logical_bytes as usize),
-                    ends: Vec::new(),
+                    frame: Compactor::new(paths, min, tail),
+                    not_json_text: false,
+                    crc: crc32fast::Hasher::new(),
+                    digests: Vec::new(),
                     early: BTreeMap::new(),
                     bytes: 0,
                 };
@@ -172,45 +211,47 @@ impl<M: PartialEq> Assembler<M> {
         }
         let assembly = self.frames.get_mut(frame_id).expect("inserted above");
         let decoded = self.base64.decode(data).ok_or(Problem::NotBase64)?;
-        if let Some(previous) = assembly.part(index) {
-            if *previous != decoded {
-                return Err(Problem::Conflict { index });
-            }
-            return Ok(None);
+        match assembly.conflicts(index, &decoded) {
+            Some(true) => return Err(Problem::Conflict { index }),
+            Some(false) => return Ok(None),
+            None => {}
         }
         assembly.bytes += decoded.len() as u64;
         if assembly.bytes > logical_bytes {
             return Err(Problem::TooManyBytes);
         }
-        if index == assembly.ends.len() as u64 {
+        if index == assembly.digests.len() as u64 {
             assembly.append(&decoded);
             drop(decoded);
-            while let Some(next) = assembly.early.remove(&(assembly.ends.len() as u64)) {
+            while let Some(next) = assembly.early.remove(&(assembly.digests.len() as u64)) {
                 assembly.append(&next);
             }
         } else {
             assembly.early.insert(index, decoded);
         }
-        if (assembly.ends.len() as u64) < count {
+        if (assembly.digests.len() as u64) < count {
             return Ok(None);
         }
         let assembly = self.frames.remove(frame_id).expect("assembling");
         if assembly.bytes != logical_bytes {
             return Err(Problem::TooFewBytes);
         }
-        // The checksum covers exactly these bytes: the decoded fragments joined in index
-        // order, before any UTF-8 or JSON decoding.
-        if crc32_hex(&assembly.logical) != assembly.checksum {
+        // The checksum covers exactly the decoded fragments joined in index order, before any
+        // UTF-8 or JSON decoding or compaction.
+        if format!("{:08x}", assembly.crc.finalize()) != assembly.checksum {
             return Err(Problem::Checksum);
         }
-        Ok(Some((assembly.meta, assembly.logical)))
+        if assembly.not_json_text {
+            return Err(Problem::NotJsonText);
+        }
+        Ok(Some((assembly.meta, assembly.frame.finish())))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codec::encode_base64;
+    use crate::codec::{crc32_hex, encode_base64};
 
     const TEXT: &[u8] = "{\"héllo\":\"wörld, and some more text\"}".as_bytes();
 
@@ -289,5 +330,32 @@ mod tests {
         let mut under = assembler(false);
         under.accept(fragment("f", 0, &few, &sum)).unwrap();
         assert_eq!(under.accept(fragment("f", 1, &few, &sum)), Err(Problem::TooFewBytes));
+    }
+
+    /// A long string elided as it comes is checked as JSON text; a frame that fails there is
+    /// refused as not JSON only once its checksum says it came as sent.
+    #[test]
+    fn elides_long_strings_and_refuses_one_that_is_not_json_text() {
+        use zcode_mapper_sdk::elide::Path;
+        const LONG: Elision = Elision { paths: &[Path::at(&["s"])], min: 8, tail: 2 };
+        let assemble = |text: &[u8], sum: &str| {
+            let data = pieces(text, 3);
+            let mut one = assembler(false).eliding(LONG);
+            let mut done = Ok(None);
+            for index in 0..data.len() {
+                let mut part = fragment("f", index, &data, sum);
+                part.logical_bytes = text.len() as u64;
+                done = one.accept(part);
+            }
+            done
+        };
+        let good = br#"{"s":"0123456789","t":"0123456789"}"#;
+        let ((), frame) = assemble(good, &crc32_hex(good)).unwrap().unwrap();
+        let frame: serde_json::Value = serde_json::from_slice(&frame).unwrap();
+        assert_eq!(frame["s"]["$zcode-acp:elided"]["tail"], "89");
+        assert_eq!(frame["t"], "0123456789");
+        let bad = br#"{"s":"0123456789\x","t":1}"#;
+        assert_eq!(assemble(bad, &crc32_hex(bad)), Err(Problem::NotJsonText));
+        assert_eq!(assemble(bad, "00000000"), Err(Problem::Checksum));
     }
 }

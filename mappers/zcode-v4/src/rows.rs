@@ -6,6 +6,7 @@
 use serde_json::Value;
 use zcode_contract::MapperError;
 
+use zcode_mapper_sdk::elide::Text;
 use zcode_mapper_sdk::json::protocol;
 
 use crate::schema::Fields;
@@ -69,13 +70,15 @@ pub enum RowBody {
         source_command_id: Option<String>,
         attachments: Vec<String>,
     },
+    /// Its text is elided only in a delta's row ([`parse_owned`]), where a long frame was
+    /// compacted as it came (`crate::wire`); a row of a snapshot or page is always whole.
     AssistantText {
-        text: String,
+        text: Text<'static>,
         state: TextState,
         response_id: Option<String>,
     },
     Reasoning {
-        text: String,
+        text: Text<'static>,
         state: TextState,
         response_id: Option<String>,
     },
@@ -196,12 +199,12 @@ pub fn parse(value: &Value) -> Result<Row, MapperError> {
             }
         }
         "assistantText" => RowBody::AssistantText {
-            text: fields.str("text")?.to_string(),
+            text: Text::Whole(fields.str("text")?.to_string().into()),
             state: text_state(&fields, true)?,
             response_id: opt_string(&fields, "assistantResponseId")?,
         },
         "reasoning" => RowBody::Reasoning {
-            text: fields.str("text")?.to_string(),
+            text: Text::Whole(fields.str("text")?.to_string().into()),
             state: text_state(&fields, false)?,
             response_id: opt_string(&fields, "assistantResponseId")?,
         },
@@ -252,6 +255,19 @@ pub fn parse_owned(mut value: Value) -> Result<Row, MapperError> {
             _ => None,
         }
     }
+    // A text row's text may have come elided: the placeholder string keeps `parse`'s checks.
+    let text_row =
+        matches!(value.get("kind").and_then(Value::as_str), Some("assistantText" | "reasoning"));
+    let elided = match value.get_mut("text") {
+        Some(slot) if text_row => match Text::of(slot) {
+            Some(Text::Elided(elided)) => {
+                *slot = Value::String(String::new());
+                Some(elided)
+            }
+            _ => None,
+        },
+        _ => None,
+    };
     let text = take_string(value.get_mut("text"));
     let input_text = take_string(value.get_mut("inputText"));
     let output_text = take_string(value.get_mut("output").and_then(|o| o.get_mut("text")));
@@ -259,10 +275,12 @@ pub fn parse_owned(mut value: Value) -> Result<Row, MapperError> {
     let input = value.get_mut("input").map(Value::take);
     let mut row = parse(&value)?;
     match &mut row.body {
-        RowBody::UserInput { text: slot, .. }
-        | RowBody::AssistantText { text: slot, .. }
-        | RowBody::Reasoning { text: slot, .. } => {
-            *slot = text.unwrap_or_default();
+        RowBody::UserInput { text: slot, .. } => *slot = text.unwrap_or_default(),
+        RowBody::AssistantText { text: slot, .. } | RowBody::Reasoning { text: slot, .. } => {
+            *slot = match elided {
+                Some(elided) => Text::Elided(elided),
+                None => Text::Whole(text.unwrap_or_default().into()),
+            };
         }
         RowBody::ToolCall(tool) => {
             tool.input = input.filter(|input| !input.is_null());
@@ -366,14 +384,14 @@ mod tests {
     #[test]
     fn deltas_apply_only_to_streaming_paths() {
         let streaming = RowBody::AssistantText {
-            text: String::new(),
+            text: Text::Whole("".into()),
             state: TextState::Streaming,
             response_id: None,
         };
         assert!(delta_applies(&streaming, "text").unwrap());
         assert!(!delta_applies(&streaming, "inputText").unwrap());
         let done = RowBody::AssistantText {
-            text: String::new(),
+            text: Text::Whole("".into()),
             state: TextState::Complete,
             response_id: None,
         };

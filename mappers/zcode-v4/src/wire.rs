@@ -16,8 +16,9 @@
 use serde_json::Value;
 
 use crate::codec::{Base64, is_crc32_hex};
-use crate::fragments::{self, Fragment, Limits, Problem};
+use crate::fragments::{self, Elision, Fragment, Limits, Problem};
 use crate::schema::Fields;
+use zcode_mapper_sdk::elide::Path;
 
 /// The wire version the 3.15.1 frames carry (`ZCODE_PROTOCOL_V4_WIRE_VERSION`).
 pub const WIRE_VERSION: u64 = 3;
@@ -160,9 +161,23 @@ pub struct Assembler {
     fragments: fragments::Assembler<Envelope>,
 }
 
+/// What a fragmented logical frame need not hold: a text row's text, which a turn's last
+/// frame upserts whole. The session checks it against what it streamed, and shows any rest
+/// from the tail kept (`acp::track`). Only after `kind` named a text row: another client's
+/// prompt (`userInput`) is shown whole.
+pub const TEXT_ROWS: Elision = Elision {
+    paths: &[Path {
+        members: &["payload", "deltas", "row", "text"],
+        when: Some(("kind", &["assistantText", "reasoning"])),
+    }],
+    min: 256 * 1024,
+    tail: 64 * 1024,
+};
+
 impl Default for Assembler {
     fn default() -> Self {
-        Self { fragments: fragments::Assembler::new(Limits::PROTOCOL, Base64::Canonical, false) }
+        let fragments = fragments::Assembler::new(Limits::PROTOCOL, Base64::Canonical, false);
+        Self { fragments: fragments.eliding(TEXT_ROWS) }
     }
 }
 
@@ -226,6 +241,9 @@ impl Assembler {
                         "fragments hold fewer bytes than their logical frame".into()
                     }
                     Problem::Checksum => "a reassembled logical frame fails its CRC-32".into(),
+                    Problem::NotJsonText => {
+                        "a reassembled logical frame holds a string that is not JSON text".into()
+                    }
                 });
             }
         };
@@ -499,5 +517,64 @@ mod tests {
         let unknown = json!({"topic": "conversation/s", "subscriptionId": "sub", "fromSeq": 0, "toSeq": 0, "sentAt": 1,
                              "payload": {"kind": "patch"}});
         assert!(matches!(logical(&envelope, unknown), Err(WireError::Break(_))));
+    }
+
+    /// A turn's last frame upserts its whole text again, fragmented when long. Reassembled, a
+    /// text row's text is elided (after its `kind`), a prompt's is not; the tracker still checks
+    /// the elided text against what it streamed and shows what it adds from its tail.
+    #[test]
+    fn a_long_text_row_is_elided_while_reassembled_and_still_checked() {
+        use crate::acp::track::Tracker;
+        use crate::rows;
+        use zcode_mapper_sdk::elide::{ELIDED, Text};
+
+        let streamed = "lorem ipsum ".repeat(30_000);
+        let framed = |text: &str| {
+            let rows = json!([
+                {"op": "row.upserted", "row": {"rowId": 2, "turnId": "t", "createdAt": 1, "createdAtSeq": 1, "kind": "assistantText", "text": text, "state": "complete"}},
+                {"op": "row.appended", "row": {"rowId": 3, "turnId": "t", "createdAt": 1, "createdAtSeq": 1, "kind": "userInput", "origin": "realUser", "text": streamed}},
+            ]);
+            let logical = json!({"topic": "conversation/s", "subscriptionId": "sub", "fromSeq": 1, "toSeq": 2,
+                                 "sentAt": 5, "payload": {"kind": "deltas", "deltas": rows}});
+            let mut assembler = Assembler::default();
+            let parts = fragments(logical.to_string().as_bytes(), 12);
+            let mut done = None;
+            for part in parts {
+                done = assembler.accept(part).unwrap();
+            }
+            let (_, mut frame) = done.unwrap();
+            let mut deltas = frame["payload"]["deltas"].take();
+            (deltas[0]["row"].take(), deltas[1]["row"].take())
+        };
+        let (text_row, prompt) = framed(&format!("{streamed}the end"));
+        assert_eq!(text_row["text"][ELIDED]["bytes"], streamed.len() + 7);
+        assert_eq!(prompt["text"], streamed.as_str(), "a prompt's text is whole");
+        assert!(rows::parse(&text_row).is_err(), "a row of history is never elided");
+
+        // A tracker that streamed the text, then the whole row upserted.
+        let upserted = |text: &str| {
+            let mut tracker = Tracker::default();
+            let empty = json!({"rowId": 2, "turnId": "t", "createdAt": 1, "createdAtSeq": 1, "kind": "assistantText", "text": "", "state": "streaming"});
+            tracker.appended(&rows::parse(&empty).unwrap(), "/w").unwrap();
+            tracker.delta(2, "text", &streamed).unwrap();
+            let row = rows::parse_owned(framed(text).0).unwrap();
+            let out = tracker.upserted(&row, "/w")?;
+            let texts = out.updates.into_iter().map(crate::acp::track::Update::into_text);
+            Ok::<_, zcode_contract::MapperError>(texts.collect::<Vec<_>>())
+        };
+        let rewritten = streamed.replacen("lorem", "Lorem", 1);
+        assert!(upserted(&rewritten).unwrap_err().message.contains("rewrote"));
+        let unkept = upserted(&format!("{streamed}{}", "x".repeat(100_000))).unwrap_err();
+        assert!(unkept.message.contains("100000 bytes of text it had not streamed"), "{unkept:?}");
+        let shown = upserted(&format!("{streamed}the end")).unwrap();
+        assert_eq!(shown.len(), 1);
+        let shown: Value = serde_json::from_str(&shown[0]).unwrap();
+        assert_eq!(shown["content"]["text"], "the end");
+        assert!(upserted(&streamed).unwrap().is_empty());
+        let upsert = |row: Value| rows::parse_owned(row).unwrap();
+        assert!(matches!(
+            upsert(framed("short").0).body,
+            rows::RowBody::AssistantText { text: Text::Whole(_), .. }
+        ));
     }
 }

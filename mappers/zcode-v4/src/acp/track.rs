@@ -21,7 +21,7 @@ use crate::rows::{HeaderState, Row, RowBody, TextState, ToolRow, ToolStatus};
 use zcode_mapper_sdk::acp::update::{
     self, Chunk, ToolCall, ToolCallUpdate, ToolStatus as AcpStatus,
 };
-use zcode_mapper_sdk::elide::{FNV_EMPTY, fnv};
+use zcode_mapper_sdk::elide::{Discontinued, FNV_EMPTY, Text, fnv};
 use zcode_mapper_sdk::json::protocol;
 
 /// Final rows tracked at most; older final rows are forgotten (streaming rows never are).
@@ -234,10 +234,12 @@ impl Tracker {
         let mut out = Emitted::default();
         let track = match &row.body {
             RowBody::AssistantText { text, state, response_id } => {
-                text_track(TextKind::Message, text, *state, response_id.as_deref(), &mut out)
+                let id = response_id.as_deref();
+                text_track(TextKind::Message, text, *state, id, row.id, &mut out)?
             }
             RowBody::Reasoning { text, state, response_id } => {
-                text_track(TextKind::Thought, text, *state, response_id.as_deref(), &mut out)
+                let id = response_id.as_deref();
+                text_track(TextKind::Thought, text, *state, id, row.id, &mut out)?
             }
             RowBody::UserInput { origin, text, source_command_id, attachments } => {
                 if let Some(id) = source_command_id {
@@ -513,44 +515,49 @@ fn user_message(text: &str, attachments: &[String]) -> String {
     chunk(Chunk::User, &shown, None)
 }
 
+/// The tracking of a new text row, whose text so far is shown.
 fn text_track(
     kind: TextKind,
-    text: &str,
+    text: &Text<'_>,
     state: TextState,
     message_id: Option<&str>,
+    row_id: u64,
     out: &mut Emitted,
-) -> Track {
-    if !text.is_empty() {
-        out.updates.push(chunk(kind.chunk(), text, message_id).into());
-    }
-    Track::Text {
+) -> Result<Track, MapperError> {
+    let mut track = Track::Text {
         kind,
-        sent: text.len(),
-        fingerprint: fnv(FNV_EMPTY, text.as_bytes()),
+        sent: 0,
+        fingerprint: FNV_EMPTY,
         streaming: state == TextState::Streaming,
         message_id: message_id.map(str::to_string),
+    };
+    if let Track::Text { sent, fingerprint, .. } = &mut track {
+        extend_text(kind, sent, fingerprint, message_id, text, row_id, out)?;
     }
+    Ok(track)
 }
 
+/// Shows what `text` adds to the text sent of a row, which it must begin with.
 fn extend_text(
     kind: TextKind,
     sent: &mut usize,
     fingerprint: &mut u64,
     message_id: Option<&str>,
-    text: &str,
+    text: &Text<'_>,
     row_id: u64,
     out: &mut Emitted,
 ) -> Result<(), MapperError> {
-    let bytes = text.as_bytes();
-    if bytes.len() < *sent
-        || fnv(FNV_EMPTY, &bytes[..*sent]) != *fingerprint
-        || !text.is_char_boundary(*sent)
-    {
-        return Err(protocol(format!(
-            "row.upserted: row {row_id} rewrote text that was already streamed"
-        )));
-    }
-    let suffix = &text[*sent..];
+    let suffix = text.continuing(*sent, *fingerprint).map_err(|why| {
+        protocol(match why {
+            Discontinued::Rewritten => {
+                format!("row.upserted: row {row_id} rewrote text that was already streamed")
+            }
+            Discontinued::NotKept { bytes } => format!(
+                "row {row_id} brought {bytes} bytes of text it had not streamed, in a frame too \
+                 long to keep whole"
+            ),
+        })
+    })?;
     if !suffix.is_empty() {
         *fingerprint = fnv(*fingerprint, suffix.as_bytes());
         *sent = text.len();
@@ -667,7 +674,7 @@ fn baseline_track(row: &Row) -> Track {
                 TextKind::Thought
             },
             sent: text.len(),
-            fingerprint: fnv(FNV_EMPTY, text.as_bytes()),
+            fingerprint: text.fingerprint(),
             streaming: *state == TextState::Streaming,
             message_id: response_id.clone(),
         },
@@ -688,16 +695,17 @@ fn baseline_track(row: &Row) -> Track {
 
 /// A row of history as ACP updates: messages and thoughts as chunks, tool calls as one
 /// complete `tool_call` in their current state; turn headers, artifacts, hooks and markers
-/// have no ACP form, and only real users' inputs are shown.
+/// have no ACP form, and only real users' inputs are shown. (A row of history is parsed whole,
+/// so its text is never elided: `rows::parse`.)
 pub fn history_updates(row: &Row, workspace: &str) -> Vec<String> {
     match &row.body {
         RowBody::UserInput { origin: "realUser", text, attachments, .. } => {
             vec![user_message(text, attachments)]
         }
-        RowBody::AssistantText { text, response_id, .. } if !text.is_empty() => {
+        RowBody::AssistantText { text: Text::Whole(text), response_id, .. } if !text.is_empty() => {
             vec![chunk(Chunk::Agent, text, response_id.as_deref())]
         }
-        RowBody::Reasoning { text, response_id, .. } if !text.is_empty() => {
+        RowBody::Reasoning { text: Text::Whole(text), response_id, .. } if !text.is_empty() => {
             vec![chunk(Chunk::Thought, text, response_id.as_deref())]
         }
         RowBody::ToolCall(row_tool) => {
