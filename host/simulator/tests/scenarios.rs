@@ -57,10 +57,19 @@ impl Fixture {
             .unwrap();
     }
 
+    /// The session as the bridge answers `readSession`: each message part cut to its type.
     fn snapshot(&mut self) -> Value {
         self.sim.agent(
             "readSession",
             json!({"workspacePath": self.ws, "sessionId": self.session, "messageLimit": 100}),
+        )
+    }
+
+    /// The session's messages, whole.
+    fn messages(&mut self) -> Value {
+        self.sim.agent(
+            "readSessionMessages",
+            json!({"workspacePath": self.ws, "sessionId": self.session, "limit": 100}),
         )
     }
 }
@@ -140,7 +149,7 @@ fn reasoning_comes_before_the_reply() {
         ["model.streaming:reasoning_delta", "model.streaming:text_delta"]
     );
     assert!(!streamed(&events, "reasoning_delta").is_empty());
-    let snapshot = fixture.snapshot();
+    let snapshot = fixture.messages();
     let parts = &snapshot["messages"][1]["parts"];
     assert_eq!(parts[0]["type"], "reasoning");
     assert_eq!(parts[0]["text"], streamed(&events, "reasoning_delta"));
@@ -248,7 +257,7 @@ fn a_denied_edit_writes_nothing() {
     assert!(!fixture.install.workspace.join("denied.txt").exists());
     assert!(streamed(&rest, "text_delta").contains("not written"));
     assert_eq!(terminal(&rest)["payload"]["resultType"], "success");
-    let tool = &fixture.snapshot()["messages"][1]["parts"][1];
+    let tool = &fixture.messages()["messages"][1]["parts"][1];
     assert_eq!(tool["state"]["status"], "error");
 }
 
@@ -517,7 +526,7 @@ fn a_long_stream_delivers_every_chunk_in_order() {
     let ids: std::collections::HashSet<&str> =
         deltas.iter().map(|event| event["eventId"].as_str().unwrap()).collect();
     assert_eq!(ids.len(), 5000);
-    let text = &fixture.snapshot()["messages"][1]["parts"][0]["text"];
+    let text = &fixture.messages()["messages"][1]["parts"][0]["text"];
     assert_eq!(text.as_str().unwrap().len(), "lorem ipsum ".len() * 5000);
 }
 
@@ -536,7 +545,7 @@ fn stop_generation_cancels_a_slow_turn() {
     assert_eq!(completed["payload"]["resultType"], "cancelled");
     assert!(!streamed(&rest, "text_delta").contains("done"), "the rest of the turn never ran");
     // The partial reply is kept, and the session takes the next prompt.
-    assert_eq!(fixture.snapshot()["messages"][1]["parts"][0]["text"], "Working on it");
+    assert_eq!(fixture.messages()["messages"][1]["parts"][0]["text"], "Working on it");
     let events = fixture.turn("next");
     assert_eq!(terminal(&events)["payload"]["resultType"], "success");
 }

@@ -87,7 +87,13 @@ fn snapshots_carry_every_published_field() {
             .iter()
             .all(|command| command["name"].is_string())
     );
-    let messages = snapshot["messages"].as_array().unwrap();
+    // The bridge answers `readSession` with each message part cut to its type; the parts come
+    // whole from `readSessionMessages`.
+    let projected = snapshot["messages"].as_array().unwrap();
+    assert_eq!(projected[0]["parts"], json!([{"type": "text"}]));
+    let whole =
+        sim.agent("readSessionMessages", json!({"workspacePath": ws, "sessionId": session}));
+    let messages = whole["messages"].as_array().unwrap();
     assert_eq!(messages.len(), 2);
     assert_eq!(messages[0]["info"]["role"], "user");
     assert_eq!(messages[0]["parts"], json!([{"type": "text", "text": "sim:todos"}]));

@@ -324,6 +324,27 @@ async function connectServices(config, worker) {
 
 // ----- bridge methods ------------------------------------------------------------------
 
+// Results the bridge answers only projected, whatever the release. zcode-acp reads a session
+// (`readSession`) only at a turn's end, for its title and usage, and reads nothing of a message
+// part but its type; the last message is the whole turn's text, megabytes after a long turn,
+// which the turn's events already carried.
+const PROJECTIONS = { 'agent:readSession': projectSessionRead };
+
+// Each message part cut down to its type (`{}` where it has no string type). A result of
+// another shape leaves as it came: the adapter's reader refuses it.
+function projectSessionRead(result) {
+  if (!isPlainObject(result) || !Array.isArray(result.messages)) return result;
+  const cut = (part) => (isPlainObject(part) && typeof part.type === 'string' ? { type: part.type } : {});
+  return {
+    ...result,
+    messages: result.messages.map((message) =>
+      isPlainObject(message) && Array.isArray(message.parts)
+        ? { ...message, parts: message.parts.map(cut) }
+        : message,
+    ),
+  };
+}
+
 function createBridgeMethods(services, allowedCalls) {
   return {
     __call(params) {
@@ -337,7 +358,8 @@ function createBridgeMethods(services, allowedCalls) {
       const result = services[service][method](params.params);
       // A release may allow a call only through a projection of its result (one that keeps
       // credentials inside ZCode's runtime).
-      const project = RELEASE.services[service]?.project?.[method];
+      const project =
+        PROJECTIONS[`${service}:${method}`] ?? RELEASE.services[service]?.project?.[method];
       return project ? Promise.resolve(result).then(project) : result;
     },
 

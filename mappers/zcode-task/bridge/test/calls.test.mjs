@@ -118,6 +118,23 @@ test('the protocol operations reach the task service with their params', async (
   ]);
 });
 
+test('readSession leaves the bridge with each message part cut to its type', async (t) => {
+  const bridge = Bridge.start(t);
+  const { session } = await bridge.callOk('agent', 'createSession', { workspacePath: WORKSPACE });
+  const params = { workspacePath: WORKSPACE, sessionId: session.sessionId };
+  await bridge.callOk('agent', 'sendPrompt', { ...params, content: 'the whole text' });
+  const read = await bridge.callOk('agent', 'readSession', params);
+  const parts = read.messages.flatMap((message) => message.parts);
+  assert.ok(parts.length > 0);
+  assert.deepEqual(parts, parts.map(() => ({ type: 'text' })));
+  assert.equal(read.session.sessionId, session.sessionId);
+  assert.ok(!JSON.stringify(read).includes('the whole text'));
+  // Other reads are not projected.
+  const resumed = await bridge.callOk('agent', 'resumeSession', params);
+  assert.deepEqual(resumed.messages[0].parts, [{ type: 'text', text: 'the whole text' }]);
+  bridge.assertCleanStdout();
+});
+
 test('calls outside the allowlist are refused before reaching the host', async (t) => {
   const bridge = Bridge.start(t);
   const refusals = [

@@ -214,6 +214,10 @@ impl Bridge {
             let result = projection::model_selection_view(&handled.result)?;
             return Ok(Handled { result, turn: handled.turn });
         }
+        if agent_method && method_name == "readSession" {
+            let result = projection::session_read(handled.result);
+            return Ok(Handled { result, turn: handled.turn });
+        }
         Ok(handled)
     }
 

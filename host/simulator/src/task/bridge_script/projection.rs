@@ -1,7 +1,11 @@
-//! What the 3.12.3 bridge script makes of `model-selection.getView` before it leaves ZCode's
-//! runtime (`mappers/zcode-host-3-12/bridge/bridge.js`, `projectModelSelectionView`): ids,
-//! names, reasoning levels and the resolution, picked field by field — never the provider
-//! configuration with its credentials. A view shaped otherwise fails the call.
+//! What the bridge scripts make of results before they leave ZCode's runtime:
+//! - the 3.12.3 script, of `model-selection.getView` (`mappers/zcode-task-v2/bridge`,
+//!   `projectModelSelectionView`): ids, names, reasoning levels and the resolution, picked field
+//!   by field — never the provider configuration with its credentials. A view shaped otherwise
+//!   fails the call;
+//! - every script, of `agent.readSession` (`mappers/zcode-task/bridge/core.js`,
+//!   `projectSessionRead`): each message part cut down to its type, so a long turn's whole text
+//!   never crosses the pipe again.
 
 use serde_json::{Map, Value, json};
 
@@ -56,6 +60,24 @@ pub fn model_selection_view(view: &Value) -> Result<Value, String> {
     Ok(Value::Object(projected))
 }
 
+/// `readSession`'s result with each message part cut to `{type}` (`{}` where it has no string
+/// type); a result of another shape as it came.
+pub fn session_read(mut result: Value) -> Value {
+    let Some(messages) = result.get_mut("messages").and_then(Value::as_array_mut) else {
+        return result;
+    };
+    for parts in messages.iter_mut().filter_map(|message| message.get_mut("parts")) {
+        let Some(parts) = parts.as_array_mut() else { continue };
+        for part in parts {
+            *part = match part.get("type").filter(|kind| kind.is_string()) {
+                Some(kind) => json!({"type": kind}),
+                None => json!({}),
+            };
+        }
+    }
+    result
+}
+
 fn selection_of(selection: &Value) -> Result<Value, String> {
     let provider_id = non_empty(selection.get("providerId")).ok_or(UNEXPECTED)?;
     let model_id = non_empty(selection.get("modelId")).ok_or(UNEXPECTED)?;
@@ -81,6 +103,24 @@ fn issue_text(issue: &Value) -> String {
 mod tests {
     use super::*;
     use crate::common::catalog;
+
+    #[test]
+    fn a_session_read_keeps_each_message_part_s_type_only() {
+        let read = json!({"session": {"title": "t"}, "messages": [
+            {"info": {"role": "user"}, "parts": [{"type": "text", "text": "hi"}, {"text": "x"}, 3]},
+            {"info": {"role": "assistant"}},
+            {"parts": "not a list"},
+        ]});
+        assert_eq!(
+            session_read(read),
+            json!({"session": {"title": "t"}, "messages": [
+                {"info": {"role": "user"}, "parts": [{"type": "text"}, {}, {}]},
+                {"info": {"role": "assistant"}},
+                {"parts": "not a list"},
+            ]})
+        );
+        assert_eq!(session_read(json!([1])), json!([1]));
+    }
 
     #[test]
     fn keeps_ids_names_levels_and_the_resolution_only() {
