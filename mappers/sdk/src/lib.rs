@@ -23,7 +23,8 @@
 //! with checked replies ([`Linked`], [`Mapping`], [`ops`]); batch mapping, where an input that
 //! fails becomes a `terminal(broken)` action and mapping goes on, and requests a session makes
 //! while mapping, issued with the ids the core hands out and their replies routed back by tag
-//! ([`mapping`]); framers for lines and length-prefixed frames ([`framing`]); numbered events
+//! ([`mapping`]); framers for lines and length-prefixed frames ([`framing`]); long strings of a
+//! long line elided as it arrives, keeping what checks them ([`elide`]); numbered events
 //! recovered in order ([`sequence`]); writes carrying a credential the core fills in
 //! ([`secret`]); strict JSON readers ([`json`]); contract values ([`install`]); how a tool
 //! call looks ([`tool_view`]); and helpers for a sandbox without clock or randomness
