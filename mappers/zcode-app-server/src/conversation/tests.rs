@@ -41,6 +41,16 @@ impl Harness {
         Self { conversation, tools: Tools::default(), shown_mode: None }
     }
 
+    /// Watching the prompt's turn, whose text row 2 is streaming, empty so far.
+    fn streaming_row() -> Self {
+        let mut h = Self::watching("cmd-1");
+        h.deltas(json!([
+            {"op": "row.appended", "row": header("running", Some("cmd-1"))},
+            {"op": "row.appended", "row": row(2, "assistantText", json!({"text": "", "state": "streaming"}))},
+        ]));
+        h
+    }
+
     fn deltas(&mut self, deltas: Value) -> Vec<Value> {
         let deltas = deltas.as_array().unwrap().clone();
         self.apply(Payload::Deltas(deltas))
@@ -177,11 +187,7 @@ static HEAP: heap_count::Counting = heap_count::Counting;
 /// shrinks), and the row's final version is still checked against every byte shown.
 #[test]
 fn a_streamed_row_keeps_no_copy_of_its_text_and_its_whole_version_is_still_checked() {
-    let mut h = Harness::watching("cmd-1");
-    h.deltas(json!([
-        {"op": "row.appended", "row": header("running", Some("cmd-1"))},
-        {"op": "row.appended", "row": row(2, "assistantText", json!({"text": "", "state": "streaming"}))},
-    ]));
+    let mut h = Harness::streaming_row();
     let append =
         |text: &str| json!([{"op": "row.delta", "rowId": 2, "path": "text", "append": text}]);
     let before = heap_count::live();
@@ -225,11 +231,7 @@ fn a_streamed_row_keeps_no_copy_of_its_text_and_its_whole_version_is_still_check
 /// tail, or refused when the tail does not hold it.
 #[test]
 fn a_whole_row_too_long_to_keep_is_checked_against_what_was_shown_and_its_rest_shown() {
-    let mut h = Harness::watching("cmd-1");
-    h.deltas(json!([
-        {"op": "row.appended", "row": header("running", Some("cmd-1"))},
-        {"op": "row.appended", "row": row(2, "assistantText", json!({"text": "", "state": "streaming"}))},
-    ]));
+    let mut h = Harness::streaming_row();
     let mut streamed = String::new();
     for i in 0..30_000 {
         let text = format!("lorem {i:05} ");
