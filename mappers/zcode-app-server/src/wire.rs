@@ -559,6 +559,9 @@ impl Lines {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::Value;
+    use zcode_mapper_sdk::elide::ELIDED as ELIDED_MARK;
+
     use super::*;
 
     struct Names;
@@ -566,9 +569,6 @@ mod tests {
     impl MemberNames for Names {
         const NAMES: &'static [&'static str] = &["seq", "type"];
     }
-
-    use serde_json::Value;
-    use zcode_mapper_sdk::elide::ELIDED as ELIDED_MARK;
 
     fn members(text: &str) -> Members<'_, Names> {
         serde_json::from_str(text).unwrap()
