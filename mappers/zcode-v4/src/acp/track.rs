@@ -524,17 +524,15 @@ fn text_track(
     row_id: u64,
     out: &mut Emitted,
 ) -> Result<Track, MapperError> {
-    let mut track = Track::Text {
+    let (mut sent, mut fingerprint) = (0, FNV_EMPTY);
+    extend_text(kind, &mut sent, &mut fingerprint, message_id, text, row_id, out)?;
+    Ok(Track::Text {
         kind,
-        sent: 0,
-        fingerprint: FNV_EMPTY,
+        sent,
+        fingerprint,
         streaming: state == TextState::Streaming,
         message_id: message_id.map(str::to_string),
-    };
-    if let Track::Text { sent, fingerprint, .. } = &mut track {
-        extend_text(kind, sent, fingerprint, message_id, text, row_id, out)?;
-    }
-    Ok(track)
+    })
 }
 
 /// Shows what `text` adds to the text sent of a row, which it must begin with.
