@@ -28,6 +28,11 @@ fn compact_all(line: &str) -> Result<String, MapperError> {
     whole
 }
 
+/// The line compacted (whatever the chunking), read as JSON.
+fn read_compacted(line: &str) -> Value {
+    serde_json::from_str(&compact_all(line).unwrap()).unwrap()
+}
+
 fn elided_of(text: &str) -> Elided {
     let mut from = text.len().saturating_sub(TAIL);
     while !text.is_char_boundary(from) {
@@ -71,7 +76,7 @@ fn escapes_are_decoded_as_serde_decodes_them() {
     let written = r#"\u0041\u00e9\u20ac\ud83d\ude00\/\b\f\n\r\t\"\\"#.repeat(8);
     let line = format!(r#"{{"params":{{"response":"{written}"}}}}"#);
     let text: String = serde_json::from_str(&format!("\"{written}\"")).unwrap();
-    let read: Value = serde_json::from_str(&compact_all(&line).unwrap()).unwrap();
+    let read = read_compacted(&line);
     assert_eq!(read["params"]["response"], marker(&text));
 }
 
@@ -100,7 +105,7 @@ fn a_quote_escaped_in_a_string_kept_does_not_end_it() {
         let mut params = before.clone();
         params["response"] = json!(text);
         let line = json!({ "params": params }).to_string();
-        let read: Value = serde_json::from_str(&compact_all(&line).unwrap()).unwrap();
+        let read = read_compacted(&line);
         assert_eq!(read["params"]["response"], marker(&text), "{before}");
     }
 }
@@ -109,7 +114,7 @@ fn a_quote_escaped_in_a_string_kept_does_not_end_it() {
 fn a_path_counts_objects_not_arrays_nor_the_members_before() {
     let text = "t".repeat(100);
     let line = json!([{"params": {"rows": [[{"skip": {"text": 1}, "text": text}]]}}]).to_string();
-    let read: Value = serde_json::from_str(&compact_all(&line).unwrap()).unwrap();
+    let read = read_compacted(&line);
     assert_eq!(
         read,
         json!([{"params": {"rows": [[{"skip": {"text": 1}, "text": marker(&text)}]]}}])
@@ -128,7 +133,7 @@ fn nesting_past_the_levels_followed_is_never_elided() {
     assert_eq!(compact_all(&deep).unwrap(), deep);
     // Back out of the depth, paths are followed again.
     let after = format!(r#"{{"x":{deep},"params":{{"response":"{text}"}}}}"#);
-    let read: Value = serde_json::from_str(&compact_all(&after).unwrap()).unwrap();
+    let read = read_compacted(&after);
     assert_eq!(read["params"]["response"], marker(&text));
 }
 
@@ -172,7 +177,7 @@ fn the_tail_starts_on_a_character() {
     let elided = elided_of(&text);
     assert_eq!(elided.tail, "€".repeat(5));
     let line = json!({"params": {"response": text}}).to_string();
-    let read: Value = serde_json::from_str(&compact_all(&line).unwrap()).unwrap();
+    let read = read_compacted(&line);
     assert_eq!(read["params"]["response"][ELIDED], serde_json::to_value(&elided).unwrap());
 }
 
@@ -240,7 +245,7 @@ fn a_conditional_path_elides_only_after_its_member_named_one_of_its_values() {
         (format!(r#"{{"kind":["a"],"text":"{text}"}}"#), false),
     ] {
         let line = line(&row);
-        let read: Value = serde_json::from_str(&compact_all(&line).unwrap()).unwrap();
+        let read = read_compacted(&line);
         let expected = if elided { marker(&text) } else { json!(text) };
         assert_eq!(read["params"]["row"]["text"], expected, "{row}");
     }
