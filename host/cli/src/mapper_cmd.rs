@@ -179,7 +179,7 @@ fn precompile(path: &Path, bytes: &[u8]) {
         Ok(CacheOutcome::Miss | CacheOutcome::Replaced(_)) => {
             println!("precompiled into the mapper cache")
         }
-        Ok(CacheOutcome::Disabled | CacheOutcome::Embedded) => {}
+        Ok(CacheOutcome::Disabled | CacheOutcome::Embedded | CacheOutcome::EmbeddedInPlace) => {}
         Err(error) => println!("note: it does not load as a mapper: {error}"),
     }
 }

@@ -13,7 +13,7 @@ use std::sync::{Arc, OnceLock};
 
 use zcode_contract::{Contract, Mapper};
 use zcode_discovery::{DropInReport, DropInTrust, EMBEDDED_SOURCE_PREFIX, MapperContract};
-use zcode_mapper_runtime::{MapperRuntime, RuntimeConfig, WasmMapper};
+use zcode_mapper_runtime::{CacheOutcome, MapperRuntime, RuntimeConfig, WasmMapper};
 use zcode_mapper_trust::{Admission, TrustStore};
 
 use crate::Target;
@@ -166,12 +166,14 @@ pub fn load_embedded(runtime: &MapperRuntime, name: &str) -> Result<Arc<WasmMapp
     // wrote it with `zcode_mapper_runtime::precompile` (wasmtime's own compiler) and the binary
     // includes it with `include_bytes!`. It is trusted exactly as much as the binary's own
     // code: whoever could change it could change the binary.
-    let mapper = unsafe { runtime.load_embedded(&origin, bytes, precompiled) };
-    // wasmtime copied what it uses of the artifact; its pages in the binary are not read again.
-    if let Some(artifact) = precompiled {
+    let mapper =
+        unsafe { runtime.load_embedded(&origin, bytes, precompiled) }.map_err(|e| e.to_string())?;
+    // A copy was made of the artifact (not run in place): its pages in the binary are not read
+    // again.
+    if let (Some(artifact), CacheOutcome::Embedded) = (precompiled, mapper.cache_outcome()) {
         zcode_precompiled_mappers::release(artifact);
     }
-    mapper.map_err(|e| e.to_string())
+    Ok(mapper)
 }
 
 /// The mapper runtime, with its precompiled-component cache.

@@ -22,8 +22,12 @@ const CACHE_FORMAT: &str = "zcode-mapper-cache 1";
 /// What the cache did for one load, for reports and tests.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CacheOutcome {
-    /// Loaded from the precompiled artifact built into the binary (embedded mappers only).
+    /// Loaded from a copy of the precompiled artifact built into the binary (embedded mappers
+    /// only).
     Embedded,
+    /// Run from the precompiled artifact where the binary holds it, without a copy (embedded
+    /// mappers, on platforms that allow it: `in_place.rs`).
+    EmbeddedInPlace,
     /// No cache directory was configured: the mapper was compiled.
     Disabled,
     /// Loaded from a precompiled entry.

@@ -22,6 +22,7 @@ const X86_64_FEATURES: &[&str] =
 pub(crate) fn config(runtime: &RuntimeConfig) -> Config {
     let mut config = Config::new();
     config.consume_fuel(true).max_wasm_stack(runtime.max_wasm_stack_bytes);
+    crate::in_place::configure(&mut config);
     config
 }
 

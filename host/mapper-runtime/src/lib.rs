@@ -15,6 +15,7 @@ mod config;
 mod convert;
 mod engine;
 mod error;
+mod in_place;
 mod mapper;
 mod policy;
 mod runtime;

@@ -2,7 +2,8 @@
 //! pre-instantiated mapper with its contract read once.
 
 use std::path::Path;
-use std::sync::Arc;
+use std::ptr::NonNull;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use wasmtime::Engine;
 use wasmtime::component::{Component, Linker};
@@ -14,7 +15,7 @@ use crate::config::{Input, RuntimeConfig};
 use crate::error::{EngineError, LoadError, LoadFailure, one_line};
 use crate::mapper::WasmMapper;
 use crate::sandbox::{self, Instance, Limits, StoreState};
-use crate::{engine, policy};
+use crate::{engine, in_place, policy};
 
 /// Loads mappers. Create one per process: it owns the WebAssembly engine (compiler settings,
 /// code memory), which every loaded mapper and instance shares.
@@ -22,13 +23,16 @@ pub struct MapperRuntime {
     engine: Engine,
     limits: Limits,
     cache: Option<ArtifactCache>,
+    /// Artifacts this runtime runs in place, by address, each loaded once (`in_place::claim`).
+    in_place: Mutex<Vec<(usize, Component)>>,
 }
 
 impl MapperRuntime {
     pub fn new(config: RuntimeConfig) -> Result<Self, EngineError> {
         let engine = engine::engine(&config)?;
         let cache = config.cache_dir.clone().map(|dir| ArtifactCache::new(dir, &engine));
-        Ok(Self { engine, limits: Limits::from_config(&config), cache })
+        let limits = Limits::from_config(&config);
+        Ok(Self { engine, limits, cache, in_place: Mutex::new(Vec::new()) })
     }
 
     /// Loads a mapper from a file (a `.wasm` component).
@@ -49,19 +53,22 @@ impl MapperRuntime {
     /// Loads a mapper built into the binary: from `precompiled`, the artifact the build made of
     /// `bytes` with [`crate::precompile`], when wasmtime accepts it for this engine and CPU;
     /// else like [`Self::load_bytes`] (compiled, or from the cache), with a debug log. The load
-    /// checks are the same either way.
+    /// checks are the same either way. Where the platform allows and `precompiled` starts on a
+    /// page, its code runs where it lies, without a copy ([`CacheOutcome::EmbeddedInPlace`]).
     ///
     /// # Safety
     ///
     /// `precompiled` is run as machine code: it must be an artifact [`crate::precompile`] wrote
     /// (for any target) that is as trusted as the program's own code, such as one the
     /// program's build script wrote and the program embeds. wasmtime checks its header (version,
-    /// target, engine settings, CPU features), not its code.
+    /// target, engine settings, CPU features), not its code. Nothing may write to it while the
+    /// program runs, and it must not be memory whose protection anything else manages: its
+    /// code pages become executable where they are.
     pub unsafe fn load_embedded(
         &self,
         origin: &str,
         bytes: &[u8],
-        precompiled: Option<&[u8]>,
+        precompiled: Option<&'static [u8]>,
     ) -> Result<Arc<WasmMapper>, LoadError> {
         self.load_with(origin, bytes, precompiled)
     }
@@ -71,12 +78,12 @@ impl MapperRuntime {
         &self,
         origin: &str,
         bytes: &[u8],
-        precompiled: Option<&[u8]>,
+        precompiled: Option<&'static [u8]>,
     ) -> Result<Arc<WasmMapper>, LoadError> {
         let fail = |failure| LoadError { origin: origin.to_string(), failure };
         let embedded = precompiled.and_then(|artifact| self.deserialize_embedded(origin, artifact));
         let (component, cache_outcome) = match embedded {
-            Some(component) => (component, CacheOutcome::Embedded),
+            Some(loaded) => loaded,
             None => self.compile(bytes).map_err(fail)?,
         };
         check_component(&self.engine, &component).map_err(fail)?;
@@ -97,14 +104,39 @@ impl MapperRuntime {
         Ok(Arc::new(WasmMapper::new(origin, contract, pre, self.limits.clone(), cache_outcome)))
     }
 
-    /// The artifact built into the binary, or `None` (logged) when wasmtime refuses it: a CPU
-    /// without a feature it was compiled for, or a wasmtime built with other settings.
-    fn deserialize_embedded(&self, origin: &str, artifact: &[u8]) -> Option<Component> {
+    /// The artifact built into the binary, run where it lies when it can be, or `None`
+    /// (logged) when wasmtime refuses it: a CPU without a feature it was compiled for, or a
+    /// wasmtime built with other settings.
+    fn deserialize_embedded(
+        &self,
+        origin: &str,
+        artifact: &'static [u8],
+    ) -> Option<(Component, CacheOutcome)> {
+        let address = artifact.as_ptr().addr();
+        let mut ran_in_place = self.in_place.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((_, component)) = ran_in_place.iter().find(|(at, _)| *at == address) {
+            return Some((component.clone(), CacheOutcome::EmbeddedInPlace));
+        }
+        let in_place = in_place::claim(artifact);
         // SAFETY: the caller of `load_embedded` vouches for `artifact` (its `# Safety`): an
-        // artifact of `crate::precompile` as trusted as the program's code. wasmtime checks its
-        // header (version, target, CPU features, engine settings) before using any of it.
-        match unsafe { Component::deserialize(&self.engine, artifact) } {
-            Ok(component) => Some(component),
+        // artifact of `crate::precompile` as trusted as the program's code, that lives and
+        // stays unchanged as long as the program, in memory nothing else protects. wasmtime
+        // checks its header (version, target, CPU features, engine settings) before using any
+        // of it. In place, the engine's code memory (`in_place`) makes its code pages
+        // executable.
+        let loaded = unsafe {
+            if in_place {
+                Component::deserialize_raw(&self.engine, NonNull::from(artifact))
+            } else {
+                Component::deserialize(&self.engine, artifact)
+            }
+        };
+        match loaded {
+            Ok(component) if in_place => {
+                ran_in_place.push((address, component.clone()));
+                Some((component, CacheOutcome::EmbeddedInPlace))
+            }
+            Ok(component) => Some((component, CacheOutcome::Embedded)),
             Err(err) => {
                 tracing::debug!(
                     mapper = %origin,

@@ -5,6 +5,12 @@
 
 include!(concat!(env!("OUT_DIR"), "/precompiled.rs"));
 
+/// Starts an artifact on a page, so that the runtime can run its code (page-aligned inside it)
+/// where the binary holds it. 4 KiB: the page of x86-64 Linux, the one platform that does
+/// (`zcode-mapper-runtime`'s `in_place.rs`).
+#[repr(C, align(4096))]
+struct PageAligned<T: ?Sized>(T);
+
 /// The artifact of the embedded mapper `name` precompiled at build time for the binary's
 /// target, for `MapperRuntime::load_embedded`; `None` when the build could not make one.
 pub fn precompiled(name: &str) -> Option<&'static [u8]> {
@@ -17,10 +23,10 @@ pub fn contract_json(name: &str) -> Option<&'static str> {
 }
 
 /// Gives back the resident pages of `artifact`, a slice of this binary's read-only data that
-/// has been loaded and will not be read again soon (wasmtime's `Component::deserialize` copies
-/// the artifact into memory of its own). The bytes stay valid: only whole pages inside the
-/// slice are dropped from this process's page tables (`MADV_DONTNEED`), and the kernel maps
-/// them again from the binary's file if they are read. Before this, the first session's peak
+/// has been loaded and will not be read again soon: wasmtime's `Component::deserialize` copied
+/// it into memory of its own (where it cannot run in place). The bytes stay valid: only whole
+/// pages inside the slice are dropped from this process's page tables (`MADV_DONTNEED`), and
+/// the kernel maps them again from the binary's file if they are read. Before this, the first session's peak
 /// RSS held the selected artifact twice: read here (about 2 MiB) and copied (issue 27).
 ///
 /// Only for slices of a read-only, file-backed mapping that nothing writes, such as
