@@ -40,15 +40,51 @@ pub enum Base64 {
     Lenient,
 }
 
+/// Characters of base64 [`Checked::decode_each`] decodes at a time: whole groups, so that a
+/// fragment's megabyte is never held decoded at once (issue 27).
+const PIECE_CHARS: usize = 16 * 1024;
+
 impl Base64 {
     /// The bytes `text` holds; `None` when it is not base64 of this strictness.
     pub fn decode(self, text: &str) -> Option<Vec<u8>> {
+        let (text, engine) = self.prepared(text)?;
+        engine.decode(text).ok()
+    }
+
+    /// `text` checked whole, to be decoded a piece at a time ([`Checked::decode_each`]) so
+    /// that its bytes are never held whole; `None` when it is not base64 of this strictness.
+    pub fn check(self, text: &str) -> Option<Checked<'_>> {
+        self.check_in(text, PIECE_CHARS)
+    }
+
+    fn check_in(self, text: &str, piece_chars: usize) -> Option<Checked<'_>> {
+        debug_assert!(piece_chars.is_multiple_of(4));
+        let (text, engine) = self.prepared(text)?;
+        let mut checked = Checked { text, engine, piece_chars, bytes: 0 };
+        let mut buffer = checked.buffer();
+        let mut bytes = 0;
+        for piece in checked.pieces() {
+            bytes += engine.decode_slice(piece, &mut buffer).ok()? as u64;
+        }
+        checked.bytes = bytes;
+        Some(checked)
+    }
+
+    /// The text the engine decodes, and the engine. What only the whole text can tell is
+    /// checked here, so that the text decodes the same whole or in pieces of whole groups.
+    fn prepared(self, text: &str) -> Option<(&str, &'static GeneralPurpose)> {
         match self {
             Base64::Canonical => {
-                if text.len() < 4 {
+                let bytes = text.as_bytes();
+                // Padding only in the last group: a piece of the text ending in `=` would
+                // otherwise pass on its own.
+                if bytes.len() < 4
+                    || !bytes.len().is_multiple_of(4)
+                    || bytes[..bytes.len() - 4].contains(&b'=')
+                {
                     return None;
                 }
-                CANONICAL.decode(text).ok()
+                Some((text, &CANONICAL))
             }
             Base64::Lenient => {
                 let text = text.trim_end_matches('=');
@@ -62,9 +98,43 @@ impl Base64 {
                 } else {
                     text
                 };
-                UNPADDED.decode(text).ok()
+                Some((text, &UNPADDED))
             }
         }
+    }
+}
+
+/// Base64 text known to decode ([`Base64::check`]).
+pub struct Checked<'a> {
+    text: &'a str,
+    engine: &'static GeneralPurpose,
+    piece_chars: usize,
+    bytes: u64,
+}
+
+impl Checked<'_> {
+    /// How many bytes the text holds.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// Hands the bytes to `sink`, in order, a piece at a time.
+    pub fn decode_each(&self, mut sink: impl FnMut(&[u8])) {
+        let mut buffer = self.buffer();
+        for piece in self.pieces() {
+            // Each piece decoded when the text was checked.
+            if let Ok(decoded) = self.engine.decode_slice(piece, &mut buffer) {
+                sink(&buffer[..decoded]);
+            }
+        }
+    }
+
+    fn pieces(&self) -> std::slice::Chunks<'_, u8> {
+        self.text.as_bytes().chunks(self.piece_chars)
+    }
+
+    fn buffer(&self) -> Vec<u8> {
+        vec![0; self.piece_chars.min(self.text.len()).div_ceil(4) * 3]
     }
 }
 
@@ -109,6 +179,20 @@ mod tests {
         }
         for bytes in [&b"x"[..], b"xy", b"xyz", &[0u8, 255, 7, 9]] {
             assert_eq!(canonical(&encode_base64(bytes)).unwrap(), bytes);
+        }
+    }
+
+    fn joined(checked: &Checked<'_>) -> Vec<u8> {
+        let mut joined = Vec::new();
+        checked.decode_each(|piece| joined.extend_from_slice(piece));
+        joined
+    }
+
+    /// Each group of `aGk=aGk=` is base64 on its own; the whole is not, in any pieces.
+    #[test]
+    fn padding_inside_the_text_is_refused_in_pieces_too() {
+        for base64 in [Base64::Canonical, Base64::Lenient] {
+            assert!(base64.check_in("aGk=aGk=", 4).is_none(), "{base64:?}");
         }
     }
 
@@ -195,12 +279,30 @@ mod tests {
             prop_assert_eq!(Base64::Canonical.decode(&text), before::canonical(&text));
         }
 
+        /// Whole or in pieces of any number of groups, the same bytes or the same refusal.
+        #[test]
+        fn a_text_decodes_the_same_in_pieces(
+            text in "[A-Za-z0-9+/=*]{0,40}",
+            groups in 1usize..4,
+        ) {
+            for base64 in [Base64::Lenient, Base64::Canonical] {
+                let whole = base64.decode(&text);
+                let checked = base64.check_in(&text, groups * 4);
+                prop_assert_eq!(checked.is_some(), whole.is_some());
+                if let (Some(checked), Some(whole)) = (checked, whole) {
+                    prop_assert_eq!(checked.bytes(), whole.len() as u64);
+                    prop_assert_eq!(joined(&checked), whole);
+                }
+            }
+        }
+
         #[test]
         fn base64_of_any_bytes_reads_back(bytes in proptest::collection::vec(any::<u8>(), 0..40)) {
             let text = encode_base64(&bytes);
             prop_assert_eq!(Base64::Lenient.decode(&text), before::lenient(&text));
             prop_assert_eq!(Base64::Canonical.decode(&text), before::canonical(&text));
             prop_assert_eq!(crc32_hex(&bytes), format!("{:08x}", before::crc32(&bytes)));
+            prop_assert_eq!(joined(&Base64::Lenient.check_in(&text, 8).unwrap()), bytes);
         }
     }
 }

@@ -8,8 +8,8 @@
 //! what it says about the frame, the bytes decoded must never exceed the announced size
 //! (checked as each fragment comes, as ZCode does), and the whole must have that size and that
 //! checksum. The bytes are joined as they come, so a frame is held once rather than as parts
-//! and then a concatenation (F-20), and the long strings a mapper names ([`Elision`]) are not
-//! held at all (issue 27). A repeat is compared with the fragment it repeats by its FNV-1a
+//! and then a concatenation (F-20); a fragment that comes in order is decoded into it a piece at
+//! a time, and the long strings a mapper names ([`Elision`]) are not held at all (issue 27). A repeat is compared with the fragment it repeats by its FNV-1a
 //! digest.
 //!
 //! What a mapper does about a [`Problem`] (resync or break, and its words) is the mapper's: the
@@ -110,12 +110,20 @@ impl<M> Assembly<M> {
         }
     }
 
+    /// Joins the next fragment, `bytes`.
     fn append(&mut self, bytes: &[u8]) {
-        self.crc.update(bytes);
-        self.digests.push(fnv(FNV_EMPTY, bytes));
+        let digest = self.join(FNV_EMPTY, bytes);
+        self.digests.push(digest);
+    }
+
+    /// Joins a piece of the next fragment; returns the fragment's digest so far, continued
+    /// from `digest`.
+    fn join(&mut self, digest: u64, piece: &[u8]) -> u64 {
+        self.crc.update(piece);
         if !self.not_json_text {
-            self.not_json_text = self.frame.push(bytes).is_err();
+            self.not_json_text = self.frame.push(piece).is_err();
         }
+        fnv(digest, piece)
     }
 }
 
@@ -210,23 +218,32 @@ impl<M: PartialEq> Assembler<M> {
             }
         }
         let assembly = self.frames.get_mut(frame_id).expect("inserted above");
-        let decoded = self.base64.decode(data).ok_or(Problem::NotBase64)?;
-        match assembly.conflicts(index, &decoded) {
-            Some(true) => return Err(Problem::Conflict { index }),
-            Some(false) => return Ok(None),
-            None => {}
-        }
-        assembly.bytes += decoded.len() as u64;
-        if assembly.bytes > logical_bytes {
-            return Err(Problem::TooManyBytes);
-        }
         if index == assembly.digests.len() as u64 {
-            assembly.append(&decoded);
-            drop(decoded);
+            // The next fragment in order, the usual case: joined as it is decoded, a piece at
+            // a time, so that its bytes are never held whole (issue 27). It cannot be a repeat:
+            // fragments up to it are joined, and none after it is.
+            let data = self.base64.check(data).ok_or(Problem::NotBase64)?;
+            assembly.bytes += data.bytes();
+            if assembly.bytes > logical_bytes {
+                return Err(Problem::TooManyBytes);
+            }
+            let mut digest = FNV_EMPTY;
+            data.decode_each(|piece| digest = assembly.join(digest, piece));
+            assembly.digests.push(digest);
             while let Some(next) = assembly.early.remove(&(assembly.digests.len() as u64)) {
                 assembly.append(&next);
             }
         } else {
+            let decoded = self.base64.decode(data).ok_or(Problem::NotBase64)?;
+            match assembly.conflicts(index, &decoded) {
+                Some(true) => return Err(Problem::Conflict { index }),
+                Some(false) => return Ok(None),
+                None => {}
+            }
+            assembly.bytes += decoded.len() as u64;
+            if assembly.bytes > logical_bytes {
+                return Err(Problem::TooManyBytes);
+            }
             assembly.early.insert(index, decoded);
         }
         if (assembly.digests.len() as u64) < count {
@@ -293,6 +310,40 @@ mod tests {
             }
         }
         assert!(!assembler.in_progress());
+    }
+
+    /// A fragment longer than a piece of base64 (`codec`'s 16 KiB) is decoded into the frame
+    /// piece by piece: its checksum, its digest (an identical repeat passes, a changed one
+    /// conflicts) and its bytes are those of the whole.
+    #[test]
+    fn a_long_fragment_is_joined_piece_by_piece() {
+        let text: Vec<u8> = (0..100_000u32).map(|i| b'a' + (i % 26) as u8).collect();
+        let data = pieces(&text, 2);
+        assert!(data[0].len() > 3 * 16 * 1024, "several pieces each");
+        let sum = crc32_hex(&text);
+        let mut changed = text[..50_000].to_vec();
+        changed[40_000] = b'!';
+        // The two fragments, and the first with one byte changed.
+        let texts = [data[0].clone(), data[1].clone(), encode_base64(&changed)];
+        let fragment = |index: usize, data: usize| Fragment {
+            frame_id: "f",
+            meta: (),
+            index: index as u64,
+            count: 2,
+            logical_bytes: text.len() as u64,
+            checksum: &sum,
+            data: &texts[data],
+        };
+        let mut one = assembler(false);
+        assert_eq!(one.accept(fragment(0, 0)), Ok(None));
+        assert_eq!(one.accept(fragment(0, 0)), Ok(None), "an identical repeat");
+        assert_eq!(one.accept(fragment(0, 2)), Err(Problem::Conflict { index: 0 }));
+        let mut one = assembler(false);
+        one.accept(fragment(0, 0)).unwrap();
+        assert_eq!(one.accept(fragment(1, 1)), Ok(Some(((), text.clone()))));
+        let mut bad = assembler(false);
+        bad.accept(fragment(0, 2)).unwrap();
+        assert_eq!(bad.accept(fragment(1, 1)), Err(Problem::Checksum));
     }
 
     #[test]
