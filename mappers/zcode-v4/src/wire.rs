@@ -13,6 +13,9 @@
 //! [`WireError::Break`] is a frame this mapper does not understand (a field, kind or version it
 //! does not know): sending the same content again would not help, so it is a protocol break.
 
+use std::borrow::Cow;
+
+use serde::Deserialize;
 use serde_json::Value;
 
 use crate::codec::{Base64, is_crc32_hex};
@@ -57,7 +60,7 @@ pub struct Envelope {
 }
 
 #[derive(Clone, Debug, PartialEq)]
-pub enum Wire {
+pub enum Wire<'a> {
     Complete {
         envelope: Envelope,
         frame: Value,
@@ -68,11 +71,12 @@ pub enum Wire {
         count: u64,
         logical_bytes: u64,
         checksum: String,
-        data: String,
+        /// Borrowed from the event's text when read by [`fragment`].
+        data: Cow<'a, str>,
     },
 }
 
-impl Wire {
+impl Wire<'_> {
     pub fn envelope(&self) -> &Envelope {
         match self {
             Wire::Complete { envelope, .. } | Wire::Fragment { envelope, .. } => envelope,
@@ -87,7 +91,7 @@ pub fn route_of(value: &Value) -> Option<(&str, &str)> {
     Some((value.get("topic")?.as_str()?, value.get("subscriptionId")?.as_str()?))
 }
 
-pub fn parse(value: Value) -> Result<Wire, WireError> {
+pub fn parse(value: Value) -> Result<Wire<'static>, WireError> {
     let fields = Fields::native(&value, "V4 wire frame").map_err(broken)?;
     let version = fields.u64("wireVersion").map_err(broken)?;
     if version != WIRE_VERSION {
@@ -153,7 +157,67 @@ pub fn parse(value: Value) -> Result<Wire, WireError> {
     // Checked above: the data is moved out of the frame, not copied (F-20).
     let Value::Object(mut map) = value else { unreachable!("checked above") };
     let Some(Value::String(data)) = map.remove("dataBase64") else { unreachable!("checked") };
-    Ok(Wire::Fragment { index, count, logical_bytes, checksum, data, envelope })
+    Ok(Wire::Fragment { index, count, logical_bytes, checksum, data: data.into(), envelope })
+}
+
+/// A fragment as [`parse`] accepts it, read from `json` in place: its data, about 1.4 MB of
+/// base64 in each fragment of a turn's last frame, is borrowed rather than copied into a tree
+/// (issue 27). `None` for anything else, including a fragment with anything unusual about it
+/// (an escape in its data, a member twice): [`parse`] reads those, and says what is wrong.
+pub fn fragment(json: &str) -> Option<Wire<'_>> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields, rename_all = "camelCase")]
+    struct Frame<'a> {
+        wire_version: u64,
+        kind: &'a str,
+        delivery_kind: &'a str,
+        logical_frame_id: &'a str,
+        logical_frame_ordinal: u64,
+        topic: &'a str,
+        subscription_id: &'a str,
+        fragment_index: u64,
+        fragment_count: u64,
+        logical_bytes: u64,
+        #[serde(borrow)]
+        checksum: Checksum<'a>,
+        data_base64: &'a str,
+    }
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Checksum<'a> {
+        algorithm: &'a str,
+        value: &'a str,
+    }
+
+    let frame: Frame<'_> = serde_json::from_str(json).ok()?;
+    let delivery = match frame.delivery_kind {
+        "initial" => Delivery::Initial,
+        "online" => Delivery::Online,
+        "recovery" => Delivery::Recovery,
+        _ => return None,
+    };
+    let usual = frame.wire_version == WIRE_VERSION
+        && frame.kind == "fragment"
+        && frame.logical_frame_ordinal > 0
+        && [frame.logical_frame_id, frame.topic, frame.subscription_id]
+            .iter()
+            .all(|s| !s.is_empty())
+        && frame.checksum.algorithm == "crc32"
+        && is_crc32_hex(frame.checksum.value);
+    usual.then(|| Wire::Fragment {
+        envelope: Envelope {
+            delivery,
+            logical_frame_id: frame.logical_frame_id.to_string(),
+            ordinal: frame.logical_frame_ordinal,
+            topic: frame.topic.to_string(),
+            subscription_id: frame.subscription_id.to_string(),
+        },
+        index: frame.fragment_index,
+        count: frame.fragment_count,
+        logical_bytes: frame.logical_bytes,
+        checksum: frame.checksum.value.to_string(),
+        data: Cow::Borrowed(frame.data_base64),
+    })
 }
 
 /// Reassembles one logical frame at a time, its problems faults (a resync sends it again).
@@ -192,7 +256,7 @@ impl Assembler {
     }
 
     /// The logical frame a physical frame completes, if any.
-    pub fn accept(&mut self, wire: Wire) -> Result<Option<(Envelope, Value)>, WireError> {
+    pub fn accept(&mut self, wire: Wire<'_>) -> Result<Option<(Envelope, Value)>, WireError> {
         let (envelope, index, count, logical_bytes, checksum, data) = match wire {
             Wire::Complete { envelope, frame } => {
                 if self.in_progress() {
@@ -337,7 +401,7 @@ mod tests {
                "logicalFrameOrdinal": 4, "topic": "conversation/s", "subscriptionId": "sub"})
     }
 
-    fn fragments(logical: &[u8], pieces: usize) -> Vec<Wire> {
+    fn fragment_values(logical: &[u8], pieces: usize) -> Vec<Value> {
         let size = logical.len().div_ceil(pieces);
         logical
             .chunks(size)
@@ -349,9 +413,47 @@ mod tests {
                 value["logicalBytes"] = json!(logical.len());
                 value["checksum"] = json!({"algorithm": "crc32", "value": crc32_hex(logical)});
                 value["dataBase64"] = json!(encode_base64(chunk));
-                parse(value).unwrap()
+                value
             })
             .collect()
+    }
+
+    fn fragments(logical: &[u8], pieces: usize) -> Vec<Wire<'static>> {
+        fragment_values(logical, pieces).into_iter().map(|value| parse(value).unwrap()).collect()
+    }
+
+    /// Read in place, a fragment is what `parse` makes of it, its data borrowed; anything
+    /// `parse` would judge (or could read only as a tree) is left to it.
+    #[test]
+    fn a_fragment_is_read_in_place_as_parse_reads_it() {
+        for value in fragment_values(&logical_text(), 3) {
+            let json = value.to_string();
+            let read = fragment(&json).expect("read in place");
+            assert!(matches!(&read, Wire::Fragment { data: Cow::Borrowed(_), .. }));
+            assert_eq!(read, parse(value.clone()).unwrap());
+            let changed = |change: &dyn Fn(&mut Value)| {
+                let mut value = value.clone();
+                change(&mut value);
+                value.to_string()
+            };
+            let escaped = json.replacen("\"dataBase64\":\"", "\"dataBase64\":\"\\u0041", 1);
+            assert!(parse(serde_json::from_str(&escaped).unwrap()).is_ok());
+            for unusual in [
+                escaped,
+                json.replacen('{', "{\"wireVersion\":3,", 1),
+                changed(&|v| v["extra"] = json!(1)),
+                changed(&|v| v["kind"] = json!("complete")),
+                changed(&|v| v["wireVersion"] = json!(2)),
+                changed(&|v| v["deliveryKind"] = json!("later")),
+                changed(&|v| v["logicalFrameOrdinal"] = json!(0)),
+                changed(&|v| v["topic"] = json!("")),
+                changed(&|v| v["checksum"]["algorithm"] = json!("md5")),
+                changed(&|v| v["checksum"]["value"] = json!("ABCDEF01")),
+                changed(&|v| v["fragmentIndex"] = json!(-1)),
+            ] {
+                assert_eq!(fragment(&unusual), None, "{unusual}");
+            }
+        }
     }
 
     fn logical_text() -> Vec<u8> {
@@ -403,7 +505,7 @@ mod tests {
             count,
             logical_bytes,
             checksum,
-            data: encode_base64(b"zz"),
+            data: encode_base64(b"zz").into(),
         };
         assert!(matches!(assembler.accept(other), Err(WireError::Fault(_))), "changed bytes");
         let mut assembler = Assembler::default();

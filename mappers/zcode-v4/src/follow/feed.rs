@@ -92,14 +92,38 @@ pub fn page(result: &Value, label: &str) -> Result<Page, MapperError> {
     read().map_err(|problem| invalid_result(label, &problem))
 }
 
+/// Frames from this size on are first read as a fragment, in place ([`wire::fragment`]): a
+/// turn's last frame comes as fragments of about 1.4 MB of base64 each, which a tree would
+/// copy (issue 27). A smaller frame is read as a tree at once, rather than after a failed read.
+const FRAGMENT_IN_PLACE_FROM: usize = 64 * 1024;
+
+/// A frame as read: a fragment in place, or a tree.
+enum Read<'a> {
+    Fragment(Wire<'a>),
+    Tree(Value),
+}
+
 pub fn on_event(
     session: &mut Follow,
     json: &str,
     out: &mut Vec<Action>,
 ) -> Result<(), MapperError> {
-    let value: Value = serde_json::from_str(json)
-        .map_err(|e| protocol(format!("A conversation frame is not JSON: {e}")))?;
-    let Some((topic, subscription)) = wire::route_of(&value) else {
+    let fragment = (json.len() >= FRAGMENT_IN_PLACE_FROM).then(|| wire::fragment(json)).flatten();
+    let read = match fragment {
+        Some(fragment) => Read::Fragment(fragment),
+        None => Read::Tree(
+            serde_json::from_str(json)
+                .map_err(|e| protocol(format!("A conversation frame is not JSON: {e}")))?,
+        ),
+    };
+    let route = match &read {
+        Read::Fragment(fragment) => {
+            let envelope = fragment.envelope();
+            Some((envelope.topic.as_str(), envelope.subscription_id.as_str()))
+        }
+        Read::Tree(value) => wire::route_of(value),
+    };
+    let Some((topic, subscription)) = route else {
         return Err(protocol("A conversation frame names no topic or subscription"));
     };
     let Some(bound) = &session.state.bound else {
@@ -125,14 +149,17 @@ pub fn on_event(
         }
         return Ok(());
     }
-    intake(session, value, out)
+    intake(session, read, out)
 }
 
-fn intake(session: &mut Follow, value: Value, out: &mut Vec<Action>) -> Result<(), MapperError> {
-    let wire = match wire::parse(value) {
-        Ok(wire) => wire,
-        Err(WireError::Break(message)) => return Err(protocol(message)),
-        Err(WireError::Fault(message)) => return fault(session, message, out),
+fn intake(session: &mut Follow, read: Read<'_>, out: &mut Vec<Action>) -> Result<(), MapperError> {
+    let wire = match read {
+        Read::Fragment(fragment) => fragment,
+        Read::Tree(value) => match wire::parse(value) {
+            Ok(wire) => wire,
+            Err(WireError::Break(message)) => return Err(protocol(message)),
+            Err(WireError::Fault(message)) => return fault(session, message, out),
+        },
     };
     let sync = &mut session.state.sync;
     let envelope = wire.envelope().clone();
