@@ -157,8 +157,10 @@ fn replay(
                     SessionInput::Event(NativeData::Text(text)) => text.contains("\"text_delta\""),
                     _ => false,
                 });
+                // The batch is handed over, as the core hands it: copied before the clock starts.
+                let batch = inputs.clone();
                 let started = Instant::now();
-                let mapped = session.map(inputs);
+                let mapped = session.map(batch);
                 let seconds = started.elapsed().as_secs_f64();
                 if text {
                     timing.text_seconds += seconds;

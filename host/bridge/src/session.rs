@@ -182,7 +182,7 @@ impl SessionLink {
 
     /// Maps a batch of the input received through [`SessionInbound::Input`], carries out the
     /// native writes and requests it asks for, and returns its actions for the coordinator.
-    pub fn map(&self, inputs: &[SessionInput]) -> Result<Vec<Action>, MapperFault> {
+    pub fn map(&self, inputs: Vec<SessionInput>) -> Result<Vec<Action>, MapperFault> {
         self.check_usable()?;
         let result = self.map_and_issue(inputs);
         if let Err(fault) = &result {
@@ -195,7 +195,7 @@ impl SessionLink {
     /// kept until the writes are queued: the session's writes leave in the order of its calls.
     /// `issue` draws its ids from the allocator the operations use (`ids.rs`), reserving
     /// exactly the number `map` announced.
-    fn map_and_issue(&self, inputs: &[SessionInput]) -> Result<Vec<Action>, MapperFault> {
+    fn map_and_issue(&self, inputs: Vec<SessionInput>) -> Result<Vec<Action>, MapperFault> {
         let shared = &self.inner.shared;
         let mut session = lock(&self.inner.session);
         let effects = session.map(inputs)?;

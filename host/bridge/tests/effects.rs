@@ -74,13 +74,13 @@ async fn mapping_can_issue_requests_whose_replies_come_back_as_input() {
     let bridge = start(&[]).await;
     let (link, mut inbound) = bridge.link_session(Box::new(TestSession::default()));
     let ask = json!({"ask": "echo"}).to_string();
-    let actions = link.map(&[SessionInput::Event(ask.as_str().into())]).unwrap();
+    let actions = link.map(vec![SessionInput::Event(ask.as_str().into())]).unwrap();
     assert_eq!(actions, vec![Action::Update(ask)]);
     let Some(SessionInbound::Input(input @ SessionInput::Reply(_))) = guard(inbound.recv()).await
     else {
         panic!("expected the reply as input");
     };
-    let actions = link.map(&[input]).unwrap();
+    let actions = link.map(vec![input]).unwrap();
     let Action::Update(update) = &actions[0] else { panic!("{actions:?}") };
     let update: Value = serde_json::from_str(update).unwrap();
     assert_eq!(update, json!({"reply": 2, "ok": {"echo": ""}}));
@@ -98,7 +98,7 @@ async fn a_dropped_session_takes_the_requests_it_issued_while_mapping_along() {
     let bridge = start(&[]).await;
     let (link, inbound) = bridge.link_session(Box::new(TestSession::default()));
     let ask = json!({"ask": "park"}).to_string();
-    link.map(&[SessionInput::Event(ask.as_str().into())]).unwrap();
+    link.map(vec![SessionInput::Event(ask.as_str().into())]).unwrap();
     drop((link, inbound));
     // The host answers the parked request now, then this one.
     let unpark = zcode_contract::ConnectionOp::Probe(zcode_contract::ProbeRequest::workspace(
@@ -126,7 +126,7 @@ async fn a_reply_to_mapping_behind_a_full_session_queue_is_not_timed_out_by_the_
     let events = SESSION_QUEUE + 50;
     let routes = vec!["a"; events].join(",");
     let ask = json!({"ask": "emit", "arg": routes, "timeoutMs": 1000}).to_string();
-    link.map(&[SessionInput::Event(ask.as_str().into())]).unwrap();
+    link.map(vec![SessionInput::Event(ask.as_str().into())]).unwrap();
     // Three times the timeout before A takes anything, then all of it.
     tokio::time::sleep(Duration::from_secs(3)).await;
     for _ in 0..events {
@@ -146,7 +146,7 @@ async fn writes_from_mapping_are_written() {
     let bridge = start(&[]).await;
     let (link, _inbound) = bridge.link_session(Box::new(TestSession::default()));
     let event = json!({"write": note("from-mapping")}).to_string();
-    link.map(&[SessionInput::Event(event.as_str().into())]).unwrap();
+    link.map(vec![SessionInput::Event(event.as_str().into())]).unwrap();
     let result = guard(session_op(&link, create(Script::request("notes", "")))).await;
     assert_eq!(replies(&result), vec![json!({"id": 2, "ok": "from-mapping"})]);
     bridge.shutdown().await;
@@ -178,7 +178,7 @@ impl Operations<SessionOp> for Asker {
 impl zcode_contract::MapperSession for Asker {
     fn map(
         &mut self,
-        _: &[SessionInput],
+        _: Vec<SessionInput>,
     ) -> Result<zcode_contract::Effects, zcode_contract::MapperFault> {
         Ok(zcode_contract::Effects { requests: 1, ..Default::default() })
     }
@@ -199,7 +199,7 @@ impl zcode_contract::MapperSession for Asker {
 async fn a_request_issued_while_mapping_times_out_as_a_lost_reply() {
     let bridge = start(&[]).await;
     let (link, mut inbound) = bridge.link_session(Box::new(Asker));
-    assert!(link.map(&[SessionInput::Event("{}".into())]).unwrap().is_empty());
+    assert!(link.map(vec![SessionInput::Event("{}".into())]).unwrap().is_empty());
     match guard(inbound.recv()).await {
         Some(SessionInbound::Input(SessionInput::Reply(reply))) => {
             assert_eq!(reply.body, ReplyBody::Lost("timed out after 50 ms".into()))
@@ -233,7 +233,7 @@ async fn issuing_other_than_what_was_announced_is_a_fault() {
     impl zcode_contract::MapperSession for Liar {
         fn map(
             &mut self,
-            _: &[SessionInput],
+            _: Vec<SessionInput>,
         ) -> Result<zcode_contract::Effects, zcode_contract::MapperFault> {
             Ok(zcode_contract::Effects { requests: 2, ..Default::default() })
         }
@@ -243,7 +243,7 @@ async fn issuing_other_than_what_was_announced_is_a_fault() {
     }
     let bridge = start(&[]).await;
     let (link, _inbound) = bridge.link_session(Box::new(Liar));
-    let fault = link.map(&[SessionInput::Event("{}".into())]).unwrap_err();
+    let fault = link.map(vec![SessionInput::Event("{}".into())]).unwrap_err();
     assert!(fault.0.contains("announced 2 native requests but issued 0"), "{fault}");
     assert!(link.fault().is_some());
     bridge.shutdown().await;
@@ -268,7 +268,7 @@ async fn credentials_are_filled_into_writes_and_never_reach_the_mapper() {
         .await
         .unwrap();
     let (link, _inbound) = bridge.link_session(Box::new(Filler));
-    link.map(&[SessionInput::Event("{}".into())]).unwrap();
+    link.map(vec![SessionInput::Event("{}".into())]).unwrap();
     let result = guard(session_op(&link, create(Script::request("notes", "")))).await;
     assert_eq!(replies(&result), vec![json!({"id": 2, "ok": "sk-test-42"})]);
     bridge.shutdown().await;
@@ -307,7 +307,7 @@ impl Operations<SessionOp> for Filler {
 impl zcode_contract::MapperSession for Filler {
     fn map(
         &mut self,
-        _: &[SessionInput],
+        _: Vec<SessionInput>,
     ) -> Result<zcode_contract::Effects, zcode_contract::MapperFault> {
         let write = NativeWrite {
             bytes: format!("{}\n", note("@@key@@")).into_bytes(),

@@ -121,7 +121,7 @@ impl Operations<SessionOp> for Gated {
 }
 
 impl MapperSession for Gated {
-    fn map(&mut self, inputs: &[SessionInput]) -> Result<Effects, MapperFault> {
+    fn map(&mut self, inputs: Vec<SessionInput>) -> Result<Effects, MapperFault> {
         self.session.map(inputs)
     }
 
@@ -174,8 +174,9 @@ async fn an_operation_and_mapping_run_at_once_and_get_ids_of_their_own() {
     let (ra, mapped) = guard(async {
         let ra = op_on_a_thread(a.clone(), Script::request("echo", "a"));
         let b = b.clone();
-        let mapped =
-            tokio::task::spawn_blocking(move || b.map(&[SessionInput::Event(ask.as_str().into())]));
+        let mapped = tokio::task::spawn_blocking(move || {
+            b.map(vec![SessionInput::Event(ask.as_str().into())])
+        });
         (ra.await.unwrap(), mapped.await.unwrap())
     })
     .await;
@@ -348,7 +349,7 @@ async fn routes_are_registered_before_the_request_is_written() {
     assert!(events.try_recv().is_none());
     // The link maps what it receives with its own mapper session.
     let input = SessionInput::Event("{\"seq\":1}".into());
-    assert_eq!(link.map(&[input]).unwrap(), vec![Action::Update("{\"seq\":1}".into())]);
+    assert_eq!(link.map(vec![input]).unwrap(), vec![Action::Update("{\"seq\":1}".into())]);
     bridge.shutdown().await;
 }
 
@@ -446,7 +447,7 @@ async fn a_session_fault_makes_only_that_session_unusable() {
     // The broken session refuses everything from now on, without calling its mapper.
     let again = guard(session_op(&broken, create(Script::request("echo", "")))).await;
     assert!(matches!(again, Err(OpFailure::Fault(_))), "{again:?}");
-    assert!(broken.map(&[SessionInput::Event("{}".into())]).is_err());
+    assert!(broken.map(vec![SessionInput::Event("{}".into())]).is_err());
 
     // Everything else is untouched. The wrong-id op consumed id 2; the healthy op gets 3.
     let result = guard(session_op(&healthy, create(Script::request("echo", "fine")))).await;
@@ -476,7 +477,7 @@ async fn a_route_owned_by_another_session_is_refused() {
 async fn a_mapping_fault_poisons_the_session() {
     let bridge = start(&[]).await;
     let (link, _events) = bridge.link_session(Box::new(TestSession::default()));
-    assert!(link.map(&[SessionInput::Event("{\"mapper-fault\":1}".into())]).is_err());
+    assert!(link.map(vec![SessionInput::Event("{\"mapper-fault\":1}".into())]).is_err());
     let result = guard(session_op(&link, create(Script::request("echo", "")))).await;
     assert!(matches!(result, Err(OpFailure::Fault(_))), "{result:?}");
     bridge.shutdown().await;

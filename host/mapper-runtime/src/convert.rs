@@ -1,6 +1,7 @@
 //! Conversions between the WIT values of `zcode:mapper@0.4.0` and the plain `zcode_contract`
 //! types. Values going into a mapper are converted from references (the core keeps its own
-//! copy); values coming out are moved.
+//! copy), except a session's input batch, which the core hands over; values coming out are
+//! moved.
 
 use zcode_contract as core;
 
@@ -429,26 +430,40 @@ impl From<&core::MapperError> for wit::MapperError {
 
 impl From<&core::NativeData> for wit::NativeData {
     fn from(data: &core::NativeData) -> Self {
+        data.clone().into()
+    }
+}
+
+impl From<core::NativeData> for wit::NativeData {
+    fn from(data: core::NativeData) -> Self {
         match data {
-            core::NativeData::Text(text) => wit::NativeData::Text(text.clone()),
-            core::NativeData::Binary(bytes) => wit::NativeData::Binary(bytes.clone()),
+            core::NativeData::Text(text) => wit::NativeData::Text(text),
+            core::NativeData::Binary(bytes) => wit::NativeData::Binary(bytes),
         }
     }
 }
 
 impl From<&core::NativeReply> for wit::NativeReply {
     fn from(r: &core::NativeReply) -> Self {
-        let body = match &r.body {
+        r.clone().into()
+    }
+}
+
+impl From<core::NativeReply> for wit::NativeReply {
+    fn from(r: core::NativeReply) -> Self {
+        let body = match r.body {
             core::ReplyBody::Ok(data) => wit::ReplyBody::Ok(data.into()),
-            core::ReplyBody::Error(e) => wit::ReplyBody::Error(e.into()),
-            core::ReplyBody::Lost(why) => wit::ReplyBody::Lost(why.clone()),
+            core::ReplyBody::Error(e) => wit::ReplyBody::Error((&e).into()),
+            core::ReplyBody::Lost(why) => wit::ReplyBody::Lost(why),
         };
         wit::NativeReply { id: r.id, body }
     }
 }
 
-impl From<&core::SessionInput> for wit::SessionInput {
-    fn from(input: &core::SessionInput) -> Self {
+/// Moved: the core hands a batch over ([`zcode_contract::MapperSession::map`]), and an event's
+/// text (up to a 1.4 MB fragment on the Services Server) is not copied before it is lowered.
+impl From<core::SessionInput> for wit::SessionInput {
+    fn from(input: core::SessionInput) -> Self {
         match input {
             core::SessionInput::Event(data) => wit::SessionInput::Event(data.into()),
             core::SessionInput::Reply(reply) => wit::SessionInput::Reply(reply.into()),

@@ -184,10 +184,10 @@ pub struct WasmSession {
 }
 
 impl MapperSession for WasmSession {
-    fn map(&mut self, inputs: &[SessionInput]) -> Result<Effects, MapperFault> {
+    fn map(&mut self, inputs: Vec<SessionInput>) -> Result<Effects, MapperFault> {
         let input = Input { bytes: inputs.byte_size(), items: inputs.len() };
         let handle = self.handle;
-        let wit_inputs: Vec<wit::SessionInput> = inputs.iter().map(Into::into).collect();
+        let wit_inputs: Vec<wit::SessionInput> = inputs.into_iter().map(Into::into).collect();
         let mapped = self.instance.call(input, |guest, store| {
             guest.session().call_map(store, handle, &wit_inputs).map(Effects::from)
         })?;

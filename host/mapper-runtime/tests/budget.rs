@@ -55,7 +55,7 @@ fn prompt(mapper: Arc<WasmMapper>, op: SessionOp) -> Result<Step, MapperFault> {
 }
 
 fn map(mapper: Arc<WasmMapper>, batch: Vec<SessionInput>) -> Result<Effects, MapperFault> {
-    within_bound(move || session(&mapper).map(&batch))
+    within_bound(move || session(&mapper).map(batch.to_vec()))
 }
 
 #[test]

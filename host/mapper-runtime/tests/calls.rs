@@ -399,7 +399,7 @@ fn a_batch_maps_events_and_replies_in_order() {
         json!({ "id": 3, "body": { "ok": { "binary": [9] } } }),
         json!({ "text": "plain \u{0}é😀" }),
     ];
-    let effects = session.map(&batch).unwrap();
+    let effects = session.map(batch.to_vec()).unwrap();
     let updates: Vec<Value> = effects
         .actions
         .iter()
@@ -409,13 +409,13 @@ fn a_batch_maps_events_and_replies_in_order() {
         })
         .collect();
     assert_eq!(updates, expected);
-    assert_eq!(session.map(&[]), Ok(Effects::default()), "an empty batch maps to nothing");
+    assert_eq!(session.map(vec![]), Ok(Effects::default()), "an empty batch maps to nothing");
 }
 
 #[test]
 fn requests_announced_by_map_are_issued_with_the_ids_handed_out() {
     let mut session = session(&mapper());
-    let effects = session.map(&[event("announce:1"), event("announce:2")]).unwrap();
+    let effects = session.map(vec![event("announce:1"), event("announce:2")]).unwrap();
     assert_eq!(effects, Effects { requests: 3, ..Effects::default() });
     let outgoing = session.issue(20).unwrap();
     let request = |id: u64, i: u64, timeout_ms| NativeRequest {

@@ -62,7 +62,7 @@ fn measure_runtime_costs() {
 
     let trivial = runtime().load_bytes("h", hostile()).unwrap();
     let mut s = session(&mapper);
-    let effects = s.map(&[event(EVENT)]).unwrap();
+    let effects = s.map(vec![event(EVENT)]).unwrap();
     let [Action::Update(update)] = effects.actions.as_slice() else { panic!("{effects:?}") };
     println!("update: {} bytes", update.len());
 
@@ -73,13 +73,13 @@ fn measure_runtime_costs() {
     ] {
         let batch = [input];
         for _ in 0..10_000 {
-            session.map(&batch).unwrap();
+            session.map(batch.to_vec()).unwrap();
         }
-        let per_call = time_each(100_000, || drop(session.map(&batch).unwrap()));
+        let per_call = time_each(100_000, || drop(session.map(batch.to_vec()).unwrap()));
         let calls = 100_000;
         let start = Instant::now();
         for _ in 0..calls {
-            session.map(&batch).unwrap();
+            session.map(batch.to_vec()).unwrap();
         }
         let throughput = calls as f64 / start.elapsed().as_secs_f64();
         println!("{name}: median {per_call:?} per call, {throughput:.0} calls/s");
@@ -88,14 +88,14 @@ fn measure_runtime_costs() {
     // The boundary alone: a batch of nothing (one update back), and a call with no input
     // returning an empty list.
     let mut empty = session(&trivial);
-    let per_call = time_each(100_000, || drop(empty.map(&[]).unwrap()));
+    let per_call = time_each(100_000, || drop(empty.map(vec![]).unwrap()));
     println!("map, an empty batch: median {per_call:?} per call");
     let mut connection = trivial.connection().unwrap();
     let per_call = time_each(100_000, || drop(connection.finish().unwrap()));
     println!("connection finish (empty list back): median {per_call:?} per call");
 
     let batch: Vec<_> = (0..100).map(|_| event(EVENT)).collect();
-    let per_batch = time_each(1000, || drop(s.map(&batch).unwrap()));
+    let per_batch = time_each(1000, || drop(s.map(batch.to_vec()).unwrap()));
     println!("map, a batch of 100 such events: median {per_batch:?} per call");
 
     // How long a loop runs before its budget stops it, with nothing and with a lot handed in.
@@ -103,7 +103,7 @@ fn measure_runtime_costs() {
         let batch = [event("spin"), event(&"x".repeat(mib << 20))];
         let mut spinner = session(&trivial);
         let start = Instant::now();
-        let fault = spinner.map(&batch).unwrap_err();
+        let fault = spinner.map(batch.to_vec()).unwrap_err();
         println!("a loop handed {mib} MiB stopped after {:?}: {fault}", start.elapsed());
     }
 

@@ -425,19 +425,20 @@ impl Operations<SessionOp> for RecordingSession {
 }
 
 impl MapperSession for RecordingSession {
-    fn map(&mut self, inputs: &[SessionInput]) -> Result<Effects, MapperFault> {
-        let result = self.real.map(inputs);
-        if self.shared.sink.active() {
-            let name = self.name.clone();
-            self.mirror.record(
-                &self.shared,
-                &inputs.to_vec(),
-                Outcome::from(result.clone()),
-                |r, inputs| inputs.iter().map(|input| redact_input(r, input)).collect(),
-                |shadow, inputs| shadow.map(inputs).into(),
-                |inputs| Call::SessionMap { name, inputs },
-            );
+    fn map(&mut self, inputs: Vec<SessionInput>) -> Result<Effects, MapperFault> {
+        if !self.shared.sink.active() {
+            return self.real.map(inputs);
         }
+        let result = self.real.map(inputs.clone());
+        let name = self.name.clone();
+        self.mirror.record(
+            &self.shared,
+            &inputs,
+            Outcome::from(result.clone()),
+            |r, inputs| inputs.iter().map(|input| redact_input(r, input)).collect(),
+            |shadow, inputs| shadow.map(inputs.clone()).into(),
+            |inputs| Call::SessionMap { name, inputs },
+        );
         result
     }
 

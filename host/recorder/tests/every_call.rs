@@ -147,9 +147,9 @@ impl Operations<SessionOp> for EchoSession {
 }
 
 impl MapperSession for EchoSession {
-    fn map(&mut self, inputs: &[SessionInput]) -> Result<Effects, MapperFault> {
+    fn map(&mut self, inputs: Vec<SessionInput>) -> Result<Effects, MapperFault> {
         let mut effects = Effects::default();
-        for input in inputs {
+        for input in &inputs {
             let update = match input {
                 SessionInput::Event(NativeData::Text(text)) if text.contains("\"ask\"") => {
                     self.asked += 1;
@@ -231,7 +231,7 @@ fn drive(mapper: &dyn Mapper) -> Vec<String> {
         SessionInput::Event(NativeData::Text("{\"type\":\"ask\"}".into())),
         SessionInput::Reply(NativeReply { id: 9, body: ReplyBody::Lost(SECRET.into()) }),
     ];
-    let effects = session.map(&batch).unwrap();
+    let effects = session.map(batch.to_vec()).unwrap();
     seen.push(format!("{effects:?}"));
     seen.push(format!("{:?}", session.issue(5)));
     seen

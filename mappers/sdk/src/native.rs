@@ -69,8 +69,8 @@ impl<S: SessionMachine + Send> Operations<SessionOp> for NativeSession<S> {
 }
 
 impl<S: SessionMachine + Send> MapperSession for NativeSession<S> {
-    fn map(&mut self, inputs: &[SessionInput]) -> Result<Effects, MapperFault> {
-        Ok(self.0.map(inputs))
+    fn map(&mut self, inputs: Vec<SessionInput>) -> Result<Effects, MapperFault> {
+        Ok(self.0.map(&inputs))
     }
 
     fn issue(&mut self, first_request_id: u64) -> Result<Outgoing, MapperFault> {

@@ -48,8 +48,9 @@ pub trait MapperConnection: Operations<ConnectionOp> {
 /// Mapping state of one native session.
 pub trait MapperSession: Operations<SessionOp> {
     /// Maps a batch of input in arrival order. Input the mapper cannot map comes back as a
-    /// `Terminal::Broken` action: for the coordinator that is a broken stream.
-    fn map(&mut self, inputs: &[SessionInput]) -> Result<Effects, MapperFault>;
+    /// `Terminal::Broken` action: for the coordinator that is a broken stream. The batch is
+    /// handed over: a WebAssembly mapper moves it into the sandbox instead of copying it.
+    fn map(&mut self, inputs: Vec<SessionInput>) -> Result<Effects, MapperFault>;
     /// The requests the last `map` announced, with ids from `first_request_id`.
     fn issue(&mut self, first_request_id: u64) -> Result<Outgoing, MapperFault>;
 }

@@ -289,7 +289,7 @@ impl<'a> Replayer<'a> {
             Call::SessionResume { name, op_id, reply, first_request_id } => {
                 self.session(name)?.resume(*op_id, reply.as_ref(), *first_request_id).into()
             }
-            Call::SessionMap { name, inputs } => self.session(name)?.map(inputs).into(),
+            Call::SessionMap { name, inputs } => self.session(name)?.map(inputs.clone()).into(),
             Call::SessionIssue { name, first_request_id } => {
                 self.session(name)?.issue(*first_request_id).into()
             }
@@ -432,9 +432,9 @@ mod tests {
     }
 
     impl MapperSession for EchoSession {
-        fn map(&mut self, inputs: &[SessionInput]) -> Result<Effects, MapperFault> {
+        fn map(&mut self, inputs: Vec<SessionInput>) -> Result<Effects, MapperFault> {
             let mut effects = Effects::default();
-            for input in inputs {
+            for input in &inputs {
                 match input {
                     SessionInput::Event(NativeData::Text(text)) if text == "trap" => {
                         return Err(MapperFault("trapped".into()));

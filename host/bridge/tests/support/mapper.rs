@@ -376,9 +376,9 @@ impl Operations<SessionOp> for TestSession {
 }
 
 impl MapperSession for TestSession {
-    fn map(&mut self, inputs: &[SessionInput]) -> Result<Effects, MapperFault> {
+    fn map(&mut self, inputs: Vec<SessionInput>) -> Result<Effects, MapperFault> {
         let mut effects = Effects::default();
-        for input in inputs {
+        for input in &inputs {
             let payload = match input {
                 SessionInput::Reply(reply) => {
                     let mut update = reply_json(reply);

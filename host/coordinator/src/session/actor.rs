@@ -150,7 +150,7 @@ impl SessionActor {
                     Some(SessionInbound::Input(first)) => {
                         let (batch, closed) =
                             drain_batch(first, &mut self.deferred, self.inbound.as_mut());
-                        self.on_input(&batch).await;
+                        self.on_input(batch).await;
                         self.written.push_back(self.client.written());
                         if let Some(reason) = closed {
                             self.on_transport_closed(reason);
@@ -318,7 +318,7 @@ impl SessionActor {
 
     // ----- native input ------------------------------------------------------------------
 
-    async fn on_input(&mut self, batch: &[SessionInput]) {
+    async fn on_input(&mut self, batch: Vec<SessionInput>) {
         if self.failed.is_some() {
             return;
         }

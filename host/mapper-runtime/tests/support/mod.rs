@@ -90,7 +90,7 @@ pub fn event(text: &str) -> SessionInput {
 
 /// Maps one text event.
 pub fn map_one(session: &mut dyn MapperSession, text: &str) -> Result<Effects, MapperFault> {
-    session.map(&[event(text)])
+    session.map(vec![event(text)])
 }
 
 /// Effects with just these updates.

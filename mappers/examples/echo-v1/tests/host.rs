@@ -146,7 +146,7 @@ impl Core {
                 .chain(std::mem::take(&mut self.replies).into_iter().map(SessionInput::Reply))
                 .collect();
             if !inputs.is_empty() {
-                let effects = session.map(&inputs).unwrap();
+                let effects = session.map(inputs).unwrap();
                 for write in &effects.writes {
                     self.stdin.write_all(&write.bytes).unwrap();
                 }

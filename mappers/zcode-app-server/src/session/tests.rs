@@ -61,7 +61,7 @@ impl Driver {
     }
 
     fn event(&mut self, frame: Value) -> Effects {
-        self.session.map(&[SessionInput::Event(frame.to_string().into())]).unwrap()
+        self.session.map(vec![SessionInput::Event(frame.to_string().into())]).unwrap()
     }
 }
 
@@ -650,7 +650,7 @@ fn a_v4_gap_is_resynced_and_modes_switch_with_their_revision() {
     );
     let ack = driver
         .session
-        .map(&[SessionInput::Reply(NativeReply {
+        .map(vec![SessionInput::Reply(NativeReply {
             id: 40,
             body: ReplyBody::Ok(json!({"ack": {}}).to_string().into()),
         })])
@@ -1151,7 +1151,7 @@ fn skipped_legacy_events_are_replayed_and_the_turn_goes_on() {
         .collect();
     let replayed = driver
         .session
-        .map(&[SessionInput::Reply(NativeReply {
+        .map(vec![SessionInput::Reply(NativeReply {
             id: 60,
             body: ReplyBody::Ok(json!({"events": events, "eventSeq": 9}).to_string().into()),
         })])
@@ -1189,7 +1189,7 @@ fn replay(driver: &mut Driver, gap: Value, last: u64, answer: Value) -> Effects 
         Some(error) => ReplyBody::Error(crate::wire::native_error(error)),
         None => ReplyBody::Ok(answer.to_string().into()),
     };
-    driver.session.map(&[SessionInput::Reply(NativeReply { id: 70, body })]).unwrap()
+    driver.session.map(vec![SessionInput::Reply(NativeReply { id: 70, body })]).unwrap()
 }
 
 #[test]
@@ -1202,7 +1202,8 @@ fn a_legacy_delta_v4_carries_is_dropped_and_its_number_skipped() {
     assert_eq!(driver.event(delta(5)).actions, std::slice::from_ref(&carried));
     // However it is written: an escaped type, the members in another order.
     let escaped = r#"{"method":"session/event","params":{"payload":{"kind":"text_delta","delta":"y"},"type":"model.str\u0065aming","seq":6,"sessionId":"sess_1"}}"#;
-    let effects = driver.session.map(&[SessionInput::Event(escaped.to_string().into())]).unwrap();
+    let effects =
+        driver.session.map(vec![SessionInput::Event(escaped.to_string().into())]).unwrap();
     assert_eq!(effects.actions, std::slice::from_ref(&carried));
     assert_eq!(
         driver.event(delta(6)).actions,
@@ -1210,7 +1211,7 @@ fn a_legacy_delta_v4_carries_is_dropped_and_its_number_skipped() {
     );
     // A member named twice goes the general way: the last one counts, as in a tree.
     let twice = r#"{"method":"session/event","params":{"sessionId":"sess_1","seq":1,"seq":7,"type":"model.streaming","payload":{}}}"#;
-    let effects = driver.session.map(&[SessionInput::Event(twice.to_string().into())]).unwrap();
+    let effects = driver.session.map(vec![SessionInput::Event(twice.to_string().into())]).unwrap();
     assert_eq!(effects.actions, [carried]);
     // The connection routes these apart and the core drops them once V4 is subscribed
     // (`connection::carried_route`), so the numbers skip: no gap, no replay, and the turn ends.
@@ -1256,7 +1257,8 @@ fn appended_text_reads_the_same_however_its_frame_is_written() {
     assert_eq!(updates(&appended), [chunk("b"), chunk("c\n\"")]);
     // Members in another order, an escape, spaces.
     let escaped = r#"{"params": {"frame": {"payload": {"deltas": [{"append": "\u0064", "path": "text", "rowId": 2, "op": "row.delta"}], "kind": "deltas"}, "toSeq": 8, "fromSeq": 7}, "subscriptionId": "sub-1", "kind": "complete", "wireVersion": 3}, "method": "v4/conversation/frame"}"#;
-    let effects = driver.session.map(&[SessionInput::Event(escaped.to_string().into())]).unwrap();
+    let effects =
+        driver.session.map(vec![SessionInput::Event(escaped.to_string().into())]).unwrap();
     assert_eq!(updates(&effects), [chunk("d")]);
     // The same frame again is a duplicate; one past a gap is resynced, not shown.
     let again = driver.event(frame(7, 8, "online", json!([append("d")])));
@@ -1279,7 +1281,8 @@ fn the_end_of_a_turn_is_read_without_its_text() {
     let finish = |end: &str| {
         let mut driver = opened(false, true);
         prompt(&mut driver);
-        let effects = driver.session.map(&[SessionInput::Event(end.to_string().into())]).unwrap();
+        let effects =
+            driver.session.map(vec![SessionInput::Event(end.to_string().into())]).unwrap();
         let (_, _, step) = driver.run(SessionOp::FinishTurn, &mut agent(false));
         let Step::Done(Ok(usage)) = step else { panic!("{step:?}") };
         (effects.actions, serde_json::from_str::<Value>(&usage.response).unwrap())

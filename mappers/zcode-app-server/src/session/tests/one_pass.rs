@@ -5,7 +5,7 @@
 use super::*;
 
 fn map_text(driver: &mut Driver, text: &str) -> Effects {
-    driver.session.map(&[SessionInput::Event(text.to_string().into())]).unwrap()
+    driver.session.map(vec![SessionInput::Event(text.to_string().into())]).unwrap()
 }
 
 fn broken(effects: &Effects) -> &str {
