@@ -29,10 +29,10 @@ pub const SESSION_QUEUE: usize = 256;
 
 /// The bytes of native input queued for one session at most, whichever bound comes first: one
 /// input of the Services Server can carry a thousand deltas, so 256 of them could be tens of
-/// megabytes. An input larger than this still goes, alone. 1 MiB rather than 4: what is queued
-/// while a fast client reads a long turn is peak memory (issue 27), and a bigger queue streamed
-/// no faster.
-pub const SESSION_QUEUE_BYTES: usize = 1 << 20;
+/// megabytes. An input larger than this still goes, alone. 256 KiB (it was 4 MiB, then 1): what
+/// is queued while a fast client reads a long turn is peak memory (issue 27), and a bigger
+/// queue streamed no faster.
+pub const SESSION_QUEUE_BYTES: usize = 1 << 18;
 
 /// One queued input, holding its share of the queue's bytes until the session takes it.
 pub(crate) struct Queued {
