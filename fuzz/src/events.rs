@@ -178,7 +178,7 @@ pub fn run(script: &[Move]) {
                     seen.last_seq = Some(seen.last_seq.map_or(seq, |last| last.max(seq)));
                 }
                 let input = SessionInput::Event(NativeData::Text(payload.to_string()));
-                let effects = driven.session.map(&[input]).expect("native mappers never fault");
+                let effects = driven.session.map(vec![input]).expect("native mappers never fault");
                 assert!(effects.writes.is_empty() && effects.requests == 0, "{effects:?}");
                 let actions = effects.actions;
                 if *must_break && !redelivered {
