@@ -36,7 +36,7 @@ fn a_5_mib_tool_output_is_mapped_within_a_few_copies_of_itself() {
             1,
             3,
             json!([
-                {"op": "row.appended", "row": row(11, "userInput", json!({"origin": "realUser", "text": "x", "sourceCommandId": command_id}))},
+                prompt_appended(&command_id),
                 {"op": "row.appended", "row": row(12, "toolCall", json!({"toolCallId": "call-1", "toolName": "Bash", "status": "running",
                     "inputText": "{\"command\":\"cat big.log\"}", "input": {"command": "cat big.log"}}))},
             ]),
@@ -112,7 +112,7 @@ fn a_5_mib_write_asking_permission_is_mapped_within_a_few_copies_of_itself() {
             1,
             3,
             json!([
-                {"op": "row.appended", "row": row(11, "userInput", json!({"origin": "realUser", "text": "x", "sourceCommandId": command_id}))},
+                prompt_appended(&command_id),
                 {"op": "row.appended", "row": tool},
             ]),
         ),
@@ -316,7 +316,7 @@ fn a_fragment_of_a_turns_last_frame_is_joined_without_a_copy_of_itself() {
             1,
             4,
             json!([
-                {"op": "row.appended", "row": row(11, "userInput", json!({"origin": "realUser", "text": "x", "sourceCommandId": command_id}))},
+                prompt_appended(&command_id),
                 {"op": "row.appended", "row": row(12, "assistantText", json!({"text": "", "state": "streaming"}))},
                 {"op": "row.delta", "rowId": 12, "path": "text", "append": text},
             ]),

@@ -274,7 +274,7 @@ fn a_permission_is_asked_once_and_answered_with_resolve_interaction() {
             1,
             3,
             json!([
-                {"op": "row.appended", "row": row(11, "userInput", json!({"origin": "realUser", "text": "x", "sourceCommandId": command_id}))},
+                prompt_appended(&command_id),
                 {"op": "row.appended", "row": tool},
                 {"op": "state.updated", "patch": {"control": running_control(), "pendingInteractions": [interaction.clone()]}},
             ]),
@@ -344,7 +344,7 @@ fn cancel_pauses_the_queue_stops_and_clears_it_and_the_turn_ends_cancelled() {
             2,
             json!([
                 {"op": "state.updated", "patch": {"revision": 5, "control": running_control(), "queue": {"items": [{"queueItemId": "q-1"}], "autoDrain": true}}},
-                {"op": "row.appended", "row": row(11, "userInput", json!({"origin": "realUser", "text": "x", "sourceCommandId": command_id}))},
+                prompt_appended(&command_id),
             ]),
         ),
     );
@@ -412,7 +412,7 @@ fn a_gap_resyncs_through_a_request_from_map_and_loses_nothing() {
             3,
             json!([
                 {"op": "state.updated", "patch": {"control": running_control()}},
-                {"op": "row.appended", "row": row(11, "userInput", json!({"origin": "realUser", "text": "x", "sourceCommandId": command_id}))},
+                prompt_appended(&command_id),
                 {"op": "row.appended", "row": row(12, "assistantText", json!({"text": "Hel", "state": "streaming"}))},
             ]),
         ),

@@ -120,6 +120,12 @@ pub fn deltas_frame(session: &str, sub: &str, from: u64, to: u64, deltas: Value)
            "payload": {"kind": "deltas", "deltas": deltas}})
 }
 
+/// The op that appends the user's prompt (row 11) of the turn the prompt `command_id` started.
+pub fn prompt_appended(command_id: &str) -> Value {
+    let prompt = json!({"origin": "realUser", "text": "x", "sourceCommandId": command_id});
+    json!({"op": "row.appended", "row": row(11, "userInput", prompt)})
+}
+
 /// A conversation row.
 pub fn row(id: u64, kind: &str, fields: Value) -> Value {
     let mut row = json!({"rowId": id, "turnId": "turn-1", "createdAt": 1_760_000_000_000u64, "createdAtSeq": id, "kind": kind});
