@@ -10,7 +10,7 @@ use zcode_contract::{Action, Inbound, NativeData, SessionInput, SessionOp};
 use zcode_mapper_sdk::heap_count::{Counting, live as heap_live, peak_of};
 use zcode_mapper_sdk::{Connection as _, SessionMachine as _};
 
-use super::session_flow::{SID, SUB, frame, init, live, map, prompted, updates};
+use super::session_flow::{SID, SUB, deltas, init, live, map, prompted, updates};
 use super::support::*;
 use crate::ServicesConnection;
 use crate::ServicesSession;
@@ -27,20 +27,16 @@ fn a_5_mib_tool_output_is_mapped_within_a_few_copies_of_itself() {
     const OUTPUT: usize = 5 * MIB;
     let (mut session, next) = live();
     let command_id = prompted(&mut session, next);
-    let running = frame(
+    let running = deltas(
         &mut session,
         2,
-        deltas_frame(
-            SID,
-            SUB,
-            1,
-            3,
-            json!([
-                prompt_appended(&command_id),
-                {"op": "row.appended", "row": row(12, "toolCall", json!({"toolCallId": "call-1", "toolName": "Bash", "status": "running",
-                    "inputText": "{\"command\":\"cat big.log\"}", "input": {"command": "cat big.log"}}))},
-            ]),
-        ),
+        1,
+        3,
+        json!([
+            prompt_appended(&command_id),
+            {"op": "row.appended", "row": row(12, "toolCall", json!({"toolCallId": "call-1", "toolName": "Bash", "status": "running",
+                "inputText": "{\"command\":\"cat big.log\"}", "input": {"command": "cat big.log"}}))},
+        ]),
     );
     assert_eq!(updates(&running).len(), 2, "announced and running");
 
@@ -307,20 +303,16 @@ fn a_fragment_of_a_turns_last_frame_is_joined_without_a_copy_of_itself() {
     let (mut session, next) = live();
     let command_id = prompted(&mut session, next);
     let text = "lorem ipsum ".repeat(TEXT / 12);
-    let streamed = frame(
+    let streamed = deltas(
         &mut session,
         2,
-        deltas_frame(
-            SID,
-            SUB,
-            1,
-            4,
-            json!([
-                prompt_appended(&command_id),
-                {"op": "row.appended", "row": row(12, "assistantText", json!({"text": "", "state": "streaming"}))},
-                {"op": "row.delta", "rowId": 12, "path": "text", "append": text},
-            ]),
-        ),
+        1,
+        4,
+        json!([
+            prompt_appended(&command_id),
+            {"op": "row.appended", "row": row(12, "assistantText", json!({"text": "", "state": "streaming"}))},
+            {"op": "row.delta", "rowId": 12, "path": "text", "append": text},
+        ]),
     );
     assert!(!updates(&streamed).is_empty(), "{:?}", streamed.actions.first());
     let done = row(12, "assistantText", json!({"text": text, "state": "complete"}));

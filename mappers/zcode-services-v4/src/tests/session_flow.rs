@@ -63,6 +63,17 @@ pub(super) fn frame(session: &mut ServicesSession, ordinal: u64, logical: Value)
     map(session, vec![frame_input(&complete(ordinal, "online", SUB, SID, logical))])
 }
 
+/// Deltas `from..to` of the session's conversation, in the frame `ordinal`.
+pub(super) fn deltas(
+    session: &mut ServicesSession,
+    ordinal: u64,
+    from: u64,
+    to: u64,
+    ops: Value,
+) -> Effects {
+    frame(session, ordinal, deltas_frame(SID, SUB, from, to, ops))
+}
+
 pub(super) fn updates(effects: &Effects) -> Vec<Value> {
     effects
         .actions
@@ -140,21 +151,17 @@ fn creates_subscribes_and_takes_the_initial_snapshot() {
 fn a_prompt_streams_text_and_ends_by_the_completion_rule() {
     let (mut session, next) = live();
     let command_id = prompted(&mut session, next);
-    let running = frame(
+    let running = deltas(
         &mut session,
         2,
-        deltas_frame(
-            SID,
-            SUB,
-            1,
-            4,
-            json!([
-                {"op": "state.updated", "patch": {"revision": 2, "control": running_control()}},
-                {"op": "row.appended", "row": row(10, "turnHeader", json!({"origin": "userInput", "state": "running", "startedAt": 1, "sourceCommandId": command_id}))},
-                {"op": "row.appended", "row": row(11, "userInput", json!({"origin": "realUser", "text": "Fix it", "sourceCommandId": command_id}))},
-                {"op": "row.appended", "row": row(12, "assistantText", json!({"text": "Done", "state": "streaming", "assistantResponseId": "resp-1"}))},
-            ]),
-        ),
+        1,
+        4,
+        json!([
+            {"op": "state.updated", "patch": {"revision": 2, "control": running_control()}},
+            {"op": "row.appended", "row": row(10, "turnHeader", json!({"origin": "userInput", "state": "running", "startedAt": 1, "sourceCommandId": command_id}))},
+            {"op": "row.appended", "row": row(11, "userInput", json!({"origin": "realUser", "text": "Fix it", "sourceCommandId": command_id}))},
+            {"op": "row.appended", "row": row(12, "assistantText", json!({"text": "Done", "state": "streaming", "assistantResponseId": "resp-1"}))},
+        ]),
     );
     assert_eq!(
         updates(&running),
@@ -163,33 +170,25 @@ fn a_prompt_streams_text_and_ends_by_the_completion_rule() {
         ]
     );
     assert!(terminals(&running).is_empty());
-    let more = frame(
+    let more = deltas(
         &mut session,
         3,
-        deltas_frame(
-            SID,
-            SUB,
-            4,
-            5,
-            json!([{"op": "row.delta", "rowId": 12, "path": "text", "append": "."}]),
-        ),
+        4,
+        5,
+        json!([{"op": "row.delta", "rowId": 12, "path": "text", "append": "."}]),
     );
     assert_eq!(updates(&more)[0]["content"]["text"], ".");
-    let end = frame(
+    let end = deltas(
         &mut session,
         4,
-        deltas_frame(
-            SID,
-            SUB,
-            5,
-            7,
-            json!([
-                {"op": "row.upserted", "row": row(12, "assistantText", json!({"text": "Done.", "state": "complete", "assistantResponseId": "resp-1"}))},
-                {"op": "row.upserted", "row": row(10, "turnHeader", json!({"origin": "userInput", "state": "completedSuccess", "startedAt": 1, "sourceCommandId": command_id}))},
-                {"op": "state.updated", "patch": {"revision": 3, "control": idle_control(),
-                    "usage": {"contextWindow": {"usedTokens": 1200, "maxTokens": 200000, "autoCompactThresholdTokens": null}, "cumulative": {"inputTokens": 1000, "outputTokens": 200, "cacheReadTokens": 0, "cacheWriteTokens": 0}}}},
-            ]),
-        ),
+        5,
+        7,
+        json!([
+            {"op": "row.upserted", "row": row(12, "assistantText", json!({"text": "Done.", "state": "complete", "assistantResponseId": "resp-1"}))},
+            {"op": "row.upserted", "row": row(10, "turnHeader", json!({"origin": "userInput", "state": "completedSuccess", "startedAt": 1, "sourceCommandId": command_id}))},
+            {"op": "state.updated", "patch": {"revision": 3, "control": idle_control(),
+                "usage": {"contextWindow": {"usedTokens": 1200, "maxTokens": 200000, "autoCompactThresholdTokens": null}, "cumulative": {"inputTokens": 1000, "outputTokens": 200, "cacheReadTokens": 0, "cacheWriteTokens": 0}}}},
+        ]),
     );
     assert_eq!(terminals(&end), [Terminal::Stop(StopReason::EndTurn)]);
     assert!(
@@ -265,20 +264,16 @@ fn a_permission_is_asked_once_and_answered_with_resolve_interaction() {
     let interaction = json!({"interactionId": "int-1", "kind": "permission", "anchorRowId": 13, "createdAt": 1,
         "payload": {"kind": "permission", "toolCallId": "call-1", "toolName": "Bash", "summary": "", "detail": null,
                     "options": [{"optionId": "allow", "label": "Allow once", "kind": "allowOnce"}, {"optionId": "deny", "label": "Deny", "kind": "deny"}]}});
-    let asked = frame(
+    let asked = deltas(
         &mut session,
         2,
-        deltas_frame(
-            SID,
-            SUB,
-            1,
-            3,
-            json!([
-                prompt_appended(&command_id),
-                {"op": "row.appended", "row": tool},
-                {"op": "state.updated", "patch": {"control": running_control(), "pendingInteractions": [interaction.clone()]}},
-            ]),
-        ),
+        1,
+        3,
+        json!([
+            prompt_appended(&command_id),
+            {"op": "row.appended", "row": tool},
+            {"op": "state.updated", "patch": {"control": running_control(), "pendingInteractions": [interaction.clone()]}},
+        ]),
     );
     let tool_call = &updates(&asked)[0];
     assert_eq!(
@@ -300,16 +295,12 @@ fn a_permission_is_asked_once_and_answered_with_resolve_interaction() {
     let request: Value = serde_json::from_str(&permission.request).unwrap();
     assert_eq!(request["toolCall"]["title"], "Bash: ls");
     // Repeated in the next state update: not asked again.
-    let again = frame(
+    let again = deltas(
         &mut session,
         3,
-        deltas_frame(
-            SID,
-            SUB,
-            3,
-            4,
-            json!([{"op": "state.updated", "patch": {"pendingInteractions": [interaction]}}]),
-        ),
+        3,
+        4,
+        json!([{"op": "state.updated", "patch": {"pendingInteractions": [interaction]}}]),
     );
     assert!(!again.actions.iter().any(|a| matches!(a, Action::Interaction(_))));
     let answer = InteractionAnswer {
@@ -334,19 +325,15 @@ fn a_permission_is_asked_once_and_answered_with_resolve_interaction() {
 fn cancel_pauses_the_queue_stops_and_clears_it_and_the_turn_ends_cancelled() {
     let (mut session, next) = live();
     let command_id = prompted(&mut session, next);
-    frame(
+    deltas(
         &mut session,
         2,
-        deltas_frame(
-            SID,
-            SUB,
-            1,
-            2,
-            json!([
-                {"op": "state.updated", "patch": {"revision": 5, "control": running_control(), "queue": {"items": [{"queueItemId": "q-1"}], "autoDrain": true}}},
-                prompt_appended(&command_id),
-            ]),
-        ),
+        1,
+        2,
+        json!([
+            {"op": "state.updated", "patch": {"revision": 5, "control": running_control(), "queue": {"items": [{"queueItemId": "q-1"}], "autoDrain": true}}},
+            prompt_appended(&command_id),
+        ]),
     );
     let drain = wait(session.start(3, &SessionOp::Cancel, 40));
     let (_, arg) = call(&drain.requests[0]);
@@ -384,16 +371,12 @@ fn cancel_pauses_the_queue_stops_and_clears_it_and_the_turn_ends_cancelled() {
         Some(&reply(43, ack(&delete_arg["envelope"]["commandId"], "accepted", 8))),
         44,
     ));
-    let stopped = frame(
+    let stopped = deltas(
         &mut session,
         3,
-        deltas_frame(
-            SID,
-            SUB,
-            2,
-            3,
-            json!([{"op": "state.updated", "patch": {"control": idle_control(), "queue": {"items": [], "autoDrain": false}}}]),
-        ),
+        2,
+        3,
+        json!([{"op": "state.updated", "patch": {"control": idle_control(), "queue": {"items": [], "autoDrain": false}}}]),
     );
     assert_eq!(terminals(&stopped), [Terminal::Stop(StopReason::Cancelled)]);
 }
@@ -402,32 +385,24 @@ fn cancel_pauses_the_queue_stops_and_clears_it_and_the_turn_ends_cancelled() {
 fn a_gap_resyncs_through_a_request_from_map_and_loses_nothing() {
     let (mut session, next) = live();
     let command_id = prompted(&mut session, next);
-    frame(
+    deltas(
         &mut session,
         2,
-        deltas_frame(
-            SID,
-            SUB,
-            1,
-            3,
-            json!([
-                {"op": "state.updated", "patch": {"control": running_control()}},
-                prompt_appended(&command_id),
-                {"op": "row.appended", "row": row(12, "assistantText", json!({"text": "Hel", "state": "streaming"}))},
-            ]),
-        ),
+        1,
+        3,
+        json!([
+            {"op": "state.updated", "patch": {"control": running_control()}},
+            prompt_appended(&command_id),
+            {"op": "row.appended", "row": row(12, "assistantText", json!({"text": "Hel", "state": "streaming"}))},
+        ]),
     );
     // Seq 3 → 4 is lost; a frame from 4 arrives.
-    let gap = frame(
+    let gap = deltas(
         &mut session,
         4,
-        deltas_frame(
-            SID,
-            SUB,
-            4,
-            5,
-            json!([{"op": "row.delta", "rowId": 12, "path": "text", "append": "!"}]),
-        ),
+        4,
+        5,
+        json!([{"op": "row.delta", "rowId": 12, "path": "text", "append": "!"}]),
     );
     assert_eq!(gap.requests, 1);
     let resync = session.issue(50);
@@ -876,16 +851,12 @@ fn interactions_outside_a_turn_are_refused_natively() {
     let (mut session, _) = live();
     let interaction = json!({"interactionId": "old", "kind": "userInput", "anchorRowId": null, "createdAt": 1,
         "payload": {"kind": "userInput", "prompt": "Which?", "freeText": true}});
-    let effects = frame(
+    let effects = deltas(
         &mut session,
         2,
-        deltas_frame(
-            SID,
-            SUB,
-            1,
-            2,
-            json!([{"op": "state.updated", "patch": {"pendingInteractions": [interaction]}}]),
-        ),
+        1,
+        2,
+        json!([{"op": "state.updated", "patch": {"pendingInteractions": [interaction]}}]),
     );
     let Some(Action::Interaction(asked)) =
         effects.actions.iter().find(|a| matches!(a, Action::Interaction(_)))
