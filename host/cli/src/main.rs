@@ -14,6 +14,7 @@ mod logging;
 mod mapper_cmd;
 mod mappers;
 mod paths;
+mod relocations;
 mod simulator;
 
 use std::path::PathBuf;
@@ -85,6 +86,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    relocations::release();
     let cli = Cli::parse();
     // The agent logs its lifecycle; one-shot commands only problems.
     let level = if cli.command.is_none() { "info" } else { "warn" };
