@@ -11,13 +11,7 @@
 /// them again from the binary. Anything unexpected (another layout, another libc) leaves them.
 #[cfg(all(target_os = "linux", target_pointer_width = "64"))]
 pub fn release() {
-    let mut range: Option<(usize, usize)> = None;
-    // SAFETY: the callback only reads the `dl_phdr_info` it is given, and writes `range`
-    // through the pointer passed here, which outlives the call.
-    unsafe {
-        libc::dl_iterate_phdr(Some(executable), (&raw mut range).cast());
-    }
-    let Some((start, end)) = range else { return };
+    let Some((start, end)) = executable_table() else { return };
     // SAFETY: sysconf has no preconditions.
     let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     let Some(page) = usize::try_from(page).ok().filter(|&page| page > 0) else { return };
@@ -35,6 +29,18 @@ pub fn release() {
 
 #[cfg(not(all(target_os = "linux", target_pointer_width = "64")))]
 pub fn release() {}
+
+/// The executable's relocation table, as [`relocation_table`] finds it.
+#[cfg(all(target_os = "linux", target_pointer_width = "64"))]
+fn executable_table() -> Option<(usize, usize)> {
+    let mut range: Option<(usize, usize)> = None;
+    // SAFETY: the callback only reads the `dl_phdr_info` it is given, and writes `range`
+    // through the pointer passed here, which outlives the call.
+    unsafe {
+        libc::dl_iterate_phdr(Some(executable), (&raw mut range).cast());
+    }
+    range
+}
 
 /// `dl_iterate_phdr`'s callback: the first object is the executable. Stops after it.
 #[cfg(all(target_os = "linux", target_pointer_width = "64"))]
@@ -118,9 +124,8 @@ mod tests {
     /// the page tables, and reading it again gives the same bytes.
     #[test]
     fn the_test_binarys_own_table_is_given_back_and_stays_readable() {
-        let mut range: Option<(usize, usize)> = None;
-        unsafe { libc::dl_iterate_phdr(Some(executable), (&raw mut range).cast()) };
-        let (start, end) = range.expect("a position-independent test binary has relocations");
+        let (start, end) =
+            executable_table().expect("a position-independent test binary has relocations");
         let read =
             || unsafe { std::slice::from_raw_parts(start as *const u8, end - start) }.to_vec();
         let before = read();
