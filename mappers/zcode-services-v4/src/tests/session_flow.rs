@@ -415,7 +415,7 @@ fn a_gap_resyncs_through_a_request_from_map_and_loses_nothing() {
         )
     );
     // Online frames before the recovery snapshot are dropped.
-    let dropped = frame(&mut session, 5, deltas_frame(SID, SUB, 5, 6, json!([])));
+    let dropped = deltas(&mut session, 5, 5, 6, json!([]));
     assert!(updates(&dropped).is_empty());
     let acked = map(
         &mut session,
@@ -483,11 +483,7 @@ fn fragments_reassemble_and_a_bad_checksum_resyncs() {
 fn unknown_ops_and_rows_break_the_turn_then_a_recovery_snapshot_resumes_the_session() {
     let (mut session, next) = live();
     let command_id = prompted(&mut session, next);
-    let broken = frame(
-        &mut session,
-        2,
-        deltas_frame(SID, SUB, 1, 2, json!([{"op": "row.teleported", "rowId": 1}])),
-    );
+    let broken = deltas(&mut session, 2, 1, 2, json!([{"op": "row.teleported", "rowId": 1}]));
     let found = terminals(&broken);
     let [Terminal::Broken(problem)] = found.as_slice() else { panic!("{broken:?}") };
     assert_eq!(problem.message, "V4 delta: unknown `op` value `row.teleported`");
@@ -495,7 +491,7 @@ fn unknown_ops_and_rows_break_the_turn_then_a_recovery_snapshot_resumes_the_sess
     let resync = session.issue(50);
     assert_eq!(call(&resync.requests[0]).0, "resyncConversationV4");
     // What follows on the live stream is not trusted any more.
-    let after = frame(&mut session, 3, deltas_frame(SID, SUB, 2, 3, json!([])));
+    let after = deltas(&mut session, 3, 2, 3, json!([]));
     assert!(matches!(&after.actions[0], Action::Ignore(_)), "{after:?}");
     assert!(terminals(&after).is_empty());
     // ZCode ended the turn (the core stopped it): the recovery shows it idle, and the broken
@@ -565,8 +561,7 @@ fn unknown_ops_and_rows_break_the_turn_then_a_recovery_snapshot_resumes_the_sess
 fn a_break_before_the_last_resyncs_reply_asks_for_a_new_snapshot() {
     let (mut session, next) = live();
     let command_id = prompted(&mut session, next);
-    let broken =
-        frame(&mut session, 2, deltas_frame(SID, SUB, 1, 2, json!([{"op": "sim.unknownOp"}])));
+    let broken = deltas(&mut session, 2, 1, 2, json!([{"op": "sim.unknownOp"}]));
     assert!(matches!(terminals(&broken).as_slice(), [Terminal::Broken(_)]), "{broken:?}");
     assert_eq!(broken.requests, 1);
     let first = session.issue(50);
@@ -697,16 +692,16 @@ fn a_state_frame_older_than_an_accepted_switch_does_not_undo_it() {
     assert_eq!(answered[0]["currentModeId"], "plan");
     let mut config = snapshot(SID, 1, json!([]))["config"].clone();
     let older = json!([{"op": "state.updated", "patch": {"revision": 1, "config": config}}]);
-    let effects = frame(&mut session, 2, deltas_frame(SID, SUB, 1, 2, older));
+    let effects = deltas(&mut session, 2, 1, 2, older);
     assert_eq!(updates(&effects), Vec::<Value>::new(), "{effects:?}");
     config["planEnabled"] = json!(true);
     let switched = json!([{"op": "state.updated", "patch": {"revision": 2, "config": config}}]);
-    let effects = frame(&mut session, 3, deltas_frame(SID, SUB, 2, 3, switched));
+    let effects = deltas(&mut session, 3, 2, 3, switched);
     assert_eq!(updates(&effects), Vec::<Value>::new(), "{effects:?}");
     // Once a newer state is in, ZCode's word stands again, whatever the mapper set.
     config["planEnabled"] = json!(false);
     let back = json!([{"op": "state.updated", "patch": {"revision": 3, "config": config}}]);
-    let effects = frame(&mut session, 4, deltas_frame(SID, SUB, 3, 4, back));
+    let effects = deltas(&mut session, 4, 3, 4, back);
     assert!(updates(&effects).iter().any(|u| u["currentModeId"] == "build"), "{effects:?}");
 }
 
@@ -774,11 +769,7 @@ fn a_snapshot_that_skips_rows_pages_them_before_going_on() {
     let (mut session, _) = live();
     let text =
         |id: u64, text: &str| row(id, "assistantText", json!({"text": text, "state": "complete"}));
-    frame(
-        &mut session,
-        2,
-        deltas_frame(SID, SUB, 1, 2, json!([{"op": "row.appended", "row": text(5, "seen")}])),
-    );
+    deltas(&mut session, 2, 1, 2, json!([{"op": "row.appended", "row": text(5, "seen")}]));
     // A fresh snapshot whose window starts after rows the client never saw.
     let fresh = snapshot(SID, 9, json!([text(8, "eight")]));
     let mut fresh_frame = snapshot_frame(SID, SUB, &fresh);
@@ -789,11 +780,8 @@ fn a_snapshot_that_skips_rows_pages_them_before_going_on() {
     let page_request = session.issue(80);
     assert_eq!(call(&page_request.requests[0]).1["beforeRowId"], 8);
     // A frame arriving meanwhile waits.
-    let held = frame(
-        &mut session,
-        4,
-        deltas_frame(SID, SUB, 9, 10, json!([{"op": "row.appended", "row": text(9, "nine")}])),
-    );
+    let held =
+        deltas(&mut session, 4, 9, 10, json!([{"op": "row.appended", "row": text(9, "nine")}]));
     assert!(held.actions.is_empty());
     let page = json!({"rows": [text(5, "seen"), text(6, "six"), text(7, "seven")], "atSeq": 9, "atRevision": 1, "atLogEpoch": "epoch", "hasMore": true});
     let caught_up = map(&mut session, vec![SessionInput::Reply(reply(80, page))]);
