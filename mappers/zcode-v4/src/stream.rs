@@ -5,7 +5,10 @@
 //! classified (F-24).
 //!
 //! Anything unusual is not read here ([`read_deltas`] answers `None`): the caller's general
-//! reader, with its checks and errors, takes it.
+//! reader, with its checks and errors, takes it. Each read takes what its caller's reader
+//! would: Desktop's reads ([`read_deltas`], [`read_line_deltas`]) look at the members Desktop
+//! reads, and the Services feed's ([`read_checked_frame`]) checks every member, as its reader
+//! checks them.
 
 use std::borrow::Cow;
 use std::marker::PhantomData;
@@ -16,7 +19,7 @@ use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::wire::WIRE_VERSION;
+use crate::wire::{Delivery, Envelope, WIRE_VERSION};
 use zcode_mapper_sdk::elide::Text;
 
 /// `raw` read as `T` when it is a JSON object: a derived struct also reads an array (by
@@ -30,7 +33,7 @@ pub fn object<'a, T: Deserialize<'a>>(raw: &'a RawValue) -> Option<T> {
 
 /// `T` read only from a JSON object, as [`object`] reads one from text: a derived struct also
 /// reads an array (by position), which no ZCode frame is.
-struct MapOnly<T>(T);
+pub(crate) struct MapOnly<T>(pub(crate) T);
 
 impl<'de, T: Deserialize<'de>> Deserialize<'de> for MapOnly<T> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -318,6 +321,156 @@ pub fn read_line_deltas<'a>(
     frame.continuing(seq, wire.delivery_kind.as_deref() == Some("recovery"))
 }
 
+/// A complete deltas frame as the Services Server sends one while a turn streams, read from
+/// its text with no tree of it: its envelope, its logical frame's sequence and clock, and its
+/// deltas, each a `row.delta` borrowed from the text ([`CheckedAppend`]) or, any other, a tree.
+#[derive(Debug)]
+pub struct CheckedFrame<'a> {
+    pub envelope: Envelope,
+    pub from_seq: u64,
+    pub to_seq: u64,
+    pub sent_at: f64,
+    pub deltas: Vec<CheckedDelta<'a>>,
+}
+
+#[derive(Debug)]
+pub enum CheckedDelta<'a> {
+    Append(CheckedAppend<'a>),
+    Tree(Value),
+}
+
+/// A `row.delta` with exactly its four members.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CheckedAppend<'a> {
+    #[serde(borrow)]
+    op: Cow<'a, str>,
+    #[serde(rename = "rowId")]
+    pub row_id: u64,
+    #[serde(borrow)]
+    pub path: Cow<'a, str>,
+    #[serde(borrow)]
+    pub append: Cow<'a, str>,
+}
+
+/// [`read_deltas`] for a reader that checks every member (`wire::parse`, then `wire::logical`,
+/// as the Services feed reads a frame): a complete deltas frame that those two accept as it
+/// is, read in one pass with no tree of it (issue 27). Each delta that is a `row.delta` with
+/// exactly its members is borrowed; any other is read as a tree, for the caller to check.
+/// `None` for any other frame, and for any frame whose read is not plainly theirs (a member
+/// named twice or unknown, a number written as a float, a logical frame that does not match
+/// its envelope or runs backwards): the caller's reader takes it, and says what is wrong.
+pub fn read_checked_frame(json: &str) -> Option<CheckedFrame<'_>> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields, rename_all = "camelCase")]
+    struct Wire<'a> {
+        wire_version: u64,
+        #[serde(borrow)]
+        kind: Cow<'a, str>,
+        #[serde(borrow)]
+        delivery_kind: Cow<'a, str>,
+        #[serde(borrow)]
+        logical_frame_id: Cow<'a, str>,
+        logical_frame_ordinal: u64,
+        #[serde(borrow)]
+        topic: Cow<'a, str>,
+        #[serde(borrow)]
+        subscription_id: Cow<'a, str>,
+        #[serde(borrow)]
+        frame: MapOnly<Logical<'a>>,
+    }
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields, rename_all = "camelCase")]
+    struct Logical<'a> {
+        #[serde(borrow)]
+        topic: Cow<'a, str>,
+        #[serde(borrow)]
+        subscription_id: Cow<'a, str>,
+        from_seq: u64,
+        to_seq: u64,
+        sent_at: f64,
+        #[serde(borrow)]
+        payload: MapOnly<Payload<'a>>,
+        // Allowed and not read, as `wire::logical` allows them.
+        #[serde(default)]
+        #[allow(dead_code)]
+        ttft: Option<IgnoredAny>,
+        #[serde(default)]
+        #[allow(dead_code)]
+        ttft_related: Option<IgnoredAny>,
+    }
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Payload<'a> {
+        #[serde(borrow)]
+        kind: Cow<'a, str>,
+        #[serde(borrow)]
+        deltas: Checked<'a>,
+    }
+    struct Checked<'a>(Vec<CheckedDelta<'a>>);
+    impl<'de: 'a, 'a> Deserialize<'de> for Checked<'a> {
+        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+            struct List<'a>(PhantomData<&'a ()>);
+            impl<'de: 'a, 'a> Visitor<'de> for List<'a> {
+                type Value = Checked<'a>;
+
+                fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                    f.write_str("a list of deltas")
+                }
+
+                fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                    let mut deltas = Vec::with_capacity(seq.size_hint().unwrap_or(1));
+                    while let Some(raw) = seq.next_element::<&'de RawValue>()? {
+                        let append =
+                            object::<CheckedAppend<'a>>(raw).filter(|d| d.op == "row.delta");
+                        deltas.push(match append {
+                            Some(append) => CheckedDelta::Append(append),
+                            None => CheckedDelta::Tree(
+                                serde_json::from_str(raw.get()).map_err(A::Error::custom)?,
+                            ),
+                        });
+                    }
+                    Ok(Checked(deltas))
+                }
+            }
+            deserializer.deserialize_seq(List(PhantomData))
+        }
+    }
+
+    let MapOnly(wire) = serde_json::from_str::<MapOnly<Wire<'_>>>(json).ok()?;
+    let MapOnly(logical) = wire.frame;
+    let MapOnly(payload) = logical.payload;
+    let delivery = match &*wire.delivery_kind {
+        "initial" => Delivery::Initial,
+        "online" => Delivery::Online,
+        "recovery" => Delivery::Recovery,
+        _ => return None,
+    };
+    let plain = wire.wire_version == WIRE_VERSION
+        && wire.kind == "complete"
+        && wire.logical_frame_ordinal > 0
+        && [&wire.logical_frame_id, &wire.topic, &wire.subscription_id]
+            .iter()
+            .all(|s| !s.is_empty())
+        && logical.topic == wire.topic
+        && logical.subscription_id == wire.subscription_id
+        && logical.to_seq >= logical.from_seq
+        && payload.kind == "deltas";
+    plain.then(|| CheckedFrame {
+        envelope: Envelope {
+            delivery,
+            logical_frame_id: wire.logical_frame_id.into_owned(),
+            ordinal: wire.logical_frame_ordinal,
+            topic: wire.topic.into_owned(),
+            subscription_id: wire.subscription_id.into_owned(),
+        },
+        from_seq: logical.from_seq,
+        to_seq: logical.to_seq,
+        sent_at: logical.sent_at,
+        deltas: payload.deltas.0,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -368,6 +521,69 @@ mod tests {
         let mut recovery = frame(4, 5, json!([append]));
         recovery["deliveryKind"] = json!("recovery");
         assert!(read_deltas(&raw(&recovery), "sub-1", 4).unwrap().recovery);
+    }
+
+    /// A complete deltas frame is read as `wire::parse` and `wire::logical` read it, with no
+    /// tree; whatever those two would judge otherwise is not read here.
+    #[test]
+    fn a_checked_frame_reads_as_the_checked_tree_reads() {
+        use crate::wire::{self, Payload, Wire};
+
+        let append = json!({"op": "row.delta", "rowId": 4, "path": "text", "append": "h\"é"});
+        let header =
+            json!({"op": "row.upserted", "row": {"rowId": 3, "turnId": "t", "kind": "turnHeader"}});
+        let float = json!({"op": "row.delta", "rowId": 4.0, "path": "text", "append": "!"});
+        let extra = json!({"op": "row.delta", "rowId": 4, "path": "text", "append": "!", "x": 1});
+        let mut wire = frame(3, 7, json!([append, header, float, extra]));
+        wire["frame"]["ttft"] = json!(12);
+        let text = wire.to_string();
+        let read = read_checked_frame(&text).unwrap();
+        let Ok(Wire::Complete { envelope, frame }) = wire::parse(wire.clone()) else { panic!() };
+        let logical = wire::logical(&envelope, frame).unwrap();
+        assert_eq!(read.envelope, envelope);
+        assert_eq!((read.from_seq, read.to_seq, read.sent_at), (3, 7, logical.sent_at));
+        let Payload::Deltas(trees) = logical.payload else { panic!() };
+        let [
+            CheckedDelta::Append(a),
+            CheckedDelta::Tree(h),
+            CheckedDelta::Tree(f),
+            CheckedDelta::Tree(e),
+        ] = &read.deltas[..]
+        else {
+            panic!("{read:?}")
+        };
+        assert_eq!((a.row_id, &*a.path, &*a.append), (4, "text", "h\"é"));
+        assert_eq!([h, f, e], [&trees[1], &trees[2], &trees[3]]);
+
+        let twice =
+            text.replacen(r#""kind":"complete","#, r#""kind":"complete","kind":"complete","#, 1);
+        assert_ne!(twice, text);
+        let mut others = vec![twice];
+        for (path, value) in [
+            ("/wireVersion", json!(2)),
+            ("/kind", json!("fragment")),
+            ("/deliveryKind", json!("later")),
+            ("/logicalFrameOrdinal", json!(0)),
+            ("/logicalFrameOrdinal", json!(2.0)),
+            ("/topic", json!("")),
+            ("/extra", json!(1)),
+            ("/frame/topic", json!("conversation/other")),
+            ("/frame/subscriptionId", json!("sub-2")),
+            ("/frame/toSeq", json!(2)),
+            ("/frame/extra", json!(1)),
+            ("/frame/payload/kind", json!("snapshot")),
+            ("/frame/payload/extra", json!(1)),
+            ("/frame/payload/deltas", json!({})),
+            ("/frame", json!([3, 7])),
+        ] {
+            let mut other = wire.clone();
+            let (parent, key) = path.rsplit_once('/').unwrap();
+            other.pointer_mut(parent).unwrap()[key] = value;
+            others.push(other.to_string());
+        }
+        for other in others {
+            assert!(read_checked_frame(&other).is_none(), "{other}");
+        }
     }
 
     #[test]

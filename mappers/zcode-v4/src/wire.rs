@@ -84,6 +84,13 @@ impl Wire<'_> {
     }
 }
 
+impl Envelope {
+    /// The topic and subscription the frame claims.
+    pub fn route(&self) -> (&str, &str) {
+        (&self.topic, &self.subscription_id)
+    }
+}
+
 /// The topic and subscription a frame claims, read before anything else: frames of other
 /// conversations share the route (ZCode fans conversation frames out per workspace) and are
 /// not this session's to judge.
@@ -255,15 +262,19 @@ impl Assembler {
         self.fragments.in_progress()
     }
 
+    /// Whether a complete frame may come now: not between the fragments of another.
+    pub fn check_complete(&self) -> Result<(), WireError> {
+        if self.in_progress() {
+            return fault("a complete frame arrived while fragments were being reassembled");
+        }
+        Ok(())
+    }
+
     /// The logical frame a physical frame completes, if any.
     pub fn accept(&mut self, wire: Wire<'_>) -> Result<Option<(Envelope, Value)>, WireError> {
         let (envelope, index, count, logical_bytes, checksum, data) = match wire {
             Wire::Complete { envelope, frame } => {
-                if self.in_progress() {
-                    return fault(
-                        "a complete frame arrived while fragments were being reassembled",
-                    );
-                }
+                self.check_complete()?;
                 return Ok(Some((envelope, frame)));
             }
             Wire::Fragment { envelope, index, count, logical_bytes, checksum, data } => {

@@ -203,6 +203,66 @@ fn a_prompt_streams_text_and_ends_by_the_completion_rule() {
     );
 }
 
+/// A streamed deltas frame is read with no tree of it (`zcode_v4::stream::read_checked_frame`),
+/// and maps exactly as the general reader maps it: the same frames, made unusual for that read
+/// only by ordinals written as floats, give the same effects, a fault included.
+#[test]
+fn a_deltas_frame_read_with_no_tree_maps_as_its_tree_does() {
+    let run = |as_trees: bool| {
+        let (mut session, next) = live();
+        let command_id = prompted(&mut session, next);
+        let header = |state: &str| {
+            let fields = json!({"origin": "userInput", "state": state, "startedAt": 1, "sourceCommandId": command_id});
+            row(10, "turnHeader", fields)
+        };
+        let text = |text: &str, state: &str| {
+            let fields = json!({"text": text, "state": state, "assistantResponseId": "resp-1"});
+            row(12, "assistantText", fields)
+        };
+        let append =
+            |text: &str| json!({"op": "row.delta", "rowId": 12, "path": "text", "append": text});
+        let frames = [
+            json!([
+                {"op": "state.updated", "patch": {"revision": 2, "control": running_control()}},
+                {"op": "row.appended", "row": header("running")},
+                {"op": "row.appended", "row": row(11, "userInput", json!({"origin": "realUser", "text": "Fix it", "sourceCommandId": command_id}))},
+                {"op": "row.appended", "row": text("Do", "streaming")},
+            ]),
+            // Escapes, and a row id written as a float (that delta is read as a tree).
+            json!([append("ne \"q\"\n"), append("é"),
+                   {"op": "row.delta", "rowId": 12.0, "path": "text", "append": "!"}]),
+            json!([
+                {"op": "row.upserted", "row": text("Done \"q\"\né!", "complete")},
+                {"op": "row.upserted", "row": header("completedSuccess")},
+                {"op": "state.updated", "patch": {"revision": 3, "control": idle_control(),
+                    "usage": {"contextWindow": {"usedTokens": 1200, "maxTokens": 200000, "autoCompactThresholdTokens": null}, "cumulative": {"inputTokens": 1000, "outputTokens": 200, "cacheReadTokens": 0, "cacheWriteTokens": 0}}}},
+            ]),
+            // An unknown member, outside a turn: a resync.
+            json!([{"op": "row.delta", "rowId": 12, "path": "text", "append": "x", "extra": 1}]),
+        ];
+        let mut seq = 1;
+        let mut effects = Vec::new();
+        for (index, ops) in frames.into_iter().enumerate() {
+            let count = ops.as_array().unwrap().len() as u64;
+            let logical = deltas_frame(SID, SUB, seq, seq + count, ops);
+            let mut wire = complete(index as u64 + 2, "online", SUB, SID, logical);
+            if as_trees {
+                wire["logicalFrameOrdinal"] = json!(index as f64 + 2.0);
+            }
+            let text = wire.to_string();
+            assert_eq!(zcode_v4::stream::read_checked_frame(&text).is_none(), as_trees, "{text}");
+            effects.push(format!("{:?}", map(&mut session, vec![frame_input(&wire)])));
+            seq += count;
+        }
+        effects
+    };
+    let (read, trees) = (run(false), run(true));
+    assert_eq!(read, trees);
+    assert!(read[1].contains(r#"ne \\\"q\\\"\\n"#), "{}", read[1]);
+    assert!(read[2].contains("EndTurn"), "{}", read[2]);
+    assert!(read[3].contains("resynchronising the conversation: V4 delta: unknown field"));
+}
+
 /// A session opened again (a load after a close) is a fresh mapper session at command 1; if
 /// its first prompt goes out before the initial snapshot is mapped, the log position cannot
 /// tell its command id from the earlier session's, so the connection's request id does.

@@ -21,7 +21,8 @@ use crate::acp::track::Emitted;
 use crate::rows::{self, Row};
 use crate::schema::Fields;
 use crate::state::{Conversation, RowsWindow};
-use crate::wire::{self, Assembler, Delivery, Payload, Wire, WireError};
+use crate::stream::{self, CheckedDelta, CheckedFrame};
+use crate::wire::{self, Assembler, Delivery, Envelope, Payload, Wire, WireError};
 
 /// Pages fetched to close one gap; more means the stream lost too much to catch up.
 const MAX_CATCH_UP_PAGES: u32 = 10;
@@ -97,9 +98,10 @@ pub fn page(result: &Value, label: &str) -> Result<Page, MapperError> {
 /// copy (issue 27). A smaller frame is read as a tree at once, rather than after a failed read.
 const FRAGMENT_IN_PLACE_FROM: usize = 64 * 1024;
 
-/// A frame as read: a fragment in place, or a tree.
+/// A frame as read: a fragment in place, a streamed deltas frame with no tree of it, or a tree.
 enum Read<'a> {
     Fragment(Wire<'a>),
+    Deltas(CheckedFrame<'a>),
     Tree(Value),
 }
 
@@ -109,18 +111,21 @@ pub fn on_event(
     out: &mut Vec<Action>,
 ) -> Result<(), MapperError> {
     let fragment = (json.len() >= FRAGMENT_IN_PLACE_FROM).then(|| wire::fragment(json)).flatten();
+    // The frame a turn streams in, a thousand deltas at a time: a tree of it was most of what
+    // the session held while a long turn streamed (issue 27).
     let read = match fragment {
         Some(fragment) => Read::Fragment(fragment),
-        None => Read::Tree(
-            serde_json::from_str(json)
-                .map_err(|e| protocol(format!("A conversation frame is not JSON: {e}")))?,
-        ),
+        None => match stream::read_checked_frame(json) {
+            Some(frame) => Read::Deltas(frame),
+            None => Read::Tree(
+                serde_json::from_str(json)
+                    .map_err(|e| protocol(format!("A conversation frame is not JSON: {e}")))?,
+            ),
+        },
     };
     let route = match &read {
-        Read::Fragment(fragment) => {
-            let envelope = fragment.envelope();
-            Some((envelope.topic.as_str(), envelope.subscription_id.as_str()))
-        }
+        Read::Fragment(fragment) => Some(fragment.envelope().route()),
+        Read::Deltas(frame) => Some(frame.envelope.route()),
         Read::Tree(value) => wire::route_of(value),
     };
     let Some((topic, subscription)) = route else {
@@ -155,26 +160,17 @@ pub fn on_event(
 fn intake(session: &mut Follow, read: Read<'_>, out: &mut Vec<Action>) -> Result<(), MapperError> {
     let wire = match read {
         Read::Fragment(fragment) => fragment,
+        Read::Deltas(frame) => return intake_deltas(session, frame, out),
         Read::Tree(value) => match wire::parse(value) {
             Ok(wire) => wire,
             Err(WireError::Break(message)) => return Err(protocol(message)),
             Err(WireError::Fault(message)) => return fault(session, message, out),
         },
     };
-    let sync = &mut session.state.sync;
-    let envelope = wire.envelope().clone();
-    let awaiting = matches!(sync.phase, Phase::AwaitSnapshot | Phase::Recovering);
-    if matches!(sync.phase, Phase::Recovering) && envelope.delivery != Delivery::Recovery {
-        out.push(Action::Ignore("frame before the recovery snapshot".into()));
+    if !in_order(session, wire.envelope(), matches!(wire, Wire::Fragment { .. }), out)? {
         return Ok(());
     }
-    let continuing = sync.assembler.in_progress() && matches!(wire, Wire::Fragment { .. });
-    let restarts = awaiting && envelope.delivery != Delivery::Online;
-    if !continuing && !restarts && envelope.ordinal <= sync.last_ordinal {
-        let message =
-            format!("frame ordinal {} does not follow {}", envelope.ordinal, sync.last_ordinal);
-        return fault(session, message, out);
-    }
+    let sync = &mut session.state.sync;
     let (envelope, frame) = match sync.assembler.accept(wire) {
         Ok(Some(done)) => done,
         Ok(None) => {
@@ -204,28 +200,96 @@ fn intake(session: &mut Follow, read: Read<'_>, out: &mut Vec<Action>) -> Result
             install(session, conversation, rows, out)
         }
         Payload::Deltas(deltas) => {
-            let Some(conversation) = &session.state.conversation else {
-                return fault(session, "deltas arrived before a snapshot".into(), out);
-            };
-            if frame.from_seq != conversation.seq || awaiting {
-                let message = format!(
-                    "a gap in the conversation log (at {}, frame from {})",
-                    conversation.seq, frame.from_seq
-                );
-                return fault(session, message, out);
-            }
-            let mut state_changed = false;
-            // By value: each delta (and what its row held) is dropped once it is mapped.
-            for delta in deltas {
-                state_changed |= apply_delta(&mut session.state, delta, out)?;
-            }
-            session.state.conversation.as_mut().expect("checked above").seq = frame.to_seq;
-            if state_changed {
-                state_updated(&mut session.state, out)?;
-            }
-            Ok(())
+            let deltas = deltas.into_iter().map(CheckedDelta::Tree);
+            apply_deltas(session, (frame.from_seq, frame.to_seq), deltas, out)
         }
     }
+}
+
+/// Whether a frame with `envelope` may go on: the recovery drops what comes before its
+/// snapshot, and logical frame ordinals strictly increase (but for the fragments of one frame,
+/// and a snapshot that restarts the stream). A frame out of order is a fault.
+fn in_order(
+    session: &mut Follow,
+    envelope: &Envelope,
+    fragment: bool,
+    out: &mut Vec<Action>,
+) -> Result<bool, MapperError> {
+    let sync = &session.state.sync;
+    let awaiting = matches!(sync.phase, Phase::AwaitSnapshot | Phase::Recovering);
+    if matches!(sync.phase, Phase::Recovering) && envelope.delivery != Delivery::Recovery {
+        out.push(Action::Ignore("frame before the recovery snapshot".into()));
+        return Ok(false);
+    }
+    let continuing = sync.assembler.in_progress() && fragment;
+    let restarts = awaiting && envelope.delivery != Delivery::Online;
+    if !continuing && !restarts && envelope.ordinal <= sync.last_ordinal {
+        let message =
+            format!("frame ordinal {} does not follow {}", envelope.ordinal, sync.last_ordinal);
+        fault(session, message, out)?;
+        return Ok(false);
+    }
+    Ok(true)
+}
+
+/// A complete deltas frame read with no tree of it ([`stream::read_checked_frame`]): the
+/// steps of [`intake`] for such a frame, whose checks the read made.
+fn intake_deltas(
+    session: &mut Follow,
+    frame: CheckedFrame<'_>,
+    out: &mut Vec<Action>,
+) -> Result<(), MapperError> {
+    let CheckedFrame { envelope, from_seq, to_seq, sent_at, deltas } = frame;
+    if !in_order(session, &envelope, false, out)? {
+        return Ok(());
+    }
+    let sync = &mut session.state.sync;
+    match sync.assembler.check_complete() {
+        Ok(()) => {}
+        Err(WireError::Fault(message)) => return fault(session, message, out),
+        Err(WireError::Break(message)) => return Err(protocol(message)),
+    }
+    sync.last_ordinal = envelope.ordinal;
+    session.state.clock = session.state.clock.max(sent_at);
+    apply_deltas(session, (from_seq, to_seq), deltas.into_iter(), out)
+}
+
+/// Applies a deltas frame `(fromSeq, toSeq]`, which must continue the log.
+fn apply_deltas<'a>(
+    session: &mut Follow,
+    (from_seq, to_seq): (u64, u64),
+    deltas: impl Iterator<Item = CheckedDelta<'a>>,
+    out: &mut Vec<Action>,
+) -> Result<(), MapperError> {
+    let awaiting = matches!(session.state.sync.phase, Phase::AwaitSnapshot | Phase::Recovering);
+    let Some(conversation) = &session.state.conversation else {
+        return fault(session, "deltas arrived before a snapshot".into(), out);
+    };
+    if from_seq != conversation.seq || awaiting {
+        let message = format!(
+            "a gap in the conversation log (at {}, frame from {from_seq})",
+            conversation.seq
+        );
+        return fault(session, message, out);
+    }
+    let mut state_changed = false;
+    // By value: each delta (and what its row held) is dropped once it is mapped.
+    for delta in deltas {
+        state_changed |= match delta {
+            CheckedDelta::Append(append) => {
+                let state = &mut session.state;
+                let emitted = state.tracker.delta(append.row_id, &append.path, &append.append)?;
+                emit(state, emitted, out);
+                false
+            }
+            CheckedDelta::Tree(delta) => apply_delta(&mut session.state, delta, out)?,
+        };
+    }
+    session.state.conversation.as_mut().expect("checked above").seq = to_seq;
+    if state_changed {
+        state_updated(&mut session.state, out)?;
+    }
+    Ok(())
 }
 
 /// Drops the live stream and asks for a recovery snapshot.
