@@ -167,7 +167,7 @@ pub fn parse(value: Value) -> Result<Wire<'static>, WireError> {
     Ok(Wire::Fragment { index, count, logical_bytes, checksum, data: data.into(), envelope })
 }
 
-/// A fragment as [`parse`] accepts it, read from `json` in place: its data, about 1.4 MB of
+/// A fragment as [`parse`] accepts it, read from `json` in place: its data, about 0.8 MB of
 /// base64 in each fragment of a turn's last frame, is borrowed rather than copied into a tree
 /// (issue 27). `None` for anything else, including a fragment with anything unusual about it
 /// (an escape in its data, a member twice): [`parse`] reads those, and says what is wrong.

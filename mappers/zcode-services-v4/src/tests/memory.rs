@@ -293,7 +293,7 @@ fn a_30_mib_history_loads_page_by_page_in_bounded_memory() {
     assert!(kept < 4 * MIB, "the session kept {kept} bytes of a {HISTORY}-byte history");
 }
 
-/// A turn's last frame upserts its whole text again, as ~1 MiB fragments of ~1.4 MB of base64
+/// A turn's last frame upserts its whole text again, as fragments of ~0.8 MB of base64 each
 /// (issue 27). Each fragment is read from its event in place and decoded a piece at a time into
 /// the compacting assembler: mapping one holds neither a copy of its data nor its bytes. The
 /// text was streamed first, so the frame's end shows nothing more and the turn goes on.

@@ -94,7 +94,7 @@ pub fn page(result: &Value, label: &str) -> Result<Page, MapperError> {
 }
 
 /// Frames from this size on are first read as a fragment, in place ([`wire::fragment`]): a
-/// turn's last frame comes as fragments of about 1.4 MB of base64 each, which a tree would
+/// turn's last frame comes as fragments of about 0.8 MB of base64 each, which a tree would
 /// copy (issue 27). A smaller frame is read as a tree at once, rather than after a failed read.
 const FRAGMENT_IN_PLACE_FROM: usize = 64 * 1024;
 
