@@ -53,29 +53,42 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for MapOnly<T> {
     }
 }
 
-/// The deltas of a frame, each read as it is reached ([`Delta::read`]); a delta that is not an
-/// object fails the frame's read, as the frame is then not one [`read_deltas`] takes.
-struct Deltas<'a>(Vec<Delta<'a>>);
+/// A list read an element at a time, each from its own text as it is reached
+/// ([`FromRaw`]): the deltas of a frame.
+struct Each<T>(Vec<T>);
 
-impl<'de: 'a, 'a> Deserialize<'de> for Deltas<'a> {
+/// An element of a list [`Each`] reads; an error fails the list's read.
+trait FromRaw<'a>: Sized {
+    fn from_raw(raw: &'a RawValue) -> Result<Self, String>;
+}
+
+impl<'de: 'a, 'a, T: FromRaw<'a>> Deserialize<'de> for Each<T> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct List<'a>(PhantomData<&'a ()>);
-        impl<'de: 'a, 'a> Visitor<'de> for List<'a> {
-            type Value = Deltas<'a>;
+        struct List<'a, T>(PhantomData<(&'a (), T)>);
+        impl<'de: 'a, 'a, T: FromRaw<'a>> Visitor<'de> for List<'a, T> {
+            type Value = Each<T>;
 
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
                 f.write_str("a list of deltas")
             }
 
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                let mut deltas = Vec::with_capacity(seq.size_hint().unwrap_or(1));
+                let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(1));
                 while let Some(raw) = seq.next_element::<&'de RawValue>()? {
-                    deltas.push(Delta::read(raw).ok_or_else(|| A::Error::custom("not a delta"))?);
+                    items.push(T::from_raw(raw).map_err(A::Error::custom)?);
                 }
-                Ok(Deltas(deltas))
+                Ok(Each(items))
             }
         }
         deserializer.deserialize_seq(List(PhantomData))
+    }
+}
+
+/// A delta that is not an object fails the frame's read, as the frame is then not one
+/// [`read_deltas`] takes.
+impl<'a> FromRaw<'a> for Delta<'a> {
+    fn from_raw(raw: &'a RawValue) -> Result<Self, String> {
+        Delta::read(raw).ok_or_else(|| "not a delta".into())
     }
 }
 
@@ -150,8 +163,10 @@ pub struct TextRow<'a> {
     pub text: Text<'a>,
 }
 
-/// A `row.delta`: text appended to a row, read without a tree.
+/// A `row.delta`: text appended to a row, read without a tree; one with any other member is
+/// left to the caller's reader.
 #[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct TextAppend<'a> {
     #[serde(borrow)]
     op: Cow<'a, str>,
@@ -217,7 +232,7 @@ struct FramePayload<'a> {
     #[serde(borrow)]
     kind: Cow<'a, str>,
     #[serde(borrow)]
-    deltas: Deltas<'a>,
+    deltas: Each<Delta<'a>>,
 }
 
 impl<'a> Frame<'a> {
@@ -323,7 +338,7 @@ pub fn read_line_deltas<'a>(
 
 /// A complete deltas frame as the Services Server sends one while a turn streams, read from
 /// its text with no tree of it: its envelope, its logical frame's sequence and clock, and its
-/// deltas, each a `row.delta` borrowed from the text ([`CheckedAppend`]) or, any other, a tree.
+/// deltas, each a `row.delta` borrowed from the text ([`TextAppend`]) or, any other, a tree.
 #[derive(Debug)]
 pub struct CheckedFrame<'a> {
     pub envelope: Envelope,
@@ -335,22 +350,20 @@ pub struct CheckedFrame<'a> {
 
 #[derive(Debug)]
 pub enum CheckedDelta<'a> {
-    Append(CheckedAppend<'a>),
+    Append(TextAppend<'a>),
     Tree(Value),
 }
 
-/// A `row.delta` with exactly its four members.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CheckedAppend<'a> {
-    #[serde(borrow)]
-    op: Cow<'a, str>,
-    #[serde(rename = "rowId")]
-    pub row_id: u64,
-    #[serde(borrow)]
-    pub path: Cow<'a, str>,
-    #[serde(borrow)]
-    pub append: Cow<'a, str>,
+/// A `row.delta` with exactly its members is borrowed; any other delta is a tree.
+impl<'a> FromRaw<'a> for CheckedDelta<'a> {
+    fn from_raw(raw: &'a RawValue) -> Result<Self, String> {
+        match object::<TextAppend<'a>>(raw).filter(|d| d.op == "row.delta") {
+            Some(append) => Ok(CheckedDelta::Append(append)),
+            None => {
+                serde_json::from_str(raw.get()).map(CheckedDelta::Tree).map_err(|e| e.to_string())
+            }
+        }
+    }
 }
 
 /// [`read_deltas`] for a reader that checks every member (`wire::parse`, then `wire::logical`,
@@ -405,47 +418,12 @@ pub fn read_checked_frame(json: &str) -> Option<CheckedFrame<'_>> {
         #[serde(borrow)]
         kind: Cow<'a, str>,
         #[serde(borrow)]
-        deltas: Checked<'a>,
+        deltas: Each<CheckedDelta<'a>>,
     }
-    struct Checked<'a>(Vec<CheckedDelta<'a>>);
-    impl<'de: 'a, 'a> Deserialize<'de> for Checked<'a> {
-        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-            struct List<'a>(PhantomData<&'a ()>);
-            impl<'de: 'a, 'a> Visitor<'de> for List<'a> {
-                type Value = Checked<'a>;
-
-                fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                    f.write_str("a list of deltas")
-                }
-
-                fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                    let mut deltas = Vec::with_capacity(seq.size_hint().unwrap_or(1));
-                    while let Some(raw) = seq.next_element::<&'de RawValue>()? {
-                        let append =
-                            object::<CheckedAppend<'a>>(raw).filter(|d| d.op == "row.delta");
-                        deltas.push(match append {
-                            Some(append) => CheckedDelta::Append(append),
-                            None => CheckedDelta::Tree(
-                                serde_json::from_str(raw.get()).map_err(A::Error::custom)?,
-                            ),
-                        });
-                    }
-                    Ok(Checked(deltas))
-                }
-            }
-            deserializer.deserialize_seq(List(PhantomData))
-        }
-    }
-
     let MapOnly(wire) = serde_json::from_str::<MapOnly<Wire<'_>>>(json).ok()?;
     let MapOnly(logical) = wire.frame;
     let MapOnly(payload) = logical.payload;
-    let delivery = match &*wire.delivery_kind {
-        "initial" => Delivery::Initial,
-        "online" => Delivery::Online,
-        "recovery" => Delivery::Recovery,
-        _ => return None,
-    };
+    let delivery = Delivery::of(&wire.delivery_kind)?;
     let plain = wire.wire_version == WIRE_VERSION
         && wire.kind == "complete"
         && wire.logical_frame_ordinal > 0

@@ -49,6 +49,18 @@ pub enum Delivery {
     Recovery,
 }
 
+impl Delivery {
+    /// The delivery a `deliveryKind` names.
+    pub fn of(kind: &str) -> Option<Delivery> {
+        match kind {
+            "initial" => Some(Delivery::Initial),
+            "online" => Some(Delivery::Online),
+            "recovery" => Some(Delivery::Recovery),
+            _ => None,
+        }
+    }
+}
+
 /// What every physical frame says about itself.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Envelope {
@@ -105,12 +117,9 @@ pub fn parse(value: Value) -> Result<Wire<'static>, WireError> {
         return Err(WireError::Break(format!("V4 wire version {version} is not {WIRE_VERSION}")));
     }
     let kind = fields.one_of("kind", &["complete", "fragment"]).map_err(broken)?;
-    let delivery =
-        match fields.one_of("deliveryKind", &["initial", "online", "recovery"]).map_err(broken)? {
-            "initial" => Delivery::Initial,
-            "online" => Delivery::Online,
-            _ => Delivery::Recovery,
-        };
+    let delivery_kind =
+        fields.one_of("deliveryKind", &["initial", "online", "recovery"]).map_err(broken)?;
+    let delivery = Delivery::of(delivery_kind).expect("one of the three");
     let envelope = Envelope {
         delivery,
         logical_frame_id: fields.non_empty_str("logicalFrameId").map_err(broken)?.to_string(),
@@ -197,12 +206,7 @@ pub fn fragment(json: &str) -> Option<Wire<'_>> {
     }
 
     let frame: Frame<'_> = serde_json::from_str(json).ok()?;
-    let delivery = match frame.delivery_kind {
-        "initial" => Delivery::Initial,
-        "online" => Delivery::Online,
-        "recovery" => Delivery::Recovery,
-        _ => return None,
-    };
+    let delivery = Delivery::of(frame.delivery_kind)?;
     let usual = frame.wire_version == WIRE_VERSION
         && frame.kind == "fragment"
         && frame.logical_frame_ordinal > 0
