@@ -37,6 +37,10 @@
 //! hence `BTreeMap` (std's `HashMap` seeds its hasher from `wasi:random`).
 
 pub mod acp;
+
+#[cfg(all(target_family = "wasm", not(target_feature = "atomics")))]
+#[global_allocator]
+static TALC: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();
 pub mod component_check;
 pub mod elide;
 pub mod framing;
