@@ -175,11 +175,17 @@ fn nested_build(cargo: &OsString, manifest: &Path, target_dir: &Path) -> Command
     }
     // Panic locations name source files: keep the builder's paths out of shipped components
     // (and the components the same wherever the tree is checked out).
-    command.env("RUSTFLAGS", remap_flags(manifest));
+    command.env("RUSTFLAGS", format!("{} {}", remap_flags(manifest), GUEST_FLAGS));
     // A build script's stdout is read by cargo as directives: keep cargo's output on stderr.
     command.stdout(Stdio::from(std::io::stderr()));
     command
 }
+
+/// Flags of every guest build beside the path remapping. LLVM inlines up to a threshold of
+/// 1000 instead of its default 225: in WebAssembly a call costs a frame and a fuel check, and
+/// a mapped event took about a sixth less CPU, for components a third larger (issue 27's
+/// eighteenth session in `docs/performance.md`; 2500 and 6000 were no faster).
+const GUEST_FLAGS: &str = "-C llvm-args=-inline-threshold=1000";
 
 /// `--remap-path-prefix` for the repository (the folder above the manifest's `mappers/`) and
 /// for cargo's home (crate sources).

@@ -1,12 +1,11 @@
-//! The wasmtime configurations of mappers. The runtime's engines and the build-time
-//! precompile of the embedded mappers (`host/embedded-mappers/build.rs`) all take them from
+//! The one wasmtime configuration of mappers. The runtime's engine and the build-time
+//! precompile of the embedded mappers (`host/embedded-mappers/build.rs`) both take it from
 //! here, with the same wasmtime (one version in `Cargo.lock`), so an artifact built into the
 //! binary is compiled with the settings that load it: fuel metering, the stack limit, the wasm
-//! features, the inliner. What could still differ (the CPU, a wasmtime built with other cargo
-//! features) is refused by wasmtime's own header check at load, and the runtime then compiles
-//! the component, with the settings of a compile at run time.
+//! features. What could still differ (the CPU, a wasmtime built with other cargo features) is
+//! refused by wasmtime's own header check at load, and the runtime then compiles the component.
 
-use wasmtime::{Config, Engine, Inlining};
+use wasmtime::{Config, Engine};
 
 use crate::config::RuntimeConfig;
 use crate::error::{EngineError, one_line};
@@ -19,34 +18,16 @@ use crate::error::{EngineError, one_line};
 const X86_64_FEATURES: &[&str] =
     &["has_sse3", "has_ssse3", "has_sse41", "has_sse42", "has_popcnt", "has_cmpxchg16b"];
 
-/// The settings every mapper runs with, whoever compiled it.
-fn base_config(runtime: &RuntimeConfig) -> Config {
+/// The engine settings every mapper runs with, for the machine this process runs on.
+pub(crate) fn config(runtime: &RuntimeConfig) -> Config {
     let mut config = Config::new();
     config.consume_fuel(true).max_wasm_stack(runtime.max_wasm_stack_bytes);
     crate::in_place::configure(&mut config);
     config
 }
 
-/// The settings of the artifacts built into the binary, and of the engine that runs them. The
-/// build compiles them with Cranelift's inliner, which puts small guest functions into their
-/// callers: a call in WebAssembly costs a frame and a fuel check, and rustc leaves many between
-/// small functions. A mapped event took about a tenth less CPU, for code 1.7 times the size
-/// (issue 27's seventeenth session in `docs/performance.md`).
-pub(crate) fn built_config(runtime: &RuntimeConfig) -> Config {
-    let mut config = base_config(runtime);
-    config.compiler_inlining(Inlining::Yes);
-    config
-}
-
-/// The settings of the engine that compiles mappers in this process (drop-ins, and a built
-/// artifact this CPU cannot run): no inliner, whose compile of one mapper peaked at 700 MB
-/// of memory against 45 MB without it.
-pub(crate) fn compiling_config(runtime: &RuntimeConfig) -> Config {
-    base_config(runtime)
-}
-
-pub(crate) fn engine(config: &Config) -> Result<Engine, EngineError> {
-    Engine::new(config).map_err(|err| EngineError(one_line(&err)))
+pub(crate) fn engine(runtime: &RuntimeConfig) -> Result<Engine, EngineError> {
+    Engine::new(&config(runtime)).map_err(|err| EngineError(one_line(&err)))
 }
 
 /// Compiles `component` ahead of time for the Rust target `target` (e.g.
@@ -59,7 +40,7 @@ pub fn precompile(
     target: &str,
     component: &[u8],
 ) -> Result<Vec<u8>, EngineError> {
-    let mut config = built_config(runtime);
+    let mut config = config(runtime);
     // An explicit target disables the detection of this machine's CPU features.
     config.target(target).map_err(|err| EngineError(one_line(&err)))?;
     if target.starts_with("x86_64-") {

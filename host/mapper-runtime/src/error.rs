@@ -21,9 +21,6 @@ pub struct LoadError {
 pub enum LoadFailure {
     #[error("cannot read the file: {0}")]
     Read(std::io::Error),
-    /// The engine that compiles mappers could not be made.
-    #[error("{0}")]
-    Engine(String),
     #[error("not a valid WebAssembly component: {0}")]
     Invalid(String),
     #[error("it does not export the zcode:mapper/mapper interface ({})", describe_exports(.0))]

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 use std::ptr::NonNull;
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use wasmtime::Engine;
 use wasmtime::component::{Component, Linker};
@@ -17,47 +17,22 @@ use crate::mapper::WasmMapper;
 use crate::sandbox::{self, Instance, Limits, StoreState};
 use crate::{engine, in_place, policy};
 
-/// Loads mappers. Create one per process: it owns the WebAssembly engines (compiler settings,
-/// code memory), which every loaded mapper and its instances share.
+/// Loads mappers. Create one per process: it owns the WebAssembly engine (compiler settings,
+/// code memory), which every loaded mapper and instance shares.
 pub struct MapperRuntime {
-    /// Runs the artifacts built into the binary, with the settings they were built with
-    /// ([`engine::built_config`]).
-    built: Engine,
-    /// Compiles every other mapper ([`engine::compiling_config`]). Made at its first use: a
-    /// process that runs only built-in mappers never compiles.
-    compiler: OnceLock<Result<Compiler, EngineError>>,
-    config: RuntimeConfig,
+    engine: Engine,
     limits: Limits,
+    cache: Option<ArtifactCache>,
     /// Artifacts this runtime runs in place, by address, each loaded once (`in_place::claim`).
     in_place: Mutex<Vec<(usize, Component)>>,
 }
 
-/// The engine that compiles, and the cache of what it compiled.
-struct Compiler {
-    engine: Engine,
-    cache: Option<ArtifactCache>,
-}
-
 impl MapperRuntime {
     pub fn new(config: RuntimeConfig) -> Result<Self, EngineError> {
-        let built = engine::engine(&engine::built_config(&config))?;
+        let engine = engine::engine(&config)?;
+        let cache = config.cache_dir.clone().map(|dir| ArtifactCache::new(dir, &engine));
         let limits = Limits::from_config(&config);
-        Ok(Self {
-            built,
-            compiler: OnceLock::new(),
-            config,
-            limits,
-            in_place: Mutex::new(Vec::new()),
-        })
-    }
-
-    fn compiler(&self) -> Result<&Compiler, LoadFailure> {
-        let compiler = self.compiler.get_or_init(|| {
-            let engine = engine::engine(&engine::compiling_config(&self.config))?;
-            let cache = self.config.cache_dir.clone().map(|dir| ArtifactCache::new(dir, &engine));
-            Ok(Compiler { engine, cache })
-        });
-        compiler.as_ref().map_err(|err| LoadFailure::Engine(err.to_string()))
+        Ok(Self { engine, limits, cache, in_place: Mutex::new(Vec::new()) })
     }
 
     /// Loads a mapper from a file (a `.wasm` component).
@@ -111,7 +86,7 @@ impl MapperRuntime {
             Some(loaded) => loaded,
             None => self.compile(bytes).map_err(fail)?,
         };
-        check_component(&component).map_err(fail)?;
+        check_component(&self.engine, &component).map_err(fail)?;
         let pre = link(&component).map_err(fail)?;
 
         let origin: Arc<str> = origin.into();
@@ -151,9 +126,9 @@ impl MapperRuntime {
         // executable.
         let loaded = unsafe {
             if in_place {
-                Component::deserialize_raw(&self.built, NonNull::from(artifact))
+                Component::deserialize_raw(&self.engine, NonNull::from(artifact))
             } else {
-                Component::deserialize(&self.built, artifact)
+                Component::deserialize(&self.engine, artifact)
             }
         };
         match loaded {
@@ -176,14 +151,11 @@ impl MapperRuntime {
 
     /// The compiled component, from the cache when possible.
     fn compile(&self, bytes: &[u8]) -> Result<(Component, CacheOutcome), LoadFailure> {
-        let Compiler { engine, cache } = self.compiler()?;
-        let compile_fresh =
-            || Component::new(engine, bytes).map_err(|err| LoadFailure::Invalid(one_line(&err)));
-        let Some(cache) = cache else {
-            return Ok((compile_fresh()?, CacheOutcome::Disabled));
+        let Some(cache) = &self.cache else {
+            return Ok((self.compile_fresh(bytes)?, CacheOutcome::Disabled));
         };
         let key = cache.key(bytes);
-        let outcome = match cache.load(engine, &key) {
+        let outcome = match cache.load(&self.engine, &key) {
             Lookup::Hit(component) => return Ok((component, CacheOutcome::Hit)),
             Lookup::Absent => CacheOutcome::Miss,
             Lookup::Refused(reason) => {
@@ -191,18 +163,21 @@ impl MapperRuntime {
                 CacheOutcome::Replaced(reason)
             }
         };
-        let component = compile_fresh()?;
+        let component = self.compile_fresh(bytes)?;
         if let Err(err) = cache.store(&key, &component) {
             // Only start-up time is lost: the next load compiles again.
             tracing::warn!("cannot store precompiled mapper {key}: {err}");
         }
         Ok((component, outcome))
     }
+
+    fn compile_fresh(&self, bytes: &[u8]) -> Result<Component, LoadFailure> {
+        Component::new(&self.engine, bytes).map_err(|err| LoadFailure::Invalid(one_line(&err)))
+    }
 }
 
 /// The WIT version and the import allowlist, checked before anything runs.
-fn check_component(component: &Component) -> Result<(), LoadFailure> {
-    let engine = component.engine();
+fn check_component(engine: &Engine, component: &Component) -> Result<(), LoadFailure> {
     let ty = component.component_type();
     let imports: Vec<&str> = ty.imports(engine).map(|(name, _)| name).collect();
     let exports: Vec<&str> = ty.exports(engine).map(|(name, _)| name).collect();
@@ -219,22 +194,4 @@ fn link(component: &Component) -> Result<ZcodeMapperPre<StoreState>, LoadFailure
     linker.define_unknown_imports_as_traps(component).map_err(link_failure)?;
     let pre = linker.instantiate_pre(component).map_err(link_failure)?;
     ZcodeMapperPre::new(pre).map_err(link_failure)
-}
-
-#[cfg(test)]
-mod tests {
-    use wasmtime::Inlining;
-
-    use super::*;
-
-    /// The artifacts built into the binary run with the inliner they were built with; what
-    /// this process compiles is compiled without it, by an engine made only when needed.
-    #[test]
-    fn only_the_built_artifacts_have_the_inliner() {
-        let runtime = MapperRuntime::new(RuntimeConfig::default()).unwrap();
-        assert_eq!(runtime.built.get_compiler_inlining(), Inlining::Yes);
-        assert!(runtime.compiler.get().is_none());
-        let compiler = runtime.compiler().unwrap();
-        assert_eq!(compiler.engine.get_compiler_inlining(), Inlining::No);
-    }
 }
