@@ -37,10 +37,6 @@
 //! hence `BTreeMap` (std's `HashMap` seeds its hasher from `wasi:random`).
 
 pub mod acp;
-
-#[cfg(all(target_family = "wasm", not(target_feature = "atomics")))]
-#[global_allocator]
-static TALC: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();
 pub mod component_check;
 pub mod elide;
 pub mod framing;
@@ -81,6 +77,13 @@ use acp::prompt::Block;
 pub use link::Linked;
 pub use mapping::{Mapped, Mapping, Request};
 pub use ops::Next;
+
+/// Every guest allocates per event, in its linear memory: talc does it faster there than
+/// wasi-libc's dlmalloc (a mapped event took 7 % less CPU, issue 27's eighteenth session in
+/// `docs/performance.md`). Native builds keep the system allocator.
+#[cfg(all(target_family = "wasm", not(target_feature = "atomics")))]
+#[global_allocator]
+static TALC: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();
 
 /// A mapper, as most mappers are written: its contract and launch plan, a [`Link`] made with
 /// `Default` (driven by [`Linked`]), and a per-event [`Session`] made from the session's init
