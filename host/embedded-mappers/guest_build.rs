@@ -36,7 +36,7 @@ const LEAKING_PREFIXES: &[&str] = &[
     "__CARGO",
 ];
 
-/// One guest build.
+/// One guest build: a test guest, with none of the flags of the shipped mappers (`SHIPPED_FLAGS`).
 pub struct GuestBuild<'a> {
     /// The cargo to run (a build script gets it in `CARGO`).
     pub cargo: OsString,
@@ -57,7 +57,7 @@ impl GuestBuild<'_> {
         ensure_target_installed()?;
         let lib_name = lib_name(self.manifest)?;
         let lock = lock_target_dir(self.target_dir)?;
-        let mut command = nested_build(&self.cargo, self.manifest, self.target_dir);
+        let mut command = nested_build(&self.cargo, self.manifest, self.target_dir, "");
         if !self.features.is_empty() {
             command.arg("--features").arg(self.features.join(","));
         }
@@ -95,7 +95,7 @@ impl WorkspaceBuild<'_> {
         ensure_target_installed()?;
         let components = workspace_components(self.manifest)?;
         let _lock = lock_target_dir(self.target_dir)?;
-        let mut command = nested_build(&self.cargo, self.manifest, self.target_dir);
+        let mut command = nested_build(&self.cargo, self.manifest, self.target_dir, SHIPPED_FLAGS);
         command.arg("--workspace");
         run_nested(command, self.manifest)?;
         let release = self.target_dir.join(GUEST_TARGET).join("release");
@@ -157,8 +157,8 @@ fn lock_target_dir(target_dir: &Path) -> Result<File, String> {
 }
 
 /// `cargo build --manifest-path <manifest> --target wasm32-wasip2 --release --target-dir <dir>`
-/// with none of the outer build's settings.
-fn nested_build(cargo: &OsString, manifest: &Path, target_dir: &Path) -> Command {
+/// with none of the outer build's settings, and `flags` beside the path remapping.
+fn nested_build(cargo: &OsString, manifest: &Path, target_dir: &Path, flags: &str) -> Command {
     let mut command = Command::new(cargo);
     command
         .arg("build")
@@ -175,17 +175,19 @@ fn nested_build(cargo: &OsString, manifest: &Path, target_dir: &Path) -> Command
     }
     // Panic locations name source files: keep the builder's paths out of shipped components
     // (and the components the same wherever the tree is checked out).
-    command.env("RUSTFLAGS", format!("{} {}", remap_flags(manifest), GUEST_FLAGS));
+    command.env("RUSTFLAGS", format!("{} {flags}", remap_flags(manifest)));
     // A build script's stdout is read by cargo as directives: keep cargo's output on stderr.
     command.stdout(Stdio::from(std::io::stderr()));
     command
 }
 
-/// Flags of every guest build beside the path remapping. LLVM inlines up to a threshold of
-/// 1000 instead of its default 225: in WebAssembly a call costs a frame and a fuel check, and
-/// a mapped event took about a sixth less CPU, for components a third larger (issue 27's
-/// eighteenth session in `docs/performance.md`; 2500 and 6000 were no faster).
-const GUEST_FLAGS: &str = "-C llvm-args=-inline-threshold=1000";
+/// Flags of the workspace build, which builds the mappers zcode-acp ships. LLVM inlines up to a
+/// threshold of 1000 instead of its default 225: in WebAssembly a call costs a frame and a fuel
+/// check, and a mapped event took about a sixth less CPU, for components a third larger (issue
+/// 27's eighteenth session in `docs/performance.md`; 2500 and 6000 were no faster). Test guests
+/// ([`GuestBuild`]) go without: the hostile drop-in (`opt-level = "s"`) took twice as long to
+/// build with it and came out five times the size, for tests that time nothing.
+const SHIPPED_FLAGS: &str = "-C llvm-args=-inline-threshold=1000";
 
 /// `--remap-path-prefix` for the repository (the folder above the manifest's `mappers/`) and
 /// for cargo's home (crate sources).
