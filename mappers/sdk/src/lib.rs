@@ -24,7 +24,8 @@
 //! fails becomes a `terminal(broken)` action and mapping goes on, and requests a session makes
 //! while mapping, issued with the ids the core hands out and their replies routed back by tag
 //! ([`mapping`]); framers for lines and length-prefixed frames ([`framing`]); long strings of a
-//! long line elided as it arrives, keeping what checks them ([`elide`]); numbered events
+//! long line elided as it arrives, keeping what checks them ([`elide`]); a large event handed
+//! from the connection to its session in pieces as it arrives ([`pieces`]); numbered events
 //! recovered in order ([`sequence`]); writes carrying a credential the core fills in
 //! ([`secret`]); strict JSON readers ([`json`]); contract values ([`install`]); how a tool
 //! call looks ([`tool_view`]); and helpers for a sandbox without clock or randomness
@@ -50,6 +51,7 @@ pub mod mapping;
 pub mod media;
 pub mod native;
 pub mod ops;
+pub mod pieces;
 pub mod prelude;
 pub mod secret;
 pub mod sequence;
