@@ -95,7 +95,7 @@ impl Mapper for WasmMapper {
         let mut instance = self.instance()?;
         let handle =
             instance.call(input, |guest, store| guest.session().call_constructor(store, &init))?;
-        Ok(Box::new(WasmSession { instance, handle, announced: 0 }))
+        Ok(Box::new(WasmSession { instance, handle, announced: 0, unanswered: 0 }))
     }
 }
 
@@ -175,22 +175,41 @@ impl Operations<ConnectionOp> for WasmConnection {
     }
 }
 
+/// The most input a session is budgeted for as still held from earlier `map` calls: the
+/// bridge's stdout cap (64 MiB + 256 KiB), the most a connection could have handed on as one
+/// native message. Without a bound, a mapper that answers nothing would have its limits grow
+/// with every event.
+const MOST_UNANSWERED: usize = 64 * 1024 * 1024 + 256 * 1024;
+
 /// One `session` resource in an instance of its own.
 pub struct WasmSession {
     instance: Instance,
     handle: ResourceAny,
     /// Requests the last `map` announced that `issue` has not handed out yet.
     announced: u32,
+    /// Bytes mapped since, and in, the last `map` that made anything: input the mapper may
+    /// still hold.
+    unanswered: usize,
 }
 
 impl MapperSession for WasmSession {
+    /// The call's input counts the bytes of earlier calls that made nothing, as a connection's
+    /// `push` counts a frame's earlier reads: a large native event that a connection hands on
+    /// in pieces as it arrives is joined by its session, and the call that completes it maps
+    /// all of it with one piece of input of its own (issue 27). The call that last made
+    /// something counts too: the start of the next event may have come in its batch.
     fn map(&mut self, inputs: Vec<SessionInput>) -> Result<Effects, MapperFault> {
-        let input = Input { bytes: inputs.byte_size(), items: inputs.len() };
+        let bytes = inputs.byte_size();
+        let held = self.unanswered.saturating_add(bytes).min(MOST_UNANSWERED);
+        let input = Input { bytes: held, items: inputs.len() };
         let handle = self.handle;
         let wit_inputs: Vec<wit::SessionInput> = inputs.into_iter().map(Into::into).collect();
         let mapped = self.instance.call(input, |guest, store| {
             guest.session().call_map(store, handle, &wit_inputs).map(Effects::from)
         })?;
+        let made_nothing =
+            mapped.actions.is_empty() && mapped.writes.is_empty() && mapped.requests == 0;
+        self.unanswered = if made_nothing { held } else { bytes };
         self.announced = mapped.requests;
         Ok(mapped)
     }

@@ -123,6 +123,29 @@ fn a_12_mib_frame_pushed_in_pieces_is_parsed() {
     assert!(fault.contains("all fuel consumed"), "{fault}");
 }
 
+/// A large event that a connection hands on in pieces is joined by its session, which makes
+/// nothing until it has it all. The call that maps it then has almost no input of its own: it
+/// is budgeted for what the calls that made nothing handed in (issue 27). Before, it ran out of
+/// fuel.
+#[test]
+fn a_24_mib_event_joined_from_pieces_maps() {
+    let text = "lorem ipsum ".repeat(2 * MIB);
+    let expected = text.clone();
+    let effects = within_bound(move || {
+        let mut session = session(&scaled());
+        for piece in text.as_bytes().chunks(64 * 1024) {
+            let piece = std::str::from_utf8(piece).expect("ASCII");
+            let held = session.map(vec![event(&format!("hold:{piece}"))]).expect("held");
+            assert_eq!(held, Effects::default(), "a piece makes nothing");
+        }
+        session.map(vec![event("release")])
+    })
+    .expect("the whole event mapped");
+    let [Action::Update(update)] = effects.actions.as_slice() else { panic!("one update") };
+    let update: Value = serde_json::from_str(update).unwrap();
+    assert_eq!(update["content"]["text"].as_str(), Some(expected.as_str()));
+}
+
 #[test]
 fn a_loop_is_stopped_however_large_its_input() {
     let batch = vec![event("spin"), event(&prose(4 * MIB))];

@@ -12,7 +12,9 @@
 //!   with the prompt). Other operations are described back with the session's init.
 //! - session `map`: `all-actions` returns every action and a write with a secret fill,
 //!   `announce:<n>` asks for `n` requests that `issue` hands out, a JSON event with a `delta`
-//!   becomes an ACP message chunk, and other inputs (binary data, replies) are described.
+//!   becomes an ACP message chunk, `hold:<text>` is kept with nothing made (a large event that
+//!   comes in pieces), `release` makes what was kept one message chunk, and other inputs
+//!   (binary data, replies) are described.
 
 use std::cell::{Cell, RefCell};
 
@@ -282,6 +284,8 @@ struct ConformanceSession {
     pages_sent: Cell<Option<u32>>,
     /// Requests the last `map` announced.
     announced: Cell<u32>,
+    /// Text kept by `hold:` events until a `release`.
+    held: RefCell<String>,
 }
 
 impl GuestSession for ConformanceSession {
@@ -291,7 +295,12 @@ impl GuestSession for ConformanceSession {
             "plan": init.client.plan_operations,
             "forms": init.client.form_elicitation,
         });
-        ConformanceSession { init, pages_sent: Cell::new(None), announced: Cell::new(0) }
+        ConformanceSession {
+            init,
+            pages_sent: Cell::new(None),
+            announced: Cell::new(0),
+            held: RefCell::new(String::new()),
+        }
     }
 
     fn start(&self, _op_id: u64, op: SessionOp, first_request_id: u64) -> Step {
@@ -376,6 +385,19 @@ impl ConformanceSession {
         }
         if let Some(n) = text.strip_prefix("announce:") {
             effects.requests += n.parse::<u32>().unwrap_or(1);
+            return;
+        }
+        if let Some(piece) = text.strip_prefix("hold:") {
+            self.held.borrow_mut().push_str(piece);
+            return;
+        }
+        if text == "release" {
+            let held = self.held.take();
+            let update = json!({
+                "sessionUpdate": "agent_message_chunk",
+                "content": { "type": "text", "text": held },
+            });
+            effects.actions.push(Action::Update(update.to_string()));
             return;
         }
         // The delta is moved out of the parsed event, not copied.
