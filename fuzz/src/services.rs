@@ -8,16 +8,22 @@
 //!   what came before an error in the same chunk differs with the chunking; the core fails
 //!   the transport at the first error either way);
 //! - no silence, no invention: without an error, every complete Regular frame after `[200]` is
-//!   exactly one reply or event, and nothing comes from bytes that are not a whole frame;
+//!   exactly one reply or event, and nothing comes from bytes that are not a whole frame. A
+//!   large event comes in pieces as it arrives (`zcode_mapper_sdk::pieces`); it is counted, and
+//!   compared across splits, as its session joins it;
 //! - every reply and event body handed on is the JSON form of the IPC value ZCode sent, or an
-//!   error: never different JSON (see [`check_values`]);
+//!   error: never different JSON (see [`check_values`]). A large event is UTF-8 (its session
+//!   refuses it otherwise) and its session parses it: the connection does not wait for it to
+//!   check it;
 //! - values the decoder reads re-encode to bytes that decode to the same value.
 
 use serde_json::Value;
+use zcode_contract::RoutedEvent;
 use zcode_contract::{Inbound, NativeData, ReplyBody};
 use zcode_mapper_sdk::Connection as _;
+use zcode_mapper_sdk::pieces::Joiner;
 use zcode_services_v4::ServicesConnection;
-use zcode_services_v4::ipc::frame::HEADER_LEN;
+use zcode_services_v4::ipc::frame::{HEADER_LEN, MAX_MESSAGE};
 use zcode_services_v4::ipc::message::{Response, encode_response};
 use zcode_services_v4::ipc::value::{IpcValue, Reader};
 
@@ -54,7 +60,10 @@ pub fn handshake_bytes() -> Vec<u8> {
 pub fn check_stream(stream: &[u8], seed: u32) {
     let [whole, piecewise] =
         check_cuts(stream, seed, || complete_frames_after_hello(stream), decode);
-    for item in whole.items.iter().chain(&piecewise.items) {
+    let joined = |decoded: &Decoded, index| decoded.joined.contains(&index);
+    let items = whole.items.iter().enumerate().map(|(index, item)| (item, joined(&whole, index)));
+    let more = piecewise.items.iter().enumerate().map(|(i, item)| (item, joined(&piecewise, i)));
+    for (item, joined) in items.chain(more) {
         let text = match item {
             Inbound::Reply(reply) => match &reply.body {
                 ReplyBody::Ok(NativeData::Text(text)) => text,
@@ -72,6 +81,9 @@ pub fn check_stream(stream: &[u8], seed: u32) {
             Inbound::Write(_) | Inbound::Ready => continue,
             other => panic!("the Services Server decoder produced {other:?}"),
         };
+        if joined {
+            continue;
+        }
         // Sessions parse what the connection hands on; it must be JSON text (bodies of
         // messages that are not are refused by the decoder, never passed on).
         serde_json::from_str::<&serde_json::value::RawValue>(text)
@@ -81,10 +93,42 @@ pub fn check_stream(stream: &[u8], seed: u32) {
 
 fn decode(pieces: &[&[u8]]) -> Decoded {
     let mut connection = ServicesConnection::new();
-    crate::split::decode(pieces, |read| match read {
+    let decoded = crate::split::decode(pieces, |read| match read {
         Some(bytes) => connection.push(bytes),
         None => connection.finish(),
-    })
+    });
+    join_pieces(decoded)
+}
+
+/// Joins the pieces of each large event as its session does, so what a stream means does not
+/// depend on where its reads fell. A piece the session would refuse is the decode's error
+/// unless the transport failed too; the
+/// pieces of an event the stream cuts off make nothing, as for any incomplete frame.
+fn join_pieces(decoded: Decoded) -> Decoded {
+    let mut joiner = Joiner::default();
+    let mut out = Decoded { items: Vec::new(), error: None, joined: Vec::new() };
+    for item in decoded.items {
+        let Inbound::Event(RoutedEvent { route, payload: NativeData::Binary(piece) }) = item else {
+            assert!(!joiner.in_progress(), "an item between the pieces of one event: {item:?}");
+            out.items.push(item);
+            continue;
+        };
+        match joiner.push(&piece, MAX_MESSAGE) {
+            Ok(Some(text)) => {
+                out.joined.push(out.items.len());
+                let event = RoutedEvent { route, payload: NativeData::Text(text) };
+                out.items.push(Inbound::Event(event));
+            }
+            Ok(None) => {}
+            Err(error) => {
+                // A transport that fails anywhere fails first: the core ends the connection.
+                out.error = decoded.error.or(Some(error.message));
+                return out;
+            }
+        }
+    }
+    out.error = decoded.error;
+    out
 }
 
 /// The inbound items an error-free decode must give: the acknowledgement of the hello, then

@@ -7,6 +7,8 @@ use zcode_contract::{Inbound, MapperError};
 pub(crate) struct Decoded {
     pub items: Vec<Inbound>,
     pub error: Option<String>,
+    /// Items joined from pieces, as a session joins them (the Services Server's large events).
+    pub joined: Vec<usize>,
 }
 
 /// Feeds `pieces` to `step` (`Some` a read, `None` the end of the stream) until it fails.
@@ -18,10 +20,10 @@ pub(crate) fn decode(
     for read in pieces.iter().map(|piece| Some(*piece)).chain([None]) {
         match step(read) {
             Ok(more) => items.extend(more),
-            Err(error) => return Decoded { items, error: Some(error.message) },
+            Err(error) => return Decoded { items, error: Some(error.message), joined: Vec::new() },
         }
     }
-    Decoded { items, error: None }
+    Decoded { items, error: None, joined: Vec::new() }
 }
 
 /// Decodes `stream` whole and cut as `seed` says, and checks that the cut changes neither the

@@ -61,6 +61,40 @@ fn json_text_that_is_not_one_value_never_becomes_other_json() {
     check_values(&[4, 1, 5, 1, b' ']);
 }
 
+/// A large event (from 256 KiB) is handed on in pieces as it arrives: whole, cut off, not UTF-8,
+/// not JSON, or a large reply, and split at random, each decodes the same once its pieces are
+/// joined, and an event the stream cuts off makes nothing.
+#[test]
+fn large_events_in_pieces_decode_the_same_however_split() {
+    use zcode_services_v4::ipc::message::{Response, encode_response};
+    use zcode_services_v4::ipc::value::IpcValue;
+    let big = "QUJD".repeat(70 * 1024);
+    let event =
+        |text: String| encode_response(&Response::Event { id: 9, body: IpcValue::Json(text) });
+    let valid = event(format!(r#"{{"dataBase64":"{big}"}}"#));
+    let not_json = event(format!(r#"{{"dataBase64":"{big}""#));
+    let mut not_utf8 = valid.clone();
+    let at = not_utf8.len() - 10;
+    not_utf8[at] = 0xff;
+    let reply =
+        encode_response(&Response::Success { id: 3, body: IpcValue::Json(format!("\"{big}\"")) });
+    let small = message_templates()[0].clone();
+    let cut_off = valid[..valid.len() / 2].to_vec();
+    for messages in [
+        vec![valid.clone(), small.clone(), valid.clone()],
+        vec![not_json, small.clone()],
+        vec![not_utf8, small.clone()],
+        vec![reply, valid.clone()],
+        vec![small, cut_off],
+    ] {
+        let mut stream = handshake_bytes();
+        stream.extend(messages.concat());
+        for seed in [1, 7, 0xdead_beef] {
+            check_stream(&stream, seed);
+        }
+    }
+}
+
 /// Writes the templates as fuzzing seeds (`ZCODE_FUZZ_CORPUS=<dir>`, run with `--ignored`):
 /// each after the mode byte (valid handshake first) and a split seed, and all of them at once.
 #[test]

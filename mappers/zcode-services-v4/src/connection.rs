@@ -11,12 +11,13 @@ use zcode_contract::{
 };
 
 use crate::hello::{self, Hello};
-use crate::ipc::frame::FrameDecoder;
-use crate::ipc::message::{Response, decode_response};
+use crate::ipc::frame::{FrameDecoder, Next};
+use crate::ipc::message::{Response, decode_response, event_opening};
 use crate::ipc::value::IpcValue;
 use crate::rpc::{self, Call};
 use crate::sessions;
 use zcode_mapper_sdk::json::{error, internal, protocol};
+use zcode_mapper_sdk::pieces;
 use zcode_v4::schema::Fields;
 
 /// The wire protocol version of V4 (`V4_WIRE_PROTOCOL_VERSION`, ZCode
@@ -49,6 +50,8 @@ struct PendingOp {
 pub struct ServicesConnection {
     phase: Phase,
     frames: FrameDecoder,
+    /// The route of the large event being handed on in pieces.
+    streaming: Option<String>,
     hello: Option<Hello>,
     ops: BTreeMap<u64, PendingOp>,
 }
@@ -99,6 +102,7 @@ impl ServicesConnection {
         Self {
             phase: Phase::Hello(Vec::new()),
             frames: FrameDecoder::default(),
+            streaming: None,
             hello: None,
             ops: BTreeMap::new(),
         }
@@ -147,6 +151,12 @@ impl ServicesConnection {
     }
 }
 
+/// A piece of a large event for its session, which joins them (`zcode_mapper_sdk::pieces`):
+/// neither this connection nor the core holds such an event whole (issue 27).
+fn piece_event(route: String, piece: Vec<u8>) -> Inbound {
+    Inbound::Event(RoutedEvent { route, payload: NativeData::Binary(piece) })
+}
+
 impl zcode_mapper_sdk::Connection for ServicesConnection {
     /// What the hello said: the Server's version, compared with the release's identity.
     fn identity(&self) -> Option<String> {
@@ -174,9 +184,35 @@ impl zcode_mapper_sdk::Connection for ServicesConnection {
             bytes = &bytes[end + 1..];
         }
         self.frames.push(bytes);
-        while let Some(message) = self.frames.next_message().map_err(framing)? {
-            let response = decode_response(message).map_err(framing)?;
-            out.push(self.inbound(response)?);
+        while let Some(next) = self.frames.next_part().map_err(framing)? {
+            match next {
+                Next::Message(message) => {
+                    let response = decode_response(message).map_err(framing)?;
+                    out.push(self.inbound(response)?);
+                }
+                Next::Opening { len, head } => {
+                    let ready = matches!(self.phase, Phase::Ready);
+                    let Some(opening) = event_opening(head, len).filter(|_| ready) else {
+                        self.frames.hold();
+                        continue;
+                    };
+                    let text_len = u32::try_from(opening.text_len).expect("below MAX_MESSAGE");
+                    let piece = pieces::first(text_len, &head[opening.text_at..]);
+                    let whole = head.len() == len;
+                    self.frames.stream();
+                    let route = rpc::route(opening.id);
+                    self.streaming = (!whole).then(|| route.clone());
+                    out.push(piece_event(route, piece));
+                }
+                Next::Piece { bytes, rest } => {
+                    let piece = pieces::more(bytes);
+                    let route = match rest {
+                        0 => self.streaming.take(),
+                        _ => self.streaming.clone(),
+                    };
+                    out.push(piece_event(route.expect("a message is being streamed"), piece));
+                }
+            }
         }
         Ok(out)
     }

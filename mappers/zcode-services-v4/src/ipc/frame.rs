@@ -26,12 +26,39 @@ pub fn frame(message: &[u8]) -> Vec<u8> {
     out
 }
 
+/// Messages from this size on are not waited for whole: the caller is offered each one as its
+/// bytes arrive ([`Next::Opening`]). A turn's last frame comes as events of about 0.8 MB each.
+pub const PIECES_FROM: usize = 256 * 1024;
+/// The bytes of a large message offered at once: its header value and the start of its body
+/// fit, as ZCode writes them (a `[204, id]` header and a tag-5 length take under 20).
+pub const OPENING: usize = 64;
+
+/// What the decoder has next.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Next<'a> {
+    /// A whole message.
+    Message(&'a [u8]),
+    /// A message of `len` bytes, at least [`PIECES_FROM`], whose first bytes are in (at least
+    /// [`OPENING`] of them, all there are so far). The caller either takes them and the rest
+    /// in pieces ([`FrameDecoder::stream`]) or waits for the message whole
+    /// ([`FrameDecoder::hold`]); until it says which, the decoder offers the same again.
+    Opening { len: usize, head: &'a [u8] },
+    /// More of a message being streamed; `rest` bytes of it are still to come.
+    Piece { bytes: &'a [u8], rest: usize },
+}
+
 /// Cuts a byte stream into messages, whatever the chunk boundaries.
 #[derive(Default)]
 pub struct FrameDecoder {
     buffer: Vec<u8>,
     /// Bytes of `buffer` already consumed.
     start: usize,
+    /// Bytes still to come of the message being streamed.
+    streaming: Option<usize>,
+    /// The opening offered last: where its message begins in `buffer`, and how much was offered.
+    opened: Option<(usize, usize)>,
+    /// The large message at `start` is to be waited for whole.
+    holding: bool,
 }
 
 impl FrameDecoder {
@@ -46,21 +73,45 @@ impl FrameDecoder {
         if self.start == self.buffer.len() {
             self.buffer.clear();
             self.start = 0;
-        } else if self.start > 0 && self.start >= self.buffer.len() / 2 {
+        } else if self.start > 0 && self.start >= self.buffer.len() / 2 && self.opened.is_none() {
             self.buffer.drain(..self.start);
             self.start = 0;
         }
     }
 
-    /// Bytes received but not yet part of a complete message.
+    /// Bytes received or announced but not yet part of a complete message.
     pub fn pending(&self) -> usize {
-        self.buffer.len() - self.start
+        self.buffer.len() - self.start + self.streaming.unwrap_or(0)
     }
 
-    /// The next complete message, if there is one, borrowed from the buffer: a message is
-    /// decoded where it lies rather than copied out first (F-20).
+    /// The next message whole, however large: for readers of the messages this mapper writes
+    /// (tests, golden traces), which stream none.
     pub fn next_message(&mut self) -> Result<Option<&[u8]>, DecodeError> {
+        self.holding = true;
+        match self.next_part()? {
+            Some(Next::Message(message)) => Ok(Some(message)),
+            Some(_) => unreachable!("a held message is offered whole"),
+            None => Ok(None),
+        }
+    }
+
+    /// What comes next, if anything has. A message is borrowed from the buffer: it is decoded
+    /// where it lies rather than copied out first (F-20).
+    pub fn next_part(&mut self) -> Result<Option<Next<'_>>, DecodeError> {
         self.compact();
+        if let Some(rest) = self.streaming {
+            let take = rest.min(self.buffer.len() - self.start);
+            if take == 0 && rest > 0 {
+                return Ok(None);
+            }
+            let from = self.start;
+            self.start += take;
+            self.streaming = (rest > take).then_some(rest - take);
+            return Ok(Some(Next::Piece {
+                bytes: &self.buffer[from..from + take],
+                rest: rest - take,
+            }));
+        }
         let rest = &self.buffer[self.start..];
         if rest.len() < HEADER_LEN {
             return Ok(None);
@@ -75,12 +126,36 @@ impl FrameDecoder {
         if len > MAX_MESSAGE {
             return Err(DecodeError(format!("an IPC frame of {len} bytes exceeds {MAX_MESSAGE}")));
         }
-        if rest.len() < HEADER_LEN + len {
+        let from = self.start + HEADER_LEN;
+        let available = (rest.len() - HEADER_LEN).min(len);
+        if len >= PIECES_FROM && !self.holding {
+            if available < OPENING {
+                return Ok(None);
+            }
+            self.opened = Some((from, available));
+            return Ok(Some(Next::Opening { len, head: &self.buffer[from..from + available] }));
+        }
+        if available < len {
             return Ok(None);
         }
-        let from = self.start + HEADER_LEN;
         self.start = from + len;
-        Ok(Some(&self.buffer[from..from + len]))
+        self.opened = None;
+        self.holding = false;
+        Ok(Some(Next::Message(&self.buffer[from..from + len])))
+    }
+
+    /// Takes the opening offered last, and hands on the rest of its message as [`Next::Piece`]s.
+    pub fn stream(&mut self) {
+        let (from, offered) = self.opened.take().expect("an opening was offered");
+        let len = u32::from_be_bytes(self.buffer[from - 4..from].try_into().expect("four bytes"));
+        self.start = from + offered;
+        self.streaming = (len as usize > offered).then_some(len as usize - offered);
+    }
+
+    /// Waits for the message offered last whole, as a [`Next::Message`].
+    pub fn hold(&mut self) {
+        self.opened = None;
+        self.holding = true;
     }
 }
 
@@ -101,7 +176,7 @@ mod tests {
             let mut messages = Vec::new();
             for chunk in [&stream[..split], &stream[split..]] {
                 decoder.push(chunk);
-                while let Some(message) = decoder.next_message().unwrap() {
+                while let Some(Next::Message(message)) = decoder.next_part().unwrap() {
                     messages.push(message.to_vec());
                 }
             }
@@ -111,19 +186,73 @@ mod tests {
     }
 
     #[test]
+    fn offers_a_large_message_as_it_arrives_streamed_or_held_whole() {
+        let large: Vec<u8> = (0..PIECES_FROM + 100).map(|i| i as u8).collect();
+        let stream = [frame(b"one"), frame(&large), frame(b"two")].concat();
+        let reads: Vec<&[u8]> = stream.chunks(64 * 1024).collect();
+
+        let mut streamed = Vec::new();
+        let mut decoder = FrameDecoder::default();
+        for read in &reads {
+            decoder.push(read);
+            while let Some(next) = decoder.next_part().unwrap() {
+                match next {
+                    Next::Message(message) => streamed.push(message.to_vec()),
+                    Next::Opening { len, head } => {
+                        assert_eq!((len, &head[..OPENING]), (large.len(), &large[..OPENING]));
+                        streamed.push(head.to_vec());
+                        decoder.stream();
+                    }
+                    Next::Piece { bytes, rest } => {
+                        streamed.last_mut().unwrap().extend_from_slice(bytes);
+                        assert_eq!(rest, large.len() - streamed.last().unwrap().len());
+                    }
+                }
+            }
+        }
+        assert_eq!(streamed, [b"one".to_vec(), large.clone(), b"two".to_vec()]);
+        assert_eq!(decoder.pending(), 0);
+
+        let mut held = Vec::new();
+        let mut decoder = FrameDecoder::default();
+        for read in &reads {
+            decoder.push(read);
+            while let Some(next) = decoder.next_part().unwrap() {
+                match next {
+                    Next::Message(message) => held.push(message.to_vec()),
+                    Next::Opening { .. } => decoder.hold(),
+                    Next::Piece { .. } => panic!("a held message is not streamed"),
+                }
+            }
+        }
+        assert_eq!(held, [b"one".to_vec(), large, b"two".to_vec()]);
+    }
+
+    #[test]
+    fn a_streamed_message_cut_off_is_still_pending() {
+        let large = frame(&vec![b'x'; PIECES_FROM]);
+        let mut decoder = FrameDecoder::default();
+        decoder.push(&large[..HEADER_LEN + OPENING]);
+        assert!(matches!(decoder.next_part().unwrap(), Some(Next::Opening { .. })));
+        decoder.stream();
+        assert_eq!(decoder.next_part().unwrap(), None);
+        assert_eq!(decoder.pending(), PIECES_FROM - OPENING);
+    }
+
+    #[test]
     fn refuses_other_frame_types_and_oversized_frames() {
         let mut keepalive = frame(b"");
         keepalive[0] = 9;
         let mut decoder = FrameDecoder::default();
         decoder.push(&keepalive);
         assert_eq!(
-            decoder.next_message().unwrap_err().0,
+            decoder.next_part().unwrap_err().0,
             "an IPC frame of type 9 (only Regular frames carry messages)"
         );
         let mut huge = vec![1, 0, 0, 0, 0, 0, 0, 0, 0];
         huge.extend_from_slice(&((MAX_MESSAGE as u32) + 1).to_be_bytes());
         let mut decoder = FrameDecoder::default();
         decoder.push(&huge);
-        assert!(decoder.next_message().unwrap_err().0.contains("exceeds"));
+        assert!(decoder.next_part().unwrap_err().0.contains("exceeds"));
     }
 }

@@ -109,6 +109,33 @@ pub fn decode_response(message: &[u8]) -> Result<Response, DecodeError> {
     }
 }
 
+/// How a large event's message begins: the listen's id, and where its body's JSON text starts
+/// and how long it is.
+#[derive(Debug, PartialEq, Eq)]
+pub struct EventOpening {
+    pub id: u64,
+    pub text_at: usize,
+    pub text_len: usize,
+}
+
+/// The opening of a message of `len` bytes from its first bytes, `head`, if it is an event
+/// whose body is one JSON value (tag 5) that ends the message, as ZCode sends events: its text
+/// can then be handed on as it arrives. `None` for anything else, which is read whole and
+/// judged by [`decode_response`].
+pub fn event_opening(head: &[u8], len: usize) -> Option<EventOpening> {
+    let mut reader = Reader::new(head);
+    let IpcValue::Array(header) = reader.value().ok()? else {
+        return None;
+    };
+    let [IpcValue::Int(204), id] = header.as_slice() else {
+        return None;
+    };
+    let id = id_of(id).ok()?;
+    let text_len = reader.json_len().ok()?;
+    let text_at = reader.position();
+    (text_at.checked_add(text_len)? == len).then_some(EventOpening { id, text_at, text_len })
+}
+
 /// Decodes a request this mapper wrote, for tests and golden traces: `(header, body)`.
 pub fn decode_request(message: &[u8]) -> Result<(IpcValue, IpcValue), DecodeError> {
     let mut reader = Reader::new(message);

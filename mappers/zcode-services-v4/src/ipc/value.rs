@@ -226,6 +226,24 @@ impl<'a> Reader<'a> {
         self.value_at(0)
     }
 
+    /// The length of the JSON value (tag 5) that starts here, read without its text, which
+    /// may not have arrived yet; the text then starts at [`Reader::position`].
+    pub fn json_len(&mut self) -> Result<usize, DecodeError> {
+        if self.byte()? != 5 {
+            return fail("not a JSON value");
+        }
+        let len = self.varint()?;
+        if len > i32::MAX as u32 {
+            return fail("a length is negative in JavaScript terms");
+        }
+        Ok(len as usize)
+    }
+
+    /// Bytes read so far.
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+
     fn value_at(&mut self, depth: usize) -> Result<IpcValue, DecodeError> {
         match self.byte()? {
             0 => Ok(IpcValue::Undefined),

@@ -1,11 +1,13 @@
 //! The connection: handshake, framing and connection operations.
 
 use serde_json::{Value, json};
-use zcode_contract::{ConnectionOp, ErrorKind, Inbound, NativeData, ReplyBody, Step};
+use zcode_contract::{ConnectionOp, ErrorKind, Inbound, NativeData, ReplyBody, RoutedEvent, Step};
 use zcode_mapper_sdk::Connection as _;
+use zcode_mapper_sdk::pieces::Joiner;
 
 use super::support::*;
 use crate::ServicesConnection;
+use crate::ipc::frame::{MAX_MESSAGE, PIECES_FROM};
 use crate::ipc::message::{Response, encode_response};
 use crate::ipc::value::IpcValue;
 
@@ -178,5 +180,111 @@ fn probes_and_lists_after_checking_the_workspace() {
     assert_eq!(
         response,
         json!({"sessions": [{"sessionId": "s1", "cwd": "/w", "title": "First", "updatedAt": "2025-10-09T08:53:20.000Z"}]})
+    );
+}
+
+/// What a connection made of a stream, with the pieces of each large event joined as its
+/// session joins them: (inbound, whether the event came in pieces).
+fn joined(inbound: Vec<Inbound>) -> Vec<(Inbound, bool)> {
+    let mut joiner = Joiner::default();
+    let mut out = Vec::new();
+    for item in inbound {
+        match item {
+            Inbound::Event(RoutedEvent { route, payload: NativeData::Binary(piece) }) => {
+                if let Some(text) = joiner.push(&piece, MAX_MESSAGE).unwrap() {
+                    let event = RoutedEvent { route, payload: NativeData::Text(text) };
+                    out.push((Inbound::Event(event), true));
+                }
+            }
+            other => out.push((other, false)),
+        }
+    }
+    assert!(!joiner.in_progress(), "every large event ends");
+    out
+}
+
+#[test]
+fn a_large_event_is_handed_on_in_pieces_as_it_arrives_and_a_large_reply_whole() {
+    let large_event = json!({"wireVersion": 3, "dataBase64": "QUJD".repeat(PIECES_FROM / 4)});
+    let large_reply = json!({"rows": "r".repeat(PIECES_FROM)});
+    let stream = [
+        hello_line(),
+        initialize(),
+        event(7, &json!({"wireVersion": 3, "small": true})),
+        event(7, &large_event),
+        success(4, &large_reply),
+        event(8, &json!({"after": "é"})),
+    ]
+    .concat();
+    let expected = vec![
+        (
+            Inbound::Event(RoutedEvent {
+                route: "7".into(),
+                payload: NativeData::Text(json!({"wireVersion": 3, "small": true}).to_string()),
+            }),
+            false,
+        ),
+        (
+            Inbound::Event(RoutedEvent {
+                route: "7".into(),
+                payload: NativeData::Text(large_event.to_string()),
+            }),
+            true,
+        ),
+        (
+            Inbound::Reply(zcode_contract::NativeReply {
+                id: 4,
+                body: ReplyBody::Ok(NativeData::Text(large_reply.to_string())),
+            }),
+            false,
+        ),
+        (
+            Inbound::Event(RoutedEvent {
+                route: "8".into(),
+                payload: NativeData::Text(json!({"after": "é"}).to_string()),
+            }),
+            false,
+        ),
+    ];
+    let large_at = stream.len() - stream.windows(4).rev().position(|w| w == b"QUJD").unwrap();
+    let opening_at =
+        [hello_line(), initialize(), event(7, &json!({"wireVersion": 3, "small": true}))]
+            .concat()
+            .len();
+    // Cut where the core's reads fall, and anywhere near where the event opens and ends.
+    let mut splits: Vec<usize> = (opening_at..opening_at + 100).collect();
+    splits.extend(large_at - 50..large_at + 50);
+    for split in splits {
+        let out = inbound(&[&stream[..split], &stream[split..]]);
+        assert_eq!(joined(out)[2..], expected, "split at {split}");
+    }
+    let reads: Vec<&[u8]> = stream.chunks(64 * 1024).collect();
+    let out = inbound(&reads);
+    let pieces = out
+        .iter()
+        .filter(|i| matches!(i, Inbound::Event(RoutedEvent { payload: NativeData::Binary(_), .. })))
+        .count();
+    assert!(pieces >= large_event.to_string().len() / (64 * 1024), "{pieces} pieces");
+    assert_eq!(joined(out)[2..], expected);
+    let bytes: Vec<&[u8]> = stream.chunks(997).collect();
+    assert_eq!(joined(inbound(&bytes))[2..], expected);
+}
+
+#[test]
+fn a_large_event_that_is_cut_off_or_comes_too_early_fails_the_connection() {
+    let large = event(7, &json!({"dataBase64": "QUJD".repeat(PIECES_FROM / 4)}));
+    let mut connection = ServicesConnection::new();
+    connection.push(&[hello_line(), initialize()].concat()).unwrap();
+    let out = connection.push(&large[..large.len() - 1]).unwrap();
+    assert!(!out.is_empty(), "the pieces so far are handed on");
+    assert_eq!(
+        connection.finish().unwrap_err().message,
+        "The Services Server output ends inside a frame"
+    );
+    let mut early = ServicesConnection::new();
+    early.push(&hello_line()).unwrap();
+    assert_eq!(
+        early.push(&large).unwrap_err().message,
+        "The Services Server sent a message before its Initialize"
     );
 }

@@ -5,7 +5,7 @@ use zcode_contract::{
     Action, ClientFeatures, Effects, InteractionAnswer, InteractionOutcome, InteractionRequest,
     SessionInit, SessionInput, SessionOp, Step, StopReason, Terminal,
 };
-use zcode_mapper_sdk::SessionMachine as _;
+use zcode_mapper_sdk::{Connection as _, SessionMachine as _};
 
 use super::support::*;
 use crate::ServicesSession;
@@ -536,6 +536,74 @@ fn fragments_reassemble_and_a_bad_checksum_resyncs() {
         part["checksum"]["value"] = json!("00000000");
     }
     let effects = map(&mut session, bad.iter().map(frame_input).collect());
+    assert_eq!(effects.requests, 1, "{effects:?}");
+}
+
+/// A turn's last frame, as the Services Server sends it: fragments of about 0.8 MB, each an
+/// event the connection hands on in pieces as the core reads it (issue 27). The session maps
+/// the joined events exactly as it maps the same events whole.
+#[test]
+fn a_turns_last_frame_in_pieces_maps_as_it_does_whole() {
+    let text = "lorem ipsum ".repeat(200_000);
+    let stream = |session: &mut ServicesSession, next: u64| {
+        let command_id = prompted(session, next);
+        let mut effects = deltas(
+            session,
+            2,
+            1,
+            4,
+            json!([
+                prompt_appended(&command_id),
+                {"op": "row.appended", "row": row(12, "assistantText", json!({"text": "", "state": "streaming"}))},
+                {"op": "row.delta", "rowId": 12, "path": "text", "append": text},
+            ]),
+        )
+        .actions;
+        effects.extend(
+            deltas(
+                session,
+                3,
+                4,
+                5,
+                json!([{"op": "state.updated", "patch": {"control": idle_control()}}]),
+            )
+            .actions,
+        );
+        effects
+    };
+    let done = row(12, "assistantText", json!({"text": text, "state": "complete"}));
+    let logical = deltas_frame(SID, SUB, 5, 6, json!([{"op": "row.upserted", "row": done}]));
+    let wires = fragments(4, SUB, SID, &logical, 4);
+    assert!(wires.iter().all(|wire| wire.to_string().len() > crate::ipc::frame::PIECES_FROM));
+
+    let (mut whole, next) = live();
+    let mut by_text = stream(&mut whole, next);
+    let input: Vec<SessionInput> = wires.iter().map(frame_input).collect();
+    by_text.extend(map(&mut whole, input).actions);
+
+    let (mut joined, next) = live();
+    let mut by_pieces = stream(&mut joined, next);
+    let mut connection = crate::ServicesConnection::new();
+    connection.push(&[hello_line(), initialize()].concat()).unwrap();
+    let bytes: Vec<u8> = wires.iter().flat_map(|wire| event(3, wire)).collect();
+    let mut pieces = 0;
+    for read in bytes.chunks(READ) {
+        let input = session_input(connection.push(read).unwrap());
+        pieces += input.len();
+        by_pieces.extend(map(&mut joined, input).actions);
+    }
+    assert!(pieces > 2 * wires.len(), "{pieces} pieces");
+    assert_eq!(by_pieces, by_text);
+    assert!(by_text.iter().any(|a| matches!(a, Action::Terminal(_))), "the turn ended");
+
+    // A piece that does not end its event makes nothing: the runtime then budgets the next
+    // call for what the session holds (`mapper-runtime` `WasmSession::map`).
+    let (mut session, _) = live();
+    let first = zcode_mapper_sdk::pieces::first(10, b"{\"a\"");
+    let piece = SessionInput::Event(zcode_contract::NativeData::Binary(first));
+    assert_eq!(map(&mut session, vec![piece]), Effects::default());
+    // Anything between the pieces of one event breaks the stream, and the session resyncs.
+    let effects = map(&mut session, vec![frame_input(&json!({"wireVersion": 3}))]);
     assert_eq!(effects.requests, 1, "{effects:?}");
 }
 

@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 use zcode_contract::{
-    NativeData, NativeReply, NativeRequest, Outgoing, ReplyBody, SessionInput, Step,
+    Inbound, NativeData, NativeReply, NativeRequest, Outgoing, ReplyBody, SessionInput, Step,
 };
 
 use crate::ipc::message::{Response, decode_request, encode_response, unframe};
@@ -74,6 +74,21 @@ pub fn done(step: Step) -> (Value, Vec<Value>) {
 
 pub fn reply(id: u64, body: Value) -> NativeReply {
     NativeReply { id, body: ReplyBody::Ok(NativeData::Text(body.to_string())) }
+}
+
+/// What the core reads from the Server's stdout at a time.
+pub const READ: usize = 64 * 1024;
+
+/// The session's input from what a push made, as the core routes it: every event (a large
+/// one comes in pieces) and nothing else.
+pub fn session_input(inbound: Vec<Inbound>) -> Vec<SessionInput> {
+    inbound
+        .into_iter()
+        .map(|inbound| match inbound {
+            Inbound::Event(event) => SessionInput::Event(event.payload),
+            other => panic!("only events: {other:?}"),
+        })
+        .collect()
 }
 
 pub fn frame_input(wire: &Value) -> SessionInput {

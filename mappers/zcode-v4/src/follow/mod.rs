@@ -17,6 +17,7 @@ use zcode_contract::{
 };
 use zcode_mapper_sdk::ids::derived_uuid;
 use zcode_mapper_sdk::json::{error, protocol};
+use zcode_mapper_sdk::pieces::Joiner;
 
 use crate::acp::interactions::Interactions;
 use crate::acp::plan::PlanView;
@@ -123,7 +124,12 @@ pub struct Follow {
     pub announced: Vec<MapRequest>,
     /// Requests written, by native request id.
     pub in_flight: BTreeMap<u64, MapRequest>,
+    /// A large event coming in pieces (a Services Server turn's last frame).
+    pieces: Joiner,
 }
+
+/// The largest event joined from pieces: the largest message of the Services Server's IPC.
+const LARGEST_EVENT: usize = 16 * 1024 * 1024;
 
 impl Follow {
     pub fn new(init: &SessionInit, labels: Labels) -> Self {
@@ -148,6 +154,7 @@ impl Follow {
             labels,
             announced: Vec::new(),
             in_flight: BTreeMap::new(),
+            pieces: Joiner::default(),
         }
     }
 
@@ -210,12 +217,19 @@ impl Follow {
                 continue;
             }
             let result = match input {
-                SessionInput::Event(payload) => match payload.as_text() {
-                    Some(json) => feed::on_event(self, json, &mut actions),
-                    None => Err(zcode_mapper_sdk::json::protocol(
-                        "A conversation event is not JSON text",
-                    )),
-                },
+                SessionInput::Event(NativeData::Binary(piece)) => {
+                    match self.pieces.push(piece, LARGEST_EVENT) {
+                        Ok(Some(json)) => feed::on_event(self, &json, &mut actions),
+                        Ok(None) => Ok(()),
+                        Err(problem) => Err(problem),
+                    }
+                }
+                SessionInput::Event(NativeData::Text(_)) if self.pieces.in_progress() => {
+                    Err(protocol("An event came between the pieces of a large event"))
+                }
+                SessionInput::Event(NativeData::Text(json)) => {
+                    feed::on_event(self, json, &mut actions)
+                }
                 SessionInput::Reply(reply) => feed::on_reply(self, reply, &mut actions),
             };
             if let Err(problem) = result {
