@@ -18,8 +18,7 @@
 //! - values the decoder reads re-encode to bytes that decode to the same value.
 
 use serde_json::Value;
-use zcode_contract::RoutedEvent;
-use zcode_contract::{Inbound, NativeData, ReplyBody};
+use zcode_contract::{Inbound, NativeData, ReplyBody, RoutedEvent};
 use zcode_mapper_sdk::Connection as _;
 use zcode_mapper_sdk::pieces::Joiner;
 use zcode_services_v4::ServicesConnection;
@@ -60,10 +59,11 @@ pub fn handshake_bytes() -> Vec<u8> {
 pub fn check_stream(stream: &[u8], seed: u32) {
     let [whole, piecewise] =
         check_cuts(stream, seed, || complete_frames_after_hello(stream), decode);
-    let joined = |decoded: &Decoded, index| decoded.joined.contains(&index);
-    let items = whole.items.iter().enumerate().map(|(index, item)| (item, joined(&whole, index)));
-    let more = piecewise.items.iter().enumerate().map(|(i, item)| (item, joined(&piecewise, i)));
-    for (item, joined) in items.chain(more) {
+    let items = [&whole, &piecewise].into_iter().flat_map(|decoded| {
+        let joined = |index| decoded.joined.contains(&index);
+        decoded.items.iter().enumerate().map(move |(index, item)| (item, joined(index)))
+    });
+    for (item, joined) in items {
         let text = match item {
             Inbound::Reply(reply) => match &reply.body {
                 ReplyBody::Ok(NativeData::Text(text)) => text,
@@ -101,9 +101,9 @@ fn decode(pieces: &[&[u8]]) -> Decoded {
 }
 
 /// Joins the pieces of each large event as its session does, so what a stream means does not
-/// depend on where its reads fell. A piece the session would refuse is the decode's error
-/// unless the transport failed too; the
-/// pieces of an event the stream cuts off make nothing, as for any incomplete frame.
+/// depend on where its reads fell. A piece the session would refuse is the decode's error,
+/// unless the transport failed too; the pieces of an event the stream cuts off make nothing,
+/// as for any incomplete frame.
 fn join_pieces(decoded: Decoded) -> Decoded {
     let mut joiner = Joiner::default();
     let mut out = Decoded { items: Vec::new(), error: None, joined: Vec::new() };

@@ -207,52 +207,27 @@ fn joined(inbound: Vec<Inbound>) -> Vec<(Inbound, bool)> {
 fn a_large_event_is_handed_on_in_pieces_as_it_arrives_and_a_large_reply_whole() {
     let large_event = json!({"wireVersion": 3, "dataBase64": "QUJD".repeat(PIECES_FROM / 4)});
     let large_reply = json!({"rows": "r".repeat(PIECES_FROM)});
-    let stream = [
-        hello_line(),
-        initialize(),
-        event(7, &json!({"wireVersion": 3, "small": true})),
-        event(7, &large_event),
-        success(4, &large_reply),
-        event(8, &json!({"after": "é"})),
-    ]
-    .concat();
+    let (small, after) = (json!({"wireVersion": 3, "small": true}), json!({"after": "é"}));
+    let before = [hello_line(), initialize(), event(7, &small)].concat();
+    let stream =
+        [before.clone(), event(7, &large_event), success(4, &large_reply), event(8, &after)]
+            .concat();
+    let text_event = |route: &str, body: &Value| {
+        Inbound::Event(RoutedEvent {
+            route: route.into(),
+            payload: NativeData::Text(body.to_string()),
+        })
+    };
+    let reply = ReplyBody::Ok(NativeData::Text(large_reply.to_string()));
     let expected = vec![
-        (
-            Inbound::Event(RoutedEvent {
-                route: "7".into(),
-                payload: NativeData::Text(json!({"wireVersion": 3, "small": true}).to_string()),
-            }),
-            false,
-        ),
-        (
-            Inbound::Event(RoutedEvent {
-                route: "7".into(),
-                payload: NativeData::Text(large_event.to_string()),
-            }),
-            true,
-        ),
-        (
-            Inbound::Reply(zcode_contract::NativeReply {
-                id: 4,
-                body: ReplyBody::Ok(NativeData::Text(large_reply.to_string())),
-            }),
-            false,
-        ),
-        (
-            Inbound::Event(RoutedEvent {
-                route: "8".into(),
-                payload: NativeData::Text(json!({"after": "é"}).to_string()),
-            }),
-            false,
-        ),
+        (text_event("7", &small), false),
+        (text_event("7", &large_event), true),
+        (Inbound::Reply(zcode_contract::NativeReply { id: 4, body: reply }), false),
+        (text_event("8", &after), false),
     ];
     let large_at = stream.len() - stream.windows(4).rev().position(|w| w == b"QUJD").unwrap();
-    let opening_at =
-        [hello_line(), initialize(), event(7, &json!({"wireVersion": 3, "small": true}))]
-            .concat()
-            .len();
-    // Cut where the core's reads fall, and anywhere near where the event opens and ends.
-    let mut splits: Vec<usize> = (opening_at..opening_at + 100).collect();
+    // Cut anywhere near where the large event opens and ends, and where the core's reads fall.
+    let mut splits: Vec<usize> = (before.len()..before.len() + 100).collect();
     splits.extend(large_at - 50..large_at + 50);
     for split in splits {
         let out = inbound(&[&stream[..split], &stream[split..]]);
