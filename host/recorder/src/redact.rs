@@ -149,12 +149,24 @@ impl Redactor {
     }
 
     /// JSON text (an operation's parameters, a native reply): the redacted JSON, compact with
-    /// keys sorted (so the recording can show it as JSON); text that is not JSON is redacted
-    /// whole.
+    /// keys sorted (so the recording can show it as JSON). JSON values one a line (a mapper's
+    /// connection may hand its session several events as one) are redacted line by line. Other
+    /// text is redacted whole.
     pub fn json_text(&mut self, text: &str) -> String {
-        match serde_json::from_str::<Value>(text) {
-            Ok(value) => sorted(&self.json(&value)).to_string(),
-            Err(_) => self.text(text),
+        if let Ok(value) = serde_json::from_str::<Value>(text) {
+            return sorted(&self.json(&value)).to_string();
+        }
+        let lines: Option<Vec<Value>> = match text.contains('\n') {
+            true => text.split('\n').map(|line| serde_json::from_str(line).ok()).collect(),
+            false => None,
+        };
+        match lines {
+            Some(lines) => {
+                let redacted: Vec<String> =
+                    lines.iter().map(|value| sorted(&self.json(value)).to_string()).collect();
+                redacted.join("\n")
+            }
+            None => self.text(text),
         }
     }
 
@@ -644,6 +656,15 @@ mod tests {
             assert!(!text.contains(secret), "{secret} leaked: {text}");
         }
         assert!(text.starts_with(r#"{"env":[{"name":"redacted-"#), "{text}");
+    }
+
+    #[test]
+    fn json_lines_are_redacted_line_by_line() {
+        let mut r = Redactor::new();
+        let text = "{\"b\":\"SECRET\",\"a\":1}\n{\"delta\":\"hi\"}";
+        assert_eq!(r.json_text(text), "{\"a\":1,\"b\":\"redacted-1\"}\n{\"delta\":\"xx\"}");
+        // One line that is not JSON: the whole text is one placeholder.
+        assert_eq!(r.json_text("{\"a\":1}\nSECRET"), "redacted-2");
     }
 
     #[test]
