@@ -5,11 +5,12 @@
 //! - the split does not matter: the same bytes pushed whole or in random pieces give the same
 //!   frames and the same error;
 //! - errors are not silence: without an error, every non-blank line is exactly one frame;
-//! - every event payload is a JSON object (what the session's `map-event` expects);
+//! - every event payload is a JSON object (what the session's `map-event` expects), once the
+//!   events the connection joins for one session are taken apart into their lines;
 //! - once failed, the decoder stays failed.
 
 use serde_json::value::RawValue;
-use zcode_contract::{Inbound, Mapper, MapperConnection};
+use zcode_contract::{Inbound, Mapper, MapperConnection, NativeData, RoutedEvent};
 use zcode_task_v1::TaskV1Mapper;
 
 use crate::split::{Decoded, check_cuts};
@@ -41,14 +42,30 @@ pub fn check_stream(stream: &[u8], seed: u32) {
 
 fn decode(pieces: &[&[u8]]) -> Decoded {
     let mut connection = TaskV1Mapper.connection().expect("a native connection never faults");
-    let decoded = crate::split::decode(pieces, |read| match read {
+    let mut decoded = crate::split::decode(pieces, |read| match read {
         Some(bytes) => connection.push(bytes),
         None => connection.finish(),
     });
+    // Events joined for one session are the events of their lines, as the session maps them;
+    // which events one read joins depends on the cut.
+    decoded.items = decoded.items.into_iter().flat_map(events_of).collect();
     if decoded.error.is_some() {
         revived(connection.as_mut());
     }
     decoded
+}
+
+/// An event per line of a joined event; anything else as it is.
+fn events_of(item: Inbound) -> Vec<Inbound> {
+    match &item {
+        Inbound::Event(RoutedEvent { route, payload: NativeData::Text(text) })
+            if text.contains('\n') =>
+        {
+            let event = |line: &str| RoutedEvent { route: route.clone(), payload: line.into() };
+            text.split('\n').map(|line| Inbound::Event(event(line))).collect()
+        }
+        _ => vec![item],
+    }
 }
 
 /// After a failure, the decoder refuses everything.

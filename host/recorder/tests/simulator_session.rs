@@ -193,6 +193,8 @@ fn run_session(env: &Env, target: Target, record: &Path, unredacted: bool) {
         format!("Please remember {SECRET_PROMPT}"),
         "sim:read notes.txt".to_string(),
         format!("sim:edit edited.txt {SECRET_EDIT}"),
+        // Deltas written together: a mapper may hand several to its session as one input.
+        "sim:stream 64".to_string(),
     ] {
         let result = client.call("session/prompt", prompt(&text));
         assert_eq!(result["stopReason"], "end_turn", "{text}: {result}");
@@ -296,7 +298,7 @@ fn a_relative_recording_path_fails_session_setup_clearly() {
 }
 
 /// A redacted recording of the session on `target`: it holds no secret and no part of the
-/// workspace path, redaction changed no mapper result, the shadow mapper ended the three turns
+/// workspace path, redaction changed no mapper result, the shadow mapper ended the four turns
 /// `end_turn` as the live one did, and the recording replays green.
 fn redacted_recording_ends_its_turns(target: Target) {
     let env = Env::new();
@@ -329,7 +331,7 @@ fn redacted_recording_ends_its_turns(target: Target) {
         }
     }
     let ends = text.matches("{\"terminal\":{\"stop\":\"end_turn\"}}").count();
-    assert_eq!(ends, 3, "{release}: the redacted turns did not all end end_turn:\n{text}");
+    assert_eq!(ends, 4, "{release}: the redacted turns did not all end end_turn:\n{text}");
     assert!(!text.contains("\"broken\""), "{release}: a redacted turn broke:\n{text}");
     let (passed, report) = mapper_test(&env, target.mapper, &recording);
     assert!(passed, "{release}: the recording does not replay:\n{report}");

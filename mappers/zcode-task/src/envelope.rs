@@ -35,7 +35,7 @@ impl Framer {
         self.check_usable()?;
         let mut inbound = Vec::new();
         let result = self.lines.push(bytes, |line| {
-            inbound.extend(frame(line)?);
+            frame(line)?.into_iter().for_each(|frame| add(&mut inbound, frame));
             Ok(())
         });
         self.remember_failure(result.map(|()| inbound))
@@ -46,7 +46,7 @@ impl Framer {
         self.check_usable()?;
         let mut inbound = Vec::new();
         let result = self.lines.finish(|line| {
-            inbound.extend(frame(line)?);
+            frame(line)?.into_iter().for_each(|frame| add(&mut inbound, frame));
             Ok(())
         });
         self.remember_failure(result.map(|()| inbound))
@@ -71,6 +71,25 @@ impl Framer {
         }
         result
     }
+}
+
+/// Appends `frame`, joining an event to the one before it when both go to the same session:
+/// their texts, one a line (an event's text never holds a raw newline: the host's frames are
+/// single lines, and a tree is written compact). A read of the host's output holds a
+/// few hundred streamed deltas, and joined they cross into the core, queue and cross into the
+/// session as one input instead of hundreds (issue 27). The session maps the lines in order,
+/// each as it would map an event of its own ([`crate::events::map_events`]).
+fn add(inbound: &mut Vec<Inbound>, frame: Inbound) {
+    if let (Some(Inbound::Event(last)), Inbound::Event(next)) = (inbound.last_mut(), &frame)
+        && let (NativeData::Text(joined), NativeData::Text(text)) =
+            (&mut last.payload, &next.payload)
+        && last.route == next.route
+    {
+        joined.push('\n');
+        joined.push_str(text);
+        return;
+    }
+    inbound.push(frame);
 }
 
 fn oversized(max: usize) -> MapperError {
@@ -481,6 +500,43 @@ mod tests {
         let inbound = Framer::default().push(&[&line[..], b"\n"].concat()).unwrap();
         let event = RoutedEvent { route: "s".into(), payload: r#"{"type":"x"}"#.into() };
         assert_eq!(inbound, [Inbound::Event(event)]);
+    }
+
+    /// Consecutive events for one session go on as one, a line each; a reply or another
+    /// session's event between them ends the run.
+    #[test]
+    fn consecutive_events_for_one_session_are_joined() {
+        let event = |route: &str, n: u32| {
+            let event = format!(r#"{{"type":"x","n":{n}}}"#);
+            format!(
+                r#"{{"method":"event","params":{{"subscriptionId":"{route}","event":{event}}}}}"#
+            )
+        };
+        let reply_line = r#"{"id":1,"result":null}"#.to_string();
+        let lines =
+            [event("a", 1), event("a", 2), reply_line, event("a", 3), event("b", 4), event("a", 5)];
+        // The general reader's tree, in the middle of a run, is joined too.
+        let general =
+            r#"{"method":"event","params":{"event":{"type":"x","n":6},"subscriptionId":"a"}}"#;
+        let stream = format!("{}\n{general}\n", lines.join("\n"));
+        let joined = |route: &str, ns: &[u32]| {
+            let texts: Vec<String> =
+                ns.iter().map(|n| format!(r#"{{"type":"x","n":{n}}}"#)).collect();
+            let payload = NativeData::Text(texts.join("\n"));
+            Inbound::Event(RoutedEvent { route: route.into(), payload })
+        };
+        let expected = [
+            joined("a", &[1, 2]),
+            reply(1, "null"),
+            joined("a", &[3]),
+            joined("b", &[4]),
+            joined("a", &[5, 6]),
+        ];
+        assert_eq!(Framer::default().push(stream.as_bytes()).unwrap(), expected);
+        // Read by read, nothing is held back to join: each read's events go on.
+        let mut framer = Framer::default();
+        let first = framer.push(format!("{}\n", event("a", 1)).as_bytes()).unwrap();
+        assert_eq!(first, [joined("a", &[1])]);
     }
 
     #[test]

@@ -35,6 +35,29 @@ pub struct Reader<'a> {
     pub publisher: &'a mut dyn Publisher,
 }
 
+/// Maps the events of one routed input, one a line (the connection joins consecutive events
+/// for one session, `envelope::add`), in order, each as [`map_event`] maps it alone: what one
+/// of them breaks is a broken terminal among the actions, as the SDK's mapping makes of an
+/// input's error, and the lines after it are mapped as they would have been.
+pub fn map_events(
+    state: &mut State,
+    reader: Reader<'_>,
+    payload: &NativeData,
+) -> Result<Vec<Action>, MapperError> {
+    let Some(text) = payload.as_text().filter(|text| text.contains('\n')) else {
+        return map_event(state, reader, payload);
+    };
+    let Reader { rules, publisher } = reader;
+    let mut actions = Vec::new();
+    for line in text.split('\n') {
+        match map_text(state, Reader { rules, publisher: &mut *publisher }, Ok(line)) {
+            Ok(mapped) => actions.extend(mapped),
+            Err(problem) => actions.push(Action::Terminal(Terminal::Broken(problem))),
+        }
+    }
+    Ok(actions)
+}
+
 /// Maps one event. A protocol break inside a running turn ends the turn broken; outside a turn
 /// it is returned as an error.
 pub fn map_event(
@@ -42,7 +65,16 @@ pub fn map_event(
     reader: Reader<'_>,
     payload: &NativeData,
 ) -> Result<Vec<Action>, MapperError> {
-    match dynamic_event(state, reader, payload) {
+    let text = payload.as_text().ok_or_else(|| protocol("Native event is binary, not JSON"));
+    map_text(state, reader, text)
+}
+
+fn map_text(
+    state: &mut State,
+    reader: Reader<'_>,
+    payload: Result<&str, MapperError>,
+) -> Result<Vec<Action>, MapperError> {
+    match payload.and_then(|payload| dynamic_event(state, reader, payload)) {
         Err(problem) if state.running() => Ok(state.break_turn(problem)),
         other => other,
     }
@@ -51,9 +83,8 @@ pub fn map_event(
 fn dynamic_event(
     state: &mut State,
     reader: Reader<'_>,
-    payload: &NativeData,
+    payload: &str,
 ) -> Result<Vec<Action>, MapperError> {
-    let payload = payload.as_text().ok_or_else(|| protocol("Native event is binary, not JSON"))?;
     if let Some(event) = event_text::read(payload) {
         return typed_session_event(state, event);
     }
@@ -502,6 +533,57 @@ mod tests {
             let message = broken_message(&actions);
             assert_eq!(message, "Native event holds a number out of range", "{text}");
             assert_eq!(updates_of(&actions), Vec::<serde_json::Value>::new(), "{text}");
+        }
+    }
+
+    /// Events the connection joined for one session map as they map one by one, in a turn and
+    /// outside one, a broken event included: a broken terminal where the SDK's mapping puts
+    /// one for an input that fails, and the events after it mapped as before.
+    #[test]
+    fn joined_events_map_as_they_map_alone() {
+        use zcode_mapper_sdk::Session as _;
+
+        let delta = |seq: u64| {
+            json!({"type": "session.event", "event": {
+                "eventId": format!("e-{seq}"), "sessionId": "session-1", "turnId": "turn-1",
+                "seq": seq, "timestamp": 1_757_000_000_000_u64, "deliveryKind": "desktop-continuous",
+                "type": "model.streaming", "payload": {"kind": "text_delta", "delta": format!("d{seq}")},
+            }})
+            .to_string()
+        };
+        let broken = r#"{"type":"session.event","event":{"seq":"x"}}"#.to_string();
+        let completed = json!({"type": "session.event", "event": {
+            "eventId": "e-9", "sessionId": "session-1", "turnId": "turn-1", "seq": 9,
+            "timestamp": 1_757_000_000_000_u64, "deliveryKind": "desktop-continuous",
+            "type": "turn.completed", "payload": {"resultType": "success"}}})
+        .to_string();
+        let scripts = [
+            vec![delta(1), delta(2), delta(3), completed.clone()],
+            vec![delta(1), broken.clone(), delta(2), delta(3)],
+        ];
+        let map = |driver: &mut Driver, text: &str| match driver
+            .session
+            .session_mut()
+            .map_event(&NativeData::Text(text.to_string()))
+        {
+            Ok(mapped) => mapped.actions,
+            Err(problem) => vec![Action::Terminal(Terminal::Broken(problem))],
+        };
+        for in_turn in [true, false] {
+            for lines in &scripts {
+                let fresh = || match in_turn {
+                    true => running(true, true),
+                    false => {
+                        let mut driver = Driver::new(true, true);
+                        driver.create();
+                        driver
+                    }
+                };
+                let (mut alone, mut joined) = (fresh(), fresh());
+                let expected: Vec<Action> = lines.iter().flat_map(|l| map(&mut alone, l)).collect();
+                assert!(expected.len() >= lines.len(), "{expected:?}");
+                assert_eq!(map(&mut joined, &lines.join("\n")), expected, "in a turn: {in_turn}");
+            }
         }
     }
 

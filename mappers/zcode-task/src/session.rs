@@ -574,7 +574,7 @@ impl<G: Generation + Default + 'static> zcode_mapper_sdk::Session for Session<G>
     fn map_event(&mut self, payload: &NativeData) -> Result<Mapped<()>, MapperError> {
         let rules = self.generation.snapshot_rules();
         let reader = Reader { rules, publisher: &mut self.generation };
-        events::map_event(&mut self.state, reader, payload).map(Mapped::from)
+        events::map_events(&mut self.state, reader, payload).map(Mapped::from)
     }
 }
 
