@@ -153,21 +153,17 @@ impl Redactor {
     /// connection may hand its session several events as one) are redacted line by line. Other
     /// text is redacted whole.
     pub fn json_text(&mut self, text: &str) -> String {
-        if let Ok(value) = serde_json::from_str::<Value>(text) {
-            return sorted(&self.json(&value)).to_string();
-        }
-        let lines: Option<Vec<Value>> = match text.contains('\n') {
-            true => text.split('\n').map(|line| serde_json::from_str(line).ok()).collect(),
-            false => None,
-        };
-        match lines {
-            Some(lines) => {
-                let redacted: Vec<String> =
-                    lines.iter().map(|value| sorted(&self.json(value)).to_string()).collect();
-                redacted.join("\n")
+        let values: Option<Vec<Value>> = match serde_json::from_str(text) {
+            Ok(value) => Some(vec![value]),
+            Err(_) if text.contains('\n') => {
+                text.split('\n').map(|line| serde_json::from_str(line).ok()).collect()
             }
-            None => self.text(text),
-        }
+            Err(_) => None,
+        };
+        let Some(values) = values else { return self.text(text) };
+        let redacted: Vec<String> =
+            values.iter().map(|value| sorted(&self.json(value)).to_string()).collect();
+        redacted.join("\n")
     }
 
     /// Native data: text as JSON text; bytes cannot be redacted by structure, so they become

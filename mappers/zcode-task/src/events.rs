@@ -50,7 +50,8 @@ pub fn map_events(
     let Reader { rules, publisher } = reader;
     let mut actions = Vec::new();
     for line in text.split('\n') {
-        match map_text(state, Reader { rules, publisher: &mut *publisher }, Ok(line)) {
+        let mapped = dynamic_event(state, Reader { rules, publisher: &mut *publisher }, line);
+        match settle(state, mapped) {
             Ok(mapped) => actions.extend(mapped),
             Err(problem) => actions.push(Action::Terminal(Terminal::Broken(problem))),
         }
@@ -65,16 +66,20 @@ pub fn map_event(
     reader: Reader<'_>,
     payload: &NativeData,
 ) -> Result<Vec<Action>, MapperError> {
-    let text = payload.as_text().ok_or_else(|| protocol("Native event is binary, not JSON"));
-    map_text(state, reader, text)
+    let mapped = match payload.as_text() {
+        Some(text) => dynamic_event(state, reader, text),
+        None => Err(protocol("Native event is binary, not JSON")),
+    };
+    settle(state, mapped)
 }
 
-fn map_text(
+/// What an event's mapping comes to: a protocol break inside a running turn ends the turn
+/// broken; outside a turn it is returned as an error.
+fn settle(
     state: &mut State,
-    reader: Reader<'_>,
-    payload: Result<&str, MapperError>,
+    mapped: Result<Vec<Action>, MapperError>,
 ) -> Result<Vec<Action>, MapperError> {
-    match payload.and_then(|payload| dynamic_event(state, reader, payload)) {
+    match mapped {
         Err(problem) if state.running() => Ok(state.break_turn(problem)),
         other => other,
     }
