@@ -44,6 +44,7 @@ pub mod framing;
 pub mod guest;
 pub mod ids;
 pub mod install;
+pub mod joined;
 pub mod json;
 pub mod link;
 pub mod log;

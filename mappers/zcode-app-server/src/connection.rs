@@ -11,6 +11,7 @@ use zcode_contract::{
     OpResult, Outgoing, ReplyBody, RoutedEvent, Step,
 };
 
+use zcode_mapper_sdk::joined;
 use zcode_mapper_sdk::json::{internal, protocol};
 use zcode_mapper_sdk::time::iso8601_from_epoch_ms;
 use zcode_v4::schema::native;
@@ -29,8 +30,10 @@ pub fn session_route(id: &str) -> String {
 /// V4 does not hold this route, so the core drops them before they cost a mapping call; a
 /// session without V4 holds both.
 pub fn carried_route(id: &str) -> String {
-    ["session/", id, "/v4-carried"].concat()
+    ["session/", id, CARRIED].concat()
 }
+
+const CARRIED: &str = "/v4-carried";
 
 /// The Agent's answer to `session/requestRuntimePreferences`, which blocks `session/create` until
 /// it comes. `askUserQuestionAutoResolutionEnabled` must be false, or ZCode answers questions
@@ -96,12 +99,13 @@ impl AppServerConnection {
     /// The frames of complete lines, in order: a line holding a JSON array is a batch of
     /// frames (a real Agent writes notifications so, `json_batch`), each read as a line of its
     /// own would be ([`wire::classify_batch`]). A frame for a session goes to it as the text it
-    /// came as: the session reads it itself.
+    /// came as: the session reads it itself. A read's frames for one session cross as one input
+    /// ([`joined::add`]), a V4 frame ahead of the session's carried events ([`Routing::Frame`]).
     fn frames(&mut self, lines: Vec<String>) -> Result<Vec<Inbound>, MapperError> {
         let mut inbound = Vec::with_capacity(lines.len());
         for line in lines {
             let batch = wire::classify_batch::<RouteParams<'_>>(&line, |text, frame| {
-                inbound.push(route(frame)?.inbound(|| text.to_string()));
+                route(frame)?.add_to(&mut inbound, || text.to_string());
                 Ok(())
             })?;
             if batch {
@@ -112,10 +116,10 @@ impl AppServerConnection {
             let on_topic =
                 wire::leading_frame_topic(&line).and_then(conversation).map(session_route);
             let routing = match on_topic {
-                Some(route) => Routing::Route(route),
+                Some(route) => Routing::Frame(route),
                 None => route(wire::classify_as(&line)?)?,
             };
-            inbound.push(routing.inbound(|| line));
+            routing.add_to(&mut inbound, || line);
         }
         Ok(inbound)
     }
@@ -181,15 +185,26 @@ impl AppServerConnection {
 /// [`carried_route`]), or answered (or ignored) here.
 enum Routing {
     Route(String),
+    /// A V4 conversation frame, to its session's route. It may go ahead of the session's
+    /// carried events: a session with V4 subscribed drops them, and one without skips every V4
+    /// frame, so neither sees their order. Where a delta comes as both (a legacy event and a
+    /// V4 frame), a read's deltas still cross as one input, and their carried events as another.
+    Frame(String),
     Here(Inbound),
 }
 
 impl Routing {
-    /// What the core is handed; `text` gives the frame's text, taken only for a route.
-    fn inbound(self, text: impl FnOnce() -> String) -> Inbound {
+    /// Adds what the core is handed to `inbound`; `text` gives the frame's text, taken only
+    /// for a route.
+    fn add_to(self, inbound: &mut Vec<Inbound>, text: impl FnOnce() -> String) {
+        let event = |route| Inbound::Event(RoutedEvent { route, payload: text().into() });
         match self {
-            Routing::Route(route) => Inbound::Event(RoutedEvent { route, payload: text().into() }),
-            Routing::Here(inbound) => inbound,
+            Routing::Route(route) => joined::add(inbound, event(route), |_, _| false),
+            Routing::Frame(route) => joined::add(inbound, event(route), |earlier, frame| {
+                matches!(earlier, Inbound::Event(e)
+                    if e.route.strip_suffix(CARRIED) == Some(frame.route.as_str()))
+            }),
+            Routing::Here(frame) => inbound.push(frame),
         }
     }
 }
@@ -293,7 +308,7 @@ fn notification(method: &str, params: Option<RouteParams<'_>>) -> Result<Routing
         "v4/conversation/frame" => {
             let topic = raw_str(route_members(params)?.get("topic"));
             match topic.as_deref().and_then(conversation) {
-                Some(session) => Ok(Routing::Route(session_route(session))),
+                Some(session) => Ok(Routing::Frame(session_route(session))),
                 None => here(Inbound::Ignored(
                     "v4 frame of a topic zcode-acp does not subscribe".to_string(),
                 )),

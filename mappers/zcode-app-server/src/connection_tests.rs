@@ -59,22 +59,19 @@ fn legacy_events_v4_carries_have_their_own_route() {
         "session.updated",
         "model.response",
     ];
-    let carried = push(&mut conn, &kinds.map(event));
-    for (kind, inbound) in kinds.iter().zip(&carried) {
+    // One push each: a read's events for one route are joined.
+    for kind in kinds {
+        let inbound = push(&mut conn, &[event(kind)]);
         assert!(
-            matches!(inbound, Inbound::Event(e) if e.route == "session/s1/v4-carried"),
+            matches!(&inbound[..], [Inbound::Event(e)] if e.route == "session/s1/v4-carried"),
             "{kind}"
         );
         assert!(crate::events::ignored(kind, false).is_some(), "the session drops {kind} with V4");
     }
-    let own = push(
-        &mut conn,
-        &["turn.completed", "turn.failed", "turn.started", "no.suchEvent"].map(event),
-    );
-    assert!(
-        own.iter().all(|i| matches!(i, Inbound::Event(e) if e.route == "session/s1")),
-        "{own:?}"
-    );
+    for kind in ["turn.completed", "turn.failed", "turn.started", "no.suchEvent"] {
+        let inbound = push(&mut conn, &[event(kind)]);
+        assert!(matches!(&inbound[..], [Inbound::Event(e)] if e.route == "session/s1"), "{kind}");
+    }
     // However the type is written: escaped, after the payload.
     let escaped = br#"{"method":"session/event","params":{"payload":{},"type":"model.str\u0065aming","sessionId":"s1"}}
 "#;
@@ -84,6 +81,60 @@ fn legacy_events_v4_carries_have_their_own_route() {
     let odd = br#"{"method":"session/event","params":{"type":7,"sessionId":"s1"}}
 "#;
     assert!(matches!(&conn.push(odd).unwrap()[..], [Inbound::Event(e)] if e.route == "session/s1"));
+}
+
+/// A read's frames for one session cross as one input, a line each, in the order they came
+/// but for one exception: a V4 frame goes ahead of the session's carried events, which a
+/// session with V4 drops (and one without skips every V4 frame). Where deltas come as both, a
+/// read's deltas cross as two inputs, not two per delta.
+#[test]
+fn a_reads_frames_for_a_session_cross_as_one_input() {
+    let event = |seq: u64, kind: &str| json!({"method": "session/event", "params": {"sessionId": "s1", "seq": seq, "type": kind, "payload": {}}});
+    let frame = |seq: u64| json!({"method": "v4/conversation/frame", "params": {"topic": "conversation/s1", "seq": seq}});
+    let request = json!({"id": "server-4", "method": "interaction/requestPermission", "params": {"sessionId": "s1"}});
+    let lines = [
+        event(1, "turn.started"),
+        event(2, "model.streaming"),
+        frame(1),
+        event(3, "model.streaming"),
+        frame(2),
+        event(4, "tool.updated"),
+        request.clone(),
+        event(5, "session.updated"),
+        frame(3),
+        json!({"method": "state.updated", "params": {}}),
+        frame(4),
+        json!({"method": "session/event", "params": {"sessionId": "s2", "seq": 1, "type": "model.streaming"}}),
+        frame(5),
+        event(6, "turn.completed"),
+    ];
+    let text =
+        |values: &[&Value]| values.iter().map(|v| v.to_string()).collect::<Vec<_>>().join("\n");
+    let inbound = push(&mut AppServerConnection::new(), &lines);
+    let events: Vec<(&str, Option<&str>)> = inbound
+        .iter()
+        .map(|i| match i {
+            Inbound::Event(e) => (e.route.as_str(), e.payload.as_text()),
+            Inbound::Ignored(why) => (why.as_str(), None),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    let own = "session/s1";
+    let carried = "session/s1/v4-carried";
+    assert_eq!(
+        events,
+        [
+            (own, Some(text(&[&lines[0], &lines[2], &lines[4]]).as_str())),
+            (carried, Some(text(&[&lines[1], &lines[3], &lines[5]]).as_str())),
+            // A legacy event or a reverse request keeps its place behind the carried events.
+            (own, Some(text(&[&lines[6], &lines[8]]).as_str())),
+            (carried, Some(text(&[&lines[7]]).as_str())),
+            ("state.updated", None),
+            (own, Some(text(&[&lines[10]]).as_str())),
+            ("session/s2/v4-carried", Some(text(&[&lines[11]]).as_str())),
+            (own, Some(text(&[&lines[12], &lines[13]]).as_str())),
+        ]
+    );
 }
 
 /// A line holding a JSON array is a batch of frames, each read in order as a line of its own

@@ -13,6 +13,7 @@ use zcode_mapper_sdk::contract::{
 };
 
 use zcode_mapper_sdk::framing::Lines;
+use zcode_mapper_sdk::joined;
 use zcode_mapper_sdk::json::{Fields, protocol};
 
 /// Longest frame accepted, and longest unterminated buffer kept while waiting for a newline.
@@ -31,11 +32,15 @@ impl Default for Framer {
 }
 
 impl Framer {
+    /// The frames of the lines `bytes` complete. A run of events for one session crosses as
+    /// one input ([`joined::add`]): a read holds a few hundred streamed deltas.
     pub fn push(&mut self, bytes: &[u8]) -> Result<Vec<Inbound>, MapperError> {
         self.check_usable()?;
         let mut inbound = Vec::new();
         let result = self.lines.push(bytes, |line| {
-            frame(line)?.into_iter().for_each(|frame| add(&mut inbound, frame));
+            frame(line)?
+                .into_iter()
+                .for_each(|frame| joined::add(&mut inbound, frame, |_, _| false));
             Ok(())
         });
         self.remember_failure(result.map(|()| inbound))
@@ -46,7 +51,9 @@ impl Framer {
         self.check_usable()?;
         let mut inbound = Vec::new();
         let result = self.lines.finish(|line| {
-            frame(line)?.into_iter().for_each(|frame| add(&mut inbound, frame));
+            frame(line)?
+                .into_iter()
+                .for_each(|frame| joined::add(&mut inbound, frame, |_, _| false));
             Ok(())
         });
         self.remember_failure(result.map(|()| inbound))
@@ -71,25 +78,6 @@ impl Framer {
         }
         result
     }
-}
-
-/// Appends `frame`, joining an event to the one before it when both go to the same session:
-/// their texts, one a line (an event's text never holds a raw newline: the host's frames are
-/// single lines, and a tree is written compact). A read of the host's output holds a
-/// few hundred streamed deltas, and joined they cross into the core, queue and cross into the
-/// session as one input instead of hundreds (issue 27). The session maps the lines in order,
-/// each as it would map an event of its own ([`crate::events::map_events`]).
-fn add(inbound: &mut Vec<Inbound>, frame: Inbound) {
-    if let (Some(Inbound::Event(last)), Inbound::Event(next)) = (inbound.last_mut(), &frame)
-        && let (NativeData::Text(joined), NativeData::Text(text)) =
-            (&mut last.payload, &next.payload)
-        && last.route == next.route
-    {
-        joined.push('\n');
-        joined.push_str(text);
-        return;
-    }
-    inbound.push(frame);
 }
 
 fn oversized(max: usize) -> MapperError {

@@ -11,6 +11,7 @@ use crate::event_text;
 use crate::interactions;
 use crate::settings::{Publisher, Snapshot, SnapshotRules, session_info_update};
 use crate::state::{State, TurnPhase};
+use zcode_mapper_sdk::joined;
 use zcode_mapper_sdk::json::{Fields, error, parse, protocol};
 
 /// Session event types that mean nothing for ACP.
@@ -36,7 +37,7 @@ pub struct Reader<'a> {
 }
 
 /// Maps the events of one routed input, one a line (the connection joins consecutive events
-/// for one session, `envelope::add`), in order, each as [`map_event`] maps it alone: what one
+/// for one session, `joined::add`), in order, each as [`map_event`] maps it alone: what one
 /// of them breaks is a broken terminal among the actions, as the SDK's mapping makes of an
 /// input's error, and the lines after it are mapped as they would have been.
 pub fn map_events(
@@ -49,7 +50,7 @@ pub fn map_events(
     };
     let Reader { rules, publisher } = reader;
     let mut actions = Vec::new();
-    for line in text.split('\n') {
+    for line in joined::lines(text) {
         let mapped = dynamic_event(state, Reader { rules, publisher: &mut *publisher }, line);
         match settle(state, mapped) {
             Ok(mapped) => actions.extend(mapped),

@@ -6,6 +6,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use zcode_contract::{Action, Effects, MapperError, ReplyBody, SessionInput, Terminal};
+use zcode_mapper_sdk::joined;
 use zcode_mapper_sdk::json::protocol;
 use zcode_v4::schema::native;
 use zcode_v4::stream::WireMembers;
@@ -104,35 +105,36 @@ impl AppServerSession {
                     effects.actions.push(Action::Ignore("resync acknowledged".to_string()));
                 }
             }
-            SessionInput::Event(data) => {
-                let Some(line) = data.as_text() else {
-                    effects.actions.push(Action::Terminal(Terminal::Broken(protocol(
-                        "ZCode sent binary data on its NDJSON pipe",
-                    ))));
-                    return;
-                };
-                // A streamed delta's frame, read in one pass; anything else, the general way.
-                if let Some(deltas) = self.v4.line_deltas(line) {
-                    self.apply_deltas(&deltas, effects);
-                    return;
-                }
-                let read =
-                    wire::classify_as::<RoutedParams<'_>>(line).and_then(|frame| match frame {
-                        Frame::Notification { method, params } => {
-                            self.notification(line, &method, &params.unwrap_or_default(), effects)
-                        }
-                        Frame::Request { .. } => self.reverse_line(line, effects),
-                        Frame::Reply(_) => {
-                            effects
-                                .actions
-                                .push(Action::Ignore("reply routed as an event".to_string()));
-                            Ok(())
-                        }
-                    });
-                if let Err(error) = read {
-                    effects.actions.push(Action::Terminal(Terminal::Broken(error)));
-                }
+            SessionInput::Event(data) => match data.as_text() {
+                // The connection joins a read's frames for the session, one a line.
+                Some(text) => joined::lines(text).for_each(|line| self.map_line(line, effects)),
+                None => effects.actions.push(Action::Terminal(Terminal::Broken(protocol(
+                    "ZCode sent binary data on its NDJSON pipe",
+                )))),
+            },
+        }
+    }
+
+    /// One frame the Agent sent the session, as it came: what breaks is a broken terminal, and
+    /// the next line is mapped as it would have been.
+    fn map_line(&mut self, line: &str, effects: &mut Effects) {
+        // A streamed delta's frame, read in one pass; anything else, the general way.
+        if let Some(deltas) = self.v4.line_deltas(line) {
+            self.apply_deltas(&deltas, effects);
+            return;
+        }
+        let read = wire::classify_as::<RoutedParams<'_>>(line).and_then(|frame| match frame {
+            Frame::Notification { method, params } => {
+                self.notification(line, &method, &params.unwrap_or_default(), effects)
             }
+            Frame::Request { .. } => self.reverse_line(line, effects),
+            Frame::Reply(_) => {
+                effects.actions.push(Action::Ignore("reply routed as an event".to_string()));
+                Ok(())
+            }
+        });
+        if let Err(error) = read {
+            effects.actions.push(Action::Terminal(Terminal::Broken(error)));
         }
     }
 

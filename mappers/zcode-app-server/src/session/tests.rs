@@ -1047,6 +1047,49 @@ fn a_v4_turn_shows_what_the_legacy_stream_showed_and_nothing_twice() {
     );
 }
 
+/// The connection joins a read's frames for the session, one a line
+/// (`connection::a_reads_frames_for_a_session_cross_as_one_input`): the session maps each
+/// line as it maps a frame that came alone, and a line it cannot read breaks the turn as that
+/// frame would have, the lines after it mapped as ever.
+#[test]
+fn joined_frames_map_as_they_map_alone() {
+    let check = |v4: bool, frames: &dyn Fn(&str) -> Vec<Value>| {
+        let (mut alone, mut joined) = (opened(v4, true), opened(v4, true));
+        let sent = prompt(&mut alone);
+        let command = sent[0]["params"]["commandId"].as_str().unwrap_or_default().to_string();
+        prompt(&mut joined);
+        let frames = frames(&command);
+        let mut expected = Effects::default();
+        for effects in frames.iter().map(|frame| alone.event(frame.clone())) {
+            expected.actions.extend(effects.actions);
+            expected.writes.extend(effects.writes);
+            expected.requests += effects.requests;
+        }
+        let text = frames.iter().map(Value::to_string).collect::<Vec<_>>().join("\n");
+        let actual = joined.session.map(vec![SessionInput::Event(text.into())]).unwrap();
+        assert_eq!(actual, expected);
+        expected
+    };
+    let ends = |effects: &Effects| {
+        effects.actions.iter().filter(|a| matches!(a, Action::Terminal(_))).count()
+    };
+    let legacy = check(false, &|_| legacy_turn());
+    assert_eq!(ends(&legacy), 1, "{legacy:?}");
+    let both = check(true, &|command| legacy_turn().into_iter().chain(v4_turn(command)).collect());
+    assert!(updates(&both).len() > 5 && ends(&both) == 1, "{both:?}");
+    // A frame that cannot be read, in the middle: the turn breaks there, and what follows is
+    // mapped as it would have been after a frame of its own.
+    let broken = check(true, &|command| {
+        let mut frames = v4_turn(command);
+        frames.insert(2, json!({"method": "v4/conversation/frame", "params": {"wireVersion": 99}}));
+        frames
+    });
+    assert!(
+        broken.actions.iter().any(|a| matches!(a, Action::Terminal(Terminal::Broken(_)))),
+        "{broken:?}"
+    );
+}
+
 #[test]
 fn the_turn_ends_when_both_streams_have_ended_it_in_either_order() {
     let mut driver = opened(true, true);
