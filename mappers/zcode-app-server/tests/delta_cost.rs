@@ -5,7 +5,9 @@
 //! such deltas, `host/simulator/src/app_server/delta_batch.rs`), so a delta's own traffic is
 //! its V4 line (`DELTA_COST_FRAMING=v4`, the default); `lines` and `arrays` add a legacy event
 //! to every delta, as two lines or one array line, the traffic the simulator wrote before it
-//! merged them. Only [`stream`] is meant to be counted:
+//! merged them. A push holds one delta's bytes, or `DELTA_COST_PER_READ` deltas' as one read of
+//! the Agent's stdout does (about 150 in 64 KiB), so that the connection joins them
+//! (`zcode_mapper_sdk::joined`). Only [`stream`] is meant to be counted:
 //!
 //! ```text
 //! CARGO_PROFILE_RELEASE_STRIP=false cargo test --release --manifest-path mappers/Cargo.toml \
@@ -138,6 +140,17 @@ fn delta_bytes(i: u64, framing: Framing) -> Vec<u8> {
     text.into_bytes()
 }
 
+/// The bytes of `deltas` deltas, `per_read` to a push.
+fn reads(deltas: u64, per_read: u64, framing: Framing) -> Vec<Vec<u8>> {
+    let per_read = per_read.max(1);
+    let starts = (0..deltas).step_by(per_read as usize);
+    starts
+        .map(|start| {
+            (start..deltas.min(start + per_read)).flat_map(|i| delta_bytes(i, framing)).collect()
+        })
+        .collect()
+}
+
 /// The counted part: each delta's bytes pushed to the connection, and what it routes to a
 /// route the session holds mapped by the session in one call (as the core hands a session what
 /// one read brought; it drops the rest). The updates shown.
@@ -174,7 +187,9 @@ fn per_delta() {
         Ok("arrays") => Framing::Arrays,
         Ok(other) => panic!("DELTA_COST_FRAMING is v4, lines or arrays, not {other}"),
     };
-    let pushes: Vec<Vec<u8>> = (0..deltas).map(|i| delta_bytes(i, framing)).collect();
+    let per_read: u64 =
+        std::env::var("DELTA_COST_PER_READ").map_or(1, |n| n.parse().expect("a number"));
+    let pushes = reads(deltas, per_read, framing);
     let mut connection = AppServerConnection::new();
     let mut routed = streaming_session();
     let shown = stream(&mut connection, &mut routed, &pushes);
@@ -182,12 +197,15 @@ fn per_delta() {
     assert_eq!(shown as u64, deltas);
 }
 
-/// The measurement's own check, run with the tests: every framing streams and shows each delta.
+/// The measurement's own check, run with the tests: every framing streams and shows each delta,
+/// a delta a read or several.
 #[test]
 fn a_few_deltas_stream_every_way() {
     for framing in [Framing::V4, Framing::Lines, Framing::Arrays] {
-        let pushes: Vec<Vec<u8>> = (0..3).map(|i| delta_bytes(i, framing)).collect();
-        let mut routed = streaming_session();
-        assert_eq!(stream(&mut AppServerConnection::new(), &mut routed, &pushes), 3);
+        for per_read in [1, 2, 7] {
+            let mut routed = streaming_session();
+            let pushes = reads(7, per_read, framing);
+            assert_eq!(stream(&mut AppServerConnection::new(), &mut routed, &pushes), 7);
+        }
     }
 }
