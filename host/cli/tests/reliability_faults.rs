@@ -246,6 +246,35 @@ fn a_broken_turn_frees_its_session_as_soon_as_zcode_ends_it() {
     Invariants::new(&env).finish(agent);
 }
 
+/// A second event the mapper cannot map, after it broke the turn, is no end of the turn: ZCode
+/// is still running it. Once the 3.12.3 end-to-end suite flaked here: the second broken
+/// terminal ended the drain, the next prompt reached ZCode while its turn was still stopping,
+/// and ZCode answered "busy: a generation is already running". Here two unknown events come
+/// back to back, and then the turn freezes (stop acknowledged, no end ever comes), whatever
+/// the stop's timing: the drain must hold.
+#[test]
+fn a_broken_turn_breaking_again_still_holds_its_session() {
+    let why = "the Services mapper resyncs after a break and reads nothing it cannot map as a \
+               second break";
+    if !applies(&[Generation::HostBridge, Generation::AppServer], why) {
+        return;
+    }
+    let faults = "unknown-event@turn-start,unknown-event@turn-start,stall@turn-start";
+    let env = TestEnv::new();
+    let workspace = env.workspace("ws");
+    let mut agent =
+        Agent::start_with_env(&env, policy::refuse_all(), &[("ZCODE_SIM_FAULT", faults)]);
+    agent.initialize(plain_client());
+    let session = agent.new_session(&workspace);
+    let (code, message) = failing_prompt(&mut agent, &session, "sim:stream 3");
+    assert_eq!(code, INTERNAL_ERROR, "{message}");
+    // The second broken terminal has reached the session: it holds the drain (or ended it).
+    agent.wait_stderr_any(&["the stopped turn broke again", "the stopped turn has ended"]);
+    let (_, message) = failing_prompt(&mut agent, &session, "too early");
+    assert!(message.contains("still stopping"), "the prompt reached ZCode: {message}");
+    Invariants::new(&env).finish(agent);
+}
+
 #[test]
 fn unknown_events_and_sequence_gaps_fail_only_their_session() {
     let env = TestEnv::new();

@@ -39,10 +39,20 @@ impl Agent {
 
     /// Waits (hang guard only) until the agent's stderr contains `needle`.
     pub fn wait_stderr(&self, needle: &str) {
+        self.wait_stderr_any(&[needle]);
+    }
+
+    /// Waits (hang guard only) until the agent's stderr contains one of `needles`; the first
+    /// of them it contains.
+    pub fn wait_stderr_any<'a>(&self, needles: &[&'a str]) -> &'a str {
         let deadline = std::time::Instant::now() + super::HANG_GUARD;
-        while !self.stderr().contains(needle) {
+        loop {
+            let stderr = self.stderr();
+            if let Some(needle) = needles.iter().find(|needle| stderr.contains(**needle)) {
+                return needle;
+            }
             if std::time::Instant::now() >= deadline {
-                panic!("hang guard: the agent never logged {needle:?}\n{}", self.report());
+                panic!("hang guard: the agent never logged any of {needles:?}\n{}", self.report());
             }
             std::thread::sleep(std::time::Duration::from_millis(20));
         }

@@ -446,10 +446,19 @@ impl SessionActor {
 
     async fn on_terminal(&mut self, terminal: Terminal) {
         let Some(turn) = self.turn.as_mut() else {
-            if self.draining_until.take().is_some() {
-                tracing::debug!(target: LOG, session = %self.id, "the stopped turn has ended");
-            } else {
-                tracing::warn!(target: LOG, session = %self.id, "native turn end outside a prompt ignored");
+            match terminal {
+                // Something more of the stopped turn the mapper could not map: ZCode is still
+                // running it, and a prompt sent now would find the session busy. Only a stop
+                // or a failure is ZCode's own end (a mapper reports one after every break).
+                Terminal::Broken(_) if self.draining_until.is_some() => {
+                    tracing::debug!(target: LOG, session = %self.id, "the stopped turn broke again: still draining");
+                }
+                _ if self.draining_until.take().is_some() => {
+                    tracing::debug!(target: LOG, session = %self.id, "the stopped turn has ended");
+                }
+                _ => {
+                    tracing::warn!(target: LOG, session = %self.id, "native turn end outside a prompt ignored");
+                }
             }
             return;
         };
