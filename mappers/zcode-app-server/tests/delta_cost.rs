@@ -1,7 +1,7 @@
 //! What one streamed Desktop 4.0.0 text delta costs the mapper, for an instruction count under
 //! callgrind (issue 27; docs/performance.md): the V4 `row.delta` frame ZCode writes for each
-//! delta, pushed through `AppServerConnection` and mapped by a V4 session (keys in
-//! serde_json's order). ZCode merges the legacy `model.streaming` events (about one per 170
+//! delta, pushed through `AppServerConnection` and mapped by a V4 session (its members in
+//! ZCode's order). ZCode merges the legacy `model.streaming` events (about one per 170
 //! such deltas, `host/simulator/src/app_server/delta_batch.rs`), so a delta's own traffic is
 //! its V4 line (`DELTA_COST_FRAMING=v4`, the default); `lines` and `arrays` add a legacy event
 //! to every delta, as two lines or one array line, the traffic the simulator wrote before it
@@ -71,12 +71,16 @@ fn run(routed: &mut Routed, op: SessionOp, next_id: &mut u64) -> Vec<Value> {
     sent
 }
 
-fn v4_line(from: u64, deltas: Value) -> Value {
-    json!({"method": "v4/conversation/frame", "params": {"deliveryKind": "online",
-        "frame": {"fromSeq": from, "payload": {"deltas": deltas, "kind": "deltas"}, "sentAt": 1_764_820_800_000_u64,
-                  "subscriptionId": "sub-1", "toSeq": from + 1, "topic": "conversation/sess_1"},
-        "kind": "complete", "logicalFrameId": format!("sub-1:{from}"), "logicalFrameOrdinal": from,
-        "subscriptionId": "sub-1", "topic": "conversation/sess_1", "wireVersion": 3}})
+/// A V4 line as ZCode writes it: the wire frame's members in its order (`wireVersion` first,
+/// `topic` before `frame`), which the connection's routing on the line's head relies on.
+/// serde_json would sort them, putting `topic` after the frame.
+fn v4_line(from: u64, deltas: Value) -> String {
+    let frame = json!({"fromSeq": from, "payload": {"deltas": deltas, "kind": "deltas"},
+        "sentAt": 1_764_820_800_000_u64, "subscriptionId": "sub-1", "toSeq": from + 1,
+        "topic": "conversation/sess_1"});
+    format!(
+        r#"{{"method":"v4/conversation/frame","params":{{"wireVersion":3,"kind":"complete","deliveryKind":"online","logicalFrameId":"sub-1:{from}","logicalFrameOrdinal":{from},"topic":"conversation/sess_1","subscriptionId":"sub-1","frame":{frame}}}}}"#
+    )
 }
 
 /// A session with a V4 turn running, its text row open; the V4 log at 6.
@@ -104,7 +108,7 @@ fn streaming_session() -> Routed {
             {"op": "row.appended", "row": {"rowId": 2, "turnId": "turn-1", "createdAt": 1, "createdAtSeq": 2, "kind": "assistantText", "text": "", "state": "streaming"}},
         ]),
     );
-    let effects = session.map(&[SessionInput::Event(opened.to_string().into())]);
+    let effects = session.map(&[SessionInput::Event(opened.into())]);
     assert!(!effects.actions.iter().any(|a| matches!(a, Action::Terminal(_))), "{effects:?}");
     routed
 }
@@ -135,7 +139,7 @@ fn delta_bytes(i: u64, framing: Framing) -> Vec<u8> {
     let text = match framing {
         Framing::V4 => format!("{v4}\n"),
         Framing::Lines => format!("{legacy}\n{v4}\n"),
-        Framing::Arrays => format!("{}\n", Value::Array(vec![legacy, v4])),
+        Framing::Arrays => format!("[{legacy},{v4}]\n"),
     };
     text.into_bytes()
 }
