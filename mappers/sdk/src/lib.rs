@@ -38,6 +38,7 @@
 //! hence `BTreeMap` (std's `HashMap` seeds its hasher from `wasi:random`).
 
 pub mod acp;
+pub mod compact;
 pub mod component_check;
 pub mod elide;
 pub mod framing;

@@ -22,6 +22,8 @@ use serde_json::value::RawValue;
 use crate::wire::{Delivery, Envelope, WIRE_VERSION};
 use zcode_mapper_sdk::elide::Text;
 
+mod compact;
+
 /// `raw` read as `T` when it is a JSON object: a derived struct also reads an array (by
 /// position), which no ZCode frame is. `None` when it cannot be read so.
 pub fn object<'a, T: Deserialize<'a>>(raw: &'a RawValue) -> Option<T> {
@@ -271,7 +273,20 @@ pub fn read_wire_deltas<'a>(
 /// and for any line whose read is not plainly this one's (a member named twice, a value of
 /// another type, an `id`, `result` or `error` beside the method): the caller's general reader
 /// takes it, and answers as it always did.
+///
+/// A line as ZCode writes one is read without serde's readers first ([`compact`]): that read
+/// takes a line only as this one would, and costs a fraction of it.
 pub fn read_line_deltas<'a>(
+    line: &'a str,
+    subscription_id: &str,
+    seq: u64,
+) -> Option<DeltaFrame<'a>> {
+    compact::read_line(line, subscription_id, seq)
+        .or_else(|| read_line_with_serde(line, subscription_id, seq))
+}
+
+/// [`read_line_deltas`] with serde's readers only.
+fn read_line_with_serde<'a>(
     line: &'a str,
     subscription_id: &str,
     seq: u64,

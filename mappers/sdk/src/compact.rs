@@ -1,0 +1,187 @@
+//! A reader of JSON as JavaScript's `JSON.stringify` writes it: no whitespace, member names
+//! without escapes. It is for the few frames a host writes by the thousand (a streamed delta),
+//! where reading them through serde's derived readers costs most of a mapper's time (issue 27).
+//!
+//! It reads only what is plainly of that form and answers `None` for anything else:
+//! whitespace, an escaped member name, a number with a sign, fraction or exponent, a value it
+//! was not asked for. The caller then reads the same text with its general reader
+//! (serde_json), which says what, if anything, is wrong. So it never takes text serde_json
+//! refuses, and what it takes, it reads as serde_json does: a caller that reads with both gets
+//! one answer, only sooner.
+
+use std::borrow::Cow;
+
+/// A position in a text being read. Each read moves past what it read, or answers `None`; after
+/// a `None` the position is of no use, and the caller gives the text to its general reader.
+pub struct Reader<'a> {
+    text: &'a str,
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    pub fn new(text: &'a str) -> Self {
+        Self { text, at: 0 }
+    }
+
+    /// Whether all of the text has been read.
+    pub fn at_end(&self) -> bool {
+        self.at == self.text.len()
+    }
+
+    fn peek(&self) -> Option<u8> {
+        self.text.as_bytes().get(self.at).copied()
+    }
+
+    fn eat(&mut self, byte: u8) -> Option<()> {
+        (self.peek()? == byte).then(|| self.at += 1)
+    }
+
+    /// A string with no escape in it, borrowed. Its value is its text.
+    pub fn plain_str(&mut self) -> Option<&'a str> {
+        self.eat(b'"')?;
+        let rest = &self.text.as_bytes()[self.at..];
+        let len = plain_len(rest);
+        if rest.get(len) != Some(&b'"') {
+            return None;
+        }
+        let value = &self.text[self.at..self.at + len];
+        self.at += len + 1;
+        Some(value)
+    }
+
+    /// Any string: borrowed when it has no escape, else decoded by serde_json.
+    pub fn string(&mut self) -> Option<Cow<'a, str>> {
+        let start = self.at;
+        if let Some(plain) = self.plain_str() {
+            return Some(Cow::Borrowed(plain));
+        }
+        // Where it ends: at the first quote no backslash escapes. A control character (which
+        // JSON refuses in a string) ends the read.
+        self.at = start;
+        self.eat(b'"')?;
+        let bytes = self.text.as_bytes();
+        loop {
+            self.at += plain_len(bytes.get(self.at..)?);
+            match *bytes.get(self.at)? {
+                b'"' => break,
+                b'\\' => self.at += 2,
+                _ => return None,
+            }
+        }
+        self.at += 1;
+        serde_json::from_str::<String>(self.text.get(start..self.at)?).ok().map(Cow::Owned)
+    }
+
+    /// An unsigned integer as JSON writes one (no sign, no leading zero, no fraction or
+    /// exponent) that fits a `u64`.
+    pub fn uint(&mut self) -> Option<u64> {
+        let rest = &self.text.as_bytes()[self.at..];
+        let len = rest.iter().position(|b| !b.is_ascii_digit()).unwrap_or(rest.len());
+        let (digits, after) = rest.split_at(len);
+        if digits.is_empty()
+            || (digits[0] == b'0' && len > 1)
+            || matches!(after.first(), Some(b'.' | b'e' | b'E'))
+        {
+            return None;
+        }
+        let value = digits
+            .iter()
+            .try_fold(0u64, |n, d| n.checked_mul(10)?.checked_add(u64::from(d - b'0')))?;
+        self.at += len;
+        Some(value)
+    }
+
+    /// A value that is read only to be passed over: a string, an unsigned integer, `true`,
+    /// `false` or `null`.
+    pub fn skip_scalar(&mut self) -> Option<()> {
+        match self.peek()? {
+            b'"' => self.string().map(drop),
+            b'0'..=b'9' => self.uint().map(drop),
+            _ => ["true", "false", "null"].into_iter().find_map(|word| {
+                self.text[self.at..].starts_with(word).then(|| self.at += word.len())
+            }),
+        }
+    }
+
+    /// An object: `member(reader, name)` reads the value of each member in turn, or answers
+    /// `None` to give the text up (for a name it does not know, or one it has seen).
+    pub fn object(
+        &mut self,
+        mut member: impl FnMut(&mut Self, &'a str) -> Option<()>,
+    ) -> Option<()> {
+        self.eat(b'{')?;
+        if self.eat(b'}').is_some() {
+            return Some(());
+        }
+        loop {
+            let name = self.plain_str()?;
+            self.eat(b':')?;
+            member(self, name)?;
+            match self.peek()? {
+                b',' => self.at += 1,
+                b'}' => {
+                    self.at += 1;
+                    return Some(());
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// An array: `element(reader)` reads each element in turn, or answers `None` to give the
+    /// text up.
+    pub fn array(&mut self, mut element: impl FnMut(&mut Self) -> Option<()>) -> Option<()> {
+        self.eat(b'[')?;
+        if self.eat(b']').is_some() {
+            return Some(());
+        }
+        loop {
+            element(self)?;
+            match self.peek()? {
+                b',' => self.at += 1,
+                b']' => {
+                    self.at += 1;
+                    return Some(());
+                }
+                _ => return None,
+            }
+        }
+    }
+}
+
+/// How many bytes `bytes` starts with that are neither a quote, a backslash nor a control
+/// character: eight at a time, as serde_json scans a string, since the streamed frames are
+/// mostly strings.
+fn plain_len(bytes: &[u8]) -> usize {
+    const ONES: u64 = u64::from_ne_bytes([1; 8]);
+    const HIGH: u64 = ONES << 7;
+    let mut at = 0;
+    while let Some(chunk) = bytes.get(at..at + 8) {
+        let word = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
+        let (quote, backslash) =
+            (word ^ (ONES * u64::from(b'"')), word ^ (ONES * u64::from(b'\\')));
+        // The high bit of each byte that is zero (`quote`, `backslash`) or below 0x20 (`word`).
+        // A borrow can set bits above the first such byte only, and the first is all we take.
+        let below = |x: u64, n: u64| x.wrapping_sub(ONES * n) & !x;
+        let found = (below(quote, 1) | below(backslash, 1) | below(word, 0x20)) & HIGH;
+        if found != 0 {
+            return at + (found.trailing_zeros() / 8) as usize;
+        }
+        at += 8;
+    }
+    let rest = &bytes[at..];
+    at + rest.iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20).unwrap_or(rest.len())
+}
+
+/// A member read at most once: a second value for it gives the text up, as serde refuses a
+/// field named twice.
+pub fn once<T>(slot: &mut Option<T>, value: Option<T>) -> Option<()> {
+    if slot.is_some() {
+        return None;
+    }
+    *slot = Some(value?);
+    Some(())
+}
+
+#[cfg(test)]
+mod tests;

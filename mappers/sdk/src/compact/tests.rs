@@ -1,0 +1,159 @@
+use proptest::prelude::*;
+use serde_json::{Map, Value, json};
+
+use super::*;
+
+/// Any value the reader takes, as a tree: what serde_json must read from the same text.
+fn value(reader: &mut Reader<'_>) -> Option<Value> {
+    match reader.peek()? {
+        b'"' => reader.string().map(|s| Value::String(s.into_owned())),
+        b'0'..=b'9' => reader.uint().map(Value::from),
+        b'{' => {
+            let mut map = Map::new();
+            reader.object(|r, name| {
+                let v = value(r)?;
+                map.insert(name.to_string(), v).is_none().then_some(())
+            })?;
+            Some(Value::Object(map))
+        }
+        b'[' => {
+            let mut list = Vec::new();
+            reader.array(|r| value(r).map(|v| list.push(v)))?;
+            Some(Value::Array(list))
+        }
+        _ => {
+            let start = reader.at;
+            reader.skip_scalar()?;
+            serde_json::from_str(&reader.text[start..reader.at]).ok()
+        }
+    }
+}
+
+fn whole(text: &str) -> Option<Value> {
+    let mut reader = Reader::new(text);
+    value(&mut reader).filter(|_| reader.at_end())
+}
+
+#[test]
+fn reads_what_json_stringify_writes() {
+    let text = r#"{"a":"x","b":[1,0,18446744073709551615],"c":{"d":true,"e":null,"f":false},"g":"é\n\"\\\u00e9","h":[],"i":{}}"#;
+    assert_eq!(whole(text), Some(serde_json::from_str(text).unwrap()));
+    let mut reader = Reader::new(r#""plain""#);
+    assert_eq!(reader.string(), Some(Cow::Borrowed("plain")));
+    let mut reader = Reader::new(r#""a\tb""#);
+    assert!(matches!(reader.string(), Some(Cow::Owned(s)) if s == "a\tb"));
+}
+
+#[test]
+fn gives_up_on_anything_else() {
+    for text in [
+        r#"{ "a":1}"#,
+        r#"{"a" :1}"#,
+        r#"{"a":1 }"#,
+        r#"{"\u0061":1}"#,
+        r#"{"a":-1}"#,
+        r#"{"a":1.0}"#,
+        r#"{"a":1e3}"#,
+        r#"{"a":01}"#,
+        r#"{"a":18446744073709551616}"#,
+        r#"{"a":1,"a":2}"#,
+        r#"{"a":1,}"#,
+        r#"{"a":tru}"#,
+        r#"{"a":truex}"#,
+        "{\"a\":\"x\ty\"}",
+        r#"{"a":"x\"}"#,
+        r#"{"a":"\x"}"#,
+        r#"[1,]"#,
+        r#"[1 ]"#,
+        r#"{"a":1}x"#,
+        "",
+        "{",
+    ] {
+        assert_eq!(whole(text), None, "{text}");
+    }
+}
+
+#[test]
+fn a_member_is_taken_once() {
+    let mut seen = None;
+    assert_eq!(once(&mut seen, Some(1)), Some(()));
+    assert_eq!(once(&mut seen, Some(2)), None);
+    assert_eq!(seen, Some(1));
+    assert_eq!(once(&mut None::<u8>, None), None);
+}
+
+/// Trees without floats or negative numbers: what `JSON.stringify` writes of ZCode's frames.
+fn tree() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<u64>().prop_map(Value::from),
+        "[ -~é\u{1F600}\t\n\"\\\\]{0,8}".prop_map(Value::String),
+    ];
+    leaf.prop_recursive(3, 24, 4, |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+            proptest::collection::btree_map("[a-z]{1,3}", inner, 0..4)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
+proptest! {
+    /// Compact text of such a tree is read whole, as serde_json reads it.
+    #[test]
+    fn reads_compact_trees_as_serde_json(tree in tree()) {
+        prop_assert_eq!(whole(&tree.to_string()), Some(tree));
+    }
+
+    /// Whatever a text is, what the reader takes, serde_json reads the same; what serde_json
+    /// refuses, the reader never takes.
+    #[test]
+    fn never_disagrees_with_serde_json(
+        tree in tree(),
+        at in any::<prop::sample::Index>(),
+        edit in "[ ,:\"\\\\{}\\[\\]0-9a-z.eE+-]{0,2}",
+        cut in any::<bool>(),
+    ) {
+        let text = tree.to_string();
+        let mut at = at.index(text.len() + 1);
+        while !text.is_char_boundary(at) {
+            at -= 1;
+        }
+        let edited = if cut {
+            let end = (at + edit.len()).min(text.len());
+            let end = (end..=text.len()).find(|&e| text.is_char_boundary(e)).unwrap();
+            format!("{}{}", &text[..at], &text[end..])
+        } else {
+            format!("{}{edit}{}", &text[..at], &text[at..])
+        };
+        if let Some(read) = whole(&edited) {
+            prop_assert_eq!(serde_json::from_str::<Value>(&edited).ok(), Some(read), "{}", edited);
+        }
+    }
+}
+
+#[test]
+fn the_property_sees_both_answers() {
+    // Neither property holds by never reading: a plain tree is read, an edited one refused.
+    assert!(whole(&json!({"a": [1, "x"]}).to_string()).is_some());
+    assert!(whole(r#"{"a":[1,"x"] }"#).is_none());
+}
+
+proptest! {
+    /// Eight bytes at a time, the plain run ends where a byte-by-byte scan ends it.
+    #[test]
+    fn a_plain_run_ends_where_a_byte_scan_ends_it(bytes in proptest::collection::vec(
+        prop_oneof![
+            30 => 0x23u8..=0x5b,
+            30 => 0x5du8..=0xff,
+            1 => Just(b'"'),
+            1 => Just(b'\\'),
+            1 => 0u8..0x20,
+        ],
+        0..40,
+    )) {
+        let scan = bytes.iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20);
+        prop_assert_eq!(plain_len(&bytes), scan.unwrap_or(bytes.len()));
+    }
+}

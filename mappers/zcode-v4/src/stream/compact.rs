@@ -1,0 +1,138 @@
+//! A streamed delta's whole line read as `JSON.stringify` wrote it
+//! (`zcode_mapper_sdk::compact`): a complete deltas frame whose every delta is a text append,
+//! its members in any order. What it does not plainly read is `None`, and the serde read
+//! ([`super::read_line_deltas`]) takes the line: so a line is never read differently, only
+//! sooner. Each member is taken once and every member has a place here; the members the serde
+//! read passes over are passed over as scalars only.
+
+use std::borrow::Cow;
+
+use zcode_mapper_sdk::compact::{Reader, once};
+
+use super::{Delta, DeltaFrame, TextAppend};
+use crate::wire::WIRE_VERSION;
+
+/// The frame of `line` when it is a complete frame of the wire version, of subscription
+/// `subscription_id`, whose deltas are text appends that continue the position `seq`.
+pub fn read_line<'a>(line: &'a str, subscription_id: &str, seq: u64) -> Option<DeltaFrame<'a>> {
+    let mut reader = Reader::new(line);
+    let (mut method, mut wire) = (None, None);
+    reader.object(|r, name| match name {
+        "method" => once(&mut method, r.plain_str().filter(|m| *m == "v4/conversation/frame")),
+        "params" => once(&mut wire, read_wire(r)),
+        _ => None,
+    })?;
+    let (Some(_), Some(wire), true) = (method, wire, reader.at_end()) else { return None };
+    let plain = wire.version == WIRE_VERSION
+        && wire.kind == "complete"
+        && wire.subscription_id == subscription_id
+        && wire.frame.kind == "deltas"
+        && wire.frame.from_seq == seq
+        && wire.frame.to_seq > seq;
+    plain.then(|| DeltaFrame {
+        to_seq: wire.frame.to_seq,
+        recovery: wire.delivery_kind == Some("recovery"),
+        deltas: wire.frame.deltas,
+    })
+}
+
+struct Wire<'a> {
+    version: u64,
+    kind: &'a str,
+    delivery_kind: Option<&'a str>,
+    subscription_id: &'a str,
+    frame: Frame<'a>,
+}
+
+struct Frame<'a> {
+    from_seq: u64,
+    to_seq: u64,
+    kind: &'a str,
+    deltas: Vec<Delta<'a>>,
+}
+
+/// The wire frame: `wireVersion`, `kind`, `deliveryKind`, `logicalFrameId`,
+/// `logicalFrameOrdinal`, `topic`, `subscriptionId` and `frame` (ZCode 3.15.1 `wire.ts`).
+fn read_wire<'a>(r: &mut Reader<'a>) -> Option<Wire<'a>> {
+    let (mut version, mut kind, mut delivery_kind, mut subscription_id, mut frame) =
+        (None, None, None, None, None);
+    let mut passed = [false; 3];
+    r.object(|r, name| match name {
+        "wireVersion" => once(&mut version, r.uint()),
+        "kind" => once(&mut kind, r.plain_str()),
+        "deliveryKind" => once(&mut delivery_kind, r.plain_str()),
+        "subscriptionId" => once(&mut subscription_id, r.plain_str()),
+        "frame" => once(&mut frame, read_frame(r)),
+        "logicalFrameId" => pass(r, &mut passed[0]),
+        "logicalFrameOrdinal" => pass(r, &mut passed[1]),
+        "topic" => pass(r, &mut passed[2]),
+        _ => None,
+    })?;
+    Some(Wire {
+        version: version?,
+        kind: kind?,
+        delivery_kind,
+        subscription_id: subscription_id?,
+        frame: frame?,
+    })
+}
+
+/// The logical frame: `topic`, `subscriptionId`, `fromSeq`, `toSeq`, `sentAt` and `payload`
+/// (`kind`, `deltas`), in whichever order a release writes them.
+fn read_frame<'a>(r: &mut Reader<'a>) -> Option<Frame<'a>> {
+    let (mut from_seq, mut to_seq, mut payload) = (None, None, None);
+    let mut passed = [false; 3];
+    r.object(|r, name| match name {
+        "fromSeq" => once(&mut from_seq, r.uint()),
+        "toSeq" => once(&mut to_seq, r.uint()),
+        "payload" => once(&mut payload, read_payload(r)),
+        "topic" => pass(r, &mut passed[0]),
+        "subscriptionId" => pass(r, &mut passed[1]),
+        "sentAt" => pass(r, &mut passed[2]),
+        _ => None,
+    })?;
+    let (kind, deltas) = payload?;
+    Some(Frame { from_seq: from_seq?, to_seq: to_seq?, kind, deltas })
+}
+
+fn read_payload<'a>(r: &mut Reader<'a>) -> Option<(&'a str, Vec<Delta<'a>>)> {
+    let (mut kind, mut deltas) = (None, None);
+    r.object(|r, name| match name {
+        "kind" => once(&mut kind, r.plain_str()),
+        "deltas" => {
+            let mut list = Vec::new();
+            once(&mut deltas, r.array(|r| read_append(r).map(|a| list.push(a))).map(|()| list))
+        }
+        _ => None,
+    })?;
+    Some((kind?, deltas?))
+}
+
+/// `{op: "row.delta", rowId, path, append}`, nothing more.
+fn read_append<'a>(r: &mut Reader<'a>) -> Option<Delta<'a>> {
+    let (mut op, mut row_id, mut path, mut append) = (None, None, None, None);
+    r.object(|r, name| match name {
+        "op" => once(&mut op, r.plain_str().filter(|op| *op == "row.delta")),
+        "rowId" => once(&mut row_id, r.uint()),
+        "path" => once(&mut path, r.string()),
+        "append" => once(&mut append, r.string()),
+        _ => None,
+    })?;
+    Some(Delta::Append(TextAppend {
+        op: Cow::Borrowed(op?),
+        row_id: row_id?,
+        path: path?,
+        append: append?,
+    }))
+}
+
+/// A member the serde read passes over, passed over once.
+fn pass(r: &mut Reader<'_>, seen: &mut bool) -> Option<()> {
+    if std::mem::replace(seen, true) {
+        return None;
+    }
+    r.skip_scalar()
+}
+
+#[cfg(test)]
+mod tests;
