@@ -91,6 +91,38 @@ impl<'a> Reader<'a> {
         Some(value)
     }
 
+    /// `null` as `None`, any other value as `read` reads it.
+    pub fn nullable<T>(&mut self, read: impl FnOnce(&mut Self) -> Option<T>) -> Option<Option<T>> {
+        if self.text[self.at..].starts_with("null") {
+            self.at += 4;
+            return Some(None);
+        }
+        read(self).map(Some)
+    }
+
+    /// Any value made of what this reader reads (strings, unsigned integers, `true`, `false`,
+    /// `null`, and objects and arrays of them nested at most [`MAX_DEPTH`] deep), passed over:
+    /// its text. A member named twice is passed over too, as a raw value takes it.
+    pub fn value_text(&mut self) -> Option<&'a str> {
+        let start = self.at;
+        self.skip_value(MAX_DEPTH)?;
+        Some(&self.text[start..self.at])
+    }
+
+    fn skip_value(&mut self, depth: usize) -> Option<()> {
+        match self.peek()? {
+            b'{' => {
+                let inner = depth.checked_sub(1)?;
+                self.object(|r, _| r.skip_value(inner))
+            }
+            b'[' => {
+                let inner = depth.checked_sub(1)?;
+                self.array(|r| r.skip_value(inner))
+            }
+            _ => self.skip_scalar(),
+        }
+    }
+
     /// A value that is read only to be passed over: a string, an unsigned integer, `true`,
     /// `false` or `null`.
     pub fn skip_scalar(&mut self) -> Option<()> {
@@ -149,6 +181,9 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// How deep [`Reader::value_text`] goes, well within serde_json's limit (128).
+pub const MAX_DEPTH: usize = 64;
+
 /// How many bytes `bytes` starts with that are neither a quote, a backslash nor a control
 /// character: eight at a time, as serde_json scans a string, since the streamed frames are
 /// mostly strings.
@@ -182,6 +217,9 @@ pub fn once<T>(slot: &mut Option<T>, value: Option<T>) -> Option<()> {
     *slot = Some(value?);
     Some(())
 }
+
+#[cfg(any(test, feature = "json-edits"))]
+pub mod edit;
 
 #[cfg(test)]
 mod tests;

@@ -27,12 +27,13 @@
 //! long line elided as it arrives, keeping what checks them ([`elide`]); a large event handed
 //! from the connection to its session in pieces as it arrives ([`pieces`]); numbered events
 //! recovered in order ([`sequence`]); writes carrying a credential the core fills in
-//! ([`secret`]); strict JSON readers ([`json`]); contract values ([`install`]); how a tool
+//! ([`secret`]); strict JSON readers ([`json`]); JSON as `JSON.stringify` writes it, read
+//! without serde for the events that come by the thousand ([`compact`]); contract values ([`install`]); how a tool
 //! call looks ([`tool_view`]); and helpers for a sandbox without clock or randomness
 //! ([`time`], [`ids`], [`uri`], [`media`]). The contract's types are re-exported as
 //! [`contract`], so a mapper depends on this crate only; [`prelude`] imports what most mapper
 //! files use. Test support: [`acp_check`] (feature `acp-check`), `heap_count` (feature
-//! `heap-count`) and [`component_check`].
+//! `heap-count`), `compact::edit` (feature `json-edits`) and [`component_check`].
 //!
 //! Everything here runs without clock, randomness, filesystem or environment, like the guests:
 //! hence `BTreeMap` (std's `HashMap` seeds its hasher from `wasi:random`).

@@ -74,6 +74,25 @@ fn gives_up_on_anything_else() {
 }
 
 #[test]
+fn passes_over_a_value_and_reads_null_as_absent() {
+    let text = r#"{"a":[{"b":"x","b":null},[],7],"c":null,"d":3}"#;
+    let mut reader = Reader::new(text);
+    let mut taken = Vec::new();
+    reader
+        .object(|r, name| match name {
+            "a" => r.value_text().map(|t| taken.push(t.to_string())),
+            _ => r.nullable(Reader::uint).map(|n| taken.push(format!("{n:?}"))),
+        })
+        .unwrap();
+    assert!(reader.at_end());
+    assert_eq!(taken, [r#"[{"b":"x","b":null},[],7]"#, "None", "Some(3)"]);
+    let deep = |n| format!("{}{}", "[".repeat(n), "]".repeat(n));
+    assert!(Reader::new(&deep(MAX_DEPTH)).value_text().is_some());
+    assert!(Reader::new(&deep(MAX_DEPTH + 1)).value_text().is_none());
+    assert!(Reader::new("[1.5]").value_text().is_none());
+}
+
+#[test]
 fn a_member_is_taken_once() {
     let mut seen = None;
     assert_eq!(once(&mut seen, Some(1)), Some(()));
