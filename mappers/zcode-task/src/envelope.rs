@@ -5,6 +5,8 @@
 //! `{id, error}`, or the one notification the bridge sends, `{"method":"event", ...}`. Anything
 //! else fails the transport: the bridge never sends it, so it can only mean a broken host.
 
+use std::borrow::Cow;
+
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
@@ -12,6 +14,7 @@ use zcode_mapper_sdk::contract::{
     ErrorKind, Inbound, MapperError, NativeData, NativeReply, ReplyBody, RoutedEvent,
 };
 
+use zcode_mapper_sdk::compact::{Reader, once};
 use zcode_mapper_sdk::framing::Lines;
 use zcode_mapper_sdk::joined;
 use zcode_mapper_sdk::json::{Fields, protocol};
@@ -106,6 +109,42 @@ fn frame(line: &[u8]) -> Result<Option<Inbound>, MapperError> {
 /// difference is a number beyond f64's range: JSON, which the raw text keeps and a tree cannot
 /// hold, so `map-event` is the one to refuse it (and a turn that gets one ends broken).
 fn event_as_is(text: &str) -> Option<Inbound> {
+    let (subscription_id, event) = compact_event(text).or_else(|| event_with_serde(text))?;
+    (!subscription_id.is_empty() && event.starts_with('{')).then(|| {
+        Inbound::Event(RoutedEvent {
+            route: subscription_id.into_owned(),
+            payload: NativeData::Text(event.to_string()),
+        })
+    })
+}
+
+/// An event frame's subscription and event text, as `JSON.stringify` wrote them
+/// (`zcode_mapper_sdk::compact`): the event is passed over, not read. `None` for anything the
+/// serde read ([`event_with_serde`]) is to decide, which takes it as this read does.
+fn compact_event(text: &str) -> Option<(Cow<'_, str>, &str)> {
+    let mut reader = Reader::new(text);
+    let (mut method, mut params, mut trace) = (None, None, None);
+    reader.object(|r, name| match name {
+        "method" => once(&mut method, r.plain_str().filter(|m| *m == "event")),
+        "params" => {
+            let (mut subscription_id, mut event) = (None, None);
+            r.object(|r, name| match name {
+                "subscriptionId" => once(&mut subscription_id, r.string()),
+                "event" => once(&mut event, r.value_text()),
+                _ => None,
+            })?;
+            once(&mut params, subscription_id.zip(event))
+        }
+        "trace" => once(&mut trace, r.value_text()),
+        _ => None,
+    })?;
+    method?;
+    reader.at_end().then_some(())?;
+    params
+}
+
+/// [`compact_event`] with serde's readers.
+fn event_with_serde(text: &str) -> Option<(Cow<'_, str>, &str)> {
     #[derive(Deserialize)]
     #[serde(deny_unknown_fields)]
     struct Frame<'a> {
@@ -126,13 +165,7 @@ fn event_as_is(text: &str) -> Option<Inbound> {
     }
     let frame: Frame<'_> = serde_json::from_str(text).ok()?;
     let Params { subscription_id, event } = frame.params;
-    let usable = frame.method == "event" && !subscription_id.is_empty();
-    (usable && event.get().starts_with('{')).then(|| {
-        Inbound::Event(RoutedEvent {
-            route: subscription_id,
-            payload: NativeData::Text(event.get().to_string()),
-        })
-    })
+    (frame.method == "event").then(|| (Cow::Owned(subscription_id), event.get()))
 }
 
 /// A successful reply, `{"id", "result"}`, read without building a tree of the result: its
@@ -558,5 +591,59 @@ mod tests {
             value,
             json!({"id": 2, "method": "__unsubscribe", "params": {"subscriptionId": "sub"}})
         );
+    }
+
+    /// Values an edit puts in place of a member's.
+    const VALUES: &[&str] = &[
+        r#""x""#,
+        r#""""#,
+        "3",
+        "1.5",
+        "-1",
+        "null",
+        "true",
+        "{}",
+        "[]",
+        r#""event""#,
+        r#"[{"a":1}]"#,
+        r#""\u0041""#,
+        r#"{"a":1,"a":2}"#,
+    ];
+
+    /// Members an edit adds.
+    const NAMES: &[&str] = &["x", "id", "trace", "event", "method", "subscriptionId"];
+
+    proptest::proptest! {
+        // Each case takes microseconds; an edit that matters is one in a few hundred.
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(4096))]
+
+        /// Whatever is done to an event frame, the compact read takes it only as serde takes
+        /// it (the same route and event text); and with its members in any order it is taken.
+        #[test]
+        fn an_event_frame_is_taken_only_as_serde_takes_it(
+            swaps in proptest::collection::vec(proptest::prelude::any::<(usize, usize, usize)>(), 0..10),
+            (kind, value, name) in (0usize..6, 0..VALUES.len(), 0..NAMES.len()),
+            object in proptest::prelude::any::<usize>(),
+            member in proptest::prelude::any::<usize>(),
+        ) {
+            use zcode_mapper_sdk::compact::edit::{Edit, object as obj, raw};
+            let event = obj(&[
+                ("type", raw(r#""session.event""#)),
+                ("event", obj(&[("seq", raw("3")), ("payload", obj(&[("delta", raw(r#""a\nb""#))]))])),
+            ]);
+            let params = obj(&[("subscriptionId", raw(r#""zcode-acp-1""#)), ("event", event)]);
+            let mut frame =
+                obj(&[("method", raw(r#""event""#)), ("params", params), ("trace", raw("null"))]);
+            frame.shuffle(&swaps);
+            let shuffled = frame.text();
+            let compact = compact_event(&shuffled);
+            proptest::prop_assert!(compact.is_some(), "{}", shuffled);
+            proptest::prop_assert_eq!(compact, event_with_serde(&shuffled));
+            frame.edit(object, member, Edit::pick(kind, VALUES[value], NAMES[name]));
+            let edited = frame.text();
+            if let Some(compact) = compact_event(&edited) {
+                proptest::prop_assert_eq!(Some(compact), event_with_serde(&edited), "{}", edited);
+            }
+        }
     }
 }

@@ -65,9 +65,17 @@ pub struct Streaming<'a> {
     pub input: Option<Value>,
 }
 
+mod compact;
+
 /// The dynamic event `{"type": "session.event", "event": {...}}` read typed, or `None` when
-/// the general reader has to decide.
+/// the general reader has to decide. A streamed delta as ZCode writes it is read without
+/// serde's readers first ([`compact`]), which takes an event only as the serde read would.
 pub fn read(text: &str) -> Option<SessionEvent<'_>> {
+    compact::read(text).or_else(|| read_with_serde(text))
+}
+
+/// [`read`] with serde's readers only.
+fn read_with_serde(text: &str) -> Option<SessionEvent<'_>> {
     #[derive(Deserialize)]
     #[serde(deny_unknown_fields)]
     struct Dynamic<'a> {
