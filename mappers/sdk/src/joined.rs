@@ -11,37 +11,58 @@ use zcode_contract::{Inbound, NativeData, RoutedEvent};
 
 /// Appends `frame` to `inbound`. An event with a text is joined to the last event for its
 /// route, on a line after that event's text, when every frame after that one is one
-/// `may_pass(earlier, event)` lets the event go ahead of; any other frame is appended.
-/// `may_pass` says where the order does not matter to the routes' holders: `|_, _| false`
-/// joins consecutive events only.
-pub fn add(
-    inbound: &mut Vec<Inbound>,
-    frame: Inbound,
-    may_pass: impl Fn(&Inbound, &RoutedEvent) -> bool,
-) {
-    let Inbound::Event(next) = &frame else {
-        inbound.push(frame);
+/// `may_pass(earlier, route)` lets an event for `route` go ahead of; any other frame is
+/// appended. `may_pass` says where the order does not matter to the routes' holders:
+/// `|_, _| false` joins consecutive events only.
+pub fn add(inbound: &mut Vec<Inbound>, frame: Inbound, may_pass: impl Fn(&Inbound, &str) -> bool) {
+    if let Inbound::Event(RoutedEvent { route, payload: NativeData::Text(text) }) = &frame
+        && let Some(joined) = joinable(inbound, route, may_pass)
+    {
+        joined.push('\n');
+        joined.push_str(text);
         return;
-    };
-    let NativeData::Text(text) = &next.payload else {
-        inbound.push(frame);
-        return;
-    };
-    for earlier in inbound.iter_mut().rev() {
-        match earlier {
-            Inbound::Event(event) if event.route == next.route => {
-                if let NativeData::Text(joined) = &mut event.payload {
-                    joined.push('\n');
-                    joined.push_str(text);
-                    return;
-                }
-                break;
-            }
-            other if may_pass(other, next) => {}
-            _ => break,
-        }
     }
     inbound.push(frame);
+}
+
+/// [`add`] of an event for `route` with `text`, borrowed: both are copied once, into the input
+/// that holds them, and the route only where the event starts one.
+pub fn add_event(
+    inbound: &mut Vec<Inbound>,
+    route: &str,
+    text: &str,
+    may_pass: impl Fn(&Inbound, &str) -> bool,
+) {
+    match joinable(inbound, route, may_pass) {
+        Some(joined) => {
+            joined.push('\n');
+            joined.push_str(text);
+        }
+        None => inbound.push(Inbound::Event(RoutedEvent {
+            route: route.to_string(),
+            payload: NativeData::Text(text.to_string()),
+        })),
+    }
+}
+
+/// The text of the input an event for `route` joins, if there is one (see [`add`]).
+fn joinable<'i>(
+    inbound: &'i mut [Inbound],
+    route: &str,
+    may_pass: impl Fn(&Inbound, &str) -> bool,
+) -> Option<&'i mut String> {
+    let at = inbound.iter().rposition(|earlier| match earlier {
+        Inbound::Event(event) if event.route == route => true,
+        other => !may_pass(other, route),
+    })?;
+    match &mut inbound[at] {
+        Inbound::Event(RoutedEvent { route: found, payload: NativeData::Text(joined) })
+            if found == route =>
+        {
+            Some(joined)
+        }
+        _ => None,
+    }
 }
 
 /// The texts of the events an input joins, in order (an event's own text, if it is one).
@@ -62,10 +83,7 @@ mod tests {
         Inbound::Reply(NativeReply { id, body: ReplyBody::Lost("test".to_string()) })
     }
 
-    fn joined(
-        frames: Vec<Inbound>,
-        may_pass: impl Fn(&Inbound, &RoutedEvent) -> bool,
-    ) -> Vec<Inbound> {
+    fn joined(frames: Vec<Inbound>, may_pass: impl Fn(&Inbound, &str) -> bool) -> Vec<Inbound> {
         let mut inbound = Vec::new();
         frames.into_iter().for_each(|frame| add(&mut inbound, frame, &may_pass));
         inbound
@@ -111,8 +129,8 @@ mod tests {
 
     #[test]
     fn an_event_goes_ahead_of_what_it_may_pass() {
-        let passable = |earlier: &Inbound, next: &RoutedEvent| {
-            next.route == "a" && matches!(earlier, Inbound::Event(e) if e.route == "b")
+        let passable = |earlier: &Inbound, next: &str| {
+            next == "a" && matches!(earlier, Inbound::Event(e) if e.route == "b")
         };
         let frames = vec![
             event("a", "1"),
@@ -127,6 +145,23 @@ mod tests {
             joined(frames, passable),
             vec![event("a", "1\n2\n3"), event("b", "x\ny"), event("c", "z"), event("a", "4")]
         );
+    }
+
+    /// An event given by its route and text joins as the same event would.
+    #[test]
+    fn a_borrowed_event_joins_as_an_event_does() {
+        let frames = vec![event("a", "1"), reply(7), event("a", "2"), event("a", "3")];
+        let mut borrowed = Vec::new();
+        for frame in frames.clone() {
+            match &frame {
+                Inbound::Event(RoutedEvent { route, payload: NativeData::Text(text) }) => {
+                    add_event(&mut borrowed, route, text, |_, _| false)
+                }
+                _ => borrowed.push(frame),
+            }
+        }
+        assert_eq!(borrowed, joined(frames, |_, _| false));
+        assert_eq!(borrowed[2], event("a", "2\n3"));
     }
 
     #[test]

@@ -8,7 +8,7 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use zcode_contract::{
     ConnectionOp, ErrorKind, Inbound, MapperError, NativeReply, NativeRequest, NativeWrite,
-    OpResult, Outgoing, ReplyBody, RoutedEvent, Step,
+    OpResult, Outgoing, ReplyBody, Step,
 };
 
 use zcode_mapper_sdk::joined;
@@ -22,15 +22,17 @@ use crate::wire::{
 
 /// The route of everything that belongs to native session `id`, but for [`carried_route`].
 pub fn session_route(id: &str) -> String {
-    ["session/", id].concat()
+    [SESSION, id].concat()
 }
+
+const SESSION: &str = "session/";
 
 /// The route of session `id`'s legacy events whose content the V4 conversation also carries
 /// ([`events::carried_by_v4`]: every streamed delta among them). A session that subscribes to
 /// V4 does not hold this route, so the core drops them before they cost a mapping call; a
 /// session without V4 holds both.
 pub fn carried_route(id: &str) -> String {
-    ["session/", id, CARRIED].concat()
+    [SESSION, id, CARRIED].concat()
 }
 
 const CARRIED: &str = "/v4-carried";
@@ -96,34 +98,6 @@ impl AppServerConnection {
         Self::default()
     }
 
-    /// The frames of complete lines, in order: a line holding a JSON array is a batch of
-    /// frames (a real Agent writes notifications so, `json_batch`), each read as a line of its
-    /// own would be ([`wire::classify_batch`]). A frame for a session goes to it as the text it
-    /// came as: the session reads it itself. A read's frames for one session cross as one input
-    /// ([`joined::add`]), a V4 frame ahead of the session's carried events ([`Routing::Frame`]).
-    fn frames(&mut self, lines: Vec<String>) -> Result<Vec<Inbound>, MapperError> {
-        let mut inbound = Vec::with_capacity(lines.len());
-        for line in lines {
-            let batch = wire::classify_batch::<RouteParams<'_>>(&line, |text, frame| {
-                route(frame)?.add_to(&mut inbound, || text.to_string());
-                Ok(())
-            })?;
-            if batch {
-                continue;
-            }
-            // A streamed delta's V4 line goes to its session on its topic alone; the session
-            // reads it whole (`wire::leading_frame_topic`).
-            let on_topic =
-                wire::leading_frame_topic(&line).and_then(conversation).map(session_route);
-            let routing = match on_topic {
-                Some(route) => Routing::Frame(route),
-                None => route(wire::classify_as(&line)?)?,
-            };
-            routing.add_to(&mut inbound, || line);
-        }
-        Ok(inbound)
-    }
-
     fn start_op(&mut self, op_id: u64, op: &ConnectionOp, first: u64) -> Result<Step, MapperError> {
         let (pending, method, params, timeout) = match op {
             ConnectionOp::Setup => {
@@ -181,35 +155,67 @@ impl AppServerConnection {
     }
 }
 
+/// Adds the frames of one complete line to `inbound`, in order: a line holding a JSON array is
+/// a batch of frames (a real Agent writes notifications so, `json_batch`), each read as a line
+/// of its own would be ([`wire::classify_batch`]). A frame for a session goes to it as the text
+/// it came as: the session reads it itself. A read's frames for one session cross as one input
+/// ([`joined::add_event`]), a V4 frame ahead of the session's carried events
+/// ([`Routing::Frame`]). `scratch` is room for a V4 frame's route.
+fn add_line(
+    inbound: &mut Vec<Inbound>,
+    scratch: &mut String,
+    line: &str,
+) -> Result<(), MapperError> {
+    let batch = wire::classify_batch::<RouteParams<'_>>(line, |text, frame| {
+        route(frame)?.add_to(inbound, scratch, text);
+        Ok(())
+    })?;
+    if batch {
+        return Ok(());
+    }
+    // A streamed delta's V4 line goes to its session on its topic alone; the session reads it
+    // whole (`wire::leading_frame_topic`).
+    let routing = match wire::leading_frame_topic(line).and_then(conversation) {
+        Some(session) => Routing::Frame(Cow::Borrowed(session)),
+        None => route(wire::classify_as(line)?)?,
+    };
+    routing.add_to(inbound, scratch, line);
+    Ok(())
+}
+
 /// Where a frame of the Agent goes: to the holder of a route ([`session_route`],
 /// [`carried_route`]), or answered (or ignored) here.
-enum Routing {
+enum Routing<'a> {
     Route(String),
-    /// A V4 conversation frame, to its session's route. It may go ahead of the session's
+    /// A V4 conversation frame of a session, to its route. It may go ahead of the session's
     /// carried events: a session with V4 subscribed drops them, and one without skips every V4
     /// frame, so neither sees their order. Where a delta comes as both (a legacy event and a
     /// V4 frame), a read's deltas still cross as one input, and their carried events as another.
-    Frame(String),
+    Frame(Cow<'a, str>),
     Here(Inbound),
 }
 
-impl Routing {
-    /// Adds what the core is handed to `inbound`; `text` gives the frame's text, taken only
-    /// for a route.
-    fn add_to(self, inbound: &mut Vec<Inbound>, text: impl FnOnce() -> String) {
-        let event = |route| Inbound::Event(RoutedEvent { route, payload: text().into() });
+impl Routing<'_> {
+    /// Adds what the core is handed to `inbound`: the frame's `text` for a route, copied once,
+    /// into the input that holds it. A V4 frame's route is written in `scratch`, since most
+    /// join an input and need no route of their own.
+    fn add_to(self, inbound: &mut Vec<Inbound>, scratch: &mut String, text: &str) {
         match self {
-            Routing::Route(route) => joined::add(inbound, event(route), |_, _| false),
-            Routing::Frame(route) => joined::add(inbound, event(route), |earlier, frame| {
-                matches!(earlier, Inbound::Event(e)
-                    if e.route.strip_suffix(CARRIED) == Some(frame.route.as_str()))
-            }),
+            Routing::Route(route) => joined::add_event(inbound, &route, text, |_, _| false),
+            Routing::Frame(session) => {
+                scratch.clear();
+                scratch.extend([SESSION, &session]);
+                joined::add_event(inbound, scratch, text, |earlier, route| {
+                    matches!(earlier, Inbound::Event(e)
+                        if e.route.strip_suffix(CARRIED) == Some(route))
+                });
+            }
             Routing::Here(frame) => inbound.push(frame),
         }
     }
 }
 
-fn route(frame: Frame<'_, RouteParams<'_>>) -> Result<Routing, MapperError> {
+fn route(frame: Frame<'_, RouteParams<'_>>) -> Result<Routing<'static>, MapperError> {
     match frame {
         Frame::Reply(reply) => Ok(Routing::Here(Inbound::Reply(reply))),
         Frame::Request { id, method, params } => request(id, &method, params),
@@ -258,7 +264,7 @@ fn request(
     id: &RawValue,
     method: &str,
     params: Option<RouteParams<'_>>,
-) -> Result<Routing, MapperError> {
+) -> Result<Routing<'static>, MapperError> {
     let write =
         |label: &str, bytes| Ok(Routing::Here(Inbound::Write(NativeWrite::new(label, bytes))));
     let id = || raw_value(Some(id));
@@ -290,7 +296,10 @@ fn request(
     }
 }
 
-fn notification(method: &str, params: Option<RouteParams<'_>>) -> Result<Routing, MapperError> {
+fn notification(
+    method: &str,
+    params: Option<RouteParams<'_>>,
+) -> Result<Routing<'static>, MapperError> {
     let here = |inbound| Ok(Routing::Here(inbound));
     match method {
         "session/event" => {
@@ -308,7 +317,7 @@ fn notification(method: &str, params: Option<RouteParams<'_>>) -> Result<Routing
         "v4/conversation/frame" => {
             let topic = raw_str(route_members(params)?.get("topic"));
             match topic.as_deref().and_then(conversation) {
-                Some(session) => Ok(Routing::Frame(session_route(session))),
+                Some(session) => Ok(Routing::Frame(Cow::Owned(session.to_string()))),
                 None => here(Inbound::Ignored(
                     "v4 frame of a topic zcode-acp does not subscribe".to_string(),
                 )),
@@ -426,13 +435,15 @@ fn sessions(result: &Value, cwd: Option<&str>, offset: usize) -> Result<Value, M
 
 impl zcode_mapper_sdk::Connection for AppServerConnection {
     fn push(&mut self, bytes: &[u8]) -> Result<Vec<Inbound>, MapperError> {
-        let lines = self.lines.push(bytes)?;
-        self.frames(lines)
+        let (mut inbound, mut scratch) = (Vec::new(), String::new());
+        self.lines.push(bytes, |line| add_line(&mut inbound, &mut scratch, line))?;
+        Ok(inbound)
     }
 
     fn finish(&mut self) -> Result<Vec<Inbound>, MapperError> {
-        let lines = self.lines.finish()?;
-        self.frames(lines)
+        let (mut inbound, mut scratch) = (Vec::new(), String::new());
+        self.lines.finish(|line| add_line(&mut inbound, &mut scratch, line))?;
+        Ok(inbound)
     }
 
     fn start(&mut self, op_id: u64, op: &ConnectionOp, first: u64) -> Step {

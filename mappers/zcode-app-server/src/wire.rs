@@ -5,7 +5,9 @@
 
 use std::borrow::Cow;
 use std::marker::PhantomData;
+use std::sync::LazyLock;
 
+use memchr::memmem;
 use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
@@ -292,8 +294,10 @@ pub fn leading_frame_topic(line: &str) -> Option<&str> {
     const TOPIC: &[u8] = br#""topic":""#;
     /// How far into the params the topic is looked for.
     const REACH: usize = 512;
+    // Built once: `memmem::find` builds its searcher on every call, for every streamed delta.
+    static FINDER: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Finder::new(TOPIC));
     let params = line.as_bytes().strip_prefix(HEAD)?;
-    let at = memchr::memmem::find(&params[..params.len().min(REACH)], TOPIC)?;
+    let at = FINDER.find(&params[..params.len().min(REACH)])?;
     let before = &params[..at];
     // With no escape before it, each quote there opens or closes a string, so in a valid line
     // this `"topic":` is a member name, not text; with no bracket, the wire frame's own.
@@ -479,20 +483,26 @@ fn too_long() -> MapperError {
     protocol("ZCode wrote a line longer than 64 MiB")
 }
 
-/// `line` (a whole line, without its newline) among `lines`, unless it is blank.
-fn keep(lines: &mut Vec<String>, line: Vec<u8>) -> Result<(), MapperError> {
+/// `line` (a whole line, without its newline) to `each`, unless it is blank.
+fn keep(
+    line: Vec<u8>,
+    each: &mut impl FnMut(&str) -> Result<(), MapperError>,
+) -> Result<(), MapperError> {
     let line = String::from_utf8(line).map_err(|_| not_utf8())?;
     match line.trim() {
-        "" => {}
-        text if text.len() == line.len() => lines.push(line),
-        text => lines.push(text.to_string()),
+        "" => Ok(()),
+        text => each(text),
     }
-    Ok(())
 }
 
 impl Lines {
-    pub fn push(&mut self, mut bytes: &[u8]) -> Result<Vec<String>, MapperError> {
-        let mut lines = Vec::new();
+    /// Hands each line `bytes` completes to `each`, in order, borrowed: a push carries
+    /// hundreds of deltas, and none is copied out on its own.
+    pub fn push(
+        &mut self,
+        mut bytes: &[u8],
+        mut each: impl FnMut(&str) -> Result<(), MapperError>,
+    ) -> Result<(), MapperError> {
         if let Some((compactor, read)) = &mut self.long {
             let end = memchr::memchr(b'\n', bytes);
             let part = &bytes[..end.unwrap_or(bytes.len())];
@@ -501,16 +511,16 @@ impl Lines {
                 return Err(too_long());
             }
             compactor.push(part)?;
-            let Some(end) = end else { return Ok(lines) };
+            let Some(end) = end else { return Ok(()) };
             let (compactor, _) = self.long.take().expect("a long line is in progress");
-            keep(&mut lines, compactor.finish())?;
+            keep(compactor.finish(), &mut each)?;
             bytes = &bytes[end + 1..];
         }
         self.buffer.extend_from_slice(bytes);
         let mut start = 0;
         let mut from = self.scanned;
-        // The lines are copied out once each and the buffer is shifted once per push: a push
-        // carries hundreds of deltas, and a shift per line moved the rest each time.
+        // The buffer is shifted once per push, not once per line: a shift per line moved the
+        // rest each time.
         while let Some(offset) = memchr::memchr(b'\n', &self.buffer[from..]) {
             let end = from + offset;
             if start == 0 && end >= HAND_OVER {
@@ -519,14 +529,14 @@ impl Lines {
                 let rest = self.buffer.split_off(end + 1);
                 let mut line = std::mem::replace(&mut self.buffer, rest);
                 line.truncate(end);
-                keep(&mut lines, line)?;
+                keep(line, &mut each)?;
                 from = 0;
                 continue;
             }
             let text =
                 std::str::from_utf8(&self.buffer[start..end]).map_err(|_| not_utf8())?.trim();
             if !text.is_empty() {
-                lines.push(text.to_string());
+                each(text)?;
             }
             start = end + 1;
             from = start;
@@ -544,16 +554,19 @@ impl Lines {
             self.buffer = Vec::new();
             self.scanned = 0;
         }
-        Ok(lines)
+        Ok(())
     }
 
     /// At end of file: a last line without its newline is still a line (the Agent's transport
     /// reads one the same way), anything else is fine.
-    pub fn finish(&mut self) -> Result<Vec<String>, MapperError> {
+    pub fn finish(
+        &mut self,
+        each: impl FnMut(&str) -> Result<(), MapperError>,
+    ) -> Result<(), MapperError> {
         if self.buffer.is_empty() && self.long.is_none() {
-            return Ok(Vec::new());
+            return Ok(());
         }
-        self.push(b"\n")
+        self.push(b"\n", each)
     }
 }
 
@@ -596,10 +609,14 @@ mod tests {
     fn lines_of(input: &str, chunk: usize) -> Vec<String> {
         let mut lines = Lines::default();
         let mut out = Vec::new();
+        let mut keep = |line: &str| {
+            out.push(line.to_string());
+            Ok(())
+        };
         for piece in input.as_bytes().chunks(chunk) {
-            out.extend(lines.push(piece).unwrap());
+            lines.push(piece, &mut keep).unwrap();
         }
-        out.extend(lines.finish().unwrap());
+        lines.finish(&mut keep).unwrap();
         out
     }
 

@@ -40,12 +40,7 @@ impl Framer {
     pub fn push(&mut self, bytes: &[u8]) -> Result<Vec<Inbound>, MapperError> {
         self.check_usable()?;
         let mut inbound = Vec::new();
-        let result = self.lines.push(bytes, |line| {
-            frame(line)?
-                .into_iter()
-                .for_each(|frame| joined::add(&mut inbound, frame, |_, _| false));
-            Ok(())
-        });
+        let result = self.lines.push(bytes, |line| add_frame(&mut inbound, line));
         self.remember_failure(result.map(|()| inbound))
     }
 
@@ -53,12 +48,7 @@ impl Framer {
     pub fn finish(&mut self) -> Result<Vec<Inbound>, MapperError> {
         self.check_usable()?;
         let mut inbound = Vec::new();
-        let result = self.lines.finish(|line| {
-            frame(line)?
-                .into_iter()
-                .for_each(|frame| joined::add(&mut inbound, frame, |_, _| false));
-            Ok(())
-        });
+        let result = self.lines.finish(|line| add_frame(&mut inbound, line));
         self.remember_failure(result.map(|()| inbound))
     }
 
@@ -87,19 +77,27 @@ fn oversized(max: usize) -> MapperError {
     protocol(format!("Native protocol frame exceeded {max} bytes"))
 }
 
-/// One line (without its line ending): `None` for a blank line.
-fn frame(line: &[u8]) -> Result<Option<Inbound>, MapperError> {
+/// Adds the frame of one line (without its line ending) to `inbound`; a blank line is none.
+/// A streamed event's text is copied once, into the input that holds it.
+fn add_frame(inbound: &mut Vec<Inbound>, line: &[u8]) -> Result<(), MapperError> {
     let text = std::str::from_utf8(line)
         .map_err(|_| protocol("Native protocol contained invalid UTF-8"))?;
     if text.trim().is_empty() {
-        return Ok(None);
+        return Ok(());
     }
-    if let Some(inbound) = event_as_is(text).or_else(|| reply_as_is(text)) {
-        return Ok(Some(inbound));
+    if let Some((route, event)) = event_as_is(text) {
+        joined::add_event(inbound, &route, event, |_, _| false);
+        return Ok(());
     }
-    let value: Value = serde_json::from_str(text)
-        .map_err(|_| protocol("Native stdout contained a non-JSON frame"))?;
-    classify(&value).map(Some)
+    let frame = match reply_as_is(text) {
+        Some(reply) => reply,
+        None => classify(
+            &serde_json::from_str(text)
+                .map_err(|_| protocol("Native stdout contained a non-JSON frame"))?,
+        )?,
+    };
+    joined::add(inbound, frame, |_, _| false);
+    Ok(())
 }
 
 /// The frame that comes by the thousand during a turn, `{"method": "event", "params":
@@ -108,14 +106,10 @@ fn frame(line: &[u8]) -> Result<Option<Inbound>, MapperError> {
 /// an event is taken; anything else goes the general way, which has the errors. The one
 /// difference is a number beyond f64's range: JSON, which the raw text keeps and a tree cannot
 /// hold, so `map-event` is the one to refuse it (and a turn that gets one ends broken).
-fn event_as_is(text: &str) -> Option<Inbound> {
+/// Its subscription (the route) and event text.
+fn event_as_is(text: &str) -> Option<(Cow<'_, str>, &str)> {
     let (subscription_id, event) = compact_event(text).or_else(|| event_with_serde(text))?;
-    (!subscription_id.is_empty() && event.starts_with('{')).then(|| {
-        Inbound::Event(RoutedEvent {
-            route: subscription_id.into_owned(),
-            payload: NativeData::Text(event.to_string()),
-        })
-    })
+    (!subscription_id.is_empty() && event.starts_with('{')).then_some((subscription_id, event))
 }
 
 /// An event frame's subscription and event text, as `JSON.stringify` wrote them

@@ -246,7 +246,12 @@ fn a_whole_row_too_long_to_keep_is_checked_against_what_was_shown_and_its_rest_s
         let mut lines = crate::wire::Lines::default();
         let mut out = Vec::new();
         for piece in format!("{line}\n").as_bytes().chunks(64 * 1024) {
-            out.extend(lines.push(piece).unwrap());
+            lines
+                .push(piece, |line| {
+                    out.push(line.to_string());
+                    Ok(())
+                })
+                .unwrap();
         }
         assert!(out.len() == 1 && out[0].len() < 100 * 1024, "the line is compacted");
         let line: Value = serde_json::from_str(&out[0]).unwrap();
