@@ -9,7 +9,7 @@ use std::borrow::Cow;
 
 use zcode_mapper_sdk::compact::{Reader, once};
 
-use super::{Delta, DeltaFrame, TextAppend};
+use super::{CheckedDelta, CheckedFrame, CheckedParts, Delta, DeltaFrame, TextAppend};
 use crate::wire::WIRE_VERSION;
 
 /// The frame of `line` when it is a complete frame of the wire version, of subscription
@@ -101,7 +101,8 @@ fn read_payload<'a>(r: &mut Reader<'a>) -> Option<(&'a str, Vec<Delta<'a>>)> {
         "kind" => once(&mut kind, r.plain_str()),
         "deltas" => {
             let mut list = Vec::new();
-            once(&mut deltas, r.array(|r| read_append(r).map(|a| list.push(a))).map(|()| list))
+            let mut each = |r: &mut Reader<'a>| read_append(r).map(|a| list.push(Delta::Append(a)));
+            once(&mut deltas, r.array(&mut each).map(|()| list))
         }
         _ => None,
     })?;
@@ -109,7 +110,7 @@ fn read_payload<'a>(r: &mut Reader<'a>) -> Option<(&'a str, Vec<Delta<'a>>)> {
 }
 
 /// `{op: "row.delta", rowId, path, append}`, nothing more.
-fn read_append<'a>(r: &mut Reader<'a>) -> Option<Delta<'a>> {
+fn read_append<'a>(r: &mut Reader<'a>) -> Option<TextAppend<'a>> {
     let (mut op, mut row_id, mut path, mut append) = (None, None, None, None);
     r.object(|r, name| match name {
         "op" => once(&mut op, r.plain_str().filter(|op| *op == "row.delta")),
@@ -118,12 +119,102 @@ fn read_append<'a>(r: &mut Reader<'a>) -> Option<Delta<'a>> {
         "append" => once(&mut append, r.string()),
         _ => None,
     })?;
-    Some(Delta::Append(TextAppend {
-        op: Cow::Borrowed(op?),
-        row_id: row_id?,
-        path: path?,
-        append: append?,
-    }))
+    Some(TextAppend { op: Cow::Borrowed(op?), row_id: row_id?, path: path?, append: append? })
+}
+
+/// [`super::read_checked_frame`]'s frame as `JSON.stringify` wrote it: the Services feed's
+/// wire frame (`wireVersion`, `kind`, `deliveryKind`, `logicalFrameId`, `logicalFrameOrdinal`,
+/// `topic`, `subscriptionId`, `frame`), its logical frame (`topic`, `subscriptionId`,
+/// `fromSeq`, `toSeq`, `sentAt`, `payload`, `ttft` and `ttftRelated` passed over) and payload
+/// (`kind`, `deltas`), every member required but the passed ones, none other; each delta a
+/// text append. The checks are the serde read's own (`CheckedParts::checked`).
+pub fn read_checked(json: &str) -> Option<CheckedFrame<'_>> {
+    let mut reader = Reader::new(json);
+    let (mut version, mut kind, mut delivery_kind, mut id, mut ordinal) =
+        (None, None, None, None, None);
+    let (mut topic, mut subscription_id, mut logical) = (None, None, None);
+    reader.object(|r, name| match name {
+        "wireVersion" => once(&mut version, r.uint()),
+        "kind" => once(&mut kind, r.string()),
+        "deliveryKind" => once(&mut delivery_kind, r.string()),
+        "logicalFrameId" => once(&mut id, r.string()),
+        "logicalFrameOrdinal" => once(&mut ordinal, r.uint()),
+        "topic" => once(&mut topic, r.string()),
+        "subscriptionId" => once(&mut subscription_id, r.string()),
+        "frame" => once(&mut logical, read_checked_logical(r)),
+        _ => None,
+    })?;
+    reader.at_end().then_some(())?;
+    let logical = logical?;
+    CheckedParts {
+        wire_version: version?,
+        kind: kind?,
+        delivery_kind: delivery_kind?,
+        logical_frame_id: id?,
+        logical_frame_ordinal: ordinal?,
+        topic: topic?,
+        subscription_id: subscription_id?,
+        logical_topic: logical.topic,
+        logical_subscription_id: logical.subscription_id,
+        from_seq: logical.from_seq,
+        to_seq: logical.to_seq,
+        sent_at: logical.sent_at,
+        payload_kind: logical.kind,
+        deltas: logical.deltas,
+    }
+    .checked()
+}
+
+struct Logical<'a> {
+    topic: Cow<'a, str>,
+    subscription_id: Cow<'a, str>,
+    from_seq: u64,
+    to_seq: u64,
+    sent_at: f64,
+    kind: Cow<'a, str>,
+    deltas: Vec<CheckedDelta<'a>>,
+}
+
+fn read_checked_logical<'a>(r: &mut Reader<'a>) -> Option<Logical<'a>> {
+    let (mut topic, mut subscription_id, mut from_seq, mut to_seq) = (None, None, None, None);
+    let (mut sent_at, mut payload, mut ttft, mut ttft_related) = (None, None, None, None);
+    r.object(|r, name| match name {
+        "topic" => once(&mut topic, r.string()),
+        "subscriptionId" => once(&mut subscription_id, r.string()),
+        "fromSeq" => once(&mut from_seq, r.uint()),
+        "toSeq" => once(&mut to_seq, r.uint()),
+        // An integer, as `Date.now()` gives: read as f64, as the serde read reads it.
+        "sentAt" => once(&mut sent_at, r.uint().map(|t| t as f64)),
+        "payload" => once(&mut payload, read_checked_payload(r)),
+        "ttft" => once(&mut ttft, r.value_text()),
+        "ttftRelated" => once(&mut ttft_related, r.value_text()),
+        _ => None,
+    })?;
+    let (kind, deltas) = payload?;
+    Some(Logical {
+        topic: topic?,
+        subscription_id: subscription_id?,
+        from_seq: from_seq?,
+        to_seq: to_seq?,
+        sent_at: sent_at?,
+        kind,
+        deltas,
+    })
+}
+
+fn read_checked_payload<'a>(r: &mut Reader<'a>) -> Option<(Cow<'a, str>, Vec<CheckedDelta<'a>>)> {
+    let (mut kind, mut deltas) = (None, None);
+    r.object(|r, name| match name {
+        "kind" => once(&mut kind, r.string()),
+        "deltas" => {
+            let mut list = Vec::new();
+            let mut each =
+                |r: &mut Reader<'a>| read_append(r).map(|a| list.push(CheckedDelta::Append(a)));
+            once(&mut deltas, r.array(&mut each).map(|()| list))
+        }
+        _ => None,
+    })?;
+    Some((kind?, deltas?))
 }
 
 /// A member the serde read passes over, passed over once.

@@ -1,7 +1,7 @@
 use proptest::prelude::*;
 use zcode_mapper_sdk::compact::edit::{Edit, Json, object, raw};
 
-use super::super::read_line_with_serde;
+use super::super::{read_checked_with_serde, read_line_with_serde};
 use super::*;
 
 /// A streamed line as ZCode 3.15.1 writes it (the simulator's order), with a text append for
@@ -152,6 +152,70 @@ proptest! {
         line.edit(object, member, Edit::pick(kind, VALUES[value], NAMES[name]));
         let edited = line.text();
         let (compact, serde) = both(&edited, seq);
+        if compact.is_some() {
+            prop_assert_eq!(compact, serde, "{}", edited);
+        }
+    }
+}
+
+/// A streamed frame as the Services Server writes it: the line's wire frame, whose logical
+/// frame may carry its time to first token.
+fn checked_frame(appends: &[&str]) -> Json {
+    let Json::Object(mut line) = line(appends) else { unreachable!("an object") };
+    let (_, mut wire) = line.remove(1);
+    let Json::Object(members) = &mut wire else { unreachable!("an object") };
+    let (_, Json::Object(logical)) = &mut members[7] else { unreachable!("the logical frame") };
+    logical.insert(5, ("ttft".to_string(), raw("null")));
+    wire
+}
+
+fn checked_both(json: &str) -> (Option<String>, Option<String>) {
+    let show = |frame: Option<CheckedFrame<'_>>| frame.map(|f| format!("{f:?}"));
+    (show(read_checked(json)), show(read_checked_with_serde(json)))
+}
+
+#[test]
+fn reads_a_services_frame_as_the_checked_serde_read_does() {
+    let frame = checked_frame(&[r#""lorem ipsum ""#, r#""é \"q\" \\ \n \u00e9""#]).text();
+    let (compact, serde) = checked_both(&frame);
+    assert!(compact.is_some(), "{frame}");
+    assert_eq!(compact, serde);
+    for other in [
+        frame.replace(r#""ttft":null"#, r#""ttft":1.5"#),
+        frame.replace(r#""online""#, r#""later""#),
+        frame.replace(r#""logicalFrameOrdinal":4"#, r#""logicalFrameOrdinal":0"#),
+        frame.replacen(r#""topic":"conversation/s1""#, r#""topic":"conversation/s2""#, 1),
+        frame.replace(r#""toSeq":5"#, r#""toSeq":2"#),
+        frame.replace(r#""rowId":4"#, r#""rowId":4,"x":1"#),
+    ] {
+        assert_ne!(other, frame);
+        assert!(read_checked(&other).is_none(), "{other}");
+    }
+}
+
+proptest! {
+    // Each case takes microseconds; an edit that matters is one in a few hundred.
+    #![proptest_config(ProptestConfig::with_cases(4096))]
+
+    /// Whatever is done to a Services frame, the compact read takes it only as the checked
+    /// serde read takes it; and with its members in any order it is taken.
+    #[test]
+    fn reads_a_services_frame_only_as_serde_reads_it(
+        appends in 0usize..3,
+        swaps in proptest::collection::vec(any::<(usize, usize, usize)>(), 0..12),
+        (kind, value, name) in (0usize..6, 0..VALUES.len(), 0..NAMES.len()),
+        object in any::<usize>(),
+        member in any::<usize>(),
+    ) {
+        let mut frame = checked_frame(&[r#""lorem ipsum ""#, r#""a\nb""#][..appends.min(2)]);
+        frame.shuffle(&swaps);
+        let shuffled = frame.text();
+        let (compact, serde) = checked_both(&shuffled);
+        prop_assert!(compact.is_some(), "{}", shuffled);
+        prop_assert_eq!(compact, serde);
+        frame.edit(object, member, Edit::pick(kind, VALUES[value], NAMES[name]));
+        let edited = frame.text();
+        let (compact, serde) = checked_both(&edited);
         if compact.is_some() {
             prop_assert_eq!(compact, serde, "{}", edited);
         }
