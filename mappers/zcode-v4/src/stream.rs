@@ -454,13 +454,15 @@ fn read_checked_with_serde(json: &str) -> Option<CheckedFrame<'_>> {
         logical_frame_ordinal: wire.logical_frame_ordinal,
         topic: wire.topic,
         subscription_id: wire.subscription_id,
-        logical_topic: logical.topic,
-        logical_subscription_id: logical.subscription_id,
-        from_seq: logical.from_seq,
-        to_seq: logical.to_seq,
-        sent_at: logical.sent_at,
-        payload_kind: payload.kind,
-        deltas: payload.deltas.0,
+        logical: LogicalParts {
+            topic: logical.topic,
+            subscription_id: logical.subscription_id,
+            from_seq: logical.from_seq,
+            to_seq: logical.to_seq,
+            sent_at: logical.sent_at,
+            payload_kind: payload.kind,
+            deltas: payload.deltas.0,
+        },
     }
     .checked()
 }
@@ -474,8 +476,13 @@ struct CheckedParts<'a> {
     logical_frame_ordinal: u64,
     topic: Cow<'a, str>,
     subscription_id: Cow<'a, str>,
-    logical_topic: Cow<'a, str>,
-    logical_subscription_id: Cow<'a, str>,
+    logical: LogicalParts<'a>,
+}
+
+/// What [`read_checked_frame`] reads of a logical frame and its payload.
+struct LogicalParts<'a> {
+    topic: Cow<'a, str>,
+    subscription_id: Cow<'a, str>,
     from_seq: u64,
     to_seq: u64,
     sent_at: f64,
@@ -487,16 +494,17 @@ impl<'a> CheckedParts<'a> {
     /// The frame, when `wire::parse` and `wire::logical` would take it as it is.
     fn checked(self) -> Option<CheckedFrame<'a>> {
         let delivery = Delivery::of(&self.delivery_kind)?;
+        let logical = self.logical;
         let plain = self.wire_version == WIRE_VERSION
             && self.kind == "complete"
             && self.logical_frame_ordinal > 0
             && [&self.logical_frame_id, &self.topic, &self.subscription_id]
                 .iter()
                 .all(|s| !s.is_empty())
-            && self.logical_topic == self.topic
-            && self.logical_subscription_id == self.subscription_id
-            && self.to_seq >= self.from_seq
-            && self.payload_kind == "deltas";
+            && logical.topic == self.topic
+            && logical.subscription_id == self.subscription_id
+            && logical.to_seq >= logical.from_seq
+            && logical.payload_kind == "deltas";
         plain.then(|| CheckedFrame {
             envelope: Envelope {
                 delivery,
@@ -505,10 +513,10 @@ impl<'a> CheckedParts<'a> {
                 topic: self.topic.into_owned(),
                 subscription_id: self.subscription_id.into_owned(),
             },
-            from_seq: self.from_seq,
-            to_seq: self.to_seq,
-            sent_at: self.sent_at,
-            deltas: self.deltas,
+            from_seq: logical.from_seq,
+            to_seq: logical.to_seq,
+            sent_at: logical.sent_at,
+            deltas: logical.deltas,
         })
     }
 }

@@ -1,6 +1,35 @@
 //! Test support (feature `json-edits`): a compact JSON text built member by member, so that a
 //! property can reorder its members and then drop, repeat, rename or change one, and check a
-//! [`super::Reader`]-based read against a serde read of the result.
+//! [`super::Reader`]-based read against a serde read of the result ([`reads_alike`]).
+
+/// One case of such a property. `json`, its members reordered by `swaps`, must be read, and
+/// read as the serde read reads it; then, with `edit` done to member `member` of its `object`th
+/// object ([`Json::edit`]), whatever the compact read takes, the serde read must take the
+/// same. `both` gives both reads of a text, shown (compact first).
+pub fn reads_alike(
+    mut json: Json,
+    swaps: &[(usize, usize, usize)],
+    (object, member, edit): (usize, usize, Edit<'_>),
+    both: impl Fn(&str) -> (Option<String>, Option<String>),
+) -> Result<(), String> {
+    json.shuffle(swaps);
+    let shuffled = json.text();
+    match both(&shuffled) {
+        (None, _) => return Err(format!("the compact read gave up on {shuffled}")),
+        (compact, serde) if compact != serde => {
+            return Err(format!("{compact:?} against serde's {serde:?} for {shuffled}"));
+        }
+        _ => {}
+    }
+    json.edit(object, member, edit);
+    let edited = json.text();
+    match both(&edited) {
+        (Some(compact), serde) if serde.as_ref() != Some(&compact) => {
+            Err(format!("{compact} against serde's {serde:?} for {edited}"))
+        }
+        _ => Ok(()),
+    }
+}
 
 /// A JSON value whose objects keep their members in order.
 #[derive(Clone, Debug)]
@@ -37,9 +66,38 @@ pub enum Edit<'a> {
     Wrap,
 }
 
+/// Values every property tries in place of a member's: JSON a compact read must give up on
+/// (a float, a sign, a leading zero, an escape, a number beyond `u64`, a member named twice),
+/// and some it must read as serde does.
+pub const VALUES: &[&str] = &[
+    r#""x""#,
+    r#""""#,
+    "3",
+    "3.0",
+    "1.5",
+    "-1",
+    "03",
+    "null",
+    "true",
+    "{}",
+    "[]",
+    "[{}]",
+    r#"{"a":1,"a":2}"#,
+    r#""a\"b""#,
+    r#""\u0041""#,
+    "18446744073709551616",
+];
+
 impl<'a> Edit<'a> {
-    /// An edit of each kind by number (modulo six), with `value` and `name` where it takes them.
-    pub fn pick(kind: usize, value: &'a str, name: &'a str) -> Self {
+    /// An edit of each kind by number (modulo six). A value it puts is [`VALUES`]'s, then
+    /// `own`'s (a property's own), by number (modulo how many there are); a member it adds is
+    /// named `name`.
+    pub fn pick(kind: usize, value: usize, own: &[&'a str], name: &'a str) -> Self {
+        let values = VALUES.len() + own.len();
+        let value = match value % values {
+            at if at < VALUES.len() => VALUES[at],
+            at => own[at - VALUES.len()],
+        };
         match kind % 6 {
             0 => Edit::Value(value),
             1 => Edit::Remove,

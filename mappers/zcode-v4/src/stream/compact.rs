@@ -9,7 +9,9 @@ use std::borrow::Cow;
 
 use zcode_mapper_sdk::compact::{Reader, once};
 
-use super::{CheckedDelta, CheckedFrame, CheckedParts, Delta, DeltaFrame, TextAppend};
+use super::{
+    CheckedDelta, CheckedFrame, CheckedParts, Delta, DeltaFrame, LogicalParts, TextAppend,
+};
 use crate::wire::WIRE_VERSION;
 
 /// The frame of `line` when it is a complete frame of the wire version, of subscription
@@ -145,7 +147,6 @@ pub fn read_checked(json: &str) -> Option<CheckedFrame<'_>> {
         _ => None,
     })?;
     reader.at_end().then_some(())?;
-    let logical = logical?;
     CheckedParts {
         wire_version: version?,
         kind: kind?,
@@ -154,28 +155,12 @@ pub fn read_checked(json: &str) -> Option<CheckedFrame<'_>> {
         logical_frame_ordinal: ordinal?,
         topic: topic?,
         subscription_id: subscription_id?,
-        logical_topic: logical.topic,
-        logical_subscription_id: logical.subscription_id,
-        from_seq: logical.from_seq,
-        to_seq: logical.to_seq,
-        sent_at: logical.sent_at,
-        payload_kind: logical.kind,
-        deltas: logical.deltas,
+        logical: logical?,
     }
     .checked()
 }
 
-struct Logical<'a> {
-    topic: Cow<'a, str>,
-    subscription_id: Cow<'a, str>,
-    from_seq: u64,
-    to_seq: u64,
-    sent_at: f64,
-    kind: Cow<'a, str>,
-    deltas: Vec<CheckedDelta<'a>>,
-}
-
-fn read_checked_logical<'a>(r: &mut Reader<'a>) -> Option<Logical<'a>> {
+fn read_checked_logical<'a>(r: &mut Reader<'a>) -> Option<LogicalParts<'a>> {
     let (mut topic, mut subscription_id, mut from_seq, mut to_seq) = (None, None, None, None);
     let (mut sent_at, mut payload, mut ttft, mut ttft_related) = (None, None, None, None);
     r.object(|r, name| match name {
@@ -190,14 +175,14 @@ fn read_checked_logical<'a>(r: &mut Reader<'a>) -> Option<Logical<'a>> {
         "ttftRelated" => once(&mut ttft_related, r.value_text()),
         _ => None,
     })?;
-    let (kind, deltas) = payload?;
-    Some(Logical {
+    let (payload_kind, deltas) = payload?;
+    Some(LogicalParts {
         topic: topic?,
         subscription_id: subscription_id?,
         from_seq: from_seq?,
         to_seq: to_seq?,
         sent_at: sent_at?,
-        kind,
+        payload_kind,
         deltas,
     })
 }
