@@ -293,10 +293,7 @@ fn skipped_session_events_are_replayed_and_the_turn_goes_on() {
     // Numbers skipped where nothing can be replayed: without V4 the turn breaks.
     let env = TestEnv::new();
     let workspace = env.workspace("ws");
-    let mut agent =
-        Agent::start_with_env(&env, policy::refuse_all(), &[("ZCODE_SIM_FAULT", "no-v4")]);
-    agent.initialize(plain_client());
-    let session = agent.new_session(&workspace);
+    let (mut agent, session) = Agent::with_faults_in_session(&env, &workspace, "no-v4");
     let response = agent.prompt(&session, "sim:fault seq-gap");
     assert!(response.get("error").is_some(), "a seq gap ended normally: {response}");
     assert!(agent.finish().success());
@@ -315,10 +312,7 @@ fn a_silent_turn_stays_open_and_a_cancel_ends_it_at_once() {
     for faults in ["silence@stream=600000", "no-v4,silence@stream=600000"] {
         let env = TestEnv::new();
         let workspace = env.workspace("ws");
-        let mut agent =
-            Agent::start_with_env(&env, policy::refuse_all(), &[("ZCODE_SIM_FAULT", faults)]);
-        agent.initialize(plain_client());
-        let session = agent.new_session(&workspace);
+        let (mut agent, session) = Agent::with_faults_in_session(&env, &workspace, faults);
         let id = send_prompt(&mut agent, &session, "sim:reply Before the silence; after it.");
         agent.wait_update(&session, "the chunk before the silence", |u| {
             kind(u) == "agent_message_chunk"
@@ -392,10 +386,7 @@ fn a_stale_mode_switch_falls_back_and_a_busy_agent_is_a_clear_error() {
     // revision guard) switches, once.
     let env = TestEnv::new();
     let workspace = env.workspace("ws");
-    let mut agent =
-        Agent::start_with_env(&env, policy::refuse_all(), &[("ZCODE_SIM_FAULT", "stale-cas")]);
-    agent.initialize(plain_client());
-    let session = agent.new_session(&workspace);
+    let (mut agent, session) = Agent::with_faults_in_session(&env, &workspace, "stale-cas");
     agent.call("session/set_mode", json!({"sessionId": session, "modeId": "plan"}));
     agent.wait_update(&session, "current_mode_update to plan", |u| {
         kind(u) == "current_mode_update" && u["currentModeId"] == "plan"

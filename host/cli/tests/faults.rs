@@ -168,10 +168,7 @@ fn a_duplicated_host_response_is_dropped() {
     let env = TestEnv::new();
     let workspace = env.workspace("ws");
     let Some(fault) = fault_at("duplicate", Point::SendPrompt) else { return };
-    let mut agent =
-        Agent::start_with_env(&env, policy::refuse_all(), &[("ZCODE_SIM_FAULT", &fault)]);
-    agent.initialize(plain_client());
-    let session = agent.new_session(&workspace);
+    let (mut agent, session) = Agent::with_faults_in_session(&env, &workspace, &fault);
     agent.prompt_ok(&session, "once", "end_turn");
     agent.prompt_ok(&session, "twice", "end_turn");
     assert!(agent.finish().success());

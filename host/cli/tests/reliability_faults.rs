@@ -262,10 +262,7 @@ fn a_broken_turn_breaking_again_still_holds_its_session() {
     let faults = "unknown-event@turn-start,unknown-event@turn-start,stall@turn-start";
     let env = TestEnv::new();
     let workspace = env.workspace("ws");
-    let mut agent =
-        Agent::start_with_env(&env, policy::refuse_all(), &[("ZCODE_SIM_FAULT", faults)]);
-    agent.initialize(plain_client());
-    let session = agent.new_session(&workspace);
+    let (mut agent, session) = Agent::with_faults_in_session(&env, &workspace, faults);
     let (code, message) = failing_prompt(&mut agent, &session, "sim:stream 3");
     assert_eq!(code, INTERNAL_ERROR, "{message}");
     // The second broken terminal has reached the session: it holds the drain (or ended it).
@@ -313,10 +310,7 @@ fn a_host_that_never_answers_the_usage_request_still_ends_the_turn() {
     let Some(fault) = fault_at("stall", Point::Usage) else { return };
     let env = TestEnv::new();
     let workspace = env.workspace("ws");
-    let mut agent =
-        Agent::start_with_env(&env, policy::refuse_all(), &[("ZCODE_SIM_FAULT", &fault)]);
-    agent.initialize(plain_client());
-    let session = agent.new_session(&workspace);
+    let (mut agent, session) = Agent::with_faults_in_session(&env, &workspace, &fault);
     let result = agent.prompt_ok(&session, "usage never comes", "end_turn");
     assert!(result.get("usage").is_none_or(Value::is_null), "{result}");
     // The agent logs the timeout before it answers the prompt, but its stderr reaches this
@@ -376,10 +370,7 @@ fn a_late_prompt_acknowledgement_loses_no_event() {
     let fault = format!("{fault}=1500");
     let env = TestEnv::new();
     let workspace = env.workspace("ws");
-    let mut agent =
-        Agent::start_with_env(&env, policy::refuse_all(), &[("ZCODE_SIM_FAULT", &fault)]);
-    agent.initialize(plain_client());
-    let session = agent.new_session(&workspace);
+    let (mut agent, session) = Agent::with_faults_in_session(&env, &workspace, &fault);
     agent.prompt_ok(&session, "sim:stream 300", "end_turn");
     let updates = agent.updates(&session);
     assert_eq!(chunk_text(&updates, "agent_message_chunk"), "lorem ipsum ".repeat(300));

@@ -34,6 +34,20 @@ impl Agent {
     }
 
     /// `session/new` in `cwd` that must succeed; returns the session id.
+    /// An agent whose simulator arms `faults` (`ZCODE_SIM_FAULT`), refusing every permission,
+    /// initialized as a plain client, with one session in `workspace`.
+    pub fn with_faults_in_session(
+        env: &TestEnv,
+        workspace: &Path,
+        faults: &str,
+    ) -> (Agent, String) {
+        let mut agent =
+            Agent::start_with_env(env, super::policy::refuse_all(), &[("ZCODE_SIM_FAULT", faults)]);
+        agent.initialize(plain_client());
+        let session = agent.new_session(workspace);
+        (agent, session)
+    }
+
     pub fn new_session(&mut self, cwd: &Path) -> String {
         let result = self.call("session/new", json!({"cwd": cwd, "mcpServers": []}));
         result["sessionId"].as_str().expect("sessionId is a string").to_string()
