@@ -52,24 +52,28 @@ impl<'a> Reader<'a> {
     /// Any string: borrowed when it has no escape, else decoded by serde_json.
     pub fn string(&mut self) -> Option<Cow<'a, str>> {
         let start = self.at;
-        if let Some(plain) = self.plain_str() {
-            return Some(Cow::Borrowed(plain));
-        }
-        // Where it ends: at the first quote no backslash escapes. A control character (which
-        // JSON refuses in a string) ends the read.
-        self.at = start;
         self.eat(b'"')?;
+        // Where it ends: at the first quote no backslash escapes, in one scan. A control
+        // character (which JSON refuses in a string) ends the read.
         let bytes = self.text.as_bytes();
+        let mut escaped = false;
         loop {
             self.at += plain_len(bytes.get(self.at..)?);
             match *bytes.get(self.at)? {
                 b'"' => break,
-                b'\\' => self.at += 2,
+                b'\\' => {
+                    escaped = true;
+                    self.at += 2;
+                }
                 _ => return None,
             }
         }
         self.at += 1;
-        serde_json::from_str::<String>(self.text.get(start..self.at)?).ok().map(Cow::Owned)
+        let quoted = self.text.get(start..self.at)?;
+        if !escaped {
+            return Some(Cow::Borrowed(&quoted[1..quoted.len() - 1]));
+        }
+        serde_json::from_str::<String>(quoted).ok().map(Cow::Owned)
     }
 
     /// An unsigned integer as JSON writes one (no sign, no leading zero, no fraction or
