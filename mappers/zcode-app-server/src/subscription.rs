@@ -149,6 +149,15 @@ impl Subscription {
         Some(self.continued(frame))
     }
 
+    /// [`Subscription::line_deltas`] of the line `text` starts with, if it is a streamed
+    /// delta's line as ZCode writes one (`zcode_v4::stream::read_leading_line_deltas`), and
+    /// that line's length.
+    pub fn leading_deltas<'a>(&mut self, text: &'a str) -> Option<(Vec<Delta<'a>>, usize)> {
+        let (frame, len) =
+            stream::read_leading_line_deltas(text, self.subscription_id.as_deref()?, self.seq?)?;
+        Some((self.continued(frame), len))
+    }
+
     /// A frame read by `zcode_v4::stream`, applied to the sequence: its deltas.
     fn continued<'a>(&mut self, frame: stream::DeltaFrame<'a>) -> Vec<Delta<'a>> {
         self.seq = Some(frame.to_seq);

@@ -74,6 +74,13 @@ pub fn read(text: &str) -> Option<SessionEvent<'_>> {
     compact::read(text).or_else(|| read_with_serde(text))
 }
 
+/// The streamed delta's event `text` starts with, as ZCode writes one ([`compact`]), and its
+/// length: the text ends there or goes on after a newline. `None` for anything else, which
+/// the caller then finds the end of and reads as an event ([`read`]).
+pub fn read_leading(text: &str) -> Option<(SessionEvent<'_>, usize)> {
+    compact::read_leading(text)
+}
+
 /// [`read`] with serde's readers only.
 fn read_with_serde(text: &str) -> Option<SessionEvent<'_>> {
     #[derive(Deserialize)]

@@ -39,25 +39,39 @@ pub struct Reader<'a> {
 /// Maps the events of one routed input, one a line (the connection joins consecutive events
 /// for one session, `joined::add`), in order, each as [`map_event`] maps it alone: what one
 /// of them breaks is a broken terminal among the actions, as the SDK's mapping makes of an
-/// input's error, and the lines after it are mapped as they would have been.
+/// input's error, and the lines after it are mapped as they would have been. A streamed
+/// delta's event is read where it starts (`event_text::read_leading`), so the text is not
+/// scanned once for its line ends and again for its events; any other line is split off first.
 pub fn map_events(
     state: &mut State,
     reader: Reader<'_>,
     payload: &NativeData,
 ) -> Result<Vec<Action>, MapperError> {
-    let Some(text) = payload.as_text().filter(|text| text.contains('\n')) else {
-        return map_event(state, reader, payload);
-    };
+    let Some(text) = payload.as_text() else { return map_event(state, reader, payload) };
     let Reader { rules, publisher } = reader;
     let mut actions = Vec::new();
-    for line in joined::lines(text) {
-        let mapped = dynamic_event(state, Reader { rules, publisher: &mut *publisher }, line);
+    let mut rest = text;
+    loop {
+        let (mapped, len) = match event_text::read_leading(rest) {
+            Some((event, len)) => (typed_session_event(state, event), len),
+            None => {
+                let line = joined::lines(rest).next().unwrap_or_default();
+                let reader = Reader { rules, publisher: &mut *publisher };
+                (dynamic_event(state, reader, line), line.len())
+            }
+        };
+        if len == text.len() {
+            // One event alone, as `map_event` maps it.
+            return settle(state, mapped);
+        }
         match settle(state, mapped) {
             Ok(mapped) => actions.extend(mapped),
             Err(problem) => actions.push(Action::Terminal(Terminal::Broken(problem))),
         }
+        // Past the line and its newline; the last line ends the input.
+        let Some(next) = rest.get(len + 1..) else { return Ok(actions) };
+        rest = next;
     }
-    Ok(actions)
 }
 
 /// Maps one event. A protocol break inside a running turn ends the turn broken; outside a turn

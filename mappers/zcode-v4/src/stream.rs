@@ -285,6 +285,17 @@ pub fn read_line_deltas<'a>(
         .or_else(|| read_line_with_serde(line, subscription_id, seq))
 }
 
+/// The streamed delta's line `text` starts with, read as [`compact`] reads one, and that line's
+/// length: the text ends there or goes on after a newline. `None` for anything else, which
+/// the caller then finds the end of and reads as a line ([`read_line_deltas`]).
+pub fn read_leading_line_deltas<'a>(
+    text: &'a str,
+    subscription_id: &str,
+    seq: u64,
+) -> Option<(DeltaFrame<'a>, usize)> {
+    compact::read_leading(text, subscription_id, seq)
+}
+
 /// [`read_line_deltas`] with serde's readers only.
 fn read_line_with_serde<'a>(
     line: &'a str,

@@ -106,12 +106,33 @@ impl AppServerSession {
                 }
             }
             SessionInput::Event(data) => match data.as_text() {
-                // The connection joins a read's frames for the session, one a line.
-                Some(text) => joined::lines(text).for_each(|line| self.map_line(line, effects)),
+                Some(text) => self.map_lines(text, effects),
                 None => effects.actions.push(Action::Terminal(Terminal::Broken(protocol(
                     "ZCode sent binary data on its NDJSON pipe",
                 )))),
             },
+        }
+    }
+
+    /// The frames a read joined for the session, one a line (`joined::lines`), in order. A
+    /// streamed delta's line is read where it starts, so the text is not scanned once for its
+    /// line ends and again for its frames; any other line is split off and read as it came.
+    fn map_lines(&mut self, mut text: &str, effects: &mut Effects) {
+        loop {
+            let len = match self.v4.leading_deltas(text) {
+                Some((deltas, len)) => {
+                    self.apply_deltas(&deltas, effects);
+                    len
+                }
+                None => {
+                    let line = joined::lines(text).next().unwrap_or_default();
+                    self.map_line(line, effects);
+                    line.len()
+                }
+            };
+            // Past the line and its newline; the last line ends the text.
+            let Some(rest) = text.get(len + 1..) else { return };
+            text = rest;
         }
     }
 

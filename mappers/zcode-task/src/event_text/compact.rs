@@ -9,6 +9,13 @@ use zcode_mapper_sdk::compact::{Reader, once};
 use super::{Payload, SessionEvent, Streaming, Text};
 
 pub fn read(text: &str) -> Option<SessionEvent<'_>> {
+    let (event, len) = read_leading(text)?;
+    (len == text.len()).then_some(event)
+}
+
+/// [`read`] of the event `text` starts with, and its length: the text ends where the event
+/// does, or goes on after a newline (the connection joins a read's events so, one a line).
+pub fn read_leading(text: &str) -> Option<(SessionEvent<'_>, usize)> {
     let mut reader = Reader::new(text);
     let (mut dynamic_type, mut event) = (None, None);
     reader.object(|r, name| match name {
@@ -17,8 +24,9 @@ pub fn read(text: &str) -> Option<SessionEvent<'_>> {
         _ => None,
     })?;
     dynamic_type?;
-    reader.at_end().then_some(())?;
-    event
+    let len = reader.offset();
+    matches!(text.as_bytes().get(len), None | Some(b'\n')).then_some(())?;
+    Some((event?, len))
 }
 
 /// `{eventId, sessionId, turnId?, seq, traceId?, timestamp, deliveryKind, type, payload}`:

@@ -17,25 +17,40 @@ use crate::wire::WIRE_VERSION;
 /// The frame of `line` when it is a complete frame of the wire version, of subscription
 /// `subscription_id`, whose deltas are text appends that continue the position `seq`.
 pub fn read_line<'a>(line: &'a str, subscription_id: &str, seq: u64) -> Option<DeltaFrame<'a>> {
-    let mut reader = Reader::new(line);
+    let (frame, len) = read_leading(line, subscription_id, seq)?;
+    (len == line.len()).then_some(frame)
+}
+
+/// [`read_line`] of the line `text` starts with, and that line's length: the text ends where
+/// the line's object does, or goes on after a newline. A connection joins a read's lines so,
+/// and the line is read where it starts, not found first by a scan for its end.
+pub fn read_leading<'a>(
+    text: &'a str,
+    subscription_id: &str,
+    seq: u64,
+) -> Option<(DeltaFrame<'a>, usize)> {
+    let mut reader = Reader::new(text);
     let (mut method, mut wire) = (None, None);
     reader.object(|r, name| match name {
         "method" => once(&mut method, r.plain_str().filter(|m| *m == "v4/conversation/frame")),
         "params" => once(&mut wire, read_wire(r)),
         _ => None,
     })?;
-    let (Some(_), Some(wire), true) = (method, wire, reader.at_end()) else { return None };
+    let len = reader.offset();
+    let line_ends = matches!(text.as_bytes().get(len), None | Some(b'\n'));
+    let (Some(_), Some(wire), true) = (method, wire, line_ends) else { return None };
     let plain = wire.version == WIRE_VERSION
         && wire.kind == "complete"
         && wire.subscription_id == subscription_id
         && wire.frame.kind == "deltas"
         && wire.frame.from_seq == seq
         && wire.frame.to_seq > seq;
-    plain.then(|| DeltaFrame {
+    let frame = DeltaFrame {
         to_seq: wire.frame.to_seq,
         recovery: wire.delivery_kind == Some("recovery"),
         deltas: wire.frame.deltas,
-    })
+    };
+    plain.then_some((frame, len))
 }
 
 struct Wire<'a> {

@@ -108,3 +108,19 @@ proptest! {
         reads_alike(event(r#""a\nb""#), &swaps, edit, both).map_err(TestCaseError::fail)?;
     }
 }
+
+/// A joined input's first event is read where it starts, and ends at its newline or at the
+/// input's end; anything else after it is not a line of its own.
+#[test]
+fn reads_the_event_a_joined_input_starts_with() {
+    let first = event(r#""a""#).text();
+    let joined = format!("{first}\n{}", event(r#""b""#).text());
+    let (leading, len) = read_leading(&joined).unwrap();
+    assert_eq!(len, first.len());
+    assert_eq!(show(Some(leading)), show(read_with_serde(&first)));
+    assert_eq!(read_leading(&format!("{first}\n")).map(|(_, len)| len), Some(first.len()));
+    for other in [format!("{first} \n"), format!("{first}{first}"), format!("{first}\r\n")] {
+        assert!(read_leading(&other).is_none(), "{other}");
+        assert!(read(&other).is_none(), "{other}");
+    }
+}

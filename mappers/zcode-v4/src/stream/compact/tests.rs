@@ -190,3 +190,22 @@ proptest! {
         reads_alike(frame, &swaps, edit, checked_both).map_err(TestCaseError::fail)?;
     }
 }
+
+/// A joined input's first line is read where it starts, and ends at its newline or at the
+/// input's end; anything else after it is not a line of its own.
+#[test]
+fn reads_the_line_a_joined_input_starts_with() {
+    let first = line(&[r#""a""#]).text();
+    let joined = format!("{first}\n{}", line(&[r#""b""#]).text());
+    let (read, len) = read_leading(&joined, "sub-1", 3).unwrap();
+    assert_eq!(len, first.len());
+    assert_eq!(Some(format!("{read:?}")), both(&first, 3).1);
+    assert_eq!(
+        read_leading(&format!("{first}\n"), "sub-1", 3).map(|(_, len)| len),
+        Some(first.len())
+    );
+    for other in [format!("{first} \n"), format!("{first}{first}"), format!("{first}\r\n")] {
+        assert!(read_leading(&other, "sub-1", 3).is_none(), "{other}");
+        assert!(read_line(&other, "sub-1", 3).is_none(), "{other}");
+    }
+}
