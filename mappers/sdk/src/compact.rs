@@ -28,9 +28,11 @@ impl<'a> Reader<'a> {
         self.at == self.text.len()
     }
 
-    /// How much of the text has been read, in bytes.
-    pub fn offset(&self) -> usize {
-        self.at
+    /// How long the line read is, when the reader is at its end: at the text's end, or before
+    /// the newline that ends a line of a joined input (`crate::joined`). A line is read from
+    /// the start of such an input so, and not found first by a scan for its newline.
+    pub fn line_end(&self) -> Option<usize> {
+        matches!(self.peek(), None | Some(b'\n')).then_some(self.at)
     }
 
     fn peek(&self) -> Option<u8> {

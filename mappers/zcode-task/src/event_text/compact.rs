@@ -24,9 +24,7 @@ pub fn read_leading(text: &str) -> Option<(SessionEvent<'_>, usize)> {
         _ => None,
     })?;
     dynamic_type?;
-    let len = reader.offset();
-    matches!(text.as_bytes().get(len), None | Some(b'\n')).then_some(())?;
-    Some((event?, len))
+    Some((event?, reader.line_end()?))
 }
 
 /// `{eventId, sessionId, turnId?, seq, traceId?, timestamp, deliveryKind, type, payload}`:

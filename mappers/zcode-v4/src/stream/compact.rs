@@ -36,9 +36,7 @@ pub fn read_leading<'a>(
         "params" => once(&mut wire, read_wire(r)),
         _ => None,
     })?;
-    let len = reader.offset();
-    let line_ends = matches!(text.as_bytes().get(len), None | Some(b'\n'));
-    let (Some(_), Some(wire), true) = (method, wire, line_ends) else { return None };
+    let (Some(_), Some(wire), Some(len)) = (method, wire, reader.line_end()) else { return None };
     let plain = wire.version == WIRE_VERSION
         && wire.kind == "complete"
         && wire.subscription_id == subscription_id
