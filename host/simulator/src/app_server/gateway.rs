@@ -9,7 +9,7 @@ use serde_json::Value;
 use crate::common::output::Output;
 use crate::v4::inbox::Remembered;
 use crate::v4::publisher::Subscriber;
-use crate::v4::wire::{Frame, Framing, complete_text};
+use crate::v4::wire::{Frame, Framing, write_complete};
 
 /// Where V4 frames go: per connection, paused while the host reports it saturated.
 #[derive(Default)]
@@ -70,10 +70,14 @@ impl Gateway {
     }
 }
 
-/// [`frame_notification`] as JSON text, built without a tree: a streamed delta's frame.
+/// [`frame_notification`] as JSON text, written by hand into one buffer: a streamed delta's
+/// frame.
 pub fn frame_notification_text(frame: &Frame) -> String {
-    let wire = complete_text(frame, Framing::Complete);
-    format!(r#"{{"method":"v4/conversation/frame","params":{wire}}}"#)
+    let mut text = String::with_capacity(frame.text_capacity());
+    text.push_str(r#"{"method":"v4/conversation/frame","params":"#);
+    write_complete(&mut text, frame, Framing::Complete);
+    text.push('}');
+    text
 }
 
 /// [`frame_notification_text`] as a tree, for a reply that writes it beside its result.
@@ -122,6 +126,17 @@ mod tests {
                     {"op": "row.upserted", "row": {"rowId": 8}},
                 ]}}}})
         );
+        // The bytes too: ZCode's member order, escaped as serde_json escapes.
+        let text = concat!(
+            r#"{"method":"v4/conversation/frame","params":{"wireVersion":3,"kind":"complete","#,
+            r#""deliveryKind":"online","logicalFrameId":"sub_1:4","logicalFrameOrdinal":4,"#,
+            r#""topic":"conversation/sess_1","subscriptionId":"sub_1","frame":{"#,
+            r#""topic":"conversation/sess_1","subscriptionId":"sub_1","fromSeq":3,"toSeq":5,"#,
+            r#""sentAt":9,"payload":{"kind":"deltas","deltas":[{"op":"row.delta","rowId":7,"#,
+            r#""path":"text","append":"a \"b\"\n"},{"op":"row.upserted","row":{"rowId":8}}]}}}}"#
+        );
+        assert_eq!(frame_notification_text(&typed), text);
+        assert!(frame_notification_text(&typed).capacity() > text.len(), "room for a newline");
         assert_eq!(typed.logical_value(), frame_notification(&typed)["params"]["frame"]);
         for delivery in [DeliveryKind::Initial, DeliveryKind::Recovery] {
             let tree = frame(delivery, Logical::Tree(snapshot.clone()));

@@ -106,25 +106,6 @@ pub enum Delta {
     Op(Value),
 }
 
-impl Serialize for Delta {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        #[derive(Serialize)]
-        #[serde(rename_all = "camelCase")]
-        struct Append<'a> {
-            op: &'static str,
-            row_id: u64,
-            path: &'a str,
-            append: &'a str,
-        }
-        match self {
-            Delta::Append { row_id, path, append } => {
-                Append { op: "row.delta", row_id: *row_id, path, append }.serialize(serializer)
-            }
-            Delta::Op(delta) => delta.serialize(serializer),
-        }
-    }
-}
-
 /// Deltas on their way to one frame.
 #[derive(Default)]
 pub struct Batch {

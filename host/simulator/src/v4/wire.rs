@@ -10,10 +10,10 @@ use std::sync::{Arc, OnceLock};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
-use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use super::publisher::Delta;
+use crate::common::json_text;
 
 /// `V4_WIRE_PROTOCOL_VERSION`.
 pub const WIRE_VERSION: u64 = 3;
@@ -75,29 +75,97 @@ pub enum Framing {
     Measured { max_physical_bytes: usize },
 }
 
+impl Framing {
+    /// What comes between a logical frame id's subscription id and ordinal.
+    fn frame_id_separator(self) -> &'static str {
+        match self {
+            Framing::Complete => ":",
+            Framing::Measured { .. } => "-lf-",
+        }
+    }
+}
+
 impl Frame {
-    /// The logical frame as JSON, serialized without building a tree.
-    pub fn logical_json(&self) -> LogicalJson<'_> {
-        LogicalJson(self)
+    /// The logical frame as JSON text.
+    pub fn logical_text(&self) -> String {
+        let mut text = String::with_capacity(self.text_capacity());
+        self.write_logical(&mut text);
+        text
     }
 
     /// The logical frame as a tree.
     #[cfg(test)]
     pub fn logical_value(&self) -> Value {
-        match &self.logical {
-            Logical::Tree(tree) => tree.clone(),
-            Logical::Deltas { .. } => {
-                serde_json::to_value(self.logical_json()).expect("JSON values always serialize")
+        serde_json::from_str(&self.logical_text()).expect("the text is JSON")
+    }
+
+    /// Room for the frame's wire and a notification around it, so that writing one grows no
+    /// buffer (a streamed delta's frame is about 450 bytes).
+    pub fn text_capacity(&self) -> usize {
+        let names = 3 * (self.topic.len() + self.subscription_id.len());
+        let deltas = match &self.logical {
+            Logical::Deltas { deltas, .. } => deltas
+                .iter()
+                .map(|delta| match &**delta {
+                    Delta::Append { append, .. } => 96 + 2 * append.len(),
+                    Delta::Op(_) => 512,
+                })
+                .sum(),
+            Logical::Tree(_) => 4096,
+        };
+        384 + names + deltas
+    }
+
+    /// `{topic, subscriptionId, fromSeq, toSeq, sentAt, payload}`, the members in the order
+    /// ZCode writes them; a `row.delta` is `{op, rowId, path, append}`.
+    fn write_logical(&self, out: &mut String) {
+        let (from_seq, to_seq, sent_at, deltas) = match &self.logical {
+            Logical::Tree(tree) => return json_text::push_value(out, tree),
+            Logical::Deltas { from_seq, to_seq, sent_at, deltas } => {
+                (*from_seq, *to_seq, *sent_at, deltas)
+            }
+        };
+        out.push_str(r#"{"topic":"#);
+        json_text::push_str(out, &self.topic);
+        out.push_str(r#","subscriptionId":"#);
+        json_text::push_str(out, &self.subscription_id);
+        out.push_str(r#","fromSeq":"#);
+        json_text::push_uint(out, from_seq);
+        out.push_str(r#","toSeq":"#);
+        json_text::push_uint(out, to_seq);
+        out.push_str(r#","sentAt":"#);
+        json_text::push_uint(out, sent_at);
+        out.push_str(r#","payload":{"kind":"deltas","deltas":["#);
+        for (index, delta) in deltas.iter().enumerate() {
+            if index > 0 {
+                out.push(',');
+            }
+            match &**delta {
+                Delta::Append { row_id, path, append } => {
+                    out.push_str(r#"{"op":"row.delta","rowId":"#);
+                    json_text::push_uint(out, *row_id);
+                    out.push_str(r#","path":"#);
+                    json_text::push_str(out, path);
+                    out.push_str(r#","append":"#);
+                    json_text::push_str(out, append);
+                    out.push('}');
+                }
+                Delta::Op(delta) => json_text::push_value(out, delta),
             }
         }
+        out.push_str("]}}");
     }
 
     /// The logical frame id each framing gives a frame.
     fn logical_frame_id(&self, framing: Framing) -> String {
-        match framing {
-            Framing::Complete => format!("{}:{}", self.subscription_id, self.ordinal),
-            Framing::Measured { .. } => format!("{}-lf-{}", self.subscription_id, self.ordinal),
-        }
+        format!("{}{}{}", self.subscription_id, framing.frame_id_separator(), self.ordinal)
+    }
+
+    /// [`Self::logical_frame_id`] as the inside of a JSON string.
+    fn push_logical_frame_id(&self, out: &mut String, framing: Framing) {
+        json_text::push_inner(out, &self.subscription_id);
+        out.push_str(framing.frame_id_separator());
+        json_text::push_uint(out, self.ordinal);
     }
 
     fn header(&self, kind: &str, framing: Framing) -> Map<String, Value> {
@@ -135,74 +203,32 @@ impl Frame {
     }
 }
 
-/// A frame's logical JSON: `{topic, subscriptionId, fromSeq, toSeq, sentAt, payload}`, the
-/// members in the order ZCode writes them.
-pub struct LogicalJson<'a>(&'a Frame);
-
-impl Serialize for LogicalJson<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        #[derive(Serialize)]
-        #[serde(rename_all = "camelCase")]
-        struct Deltas<'a> {
-            topic: &'a str,
-            subscription_id: &'a str,
-            from_seq: u64,
-            to_seq: u64,
-            sent_at: u64,
-            payload: Payload<'a>,
-        }
-        #[derive(Serialize)]
-        struct Payload<'a> {
-            kind: &'static str,
-            #[serde(serialize_with = "shared")]
-            deltas: &'a [Arc<Delta>],
-        }
-        fn shared<S: serde::Serializer>(deltas: &&[Arc<Delta>], s: S) -> Result<S::Ok, S::Error> {
-            s.collect_seq(deltas.iter().map(|delta| &**delta))
-        }
-        let frame = self.0;
-        match &frame.logical {
-            Logical::Tree(tree) => tree.serialize(serializer),
-            Logical::Deltas { from_seq, to_seq, sent_at, deltas } => Deltas {
-                topic: &frame.topic,
-                subscription_id: &frame.subscription_id,
-                from_seq: *from_seq,
-                to_seq: *to_seq,
-                sent_at: *sent_at,
-                payload: Payload { kind: "deltas", deltas },
-            }
-            .serialize(serializer),
-        }
-    }
+/// A frame's one `complete` wire as JSON text.
+pub fn complete_text(frame: &Frame, framing: Framing) -> String {
+    let mut text = String::with_capacity(frame.text_capacity());
+    write_complete(&mut text, frame, framing);
+    text
 }
 
-/// A frame's one `complete` wire as JSON text, built without a tree (a server writes one for
-/// every streamed delta): `{wireVersion, kind, deliveryKind, logicalFrameId,
-/// logicalFrameOrdinal, topic, subscriptionId, frame}`, the members in a fragment's order.
-pub fn complete_text(frame: &Frame, framing: Framing) -> String {
-    #[derive(Serialize)]
-    #[serde(rename_all = "camelCase")]
-    struct Complete<'a> {
-        wire_version: u64,
-        kind: &'static str,
-        delivery_kind: &'static str,
-        logical_frame_id: String,
-        logical_frame_ordinal: u64,
-        topic: &'a str,
-        subscription_id: &'a str,
-        frame: LogicalJson<'a>,
-    }
-    let wire = Complete {
-        wire_version: WIRE_VERSION,
-        kind: "complete",
-        delivery_kind: frame.delivery.as_str(),
-        logical_frame_id: frame.logical_frame_id(framing),
-        logical_frame_ordinal: frame.ordinal,
-        topic: &frame.topic,
-        subscription_id: &frame.subscription_id,
-        frame: frame.logical_json(),
-    };
-    serde_json::to_string(&wire).expect("JSON values always serialize")
+/// Appends a frame's one `complete` wire, written by hand (a server writes one for every
+/// streamed delta): `{wireVersion, kind, deliveryKind, logicalFrameId, logicalFrameOrdinal,
+/// topic, subscriptionId, frame}`, the members in a fragment's order.
+pub fn write_complete(out: &mut String, frame: &Frame, framing: Framing) {
+    out.push_str(r#"{"wireVersion":"#);
+    json_text::push_uint(out, WIRE_VERSION);
+    out.push_str(r#","kind":"complete","deliveryKind":""#);
+    out.push_str(frame.delivery.as_str());
+    out.push_str(r#"","logicalFrameId":""#);
+    frame.push_logical_frame_id(out, framing);
+    out.push_str(r#"","logicalFrameOrdinal":"#);
+    json_text::push_uint(out, frame.ordinal);
+    out.push_str(r#","topic":"#);
+    json_text::push_str(out, &frame.topic);
+    out.push_str(r#","subscriptionId":"#);
+    json_text::push_str(out, &frame.subscription_id);
+    out.push_str(r#","frame":"#);
+    frame.write_logical(out);
+    out.push('}');
 }
 
 /// Why a logical frame cannot be sent.
@@ -229,7 +255,7 @@ pub fn encode(
     if complete.as_ref().is_some_and(|whole| whole.len() <= MAX_ASSEMBLY_BYTES) {
         return Ok(complete.into_iter().collect());
     }
-    let bytes = serde_json::to_vec(&frame.logical_json()).expect("JSON values always serialize");
+    let bytes = frame.logical_text().into_bytes();
     if bytes.len() > MAX_ASSEMBLY_BYTES {
         return Err(EncodingError("proto.frameAssemblyTooLarge"));
     }
@@ -379,6 +405,48 @@ mod tests {
         assert_eq!(wires[0]["frame"], logical);
         let app_server = parsed(encode(&frame(&logical), Framing::Complete, false, false));
         assert_eq!(app_server[0]["logicalFrameId"], "sub-1:3");
+    }
+
+    #[test]
+    fn a_deltas_frame_has_zcodes_member_order_and_serde_jsons_escapes() {
+        let deltas = vec![
+            Arc::new(Delta::Append { row_id: 9, path: "output.text", append: "x\u{1}\"é".into() }),
+            Arc::new(Delta::Op(json!({"op": "row.upserted", "row": {"rowId": 9, "text": "\\"}}))),
+        ];
+        let frame = Frame {
+            topic: "conversation/s\"1".into(),
+            subscription_id: "sub\\1".into(),
+            connection_id: "".into(),
+            ordinal: 12,
+            delivery: DeliveryKind::Recovery,
+            logical: Logical::Deltas {
+                from_seq: 40,
+                to_seq: 42,
+                sent_at: 1_700_000_000_123,
+                deltas,
+            },
+        };
+        // ZCode's member order, escaped as serde_json escapes (a `Value` would sort the members
+        // unless serde_json's `preserve_order` is on, which depends on the build).
+        let logical = concat!(
+            r#"{"topic":"conversation/s\"1","subscriptionId":"sub\\1","fromSeq":40,"toSeq":42,"#,
+            r#""sentAt":1700000000123,"payload":{"kind":"deltas","deltas":[{"op":"row.delta","#,
+            r#""rowId":9,"path":"output.text","append":"x\u0001\"é"},"#,
+            r#"{"op":"row.upserted","row":{"rowId":9,"text":"\\"}}]}}"#
+        );
+        assert_eq!(frame.logical_text(), logical);
+        let tree: Value = serde_json::from_str(logical).unwrap();
+        assert_eq!(tree["payload"]["deltas"][0]["append"], "x\u{1}\"é");
+        let head = r#"{"wireVersion":3,"kind":"complete","deliveryKind":"recovery","#;
+        let names = r#""topic":"conversation/s\"1","subscriptionId":"sub\\1","frame":"#;
+        for (framing, id) in [(Framing::Complete, r"sub\\1:12"), (measured(4096), r"sub\\1-lf-12")]
+        {
+            let ordinal = format!(r#""logicalFrameId":"{id}","logicalFrameOrdinal":12,"#);
+            assert_eq!(
+                complete_text(&frame, framing),
+                format!("{head}{ordinal}{names}{logical}}}")
+            );
+        }
     }
 
     #[test]

@@ -6,14 +6,16 @@ use std::io::Write;
 
 use super::Turn;
 use crate::common::clock::now_ms;
+use crate::common::json_text;
 use crate::common::turn::{Halt, StepResult};
 
 const BATCH: u64 = 1024;
 
 /// A string as the inside of a JSON string literal.
 fn escaped(text: &str) -> String {
-    let quoted = serde_json::to_string(text).expect("strings serialize");
-    quoted[1..quoted.len() - 1].to_owned()
+    let mut inner = String::with_capacity(text.len());
+    json_text::push_inner(&mut inner, text);
+    inner
 }
 
 /// The parts of a delta line that stay the same for the whole stream, JSON-escaped.
