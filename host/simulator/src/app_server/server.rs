@@ -131,7 +131,7 @@ impl State {
         if let Some(held) = &mut self.held {
             held.extend(texts);
         } else {
-            write_notifications(&self.out, self.array_lines, &texts);
+            write_notifications(&self.out, self.array_lines, texts);
         }
     }
 
@@ -430,9 +430,17 @@ pub const INVALID_UTF8_LINE: &[u8] =
 /// Writes notifications on their own lines, or all of them as one JSON array line. Either way
 /// they go to the writer as one piece: a streamed delta's event and V4 frame are one hand-off
 /// to the writer thread (and one wake-up of it), not two.
-fn write_notifications(out: &Output, array_lines: bool, notifications: &[String]) {
-    if !notifications.is_empty() {
-        out.bytes(notification_line(array_lines, notifications));
+fn write_notifications(out: &Output, array_lines: bool, mut notifications: Vec<String>) {
+    match notifications.len() {
+        0 => {}
+        // A lone line goes out in its own buffer, which has room for the newline (a streamed
+        // delta's frame, `frame_notification_text`): no copy into a new one.
+        1 if !array_lines => {
+            let mut line = notifications.pop().expect("one notification");
+            line.push('\n');
+            out.bytes(line.into_bytes());
+        }
+        _ => out.bytes(notification_line(array_lines, &notifications)),
     }
 }
 

@@ -246,7 +246,7 @@ impl Publisher {
     // ----- frames -------------------------------------------------------------------------
 
     /// Numbers the batch's deltas and renders one `deltas` frame per subscriber.
-    pub fn commit(&mut self, batch: Batch) -> Vec<Frame> {
+    pub fn commit(&mut self, mut batch: Batch) -> Vec<Frame> {
         if batch.is_empty() {
             return Vec::new();
         }
@@ -263,8 +263,14 @@ impl Publisher {
         let to = self.log.seq;
         let sent_at = now_ms();
         let mut frames = Vec::with_capacity(self.subscribers.len());
-        for subscriber in &mut self.subscribers {
-            let deltas = batch.deltas.clone();
+        let last = self.subscribers.len().saturating_sub(1);
+        for (index, subscriber) in self.subscribers.iter_mut().enumerate() {
+            // The last (mostly the only) subscriber takes the batch's own list.
+            let deltas = if index == last {
+                std::mem::take(&mut batch.deltas)
+            } else {
+                batch.deltas.clone()
+            };
             let logical = Logical::Deltas { from_seq: from, to_seq: to, sent_at, deltas };
             frames.push(subscriber.frame(DeliveryKind::Online, logical));
         }
