@@ -24,6 +24,10 @@ struct Pending {
     exit: Option<(i32, Option<String>)>,
     /// The [`Output`] is gone: the writer ends once it has written the rest.
     closed: bool,
+    /// The writer waits for bytes: only then does a producer wake it. A condition variable's
+    /// notify is a system call whether anyone waits or not, and a streaming turn enqueues a
+    /// frame per delta while the writer is mostly busy writing the last ones.
+    writer_waiting: bool,
 }
 
 /// The queue is one buffer that producers append to and the writer swaps with its own, so the
@@ -88,8 +92,11 @@ impl Output {
         }
         self.shared.queued_bytes.fetch_add(bytes.len(), Ordering::SeqCst);
         pending.bytes.extend_from_slice(&bytes);
+        let wake = pending.writer_waiting;
         drop(pending);
-        self.shared.ready.notify_one();
+        if wake {
+            self.shared.ready.notify_one();
+        }
     }
 
     /// Flushes everything enqueued so far, prints `stderr` (if any) and exits the process.
@@ -125,7 +132,9 @@ fn write_loop(shared: &Shared, split_writes: bool) {
         let (exit, closed) = {
             let mut pending = shared.lock();
             while pending.bytes.is_empty() && pending.exit.is_none() && !pending.closed {
+                pending.writer_waiting = true;
                 pending = shared.ready.wait(pending).expect("output queue lock");
+                pending.writer_waiting = false;
             }
             // The bytes enqueued before an exit are taken with it, so they are written first.
             std::mem::swap(&mut pending.bytes, &mut taken);
