@@ -57,7 +57,10 @@ impl Gateway {
                 connection.saturated = false;
                 connection.closed = false;
                 for notification in std::mem::take(&mut connection.held) {
-                    out.bytes(format!("{notification}\n").into_bytes());
+                    out.write(|queue| {
+                        queue.extend_from_slice(notification.as_bytes());
+                        queue.push(b'\n');
+                    });
                 }
             }
             _ => {

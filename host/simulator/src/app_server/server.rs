@@ -131,7 +131,7 @@ impl State {
         if let Some(held) = &mut self.held {
             held.extend(texts);
         } else {
-            write_notifications(&self.out, self.array_lines, texts);
+            write_notifications(&self.out, self.array_lines, &texts);
         }
     }
 
@@ -430,41 +430,36 @@ pub const INVALID_UTF8_LINE: &[u8] =
 /// Writes notifications on their own lines, or all of them as one JSON array line. Either way
 /// they go to the writer as one piece: a streamed delta's event and V4 frame are one hand-off
 /// to the writer thread (and one wake-up of it), not two.
-fn write_notifications(out: &Output, array_lines: bool, mut notifications: Vec<String>) {
-    match notifications.len() {
-        0 => {}
-        // A lone line goes out in its own buffer, which has room for the newline (a streamed
-        // delta's frame, `frame_notification_text`): no copy into a new one.
-        1 if !array_lines => {
-            let mut line = notifications.pop().expect("one notification");
-            line.push('\n');
-            out.bytes(line.into_bytes());
-        }
-        _ => out.bytes(notification_line(array_lines, &notifications)),
+fn write_notifications(out: &Output, array_lines: bool, notifications: &[String]) {
+    if !notifications.is_empty() {
+        out.write(|queue| push_notification_line(queue, array_lines, notifications));
     }
 }
 
-/// The bytes [`write_notifications`] writes: what serializing the notifications (each, or as one
-/// array) would give, from their texts.
-fn notification_line(array_lines: bool, notifications: &[String]) -> Vec<u8> {
+/// Appends the bytes [`write_notifications`] writes: what serializing the notifications (each,
+/// or as one array) would give, from their texts.
+fn push_notification_line(line: &mut Vec<u8>, array_lines: bool, notifications: &[String]) {
     let (open, separator, close) = if array_lines { ("[", ",", "]\n") } else { ("", "\n", "\n") };
-    let length: usize = notifications.iter().map(|text| text.len() + 1).sum();
-    let mut line = String::with_capacity(length + 1);
-    line.push_str(open);
+    line.extend_from_slice(open.as_bytes());
     for (index, text) in notifications.iter().enumerate() {
         if index > 0 {
-            line.push_str(separator);
+            line.extend_from_slice(separator.as_bytes());
         }
-        line.push_str(text);
+        line.extend_from_slice(text.as_bytes());
     }
-    line.push_str(close);
-    line.into_bytes()
+    line.extend_from_slice(close.as_bytes());
 }
 
 #[cfg(test)]
 mod tests {
     use super::super::session::event_notification;
     use super::*;
+
+    fn notification_line(array_lines: bool, notifications: &[String]) -> Vec<u8> {
+        let mut line = Vec::new();
+        push_notification_line(&mut line, array_lines, notifications);
+        line
+    }
 
     #[test]
     fn notifications_from_their_texts_are_the_bytes_their_values_serialize_to() {

@@ -86,12 +86,21 @@ impl Output {
     /// Enqueues raw bytes (already framed, possibly deliberately broken). Nothing is enqueued
     /// once an exit was asked for.
     pub fn bytes(&self, bytes: Vec<u8>) {
+        self.write(|queue| queue.extend_from_slice(&bytes));
+    }
+
+    /// Enqueues what `write` appends to the queue, as one piece: a producer that puts a line
+    /// together from parts writes them in place, so its bytes are copied once. Nothing is
+    /// enqueued once an exit was asked for.
+    pub fn write(&self, write: impl FnOnce(&mut Vec<u8>)) {
         let mut pending = self.shared.lock();
         if pending.exit.is_some() {
             return;
         }
-        self.shared.queued_bytes.fetch_add(bytes.len(), Ordering::SeqCst);
-        pending.bytes.extend_from_slice(&bytes);
+        let before = pending.bytes.len();
+        write(&mut pending.bytes);
+        let added = pending.bytes.len() - before;
+        self.shared.queued_bytes.fetch_add(added, Ordering::SeqCst);
         let wake = pending.writer_waiting;
         drop(pending);
         if wake {
