@@ -161,6 +161,24 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// Passes over an object's members up to the member `name`, every value before it a scalar
+    /// ([`Self::skip_scalar`]): the reader is then at that member's value. `None` when the text
+    /// opens no object, a value before `name` is no scalar, or the object ends first. A host
+    /// that writes a frame's short members first is routed on one of them without reading the
+    /// rest.
+    pub fn find_after_scalars(&mut self, name: &str) -> Option<()> {
+        self.eat(b'{')?;
+        loop {
+            let member = self.plain_str()?;
+            self.eat(b':')?;
+            if member == name {
+                return Some(());
+            }
+            self.skip_scalar()?;
+            self.eat(b',')?;
+        }
+    }
+
     /// An object: `member(reader, name)` reads the value of each member in turn, or answers
     /// `None` to give the text up (for a name it does not know, or one it has seen).
     pub fn object(

@@ -596,19 +596,27 @@ fn a_v4_line_is_routed_on_its_head_and_anything_else_is_read_whole() {
         assert_eq!(routed(&cut(head)), Ok("session/a".to_string()), "{head}");
     }
     let open = r#"{"method":"v4/conversation/frame","params":{"#;
-    let far = format!(r#"{open}"logicalFrameId":"{}","topic":"conversation/a","#, "f".repeat(600));
+    // The members before the topic are read as JSON, so an escape or a bracket in a string, or
+    // a long one, hides nothing.
     for head in [
-        // Whitespace, or an escape before or in the topic: an escaped quote would hide one.
-        r#"{ "method":"v4/conversation/frame","params":{"topic":"conversation/a","#.to_string(),
-        format!(r#"{open}"logicalFr\u0061meId":"f","topic":"conversation/a","#),
         format!(
             r#"{open}"logicalFrameId":"f\",\"topic\":\"conversation/b","topic":"conversation/a","#
         ),
-        format!(r#"{open}"topic":"conversation/\u0061","#),
-        // A bracket before the topic: a nested topic is not the frame's.
-        format!(r#"{open}"frame":{{"topic":"conversation/b"}},"topic":"conversation/a","#),
         format!(r#"{open}"logicalFrameId":"f{{","topic":"conversation/a","#),
-        far,
+        format!(r#"{open}"logicalFrameId":"{}","topic":"conversation/a","#, "f".repeat(600)),
+    ] {
+        assert_eq!(routed(&cut(&head)), Ok("session/a".to_string()), "{head}");
+    }
+    for head in [
+        // Whitespace, or an escape in a member's name or in the topic.
+        r#"{ "method":"v4/conversation/frame","params":{"topic":"conversation/a","#.to_string(),
+        format!(r#"{open}"logicalFr\u0061meId":"f","topic":"conversation/a","#),
+        format!(r#"{open}"t\u006fpic":"conversation/b","topic":"conversation/a","#),
+        format!(r#"{open}"topic":"conversation/\u0061","#),
+        // An object before the topic: a nested topic is not the frame's.
+        format!(r#"{open}"frame":{{"topic":"conversation/b"}},"topic":"conversation/a","#),
+        // A value this reader does not read.
+        format!(r#"{open}"logicalFrameOrdinal":-1,"topic":"conversation/a","#),
     ] {
         let refusal = routed(&cut(&head)).unwrap_err();
         assert!(refusal.starts_with("ZCode wrote a non-JSON line: "), "{refusal}: {head}");

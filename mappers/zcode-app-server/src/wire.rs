@@ -5,15 +5,14 @@
 
 use std::borrow::Cow;
 use std::marker::PhantomData;
-use std::sync::LazyLock;
 
-use memchr::memmem;
 use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use zcode_contract::{ErrorKind, MapperError, NativeReply, ReplyBody};
 
+use zcode_mapper_sdk::compact::Reader;
 use zcode_mapper_sdk::elide::{Compactor, Path, Paths};
 use zcode_mapper_sdk::framing::json_batch;
 use zcode_mapper_sdk::json::{parse, protocol};
@@ -277,38 +276,24 @@ fn frame<'a, P>(envelope: Envelope<'a, P>) -> Result<Frame<'a, P>, MapperError> 
 }
 
 /// The topic of a line that opens as a V4 conversation frame, read no further: the line starts
-/// `{"method":"v4/conversation/frame","params":{`, and the wire frame's members before
-/// `"topic":` are plain scalars. That is how ZCode writes it: the short members first
-/// (`encodeTopicWireFrames`), in the order a strace capture of Desktop 3.11.2 quotes
-/// (`docs/mapper-zcode-app-server.md` §6). `None` for a line that opens any other way: the
-/// general reader takes it.
+/// `{"method":"v4/conversation/frame","params":{`, and the wire frame's members before `topic`
+/// are scalars. That is how ZCode writes it: the short members first (`encodeTopicWireFrames`),
+/// in the order a strace capture of Desktop 3.11.2 quotes (`docs/mapper-zcode-app-server.md`
+/// §6). `None` for a line that opens any other way: the general reader takes it.
 ///
 /// Issue 27: a streamed delta's V4 line is read whole by the session it is routed to, which
 /// refuses what the connection no longer reads (a line that is not JSON, a member named twice,
 /// `topic` too, an `id` after the params). Reading it whole here as well cost a tenth of
 /// zcode-acp's CPU per Desktop delta. A frame for a topic no session holds is then dropped
-/// unread past its topic, as its content is. It is searched, not parsed: a member-by-member
-/// read of the head cost nearly half as much as the whole line.
+/// unread past its topic, as its content is. The members before the topic are read as JSON
+/// (`compact::Reader`), not searched for `"topic":`: natively a search is cheaper, but in
+/// WebAssembly `memchr` has no vector search, and it was a tenth of the guests' time (the
+/// twenty-sixth session in `docs/performance.md`).
 pub fn leading_frame_topic(line: &str) -> Option<&str> {
-    const HEAD: &[u8] = br#"{"method":"v4/conversation/frame","params":{"#;
-    const TOPIC: &[u8] = br#""topic":""#;
-    /// How far into the params the topic is looked for.
-    const REACH: usize = 512;
-    // Built once: `memmem::find` builds its searcher on every call, for every streamed delta.
-    static FINDER: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Finder::new(TOPIC));
-    let params = line.as_bytes().strip_prefix(HEAD)?;
-    let at = FINDER.find(&params[..params.len().min(REACH)])?;
-    let before = &params[..at];
-    // With no escape before it, each quote there opens or closes a string, so in a valid line
-    // this `"topic":` is a member name, not text; with no bracket, the wire frame's own.
-    if memchr::memchr3(b'\\', b'{', b'[', before).is_some()
-        || !(before.is_empty() || before.ends_with(b","))
-    {
-        return None;
-    }
-    let value = &line[HEAD.len() + at + TOPIC.len()..];
-    let end = value.bytes().position(|b| matches!(b, b'"' | b'\\' | ..0x20))?;
-    (value.as_bytes()[end] == b'"').then(|| &value[..end])
+    const HEAD: &str = r#"{"method":"v4/conversation/frame","params":"#;
+    let mut params = Reader::new(line.strip_prefix(HEAD)?);
+    params.find_after_scalars("topic")?;
+    params.plain_str()
 }
 
 /// JSON's whitespace.

@@ -176,3 +176,27 @@ proptest! {
         prop_assert_eq!(plain_len(&bytes), scan.unwrap_or(bytes.len()));
     }
 }
+
+#[test]
+fn finds_a_member_after_scalars_only() {
+    fn found(text: &str) -> Option<&str> {
+        let mut reader = Reader::new(text);
+        reader.find_after_scalars("topic")?;
+        reader.plain_str()
+    }
+    let text = r#"{"v":3,"k":"a\"b{[","t":true,"n":null,"topic":"t/1","frame":{"topic":"no"}}"#;
+    assert_eq!(found(text), Some("t/1"));
+    assert_eq!(found(r#"{"topic":"first","topic":"second"}"#), Some("first"));
+    for text in [
+        r#"{"frame":{"topic":"nested"},"topic":"t"}"#,
+        r#"{"list":["topic"],"topic":"t"}"#,
+        r#"{"t\u006fpic":"escaped","topic":"t"}"#,
+        r#"{"n":-1,"topic":"t"}"#,
+        r#"{"v":1}"#,
+        r#"{"v":1,"#,
+        r#"{"v":1 ,"topic":"t"}"#,
+        r#"["topic","t"]"#,
+    ] {
+        assert_eq!(found(text), None, "{text}");
+    }
+}
