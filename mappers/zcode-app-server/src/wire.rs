@@ -432,18 +432,16 @@ pub fn error_reply(id: &Value, code: i64, message: &str) -> Vec<u8> {
 /// text again, are never held whole (issue 27).
 #[derive(Default)]
 pub struct Lines {
+    /// The start of a line that an earlier push began: never a newline.
     buffer: Vec<u8>,
-    /// How much of `buffer` is known to hold no newline: a long line that comes in many pushes
-    /// is scanned once, not once per push.
-    scanned: usize,
     /// The line in progress once it passed [`COMPACT_FROM`], and its bytes so far.
     long: Option<(Compactor, usize)>,
 }
 
 /// A line longer than this without a newline is not a frame the Agent writes.
 const MAX_LINE: usize = 64 * 1024 * 1024;
-/// A line at least this long that starts the buffer is handed over whole rather than copied.
-const HAND_OVER: usize = 1024 * 1024;
+/// A line buffer that grew past this is freed once its line is read, not kept for the next.
+const KEEP_AT_MOST: usize = 1024 * 1024;
 /// A line longer than this is compacted as it comes.
 const COMPACT_FROM: usize = 256 * 1024;
 
@@ -469,12 +467,11 @@ fn too_long() -> MapperError {
 }
 
 /// `line` (a whole line, without its newline) to `each`, unless it is blank.
-fn keep(
-    line: Vec<u8>,
+fn read_line(
+    line: &[u8],
     each: &mut impl FnMut(&str) -> Result<(), MapperError>,
 ) -> Result<(), MapperError> {
-    let line = String::from_utf8(line).map_err(|_| not_utf8())?;
-    match line.trim() {
+    match std::str::from_utf8(line).map_err(|_| not_utf8())?.trim() {
         "" => Ok(()),
         text => each(text),
     }
@@ -482,7 +479,8 @@ fn keep(
 
 impl Lines {
     /// Hands each line `bytes` completes to `each`, in order, borrowed: a push carries
-    /// hundreds of deltas, and none is copied out on its own.
+    /// hundreds of deltas, and none is copied out on its own. The lines that begin and end in
+    /// this push are read where they are; only a line's start is kept for the next push.
     pub fn push(
         &mut self,
         mut bytes: &[u8],
@@ -498,36 +496,36 @@ impl Lines {
             compactor.push(part)?;
             let Some(end) = end else { return Ok(()) };
             let (compactor, _) = self.long.take().expect("a long line is in progress");
-            keep(compactor.finish(), &mut each)?;
+            read_line(&compactor.finish(), &mut each)?;
             bytes = &bytes[end + 1..];
         }
-        self.buffer.extend_from_slice(bytes);
-        let mut start = 0;
-        let mut from = self.scanned;
-        // The buffer is shifted once per push, not once per line: a shift per line moved the
-        // rest each time.
-        while let Some(offset) = memchr::memchr(b'\n', &self.buffer[from..]) {
-            let end = from + offset;
-            if start == 0 && end >= HAND_OVER {
-                // A long line that came in one push and starts the buffer is the buffer:
-                // handed over as the line, not copied.
-                let rest = self.buffer.split_off(end + 1);
-                let mut line = std::mem::replace(&mut self.buffer, rest);
-                line.truncate(end);
-                keep(line, &mut each)?;
-                from = 0;
-                continue;
+        if !self.buffer.is_empty() {
+            // The line begun earlier ends at this push's first newline.
+            let Some(end) = memchr::memchr(b'\n', bytes) else {
+                self.buffer.extend_from_slice(bytes);
+                return self.hold();
+            };
+            self.buffer.extend_from_slice(&bytes[..end]);
+            read_line(&self.buffer, &mut each)?;
+            if self.buffer.capacity() > KEEP_AT_MOST {
+                self.buffer = Vec::new();
+            } else {
+                self.buffer.clear();
             }
-            let text =
-                std::str::from_utf8(&self.buffer[start..end]).map_err(|_| not_utf8())?.trim();
-            if !text.is_empty() {
-                each(text)?;
-            }
-            start = end + 1;
-            from = start;
+            bytes = &bytes[end + 1..];
         }
-        self.buffer.drain(..start);
-        self.scanned = self.buffer.len();
+        let mut start = 0;
+        while let Some(offset) = memchr::memchr(b'\n', &bytes[start..]) {
+            read_line(&bytes[start..start + offset], &mut each)?;
+            start += offset + 1;
+        }
+        self.buffer.extend_from_slice(&bytes[start..]);
+        self.hold()
+    }
+
+    /// Checks the start of a line kept for the next push: within bounds, and compacted from
+    /// [`COMPACT_FROM`] on.
+    fn hold(&mut self) -> Result<(), MapperError> {
         if self.buffer.len() > MAX_LINE {
             return Err(too_long());
         }
@@ -537,7 +535,6 @@ impl Lines {
             self.long = Some((compactor, self.buffer.len()));
             // Freed, not kept: the next lines are short again.
             self.buffer = Vec::new();
-            self.scanned = 0;
         }
         Ok(())
     }
@@ -603,6 +600,32 @@ mod tests {
         }
         lines.finish(&mut keep).unwrap();
         out
+    }
+
+    /// A line is the same whether it came in one push, began in an earlier one, or spans many:
+    /// a character cut between two pushes included. Blank lines are no lines, and a line that is
+    /// not UTF-8 is refused wherever it was cut.
+    #[test]
+    fn lines_are_the_same_however_the_pushes_cut_them() {
+        let input = "{\"a\":\"é€\"}\n\n  \r\n{\"b\":1}\r\n[{\"c\":\"𝄞\"}]\n{\"d\":2}";
+        let whole = lines_of(input, input.len());
+        assert_eq!(whole, [r#"{"a":"é€"}"#, r#"{"b":1}"#, r#"[{"c":"𝄞"}]"#, r#"{"d":2}"#]);
+        for chunk in 1..input.len() {
+            assert_eq!(lines_of(input, chunk), whole, "chunks of {chunk}");
+        }
+        let mut bad = b"{\"a\":1}\n{\"b\":\"".to_vec();
+        bad.extend_from_slice(&[0xc3, b'"', b'}', b'\n']);
+        for chunk in [1, 3, bad.len()] {
+            let mut lines = Lines::default();
+            let mut seen = Vec::new();
+            let mut keep = |line: &str| {
+                seen.push(line.to_string());
+                Ok(())
+            };
+            let refused = bad.chunks(chunk).find_map(|piece| lines.push(piece, &mut keep).err());
+            assert_eq!(refused.map(|e| e.message), Some(not_utf8().message), "chunks of {chunk}");
+            assert_eq!(seen, [r#"{"a":1}"#], "chunks of {chunk}");
+        }
     }
 
     #[test]
