@@ -52,6 +52,7 @@ pub mod link;
 pub mod log;
 pub mod mapping;
 pub mod media;
+pub mod memcmp;
 pub mod native;
 pub mod ops;
 pub mod pieces;
