@@ -330,7 +330,7 @@ impl<'a> Reader<'a> {
 
 /// `bytes` as UTF-8 text; bytes that are not are a protocol error, `"<what> is not UTF-8"`.
 pub fn utf8<'a>(bytes: &'a [u8], what: &str) -> Result<&'a str, MapperError> {
-    std::str::from_utf8(bytes).map_err(|_| protocol(format!("{what} is not UTF-8")))
+    crate::text::utf8(bytes).map_err(|_| protocol(format!("{what} is not UTF-8")))
 }
 
 #[cfg(test)]

@@ -59,6 +59,7 @@ pub mod pieces;
 pub mod prelude;
 pub mod secret;
 pub mod sequence;
+pub mod text;
 pub mod time;
 pub mod tool_view;
 pub mod uri;

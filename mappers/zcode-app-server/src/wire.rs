@@ -471,7 +471,7 @@ fn read_line(
     line: &[u8],
     each: &mut impl FnMut(&str) -> Result<(), MapperError>,
 ) -> Result<(), MapperError> {
-    match std::str::from_utf8(line).map_err(|_| not_utf8())?.trim() {
+    match zcode_mapper_sdk::text::utf8(line).map_err(|_| not_utf8())?.trim() {
         "" => Ok(()),
         text => each(text),
     }

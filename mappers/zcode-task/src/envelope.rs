@@ -80,7 +80,7 @@ fn oversized(max: usize) -> MapperError {
 /// Adds the frame of one line (without its line ending) to `inbound`; a blank line is none.
 /// A streamed event's text is copied once, into the input that holds it.
 fn add_frame(inbound: &mut Vec<Inbound>, line: &[u8]) -> Result<(), MapperError> {
-    let text = std::str::from_utf8(line)
+    let text = zcode_mapper_sdk::text::utf8(line)
         .map_err(|_| protocol("Native protocol contained invalid UTF-8"))?;
     if text.trim().is_empty() {
         return Ok(());
