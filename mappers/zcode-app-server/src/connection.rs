@@ -166,20 +166,31 @@ fn add_line(
     scratch: &mut String,
     line: &str,
 ) -> Result<(), MapperError> {
-    let batch = wire::classify_batch::<RouteParams<'_>>(line, |text, frame| {
-        route(frame)?.add_to(inbound, scratch, text);
-        Ok(())
+    let batch = wire::classify_batch::<RouteParams<'_>>(line, |text, frame| match frame {
+        Some(frame) => {
+            route(frame)?.add_to(inbound, scratch, text);
+            Ok(())
+        }
+        None => add_frame(inbound, scratch, text),
     })?;
     if batch {
         return Ok(());
     }
-    // A streamed delta's V4 line goes to its session on its topic alone; the session reads it
-    // whole (`wire::leading_frame_topic`).
-    let routing = match wire::leading_frame_topic(line).and_then(conversation) {
+    add_frame(inbound, scratch, line)
+}
+
+/// Adds one frame, a line's or a batch's, read from `text`. A streamed delta's V4 frame goes to
+/// its session on its topic alone; the session reads it whole (`wire::leading_frame_topic`).
+fn add_frame(
+    inbound: &mut Vec<Inbound>,
+    scratch: &mut String,
+    text: &str,
+) -> Result<(), MapperError> {
+    let routing = match wire::leading_frame_topic(text).and_then(conversation) {
         Some(session) => Routing::Frame(Cow::Borrowed(session)),
-        None => route(wire::classify_as(line)?)?,
+        None => route(wire::classify_as(text)?)?,
     };
-    routing.add_to(inbound, scratch, line);
+    routing.add_to(inbound, scratch, text);
     Ok(())
 }
 

@@ -290,25 +290,40 @@ fn frame<'a, P>(envelope: Envelope<'a, P>) -> Result<Frame<'a, P>, MapperError> 
 /// WebAssembly `memchr` has no vector search, and it was a tenth of the guests' time (the
 /// twenty-sixth session in `docs/performance.md`).
 pub fn leading_frame_topic(line: &str) -> Option<&str> {
-    const HEAD: &str = r#"{"method":"v4/conversation/frame","params":"#;
-    let mut params = Reader::new(line.strip_prefix(HEAD)?);
+    let mut params = Reader::new(line.strip_prefix(V4_FRAME_HEAD)?);
     params.find_after_scalars("topic")?;
     params.plain_str()
+}
+
+/// How ZCode opens a V4 conversation frame notification.
+const V4_FRAME_HEAD: &str = r#"{"method":"v4/conversation/frame","params":"#;
+
+/// The V4 conversation frame `text` opens with, as ZCode writes one, up to its end: found by the
+/// compact reader, which passes over it far faster than the envelope's serde read. `None` for
+/// anything else, or for a frame the compact reader does not read.
+fn v4_frame_text(text: &str) -> Option<&str> {
+    if !text.starts_with(V4_FRAME_HEAD) {
+        return None;
+    }
+    Reader::new(text).value_text()
 }
 
 /// JSON's whitespace.
 const WHITESPACE: [char; 4] = [' ', '\t', '\n', '\r'];
 
 /// The frames of a line holding a JSON array, a batch (as [`json_batch`] splits one), each
-/// read as [`classify_as`] reads a line and handed to `each` in order with its own text: read
-/// in the pass that finds where it ends, so that a batch is not scanned once to be split and
-/// again frame by frame (issue 27). `false` for a line that is no array.
+/// handed to `each` in order with its own text, and read as [`classify_as`] reads a line in the
+/// pass that finds where it ends, so that a batch is not scanned once to be split and again
+/// frame by frame (issue 27). A frame that opens as ZCode writes a V4 conversation frame comes
+/// unread (`None`), its end found by the compact reader: the caller routes it as it routes such
+/// a line, on its head ([`leading_frame_topic`]), and its session reads it whole. `false` for a
+/// line that is no array.
 ///
 /// It fails as the split and then the frames' reads did: a line that is not JSON as no array of
 /// frames (whatever else failed), else at the first frame that fails, here or in `each`.
 pub fn classify_batch<'a, P: Deserialize<'a>>(
     line: &'a str,
-    each: impl FnMut(&'a str, Frame<'a, P>) -> Result<(), MapperError>,
+    each: impl FnMut(&'a str, Option<Frame<'a, P>>) -> Result<(), MapperError>,
 ) -> Result<bool, MapperError> {
     let Some(inner) = line.strip_prefix('[') else { return Ok(false) };
     // Failing, the SDK's split says whether the array is at fault (it is then its error).
@@ -320,7 +335,7 @@ pub fn classify_batch<'a, P: Deserialize<'a>>(
 /// [`classify_batch`] after the `[`; an error may be the array's, which the caller tells.
 fn batch_frames<'a, P: Deserialize<'a>>(
     inner: &'a str,
-    mut each: impl FnMut(&'a str, Frame<'a, P>) -> Result<(), MapperError>,
+    mut each: impl FnMut(&'a str, Option<Frame<'a, P>>) -> Result<(), MapperError>,
 ) -> Result<(), MapperError> {
     let not_an_array = || protocol("A line of host output is not a JSON array of frames");
     let end = |after: &str| {
@@ -334,11 +349,22 @@ fn batch_frames<'a, P: Deserialize<'a>>(
         if !rest.starts_with('{') {
             return Err(not_an_object());
         }
-        // A stream reader says where the frame ended; after an object it asks nothing more.
-        let mut stream = serde_json::Deserializer::from_str(rest).into_iter::<Envelope<'a, P>>();
-        let envelope = stream.next().ok_or_else(not_an_array)?.map_err(envelope_error)?;
-        let (text, after) = rest.split_at(stream.byte_offset());
-        each(text, frame(envelope)?)?;
+        let after = match v4_frame_text(rest) {
+            Some(text) => {
+                each(text, None)?;
+                &rest[text.len()..]
+            }
+            None => {
+                // A stream reader says where the frame ended; after an object it asks nothing
+                // more.
+                let mut stream =
+                    serde_json::Deserializer::from_str(rest).into_iter::<Envelope<'a, P>>();
+                let envelope = stream.next().ok_or_else(not_an_array)?.map_err(envelope_error)?;
+                let (text, after) = rest.split_at(stream.byte_offset());
+                each(text, Some(frame(envelope)?))?;
+                after
+            }
+        };
         rest = after.trim_start_matches(WHITESPACE);
         match rest.strip_prefix(',') {
             Some(after) => rest = after.trim_start_matches(WHITESPACE),
