@@ -216,7 +216,7 @@ impl<'a> Reader<'a> {
 
     fn utf8(&mut self, what: &str) -> Result<String, DecodeError> {
         let len = self.len()?;
-        match std::str::from_utf8(self.take(len)) {
+        match zcode_mapper_sdk::text::utf8(self.take(len)) {
             Ok(text) => Ok(text.to_string()),
             Err(_) => fail(format!("{what} is not UTF-8")),
         }
