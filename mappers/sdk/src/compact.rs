@@ -92,6 +92,21 @@ impl<'a> Reader<'a> {
         serde_json::from_str::<String>(self.text.get(start - 1..=end)?).ok().map(Cow::Owned)
     }
 
+    /// The text `expected`, where the reader is: its copy in the text. A caller that knows the
+    /// order in which a host writes a frame's members compares the fixed text between its
+    /// values whole, instead of reading each member's name (issue 27). `expected` is JSON
+    /// however it stands, so the caller reads what it compares as the general reader would:
+    /// a string's content compared so is [`is_plain`].
+    #[inline]
+    pub fn literal(&mut self, expected: &str) -> Option<&'a str> {
+        let end = self.at.checked_add(expected.len())?;
+        let found = self.text.get(self.at..end)?;
+        (found == expected).then(|| {
+            self.at = end;
+            found
+        })
+    }
+
     /// An unsigned integer as JSON writes one (no sign, no leading zero, no fraction or
     /// exponent) that fits a `u64`.
     #[inline]
@@ -227,6 +242,12 @@ impl<'a> Reader<'a> {
 
 /// How deep [`Reader::value_text`] goes, well within serde_json's limit (128).
 pub const MAX_DEPTH: usize = 64;
+
+/// Whether `text` is written in a JSON string as it is: it holds no quote, backslash or
+/// control character, so `JSON.stringify` escapes none of it.
+pub fn is_plain(text: &str) -> bool {
+    plain_len(text.as_bytes()) == text.len()
+}
 
 /// How many bytes `bytes` starts with that are neither a quote, a backslash nor a control
 /// character: eight at a time, as serde_json scans a string, since the streamed frames are

@@ -80,6 +80,37 @@ fn reads_the_lines_zcode_writes_as_serde_reads_them() {
 }
 
 #[test]
+fn reads_a_line_as_zcode_writes_it_without_its_member_names() {
+    let show = |read: Option<(Wire<'_>, usize)>| read.map(|r| format!("{r:?}"));
+    let zcode = line(&[r#""lorem ipsum ""#, r#""é \"q\" \\ \n""#]).text();
+    let joined = format!("{zcode}\n{zcode}");
+    for text in [&zcode, &line(&[]).text(), &joined] {
+        let as_written = show(read_as_written(text, "sub-1"));
+        assert!(as_written.is_some(), "{text}");
+        assert_eq!(as_written, show(read_by_members(text)));
+    }
+    // The same line with its members in another order, or as another subscription's, is read
+    // by members (`reads_the_lines_zcode_writes_as_serde_reads_them`).
+    for other in [
+        zcode.replace(
+            r#""fromSeq":3,"toSeq":5,"sentAt":1764820800000"#,
+            r#""sentAt":1764820800000,"fromSeq":3,"toSeq":5"#,
+        ),
+        zcode.replace(r#""deliveryKind":"online","#, ""),
+        zcode.replacen(r#""topic":"conversation/s1""#, r#""topic":"conversation/s2""#, 1),
+        zcode.replace(r#""rowId":4,"path":"text""#, r#""path":"text","rowId":4"#),
+    ] {
+        assert_eq!(read_as_written(&other, "sub-1").map(drop), None, "{other}");
+        assert!(read_by_members(&other).is_some(), "{other}");
+    }
+    assert_eq!(read_as_written(&zcode, "sub-2").map(drop), None);
+    // An id that JSON escapes is not compared as it stands.
+    let quoted = zcode.replace("sub-1", r#"sub\"1"#);
+    assert_eq!(read_as_written(&quoted, r#"sub"1"#).map(drop), None);
+    assert_eq!(read_as_written(&quoted, r#"sub\"1"#).map(drop), None);
+}
+
+#[test]
 fn leaves_every_other_line_to_serde() {
     let zcode = line(&[r#""hi""#]).text();
     for (other, seq) in [
