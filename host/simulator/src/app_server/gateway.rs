@@ -2,7 +2,7 @@
 //! notifications on stdout, held per connection while the host reports it saturated
 //! (`v4/connection/flow`).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde_json::Value;
 
@@ -14,7 +14,8 @@ use crate::v4::wire::{Frame, Framing, write_complete};
 /// Where V4 frames go: per connection, paused while the host reports it saturated.
 #[derive(Default)]
 pub struct Gateway {
-    connections: HashMap<String, Connection>,
+    /// Ordered, not hashed, as `State::sessions` is: one look-up for every frame.
+    connections: BTreeMap<String, Connection>,
     /// `workspace-config/<key>` subscriptions (conversation ones live in each publisher).
     pub config_subscribers: Vec<Subscriber>,
     /// Each session's remembered ACKs, for replays of a command.

@@ -3,7 +3,7 @@
 //! and `state.updated` emission, V4 patches, settings announcements, the start of a run.
 //! Nothing here knows a method family or a turn (`mod.rs` states the direction).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -68,7 +68,10 @@ impl Options {
 /// Everything handlers share, behind one lock.
 pub struct State {
     pub store: AppStore,
-    pub sessions: HashMap<String, Resident>,
+    /// Ordered, not hashed: a streamed delta looks its session up twice, and hashing its id
+    /// each time was a few per cent of the Desktop simulator's CPU per delta, where comparing
+    /// it with the few open sessions' ids costs next to nothing (docs/performance.md, issue 27).
+    pub sessions: BTreeMap<String, Resident>,
     pub entitlements: Entitlements,
     pub gateway: Gateway,
     pub out: Arc<Output>,
@@ -343,7 +346,7 @@ impl Server {
             provider,
             state: Mutex::new(State {
                 store,
-                sessions: HashMap::new(),
+                sessions: BTreeMap::new(),
                 entitlements: Entitlements::default(),
                 gateway: Gateway::default(),
                 out: out.clone(),

@@ -160,7 +160,14 @@ impl Publisher {
     // ----- rows ---------------------------------------------------------------------------
 
     fn row_index(&self, row_id: u64) -> Result<usize, usize> {
-        self.log.rows.binary_search_by_key(&row_id, |row| row["rowId"].as_u64().unwrap_or(0))
+        let id_of = |row: &Value| row["rowId"].as_u64().unwrap_or(0);
+        // A turn streams into its newest row, so that one is asked for by the thousand: each
+        // step of the search hashes a member name (docs/performance.md, issue 27).
+        let rows = &self.log.rows;
+        match rows.last() {
+            Some(last) if id_of(last) == row_id => Ok(rows.len() - 1),
+            _ => rows.binary_search_by_key(&row_id, id_of),
+        }
     }
 
     #[cfg(test)]
