@@ -10,20 +10,31 @@ use std::cmp::Ordering;
 
 /// How `a` orders against `b` (both `n` bytes long) as C's `memcmp` says: the first differing
 /// byte decides, compared as unsigned. Words are read eight bytes at a time, little-endian, so
-/// the lowest differing byte of a word is its first.
+/// the lowest differing byte of a word is its first. The last word ends where the bytes do and
+/// may overlap the one before: the bytes it shares with that one are equal, so its first
+/// difference is still the first. A byte at a time, the tail of a compact read's fixed text
+/// cost as much as the rest of it.
 pub fn compare(a: &[u8], b: &[u8]) -> Ordering {
     debug_assert_eq!(a.len(), b.len());
-    let words = a.chunks_exact(8).zip(b.chunks_exact(8));
-    for (x, y) in words {
-        let x = u64::from_le_bytes(x.try_into().expect("eight bytes"));
-        let y = u64::from_le_bytes(y.try_into().expect("eight bytes"));
+    let Some(last) = a.len().checked_sub(8) else {
+        return a.iter().cmp(b);
+    };
+    let word = |bytes: &[u8], at: usize| {
+        u64::from_le_bytes(bytes[at..at + 8].try_into().expect("eight bytes"))
+    };
+    let mut at = 0;
+    loop {
+        let at_word = at.min(last);
+        let (x, y) = (word(a, at_word), word(b, at_word));
         if x != y {
             let shift = (x ^ y).trailing_zeros() & !7;
             return ((x >> shift) as u8).cmp(&((y >> shift) as u8));
         }
+        if at_word == last {
+            return Ordering::Equal;
+        }
+        at += 8;
     }
-    let whole = a.len() & !7;
-    a[whole..].iter().cmp(&b[whole..])
 }
 
 /// C's `memcmp`, for the guest's own code and the C library's alike.
