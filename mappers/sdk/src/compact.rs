@@ -97,7 +97,7 @@ impl<'a> Reader<'a> {
     /// values whole, instead of reading each member's name (issue 27). `expected` is JSON
     /// however it stands, so the caller reads what it compares as the general reader would:
     /// a string's content compared so is [`is_plain`].
-    #[inline]
+    #[inline(always)]
     pub fn literal(&mut self, expected: &str) -> Option<&'a str> {
         let end = self.at.checked_add(expected.len())?;
         let found = self.text.get(self.at..end)?;
