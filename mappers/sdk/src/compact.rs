@@ -94,9 +94,8 @@ impl<'a> Reader<'a> {
 
     /// The text `expected`, where the reader is: its copy in the text. A caller that knows the
     /// order in which a host writes a frame's members compares the fixed text between its
-    /// values whole, instead of reading each member's name (issue 27). `expected` is JSON
-    /// however it stands, so the caller reads what it compares as the general reader would:
-    /// a string's content compared so is [`is_plain`].
+    /// values whole, instead of reading each member's name (issue 27). What it compares must
+    /// mean the same compared or read: a string's content compared so must be [`is_plain`].
     #[inline(always)]
     pub fn literal(&mut self, expected: &str) -> Option<&'a str> {
         let end = self.at.checked_add(expected.len())?;

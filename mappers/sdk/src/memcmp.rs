@@ -12,8 +12,8 @@ use std::cmp::Ordering;
 /// byte decides, compared as unsigned. Words are read eight bytes at a time, little-endian, so
 /// the lowest differing byte of a word is its first. The last word ends where the bytes do and
 /// may overlap the one before: the bytes it shares with that one are equal, so its first
-/// difference is still the first. A byte at a time, the tail of a compact read's fixed text
-/// cost as much as the rest of it.
+/// difference is still the first. A byte at a time, the tail of each fixed text a compact
+/// read compares (issue 27) was a loop of up to seven more rounds.
 pub fn compare(a: &[u8], b: &[u8]) -> Ordering {
     debug_assert_eq!(a.len(), b.len());
     let Some(last) = a.len().checked_sub(8) else {

@@ -61,11 +61,12 @@ fn read_by_members(text: &str) -> Option<(Wire<'_>, usize)> {
 /// The line as ZCode writes it (3.15.1 `wire.ts` and its conversation publisher): the wire
 /// members, the logical frame's and each delta's in that order, with every member
 /// [`read_by_members`] takes and no other. The fixed text between the values is compared
-/// whole, and only what changes from line to line is read, which costs about a third of
-/// reading every member's name (issue 27). The subscription's own frames name it twice: it is
-/// compared too, and the logical frame's topic must be the wire's. Anything else, members in
-/// another order among it, is `None` here and read by members, so a line is read the same
-/// either way.
+/// whole, and only what changes from line to line is read: natively about half the time of
+/// reading every member's name, less in the guest, where comparing a byte costs about what
+/// scanning it does (docs/performance.md, issue 27). The subscription's own frames name it
+/// twice: it is compared too, and the logical frame's topic must be the wire's. Anything else,
+/// members in another order among it, is `None` here and read by members, so a line is read
+/// the same either way.
 fn read_as_written<'a>(text: &'a str, subscription_id: &str) -> Option<(Wire<'a>, usize)> {
     // An id that JSON escapes does not stand in the text as it is.
     if !is_plain(subscription_id) {
