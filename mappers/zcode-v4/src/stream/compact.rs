@@ -8,7 +8,7 @@
 
 use std::borrow::Cow;
 
-use zcode_mapper_sdk::compact::{Reader, is_plain, once};
+use zcode_mapper_sdk::compact::{Reader, once};
 
 use super::{
     CheckedDelta, CheckedFrame, CheckedParts, Delta, DeltaFrame, LogicalParts, TextAppend,
@@ -58,8 +58,9 @@ fn read_by_members(text: &str) -> Option<(Wire<'_>, usize)> {
     Some((wire?, reader.line_end()?))
 }
 
-/// The line as ZCode writes it (3.15.1 `wire.ts` and its conversation publisher): the wire
-/// members, the logical frame's and each delta's in that order, with every member
+/// The line as ZCode writes it (3.15.1 `wire.ts` and its conversation publisher, and the
+/// logical frame's `sentAt` where 3.11.2 was seen writing it): the wire members, the logical
+/// frame's and each delta's in that order, with every member
 /// [`read_by_members`] takes and no other. The fixed text between the values is compared
 /// whole, and only what changes from line to line is read: natively about half the time of
 /// reading every member's name, less in the guest, where comparing a byte costs about what
@@ -68,10 +69,6 @@ fn read_by_members(text: &str) -> Option<(Wire<'_>, usize)> {
 /// members in another order among it, is `None` here and read by members, so a line is read
 /// the same either way.
 fn read_as_written<'a>(text: &'a str, subscription_id: &str) -> Option<(Wire<'a>, usize)> {
-    // An id that JSON escapes does not stand in the text as it is.
-    if !is_plain(subscription_id) {
-        return None;
-    }
     let mut r = Reader::new(text);
     r.literal(r#"{"method":"v4/conversation/frame","params":{"wireVersion":"#)?;
     let version = r.uint()?;
@@ -85,18 +82,29 @@ fn read_as_written<'a>(text: &'a str, subscription_id: &str) -> Option<(Wire<'a>
     r.uint()?;
     r.literal(r#","topic":"#)?;
     let topic = r.plain_str()?;
-    r.literal(r#","subscriptionId":""#)?;
-    let subscription = r.literal(subscription_id)?;
-    r.literal(r#"","frame":{"topic":"#)?;
+    r.literal(r#","subscriptionId":"#)?;
+    // Read, not compared: then the id holds nothing JSON escapes, and it can be compared where
+    // it comes again.
+    let subscription = r.plain_str().filter(|s| *s == subscription_id)?;
+    r.literal(r#","frame":{"topic":"#)?;
     (r.plain_str()? == topic).then_some(())?;
     r.literal(r#","subscriptionId":""#)?;
     r.literal(subscription_id)?;
-    r.literal(r#"","fromSeq":"#)?;
+    r.literal(r#"","#)?;
+    // 3.15.1 writes `sentAt` after `toSeq`; a 3.11.2 Agent was seen writing it first.
+    let sent_first = r.literal(r#""sentAt":"#).is_some();
+    if sent_first {
+        r.uint()?;
+        r.literal(",")?;
+    }
+    r.literal(r#""fromSeq":"#)?;
     let from_seq = r.uint()?;
     r.literal(r#","toSeq":"#)?;
     let to_seq = r.uint()?;
-    r.literal(r#","sentAt":"#)?;
-    r.uint()?;
+    if !sent_first {
+        r.literal(r#","sentAt":"#)?;
+        r.uint()?;
+    }
     r.literal(r#","payload":{"kind":"#)?;
     let frame_kind = r.plain_str()?;
     r.literal(r#","deltas":"#)?;
