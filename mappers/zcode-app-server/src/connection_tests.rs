@@ -588,10 +588,25 @@ fn a_v4_line_is_routed_on_its_head_and_anything_else_is_read_whole() {
     };
     let cut = |head: &str| format!(r#"{head}"subscriptionId":"s","frame":{{"payload":"#);
     let zcode = r#"{"method":"v4/conversation/frame","params":{"wireVersion":3,"kind":"complete","deliveryKind":"online","logicalFrameId":"f","logicalFrameOrdinal":1,"topic":"conversation/a","#;
-    for head in [zcode, r#"{"method":"v4/conversation/frame","params":{"topic":"conversation/a","#]
-    {
+    // ZCode's order, with an escape in a member before the topic (read by name), or in
+    // another order.
+    let escaped = zcode.replace(r#""f""#, r#""f\"""#);
+    let reordered = zcode.replace(
+        r#""kind":"complete","deliveryKind":"online""#,
+        r#""deliveryKind":"online","kind":"complete""#,
+    );
+    for head in [
+        zcode,
+        &escaped,
+        &reordered,
+        r#"{"method":"v4/conversation/frame","params":{"topic":"conversation/a","#,
+    ] {
         assert_eq!(routed(&cut(head)), Ok("session/a".to_string()), "{head}");
     }
+    // An escape in the topic itself gives ZCode's order to the general reader too.
+    let refusal =
+        routed(&cut(&zcode.replace("conversation/a", r"conversation/\u0061"))).unwrap_err();
+    assert!(refusal.starts_with("ZCode wrote a non-JSON line: "), "{refusal}");
     let open = r#"{"method":"v4/conversation/frame","params":{"#;
     // The members before the topic are read as JSON, so an escape or a bracket in a string, or
     // a long one, hides nothing.

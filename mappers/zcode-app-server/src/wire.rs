@@ -290,9 +290,32 @@ fn frame<'a, P>(envelope: Envelope<'a, P>) -> Result<Frame<'a, P>, MapperError> 
 /// WebAssembly `memchr` has no vector search, and it was a tenth of the guests' time (the
 /// twenty-sixth session in `docs/performance.md`).
 pub fn leading_frame_topic(line: &str) -> Option<&str> {
-    let mut params = Reader::new(line.strip_prefix(V4_FRAME_HEAD)?);
-    params.find_after_scalars("topic")?;
-    params.plain_str()
+    let params = line.strip_prefix(V4_FRAME_HEAD)?;
+    topic_as_written(params).or_else(|| {
+        let mut params = Reader::new(params);
+        params.find_after_scalars("topic")?;
+        params.plain_str()
+    })
+}
+
+/// [`leading_frame_topic`] of wire members in the order ZCode writes them (the capture above):
+/// the fixed text between their values compared whole, not read name by name, as the session
+/// then reads the line (`zcode_v4::stream::compact`). Members in another order are found by
+/// name.
+fn topic_as_written(params: &str) -> Option<&str> {
+    let mut r = Reader::new(params);
+    r.literal(r#"{"wireVersion":"#)?;
+    r.uint()?;
+    r.literal(r#","kind":"#)?;
+    r.plain_str()?;
+    r.literal(r#","deliveryKind":"#)?;
+    r.plain_str()?;
+    r.literal(r#","logicalFrameId":"#)?;
+    r.plain_str()?;
+    r.literal(r#","logicalFrameOrdinal":"#)?;
+    r.uint()?;
+    r.literal(r#","topic":"#)?;
+    r.plain_str()
 }
 
 /// How ZCode opens a V4 conversation frame notification.
@@ -597,6 +620,22 @@ mod tests {
 
     fn get<'a>(members: &Members<'a, Names>, name: &str) -> Option<&'a str> {
         members.get(name).map(RawValue::get)
+    }
+
+    /// The head of a V4 line as ZCode writes it is compared, not read by name; in another order
+    /// it is read by name, to the same topic.
+    #[test]
+    fn finds_the_topic_in_zcodes_order_without_member_names() {
+        let params = r#"{"wireVersion":3,"kind":"complete","deliveryKind":"online","logicalFrameId":"sub:4","logicalFrameOrdinal":4,"topic":"conversation/a","subscriptionId":"sub","frame":{}}"#;
+        let reordered = params
+            .replace(r#""wireVersion":3,"kind""#, r#""kind""#)
+            .replace(r#""logicalFrameOrdinal":4,"#, r#""logicalFrameOrdinal":4,"wireVersion":3,"#);
+        assert_eq!(topic_as_written(params), Some("conversation/a"));
+        assert_eq!(topic_as_written(&reordered), None);
+        for params in [params, &reordered] {
+            let line = format!("{V4_FRAME_HEAD}{params}}}");
+            assert_eq!(leading_frame_topic(&line), Some("conversation/a"), "{line}");
+        }
     }
 
     #[test]
