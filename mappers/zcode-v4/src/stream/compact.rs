@@ -60,14 +60,13 @@ fn read_by_members(text: &str) -> Option<(Wire<'_>, usize)> {
 
 /// The line as ZCode writes it (3.15.1 `wire.ts` and its conversation publisher, and the
 /// logical frame's `sentAt` where 3.11.2 was seen writing it): the wire members, the logical
-/// frame's and each delta's in that order, with every member
-/// [`read_by_members`] takes and no other. The fixed text between the values is compared
-/// whole, and only what changes from line to line is read: natively about half the time of
-/// reading every member's name, less in the guest, where comparing a byte costs about what
-/// scanning it does (docs/performance.md, issue 27). The subscription's own frames name it
-/// twice: it is compared too, and the logical frame's topic must be the wire's. Anything else,
-/// members in another order among it, is `None` here and read by members, so a line is read
-/// the same either way.
+/// frame's and each delta's in that order, with every member [`read_by_members`] takes and no
+/// other. The fixed text between the values is compared whole, and only what changes from line
+/// to line is read: natively about half the time of reading every member's name, less in the
+/// guest, where comparing a byte costs about what scanning it does (docs/performance.md, issue
+/// 27). The subscription's own frames name it twice: both must be this one, and the logical
+/// frame's topic must be the wire's. Anything else, members in another order among it, is
+/// `None` here and read by members, so a line is read the same either way.
 fn read_as_written<'a>(text: &'a str, subscription_id: &str) -> Option<(Wire<'a>, usize)> {
     let mut r = Reader::new(text);
     r.literal(r#"{"method":"v4/conversation/frame","params":{"wireVersion":"#)?;
