@@ -16,6 +16,7 @@ use zcode_mapper_sdk::compact::Reader;
 use zcode_mapper_sdk::elide::{Compactor, Path, Paths};
 use zcode_mapper_sdk::framing::json_batch;
 use zcode_mapper_sdk::json::{parse, protocol};
+use zcode_v4::stream;
 
 pub use zcode_v4::stream::{object, raw_str};
 
@@ -290,42 +291,21 @@ fn frame<'a, P>(envelope: Envelope<'a, P>) -> Result<Frame<'a, P>, MapperError> 
 /// WebAssembly `memchr` has no vector search, and it was a tenth of the guests' time (the
 /// twenty-sixth session in `docs/performance.md`).
 pub fn leading_frame_topic(line: &str) -> Option<&str> {
-    let params = line.strip_prefix(V4_FRAME_HEAD)?;
-    topic_as_written(params).or_else(|| {
+    let params = line.strip_prefix(stream::FRAME_HEAD)?;
+    // In ZCode's order the fixed text is compared, as the session then reads the line; in any
+    // other the members are found by name.
+    stream::read_wire_head(&mut Reader::new(params)).map(|head| head.topic).or_else(|| {
         let mut params = Reader::new(params);
         params.find_after_scalars("topic")?;
         params.plain_str()
     })
 }
 
-/// [`leading_frame_topic`] of wire members in the order ZCode writes them (the capture above):
-/// the fixed text between their values compared whole, not read name by name, as the session
-/// then reads the line (`zcode_v4::stream::compact`). Members in another order are found by
-/// name.
-fn topic_as_written(params: &str) -> Option<&str> {
-    let mut r = Reader::new(params);
-    r.literal(r#"{"wireVersion":"#)?;
-    r.uint()?;
-    r.literal(r#","kind":"#)?;
-    r.plain_str()?;
-    r.literal(r#","deliveryKind":"#)?;
-    r.plain_str()?;
-    r.literal(r#","logicalFrameId":"#)?;
-    r.plain_str()?;
-    r.literal(r#","logicalFrameOrdinal":"#)?;
-    r.uint()?;
-    r.literal(r#","topic":"#)?;
-    r.plain_str()
-}
-
-/// How ZCode opens a V4 conversation frame notification.
-const V4_FRAME_HEAD: &str = r#"{"method":"v4/conversation/frame","params":"#;
-
 /// The V4 conversation frame `text` opens with, as ZCode writes one, up to its end: found by the
 /// compact reader, which passes over it far faster than the envelope's serde read. `None` for
 /// anything else, or for a frame the compact reader does not read.
 fn v4_frame_text(text: &str) -> Option<&str> {
-    if !text.starts_with(V4_FRAME_HEAD) {
+    if !text.starts_with(stream::FRAME_HEAD) {
         return None;
     }
     Reader::new(text).value_text()
@@ -630,10 +610,13 @@ mod tests {
         let reordered = params
             .replace(r#""wireVersion":3,"kind""#, r#""kind""#)
             .replace(r#""logicalFrameOrdinal":4,"#, r#""logicalFrameOrdinal":4,"wireVersion":3,"#);
-        assert_eq!(topic_as_written(params), Some("conversation/a"));
-        assert_eq!(topic_as_written(&reordered), None);
+        let head = |params: &str| {
+            stream::read_wire_head(&mut Reader::new(params)).map(|head| head.topic.to_string())
+        };
+        assert_eq!(head(params).as_deref(), Some("conversation/a"));
+        assert_eq!(head(&reordered), None);
         for params in [params, &reordered] {
-            let line = format!("{V4_FRAME_HEAD}{params}}}");
+            let line = format!("{}{params}}}", stream::FRAME_HEAD);
             assert_eq!(leading_frame_topic(&line), Some("conversation/a"), "{line}");
         }
     }

@@ -24,6 +24,8 @@ use zcode_mapper_sdk::elide::Text;
 
 mod compact;
 
+pub use compact::{FRAME_HEAD, WireHead, read_wire_head};
+
 /// `raw` read as `T` when it is a JSON object: a derived struct also reads an array (by
 /// position), which no ZCode frame is. `None` when it cannot be read so.
 pub fn object<'a, T: Deserialize<'a>>(raw: &'a RawValue) -> Option<T> {
