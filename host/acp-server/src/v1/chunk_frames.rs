@@ -13,8 +13,10 @@ pub fn write(out: &mut Vec<u8>, session: &SessionId, chunk: &TextChunk) {
     let kind = chunk.kind.tag();
     let _ =
         write!(out, r#","update":{{"sessionUpdate":"{kind}","content":{{"type":"text","text":"#);
-    string(out, &chunk.text);
-    out.push(b'}');
+    // Escaped as serde_json escapes it already: copied, not escaped again.
+    out.push(b'"');
+    out.extend_from_slice(chunk.escaped_text().as_bytes());
+    out.extend_from_slice(b"\"}");
     if let Some(id) = &chunk.message_id {
         out.extend_from_slice(br#","messageId":"#);
         string(out, id);
@@ -39,13 +41,13 @@ mod tests {
     fn the_frame_is_the_notification_the_sdk_writes_for_the_schema_types() {
         let session = SessionId::new("s-\"1\"");
         let chunks = [
-            TextChunk { kind: ChunkKind::AgentMessageChunk, text: "hi".into(), message_id: None },
-            TextChunk {
-                kind: ChunkKind::AgentThoughtChunk,
-                text: "tab\t quote\" \\ nl\n \u{1}é 😀 </script>".into(),
-                message_id: Some("m\"1".into()),
-            },
-            TextChunk { kind: ChunkKind::UserMessageChunk, text: String::new(), message_id: None },
+            TextChunk::new(ChunkKind::AgentMessageChunk, "hi", None),
+            TextChunk::new(
+                ChunkKind::AgentThoughtChunk,
+                "tab\t quote\" \\ nl\n \u{1}é 😀 </script>",
+                Some("m\"1".into()),
+            ),
+            TextChunk::new(ChunkKind::UserMessageChunk, "", None),
         ];
         for chunk in chunks {
             let mut frame = Vec::new();
@@ -55,7 +57,7 @@ mod tests {
             let expected = json!({"jsonrpc": "2.0", "method": "session/update", "params": typed});
             assert_eq!(serde_json::from_str::<Value>(&frame).unwrap(), expected, "{frame}");
             // Byte for byte as well: the text is escaped exactly as serde_json escapes it.
-            assert!(frame.contains(&serde_json::to_string(&chunk.text).unwrap()));
+            assert!(frame.contains(&serde_json::to_string(&chunk.text()).unwrap()));
             assert!(!frame.contains('\n'), "one line");
         }
     }
