@@ -2,7 +2,7 @@
 //! pieces of a turn every runner uses (`turn.rs`), the fault-switch mechanism, the single stdout
 //! writer, the session store, the process frame (runtime, signals, settings, platform names),
 //! the model catalogue of the GLM releases, the sign-in state, the clock, JSON text written by
-//! hand and the zod-like schema validator. Nothing here knows a generation: they build on it.
+//! hand, member look-ups that do not hash, and the zod-like schema validator. Nothing here knows a generation: they build on it.
 
 pub mod attachments;
 pub mod auth;
@@ -10,6 +10,7 @@ pub mod catalog;
 pub mod clock;
 pub mod fault;
 pub mod json_text;
+pub mod members;
 pub mod output;
 pub mod process;
 pub mod scenario;

@@ -18,6 +18,7 @@ use serde_json::{Map, Value, json};
 use super::fork;
 use super::wire::{DeliveryKind, Frame, Logical};
 use crate::common::clock::now_ms;
+use crate::common::members::{member, member_mut};
 
 /// Rows a snapshot carries (`PROTOCOL_V4_LIMITS.snapshotTailWindowRows`).
 pub const SNAPSHOT_TAIL_ROWS: usize = 60;
@@ -160,9 +161,8 @@ impl Publisher {
     // ----- rows ---------------------------------------------------------------------------
 
     fn row_index(&self, row_id: u64) -> Result<usize, usize> {
-        let id_of = |row: &Value| row["rowId"].as_u64().unwrap_or(0);
-        // A turn streams into its newest row, so that one is asked for by the thousand: each
-        // step of the search hashes a member name (docs/performance.md, issue 27).
+        let id_of = |row: &Value| member(row, "rowId").and_then(Value::as_u64).unwrap_or(0);
+        // A turn streams into its newest row, so that one is asked for by the thousand.
         let rows = &self.log.rows;
         match rows.last() {
             Some(last) if id_of(last) == row_id => Ok(rows.len() - 1),
@@ -369,6 +369,13 @@ impl Publisher {
 /// Appends `append` to the text at `path` (`text`, or `outer.inner`), in place: a turn of n
 /// deltas costs O(n), not a copy of the text per delta.
 fn append_text(row: &mut Value, path: &str, append: &str) {
+    // The streamed text, found at every delta: by comparing names.
+    if !path.contains('.')
+        && let Some(Value::String(text)) = member_mut(row, path)
+    {
+        text.push_str(append);
+        return;
+    }
     let slot = match path.split_once('.') {
         Some((outer, inner)) => {
             if !row[outer].is_object() {

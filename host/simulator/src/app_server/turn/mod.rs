@@ -28,6 +28,7 @@ use super::store::Usage;
 use super::wire;
 use crate::common::clock::now_ms;
 use crate::common::fault::FaultKind;
+use crate::common::members::{member, member_mut};
 use crate::common::scenario::{Action, Condition, Scenario, UsageOverride};
 use crate::common::turn::{Halt, StepResult, TurnCounts, estimate_tokens, failed, title_from};
 use crate::v4;
@@ -380,8 +381,8 @@ impl Turn {
             self.reasoning_chars += chars;
         }
         if let Some(last) = self.parts.last_mut()
-            && last["partId"] == part_id
-            && let Some(Value::String(text)) = last.get_mut("text")
+            && member(last, "partId").and_then(Value::as_str) == Some(part_id)
+            && let Some(Value::String(text)) = member_mut(last, "text")
         {
             text.push_str(delta);
             return;
