@@ -30,9 +30,9 @@ struct Connection {
 }
 
 impl Gateway {
-    /// The notification to write for one frame, or `None` while its connection is saturated
-    /// (the frame is held) or closed (the frame is dropped).
-    pub fn deliver(&mut self, frame: Frame) -> Option<String> {
+    /// The frame, to write now, or `None` while its connection is saturated (its notification
+    /// is held) or closed (the frame is dropped).
+    pub fn deliver(&mut self, frame: Frame) -> Option<Frame> {
         let connection = match self.connections.get_mut(&*frame.connection_id) {
             Some(connection) => connection,
             None => self.connections.entry(frame.connection_id.to_string()).or_default(),
@@ -40,12 +40,11 @@ impl Gateway {
         if connection.closed {
             return None;
         }
-        let notification = frame_notification_text(&frame);
         if connection.saturated {
-            connection.held.push(notification);
+            connection.held.push(frame_notification_text(&frame));
             return None;
         }
-        Some(notification)
+        Some(frame)
     }
 
     /// `v4/connection/flow`: `saturated` holds the connection's frames, `drained` flushes them
@@ -78,10 +77,15 @@ impl Gateway {
 /// frame.
 pub fn frame_notification_text(frame: &Frame) -> String {
     let mut text = String::with_capacity(frame.text_capacity());
-    text.push_str(r#"{"method":"v4/conversation/frame","params":"#);
-    write_complete(&mut text, frame, Framing::Complete);
-    text.push('}');
+    write_frame_notification(&mut text, frame);
     text
+}
+
+/// Appends [`frame_notification_text`] to `out`.
+pub fn write_frame_notification(out: &mut String, frame: &Frame) {
+    out.push_str(r#"{"method":"v4/conversation/frame","params":"#);
+    write_complete(out, frame, Framing::Complete);
+    out.push('}');
 }
 
 /// [`frame_notification_text`] as a tree, for a reply that writes it beside its result.

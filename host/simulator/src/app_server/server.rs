@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use super::catalog::{self, Entitlements};
 use super::delta_batch::Delta;
 use super::fault::AppFaults;
-use super::gateway::Gateway;
+use super::gateway::{Gateway, write_frame_notification};
 use super::interactions::Interactions;
 use super::profile::AppServerProfile;
 use super::provider_config::ProviderConfig;
@@ -81,8 +81,10 @@ pub struct State {
     pub snoozed: HashSet<String>,
     /// [`Options::array_lines`].
     pub array_lines: bool,
-    /// Notifications of the batch being written ([`State::batch`]), serialized.
-    held: Option<Vec<String>>,
+    /// Notifications of the batch being written ([`State::batch`]), put together.
+    held: Option<Line>,
+    /// The buffer of the last batch written, kept for the next one.
+    spare: String,
 }
 
 impl State {
@@ -131,22 +133,33 @@ impl State {
 
     /// [`State::notify`] for notifications already serialized.
     fn notify_texts(&mut self, texts: Vec<String>) {
-        if let Some(held) = &mut self.held {
-            held.extend(texts);
-        } else {
-            write_notifications(&self.out, self.array_lines, &texts);
-        }
+        self.batch(|state| {
+            let (line, array) = state.held_line();
+            for text in texts {
+                line.push(array, |line| line.push_str(&text));
+            }
+        });
     }
 
     /// Runs `write` with the notifications it writes held, then writes them together: one
     /// line with [`Options::array_lines`]. Held only under this one lock, so nothing written
     /// meanwhile can overtake them.
     pub fn batch<R>(&mut self, write: impl FnOnce(&mut State) -> R) -> R {
-        let outer = self.held.replace(Vec::new());
+        if self.held.is_some() {
+            // Within a batch: its notifications join the outer one's line.
+            return write(self);
+        }
+        self.held = Some(Line::new(std::mem::take(&mut self.spare)));
         let result = write(self);
-        let held = std::mem::replace(&mut self.held, outer).unwrap_or_default();
-        self.notify_texts(held);
+        let held = self.held.take().expect("held since the batch began");
+        held.write_to(&self.out, self.array_lines);
+        self.spare = held.into_buffer();
         result
+    }
+
+    /// The line of the batch being written, and whether it is a JSON array.
+    fn held_line(&mut self) -> (&mut Line, bool) {
+        (self.held.as_mut().expect("inside a batch"), self.array_lines)
     }
 
     /// Records a session event and pushes it when the session is subscribed, after the
@@ -206,9 +219,15 @@ impl State {
         let mut batch = Batch::default();
         let result = write(&mut resident.publisher, &mut batch);
         let frames = resident.publisher.commit(batch);
-        let notifications: Vec<String> =
-            frames.into_iter().filter_map(|frame| self.gateway.deliver(frame)).collect();
-        self.notify_texts(notifications);
+        // Each frame's notification is written straight into the batch's line.
+        self.batch(|state| {
+            for frame in frames {
+                if let Some(frame) = state.gateway.deliver(frame) {
+                    let (line, array) = state.held_line();
+                    line.push(array, |line| write_frame_notification(line, &frame));
+                }
+            }
+        });
         Some(result)
     }
 
@@ -354,6 +373,7 @@ impl Server {
                 snoozed: HashSet::new(),
                 array_lines,
                 held: None,
+                spare: String::new(),
             }),
             out,
         })
@@ -430,27 +450,57 @@ pub const MALFORMED_LINE: &[u8] = b"{\"method\":\"session/event\",\"params\":{\"
 pub const INVALID_UTF8_LINE: &[u8] =
     b"{\"method\":\"session/event\",\"params\":\"\xff\xfe\xfd\"}\n";
 
-/// Writes notifications on their own lines, or all of them as one JSON array line. Either way
-/// they go to the writer as one piece: a streamed delta's event and V4 frame are one hand-off
-/// to the writer thread (and one wake-up of it), not two.
-fn write_notifications(out: &Output, array_lines: bool, notifications: &[String]) {
-    if !notifications.is_empty() {
-        out.write(|queue| push_notification_line(queue, array_lines, notifications));
-    }
+/// The most a batch's line keeps of its buffer for the next batch.
+const KEPT_CAPACITY: usize = 64 * 1024;
+
+/// Notifications going out as one write: each on its line, or all of them as one JSON array
+/// line. Each is written into it in place: a streamed delta's V4 frame is put together once,
+/// with no text of its own to copy and free (docs/performance.md, issue 27). Either way they
+/// reach the writer thread as one piece: a delta's event and frame are one hand-off to it (and
+/// one wake-up of it), not two.
+struct Line {
+    /// The notifications, without the `]` and newline of an array line.
+    text: String,
+    empty: bool,
 }
 
-/// Appends the bytes [`write_notifications`] writes: what serializing the notifications (each,
-/// or as one array) would give, from their texts.
-fn push_notification_line(line: &mut Vec<u8>, array_lines: bool, notifications: &[String]) {
-    let (open, separator, close) = if array_lines { ("[", ",", "]\n") } else { ("", "\n", "\n") };
-    line.extend_from_slice(open.as_bytes());
-    for (index, text) in notifications.iter().enumerate() {
-        if index > 0 {
-            line.extend_from_slice(separator.as_bytes());
-        }
-        line.extend_from_slice(text.as_bytes());
+impl Line {
+    /// A line in `buffer`'s room (its text is dropped).
+    fn new(mut buffer: String) -> Line {
+        buffer.clear();
+        Line { text: buffer, empty: true }
     }
-    line.extend_from_slice(close.as_bytes());
+
+    /// Appends one notification, which `write` writes.
+    fn push(&mut self, array: bool, write: impl FnOnce(&mut String)) {
+        if array {
+            self.text.push(if self.empty { '[' } else { ',' });
+        }
+        write(&mut self.text);
+        if !array {
+            self.text.push('\n');
+        }
+        self.empty = false;
+    }
+
+    fn write_to(&self, out: &Output, array: bool) {
+        if !self.empty {
+            out.write(|queue| self.write_into(queue, array));
+        }
+    }
+
+    fn write_into(&self, queue: &mut Vec<u8>, array: bool) {
+        queue.extend_from_slice(self.text.as_bytes());
+        if array {
+            queue.extend_from_slice(b"]\n");
+        }
+    }
+
+    /// The line's buffer, to put the next one together in; not one that a large notification
+    /// (a snapshot) grew, which would be kept for good.
+    fn into_buffer(self) -> String {
+        if self.text.capacity() > KEPT_CAPACITY { String::new() } else { self.text }
+    }
 }
 
 #[cfg(test)]
@@ -458,10 +508,17 @@ mod tests {
     use super::super::session::event_notification;
     use super::*;
 
-    fn notification_line(array_lines: bool, notifications: &[String]) -> Vec<u8> {
-        let mut line = Vec::new();
-        push_notification_line(&mut line, array_lines, notifications);
-        line
+    /// What [`Line::write_to`] writes for `notifications`.
+    fn notification_line(array: bool, notifications: &[String]) -> Vec<u8> {
+        let mut line = Line::new(String::from("left over"));
+        for text in notifications {
+            line.push(array, |line| line.push_str(text));
+        }
+        let mut written = Vec::new();
+        if !line.empty {
+            line.write_into(&mut written, array);
+        }
+        written
     }
 
     #[test]
@@ -482,5 +539,6 @@ mod tests {
             .flat_map(|value| [serde_json::to_vec(value).unwrap(), b"\n".to_vec()].concat())
             .collect();
         assert_eq!(notification_line(false, &texts), lines);
+        assert!(notification_line(true, &[]).is_empty(), "no notification, no line");
     }
 }
