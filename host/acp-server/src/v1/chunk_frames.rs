@@ -1,32 +1,42 @@
 //! `session/update` frames for text chunks, written from the chunk's checked parts: the same
 //! JSON-RPC notification the SDK writes for the schema types, without building them.
 
-use std::io::Write as _;
-
 use agent_client_protocol::v1::schema::SessionId;
 use zcode_coordinator::TextChunk;
 
-/// Appends the frame of `chunk` for `session` to `out` (UTF-8, no newline).
-pub fn write(out: &mut Vec<u8>, session: &SessionId, chunk: &TextChunk) {
-    out.extend_from_slice(br#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"#);
-    string(out, &session.0);
-    let kind = chunk.kind.tag();
-    let _ =
-        write!(out, r#","update":{{"sessionUpdate":"{kind}","content":{{"type":"text","text":"#);
-    // Escaped as serde_json escapes it already: copied, not escaped again.
-    out.push(b'"');
-    out.extend_from_slice(chunk.escaped_text().as_bytes());
-    out.extend_from_slice(b"\"}");
-    if let Some(id) = &chunk.message_id {
-        out.extend_from_slice(br#","messageId":"#);
-        string(out, id);
-    }
-    out.extend_from_slice(b"}}}");
+/// The session's id as JSON, once for all the frames of a batch.
+pub fn session_json(session: &SessionId) -> String {
+    serde_json::to_string(&*session.0).expect("a string always serializes")
 }
 
-/// A JSON string, escaped as serde_json escapes it.
-fn string(out: &mut Vec<u8>, text: &str) {
-    serde_json::to_writer(out, text).expect("writing to a Vec cannot fail");
+/// Appends the frame of `chunk` for the session whose id is `session` (as [`session_json`]
+/// wrote it) to `out`, with no newline. Text only, so the block of frames needs no check that
+/// it is UTF-8.
+pub fn write(out: &mut String, session: &str, chunk: &TextChunk) {
+    out.push_str(r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"#);
+    out.push_str(session);
+    out.push_str(r#","update":{"sessionUpdate":""#);
+    out.push_str(chunk.kind.tag());
+    // The text is escaped as serde_json escapes it already: copied, not escaped again.
+    out.push_str(r#"","content":{"type":"text","text":""#);
+    out.push_str(chunk.escaped_text());
+    out.push_str("\"}");
+    if let Some(id) = &chunk.message_id {
+        out.push_str(r#","messageId":"#);
+        push_string(out, id);
+    }
+    out.push_str("}}}");
+}
+
+/// `text` as a JSON string, escaped as serde_json escapes it: most need no escape at all.
+fn push_string(out: &mut String, text: &str) {
+    if text.bytes().any(|byte| byte == b'"' || byte == b'\\' || byte < 0x20) {
+        out.push_str(&serde_json::to_string(text).expect("a string always serializes"));
+    } else {
+        out.push('"');
+        out.push_str(text);
+        out.push('"');
+    }
 }
 
 #[cfg(test)]
@@ -42,6 +52,7 @@ mod tests {
         let session = SessionId::new("s-\"1\"");
         let chunks = [
             TextChunk::new(ChunkKind::AgentMessageChunk, "hi", None),
+            TextChunk::new(ChunkKind::AgentMessageChunk, "hi", Some("msg_1".into())),
             TextChunk::new(
                 ChunkKind::AgentThoughtChunk,
                 "tab\t quote\" \\ nl\n \u{1}é 😀 </script>",
@@ -50,9 +61,8 @@ mod tests {
             TextChunk::new(ChunkKind::UserMessageChunk, "", None),
         ];
         for chunk in chunks {
-            let mut frame = Vec::new();
-            write(&mut frame, &session, &chunk);
-            let frame = String::from_utf8(frame).unwrap();
+            let mut frame = String::new();
+            write(&mut frame, &session_json(&session), &chunk);
             let typed = SessionNotification::new(session.clone(), chunk.clone().into_update());
             let expected = json!({"jsonrpc": "2.0", "method": "session/update", "params": typed});
             assert_eq!(serde_json::from_str::<Value>(&frame).unwrap(), expected, "{frame}");

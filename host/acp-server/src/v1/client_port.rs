@@ -35,23 +35,22 @@ impl ClientPort for AcpClient {
         let Some(flow) = &self.flow else {
             return send_each(self, session, updates);
         };
-        let mut block = Vec::new();
-        let send_block = |block: &mut Vec<u8>| {
+        let mut block = String::new();
+        let session_json = chunk_frames::session_json(session);
+        let send_block = |block: &mut String| {
             if block.is_empty() {
                 return Ok(());
             }
-            // One validation of the whole block: every piece written is UTF-8.
-            let frames = String::from_utf8(std::mem::take(block)).expect("frames are UTF-8");
-            flow.block(frames, |placeholder| self.cx.send_notification(placeholder))
+            flow.block(std::mem::take(block), |placeholder| self.cx.send_notification(placeholder))
                 .map_err(|e| ClientError(e.message))
         };
         for update in updates {
             match update {
                 Update::Text(chunk) => {
                     if !block.is_empty() {
-                        block.push(b'\n');
+                        block.push('\n');
                     }
-                    chunk_frames::write(&mut block, session, &chunk);
+                    chunk_frames::write(&mut block, &session_json, &chunk);
                 }
                 Update::Typed(update) => {
                     send_block(&mut block)?;
