@@ -184,10 +184,13 @@ fn nested_build(cargo: &OsString, manifest: &Path, target_dir: &Path, flags: &st
 /// Flags of the workspace build, which builds the mappers zcode-acp ships. LLVM inlines up to a
 /// threshold of 1000 instead of its default 225: in WebAssembly a call costs a frame and a fuel
 /// check, and a mapped event took about a sixth less CPU, for components a third larger (issue
-/// 27's eighteenth session in `docs/performance.md`; 2500 and 6000 were no faster). Test guests
-/// ([`GuestBuild`]) go without: the hostile drop-in (`opt-level = "s"`) took twice as long to
-/// build with it and came out five times the size, for tests that time nothing.
-const SHIPPED_FLAGS: &str = "-C llvm-args=-inline-threshold=1000";
+/// 27's eighteenth session in `docs/performance.md`; 2500 and 6000 were no faster). With
+/// `simd128`, memchr's searches and LLVM's loops over bytes use WebAssembly's 128-bit vectors,
+/// which wasmtime's engine has always had enabled (its default): zcode-acp's CPU per Desktop
+/// delta fell by about a fifth (the twenty-eighth session). Test guests ([`GuestBuild`]) go
+/// without both: the hostile drop-in (`opt-level = "s"`) took twice as long to build with the
+/// threshold and came out five times the size, for tests that time nothing.
+const SHIPPED_FLAGS: &str = "-C llvm-args=-inline-threshold=1000 -C target-feature=+simd128";
 
 /// `--remap-path-prefix` for the repository (the folder above the manifest's `mappers/`) and
 /// for cargo's home (crate sources).
