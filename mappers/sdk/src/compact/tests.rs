@@ -216,3 +216,46 @@ fn compares_fixed_text_whole() {
     // A character's first byte alone is no match.
     assert_eq!(Reader::new("é").literal("e"), None);
 }
+
+/// `Reader::uint` one digit at a time, as it read before it read words of eight.
+fn uint_by_digits(text: &str) -> Option<(u64, usize)> {
+    let rest = text.as_bytes();
+    let (mut value, mut len) = (0u64, 0);
+    while let Some(digit) = rest.get(len).map(|b| b.wrapping_sub(b'0')).filter(|d| *d <= 9) {
+        value = value.checked_mul(10)?.checked_add(u64::from(digit))?;
+        len += 1;
+    }
+    let refused = len == 0
+        || (rest[0] == b'0' && len > 1)
+        || matches!(rest.get(len), Some(b'.' | b'e' | b'E'));
+    (!refused).then_some((value, len))
+}
+
+#[test]
+fn integers_are_read_eight_digits_at_a_time_as_one_at_a_time() {
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let after = ["", ",", "}", "]", ".5", "e3", "E", "\"", ":", "/", "a", " ", "\u{7f}", "é"];
+    let mut texts = vec!["18446744073709551615".to_string(), "18446744073709551616".to_string()];
+    texts.extend(
+        ["0", "00", "01", "9", "10", "99999999", "100000000", "1234567890123"].map(String::from),
+    );
+    for _ in 0..20_000 {
+        let len = (next() % 23) as usize;
+        let digits: String = (0..len).map(|_| char::from(b'0' + (next() % 10) as u8)).collect();
+        texts.push(digits);
+    }
+    for digits in texts {
+        for tail in after {
+            let text = format!("{digits}{tail}");
+            let mut reader = Reader::new(&text);
+            let read = reader.uint().map(|value| (value, reader.at));
+            assert_eq!(read, uint_by_digits(&text), "{text:?}");
+        }
+    }
+}
