@@ -255,9 +255,6 @@ impl<'a> Reader<'a> {
 /// How deep [`Reader::value_text`] goes, well within serde_json's limit (128).
 pub const MAX_DEPTH: usize = 64;
 
-/// How many bytes `bytes` starts with that are neither a quote, a backslash nor a control
-/// character: eight at a time, as serde_json scans a string, since the streamed frames are
-/// mostly strings.
 /// How many of `word`'s bytes, from its first (lowest), are ASCII digits.
 #[inline(always)]
 fn leading_digits(word: u64) -> usize {
@@ -287,6 +284,9 @@ fn digits_value(word: u64, digits: usize) -> u64 {
     fours.wrapping_mul(10_000 << 32 | 1) >> 32
 }
 
+/// How many bytes `bytes` starts with that are neither a quote, a backslash nor a control
+/// character: eight at a time, as serde_json scans a string, since the streamed frames are
+/// mostly strings.
 fn plain_len(bytes: &[u8]) -> usize {
     const ONES: u64 = u64::from_ne_bytes([1; 8]);
     const HIGH: u64 = ONES << 7;

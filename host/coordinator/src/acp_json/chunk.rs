@@ -67,6 +67,7 @@ impl TextChunk {
         &self.escaped
     }
 
+    /// The text itself, unescaped.
     pub fn text(&self) -> String {
         serde_json::from_str(&format!("\"{}\"", self.escaped)).expect("the text is escaped JSON")
     }
