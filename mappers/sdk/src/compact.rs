@@ -103,7 +103,7 @@ impl<'a> Reader<'a> {
     pub fn literal(&mut self, expected: &str) -> Option<()> {
         let end = self.at.checked_add(expected.len())?;
         let found = self.text.as_bytes().get(self.at..end)?;
-        (found == expected.as_bytes()).then(|| self.at = end)
+        equal(found, expected.as_bytes()).then(|| self.at = end)
     }
 
     /// An unsigned integer as JSON writes one (no sign, no leading zero, no fraction or
@@ -254,6 +254,29 @@ impl<'a> Reader<'a> {
 
 /// How deep [`Reader::value_text`] goes, well within serde_json's limit (128).
 pub const MAX_DEPTH: usize = 64;
+
+/// Whether `found` is `expected` (of the same length), a word of eight bytes at a time, the
+/// last one ending where they end. Inlined where `expected` is a fixed text, whose words LLVM
+/// then knows: comparing with slices' `==` was a call to `memcmp` for each fixed text a line
+/// holds, 3 % of zcode-acp's samples in the guest profile after the SIMD build (issue 27).
+#[inline(always)]
+fn equal(found: &[u8], expected: &[u8]) -> bool {
+    debug_assert_eq!(found.len(), expected.len());
+    let len = expected.len();
+    if len < 8 {
+        return found.iter().zip(expected).all(|(a, b)| a == b);
+    }
+    let word = |bytes: &[u8], at: usize| {
+        u64::from_le_bytes(bytes[at..at + 8].try_into().expect("eight bytes"))
+    };
+    let mut differ = word(found, len - 8) ^ word(expected, len - 8);
+    let mut at = 0;
+    while at + 8 < len {
+        differ |= word(found, at) ^ word(expected, at);
+        at += 8;
+    }
+    differ == 0
+}
 
 /// How many of `word`'s bytes, from its first (lowest), are ASCII digits.
 #[inline(always)]

@@ -259,3 +259,26 @@ fn integers_are_read_eight_digits_at_a_time_as_one_at_a_time() {
         }
     }
 }
+
+#[test]
+fn fixed_text_is_compared_as_slices_compare() {
+    let expected: Vec<u8> = (0..48u8).map(|i| b'a' + i % 26).collect();
+    for len in 0..=expected.len() {
+        let expected = &expected[..len];
+        assert!(equal(expected, expected), "{len}");
+        // One byte different, at every place, by one bit or by all of them.
+        for at in 0..len {
+            for flip in [0x01, 0x80, 0xff] {
+                let mut found = expected.to_vec();
+                found[at] ^= flip;
+                assert!(!equal(&found, expected), "{len} bytes, {at}, {flip:#x}");
+            }
+        }
+    }
+    let mut reader = Reader::new(r#"{"op":"row.delta","rowId":7}"#);
+    assert_eq!(reader.literal(r#"{"op":"row.delta","#), Some(()));
+    assert_eq!(reader.literal(r#""rowid":"#), None, "a case differs");
+    assert_eq!(reader.literal(r#""rowId":7}, "#), None, "longer than what is left");
+    assert_eq!(reader.literal(r#""rowId":7}"#), Some(()));
+    assert!(reader.at_end());
+}
