@@ -9,10 +9,12 @@ use zcode_coordinator::CoordinatorConfig;
 
 use crate::Target;
 use crate::account::ZcodeAccount;
+use crate::heap;
 use crate::launcher::{Launcher, SessionHosts};
 
 /// `cancel_grace`: how long a cancelled turn may take to end (`--cancel-grace`).
 pub fn run(target: Target, cancel_grace: Duration) -> ExitCode {
+    heap::keep_freed_pages();
     let launcher = match Launcher::new(target) {
         Ok(launcher) => launcher,
         Err(error) => {

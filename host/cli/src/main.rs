@@ -8,6 +8,7 @@ mod account;
 mod agent;
 mod demo;
 mod doctor;
+mod heap;
 mod install;
 mod launcher;
 mod logging;
