@@ -310,7 +310,7 @@ fn digits_value(word: u64, digits: usize) -> u64 {
 /// How many bytes `bytes` starts with that are neither a quote, a backslash nor a control
 /// character: eight at a time, as serde_json scans a string, since the streamed frames are
 /// mostly strings.
-fn plain_len(bytes: &[u8]) -> usize {
+pub(crate) fn plain_len(bytes: &[u8]) -> usize {
     const ONES: u64 = u64::from_ne_bytes([1; 8]);
     const HIGH: u64 = ONES << 7;
     let mut at = 0;

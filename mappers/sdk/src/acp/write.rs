@@ -7,6 +7,8 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
+use crate::compact::plain_len;
+
 /// A JSON object being written: `{`, then each field, then `}` from [`Obj::end`].
 pub(crate) struct Obj {
     text: String,
@@ -115,32 +117,32 @@ impl Obj {
 }
 
 /// Appends `value` as a JSON string, escaped as `serde_json` escapes it: `"` and `\`, and the
-/// control characters below U+0020 (`\b \t \n \f \r` by name, the others as `\u00XX`).
+/// control characters below U+0020 (`\b \t \n \f \r` by name, the others as `\u00XX`). The
+/// runs between them are found eight bytes at a time and copied whole, since a streamed
+/// delta's text is written here and rarely holds one (issue 27).
 pub(crate) fn string(out: &mut String, value: &str) {
     out.reserve(value.len() + 2);
     out.push('"');
-    let mut start = 0;
-    for (index, byte) in value.bytes().enumerate() {
-        let escape = match byte {
-            b'"' => "\\\"",
-            b'\\' => "\\\\",
-            b'\n' => "\\n",
-            b'\r' => "\\r",
-            b'\t' => "\\t",
-            0x08 => "\\b",
-            0x0c => "\\f",
-            0x00..=0x1f => "",
-            _ => continue,
-        };
-        out.push_str(&value[start..index]);
-        if escape.is_empty() {
-            let _ = write!(out, "\\u{byte:04x}");
-        } else {
-            out.push_str(escape);
+    let mut rest = value;
+    loop {
+        // Every byte `plain_len` stops at is ASCII, so both slices fall on characters.
+        let plain = plain_len(rest.as_bytes());
+        out.push_str(&rest[..plain]);
+        let Some(&byte) = rest.as_bytes().get(plain) else { break };
+        match byte {
+            b'"' => out.push_str("\\\""),
+            b'\\' => out.push_str("\\\\"),
+            b'\n' => out.push_str("\\n"),
+            b'\r' => out.push_str("\\r"),
+            b'\t' => out.push_str("\\t"),
+            0x08 => out.push_str("\\b"),
+            0x0c => out.push_str("\\f"),
+            _ => {
+                let _ = write!(out, "\\u{byte:04x}");
+            }
         }
-        start = index + 1;
+        rest = &rest[plain + 1..];
     }
-    out.push_str(&value[start..]);
     out.push('"');
 }
 
@@ -170,6 +172,23 @@ mod tests {
         let mut mine = String::new();
         string(&mut mine, &all);
         assert_eq!(mine, serde_json::to_string(&all).unwrap());
+    }
+
+    /// An escape is found wherever it falls against the eight-byte words the runs are read in,
+    /// and next to wide characters.
+    #[test]
+    fn escapes_wherever_the_words_fall() {
+        for len in 0..20 {
+            for at in 0..=len {
+                for special in ["\"", "\\", "\n", "\u{1}", "\u{1f}", "\u{7f}", "é", "\t\"€"] {
+                    let mut sample = "a".repeat(len);
+                    sample.insert_str(at, special);
+                    let mut mine = String::new();
+                    string(&mut mine, &sample);
+                    assert_eq!(mine, serde_json::to_string(&sample).unwrap(), "{sample:?}");
+                }
+            }
+        }
     }
 
     #[test]
