@@ -476,7 +476,9 @@ impl Measure {
 
     /// Unescaped text as it came: checked as UTF-8 across chunk ends.
     fn text(&mut self, run: &[u8], tail: usize) -> Result<(), MapperError> {
-        if run.iter().any(|byte| *byte < 0x20) {
+        // A run ends before any quote or backslash, so where its plain part ends before it
+        // does, a control character stands.
+        if crate::compact::plain_len(run) < run.len() {
             return Err(not_json());
         }
         let mut run = run;
@@ -492,7 +494,7 @@ impl Measure {
             std::str::from_utf8(&char).map_err(|_| not_json())?;
             self.decoded(&char, tail);
         }
-        let whole = match std::str::from_utf8(run) {
+        let whole = match crate::text::utf8(run) {
             Ok(_) => run.len(),
             Err(error) if error.error_len().is_none() => error.valid_up_to(),
             Err(_) => return Err(not_json()),

@@ -159,6 +159,27 @@ fn the_property_sees_both_answers() {
     assert!(whole(r#"{"a":[1,"x"] }"#).is_none());
 }
 
+/// Every byte that ends a plain run, and the bytes next to them that do not, at every position
+/// of runs up to 50 bytes: in every lane of a block and of a word, and in the bytes after them.
+#[test]
+fn a_plain_run_ends_at_its_first_special_byte_wherever_it_falls() {
+    let scan = |bytes: &[u8]| bytes.iter().position(|&b| b == b'"' || b == b'\\' || b < 0x20);
+    for len in 0..50 {
+        for at in 0..len {
+            for byte in [b'"', b'\\', 0x00, 0x1f, b' ', b'!', b'#', b'[', b']', 0x7f, 0x80, 0xff] {
+                let mut bytes = vec![b'a'; len];
+                bytes[at] = byte;
+                assert_eq!(plain_len(&bytes), scan(&bytes).unwrap_or(len), "{len} {at} {byte:#x}");
+                // A second special byte after the first does not move the answer.
+                if at + 1 < len {
+                    bytes[len - 1] = b'"';
+                    assert_eq!(plain_len(&bytes), scan(&bytes).unwrap(), "{len} {at} {byte:#x}");
+                }
+            }
+        }
+    }
+}
+
 proptest! {
     /// Eight bytes at a time, the plain run ends where a byte-by-byte scan ends it.
     #[test]

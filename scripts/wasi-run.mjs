@@ -1,0 +1,11 @@
+// Runs a WASI (preview 1) command module under Node: cargo's runner for the mapper SDK's unit
+// tests built for wasm32-wasip1, so the byte scans that read sixteen bytes at a time only in a
+// guest (mappers/sdk/src/vector.rs) are tested where they run. Usage: wasi-run.mjs FILE ARGS...
+import { readFile } from 'node:fs/promises';
+import { WASI } from 'node:wasi';
+
+const [file, ...args] = process.argv.slice(2);
+const wasi = new WASI({ version: 'preview1', args: [file, ...args], env: {}, returnOnExit: true });
+const module = await WebAssembly.compile(await readFile(file));
+const instance = await WebAssembly.instantiate(module, wasi.getImportObject());
+process.exitCode = wasi.start(instance);
