@@ -1,6 +1,6 @@
 // Runs a WASI (preview 1) command module under Node: cargo's runner for the mapper SDK's unit
-// tests built for wasm32-wasip1, so the byte scans that read sixteen bytes at a time only in a
-// guest (mappers/sdk/src/vector.rs) are tested where they run. Usage: wasi-run.mjs FILE ARGS...
+// tests built for wasm32-wasip1 (scripts/test), so its byte scans are also tested as the guests
+// run them, as 32-bit WebAssembly. Usage: wasi-run.mjs FILE ARGS...
 import { readFile } from 'node:fs/promises';
 import { WASI } from 'node:wasi';
 

@@ -313,13 +313,6 @@ fn digits_value(word: u64, digits: usize) -> u64 {
 pub(crate) fn plain_len(bytes: &[u8]) -> usize {
     const ONES: u64 = u64::from_ne_bytes([1; 8]);
     const HIGH: u64 = ONES << 7;
-    // Sixteen at a time where the guest has vectors; then the last block's worth in words.
-    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-    let mut at = match crate::vector::plain_blocks(bytes) {
-        found if found < bytes.len() / 16 * 16 => return found,
-        blocks_end => blocks_end,
-    };
-    #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
     let mut at = 0;
     while let Some(chunk) = bytes.get(at..at + 8) {
         let word = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));

@@ -63,8 +63,6 @@ pub mod text;
 pub mod time;
 pub mod tool_view;
 pub mod uri;
-#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-mod vector;
 
 #[cfg(any(test, feature = "acp-check"))]
 pub mod acp_check;

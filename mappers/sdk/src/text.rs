@@ -18,13 +18,6 @@ pub fn utf8(bytes: &[u8]) -> Result<&str, Utf8Error> {
 }
 
 /// How many of `bytes` lead in sixteen-byte blocks that are all ASCII.
-#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-fn ascii_len(bytes: &[u8]) -> usize {
-    crate::vector::ascii_blocks(bytes)
-}
-
-/// How many of `bytes` lead in sixteen-byte blocks that are all ASCII.
-#[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
 fn ascii_len(bytes: &[u8]) -> usize {
     const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
     let word = |at: &[u8]| u64::from_ne_bytes(at.try_into().expect("eight bytes"));
