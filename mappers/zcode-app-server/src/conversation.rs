@@ -141,17 +141,19 @@ impl Conversation {
         self.watch.as_ref().is_some_and(|w| w.closed)
     }
 
+    /// A V4 frame's payload applied: what it shows is added to `out`, the batch's actions. After
+    /// an error `out` may hold part of it, which the caller takes back.
     pub fn apply(
         &mut self,
         payload: Payload,
         cx: &mut Context<'_>,
-    ) -> Result<Vec<Action>, MapperError> {
-        let mut out = Vec::new();
+        out: &mut Vec<Action>,
+    ) -> Result<(), MapperError> {
         match payload {
             Payload::Snapshot(snapshot) => {
                 let initial = !self.snapshot_seen;
                 self.snapshot_seen = true;
-                self.state(&snapshot, initial, cx, &mut out);
+                self.state(&snapshot, initial, cx, out);
                 let window = snapshot
                     .pointer("/rows/window")
                     .and_then(Value::as_array)
@@ -159,16 +161,16 @@ impl Conversation {
                 // A snapshot replaces state: each row is taken as an upsert, so what the mapper
                 // already showed is skipped and what it missed is shown.
                 for row in window {
-                    self.row(row, cx, &mut out)?;
+                    self.row(row, cx, out)?;
                 }
             }
             Payload::Deltas(deltas) => {
                 for delta in &deltas {
-                    self.delta(delta, cx, &mut out)?;
+                    self.delta(delta, cx, out)?;
                 }
             }
         }
-        Ok(out)
+        Ok(())
     }
 
     fn delta(
@@ -315,24 +317,24 @@ impl Conversation {
         &mut self,
         deltas: &[Delta<'_>],
         cx: &mut Context<'_>,
-    ) -> Result<Vec<Action>, MapperError> {
-        let mut out = Vec::new();
+        out: &mut Vec<Action>,
+    ) -> Result<(), MapperError> {
         for delta in deltas {
             match delta {
                 Delta::Append(append) => {
-                    self.append_text(append.row_id, &append.path, &append.append, &mut out)?
+                    self.append_text(append.row_id, &append.path, &append.append, out)?
                 }
                 Delta::TextRow(row) => {
                     // As `row` reads a text row: only the watched turn's rows are shown.
                     let watched = self.watch.as_ref().and_then(|w| w.turn_id.as_deref());
                     if watched == Some(&*row.turn_id) {
-                        self.text_row(row.row_id, row.kind == "reasoning", &row.text, &mut out)?;
+                        self.text_row(row.row_id, row.kind == "reasoning", &row.text, out)?;
                     }
                 }
-                Delta::Tree(delta) => self.delta(delta, cx, &mut out)?,
+                Delta::Tree(delta) => self.delta(delta, cx, out)?,
             }
         }
-        Ok(out)
+        Ok(())
     }
 
     /// A text row of the watched turn, whole: what is new in it is shown.

@@ -59,10 +59,9 @@ impl Harness {
     fn apply(&mut self, payload: Payload) -> Vec<Value> {
         let mut cx =
             Context { tools: &mut self.tools, workspace: "/w", shown_mode: &mut self.shown_mode };
-        self.conversation
-            .apply(payload, &mut cx)
-            .unwrap()
-            .into_iter()
+        let mut out = Vec::new();
+        self.conversation.apply(payload, &mut cx, &mut out).unwrap();
+        out.into_iter()
             .map(|a| match a {
                 Action::Update(u) => serde_json::from_str(&u).unwrap(),
                 other => panic!("{other:?}"),
@@ -211,9 +210,15 @@ fn a_streamed_row_keeps_no_copy_of_its_text_and_its_whole_version_is_still_check
     let mut rewritten = streamed.clone().into_bytes();
     rewritten[100_000] = b'X';
     let rewritten = String::from_utf8(rewritten).unwrap() + "more";
-    let error = h.conversation.apply(Payload::Deltas(whole(&rewritten)), &mut cx).unwrap_err();
+    let error = h
+        .conversation
+        .apply(Payload::Deltas(whole(&rewritten)), &mut cx, &mut Vec::new())
+        .unwrap_err();
     assert!(error.message.contains("rewrote"), "{error:?}");
-    let error = h.conversation.apply(Payload::Deltas(whole(&streamed[1..])), &mut cx).unwrap_err();
+    let error = h
+        .conversation
+        .apply(Payload::Deltas(whole(&streamed[1..])), &mut cx, &mut Vec::new())
+        .unwrap_err();
     assert!(error.message.contains("rewrote"), "{error:?}");
     let shown = h.deltas(Value::Array(whole(&format!("{streamed}the end"))));
     assert_eq!(
@@ -260,7 +265,10 @@ fn a_whole_row_too_long_to_keep_is_checked_against_what_was_shown_and_its_rest_s
     let refused = |h: &mut Harness, text: &str| {
         let mut cx =
             Context { tools: &mut h.tools, workspace: "/w", shown_mode: &mut h.shown_mode };
-        h.conversation.apply(Payload::Deltas(framed(text)), &mut cx).unwrap_err().message
+        h.conversation
+            .apply(Payload::Deltas(framed(text)), &mut cx, &mut Vec::new())
+            .unwrap_err()
+            .message
     };
     let mut rewritten = streamed.clone().into_bytes();
     rewritten[100_000] = b'X';

@@ -12,7 +12,7 @@ use zcode_v4::schema::native;
 use zcode_v4::stream::WireMembers;
 
 use super::{AppServerSession, IntoError};
-use crate::conversation;
+use crate::conversation::{self, Conversation};
 use crate::events::{self, Turn};
 use crate::subscription::FrameOutcome;
 use crate::wire::{self, Frame, MemberNames, Members, object, raw_str, raw_value};
@@ -268,13 +268,7 @@ impl AppServerSession {
     }
 
     fn apply_deltas(&mut self, deltas: &[zcode_v4::stream::Delta<'_>], effects: &mut Effects) {
-        let mut cx = conversation::Context {
-            tools: &mut self.tools,
-            workspace: &self.workspace,
-            shown_mode: &mut self.mode,
-        };
-        let actions = self.conversation.apply_deltas(deltas, &mut cx);
-        self.applied(actions, effects);
+        self.applied(effects, |conversation, cx, out| conversation.apply_deltas(deltas, cx, out));
     }
 
     /// What the legacy stream's mapping needs of the session.
@@ -418,13 +412,9 @@ impl AppServerSession {
         match method {
             "v4/conversation/frame" => match self.v4.frame(params) {
                 Ok(FrameOutcome::Applied(payload)) => {
-                    let mut cx = conversation::Context {
-                        tools: &mut self.tools,
-                        workspace: &self.workspace,
-                        shown_mode: &mut self.mode,
-                    };
-                    let actions = self.conversation.apply(payload, &mut cx);
-                    self.applied(actions, effects);
+                    self.applied(effects, |conversation, cx, out| {
+                        conversation.apply(payload, cx, out)
+                    });
                 }
                 Ok(FrameOutcome::Skipped(why)) => {
                     effects.actions.push(Action::Ignore(why.to_string()))
@@ -442,25 +432,32 @@ impl AppServerSession {
         }
     }
 
-    /// What a V4 frame applied to the conversation shows; a turn end the legacy stream gave
-    /// is let through once the V4 turn header has closed.
+    /// A V4 frame applied to the conversation by `apply`, which adds what it shows to the
+    /// batch's actions: a streamed line's actions go there directly, with no list of their own
+    /// (issue 27). An error takes back what the frame added and breaks the turn; a turn end
+    /// the legacy stream gave is let through once the V4 turn header has closed.
     pub(super) fn applied(
         &mut self,
-        actions: Result<Vec<Action>, MapperError>,
         effects: &mut Effects,
+        apply: impl FnOnce(
+            &mut Conversation,
+            &mut conversation::Context<'_>,
+            &mut Vec<Action>,
+        ) -> Result<(), MapperError>,
     ) {
-        match actions {
-            Ok(actions) => {
-                if actions.is_empty() {
-                    effects.actions.push(Action::Ignore("v4 frame applied".into()));
-                } else if effects.actions.is_empty() {
-                    // The usual case, a batch's first frame: its actions are the batch's.
-                    effects.actions = actions;
-                } else {
-                    effects.actions.extend(actions);
-                }
+        let mut cx = conversation::Context {
+            tools: &mut self.tools,
+            workspace: &self.workspace,
+            shown_mode: &mut self.mode,
+        };
+        let before = effects.actions.len();
+        match apply(&mut self.conversation, &mut cx, &mut effects.actions) {
+            Ok(()) if effects.actions.len() == before => {
+                effects.actions.push(Action::Ignore("v4 frame applied".into()));
             }
+            Ok(()) => {}
             Err(error) => {
+                effects.actions.truncate(before);
                 effects.actions.push(Action::Terminal(Terminal::Broken(error)));
                 return;
             }

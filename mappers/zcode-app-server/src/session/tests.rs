@@ -1319,6 +1319,33 @@ fn appended_text_reads_the_same_however_its_frame_is_written() {
     );
 }
 
+/// A frame that fails takes back what it added before failing, and only that: what the frames
+/// before it in the same input showed stays.
+#[test]
+fn a_frame_that_fails_takes_back_only_its_own_updates() {
+    let mut driver = opened(true, true);
+    let sent = prompt(&mut driver);
+    let command = sent[0]["params"]["commandId"].as_str().unwrap().to_string();
+    driver.event(frame(5, 6, "online", json!([
+        {"op": "row.appended", "row": header(1, "turn-1", &command, "running")},
+        {"op": "row.appended", "row": row(2, "turn-1", "assistantText", json!({"text": "a", "state": "streaming"}))},
+    ])));
+    let append =
+        |text: &str| json!({"op": "row.delta", "rowId": 2, "path": "text", "append": text});
+    let shown = frame(6, 7, "online", json!([append("b")]));
+    let failing = frame(7, 8, "online", json!([append("c"), {"op": "row.reticulated"}]));
+    let input = format!("{shown}\n{failing}");
+    let effects = driver.session.map(vec![SessionInput::Event(input.into())]).unwrap();
+    assert!(
+        matches!(&effects.actions[..], [Action::Update(_), Action::Terminal(Terminal::Broken(e))] if e.message.contains("row.reticulated")),
+        "{effects:?}"
+    );
+    assert_eq!(
+        updates(&effects),
+        [json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "b"}})]
+    );
+}
+
 #[test]
 fn the_end_of_a_turn_is_read_without_its_text() {
     let finish = |end: &str| {
