@@ -13,7 +13,7 @@ use zcode_v4::codec::{Base64, is_crc32_hex};
 use zcode_v4::command::Command;
 use zcode_v4::fragments::{self, Fragment, Limits, Problem};
 use zcode_v4::sequence::{self, Order};
-use zcode_v4::stream::{self, Delta, WireMembers};
+use zcode_v4::stream::{self, Delta, Deltas, WireMembers};
 use zcode_v4::wire::WIRE_VERSION;
 
 pub use zcode_v4::wire::Payload;
@@ -137,14 +137,14 @@ impl Subscription {
     /// last frame applied, its wire members read in the caller's pass over the line. Its
     /// deltas, with the frame applied to the sequence; `None` (nothing changed) for anything
     /// else, which goes the general way ([`Subscription::frame`]), with its checks and errors.
-    pub fn deltas<'a>(&mut self, wire: WireMembers<'a>) -> Option<Vec<Delta<'a>>> {
+    pub fn deltas<'a>(&mut self, wire: WireMembers<'a>) -> Option<Deltas<'a>> {
         let frame = stream::read_wire_deltas(wire, self.subscription_id.as_deref()?, self.seq?)?;
         Some(self.continued(frame))
     }
 
     /// [`Subscription::deltas`] of a whole notification line, read in one pass
     /// (`zcode_v4::stream::read_line_deltas`); `None` for any other line.
-    pub fn line_deltas<'a>(&mut self, line: &'a str) -> Option<Vec<Delta<'a>>> {
+    pub fn line_deltas<'a>(&mut self, line: &'a str) -> Option<Deltas<'a>> {
         let frame = stream::read_line_deltas(line, self.subscription_id.as_deref()?, self.seq?)?;
         Some(self.continued(frame))
     }
@@ -152,19 +152,19 @@ impl Subscription {
     /// [`Subscription::line_deltas`] of the line `text` starts with, if it is a streamed
     /// delta's line as ZCode writes one (`zcode_v4::stream::read_leading_line_deltas`), and
     /// that line's length.
-    pub fn leading_deltas<'a>(&mut self, text: &'a str) -> Option<(Vec<Delta<'a>>, usize)> {
+    pub fn leading_deltas<'a>(&mut self, text: &'a str) -> Option<(Deltas<'a>, usize)> {
         let (frame, len) =
             stream::read_leading_line_deltas(text, self.subscription_id.as_deref()?, self.seq?)?;
         Some((self.continued(frame), len))
     }
 
     /// A frame read by `zcode_v4::stream`, applied to the sequence: its deltas.
-    fn continued<'a>(&mut self, frame: stream::DeltaFrame<'a>) -> Vec<Delta<'a>> {
+    fn continued<'a>(&mut self, frame: stream::DeltaFrame<'a>) -> Deltas<'a> {
         self.seq = Some(frame.to_seq);
         if frame.recovery {
             self.resyncing = false;
         }
-        for delta in &frame.deltas {
+        for delta in frame.deltas.iter() {
             if let Delta::Tree(delta) = delta {
                 self.revised(delta);
             }

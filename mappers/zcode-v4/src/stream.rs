@@ -188,7 +188,62 @@ pub struct DeltaFrame<'a> {
     pub to_seq: u64,
     /// `deliveryKind` is `recovery`.
     pub recovery: bool,
-    pub deltas: Vec<Delta<'a>>,
+    pub deltas: Deltas<'a>,
+}
+
+/// A frame's deltas. A streamed line holds one, which is kept in place: a list of its own
+/// was an allocation and a free per delta in the guest (issue 27). Read as a slice, and shown
+/// as one: how the deltas are held is no difference between two reads.
+pub enum Deltas<'a> {
+    One(Delta<'a>),
+    Many(Vec<Delta<'a>>),
+}
+
+impl<'a> Deltas<'a> {
+    /// None yet.
+    pub const fn new() -> Self {
+        Deltas::Many(Vec::new())
+    }
+
+    pub fn push(&mut self, delta: Delta<'a>) {
+        match self {
+            Deltas::Many(list) if list.is_empty() => *self = Deltas::One(delta),
+            Deltas::Many(list) => list.push(delta),
+            Deltas::One(_) => {
+                let Deltas::One(first) = std::mem::take(self) else { unreachable!() };
+                *self = Deltas::Many(vec![first, delta]);
+            }
+        }
+    }
+}
+
+impl<'a> std::ops::Deref for Deltas<'a> {
+    type Target = [Delta<'a>];
+
+    fn deref(&self) -> &[Delta<'a>] {
+        match self {
+            Deltas::One(delta) => std::slice::from_ref(delta),
+            Deltas::Many(list) => list,
+        }
+    }
+}
+
+impl Default for Deltas<'_> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl std::fmt::Debug for Deltas<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl<'a> From<Vec<Delta<'a>>> for Deltas<'a> {
+    fn from(list: Vec<Delta<'a>>) -> Self {
+        Deltas::Many(list)
+    }
 }
 
 /// The members of a wire frame [`read_wire_deltas`] looks at, as they came: read from the
@@ -246,7 +301,7 @@ impl<'a> Frame<'a> {
         if self.to_seq <= seq || self.from_seq != seq || payload.kind != "deltas" {
             return None;
         }
-        Some(DeltaFrame { to_seq: self.to_seq, recovery, deltas: payload.deltas.0 })
+        Some(DeltaFrame { to_seq: self.to_seq, recovery, deltas: payload.deltas.0.into() })
     }
 }
 
@@ -549,6 +604,23 @@ mod tests {
                "logicalFrameOrdinal": 1, "topic": "conversation/s1", "subscriptionId": "sub-1",
                "frame": {"topic": "conversation/s1", "subscriptionId": "sub-1", "fromSeq": from,
                          "toSeq": to, "sentAt": 1, "payload": {"kind": "deltas", "deltas": deltas}}})
+    }
+
+    /// Pushed one by one, deltas read back as the list of them would, in order, however many.
+    #[test]
+    fn deltas_read_back_as_pushed() {
+        for count in 0..4 {
+            let trees: Vec<Value> =
+                (0..count).map(|n| json!({"op": "row.removed", "n": n})).collect();
+            let mut deltas = Deltas::new();
+            for tree in &trees {
+                deltas.push(Delta::Tree(tree.clone()));
+            }
+            let list: Vec<Delta<'_>> = trees.into_iter().map(Delta::Tree).collect();
+            assert_eq!(deltas.len(), count);
+            assert_eq!(format!("{deltas:?}"), format!("{list:?}"));
+            assert_eq!(format!("{:?}", Deltas::from(list)), format!("{deltas:?}"));
+        }
     }
 
     #[test]

@@ -11,7 +11,7 @@ use std::borrow::Cow;
 use zcode_mapper_sdk::compact::{Reader, once};
 
 use super::{
-    CheckedDelta, CheckedFrame, CheckedParts, Delta, DeltaFrame, LogicalParts, TextAppend,
+    CheckedDelta, CheckedFrame, CheckedParts, Delta, DeltaFrame, Deltas, LogicalParts, TextAppend,
 };
 use crate::wire::WIRE_VERSION;
 
@@ -97,7 +97,7 @@ fn read_as_written<'a>(text: &'a str, subscription_id: &str) -> Option<(Wire<'a>
     r.literal(r#","payload":{"kind":"#)?;
     let frame_kind = r.plain_str()?;
     r.literal(r#","deltas":"#)?;
-    let mut deltas = Vec::new();
+    let mut deltas = Deltas::new();
     r.array(|r| read_append_as_written(r).map(|a| deltas.push(Delta::Append(a))))?;
     r.literal("}}}}")?;
     let frame = Frame { from_seq, to_seq, kind: frame_kind, deltas };
@@ -173,7 +173,7 @@ struct Frame<'a> {
     from_seq: u64,
     to_seq: u64,
     kind: &'a str,
-    deltas: Vec<Delta<'a>>,
+    deltas: Deltas<'a>,
 }
 
 /// The wire frame: `wireVersion`, `kind`, `deliveryKind`, `logicalFrameId`,
@@ -220,12 +220,12 @@ fn read_frame<'a>(r: &mut Reader<'a>) -> Option<Frame<'a>> {
     Some(Frame { from_seq: from_seq?, to_seq: to_seq?, kind, deltas })
 }
 
-fn read_payload<'a>(r: &mut Reader<'a>) -> Option<(&'a str, Vec<Delta<'a>>)> {
+fn read_payload<'a>(r: &mut Reader<'a>) -> Option<(&'a str, Deltas<'a>)> {
     let (mut kind, mut deltas) = (None, None);
     r.object(|r, name| match name {
         "kind" => once(&mut kind, r.plain_str()),
         "deltas" => {
-            let mut list = Vec::new();
+            let mut list = Deltas::new();
             let mut each = |r: &mut Reader<'a>| read_append(r).map(|a| list.push(Delta::Append(a)));
             once(&mut deltas, r.array(&mut each).map(|()| list))
         }
