@@ -62,6 +62,25 @@ impl<'a> Reader<'a> {
         self.text.get(start..end)
     }
 
+    /// [`Reader::plain_str`] of a string that is `usual` on almost every line: compared whole,
+    /// which costs less than scanning for its end, and read as any other string only when it is
+    /// not. `usual` holds nothing JSON escapes, so both ways read the same.
+    #[inline]
+    pub fn usual_str(&mut self, usual: &'static str) -> Option<&'a str> {
+        debug_assert_eq!(plain_len(usual.as_bytes()), usual.len());
+        let at = self.at;
+        if self
+            .literal("\"")
+            .and_then(|()| self.literal(usual))
+            .and_then(|()| self.literal("\""))
+            .is_some()
+        {
+            return Some(usual);
+        }
+        self.at = at;
+        self.plain_str()
+    }
+
     /// Any string: borrowed when it has no escape, else decoded by serde_json.
     #[inline]
     pub fn string(&mut self) -> Option<Cow<'a, str>> {

@@ -159,6 +159,26 @@ fn the_property_sees_both_answers() {
     assert!(whole(r#"{"a":[1,"x"] }"#).is_none());
 }
 
+/// A usual string is taken as compared, any other as `plain_str` reads it, and the reader ends
+/// up in the same place either way.
+#[test]
+fn a_usual_string_reads_as_any_plain_string() {
+    for text in [
+        r#""complete","#,
+        r#""recovery","#,
+        r#""completely","#,
+        r#""complet","#,
+        r#""compl\u0065te","#,
+        r#""complete"#,
+        r#"complete","#,
+        r#""","#,
+    ] {
+        let (mut usual, mut plain) = (Reader::new(text), Reader::new(text));
+        assert_eq!(usual.usual_str("complete"), plain.plain_str(), "{text}");
+        assert_eq!(usual.literal(","), plain.literal(","), "{text}");
+    }
+}
+
 /// Every byte that ends a plain run, and the bytes next to them that do not, at every position
 /// of runs up to 50 bytes: in every lane of a block and of a word, and in the bytes after them.
 #[test]

@@ -75,9 +75,10 @@ fn read_as_written<'a>(text: &'a str, subscription_id: &str) -> Option<(Wire<'a>
     // Read, not compared: then the id holds nothing JSON escapes, and it can be compared where
     // it comes again.
     let subscription = r.plain_str().filter(|s| *s == subscription_id)?;
-    r.literal(r#","frame":{"topic":"#)?;
-    (r.plain_str()? == topic).then_some(())?;
-    r.literal(r#","subscriptionId":""#)?;
+    // The topic again, compared: it holds nothing JSON escapes (it was read plain).
+    r.literal(r#","frame":{"topic":""#)?;
+    r.literal(topic)?;
+    r.literal(r#"","subscriptionId":""#)?;
     r.literal(subscription_id)?;
     r.literal(r#"","#)?;
     // 3.15.1 writes `sentAt` after `toSeq`; a 3.11.2 Agent was seen writing it first.
@@ -95,7 +96,7 @@ fn read_as_written<'a>(text: &'a str, subscription_id: &str) -> Option<(Wire<'a>
         r.uint()?;
     }
     r.literal(r#","payload":{"kind":"#)?;
-    let frame_kind = r.plain_str()?;
+    let frame_kind = r.usual_str("deltas")?;
     r.literal(r#","deltas":"#)?;
     let mut deltas = Deltas::new();
     r.array(|r| read_append_as_written(r).map(|a| deltas.push(Delta::Append(a))))?;
@@ -133,9 +134,9 @@ pub fn read_wire_head<'a>(r: &mut Reader<'a>) -> Option<WireHead<'a>> {
     r.literal(r#"{"wireVersion":"#)?;
     let version = r.uint()?;
     r.literal(r#","kind":"#)?;
-    let kind = r.plain_str()?;
+    let kind = r.usual_str("complete")?;
     r.literal(r#","deliveryKind":"#)?;
-    let delivery_kind = r.plain_str()?;
+    let delivery_kind = r.usual_str("online")?;
     r.literal(r#","logicalFrameId":"#)?;
     r.plain_str()?;
     r.literal(r#","logicalFrameOrdinal":"#)?;
@@ -147,16 +148,21 @@ pub fn read_wire_head<'a>(r: &mut Reader<'a>) -> Option<WireHead<'a>> {
 
 /// [`read_append`] of a delta as ZCode writes it: `op`, `rowId`, `path`, `append`.
 fn read_append_as_written<'a>(r: &mut Reader<'a>) -> Option<TextAppend<'a>> {
-    r.literal(r#"{"op":"#)?;
-    let op = r.plain_str().filter(|op| *op == "row.delta")?;
-    r.literal(r#","rowId":"#)?;
+    // Only a text append is read here, and its path is almost always `text`: both compared.
+    r.literal(r#"{"op":"row.delta","rowId":"#)?;
     let row_id = r.uint()?;
-    r.literal(r#","path":"#)?;
-    let path = r.string()?;
-    r.literal(r#","append":"#)?;
+    let path = match r.literal(r#","path":"text","append":"#) {
+        Some(()) => Cow::Borrowed("text"),
+        None => {
+            r.literal(r#","path":"#)?;
+            let path = r.string()?;
+            r.literal(r#","append":"#)?;
+            path
+        }
+    };
     let append = r.string()?;
     r.literal("}")?;
-    Some(TextAppend { op: Cow::Borrowed(op), row_id, path, append })
+    Some(TextAppend { op: Cow::Borrowed("row.delta"), row_id, path, append })
 }
 
 #[derive(Debug)]
