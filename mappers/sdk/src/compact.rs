@@ -23,6 +23,11 @@ impl<'a> Reader<'a> {
         Self { text, at: 0 }
     }
 
+    /// How many bytes of the text have been read.
+    pub fn offset(&self) -> usize {
+        self.at
+    }
+
     /// Whether all of the text has been read.
     pub fn at_end(&self) -> bool {
         self.at == self.text.len()

@@ -302,13 +302,17 @@ pub fn leading_frame_topic(line: &str) -> Option<&str> {
 }
 
 /// The V4 conversation frame `text` opens with, as ZCode writes one, up to its end: found by the
-/// compact reader, which passes over it far faster than the envelope's serde read. `None` for
-/// anything else, or for a frame the compact reader does not read.
+/// compact reader, which passes over it far faster than the envelope's serde read. A streamed
+/// delta's frame in ZCode's own order is walked on its fixed text, any other member by member.
+/// `None` for anything else, or for a frame the compact reader does not read.
 fn v4_frame_text(text: &str) -> Option<&str> {
     if !text.starts_with(stream::FRAME_HEAD) {
         return None;
     }
-    Reader::new(text).value_text()
+    match stream::frame_len_as_written(text) {
+        Some(len) => Some(&text[..len]),
+        None => Reader::new(text).value_text(),
+    }
 }
 
 /// JSON's whitespace.

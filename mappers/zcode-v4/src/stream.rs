@@ -24,7 +24,7 @@ use zcode_mapper_sdk::elide::Text;
 
 mod compact;
 
-pub use compact::{FRAME_HEAD, WireHead, read_wire_head};
+pub use compact::{FRAME_HEAD, WireHead, frame_len_as_written, read_wire_head};
 
 /// `raw` read as `T` when it is a JSON object: a derived struct also reads an array (by
 /// position), which no ZCode frame is. `None` when it cannot be read so.

@@ -168,6 +168,40 @@ proptest! {
     }
 }
 
+/// Where a frame in a batch ends, by its fixed text: as ZCode writes it, its frame is walked so,
+/// and whatever is done to it, it ends where passing over its members says it ends, or it is
+/// left to that pass.
+fn ends_where_passing_over_it_ends(json: &Json) -> Result<Option<usize>, TestCaseError> {
+    let text = json.text();
+    let batch = format!("{text},{text}]");
+    let walked = frame_len_as_written(&batch);
+    if let Some(len) = walked {
+        let passed = Reader::new(&batch).value_text().map(str::len);
+        prop_assert_eq!(Some(len), passed, "{}", batch);
+    }
+    Ok(walked)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(4096))]
+
+    #[test]
+    fn a_frame_ends_where_passing_over_its_members_ends(
+        appends in 0usize..3,
+        swaps in proptest::collection::vec(any::<(usize, usize, usize)>(), 0..12),
+        (kind, value, name) in (0usize..6, any::<usize>(), 0..NAMES.len()),
+        object in any::<usize>(),
+        member in any::<usize>(),
+    ) {
+        let mut json = line(&[r#""lorem ipsum ""#, r#""a\nb""#][..appends.min(2)]);
+        prop_assert_eq!(ends_where_passing_over_it_ends(&json)?, Some(json.text().len()));
+        json.shuffle(&swaps);
+        ends_where_passing_over_it_ends(&json)?;
+        json.edit(object, member, Edit::pick(kind, value, VALUES, NAMES[name]));
+        ends_where_passing_over_it_ends(&json)?;
+    }
+}
+
 /// A streamed frame as the Services Server writes it: the line's wire frame, whose logical
 /// frame may carry its time to first token.
 fn checked_frame(appends: &[&str]) -> Json {
