@@ -1284,8 +1284,8 @@ fn without_v4_the_legacy_delta_is_the_content() {
     assert!(matches!(&unknown.actions[..], [Action::Terminal(Terminal::Broken(_))]), "{unknown:?}");
 }
 
-#[test]
-fn appended_text_reads_the_same_however_its_frame_is_written() {
+/// A V4 session whose turn streams into text row 2 of turn 1 (`a` so far).
+fn streaming_text_row() -> Driver {
     let mut driver = opened(true, true);
     let sent = prompt(&mut driver);
     let command = sent[0]["params"]["commandId"].as_str().unwrap().to_string();
@@ -1293,9 +1293,18 @@ fn appended_text_reads_the_same_however_its_frame_is_written() {
         {"op": "row.appended", "row": header(1, "turn-1", &command, "running")},
         {"op": "row.appended", "row": row(2, "turn-1", "assistantText", json!({"text": "a", "state": "streaming"}))},
     ])));
+    driver
+}
+
+/// A V4 delta that appends `text` to row 2's text.
+fn append(text: &str) -> Value {
+    json!({"op": "row.delta", "rowId": 2, "path": "text", "append": text})
+}
+
+#[test]
+fn appended_text_reads_the_same_however_its_frame_is_written() {
+    let mut driver = streaming_text_row();
     let chunk = |text: &str| json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}});
-    let append =
-        |text: &str| json!({"op": "row.delta", "rowId": 2, "path": "text", "append": text});
     let appended = driver.event(frame(6, 7, "online", json!([append("b"), append("c\n\"")])));
     assert_eq!(updates(&appended), [chunk("b"), chunk("c\n\"")]);
     // Members in another order, an escape, spaces.
@@ -1323,15 +1332,7 @@ fn appended_text_reads_the_same_however_its_frame_is_written() {
 /// before it in the same input showed stays.
 #[test]
 fn a_frame_that_fails_takes_back_only_its_own_updates() {
-    let mut driver = opened(true, true);
-    let sent = prompt(&mut driver);
-    let command = sent[0]["params"]["commandId"].as_str().unwrap().to_string();
-    driver.event(frame(5, 6, "online", json!([
-        {"op": "row.appended", "row": header(1, "turn-1", &command, "running")},
-        {"op": "row.appended", "row": row(2, "turn-1", "assistantText", json!({"text": "a", "state": "streaming"}))},
-    ])));
-    let append =
-        |text: &str| json!({"op": "row.delta", "rowId": 2, "path": "text", "append": text});
+    let mut driver = streaming_text_row();
     let shown = frame(6, 7, "online", json!([append("b")]));
     let failing = frame(7, 8, "online", json!([append("c"), {"op": "row.reticulated"}]));
     let input = format!("{shown}\n{failing}");
