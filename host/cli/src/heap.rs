@@ -23,8 +23,8 @@ const MMAP_THRESHOLD: libc::c_int = 512 << 10;
 /// Sets glibc's trim and mapping thresholds for this process. Another libc keeps its defaults.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 pub fn keep_freed_pages() {
-    // SAFETY: mallopt only sets the allocator's parameters; it is called before any other
-    // thread starts, and a refusal (0) leaves the defaults, which are only slower.
+    // SAFETY: mallopt takes the allocator's lock and only sets its parameters; a refusal (0)
+    // leaves the defaults, which are only slower.
     unsafe {
         libc::mallopt(libc::M_TRIM_THRESHOLD, TRIM_THRESHOLD);
         libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD);
