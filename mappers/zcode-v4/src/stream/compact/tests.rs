@@ -148,6 +148,20 @@ const VALUES: &[&str] = &[
 const NAMES: &[&str] =
     &["id", "result", "error", "jsonrpc", "x", "op", "kind", "frame", "deltas", "topic", "sentAt"];
 
+/// Where a frame in a batch ends, by its fixed text: as ZCode writes it, its frame is walked so,
+/// and whatever is done to it, it ends where passing over its members says it ends, or it is
+/// left to that pass.
+fn ends_where_passing_over_it_ends(json: &Json) -> Result<Option<usize>, TestCaseError> {
+    let text = json.text();
+    let batch = format!("{text},{text}]");
+    let walked = frame_len_as_written(&batch);
+    if let Some(len) = walked {
+        let passed = Reader::new(&batch).value_text().map(str::len);
+        prop_assert_eq!(Some(len), passed, "{}", batch);
+    }
+    Ok(walked)
+}
+
 proptest! {
     // Each case takes microseconds; an edit that matters is one in a few hundred.
     #![proptest_config(ProptestConfig::with_cases(4096))]
@@ -166,25 +180,8 @@ proptest! {
         let edit = (object, member, Edit::pick(kind, value, VALUES, NAMES[name]));
         reads_alike(line, &swaps, edit, |text| both(text, 3)).map_err(TestCaseError::fail)?;
     }
-}
 
-/// Where a frame in a batch ends, by its fixed text: as ZCode writes it, its frame is walked so,
-/// and whatever is done to it, it ends where passing over its members says it ends, or it is
-/// left to that pass.
-fn ends_where_passing_over_it_ends(json: &Json) -> Result<Option<usize>, TestCaseError> {
-    let text = json.text();
-    let batch = format!("{text},{text}]");
-    let walked = frame_len_as_written(&batch);
-    if let Some(len) = walked {
-        let passed = Reader::new(&batch).value_text().map(str::len);
-        prop_assert_eq!(Some(len), passed, "{}", batch);
-    }
-    Ok(walked)
-}
-
-proptest! {
-    #![proptest_config(ProptestConfig::with_cases(4096))]
-
+    /// Wherever the walk of a batched frame on its fixed text ends, the member pass ends too.
     #[test]
     fn a_frame_ends_where_passing_over_its_members_ends(
         appends in 0usize..3,
